@@ -1,0 +1,1 @@
+//! Host decode (to be written).

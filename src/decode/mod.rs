@@ -1,0 +1,3 @@
+//! Decoding fetched column-chunk bytes into Arrow arrays.
+
+pub mod host;

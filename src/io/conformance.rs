@@ -1,0 +1,1 @@
+//! Backend conformance suite (to be written).

@@ -1,0 +1,34 @@
+//! Positional reads that either fill their buffer or say why not.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use crate::error::{Error, Location};
+
+/// Reads exactly `buf.len()` bytes at `offset`, retrying on partial reads and `EINTR`.
+///
+/// Returns the number of `pread` calls made. End of file before the buffer is full is
+/// [`Error::ShortRead`], with the bytes obtained; an OS error is [`Error::Io`].
+pub fn pread_exact(file: &File, buf: &mut [u8], offset: u64, location: &Location) -> Result<u64, Error> {
+    let mut done = 0usize;
+    let mut calls = 0u64;
+    while done < buf.len() {
+        calls += 1;
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => {
+                return Err(Error::ShortRead {
+                    location: location.clone(),
+                    offset,
+                    expected: buf.len() as u64,
+                    got: done as u64,
+                });
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Error::io(location.clone(), format!("read of {} bytes at offset {offset}", buf.len()), e));
+            }
+        }
+    }
+    Ok(calls)
+}

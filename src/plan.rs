@@ -1,0 +1,324 @@
+//! The read plan: which bytes of a Parquet file to read, and how to split them into I/O tasks.
+//!
+//! Planning is pure: metadata in, byte ranges out, no I/O. [`ReadPlan::build`] takes a validated
+//! [`ParquetSource`] (its metadata was checked against the file size), a [`Projection`] and a
+//! [`RowGroupSelection`], and produces
+//! - the column chunks needed, each with its file byte range and its place in the destination buffer;
+//! - coalesced spans (adjacent chunks, or chunks at most `max_gap` apart, read as one);
+//! - tasks of at most `task_size` bytes (optionally 4 KiB-aligned, for `O_DIRECT`), each knowing which
+//!   column chunks it serves.
+//!
+//! Every backend writes the bytes of task `t` (file range `[t.offset, t.offset + t.len)`) into the
+//! destination buffer at `[t.dest_offset, t.dest_offset + t.len)`; a chunk's bytes then lie at
+//! `[chunk.dest_offset, chunk.dest_offset + chunk.len)`.
+
+use std::ops::Range;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::metadata::ParquetSource;
+
+/// Direct I/O alignment (bytes).
+pub const DIRECT_IO_ALIGN: u64 = 4096;
+
+/// Which columns to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Projection {
+    /// Every column.
+    #[default]
+    All,
+    /// Columns by name: a top-level name selects all its leaves; a dotted path (`a.b.c`) selects
+    /// one leaf, or every leaf below an inner node.
+    Names(Vec<String>),
+    /// Leaf column indices.
+    Leaves(Vec<usize>),
+}
+
+/// Which row groups to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RowGroupSelection {
+    /// Every row group.
+    #[default]
+    All,
+    /// These row groups, in this order.
+    Indices(Vec<usize>),
+}
+
+/// How to cut the needed ranges into I/O tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Chunks separated by at most this many bytes are read as one span (the gap is read and dropped).
+    pub max_gap: u64,
+    /// Largest task, in bytes (spans are split into tasks no larger than this).
+    pub task_size: u64,
+    /// Align task starts and lengths to [`DIRECT_IO_ALIGN`] for direct I/O (a span's last task may end
+    /// at end of file instead).
+    pub align: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        Self { max_gap: 64 * 1024, task_size: 16 << 20, align: false }
+    }
+}
+
+/// One needed column chunk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChunkRange {
+    /// Row group index.
+    pub row_group: usize,
+    /// Leaf column index.
+    pub column: usize,
+    /// Dotted column path.
+    pub column_path: String,
+    /// File offset of the chunk's first byte.
+    pub offset: u64,
+    /// Chunk length in bytes.
+    pub len: u64,
+    /// Where the chunk's bytes land in the destination buffer.
+    pub dest_offset: u64,
+}
+
+impl ChunkRange {
+    /// The chunk's file byte range.
+    pub fn file_range(&self) -> Range<u64> {
+        self.offset..self.offset + self.len
+    }
+}
+
+/// A coalesced run of file bytes, read as one (then split into tasks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Span {
+    /// File offset.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Offset in the destination buffer.
+    pub dest_offset: u64,
+    /// Indices into [`ReadPlan::chunks`] of the chunks within this span.
+    pub chunks: Range<usize>,
+}
+
+/// One I/O operation: read file `[offset, offset + len)` into destination `[dest_offset, dest_offset + len)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadTask {
+    /// File offset.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Offset in the destination buffer.
+    pub dest_offset: u64,
+    /// Indices into [`ReadPlan::chunks`] of the chunks this task carries bytes of.
+    pub chunks: Range<usize>,
+}
+
+impl ReadTask {
+    /// The task's file byte range.
+    pub fn file_range(&self) -> Range<u64> {
+        self.offset..self.offset + self.len
+    }
+}
+
+/// Everything a backend needs to fetch the bytes of a projection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadPlan {
+    /// Needed column chunks, in file order.
+    pub chunks: Vec<ChunkRange>,
+    /// Coalesced spans, in file order.
+    pub spans: Vec<Span>,
+    /// I/O tasks, in file order.
+    pub tasks: Vec<ReadTask>,
+    /// Size of the destination buffer (sum of span lengths).
+    pub dest_len: u64,
+    /// Selected leaf columns, in schema order.
+    pub columns: Vec<usize>,
+    /// Selected row groups, in the order asked for.
+    pub row_groups: Vec<usize>,
+    /// Options the plan was built with.
+    #[serde(skip)]
+    pub options: PlanOptions,
+}
+
+impl ReadPlan {
+    /// Plans the reads for `projection` and `row_groups` of `source`.
+    pub fn build(
+        source: &ParquetSource,
+        projection: &Projection,
+        row_groups: &RowGroupSelection,
+        options: PlanOptions,
+    ) -> Result<Self> {
+        let columns = resolve_projection(source, projection)?;
+        let row_groups = resolve_row_groups(source, row_groups)?;
+        let checked = source.checked_chunks();
+        let mut chunks = Vec::with_capacity(columns.len() * row_groups.len());
+        for &g in &row_groups {
+            for &c in &columns {
+                let cc = checked[g][c];
+                chunks.push(ChunkRange {
+                    row_group: g,
+                    column: c,
+                    column_path: source.column_path(c),
+                    offset: cc.offset,
+                    len: cc.len,
+                    dest_offset: 0,
+                });
+            }
+        }
+        Ok(Self::from_chunks(chunks, columns, row_groups, source.len(), options))
+    }
+
+    /// Builds the spans and tasks for `chunks` (any order; validated, non-overlapping ranges).
+    pub fn from_chunks(
+        mut chunks: Vec<ChunkRange>,
+        columns: Vec<usize>,
+        row_groups: Vec<usize>,
+        file_len: u64,
+        options: PlanOptions,
+    ) -> Self {
+        chunks.sort_by_key(|c| (c.offset, c.len));
+        let spans = coalesce(&mut chunks, options, file_len);
+        let tasks = split_into_tasks(&spans, &chunks, options);
+        let dest_len = spans.iter().map(|s| s.len).sum();
+        Self { chunks, spans, tasks, dest_len, columns, row_groups, options }
+    }
+
+    /// Total bytes of the needed chunks (excluding gaps and alignment padding).
+    pub fn useful_bytes(&self) -> u64 {
+        self.chunks.iter().map(|c| c.len).sum()
+    }
+
+    /// The part of `task` that belongs to `chunk`, as a file byte range (empty if they do not overlap).
+    pub fn overlap(task: &ReadTask, chunk: &ChunkRange) -> Range<u64> {
+        let start = task.offset.max(chunk.offset);
+        let end = (task.offset + task.len).min(chunk.offset + chunk.len);
+        start..end.max(start)
+    }
+}
+
+/// Leaf columns selected by `projection`, in schema order, deduplicated.
+pub fn resolve_projection(source: &ParquetSource, projection: &Projection) -> Result<Vec<usize>> {
+    let schema = source.metadata().file_metadata().schema_descr();
+    let n = schema.num_columns();
+    let mut selected = vec![false; n];
+    match projection {
+        Projection::All => selected.iter_mut().for_each(|s| *s = true),
+        Projection::Leaves(leaves) => {
+            for &l in leaves {
+                if l >= n {
+                    return Err(Error::InvalidRequest {
+                        location: source.location(),
+                        message: format!("leaf column {l} does not exist (the file has {n})"),
+                    });
+                }
+                selected[l] = true;
+            }
+        }
+        Projection::Names(names) => {
+            for name in names {
+                let want: Vec<&str> = name.split('.').collect();
+                let mut found = false;
+                for (i, s) in selected.iter_mut().enumerate() {
+                    let parts = schema.column(i).path().parts().to_vec();
+                    if parts.len() >= want.len() && parts.iter().zip(&want).all(|(p, w)| p == w) {
+                        *s = true;
+                        found = true;
+                    }
+                }
+                if !found {
+                    let available: Vec<String> =
+                        schema.root_schema().get_fields().iter().map(|f| f.name().to_string()).collect();
+                    return Err(Error::InvalidRequest {
+                        location: source.location(),
+                        message: format!(
+                            "no column named '{name}' (top-level columns: {})",
+                            available.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok((0..n).filter(|&i| selected[i]).collect())
+}
+
+fn resolve_row_groups(source: &ParquetSource, selection: &RowGroupSelection) -> Result<Vec<usize>> {
+    let n = source.metadata().num_row_groups();
+    match selection {
+        RowGroupSelection::All => Ok((0..n).collect()),
+        RowGroupSelection::Indices(ix) => {
+            let mut seen = vec![false; n];
+            for &g in ix {
+                if g >= n {
+                    return Err(Error::InvalidRequest {
+                        location: source.location(),
+                        message: format!("row group {g} does not exist (the file has {n})"),
+                    });
+                }
+                if std::mem::replace(&mut seen[g], true) {
+                    return Err(Error::InvalidRequest {
+                        location: source.location(),
+                        message: format!("row group {g} is selected twice"),
+                    });
+                }
+            }
+            Ok(ix.clone())
+        }
+    }
+}
+
+/// Merges sorted chunks into spans and sets each chunk's `dest_offset`.
+fn coalesce(chunks: &mut [ChunkRange], options: PlanOptions, file_len: u64) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::new();
+    let mut dest = 0u64;
+    let align_down = |x: u64| if options.align { x / DIRECT_IO_ALIGN * DIRECT_IO_ALIGN } else { x };
+    let align_up = |x: u64| {
+        if options.align { x.div_ceil(DIRECT_IO_ALIGN).saturating_mul(DIRECT_IO_ALIGN).min(file_len) } else { x }
+    };
+    for i in 0..chunks.len() {
+        let (start, end) = (align_down(chunks[i].offset), align_up(chunks[i].offset + chunks[i].len));
+        match spans.last_mut() {
+            Some(s) if start <= (s.offset + s.len).saturating_add(options.max_gap) => {
+                let new_end = end.max(s.offset + s.len);
+                dest += new_end - (s.offset + s.len);
+                s.len = new_end - s.offset;
+                s.chunks.end = i + 1;
+            }
+            _ => {
+                spans.push(Span { offset: start, len: end - start, dest_offset: dest, chunks: i..i + 1 });
+                dest += end - start;
+            }
+        }
+        let s = spans.last().expect("a span was just pushed or extended");
+        chunks[i].dest_offset = s.dest_offset + (chunks[i].offset - s.offset);
+    }
+    spans
+}
+
+/// Cuts spans into tasks of at most `task_size` bytes (a multiple of the alignment when aligning).
+fn split_into_tasks(spans: &[Span], chunks: &[ChunkRange], options: PlanOptions) -> Vec<ReadTask> {
+    let mut step = options.task_size.max(1);
+    if options.align {
+        step = step.div_ceil(DIRECT_IO_ALIGN) * DIRECT_IO_ALIGN;
+    }
+    let mut tasks = Vec::new();
+    for span in spans {
+        let mut off = 0;
+        // Chunks are sorted and disjoint, so the chunks overlapping consecutive tasks form a sliding window.
+        let mut first = span.chunks.start;
+        while off < span.len {
+            let len = step.min(span.len - off);
+            let (t0, t1) = (span.offset + off, span.offset + off + len);
+            while first < span.chunks.end && chunks[first].offset + chunks[first].len <= t0 {
+                first += 1;
+            }
+            let mut last = first;
+            while last < span.chunks.end && chunks[last].offset < t1 {
+                last += 1;
+            }
+            tasks.push(ReadTask { offset: t0, len, dest_offset: span.dest_offset + off, chunks: first..last });
+            off += len;
+        }
+    }
+    tasks
+}

@@ -1,0 +1,322 @@
+//! Per-column-chunk and per-column counters, built from a plan and a backend's [`IoLog`], and their
+//! presentation as an aligned table or JSON.
+//!
+//! Attribution rules (stated in every report's JSON under `rules`):
+//! - bytes: a task's bytes go to the column chunks they belong to, exactly (by overlap); bytes read only
+//!   because of coalescing gaps or alignment are `overhead_bytes` of the whole read, not of a column;
+//! - reads: a read operation is counted once for every column chunk its task carries bytes of, so a
+//!   task shared by two columns shows in both (the totals row counts it once);
+//! - time: a column's busy time is the union of the intervals of the tasks carrying its bytes, so
+//!   overlapping tasks count once (as KvikIO's busy time); its throughput is bytes / busy time.
+
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+
+use crate::io::{CufileStatsDelta, IoLog, IoPath};
+use crate::plan::ReadPlan;
+
+/// Serialises a duration as seconds (f64).
+pub fn ser_secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// Bytes and reads per path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PathCounts {
+    /// Bytes per path, indexed by [`IoPath::index`].
+    #[serde(serialize_with = "ser_per_path")]
+    pub bytes: [u64; 4],
+    /// Read operations per path.
+    #[serde(serialize_with = "ser_per_path")]
+    pub reads: [u64; 4],
+}
+
+fn ser_per_path<S: Serializer>(v: &[u64; 4], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(4))?;
+    for p in IoPath::ALL {
+        m.serialize_entry(p.name(), &v[p.index()])?;
+    }
+    m.end()
+}
+
+impl PathCounts {
+    /// Total bytes over all paths.
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+    /// Total reads over all paths.
+    pub fn total_reads(&self) -> u64 {
+        self.reads.iter().sum()
+    }
+    fn add(&mut self, path: IoPath, bytes: u64, reads: u64) {
+        self.bytes[path.index()] += bytes;
+        self.reads[path.index()] += reads;
+    }
+}
+
+/// Counters of one column chunk.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChunkReport {
+    /// Row group.
+    pub row_group: usize,
+    /// Leaf column index.
+    pub column: usize,
+    /// Dotted path.
+    pub column_path: String,
+    /// File byte range start.
+    pub offset: u64,
+    /// Chunk length.
+    pub len: u64,
+    /// Bytes and reads by path.
+    pub counts: PathCounts,
+    /// Busy time (union of its tasks' intervals).
+    #[serde(serialize_with = "ser_secs")]
+    pub busy: Duration,
+}
+
+/// Counters of one column, summed over the row groups read.
+#[derive(Debug, Clone, Serialize)]
+pub struct ColumnReport {
+    /// Leaf column index.
+    pub column: usize,
+    /// Dotted path.
+    pub column_path: String,
+    /// Column chunks read.
+    pub chunks: usize,
+    /// Bytes and reads by path.
+    pub counts: PathCounts,
+    /// Busy time (union of its tasks' intervals).
+    #[serde(serialize_with = "ser_secs")]
+    pub busy: Duration,
+    /// Bytes / busy time, in GB/s (10^9 bytes per second).
+    pub gbps: f64,
+    /// Every distinct reason given for a path taken by this column's reads.
+    pub reasons: Vec<String>,
+}
+
+/// The report of one fetch.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadReport {
+    /// File read.
+    pub file: String,
+    /// Backend used.
+    pub backend: String,
+    /// Per column.
+    pub columns: Vec<ColumnReport>,
+    /// Per column chunk.
+    pub chunks: Vec<ChunkReport>,
+    /// Totals: every read counted once.
+    pub total: PathCounts,
+    /// Bytes of the needed column chunks.
+    pub useful_bytes: u64,
+    /// Bytes read beyond them (coalescing gaps, alignment).
+    pub overhead_bytes: u64,
+    /// Wall time of the fetch.
+    #[serde(serialize_with = "ser_secs")]
+    pub wall: Duration,
+    /// Useful bytes / wall time, GB/s.
+    pub gbps: f64,
+    /// Backend notes (fallbacks and their reasons).
+    pub notes: Vec<String>,
+    /// cuFile's own statistics across the fetch, where available.
+    pub cufile_stats: Option<CufileStatsDelta>,
+    /// How bytes, reads and time are attributed.
+    pub rules: &'static str,
+}
+
+/// The attribution rules, as printed in reports.
+pub const ATTRIBUTION_RULES: &str = "bytes by exact overlap of each read with each column chunk (gap and alignment bytes are overhead); \
+a read counts once per column chunk it carries bytes of; busy time is the union of the reads' intervals";
+
+fn union_len(mut intervals: Vec<(Duration, Duration)>) -> Duration {
+    intervals.sort_unstable();
+    let mut total = Duration::ZERO;
+    let mut cur: Option<(Duration, Duration)> = None;
+    for (s, e) in intervals {
+        match &mut cur {
+            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+            _ => {
+                if let Some((cs, ce)) = cur {
+                    total += ce - cs;
+                }
+                cur = Some((s, e));
+            }
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+fn gbps(bytes: u64, t: Duration) -> f64 {
+    let s = t.as_secs_f64();
+    if s > 0.0 { bytes as f64 / s / 1e9 } else { 0.0 }
+}
+
+impl ReadReport {
+    /// Attributes `log` (from fetching `plan`) to columns and column chunks.
+    pub fn build(file: &str, plan: &ReadPlan, log: &IoLog) -> Self {
+        let n = plan.chunks.len();
+        let mut counts = vec![PathCounts::default(); n];
+        let mut intervals: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); n];
+        let mut reasons: Vec<Vec<String>> = vec![Vec::new(); n];
+        let mut total = PathCounts::default();
+        for rec in &log.tasks {
+            let task = &plan.tasks[rec.task];
+            total.add(rec.path, rec.bytes, rec.reads);
+            for ci in task.chunks.clone() {
+                let ov = ReadPlan::overlap(task, &plan.chunks[ci]);
+                if ov.is_empty() {
+                    continue;
+                }
+                // A failed or partial task moved at most rec.bytes: scale the overlap accordingly.
+                let bytes = if rec.bytes >= task.len { ov.end - ov.start } else { (ov.end - ov.start).min(rec.bytes) };
+                counts[ci].add(rec.path, bytes, rec.reads);
+                intervals[ci].push((rec.start, rec.end));
+                if !reasons[ci].iter().any(|r| **r == *rec.reason) {
+                    reasons[ci].push(rec.reason.to_string());
+                }
+            }
+        }
+        let chunks: Vec<ChunkReport> = plan
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ChunkReport {
+                row_group: c.row_group,
+                column: c.column,
+                column_path: c.column_path.clone(),
+                offset: c.offset,
+                len: c.len,
+                counts: counts[i],
+                busy: union_len(intervals[i].clone()),
+            })
+            .collect();
+        let columns = plan
+            .columns
+            .iter()
+            .map(|&col| {
+                let mine: Vec<usize> = (0..n).filter(|&i| plan.chunks[i].column == col).collect();
+                let mut c = PathCounts::default();
+                let mut iv = Vec::new();
+                let mut rs: Vec<String> = Vec::new();
+                for &i in &mine {
+                    for p in IoPath::ALL {
+                        c.add(p, counts[i].bytes[p.index()], counts[i].reads[p.index()]);
+                    }
+                    iv.extend_from_slice(&intervals[i]);
+                    for r in &reasons[i] {
+                        if !rs.contains(r) {
+                            rs.push(r.clone());
+                        }
+                    }
+                }
+                let busy = union_len(iv);
+                ColumnReport {
+                    column: col,
+                    column_path: plan
+                        .chunks
+                        .get(mine.first().copied().unwrap_or(usize::MAX))
+                        .map(|c| c.column_path.clone())
+                        .unwrap_or_default(),
+                    chunks: mine.len(),
+                    gbps: gbps(c.total_bytes(), busy),
+                    counts: c,
+                    busy,
+                    reasons: rs,
+                }
+            })
+            .collect();
+        let useful = plan.useful_bytes();
+        ReadReport {
+            file: file.to_string(),
+            backend: log.backend.clone(),
+            columns,
+            chunks,
+            overhead_bytes: total.total_bytes().saturating_sub(useful),
+            total,
+            useful_bytes: useful,
+            wall: log.wall,
+            gbps: gbps(useful, log.wall),
+            notes: log.notes.clone(),
+            cufile_stats: log.cufile_stats,
+            rules: ATTRIBUTION_RULES,
+        }
+    }
+
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The report as an aligned text table: one row per column, then a totals row, then notes.
+    pub fn to_table(&self) -> String {
+        let paths: Vec<IoPath> =
+            IoPath::ALL.into_iter().filter(|p| self.total.bytes[p.index()] > 0 || self.total.reads[p.index()] > 0).collect();
+        let mut header = vec!["column".to_string(), "chunks".into()];
+        for p in &paths {
+            header.push(format!("{p} bytes"));
+            header.push(format!("{p} reads"));
+        }
+        header.extend(["busy ms".into(), "GB/s".into()]);
+        let mut rows = vec![header];
+        let row = |name: String, chunks: String, c: &PathCounts, busy: Duration, gbps: f64| {
+            let mut r = vec![name, chunks];
+            for p in &paths {
+                r.push(c.bytes[p.index()].to_string());
+                r.push(c.reads[p.index()].to_string());
+            }
+            r.push(format!("{:.3}", busy.as_secs_f64() * 1e3));
+            r.push(format!("{gbps:.2}"));
+            r
+        };
+        for c in &self.columns {
+            rows.push(row(c.column_path.clone(), c.chunks.to_string(), &c.counts, c.busy, c.gbps));
+        }
+        rows.push(row("TOTAL (wall)".into(), self.chunks.len().to_string(), &self.total, self.wall, self.gbps));
+        let widths: Vec<usize> =
+            (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+        let mut out = String::new();
+        for (ri, r) in rows.iter().enumerate() {
+            let cells: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(i, cell)| if i == 0 { format!("{cell:<w$}", w = widths[i]) } else { format!("{cell:>w$}", w = widths[i]) })
+                .collect();
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+            if ri == 0 || ri == rows.len() - 2 {
+                out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+                out.push('\n');
+            }
+        }
+        out.push_str(&format!(
+            "backend {}: {} useful bytes, {} overhead bytes\n",
+            self.backend, self.useful_bytes, self.overhead_bytes
+        ));
+        let mut seen: Vec<&str> = Vec::new();
+        for c in &self.columns {
+            for r in &c.reasons {
+                if !seen.contains(&r.as_str()) {
+                    seen.push(r);
+                }
+            }
+        }
+        for r in seen {
+            out.push_str(&format!("path reason: {r}\n"));
+        }
+        if let Some(s) = &self.cufile_stats {
+            out.push_str(&format!(
+                "cuFile statistics: {} reads ({} nvfs, {} posix), {} bytes\n",
+                s.total_reads, s.nvfs_reads, s.posix_reads, s.read_bytes
+            ));
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        out
+    }
+}
