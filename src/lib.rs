@@ -14,8 +14,12 @@
 //! 5. [`decode`]: decoding the fetched bytes into Arrow arrays.
 #![warn(missing_docs)]
 
+pub mod bench;
+pub mod check;
 pub mod decode;
 pub mod error;
+pub mod gpu;
+pub mod inspect;
 pub mod io;
 pub mod metadata;
 pub mod panic_guard;

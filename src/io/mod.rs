@@ -6,8 +6,11 @@
 //! counters consistent with the plan, short reads and I/O errors reported as errors, never as data.
 
 pub mod conformance;
+pub mod cufile;
 pub mod host;
+pub mod policy;
 pub mod pread;
+pub mod staged;
 
 use std::sync::Arc;
 use std::time::Duration;

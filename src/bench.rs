@@ -1,0 +1,1 @@
+//! Benchmarks every available path on one file (to be written).

@@ -1,0 +1,1 @@
+//! gpu-parquet check: what this machine and directory can do (to be written).

@@ -1,0 +1,1 @@
+//! File summary for gpu-parquet inspect (to be written).

@@ -1,0 +1,1 @@
+//! cuFile backend (to be written).

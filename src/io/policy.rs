@@ -1,0 +1,1 @@
+//! Backend selection policy (compat mode on/off/auto, thresholds) (to be written).
