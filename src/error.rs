@@ -19,12 +19,20 @@ pub struct Location {
 impl Location {
     /// A location naming just a file.
     pub fn file(file: impl Into<PathBuf>) -> Self {
-        Self { file: file.into(), column: None, row_group: None }
+        Self {
+            file: file.into(),
+            column: None,
+            row_group: None,
+        }
     }
 
     /// A location naming a column chunk.
     pub fn chunk(file: impl Into<PathBuf>, column: impl Into<String>, row_group: usize) -> Self {
-        Self { file: file.into(), column: Some(column.into()), row_group: Some(row_group) }
+        Self {
+            file: file.into(),
+            column: Some(column.into()),
+            row_group: Some(row_group),
+        }
     }
 }
 
@@ -131,25 +139,35 @@ pub enum Error {
 impl Error {
     /// An I/O error at a location.
     pub fn io(location: Location, what: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { location, what: what.into(), source }
+        Error::Io {
+            location,
+            what: what.into(),
+            source,
+        }
     }
 
     /// Invalid metadata at a location.
     pub fn invalid_metadata(location: Location, message: impl Into<String>) -> Self {
-        Error::InvalidMetadata { location, message: message.into() }
+        Error::InvalidMetadata {
+            location,
+            message: message.into(),
+        }
     }
 
     /// A `parquet`/`arrow` error at a location.
-    pub fn parquet(
-        location: Location,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
-    ) -> Self {
-        Error::Parquet { location, source: source.into() }
+    pub fn parquet(location: Location, source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        Error::Parquet {
+            location,
+            source: source.into(),
+        }
     }
 
     /// A device-side error.
     pub fn device(context: impl Into<String>, message: impl std::fmt::Display) -> Self {
-        Error::Device { context: context.into(), message: message.to_string() }
+        Error::Device {
+            context: context.into(),
+            message: message.to_string(),
+        }
     }
 }
 

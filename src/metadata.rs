@@ -54,7 +54,13 @@ impl ParquetSource {
     /// Builds a source from already loaded metadata (validated here against `len`).
     pub fn from_parts(path: PathBuf, file: File, len: u64, metadata: Arc<ParquetMetaData>) -> Result<Self> {
         let chunks = validate_column_chunks(&path, len, &metadata)?;
-        Ok(Self { path, file: Arc::new(file), len, metadata, chunks: Arc::new(chunks) })
+        Ok(Self {
+            path,
+            file: Arc::new(file),
+            len,
+            metadata,
+            chunks: Arc::new(chunks),
+        })
     }
 
     /// The file's path.
@@ -83,7 +89,12 @@ impl ParquetSource {
     }
     /// The dotted path of leaf column `column`.
     pub fn column_path(&self, column: usize) -> String {
-        self.metadata.file_metadata().schema_descr().column(column).path().string()
+        self.metadata
+            .file_metadata()
+            .schema_descr()
+            .column(column)
+            .path()
+            .string()
     }
     /// A location naming this file.
     pub fn location(&self) -> Location {
@@ -126,10 +137,16 @@ pub fn validate_column_chunks(
             let start = chunk_start(chunk);
             let size = chunk.compressed_size();
             if start < 0 {
-                return Err(Error::invalid_metadata(loc(), format!("negative column chunk offset {start}")));
+                return Err(Error::invalid_metadata(
+                    loc(),
+                    format!("negative column chunk offset {start}"),
+                ));
             }
             if size < 0 {
-                return Err(Error::invalid_metadata(loc(), format!("negative column chunk length {size}")));
+                return Err(Error::invalid_metadata(
+                    loc(),
+                    format!("negative column chunk length {size}"),
+                ));
             }
             let (start, size) = (start as u64, size as u64);
             let end = start.checked_add(size).ok_or_else(|| {
@@ -152,7 +169,10 @@ pub fn validate_column_chunks(
             if size > 0 {
                 spans.push((start, end, g, c));
             }
-            row.push(CheckedChunk { offset: start, len: size });
+            row.push(CheckedChunk {
+                offset: start,
+                len: size,
+            });
         }
         all.push(row);
     }

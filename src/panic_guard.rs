@@ -11,7 +11,10 @@ use crate::error::{Error, Location, Result};
 pub fn contain_panics<T>(location: &Location, f: impl FnOnce() -> Result<T>) -> Result<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(payload) => Err(Error::DecoderPanic { location: location.clone(), message: panic_message(&payload) }),
+        Err(payload) => Err(Error::DecoderPanic {
+            location: location.clone(),
+            message: panic_message(&payload),
+        }),
     }
 }
 

@@ -59,7 +59,11 @@ pub struct PlanOptions {
 
 impl Default for PlanOptions {
     fn default() -> Self {
-        Self { max_gap: 64 * 1024, task_size: 16 << 20, align: false }
+        Self {
+            max_gap: 64 * 1024,
+            task_size: 16 << 20,
+            align: false,
+        }
     }
 }
 
@@ -180,7 +184,15 @@ impl ReadPlan {
         let spans = coalesce(&mut chunks, options, file_len);
         let tasks = split_into_tasks(&spans, &chunks, options);
         let dest_len = spans.iter().map(|s| s.len).sum();
-        Self { chunks, spans, tasks, dest_len, columns, row_groups, options }
+        Self {
+            chunks,
+            spans,
+            tasks,
+            dest_len,
+            columns,
+            row_groups,
+            options,
+        }
     }
 
     /// Total bytes of the needed chunks (excluding gaps and alignment padding).
@@ -226,14 +238,15 @@ pub fn resolve_projection(source: &ParquetSource, projection: &Projection) -> Re
                     }
                 }
                 if !found {
-                    let available: Vec<String> =
-                        schema.root_schema().get_fields().iter().map(|f| f.name().to_string()).collect();
+                    let available: Vec<String> = schema
+                        .root_schema()
+                        .get_fields()
+                        .iter()
+                        .map(|f| f.name().to_string())
+                        .collect();
                     return Err(Error::InvalidRequest {
                         location: source.location(),
-                        message: format!(
-                            "no column named '{name}' (top-level columns: {})",
-                            available.join(", ")
-                        ),
+                        message: format!("no column named '{name}' (top-level columns: {})", available.join(", ")),
                     });
                 }
             }
@@ -271,9 +284,21 @@ fn resolve_row_groups(source: &ParquetSource, selection: &RowGroupSelection) -> 
 fn coalesce(chunks: &mut [ChunkRange], options: PlanOptions, file_len: u64) -> Vec<Span> {
     let mut spans: Vec<Span> = Vec::new();
     let mut dest = 0u64;
-    let align_down = |x: u64| if options.align { x / DIRECT_IO_ALIGN * DIRECT_IO_ALIGN } else { x };
+    let align_down = |x: u64| {
+        if options.align {
+            x / DIRECT_IO_ALIGN * DIRECT_IO_ALIGN
+        } else {
+            x
+        }
+    };
     let align_up = |x: u64| {
-        if options.align { x.div_ceil(DIRECT_IO_ALIGN).saturating_mul(DIRECT_IO_ALIGN).min(file_len) } else { x }
+        if options.align {
+            x.div_ceil(DIRECT_IO_ALIGN)
+                .saturating_mul(DIRECT_IO_ALIGN)
+                .min(file_len)
+        } else {
+            x
+        }
     };
     for i in 0..chunks.len() {
         let (start, end) = (align_down(chunks[i].offset), align_up(chunks[i].offset + chunks[i].len));
@@ -285,7 +310,12 @@ fn coalesce(chunks: &mut [ChunkRange], options: PlanOptions, file_len: u64) -> V
                 s.chunks.end = i + 1;
             }
             _ => {
-                spans.push(Span { offset: start, len: end - start, dest_offset: dest, chunks: i..i + 1 });
+                spans.push(Span {
+                    offset: start,
+                    len: end - start,
+                    dest_offset: dest,
+                    chunks: i..i + 1,
+                });
                 dest += end - start;
             }
         }
@@ -316,7 +346,12 @@ fn split_into_tasks(spans: &[Span], chunks: &[ChunkRange], options: PlanOptions)
             while last < span.chunks.end && chunks[last].offset < t1 {
                 last += 1;
             }
-            tasks.push(ReadTask { offset: t0, len, dest_offset: span.dest_offset + off, chunks: first..last });
+            tasks.push(ReadTask {
+                offset: t0,
+                len,
+                dest_offset: span.dest_offset + off,
+                chunks: first..last,
+            });
             off += len;
         }
     }

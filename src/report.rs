@@ -173,7 +173,11 @@ impl ReadReport {
                     continue;
                 }
                 // A failed or partial task moved at most rec.bytes: scale the overlap accordingly.
-                let bytes = if rec.bytes >= task.len { ov.end - ov.start } else { (ov.end - ov.start).min(rec.bytes) };
+                let bytes = if rec.bytes >= task.len {
+                    ov.end - ov.start
+                } else {
+                    (ov.end - ov.start).min(rec.bytes)
+                };
                 counts[ci].add(rec.path, bytes, rec.reads);
                 intervals[ci].push((rec.start, rec.end));
                 if !reasons[ci].iter().any(|r| **r == *rec.reason) {
@@ -254,8 +258,10 @@ impl ReadReport {
 
     /// The report as an aligned text table: one row per column, then a totals row, then notes.
     pub fn to_table(&self) -> String {
-        let paths: Vec<IoPath> =
-            IoPath::ALL.into_iter().filter(|p| self.total.bytes[p.index()] > 0 || self.total.reads[p.index()] > 0).collect();
+        let paths: Vec<IoPath> = IoPath::ALL
+            .into_iter()
+            .filter(|p| self.total.bytes[p.index()] > 0 || self.total.reads[p.index()] > 0)
+            .collect();
         let mut header = vec!["column".to_string(), "chunks".into()];
         for p in &paths {
             header.push(format!("{p} bytes"));
@@ -274,17 +280,36 @@ impl ReadReport {
             r
         };
         for c in &self.columns {
-            rows.push(row(c.column_path.clone(), c.chunks.to_string(), &c.counts, c.busy, c.gbps));
+            rows.push(row(
+                c.column_path.clone(),
+                c.chunks.to_string(),
+                &c.counts,
+                c.busy,
+                c.gbps,
+            ));
         }
-        rows.push(row("TOTAL (wall)".into(), self.chunks.len().to_string(), &self.total, self.wall, self.gbps));
-        let widths: Vec<usize> =
-            (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+        rows.push(row(
+            "TOTAL (wall)".into(),
+            self.chunks.len().to_string(),
+            &self.total,
+            self.wall,
+            self.gbps,
+        ));
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+            .collect();
         let mut out = String::new();
         for (ri, r) in rows.iter().enumerate() {
             let cells: Vec<String> = r
                 .iter()
                 .enumerate()
-                .map(|(i, cell)| if i == 0 { format!("{cell:<w$}", w = widths[i]) } else { format!("{cell:>w$}", w = widths[i]) })
+                .map(|(i, cell)| {
+                    if i == 0 {
+                        format!("{cell:<w$}", w = widths[i])
+                    } else {
+                        format!("{cell:>w$}", w = widths[i])
+                    }
+                })
                 .collect();
             out.push_str(cells.join("  ").trim_end());
             out.push('\n');

@@ -29,7 +29,10 @@ impl HostBackend {
             .num_threads(threads)
             .thread_name(|i| format!("gpu-parquet-io-{i}"))
             .build()
-            .map_err(|e| Error::Unavailable { backend: "host".into(), reason: e.to_string() })?;
+            .map_err(|e| Error::Unavailable {
+                backend: "host".into(),
+                reason: e.to_string(),
+            })?;
         let threads = pool.current_num_threads();
         Ok(Self { pool, threads })
     }
@@ -106,6 +109,9 @@ impl IoBackend for HostBackend {
             notes: Vec::new(),
             cufile_stats: None,
         };
-        Ok(Fetched { buffer: Bytes::from(buf), log })
+        Ok(Fetched {
+            buffer: Bytes::from(buf),
+            log,
+        })
     }
 }

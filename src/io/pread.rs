@@ -26,7 +26,11 @@ pub fn pread_exact(file: &File, buf: &mut [u8], offset: u64, location: &Location
             Ok(n) => done += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
-                return Err(Error::io(location.clone(), format!("read of {} bytes at offset {offset}", buf.len()), e));
+                return Err(Error::io(
+                    location.clone(),
+                    format!("read of {} bytes at offset {offset}", buf.len()),
+                    e,
+                ));
             }
         }
     }
