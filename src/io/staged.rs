@@ -1,1 +1,438 @@
-//! Staged backend: pread into pinned buffers, async copies to the GPU (to be written).
+//! The staged backend: positional reads into pinned host bounce buffers, then asynchronous copies to
+//! the GPU, reads overlapping copies.
+//!
+//! Each of N worker threads owns a CUDA stream and K page-aligned pinned buffers, allocated once when
+//! the backend is built (pinning is expensive and must stay out of timed fetches). Tasks are handed out
+//! through an atomic counter; a task larger than a buffer is read in buffer-sized pieces. A buffer is
+//! reused only after the event recorded behind its copy has completed, so a worker's next `pread` runs
+//! while its previous copies are still in flight. Every copy comes from pinned memory (no pageable
+//! copies); with an aligned plan the reads can use `O_DIRECT` straight into the pinned buffers.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Location, Result};
+use crate::gpu::{DeviceBuffer, Event, GpuContext, PinnedBuffer, Stream, guard};
+use crate::io::pread::pread_exact;
+use crate::io::{Fetched, IoBackend, IoLog, IoPath, TaskRecord};
+use crate::metadata::ParquetSource;
+use crate::plan::{DIRECT_IO_ALIGN, ReadPlan};
+
+/// How a [`StagedBackend`] is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StagedOptions {
+    /// Worker threads (0: one per core).
+    pub threads: usize,
+    /// Size of each pinned bounce buffer (rounded up to 4 KiB); larger tasks are read in pieces.
+    pub buffer_size: usize,
+    /// Pinned buffers per worker (at least 2, so reads overlap copies).
+    pub buffers_per_thread: usize,
+    /// Use `O_DIRECT` reads when the plan is aligned and the file system accepts it.
+    pub direct_io: bool,
+}
+
+impl Default for StagedOptions {
+    fn default() -> Self {
+        Self {
+            threads: 0,
+            buffer_size: 8 << 20,
+            buffers_per_thread: 3,
+            direct_io: false,
+        }
+    }
+}
+
+struct Slot {
+    buf: PinnedBuffer,
+    event: Event,
+    /// Index (into the worker's records) of the task whose copy from this buffer may be in flight.
+    pending: Option<usize>,
+}
+
+struct Worker {
+    stream: Stream,
+    slots: Vec<Slot>,
+}
+
+/// Reads into pinned host buffers and copies them to device memory asynchronously.
+pub struct StagedBackend {
+    ctx: Arc<GpuContext>,
+    workers: Vec<Mutex<Worker>>,
+    opts: StagedOptions,
+    reason: Arc<str>,
+}
+
+impl std::fmt::Debug for StagedBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagedBackend").field("opts", &self.opts).finish()
+    }
+}
+
+/// The location of a task's first column chunk (for errors).
+pub(crate) fn task_location(source: &ParquetSource, plan: &ReadPlan, task: usize) -> Location {
+    plan.tasks
+        .get(task)
+        .and_then(|t| plan.chunks.get(t.chunks.start))
+        .map(|c| Location::chunk(source.path(), c.column_path.clone(), c.row_group))
+        .unwrap_or_else(|| source.location())
+}
+
+/// Opens `path` with `O_DIRECT`; `Err` is the OS's reason.
+pub(crate) fn open_direct(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+}
+
+impl StagedBackend {
+    /// Builds the backend on `ctx`, allocating every worker's stream, events and pinned buffers now.
+    pub fn new(ctx: Arc<GpuContext>, opts: StagedOptions) -> Result<Self> {
+        let threads = if opts.threads == 0 {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4)
+        } else {
+            opts.threads
+        };
+        let buffer_size =
+            (opts.buffer_size.max(1) as u64).div_ceil(DIRECT_IO_ALIGN) as usize * DIRECT_IO_ALIGN as usize;
+        let per = opts.buffers_per_thread.max(2);
+        let mut workers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let stream = ctx.stream()?;
+            let mut slots = Vec::with_capacity(per);
+            for _ in 0..per {
+                slots.push(Slot {
+                    buf: ctx.alloc_pinned(buffer_size)?,
+                    event: ctx.event()?,
+                    pending: None,
+                });
+            }
+            workers.push(Mutex::new(Worker { stream, slots }));
+        }
+        Ok(Self {
+            ctx,
+            workers,
+            opts: StagedOptions {
+                threads,
+                buffer_size,
+                buffers_per_thread: per,
+                direct_io: opts.direct_io,
+            },
+            reason: Arc::from("staged: pread into pinned buffers, async copy to the GPU"),
+        })
+    }
+
+    /// Sets the reason recorded in every task (for example why cuFile was not used).
+    pub fn with_reason(mut self, reason: impl Into<Arc<str>>) -> Self {
+        self.reason = reason.into();
+        self
+    }
+
+    /// The options in effect (threads resolved, buffer size rounded).
+    pub fn options(&self) -> StagedOptions {
+        self.opts
+    }
+
+    /// The GPU context.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// Fetches `plan` into an existing buffer of at least `plan.dest_len` bytes (no allocation in the
+    /// timed path).
+    pub fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {
+        let started = Instant::now();
+        check_dest(plan, dest)?;
+        let all: Vec<usize> = (0..plan.tasks.len()).collect();
+        let reason = self.reason.clone();
+        let (tasks, notes) = self.run_tasks(source, plan, &all, dest, &reason, started)?;
+        Ok(IoLog {
+            backend: self.name(),
+            tasks,
+            wall: started.elapsed(),
+            notes,
+            cufile_stats: None,
+        })
+    }
+
+    /// Runs the tasks `which` of `plan` into `dest`, times relative to `t0`; returns their records
+    /// (sorted by task) and notes.
+    pub(crate) fn run_tasks(
+        &self,
+        source: &ParquetSource,
+        plan: &ReadPlan,
+        which: &[usize],
+        dest: &DeviceBuffer,
+        reason: &Arc<str>,
+        t0: Instant,
+    ) -> Result<(Vec<TaskRecord>, Vec<String>)> {
+        let mut notes = Vec::new();
+        if which.is_empty() {
+            return Ok((Vec::new(), notes));
+        }
+        let direct = if self.opts.direct_io && plan.options.align {
+            match open_direct(source.path()) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    notes.push(format!(
+                        "O_DIRECT refused for {} ({e}): buffered reads",
+                        source.path().display()
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let ctx = &self.ctx;
+        let next = AtomicUsize::new(0);
+        let abort = AtomicBool::new(false);
+        let direct_failed = Mutex::new(None::<String>);
+        let nthreads = self.workers.len().min(which.len()).max(1);
+        let results: Vec<Result<Vec<TaskRecord>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self.workers[..nthreads]
+                .iter()
+                .map(|w| {
+                    let (next, abort, direct, direct_failed) = (&next, &abort, direct.as_ref(), &direct_failed);
+                    s.spawn(move || {
+                        let mut worker = w.lock().unwrap_or_else(|p| p.into_inner());
+                        let r = guard("staged worker", || {
+                            ctx.bind()?;
+                            let job = Job {
+                                source,
+                                plan,
+                                dest,
+                                reason,
+                                t0,
+                                direct,
+                                direct_failed,
+                                buffer_size: self.opts.buffer_size,
+                            };
+                            job.run(&mut worker, which, next, abort)
+                        });
+                        if r.is_err() {
+                            abort.store(true, Ordering::Relaxed);
+                        }
+                        r
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::device("staged worker", "a worker thread panicked")))
+                })
+                .collect()
+        });
+        let mut records = Vec::with_capacity(which.len());
+        for r in results {
+            records.extend(r?);
+        }
+        if let Some(m) = direct_failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            notes.push(m);
+        }
+        records.sort_by_key(|r| r.task);
+        Ok((records, notes))
+    }
+}
+
+fn check_dest(plan: &ReadPlan, dest: &DeviceBuffer) -> Result<()> {
+    use crate::io::DestBuffer;
+    if dest.len() < plan.dest_len {
+        return Err(Error::device(
+            "fetching into a device buffer",
+            format!("the buffer has {} bytes, the plan needs {}", dest.len(), plan.dest_len),
+        ));
+    }
+    Ok(())
+}
+
+struct Job<'a> {
+    source: &'a ParquetSource,
+    plan: &'a ReadPlan,
+    dest: &'a DeviceBuffer,
+    reason: &'a Arc<str>,
+    t0: Instant,
+    direct: Option<&'a File>,
+    direct_failed: &'a Mutex<Option<String>>,
+    buffer_size: usize,
+}
+
+impl Job<'_> {
+    fn run(&self, w: &mut Worker, which: &[usize], next: &AtomicUsize, abort: &AtomicBool) -> Result<Vec<TaskRecord>> {
+        let mut records: Vec<TaskRecord> = Vec::new();
+        let r = self.run_inner(w, which, next, abort, &mut records);
+        // Always drain: the buffers and `dest` must not be touched by copies after we return.
+        let drained = w.stream.synchronize();
+        let now = self.t0.elapsed();
+        for slot in &mut w.slots {
+            if let Some(p) = slot.pending.take() {
+                records[p].end = records[p].end.max(now);
+            }
+        }
+        r?;
+        drained?;
+        Ok(records)
+    }
+
+    fn run_inner(
+        &self,
+        w: &mut Worker,
+        which: &[usize],
+        next: &AtomicUsize,
+        abort: &AtomicBool,
+        records: &mut Vec<TaskRecord>,
+    ) -> Result<()> {
+        let mut turn = 0usize;
+        let nslots = w.slots.len();
+        loop {
+            if abort.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&ti) = which.get(k) else { return Ok(()) };
+            let t = &self.plan.tasks[ti];
+            let start = self.t0.elapsed();
+            let rec = records.len();
+            records.push(TaskRecord {
+                task: ti,
+                path: IoPath::Staged,
+                reason: self.reason.clone(),
+                reads: 0,
+                bytes: t.len,
+                start,
+                end: start,
+            });
+            let mut off = 0u64;
+            while off < t.len {
+                let n = (self.buffer_size as u64).min(t.len - off) as usize;
+                // Mark finished copies first, so task end times are not held back until buffer reuse.
+                for slot in w.slots.iter_mut() {
+                    if let Some(p) = slot.pending
+                        && slot.event.query()?
+                    {
+                        records[p].end = records[p].end.max(self.t0.elapsed());
+                        slot.pending = None;
+                    }
+                }
+                let slot = &mut w.slots[turn % nslots];
+                turn += 1;
+                if let Some(p) = slot.pending.take() {
+                    slot.event.synchronize()?;
+                    records[p].end = records[p].end.max(self.t0.elapsed());
+                }
+                let reads = self.read(ti, t.offset + off, &mut slot.buf, n)?;
+                records[rec].reads += reads;
+                let dst = self.dest.device_ptr() + t.dest_offset + off;
+                // SAFETY: dst..dst+n lies in dest (checked against plan.dest_len); the pinned buffer is
+                // not touched again until its event (recorded just below) has completed.
+                unsafe { w.stream.copy_htod_async(dst, &slot.buf.as_slice()[..n])? };
+                w.stream.record(&slot.event)?;
+                slot.pending = Some(rec);
+                off += n as u64;
+            }
+            records[rec].end = records[rec].end.max(self.t0.elapsed());
+        }
+    }
+
+    /// Reads `n` bytes at `offset` into the start of `buf`; returns the number of read calls.
+    fn read(&self, task: usize, offset: u64, buf: &mut PinnedBuffer, n: usize) -> Result<u64> {
+        let location = || task_location(self.source, self.plan, task);
+        let align = DIRECT_IO_ALIGN as usize;
+        if let Some(f) = self.direct
+            && offset % DIRECT_IO_ALIGN == 0
+            && buf.is_aligned(align)
+            && self.direct_failed_msg().is_none()
+        {
+            use std::os::unix::fs::FileExt;
+            let want = n.div_ceil(align) * align;
+            let cap = buf.len();
+            let dst = &mut buf.as_mut_slice()[..want.min(cap)];
+            let mut got = 0usize;
+            let mut calls = 0u64;
+            while got < n {
+                calls += 1;
+                match f.read_at(&mut dst[got..], offset + got as u64) {
+                    Ok(0) => {
+                        return Err(Error::ShortRead {
+                            location: location(),
+                            offset,
+                            expected: n as u64,
+                            got: got as u64,
+                        });
+                    }
+                    Ok(k) => {
+                        got += k;
+                        if got < n && got % align != 0 {
+                            // An unaligned partial read: finish with buffered reads.
+                            let file = self.source.file();
+                            return Ok(calls + pread_exact(file, &mut dst[got..n], offset + got as u64, &location())?);
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                        let mut m = self.direct_failed.lock().unwrap_or_else(|p| p.into_inner());
+                        m.get_or_insert_with(|| format!("O_DIRECT read refused ({e}): buffered reads from then on"));
+                        drop(m);
+                        let file = self.source.file();
+                        return Ok(calls + pread_exact(file, &mut dst[got..n], offset + got as u64, &location())?);
+                    }
+                    Err(e) => {
+                        return Err(Error::io(
+                            location(),
+                            format!("O_DIRECT read of {n} bytes at offset {offset}"),
+                            e,
+                        ));
+                    }
+                }
+            }
+            return Ok(calls);
+        }
+        pread_exact(self.source.file(), &mut buf.as_mut_slice()[..n], offset, &location())
+    }
+
+    fn direct_failed_msg(&self) -> Option<String> {
+        self.direct_failed.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl IoBackend for StagedBackend {
+    type Buffer = DeviceBuffer;
+
+    fn name(&self) -> String {
+        format!("staged({} threads)", self.opts.threads)
+    }
+
+    fn fetch(&self, source: &ParquetSource, plan: &ReadPlan) -> Result<Fetched<DeviceBuffer>> {
+        let mut dest = self.ctx.alloc(plan.dest_len)?;
+        let log = self.fetch_into(source, plan, &mut dest)?;
+        Ok(Fetched { buffer: dest, log })
+    }
+}
+
+/// Wall time of a pinned host-to-device copy of `len` bytes (best of `reps`), the staged path's
+/// ceiling: one pinned buffer, one stream.
+pub fn pinned_copy_time(ctx: &Arc<GpuContext>, len: u64, reps: usize) -> Result<Duration> {
+    let mut dest = ctx.alloc(len)?;
+    let pinned = ctx.alloc_pinned(len as usize)?;
+    let stream = ctx.stream()?;
+    let mut best = Duration::MAX;
+    guard("pinned copy", || {
+        ctx.bind()?;
+        for _ in 0..reps.max(1) {
+            let t = Instant::now();
+            // SAFETY: dest has len bytes; pinned stays alive until the synchronize below.
+            unsafe { stream.copy_htod_async(dest.device_ptr(), &pinned.as_slice()[..len as usize])? };
+            stream.synchronize()?;
+            best = best.min(t.elapsed());
+        }
+        Ok(())
+    })?;
+    let _ = &mut dest;
+    Ok(best)
+}
