@@ -1,1 +1,449 @@
-//! Host decode (to be written).
+//! Host decode: the bytes a backend fetched, decoded into Arrow record batches by `parquet`'s own reader.
+//!
+//! The decoder never touches the file. It hands arrow-rs a [`ChunkReader`] ([`FetchedChunks`]) that
+//! serves only the column-chunk ranges of the plan, slicing the fetched buffer without copying, and
+//! refuses any other offset with an error; so a successful decode proves the plan fetched everything
+//! the decoder needed. Metadata comes from the already opened [`ParquetSource`].
+//!
+//! Work is split into one job per (row group, top-level column) and run on a rayon pool; each job
+//! decodes that root's selected leaves of one row group, and the roots' arrays are then zipped into
+//! record batches, row groups in plan order and columns in schema order.
+//!
+//! Two adjustments to the metadata, both so that the decoder reads exactly what the plan fetched:
+//! - a chunk whose `dictionary_page_offset` [`chunk_start`] ignores (0, or not before the first data
+//!   page) gets that offset removed, since arrow-rs starts a chunk at the dictionary offset whenever one
+//!   is present;
+//! - the page index is dropped: whole chunks are read sequentially, which needs no page locations, and
+//!   a damaged offset index must not steer reads (arrow-rs's default file reader ignores it too).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::array::ArrayRef;
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use bytes::{Buf, Bytes};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::reader::{ChunkReader, Length};
+use rayon::prelude::*;
+
+use crate::error::{Error, Location, Result};
+use crate::metadata::{ParquetSource, chunk_start};
+use crate::panic_guard::contain_panics;
+use crate::plan::ReadPlan;
+
+/// Most rows decoded into one batch.
+///
+/// arrow-rs reserves buffers for a whole batch up front, so a row count taken from (possibly
+/// corrupt) metadata must not size a batch unchecked; larger row groups come out as several batches.
+pub const MAX_BATCH_ROWS: usize = 1 << 22;
+
+/// Decoded columns of a plan: record batches in the plan's row-group order.
+#[derive(Debug, Clone)]
+pub struct DecodedTable {
+    /// The schema of the selected columns (top-level fields in file order; nested fields pruned to the
+    /// selected leaves, as arrow-rs's projection does).
+    pub schema: SchemaRef,
+    /// Record batches: the row groups of [`ReadPlan::row_groups`] in that order, each one batch (or
+    /// several when it has more than [`MAX_BATCH_ROWS`] rows, none when it has no rows).
+    pub batches: Vec<RecordBatch>,
+    /// For each entry of [`ReadPlan::row_groups`], the indices of its batches in [`Self::batches`].
+    pub row_group_batches: Vec<Range<usize>>,
+}
+
+impl DecodedTable {
+    /// Total rows over all batches.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// All batches as one record batch (a copy; an empty batch when there are none).
+    pub fn concat(&self) -> Result<RecordBatch> {
+        arrow::compute::concat_batches(&self.schema, &self.batches).map_err(|e| Error::Parquet {
+            location: Location::default(),
+            source: Box::new(e),
+        })
+    }
+}
+
+/// One fetched column chunk: file range and where its bytes are in the fetched buffer.
+#[derive(Debug, Clone, Copy)]
+struct Served {
+    offset: u64,
+    len: u64,
+    dest_offset: u64,
+}
+
+/// A [`ChunkReader`] over fetched column chunks only: every request must lie inside one of them.
+///
+/// Clones share the buffer and the chunk table.
+#[derive(Debug, Clone)]
+pub struct FetchedChunks {
+    /// Non-empty chunks, sorted by file offset, disjoint.
+    chunks: Arc<[Served]>,
+    data: Bytes,
+    file_len: u64,
+}
+
+impl FetchedChunks {
+    /// Serves the chunks of `plan` from `fetched` (laid out as the plan says) for a file of `file_len`
+    /// bytes. Errors if `fetched` is too short for a chunk or the plan's chunks overlap.
+    pub fn new(plan: &ReadPlan, fetched: &Bytes, file_len: u64, location: &Location) -> Result<Self> {
+        let mut chunks: Vec<Served> = Vec::with_capacity(plan.chunks.len());
+        for c in &plan.chunks {
+            let end = c.dest_offset.checked_add(c.len);
+            if end.is_none_or(|e| e > fetched.len() as u64) {
+                return Err(Error::InvalidRequest {
+                    location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
+                    message: format!(
+                        "the fetched buffer ({} bytes) does not hold this chunk's bytes at [{}, +{})",
+                        fetched.len(),
+                        c.dest_offset,
+                        c.len
+                    ),
+                });
+            }
+            if c.len > 0 {
+                chunks.push(Served {
+                    offset: c.offset,
+                    len: c.len,
+                    dest_offset: c.dest_offset,
+                });
+            }
+        }
+        chunks.sort_by_key(|s| s.offset);
+        if let Some(w) = chunks.windows(2).find(|w| w[0].offset + w[0].len > w[1].offset) {
+            return Err(Error::InvalidRequest {
+                location: location.clone(),
+                message: format!(
+                    "plan chunks overlap: [{}, +{}) and [{}, +{})",
+                    w[0].offset, w[0].len, w[1].offset, w[1].len
+                ),
+            });
+        }
+        Ok(Self {
+            chunks: chunks.into(),
+            data: fetched.clone(),
+            file_len,
+        })
+    }
+
+    /// The fetched bytes from file offset `start` to the end of the chunk holding it.
+    fn tail_from(&self, start: u64) -> Option<Bytes> {
+        let i = self.chunks.partition_point(|s| s.offset <= start).checked_sub(1)?;
+        let s = self.chunks[i];
+        if start >= s.offset + s.len {
+            return None;
+        }
+        let from = (s.dest_offset + (start - s.offset)) as usize;
+        let to = (s.dest_offset + s.len) as usize;
+        Some(self.data.slice(from..to))
+    }
+
+    fn not_fetched(start: u64, len: Option<usize>) -> ParquetError {
+        let what = match len {
+            Some(n) => format!("bytes [{start}, +{n})"),
+            None => format!("a read at offset {start}"),
+        };
+        ParquetError::General(format!(
+            "the decoder asked for {what}, which lie outside the fetched column chunks"
+        ))
+    }
+}
+
+impl Length for FetchedChunks {
+    fn len(&self) -> u64 {
+        self.file_len
+    }
+}
+
+impl ChunkReader for FetchedChunks {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        // The reader ends where the chunk ends: reading past it fails instead of reaching other bytes.
+        self.tail_from(start)
+            .map(Buf::reader)
+            .ok_or_else(|| Self::not_fetched(start, None))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match self.tail_from(start) {
+            Some(tail) if tail.len() >= length => Ok(tail.slice(..length)),
+            _ => Err(Self::not_fetched(start, Some(length))),
+        }
+    }
+}
+
+/// The metadata the decoder uses: `source`'s, without the page index and with every column chunk
+/// starting where [`chunk_start`] says (see the module docs). Shares `source`'s metadata when it needs
+/// neither change.
+pub fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
+    let meta = source.metadata();
+    let needs_fix = |c: &parquet::file::metadata::ColumnChunkMetaData| {
+        c.dictionary_page_offset().is_some_and(|d| d != chunk_start(c))
+    };
+    let any_fix = meta.row_groups().iter().any(|rg| rg.columns().iter().any(needs_fix));
+    if !any_fix && meta.page_index().is_none() {
+        return Ok(meta.clone());
+    }
+    let location = source.location();
+    let mut builder = ParquetMetaData::clone(meta).into_builder().set_page_index(None);
+    if any_fix {
+        let mut fixed = Vec::with_capacity(meta.num_row_groups());
+        for (g, rg) in builder.take_row_groups().into_iter().enumerate() {
+            let columns = rg
+                .columns()
+                .iter()
+                .map(|c| {
+                    if needs_fix(c) {
+                        c.clone().into_builder().set_dictionary_page_offset(None).build()
+                    } else {
+                        Ok(c.clone())
+                    }
+                })
+                .collect::<parquet::errors::Result<Vec<_>>>()
+                .and_then(|cols| rg.into_builder().set_column_metadata(cols).build())
+                .map_err(|e| {
+                    Error::parquet(
+                        Location {
+                            row_group: Some(g),
+                            ..location.clone()
+                        },
+                        e,
+                    )
+                })?;
+            fixed.push(columns);
+        }
+        builder = builder.set_row_groups(fixed);
+    }
+    Ok(Arc::new(builder.build()))
+}
+
+/// One decode job: the selected leaves of one top-level column in one row group.
+struct Job {
+    /// Index into `plan.row_groups`.
+    slot: usize,
+    row_group: usize,
+    leaves: Vec<usize>,
+    /// For errors: the leaf's dotted path when there is one leaf, else the root's name.
+    column: String,
+}
+
+/// Decodes the columns of `plan` from `fetched`, the buffer a backend filled for it (chunk `c`'s bytes
+/// at `fetched[c.dest_offset..c.dest_offset + c.len]`), using `threads` threads (0: one per core).
+///
+/// Reads nothing from the file: a decoder request outside the fetched chunks is an error. Malformed
+/// data gives an error naming the file, column and row group, never a panic.
+pub fn decode_fetched(
+    source: &ParquetSource,
+    plan: &ReadPlan,
+    fetched: &Bytes,
+    threads: usize,
+) -> Result<DecodedTable> {
+    let location = source.location();
+    let meta = source.metadata();
+    let schema_descr = meta.file_metadata().schema_descr_ptr();
+    let n_leaves = schema_descr.num_columns();
+    if let Some(&c) = plan.columns.iter().find(|&&c| c >= n_leaves) {
+        return Err(Error::InvalidRequest {
+            location,
+            message: format!("the plan selects leaf column {c}, but the file has {n_leaves}"),
+        });
+    }
+    if let Some(&g) = plan.row_groups.iter().find(|&&g| g >= meta.num_row_groups()) {
+        return Err(Error::InvalidRequest {
+            location,
+            message: format!(
+                "the plan selects row group {g}, but the file has {}",
+                meta.num_row_groups()
+            ),
+        });
+    }
+    // Every selected chunk must have been fetched (checked here so the error can say which one).
+    for &g in &plan.row_groups {
+        for &c in &plan.columns {
+            if !plan.chunks.iter().any(|k| k.row_group == g && k.column == c) {
+                return Err(Error::InvalidRequest {
+                    location: Location::chunk(&location.file, source.column_path(c), g),
+                    message: "the plan selects this column chunk but does not fetch it".into(),
+                });
+            }
+        }
+    }
+
+    let reader = FetchedChunks::new(plan, fetched, source.len(), &location)?;
+    let decode_meta = decode_metadata(source)?;
+    let arrow_meta = contain_panics(&location, || {
+        ArrowReaderMetadata::try_new(decode_meta.clone(), ArrowReaderOptions::new())
+            .map_err(|e| Error::parquet(location.clone(), e))
+    })?;
+
+    // The output schema: what arrow-rs's own reader yields for this projection.
+    let schema = contain_panics(&location, || {
+        let r = ParquetRecordBatchReaderBuilder::new_with_metadata(reader.clone(), arrow_meta.clone())
+            .with_projection(ProjectionMask::leaves(&schema_descr, plan.columns.iter().copied()))
+            .with_row_groups(Vec::new())
+            .build()
+            .map_err(|e| Error::parquet(location.clone(), e))?;
+        Ok(arrow::record_batch::RecordBatchReader::schema(&r))
+    })?;
+
+    // Group the selected leaves by root, roots in schema order.
+    let mut by_root: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for &c in &plan.columns {
+        by_root.entry(schema_descr.get_column_root_idx(c)).or_default().push(c);
+    }
+    let roots: Vec<(usize, Vec<usize>)> = by_root.into_iter().collect();
+    if roots.len() != schema.fields().len() {
+        return Err(Error::parquet(
+            location,
+            format!(
+                "{} top-level columns are selected but arrow-rs's projected schema has {} fields",
+                roots.len(),
+                schema.fields().len()
+            ),
+        ));
+    }
+
+    let file_rows = meta.file_metadata().num_rows();
+    let mut row_counts = Vec::with_capacity(plan.row_groups.len());
+    for &g in &plan.row_groups {
+        let n = meta.row_group(g).num_rows();
+        let n = usize::try_from(n).map_err(|_| {
+            Error::invalid_metadata(
+                Location {
+                    row_group: Some(g),
+                    ..location.clone()
+                },
+                format!("negative row count {n}"),
+            )
+        })?;
+        row_counts.push(n);
+    }
+
+    let root_names: Vec<String> = roots
+        .iter()
+        .map(|(root, leaves)| match leaves.as_slice() {
+            [one] => source.column_path(*one),
+            _ => schema_descr.root_schema().get_fields()[*root].name().to_string(),
+        })
+        .collect();
+    let mut jobs: Vec<Job> = Vec::with_capacity(plan.row_groups.len() * roots.len());
+    for (slot, &g) in plan.row_groups.iter().enumerate() {
+        for ((_, leaves), name) in roots.iter().zip(&root_names) {
+            jobs.push(Job {
+                slot,
+                row_group: g,
+                leaves: leaves.clone(),
+                column: name.clone(),
+            });
+        }
+    }
+
+    let run = |job: &Job| -> Result<Vec<ArrayRef>> {
+        let loc = Location::chunk(&location.file, job.column.clone(), job.row_group);
+        contain_panics(&loc, || {
+            let rows = row_counts[job.slot];
+            let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(reader.clone(), arrow_meta.clone())
+                .with_projection(ProjectionMask::leaves(&schema_descr, job.leaves.iter().copied()))
+                .with_row_groups(vec![job.row_group])
+                .with_batch_size(rows.clamp(1, MAX_BATCH_ROWS))
+                .build()
+                .and_then(|r| r.map(|b| b.map_err(ParquetError::from)).collect::<Result<Vec<_>, _>>())
+                .map_err(|e| Error::parquet(loc.clone(), e))?;
+            let mut arrays = Vec::with_capacity(batches.len());
+            for b in batches {
+                if b.num_columns() != 1 {
+                    return Err(Error::parquet(
+                        loc.clone(),
+                        format!("decoding one top-level column gave {} columns", b.num_columns()),
+                    ));
+                }
+                arrays.push(b.column(0).clone());
+            }
+            Ok(arrays)
+        })
+    };
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("gpu-parquet-decode-{i}"))
+        .build()
+        .map_err(|e| Error::Unavailable {
+            backend: "host decode".into(),
+            reason: e.to_string(),
+        })?;
+    let results: Vec<Result<Vec<ArrayRef>>> = pool.install(|| jobs.par_iter().map(run).collect());
+
+    // Zip each row group's roots into batches; the first error in plan order wins.
+    let mut results = results.into_iter();
+    let mut batches = Vec::new();
+    let mut row_group_batches = Vec::with_capacity(plan.row_groups.len());
+    for (slot, &g) in plan.row_groups.iter().enumerate() {
+        let first = batches.len();
+        let rows = row_counts[slot];
+        if roots.is_empty() {
+            // No columns: batches that carry only a row count, as arrow-rs gives for an empty projection
+            // (and like arrow-rs, none when the file's row count is not positive: it caps batch sizes).
+            let mut left = if file_rows > 0 { rows } else { 0 };
+            while left > 0 {
+                let n = left.min(MAX_BATCH_ROWS);
+                let options = RecordBatchOptions::new().with_row_count(Some(n));
+                let b = RecordBatch::try_new_with_options(schema.clone(), Vec::new(), &options).map_err(|e| {
+                    Error::parquet(
+                        Location {
+                            row_group: Some(g),
+                            ..location.clone()
+                        },
+                        e,
+                    )
+                })?;
+                batches.push(b);
+                left -= n;
+            }
+        } else {
+            let per_root: Vec<Vec<ArrayRef>> = results.by_ref().take(roots.len()).collect::<Result<_>>()?;
+            let n_batches = per_root[0].len();
+            for (r, arrays) in per_root.iter().enumerate() {
+                let same_split =
+                    arrays.len() == n_batches && arrays.iter().zip(&per_root[0]).all(|(a, b)| a.len() == b.len());
+                if !same_split {
+                    return Err(Error::parquet(
+                        Location {
+                            row_group: Some(g),
+                            ..location.clone()
+                        },
+                        format!(
+                            "column '{}' decoded into batches of other sizes than column '{}'",
+                            schema.field(r).name(),
+                            schema.field(0).name()
+                        ),
+                    ));
+                }
+            }
+            for i in 0..n_batches {
+                let columns: Vec<ArrayRef> = per_root.iter().map(|a| a[i].clone()).collect();
+                let b = RecordBatch::try_new(schema.clone(), columns).map_err(|e| {
+                    Error::parquet(
+                        Location {
+                            row_group: Some(g),
+                            ..location.clone()
+                        },
+                        e,
+                    )
+                })?;
+                batches.push(b);
+            }
+        }
+        row_group_batches.push(first..batches.len());
+    }
+    Ok(DecodedTable {
+        schema,
+        batches,
+        row_group_batches,
+    })
+}
