@@ -106,11 +106,14 @@ impl ParquetSource {
 ///
 /// Some writers store `dictionary_page_offset = 0` for chunks without a dictionary (offset 0 holds the
 /// magic `PAR1`, so it can never be a page); like pyarrow and cuDF we ignore such an offset, and any
-/// dictionary offset that does not lie before the first data page.
+/// dictionary offset that does not lie before the first data page. Others store `data_page_offset = 0`
+/// next to a real dictionary offset (column_chunk_key_value_metadata.parquet); there the dictionary
+/// offset is the only usable start, as arrow-rs assumes.
 pub fn chunk_start(chunk: &ColumnChunkMetaData) -> i64 {
+    let data = chunk.data_page_offset();
     match chunk.dictionary_page_offset() {
-        Some(d) if d > 0 && d < chunk.data_page_offset() => d,
-        _ => chunk.data_page_offset(),
+        Some(d) if d > 0 && (d < data || data <= 0) => d,
+        _ => data,
     }
 }
 
