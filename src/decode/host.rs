@@ -52,6 +52,8 @@ pub struct DecodedTable {
     pub batches: Vec<RecordBatch>,
     /// For each entry of [`ReadPlan::row_groups`], the indices of its batches in [`Self::batches`].
     pub row_group_batches: Vec<Range<usize>>,
+    /// The file, for errors.
+    location: Location,
 }
 
 impl DecodedTable {
@@ -62,10 +64,9 @@ impl DecodedTable {
 
     /// All batches as one record batch (a copy; an empty batch when there are none).
     pub fn concat(&self) -> Result<RecordBatch> {
-        arrow::compute::concat_batches(&self.schema, &self.batches).map_err(|e| Error::Parquet {
-            location: Location::default(),
-            source: Box::new(e),
-        })
+        // Fails only when a column outgrows its offsets (more than 2 GiB of strings in one array).
+        arrow::compute::concat_batches(&self.schema, &self.batches)
+            .map_err(|e| Error::parquet(self.location.clone(), e))
     }
 }
 
@@ -264,9 +265,11 @@ pub fn decode_fetched(
         });
     }
     // Every selected chunk must have been fetched (checked here so the error can say which one).
+    let fetched_chunks: std::collections::HashSet<(usize, usize)> =
+        plan.chunks.iter().map(|k| (k.row_group, k.column)).collect();
     for &g in &plan.row_groups {
         for &c in &plan.columns {
-            if !plan.chunks.iter().any(|k| k.row_group == g && k.column == c) {
+            if !fetched_chunks.contains(&(g, c)) {
                 return Err(Error::InvalidRequest {
                     location: Location::chunk(&location.file, source.column_path(c), g),
                     message: "the plan selects this column chunk but does not fetch it".into(),
@@ -445,5 +448,6 @@ pub fn decode_fetched(
         schema,
         batches,
         row_group_batches,
+        location,
     })
 }
