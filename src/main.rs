@@ -2,11 +2,17 @@
 //!
 //! Errors print as one line, `error: <message>`, on stderr, with exit status 1.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use gpu_parquet::ParquetSource;
+use clap::{Args, Parser, Subcommand};
+use gpu_parquet::decode::host::decode_fetched;
+use gpu_parquet::io::policy::{AnyBackend, BackendKind, CompatMode, IoPolicy};
+use gpu_parquet::io::verify::verify_against_file;
+use gpu_parquet::io::{DestBuffer, IoBackend};
+use gpu_parquet::report::ReadReport;
+use gpu_parquet::{Error, ParquetSource, Projection, ReadPlan, RowGroupSelection};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,6 +35,70 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Read column chunks through a backend and print the per-column I/O report.
+    Read(ReadArgs),
+    /// Say what this machine and DIR's file system can do: GPU, cuFile, nvidia-fs, O_DIRECT, verdicts.
+    Check {
+        /// Directory to try registration and O_DIRECT in.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read all column chunks of FILE through every available path, hot and cold, as a table.
+    Bench {
+        /// The Parquet file.
+        file: PathBuf,
+        /// Hot repetitions per path (the best is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Skip the cold runs (which drop the page cache, as root).
+        #[arg(long)]
+        no_cold: bool,
+        /// Thread counts to try for the staged path.
+        #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
+        staged_threads: Vec<usize>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+struct ReadArgs {
+    /// The Parquet file.
+    file: PathBuf,
+    /// Columns to read: top-level names or dotted paths to nested leaves (default: all).
+    #[arg(long, value_delimiter = ',')]
+    columns: Option<Vec<String>>,
+    /// Row groups to read, by index (default: all).
+    #[arg(long, value_delimiter = ',')]
+    row_groups: Option<Vec<usize>>,
+    /// host, staged, cufile or auto (auto: cuFile where it registers the file, else staged, else host).
+    #[arg(long, default_value = "host")]
+    backend: String,
+    /// on (never cuFile), off (cuFile or fail), auto. Overrides GPU_PARQUET_COMPAT_MODE.
+    #[arg(long)]
+    compat_mode: Option<String>,
+    /// I/O threads (0: one per core). Overrides GPU_PARQUET_THREADS.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Task size in MiB. Overrides GPU_PARQUET_TASK_SIZE_MB.
+    #[arg(long)]
+    task_size_mb: Option<u64>,
+    /// Align reads to 4 KiB and use O_DIRECT where the file system allows it.
+    #[arg(long)]
+    direct: bool,
+    /// Check that the fetched bytes equal the file's bytes.
+    #[arg(long)]
+    verify: bool,
+    /// Decode and write the table as an Arrow IPC file.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 fn inspect(file: PathBuf, json: bool) -> gpu_parquet::Result<()> {
@@ -42,12 +112,167 @@ fn inspect(file: PathBuf, json: bool) -> gpu_parquet::Result<()> {
     Ok(())
 }
 
+fn policy_for(args: &ReadArgs) -> gpu_parquet::Result<IoPolicy> {
+    let mut policy = IoPolicy::from_env()?;
+    let bad = |message: String| Error::InvalidRequest {
+        location: gpu_parquet::Location::file(&args.file),
+        message,
+    };
+    if let Some(m) = &args.compat_mode {
+        policy.compat_mode = m.parse::<CompatMode>().map_err(bad)?;
+    }
+    if let Some(t) = args.threads {
+        policy.threads = t;
+    }
+    if let Some(mb) = args.task_size_mb {
+        policy.task_size = mb.max(1) << 20;
+    }
+    policy.direct_io |= args.direct;
+    Ok(policy)
+}
+
+/// A spinner on stderr that appears only if the work takes longer than a second.
+struct Progress {
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    fn start(what: &str) -> Self {
+        let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+        bar.set_message(what.to_string());
+        let shown = bar.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            if !shown.is_finished() {
+                shown.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                shown.set_style(
+                    indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+                );
+                shown.enable_steady_tick(Duration::from_millis(120));
+            }
+        });
+        Self { bar }
+    }
+    fn stage(&self, what: &str) {
+        self.bar.set_message(what.to_string());
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn read(args: ReadArgs) -> gpu_parquet::Result<()> {
+    let source = ParquetSource::open(&args.file)?;
+    let policy = policy_for(&args)?;
+    let kind: BackendKind = args.backend.parse().map_err(|message| Error::InvalidRequest {
+        location: gpu_parquet::Location::file(&args.file),
+        message,
+    })?;
+    let projection = args.columns.clone().map(Projection::Names).unwrap_or_default();
+    let row_groups = args
+        .row_groups
+        .clone()
+        .map(RowGroupSelection::Indices)
+        .unwrap_or_default();
+    let plan = ReadPlan::build(&source, &projection, &row_groups, policy.plan_options())?;
+    let progress = Progress::start("reading");
+    let backend = AnyBackend::new(kind, &policy)?;
+    let fetched = backend.fetch(&source, &plan)?;
+    let report = ReadReport::build(&source.path().display().to_string(), &plan, &fetched.log);
+    let needs_host = args.verify || args.output.is_some();
+    let host = if needs_host {
+        progress.stage("copying to host");
+        Some(fetched.buffer.to_host_bytes()?)
+    } else {
+        None
+    };
+    if let (true, Some(bytes)) = (args.verify, &host) {
+        progress.stage("verifying");
+        verify_against_file(&source, &plan, bytes)?;
+    }
+    if let (Some(out), Some(bytes)) = (&args.output, &host) {
+        progress.stage("decoding");
+        let table = decode_fetched(&source, &plan, bytes, policy.threads)?;
+        progress.stage("writing");
+        write_ipc(out, &table)?;
+    }
+    drop(progress);
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_table());
+        if args.verify {
+            println!(
+                "verified: {} fetched bytes equal the file's bytes",
+                fetched.buffer.len()
+            );
+        }
+        if let Some(out) = &args.output {
+            println!("wrote {}", out.display());
+        }
+    }
+    Ok(())
+}
+
+fn write_ipc(out: &Path, table: &gpu_parquet::decode::host::DecodedTable) -> gpu_parquet::Result<()> {
+    let location = gpu_parquet::Location::file(out);
+    let file = std::fs::File::create(out).map_err(|e| Error::io(location.clone(), "cannot create", e))?;
+    let mut writer = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(file), &table.schema)
+        .map_err(|e| Error::parquet(location.clone(), e))?;
+    for batch in &table.batches {
+        writer.write(batch).map_err(|e| Error::parquet(location.clone(), e))?;
+    }
+    writer.finish().map_err(|e| Error::parquet(location, e))
+}
+
+fn check(dir: PathBuf, json: bool) -> gpu_parquet::Result<()> {
+    let report = gpu_parquet::check::check(&dir);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}
+
+fn bench(file: PathBuf, reps: usize, no_cold: bool, staged_threads: Vec<usize>, json: bool) -> gpu_parquet::Result<()> {
+    let policy = IoPolicy::from_env()?;
+    let opts = gpu_parquet::bench::BenchOptions {
+        reps,
+        cold: !no_cold,
+        staged_threads,
+        threads: policy.threads,
+        task_size: policy.task_size,
+        ..Default::default()
+    };
+    let report = gpu_parquet::bench::bench_paths(&file, &opts)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", report.to_table());
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     // Panics the library contains become errors; keep their default message off stderr.
     gpu_parquet::panic_guard::install_quiet_hook();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
+        Command::Read(args) => read(args),
+        Command::Check { dir, json } => check(dir, json),
+        Command::Bench {
+            file,
+            reps,
+            no_cold,
+            staged_threads,
+            json,
+        } => bench(file, reps, no_cold, staged_threads, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -49,6 +49,7 @@ pub enum RowGroupSelection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanOptions {
     /// Chunks separated by at most this many bytes are read as one span (the gap is read and dropped).
+    /// Default 0: only touching chunks merge, so a projection reads exactly its column chunks.
     pub max_gap: u64,
     /// Largest task, in bytes (spans are split into tasks no larger than this).
     pub task_size: u64,
@@ -60,7 +61,7 @@ pub struct PlanOptions {
 impl Default for PlanOptions {
     fn default() -> Self {
         Self {
-            max_gap: 64 * 1024,
+            max_gap: 0,
             task_size: 16 << 20,
             align: false,
         }

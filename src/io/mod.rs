@@ -11,6 +11,7 @@ pub mod host;
 pub mod policy;
 pub mod pread;
 pub mod staged;
+pub mod verify;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -252,7 +252,7 @@ impl AnyBackend {
             ),
             BackendKind::Auto => match GpuContext::shared() {
                 Err(e) => {
-                    notes.push(format!("no CUDA driver: {e}; reading into host memory"));
+                    notes.push(format!("no GPU path: {e}; reading into host memory"));
                     Inner::Host(host()?)
                 }
                 Ok(ctx) => {
@@ -504,7 +504,7 @@ mod tests {
                 assert!(
                     b.notes()
                         .iter()
-                        .any(|n| n.contains("no CUDA driver") && n.contains(&reason)),
+                        .any(|n| n.contains("no GPU path") && n.contains(&reason)),
                     "{:?}",
                     b.notes()
                 );
