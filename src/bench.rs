@@ -37,6 +37,10 @@ pub struct BenchOptions {
     pub threads: usize,
     /// Task size in bytes.
     pub task_size: u64,
+    /// Staged path: bytes per pinned bounce buffer.
+    pub bounce_buffer_size: u64,
+    /// Staged path: pinned bounce buffers per thread.
+    pub bounce_buffers: usize,
 }
 
 impl Default for BenchOptions {
@@ -48,6 +52,8 @@ impl Default for BenchOptions {
             staged_threads: vec![4, 8, 16],
             threads: 0,
             task_size: 8 << 20,
+            bounce_buffer_size: crate::io::policy::IoPolicy::default().bounce_buffer_size,
+            bounce_buffers: crate::io::policy::IoPolicy::default().bounce_buffers,
         }
     }
 }
@@ -275,17 +281,60 @@ fn gpu_rows(
     }
     rows.push(ceiling);
 
-    for &th in &opts.staged_threads {
+    // The same threads with O_DIRECT reads of a 4 KiB-aligned plan: what matters for cold reads.
+    let aligned = ReadPlan::build(
+        source,
+        &opts.columns,
+        &RowGroupSelection::All,
+        PlanOptions {
+            max_gap: 0,
+            task_size: opts.task_size,
+            align: true,
+        },
+    );
+    let best_threads = opts.staged_threads.iter().copied().max();
+    let variants = opts
+        .staged_threads
+        .iter()
+        .map(|&th| (th, false))
+        .chain(best_threads.map(|th| (th, true)));
+    for (th, direct) in variants {
         let so = StagedOptions {
             threads: th,
-            buffer_size: opts.task_size.clamp(1 << 20, 64 << 20) as usize,
-            ..StagedOptions::default()
+            buffer_size: opts.bounce_buffer_size as usize,
+            buffers_per_thread: opts.bounce_buffers,
+            direct_io: direct,
         };
+        let plan = match (&aligned, direct) {
+            (Ok(p), true) => p,
+            (Err(e), true) => {
+                rows.push(err_row(format!("staged O_DIRECT({th} threads)"), bytes, e.to_string()));
+                continue;
+            }
+            _ => plan,
+        };
+        // An aligned plan can need a few more bytes than the exact one.
+        let mut own_dest = None;
+        if plan.dest_len > bytes {
+            match ctx.alloc(plan.dest_len) {
+                Ok(d) => own_dest = Some(d),
+                Err(e) => {
+                    rows.push(err_row(format!("staged O_DIRECT({th} threads)"), bytes, e.to_string()));
+                    continue;
+                }
+            }
+        }
+        let dest = own_dest.as_mut().unwrap_or(&mut dest);
         match StagedBackend::new(ctx.clone(), so) {
             Err(e) => rows.push(err_row(format!("staged({th} threads)"), bytes, e.to_string())),
             Ok(s) => {
-                let mut row = measure(s.name(), bytes, reps, cold, || s.fetch_into(source, plan, &mut dest));
-                if let Err(m) = spot_check(source, plan, &dest) {
+                let name = if direct {
+                    format!("staged O_DIRECT({th} threads)")
+                } else {
+                    s.name()
+                };
+                let mut row = measure(name, bytes, reps, cold, || s.fetch_into(source, plan, dest));
+                if let Err(m) = spot_check(source, plan, dest) {
                     row.note = Some(format!("WRONG BYTES: {m}"));
                 }
                 rows.push(row);

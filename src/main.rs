@@ -247,6 +247,8 @@ fn bench(file: PathBuf, reps: usize, no_cold: bool, staged_threads: Vec<usize>, 
         staged_threads,
         threads: policy.threads,
         task_size: policy.task_size,
+        bounce_buffer_size: policy.bounce_buffer_size,
+        bounce_buffers: policy.bounce_buffers,
         ..Default::default()
     };
     let report = gpu_parquet::bench::bench_paths(&file, &opts)?;

@@ -162,9 +162,20 @@ impl GpuContext {
 
     /// Allocates `len` bytes of page-locked (pinned) host memory, page aligned.
     pub fn alloc_pinned(self: &Arc<Self>, len: usize) -> Result<PinnedBuffer> {
+        let len = len.max(1);
+        // Transparent huge pages make a bounce buffer physically contiguous in 2 MiB pieces: fewer TLB
+        // misses for the pread that fills it, fewer scatter-gather entries for the DMA that drains it.
+        // Measured on the H200 machine (staged path, 12 threads, 4 MiB buffers): 51.5 GB/s against 50.2
+        // with cuMemHostAlloc; equal at 2 MiB. GPU_PARQUET_PINNED=hostalloc forces cuMemHostAlloc.
+        if std::env::var("GPU_PARQUET_PINNED")
+            .map(|v| v != "hostalloc")
+            .unwrap_or(true)
+            && let Some(buf) = self.alloc_pinned_huge(len)
+        {
+            return Ok(buf);
+        }
         guard("allocating pinned host memory", || {
             self.bind()?;
-            let len = len.max(1);
             // PORTABLE: usable from every context, so a pool can outlive the thread that made it.
             let ptr = unsafe { cu::malloc_host(len, sys::CU_MEMHOSTALLOC_PORTABLE) }
                 .map_err(|e| derr(format!("cuMemHostAlloc of {len} bytes"), e))?;
@@ -172,7 +183,51 @@ impl GpuContext {
                 ctx: self.clone(),
                 ptr: ptr as *mut u8,
                 len,
+                mapped: None,
             })
+        })
+    }
+
+    /// Anonymous memory advised to use huge pages, then page-locked with cuMemHostRegister; `None`
+    /// where any step fails (the caller then uses cuMemHostAlloc).
+    fn alloc_pinned_huge(self: &Arc<Self>, len: usize) -> Option<PinnedBuffer> {
+        const HUGE: usize = 2 << 20;
+        let map_len = len.div_ceil(HUGE) * HUGE;
+        // SAFETY: a fresh private anonymous mapping, owned by the returned buffer (unmapped on drop).
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: ptr..ptr+map_len is the mapping just made.
+        unsafe {
+            libc::madvise(ptr, map_len, libc::MADV_HUGEPAGE);
+            std::ptr::write_bytes(ptr as *mut u8, 0, map_len);
+        }
+        let registered = guard("registering pinned host memory", || {
+            self.bind()?;
+            unsafe { sys::cuMemHostRegister_v2(ptr, map_len, sys::CU_MEMHOSTREGISTER_PORTABLE) }
+                .result()
+                .map_err(|e| derr("cuMemHostRegister", e))
+        });
+        if registered.is_err() {
+            // SAFETY: unmapping the mapping made above, never registered.
+            unsafe { libc::munmap(ptr, map_len) };
+            return None;
+        }
+        Some(PinnedBuffer {
+            ctx: self.clone(),
+            ptr: ptr as *mut u8,
+            len,
+            mapped: Some(map_len),
         })
     }
 
@@ -270,6 +325,8 @@ pub struct PinnedBuffer {
     ctx: Arc<GpuContext>,
     ptr: *mut u8,
     len: usize,
+    /// `Some(mapping length)` for an mmap'd, cuMemHostRegister'ed buffer; `None` for cuMemHostAlloc.
+    mapped: Option<usize>,
 }
 
 // The buffer is plain memory owned by this value; access goes through &/&mut like a Vec.
@@ -304,7 +361,15 @@ impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         let _ = catch_free(|| {
             let _ = self.ctx.bind();
-            let _ = unsafe { cu::free_host(self.ptr as *mut c_void) };
+            match self.mapped {
+                None => {
+                    let _ = unsafe { cu::free_host(self.ptr as *mut c_void) };
+                }
+                Some(map_len) => unsafe {
+                    let _ = sys::cuMemHostUnregister(self.ptr as *mut c_void);
+                    libc::munmap(self.ptr as *mut c_void, map_len);
+                },
+            }
         });
     }
 }

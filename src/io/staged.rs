@@ -38,7 +38,7 @@ impl Default for StagedOptions {
     fn default() -> Self {
         Self {
             threads: 0,
-            buffer_size: 8 << 20,
+            buffer_size: 4 << 20,
             buffers_per_thread: 3,
             direct_io: false,
         }
@@ -189,10 +189,14 @@ impl StagedBackend {
             None
         };
         let ctx = &self.ctx;
+        // Work is handed out in bounce-buffer-sized pieces, not whole tasks: the last pieces then finish
+        // close together, instead of one thread reading a whole task while the others idle.
+        let pieces = split_into_pieces(plan, which, self.opts.buffer_size as u64, self.workers.len());
+        let pieces = &pieces;
         let next = AtomicUsize::new(0);
         let abort = AtomicBool::new(false);
         let direct_failed = Mutex::new(None::<String>);
-        let nthreads = self.workers.len().min(which.len()).max(1);
+        let nthreads = self.workers.len().min(pieces.len()).max(1);
         let results: Vec<Result<Vec<TaskRecord>>> = std::thread::scope(|s| {
             let handles: Vec<_> = self.workers[..nthreads]
                 .iter()
@@ -210,9 +214,8 @@ impl StagedBackend {
                                 t0,
                                 direct,
                                 direct_failed,
-                                buffer_size: self.opts.buffer_size,
                             };
-                            job.run(&mut worker, which, next, abort)
+                            job.run(&mut worker, pieces, next, abort)
                         });
                         if r.is_err() {
                             abort.store(true, Ordering::Relaxed);
@@ -229,16 +232,84 @@ impl StagedBackend {
                 })
                 .collect()
         });
-        let mut records = Vec::with_capacity(which.len());
+        let mut pieces_done = Vec::with_capacity(pieces.len());
         for r in results {
-            records.extend(r?);
+            pieces_done.extend(r?);
         }
+        let records = merge_piece_records(pieces_done);
         if let Some(m) = direct_failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
             notes.push(m);
         }
-        records.sort_by_key(|r| r.task);
         Ok((records, notes))
     }
+}
+
+/// A bounce-buffer-sized part of a task: `len` bytes at `offset` from the task's start.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    task: usize,
+    offset: u64,
+    len: u64,
+}
+
+/// Cuts tasks into pieces of at most `piece` bytes. The first and last `threads` pieces are cut four
+/// times smaller: at the start the copy engine waits for the first reads to finish, at the end for the
+/// slowest thread's last read, and smaller pieces there shorten both waits.
+fn split_into_pieces(plan: &ReadPlan, which: &[usize], piece: u64, threads: usize) -> Vec<Piece> {
+    let piece = piece.max(1);
+    let mut out = Vec::new();
+    for &task in which {
+        let len = plan.tasks[task].len;
+        let mut offset = 0;
+        while offset < len {
+            let n = piece.min(len - offset);
+            out.push(Piece { task, offset, len: n });
+            offset += n;
+        }
+    }
+    let small = (piece / 4).div_ceil(DIRECT_IO_ALIGN) * DIRECT_IO_ALIGN;
+    if out.len() <= 4 * threads || small >= piece {
+        return out;
+    }
+    let cut = |p: Piece| {
+        let mut parts = Vec::with_capacity(4);
+        let mut off = 0;
+        while off < p.len {
+            let n = small.min(p.len - off);
+            parts.push(Piece {
+                task: p.task,
+                offset: p.offset + off,
+                len: n,
+            });
+            off += n;
+        }
+        parts
+    };
+    let (head, rest) = out.split_at(threads);
+    let (middle, tail) = rest.split_at(rest.len() - threads);
+    let mut ramped: Vec<Piece> = head.iter().flat_map(|&p| cut(p)).collect();
+    ramped.extend_from_slice(middle);
+    ramped.extend(tail.iter().flat_map(|&p| cut(p)));
+    ramped
+}
+
+/// One record per task from the records of its pieces: reads and bytes summed, the earliest start
+/// and the latest end.
+fn merge_piece_records(mut pieces: Vec<TaskRecord>) -> Vec<TaskRecord> {
+    pieces.sort_by_key(|r| (r.task, r.start));
+    let mut out: Vec<TaskRecord> = Vec::new();
+    for r in pieces {
+        match out.last_mut() {
+            Some(last) if last.task == r.task => {
+                last.reads += r.reads;
+                last.bytes += r.bytes;
+                last.start = last.start.min(r.start);
+                last.end = last.end.max(r.end);
+            }
+            _ => out.push(r),
+        }
+    }
+    out
 }
 
 fn check_dest(plan: &ReadPlan, dest: &DeviceBuffer) -> Result<()> {
@@ -260,13 +331,12 @@ struct Job<'a> {
     t0: Instant,
     direct: Option<&'a File>,
     direct_failed: &'a Mutex<Option<String>>,
-    buffer_size: usize,
 }
 
 impl Job<'_> {
-    fn run(&self, w: &mut Worker, which: &[usize], next: &AtomicUsize, abort: &AtomicBool) -> Result<Vec<TaskRecord>> {
+    fn run(&self, w: &mut Worker, pieces: &[Piece], next: &AtomicUsize, abort: &AtomicBool) -> Result<Vec<TaskRecord>> {
         let mut records: Vec<TaskRecord> = Vec::new();
-        let r = self.run_inner(w, which, next, abort, &mut records);
+        let r = self.run_inner(w, pieces, next, abort, &mut records);
         // Always drain: the buffers and `dest` must not be touched by copies after we return.
         let drained = w.stream.synchronize();
         let now = self.t0.elapsed();
@@ -280,10 +350,11 @@ impl Job<'_> {
         Ok(records)
     }
 
+    /// Takes pieces until none are left; one record per piece (merged per task by the caller).
     fn run_inner(
         &self,
         w: &mut Worker,
-        which: &[usize],
+        pieces: &[Piece],
         next: &AtomicUsize,
         abort: &AtomicBool,
         records: &mut Vec<TaskRecord>,
@@ -294,49 +365,43 @@ impl Job<'_> {
             if abort.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&ti) = which.get(k) else { return Ok(()) };
-            let t = &self.plan.tasks[ti];
+            let Some(piece) = pieces.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                return Ok(());
+            };
+            let t = &self.plan.tasks[piece.task];
+            // Mark finished copies first, so task end times are not held back until buffer reuse.
+            for slot in w.slots.iter_mut() {
+                if let Some(p) = slot.pending
+                    && slot.event.query()?
+                {
+                    records[p].end = records[p].end.max(self.t0.elapsed());
+                    slot.pending = None;
+                }
+            }
+            let slot = &mut w.slots[turn % nslots];
+            turn += 1;
+            if let Some(p) = slot.pending.take() {
+                slot.event.synchronize()?;
+                records[p].end = records[p].end.max(self.t0.elapsed());
+            }
             let start = self.t0.elapsed();
-            let rec = records.len();
+            let n = piece.len as usize;
+            let reads = self.read(piece.task, t.offset + piece.offset, &mut slot.buf, n)?;
+            let dst = self.dest.device_ptr() + t.dest_offset + piece.offset;
+            // SAFETY: dst..dst+n lies in dest (checked against plan.dest_len); the pinned buffer is not
+            // touched again until its event (recorded just below) has completed.
+            unsafe { w.stream.copy_htod_async(dst, &slot.buf.as_slice()[..n])? };
+            w.stream.record(&slot.event)?;
+            slot.pending = Some(records.len());
             records.push(TaskRecord {
-                task: ti,
+                task: piece.task,
                 path: IoPath::Staged,
                 reason: self.reason.clone(),
-                reads: 0,
-                bytes: t.len,
+                reads,
+                bytes: piece.len,
                 start,
-                end: start,
+                end: self.t0.elapsed(),
             });
-            let mut off = 0u64;
-            while off < t.len {
-                let n = (self.buffer_size as u64).min(t.len - off) as usize;
-                // Mark finished copies first, so task end times are not held back until buffer reuse.
-                for slot in w.slots.iter_mut() {
-                    if let Some(p) = slot.pending
-                        && slot.event.query()?
-                    {
-                        records[p].end = records[p].end.max(self.t0.elapsed());
-                        slot.pending = None;
-                    }
-                }
-                let slot = &mut w.slots[turn % nslots];
-                turn += 1;
-                if let Some(p) = slot.pending.take() {
-                    slot.event.synchronize()?;
-                    records[p].end = records[p].end.max(self.t0.elapsed());
-                }
-                let reads = self.read(ti, t.offset + off, &mut slot.buf, n)?;
-                records[rec].reads += reads;
-                let dst = self.dest.device_ptr() + t.dest_offset + off;
-                // SAFETY: dst..dst+n lies in dest (checked against plan.dest_len); the pinned buffer is
-                // not touched again until its event (recorded just below) has completed.
-                unsafe { w.stream.copy_htod_async(dst, &slot.buf.as_slice()[..n])? };
-                w.stream.record(&slot.event)?;
-                slot.pending = Some(rec);
-                off += n as u64;
-            }
-            records[rec].end = records[rec].end.max(self.t0.elapsed());
         }
     }
 
