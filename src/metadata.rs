@@ -13,8 +13,6 @@ use parquet::file::metadata::{ColumnChunkMetaData, PageIndexPolicy, ParquetMetaD
 use crate::error::{Error, Location, Result};
 use crate::panic_guard::contain_panics;
 
-mod encryption;
-
 /// A Parquet file opened for reading: its path, handle, size and validated metadata.
 #[derive(Debug, Clone)]
 pub struct ParquetSource {
@@ -48,13 +46,21 @@ impl ParquetSource {
             ParquetMetaDataReader::new()
                 .with_page_index_policy(PageIndexPolicy::Optional)
                 .parse_and_finish(&file)
-                .map_err(|e| match encryption::describe(&file, len) {
-                    // This build cannot decrypt; say so rather than report where the parser tripped.
-                    Some(how) => Error::parquet(
-                        location.clone(),
-                        format!("cannot read an encrypted file: {how}, and this build has no decryption ({e})"),
-                    ),
-                    None => Error::parquet(location.clone(), e),
+                .map_err(|e| {
+                    // With its `encryption` feature, `parquet` recognises both kinds of encrypted file
+                    // (encrypted footer, or plaintext footer with encrypted columns) and says it cannot
+                    // decrypt; say plainly what that means for the user.
+                    let message = e.to_string();
+                    if message.contains("decrypt") {
+                        Error::parquet(
+                            location.clone(),
+                            format!(
+                                "the file is encrypted (Parquet modular encryption) and gpu-parquet takes no decryption keys: {message}"
+                            ),
+                        )
+                    } else {
+                        Error::parquet(location.clone(), e)
+                    }
                 })
         })?;
         Self::from_parts(path, file, len, Arc::new(metadata))
