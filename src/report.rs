@@ -122,6 +122,8 @@ pub struct ReadReport {
     pub notes: Vec<String>,
     /// cuFile's own statistics across the fetch, where available.
     pub cufile_stats: Option<CufileStatsDelta>,
+    /// Whether our path counters agree with cuFile's statistics (`None` when cuFile was not used).
+    pub cufile_stats_check: Option<StatsCheck>,
     /// How bytes, reads and time are attributed.
     pub rules: &'static str,
 }
@@ -129,6 +131,48 @@ pub struct ReadReport {
 /// The attribution rules, as printed in reports.
 pub const ATTRIBUTION_RULES: &str = "bytes by exact overlap of each read with each column chunk (gap and alignment bytes are overhead); \
 a read counts once per column chunk it carries bytes of; busy time is the union of the reads' intervals";
+
+/// Our per-path counters checked against cuFile's own statistics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatsCheck {
+    /// True when every comparison below holds.
+    pub agree: bool,
+    /// One line per comparison, e.g. "bytes through cuFile: ours 1000, cuFile 1000".
+    pub details: Vec<String>,
+}
+
+impl StatsCheck {
+    /// Compares bytes and reads we attributed to the cuFile paths with cuFile's statistics: the bytes
+    /// must match exactly; reads we counted as `nvfs` need nvfs reads in cuFile's count and reads we
+    /// counted as `cufile-compat` need POSIX reads there (cuFile may split one call into several
+    /// reads, so read counts are compared as "at least one per call", not equal).
+    pub fn new(total: &PathCounts, stats: &CufileStatsDelta) -> Self {
+        let ours_bytes = total.bytes[IoPath::Nvfs.index()] + total.bytes[IoPath::CufileCompat.index()];
+        let nvfs_calls = total.reads[IoPath::Nvfs.index()];
+        let compat_calls = total.reads[IoPath::CufileCompat.index()];
+        let checks = [
+            (
+                ours_bytes == stats.read_bytes,
+                format!("bytes through cuFile: ours {ours_bytes}, cuFile {}", stats.read_bytes),
+            ),
+            (
+                (nvfs_calls == 0) == (stats.nvfs_reads == 0) && stats.nvfs_reads >= nvfs_calls,
+                format!("nvfs: our calls {nvfs_calls}, cuFile nvfs reads {}", stats.nvfs_reads),
+            ),
+            (
+                (compat_calls == 0) == (stats.posix_reads == 0) && stats.posix_reads >= compat_calls,
+                format!(
+                    "compat: our calls {compat_calls}, cuFile POSIX reads {}",
+                    stats.posix_reads
+                ),
+            ),
+        ];
+        Self {
+            agree: checks.iter().all(|(ok, _)| *ok),
+            details: checks.into_iter().map(|(_, d)| d).collect(),
+        }
+    }
+}
 
 fn union_len(mut intervals: Vec<(Duration, Duration)>) -> Duration {
     intervals.sort_unstable();
@@ -247,6 +291,7 @@ impl ReadReport {
             gbps: gbps(useful, log.wall),
             notes: log.notes.clone(),
             cufile_stats: log.cufile_stats,
+            cufile_stats_check: log.cufile_stats.as_ref().map(|s| StatsCheck::new(&total, s)),
             rules: ATTRIBUTION_RULES,
         }
     }
@@ -339,9 +384,72 @@ impl ReadReport {
                 s.total_reads, s.nvfs_reads, s.posix_reads, s.read_bytes
             ));
         }
+        if let Some(c) = &self.cufile_stats_check {
+            let verdict = if c.agree { "agree" } else { "DISAGREE" };
+            out.push_str(&format!(
+                "our counters and cuFile's statistics {verdict}: {}\n",
+                c.details.join("; ")
+            ));
+        }
         for n in &self.notes {
             out.push_str(&format!("note: {n}\n"));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(path: IoPath, bytes: u64, reads: u64) -> PathCounts {
+        let mut c = PathCounts::default();
+        c.add(path, bytes, reads);
+        c
+    }
+
+    fn delta(nvfs: u64, posix: u64, bytes: u64) -> CufileStatsDelta {
+        CufileStatsDelta {
+            total_reads: nvfs + posix,
+            nvfs_reads: nvfs,
+            posix_reads: posix,
+            read_bytes: bytes,
+        }
+    }
+
+    #[test]
+    fn compat_reads_agree_with_posix_statistics() {
+        let c = StatsCheck::new(&counts(IoPath::CufileCompat, 4096, 2), &delta(0, 5, 4096));
+        assert!(c.agree, "{:?}", c.details);
+    }
+
+    #[test]
+    fn nvfs_claim_without_nvfs_reads_disagrees() {
+        let c = StatsCheck::new(&counts(IoPath::Nvfs, 4096, 2), &delta(0, 2, 4096));
+        assert!(!c.agree);
+    }
+
+    #[test]
+    fn byte_mismatch_disagrees() {
+        let c = StatsCheck::new(&counts(IoPath::CufileCompat, 4096, 1), &delta(0, 1, 4095));
+        assert!(!c.agree);
+        assert!(c.details[0].contains("4095"));
+    }
+
+    #[test]
+    fn posix_reads_unaccounted_for_disagree() {
+        // cuFile read through POSIX, but we attributed nothing to compat: someone mislabelled a path.
+        let c = StatsCheck::new(&counts(IoPath::Staged, 4096, 1), &delta(0, 1, 0));
+        assert!(!c.agree);
+    }
+
+    #[test]
+    fn busy_time_counts_overlap_once() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            union_len(vec![(ms(0), ms(10)), (ms(5), ms(15)), (ms(20), ms(25))]),
+            ms(20)
+        );
+        assert_eq!(union_len(Vec::new()), Duration::ZERO);
     }
 }

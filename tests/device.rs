@@ -144,11 +144,17 @@ fn cufile_conformance_or_refusal_explained() {
                     assert_eq!(r.path, IoPath::CufileCompat, "nvfs claimed with nvidia-fs absent");
                 }
             }
-            if let Some(d) = f.log.cufile_stats {
-                assert!(d.total_reads >= plan.tasks.len() as u64, "{d:?}");
-                assert_eq!(d.nvfs_reads + d.posix_reads, d.total_reads, "{d:?}");
+            // Statistics level 3 is switched on by the driver wrapper: they must be there, and agree.
+            let d = f.log.cufile_stats.expect("cuFile statistics around the fetch");
+            assert!(d.total_reads >= plan.tasks.len() as u64, "{d:?}");
+            assert_eq!(d.nvfs_reads + d.posix_reads, d.total_reads, "{d:?}");
+            if !nvfs {
+                assert_eq!(d.nvfs_reads, 0, "nvfs reads counted with nvidia-fs absent: {d:?}");
             }
-            println!("cuFile stats delta: {:?}", f.log.cufile_stats);
+            let report = gpu_parquet::report::ReadReport::build("mixed", &plan, &f.log);
+            let check = report.cufile_stats_check.clone().expect("a stats check");
+            assert!(check.agree, "our counters disagree with cuFile: {:?}", check.details);
+            println!("cuFile stats delta: {d:?}; check: {:?}", check.details);
         }
         Err(refusal) => {
             // Registration refused: the error must say so, with cuFile's error name and the log hint.
