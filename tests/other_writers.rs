@@ -1,0 +1,211 @@
+//! Files written by other Parquet writers (pyarrow, polars, duckdb, fastparquet) through our pipeline:
+//! open, plan every column of every row group, fetch with the host backend, decode from the fetched
+//! bytes only; the result must equal arrow-rs's own full read of the file, value for value and schema
+//! too. Where arrow-rs refuses a file, ours must refuse it as well, with an error.
+//!
+//! `tests/writers/make_files.py` writes the files (flat types, nulls, nested types, dictionary and
+//! plain, every codec each writer has, data page v2, several and small row groups, page indexes).
+//! Without python3 or without any writer the test says so and passes, except under CI (`CI=true`),
+//! where the writers are installed by `.ci/run` and a missing one fails the test.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use arrow::record_batch::RecordBatch;
+use gpu_parquet::decode::host::decode_fetched;
+use gpu_parquet::io::IoBackend;
+use gpu_parquet::io::host::HostBackend;
+use gpu_parquet::panic_guard::contain_panics;
+use gpu_parquet::{Error, Location, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// The writers the script knows; under CI every one must be importable.
+const WRITERS: [&str; 4] = ["pyarrow", "polars", "duckdb", "fastparquet"];
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// Skips (prints why and returns) outside CI; fails under CI, where the writers must be present.
+fn skip_or_fail(why: &str) {
+    assert!(!in_ci(), "CI=true but {why} (.ci/run installs the writers)");
+    println!("skipped: {why}");
+}
+
+fn script() -> PathBuf {
+    // The current directory is the crate root under `cargo test`; the manifest dir is the fallback.
+    let local = PathBuf::from("tests/writers/make_files.py");
+    if local.is_file() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/writers/make_files.py")
+}
+
+/// Our pipeline over the whole file.
+fn ours(path: &Path) -> Result<RecordBatch, Error> {
+    let source = ParquetSource::open(path)?;
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )?;
+    let fetched = HostBackend::new(2)?.fetch(&source, &plan)?;
+    decode_fetched(&source, &plan, &fetched.buffer, 2)?.concat()
+}
+
+/// arrow-rs reading the file its own way, batches concatenated (panics contained).
+fn arrow_rs(path: &Path) -> Result<RecordBatch, String> {
+    let loc = Location::file(path);
+    contain_panics(&loc, || {
+        let perr = |e| Error::parquet(loc.clone(), e);
+        let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|b| b.build())
+            .map_err(perr)?;
+        let schema = arrow::record_batch::RecordBatchReader::schema(&reader);
+        let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| perr(e.into()))?;
+        arrow::compute::concat_batches(&schema, &batches).map_err(|e| perr(e.into()))
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Rows the footer claims.
+fn footer_rows(path: &Path) -> i64 {
+    let source = ParquetSource::open(path).expect("the footer opens");
+    source.metadata().file_metadata().num_rows()
+}
+
+#[test]
+fn files_from_other_writers_decode_like_arrow_rs() {
+    let python = Command::new("python3").arg("--version").output();
+    if !python.as_ref().is_ok_and(|o| o.status.success()) {
+        skip_or_fail("python3 is not available");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let started = Instant::now();
+    let out = Command::new("python3")
+        .arg(script())
+        .arg(dir.path())
+        .output()
+        .expect("run python3");
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "make_files.py failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("writing took {:.1} s", started.elapsed().as_secs_f64());
+
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("manifest.json")).expect("the script writes manifest.json"),
+    )
+    .expect("manifest.json is JSON");
+    let missing: Vec<String> = manifest["missing"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k} ({})", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    let writers = manifest["writers"].as_object().cloned().unwrap_or_default();
+    if !missing.is_empty() {
+        println!("missing writers: {}", missing.join(", "));
+        if in_ci() {
+            panic!("CI=true but writers are missing: {}", missing.join(", "));
+        }
+    }
+    if writers.is_empty() {
+        skip_or_fail("no Parquet writer is importable by python3");
+        return;
+    }
+    for w in writers.keys() {
+        assert!(WRITERS.contains(&w.as_str()), "unexpected writer {w}");
+    }
+
+    // Every file the manifest lists, and nothing else, is in the folder.
+    let mut listed: Vec<(String, String)> = Vec::new();
+    for (w, entry) in &writers {
+        let files = entry["files"].as_array().expect("files list");
+        assert!(!files.is_empty(), "{w} wrote no files");
+        for f in files {
+            listed.push((w.clone(), f.as_str().expect("file name").to_string()));
+        }
+    }
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    on_disk.sort();
+    let mut names: Vec<String> = listed.iter().map(|(_, f)| f.clone()).collect();
+    names.sort();
+    assert_eq!(on_disk, names, "files on disk differ from the manifest");
+
+    let (mut same, mut both_fail) = (0usize, Vec::new());
+    let mut failures = Vec::new();
+    let compare_started = Instant::now();
+    for (writer, name) in &listed {
+        let path = dir.path().join(name);
+        let version = writers[writer]["version"].as_str().unwrap_or("?");
+        match (ours(&path), arrow_rs(&path)) {
+            (Ok(a), Ok(b)) => {
+                if a != b {
+                    failures.push(format!(
+                        "{name} ({writer} {version}): values differ from arrow-rs's\n  ours:  {:?}\n  arrow: {:?}",
+                        a.schema(),
+                        b.schema()
+                    ));
+                } else if a.num_rows() as i64 != footer_rows(&path) {
+                    failures.push(format!(
+                        "{name}: {} rows decoded, the footer says {}",
+                        a.num_rows(),
+                        footer_rows(&path)
+                    ));
+                } else {
+                    same += 1;
+                    println!("same       {name}: {} rows x {} columns", a.num_rows(), a.num_columns());
+                }
+            }
+            (Err(e), Err(theirs)) => {
+                let msg = e.to_string();
+                if matches!(e, Error::DecoderPanic { .. }) {
+                    failures.push(format!("{name}: a contained panic, not an error: {msg}"));
+                } else if !msg.contains(name.as_str()) {
+                    failures.push(format!("{name}: the error does not name the file: {msg}"));
+                } else {
+                    println!("both fail  {name}: ours: {msg}; arrow-rs: {theirs}");
+                    both_fail.push(name.clone());
+                }
+            }
+            (Err(e), Ok(b)) => failures.push(format!(
+                "{name} ({writer} {version}): we fail ({e}) where arrow-rs reads {} rows",
+                b.num_rows()
+            )),
+            (Ok(a), Err(e)) => failures.push(format!(
+                "{name} ({writer} {version}): we read {} rows where arrow-rs fails: {e}",
+                a.num_rows()
+            )),
+        }
+    }
+    println!(
+        "{} files from {} writers: {same} equal to arrow-rs, {} refused by both, {} failures; compared in {:.1} s",
+        listed.len(),
+        writers.len(),
+        both_fail.len(),
+        failures.len(),
+        compare_started.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // These writers' files are mainstream: arrow-rs is expected to read nearly all of them, so a
+    // regression that makes both sides fail cannot pass unnoticed.
+    assert!(
+        both_fail.len() * 10 <= listed.len(),
+        "too many files refused by both readers: {both_fail:?}"
+    );
+}
