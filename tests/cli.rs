@@ -1,0 +1,886 @@
+//! The `gpu-parquet` binary, run as a user runs it.
+//!
+//! - `read FILE --verify --output OUT.arrow`: exit 0, and the Arrow IPC file equals arrow-rs's own read
+//!   of the Parquet file (schema and values), for the bundled files and the whole parquet-testing corpus;
+//! - `--columns` / `--row-groups`: the output equals arrow-rs's projected read, and the `--json` report
+//!   lists exactly the selected column chunks, with the footer's byte ranges, and nothing else fetched;
+//! - `inspect` (table and JSON);
+//! - damaged input (`bad_data`, truncated and corrupted copies, encrypted files) and user mistakes:
+//!   exit status 1 and exactly one line on stderr, `error: ...` naming the file, never a panic; a damaged
+//!   file may be read only where arrow-rs reads it too, to the same values;
+//! - `--backend auto` on a machine without CUDA reads into host memory and says why; `check` gives a
+//!   verdict for every I/O path.
+//!
+//! Every run is bounded: a child still running after [`RUN_TIMEOUT`] is killed and the test fails.
+//! The corpus is found through `GPU_PARQUET_TESTING`, else `../shared/parquet-testing` (from the current
+//! directory, then from the crate root); without it those tests print why and pass.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use arrow::record_batch::RecordBatch;
+use gpu_parquet::panic_guard::contain_panics;
+use gpu_parquet::{Error, Location};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gpu-parquet");
+
+/// Longest a single run of the binary may take.
+const RUN_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What one run of the binary did.
+#[derive(Debug)]
+struct Run {
+    what: String,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn ok(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// Requires exit status 0 and a quiet stderr.
+    fn assert_ok(&self) {
+        assert!(
+            self.ok() && self.stderr.is_empty(),
+            "{}: exit {:?}\nstderr: {}",
+            self.what,
+            self.code,
+            self.stderr
+        );
+    }
+
+    /// Requires exit status 1 and exactly one stderr line, `error: ...`, that mentions `names`.
+    fn assert_one_error_line(&self, names: &str) {
+        let what = &self.what;
+        assert_eq!(self.code, Some(1), "{what}: exit status\nstderr: {}", self.stderr);
+        assert!(
+            !self.stderr.contains("panicked") && !self.stderr.contains("RUST_BACKTRACE"),
+            "{what}: a panic reached the user:\n{}",
+            self.stderr
+        );
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert!(
+            lines.len() == 1 && self.stderr.ends_with('\n'),
+            "{what}: expected one stderr line, got {}:\n{}",
+            lines.len(),
+            self.stderr
+        );
+        assert!(lines[0].starts_with("error: "), "{what}: {}", lines[0]);
+        assert!(
+            lines[0].contains(names),
+            "{what}: the error does not name '{names}': {}",
+            lines[0]
+        );
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e}):\n{}", self.what, self.stdout))
+    }
+}
+
+/// Runs the binary with `args`; fails the test if it runs longer than [`RUN_TIMEOUT`].
+fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
+    let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_os_string()).collect();
+    let what = format!(
+        "gpu-parquet {}",
+        args.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    );
+    let mut cmd = Command::new(BIN);
+    cmd.args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // A panic must show as the default hook would print it to a user who set nothing.
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE");
+    // Settings from the environment would change what is run.
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GPU_PARQUET_") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    // Drain both pipes on their own threads so a chatty child never blocks on a full pipe.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > RUN_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what}: still running after {RUN_TIMEOUT:?}; killed");
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => panic!("{what}: wait failed: {e}"),
+        }
+    };
+    Run {
+        what,
+        code: status.code(),
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    }
+}
+
+fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+}
+
+const TESTDATA: [&str; 4] = [
+    "flat_plain.parquet",
+    "flat_snappy_dict.parquet",
+    "flat_zstd.parquet",
+    "nested.parquet",
+];
+
+fn corpus() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("GPU_PARQUET_TESTING").map(PathBuf::from),
+        Some(PathBuf::from("../shared/parquet-testing")),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parquet-testing")),
+    ];
+    let found = candidates.into_iter().flatten().find(|p| p.join("data").is_dir());
+    if found.is_none() {
+        println!("skipped: parquet-testing corpus not found (set GPU_PARQUET_TESTING)");
+    }
+    found
+}
+
+/// Files under `dir` (recursively) whose name passes `keep`, sorted.
+fn files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = e.expect("directory entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| keep(&n.to_string_lossy())) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn metadata(path: &Path) -> ParquetMetaData {
+    ParquetMetaDataReader::new()
+        .parse_and_finish(&File::open(path).expect("open"))
+        .unwrap_or_else(|e| panic!("{}: footer: {e}", path.display()))
+}
+
+fn collect(
+    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    loc: &Location,
+) -> Result<RecordBatch, Error> {
+    let schema = arrow::record_batch::RecordBatchReader::schema(&reader);
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::parquet(loc.clone(), e))?;
+    arrow::compute::concat_batches(&schema, &batches).map_err(|e| Error::parquet(loc.clone(), e))
+}
+
+/// arrow-rs's read of `columns` (dotted names, `None`: all) of `row_groups` (`None`: all), with panics
+/// contained (damaged files make it panic at times).
+fn arrow_rs(path: &Path, columns: Option<&[&str]>, row_groups: Option<&[usize]>) -> Result<RecordBatch, String> {
+    let loc = Location::file(path);
+    contain_panics(&loc, || {
+        let perr = |e| Error::parquet(loc.clone(), e);
+        let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
+        let mut builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(perr)?;
+        if let Some(cols) = columns {
+            let mask = ProjectionMask::columns(builder.parquet_schema(), cols.iter().copied());
+            builder = builder.with_projection(mask);
+        }
+        if let Some(rgs) = row_groups {
+            builder = builder.with_row_groups(rgs.to_vec());
+        }
+        collect(builder.build().map_err(perr)?, &loc)
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// arrow-rs's full read after dropping dictionary page offsets that cannot be one (0, or past the first
+/// data page), which our reader ignores as pyarrow does; only consulted where the plain read fails.
+fn arrow_rs_sanitized(path: &Path) -> Result<RecordBatch, String> {
+    let loc = Location::file(path);
+    contain_panics(&loc, || {
+        let perr = |e| Error::parquet(loc.clone(), e);
+        let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(perr)?;
+        let mut builder = meta.into_builder();
+        let mut groups = Vec::new();
+        for rg in builder.take_row_groups() {
+            let mut cols = Vec::new();
+            for c in rg.columns() {
+                let bogus = c
+                    .dictionary_page_offset()
+                    .is_some_and(|d| d <= 0 || d > c.data_page_offset());
+                cols.push(if bogus {
+                    c.clone()
+                        .into_builder()
+                        .set_dictionary_page_offset(None)
+                        .build()
+                        .map_err(perr)?
+                } else {
+                    c.clone()
+                });
+            }
+            groups.push(rg.into_builder().set_column_metadata(cols).build().map_err(perr)?);
+        }
+        let meta = builder.set_row_groups(groups).build();
+        let arrow_meta = ArrowReaderMetadata::try_new(meta.into(), ArrowReaderOptions::new()).map_err(perr)?;
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow_meta)
+            .build()
+            .map_err(perr)?;
+        collect(reader, &loc)
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The reference for a whole file: arrow-rs's read, else its read with impossible dictionary offsets
+/// dropped.
+fn reference(path: &Path) -> Result<RecordBatch, String> {
+    arrow_rs(path, None, None).or_else(|plain| arrow_rs_sanitized(path).map_err(|_| plain))
+}
+
+/// The Arrow IPC file the binary wrote, batches concatenated.
+fn read_ipc(path: &Path) -> RecordBatch {
+    let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let reader = arrow::ipc::reader::FileReader::try_new(file, None)
+        .unwrap_or_else(|e| panic!("{}: not an Arrow IPC file: {e}", path.display()));
+    let schema = reader.schema();
+    let batches: Vec<RecordBatch> = reader
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    arrow::compute::concat_batches(&schema, &batches).expect("concat IPC batches")
+}
+
+/// Requires the IPC output to equal `theirs`, schema first (for a readable message).
+fn assert_same_table(what: &str, ours: &RecordBatch, theirs: &RecordBatch) {
+    assert_eq!(ours.schema(), theirs.schema(), "{what}: schema differs from arrow-rs's");
+    assert_eq!(ours.num_rows(), theirs.num_rows(), "{what}: row count");
+    for (i, (a, b)) in ours.columns().iter().zip(theirs.columns()).enumerate() {
+        assert!(
+            a == b,
+            "{what}: column {} differs from arrow-rs's",
+            theirs.schema().field(i).name()
+        );
+    }
+}
+
+fn read_args(file: &Path, out: &Path, extra: &[&str]) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["read".into(), file.into(), "--output".into(), out.into()];
+    a.extend(extra.iter().map(OsString::from));
+    a
+}
+
+#[test]
+fn bundled_files_read_verify_and_write_what_arrow_rs_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in TESTDATA {
+        let file = testdata(name);
+        let out = dir.path().join(format!("{name}.arrow"));
+        let r = run(&read_args(&file, &out, &["--verify"]));
+        r.assert_ok();
+        assert!(r.stdout.contains("verified: "), "{}: {}", r.what, r.stdout);
+        assert!(r.stdout.contains(&format!("wrote {}", out.display())), "{}", r.stdout);
+        let theirs = arrow_rs(&file, None, None).expect("arrow-rs reads the bundled file");
+        assert!(theirs.num_rows() > 0);
+        assert_same_table(name, &read_ipc(&out), &theirs);
+    }
+}
+
+/// Dotted paths of the leaves `name` selects (a top-level name, or a dotted path to a leaf or group).
+fn leaves_of(meta: &ParquetMetaData, names: &[&str]) -> Vec<usize> {
+    let schema = meta.file_metadata().schema_descr();
+    (0..schema.num_columns())
+        .filter(|&i| {
+            let path = schema.column(i).path().parts().to_vec();
+            names.iter().any(|n| {
+                let parts: Vec<&str> = n.split('.').collect();
+                parts.len() <= path.len() && parts.iter().zip(&path).all(|(a, b)| a == b)
+            })
+        })
+        .collect()
+}
+
+/// A chunk's byte range from the footer, worked out here independently of the library: it starts at
+/// its dictionary page where there is a plausible one.
+fn chunk_range(meta: &ParquetMetaData, rg: usize, col: usize) -> (u64, u64) {
+    let c = meta.row_group(rg).column(col);
+    let dpo = c.data_page_offset();
+    let start = match c.dictionary_page_offset() {
+        Some(d) if d > 0 && d < dpo => d,
+        _ => dpo,
+    };
+    (start as u64, c.compressed_size() as u64)
+}
+
+fn as_u64(v: &Value, what: &str) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("{what} is not an unsigned number: {v}"))
+}
+
+/// Checks a `read --json` report: exactly the selected columns and chunks, the footer's ranges, every
+/// byte read was one of them, and the host path carried them all.
+fn assert_report_lists_exactly(
+    what: &str,
+    report: &Value,
+    meta: &ParquetMetaData,
+    leaves: &[usize],
+    row_groups: &[usize],
+) {
+    let schema = meta.file_metadata().schema_descr();
+    let got_cols: Vec<(u64, String)> = report["columns"]
+        .as_array()
+        .expect("columns array")
+        .iter()
+        .map(|c| {
+            (
+                as_u64(&c["column"], "column"),
+                c["column_path"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let want_cols: Vec<(u64, String)> = leaves
+        .iter()
+        .map(|&i| (i as u64, schema.column(i).path().string()))
+        .collect();
+    assert_eq!(got_cols, want_cols, "{what}: columns in the report");
+
+    let mut got_chunks: Vec<(u64, u64, u64, u64)> = report["chunks"]
+        .as_array()
+        .expect("chunks array")
+        .iter()
+        .map(|c| {
+            (
+                as_u64(&c["row_group"], "row_group"),
+                as_u64(&c["column"], "column"),
+                as_u64(&c["offset"], "offset"),
+                as_u64(&c["len"], "len"),
+            )
+        })
+        .collect();
+    got_chunks.sort_unstable();
+    let mut want_chunks: Vec<(u64, u64, u64, u64)> = row_groups
+        .iter()
+        .flat_map(|&g| leaves.iter().map(move |&c| (g, c)))
+        .map(|(g, c)| {
+            let (off, len) = chunk_range(meta, g, c);
+            (g as u64, c as u64, off, len)
+        })
+        .collect();
+    want_chunks.sort_unstable();
+    assert_eq!(got_chunks, want_chunks, "{what}: chunks in the report");
+
+    let sum_len: u64 = want_chunks.iter().map(|c| c.3).sum();
+    let total_bytes: u64 = report["total"]["bytes"]
+        .as_object()
+        .expect("total.bytes by path")
+        .values()
+        .map(|v| as_u64(v, "bytes"))
+        .sum();
+    assert_eq!(
+        total_bytes, sum_len,
+        "{what}: bytes read differ from the selected chunks' bytes"
+    );
+    assert_eq!(
+        as_u64(&report["total"]["bytes"]["host"], "host bytes"),
+        sum_len,
+        "{what}: host path"
+    );
+    assert_eq!(as_u64(&report["useful_bytes"], "useful_bytes"), sum_len, "{what}");
+    assert_eq!(as_u64(&report["overhead_bytes"], "overhead_bytes"), 0, "{what}");
+    // Per chunk, each got exactly its own bytes.
+    for c in report["chunks"].as_array().expect("chunks") {
+        let bytes: u64 = c["counts"]["bytes"]
+            .as_object()
+            .expect("chunk bytes")
+            .values()
+            .map(|v| as_u64(v, "bytes"))
+            .sum();
+        assert_eq!(bytes, as_u64(&c["len"], "len"), "{what}: chunk {c}");
+    }
+}
+
+/// One `--columns` / `--row-groups` case: the CLI arguments and what they select.
+struct Subset<'a> {
+    columns: Option<&'a [&'a str]>,
+    row_groups: Option<&'a [usize]>,
+}
+
+fn check_subset(file: &Path, subset: &Subset, dir: &Path, n: usize) {
+    let meta = metadata(file);
+    let out = dir.join(format!("subset-{n}.arrow"));
+    let mut extra: Vec<String> = vec!["--json".into(), "--verify".into()];
+    if let Some(c) = subset.columns {
+        extra.push(format!("--columns={}", c.join(",")));
+    }
+    if let Some(g) = subset.row_groups {
+        let g: Vec<String> = g.iter().map(usize::to_string).collect();
+        extra.push(format!("--row-groups={}", g.join(",")));
+    }
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let r = run(&read_args(file, &out, &extra));
+    r.assert_ok();
+    let leaves = match subset.columns {
+        Some(c) => leaves_of(&meta, c),
+        None => (0..meta.file_metadata().schema_descr().num_columns()).collect(),
+    };
+    let rgs: Vec<usize> = subset
+        .row_groups
+        .map(<[usize]>::to_vec)
+        .unwrap_or_else(|| (0..meta.num_row_groups()).collect());
+    assert!(!leaves.is_empty(), "{}: the case selects no leaf", r.what);
+    assert_report_lists_exactly(&r.what, &r.json(), &meta, &leaves, &rgs);
+    let theirs = arrow_rs(file, subset.columns, subset.row_groups).expect("arrow-rs reads the subset");
+    assert_same_table(&r.what, &read_ipc(&out), &theirs);
+    let rows: i64 = rgs.iter().map(|&g| meta.row_group(g).num_rows()).sum();
+    assert_eq!(theirs.num_rows() as i64, rows, "{}", r.what);
+    println!(
+        "{}: {} leaves x {} row groups, {rows} rows",
+        r.what,
+        leaves.len(),
+        rgs.len()
+    );
+}
+
+#[test]
+fn column_and_row_group_subsets_read_exactly_their_chunks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut n = 0;
+    let mut case = |file: &Path, columns: Option<&[&str]>, row_groups: Option<&[usize]>| {
+        n += 1;
+        check_subset(file, &Subset { columns, row_groups }, dir.path(), n);
+    };
+    let flat = testdata("flat_plain.parquet");
+    assert_eq!(
+        metadata(&flat).num_row_groups(),
+        3,
+        "flat_plain.parquet has 3 row groups"
+    );
+    case(&flat, Some(&["s", "id"]), None);
+    case(&flat, None, Some(&[1]));
+    case(&flat, Some(&["price"]), Some(&[2, 0]));
+    let dict = testdata("flat_snappy_dict.parquet");
+    case(&dict, Some(&["s", "day"]), Some(&[0]));
+    let nested = testdata("nested.parquet");
+    case(&nested, Some(&["point.x", "tags"]), None);
+    case(&nested, Some(&["pairs"]), Some(&[1]));
+    case(&nested, Some(&["point"]), Some(&[1, 0]));
+    if let Some(root) = corpus() {
+        let tiny = root.join("data/alltypes_tiny_pages_plain.parquet");
+        let rgs = metadata(&tiny).num_row_groups();
+        case(&tiny, Some(&["string_col", "id"]), None);
+        case(&tiny, Some(&["bool_col"]), Some(&[rgs - 1]));
+    }
+}
+
+#[test]
+fn inspect_prints_a_table_and_json_with_every_row_group_and_chunk() {
+    let mut files: Vec<PathBuf> = TESTDATA.iter().map(|n| testdata(n)).collect();
+    if let Some(root) = corpus() {
+        for n in [
+            "alltypes_tiny_pages_plain.parquet",
+            "nested_maps.snappy.parquet",
+            "datapage_v2.snappy.parquet",
+        ] {
+            files.push(root.join("data").join(n));
+        }
+    }
+    for file in &files {
+        let meta = metadata(file);
+        let table = run(&[OsString::from("inspect"), file.into()]);
+        table.assert_ok();
+        assert!(!table.stdout.trim().is_empty(), "{}: empty output", table.what);
+        let schema = meta.file_metadata().schema_descr();
+        for i in 0..schema.num_columns() {
+            let path = schema.column(i).path().string();
+            assert!(
+                table.stdout.contains(&path),
+                "{}: no mention of column {path}",
+                table.what
+            );
+        }
+
+        let r = run(&[OsString::from("inspect"), file.into(), "--json".into()]);
+        r.assert_ok();
+        let j = r.json();
+        let groups = j["row_groups"].as_array().expect("row_groups array");
+        assert_eq!(groups.len(), meta.num_row_groups(), "{}: row groups", r.what);
+        assert_eq!(
+            j["num_rows"].as_i64(),
+            Some(meta.file_metadata().num_rows()),
+            "{}",
+            r.what
+        );
+        assert_eq!(
+            j["columns"].as_array().map(Vec::len),
+            Some(schema.num_columns()),
+            "{}",
+            r.what
+        );
+        for (g, rg) in groups.iter().enumerate() {
+            let chunks = rg["chunks"].as_array().expect("chunks array");
+            assert_eq!(chunks.len(), schema.num_columns(), "{}: row group {g} chunks", r.what);
+            for (c, chunk) in chunks.iter().enumerate() {
+                let (start, len) = chunk_range(&meta, g, c);
+                assert_eq!(as_u64(&chunk["start"], "start"), start, "{}: rg {g} col {c}", r.what);
+                assert_eq!(as_u64(&chunk["end"], "end"), start + len, "{}: rg {g} col {c}", r.what);
+            }
+        }
+    }
+}
+
+/// Runs `read FILE --output` on a file that may be damaged: it must be refused with one error line, or
+/// read to exactly what arrow-rs reads. Returns whether it was refused.
+fn refused_or_same(file: &Path, out: &Path) -> bool {
+    let _ = std::fs::remove_file(out);
+    let r = run(&read_args(file, out, &[]));
+    if r.ok() {
+        assert!(r.stderr.is_empty(), "{}: exit 0 with stderr: {}", r.what, r.stderr);
+        match reference(file) {
+            Ok(theirs) => assert_same_table(&r.what, &read_ipc(out), &theirs),
+            Err(e) => panic!("{}: exit 0 on a file arrow-rs refuses: {e}", r.what),
+        }
+        false
+    } else {
+        r.assert_one_error_line(&file.display().to_string());
+        true
+    }
+}
+
+/// Byte ranges of a file: column data, and the footer's metadata.
+fn regions(bytes: &[u8]) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    let n = bytes.len();
+    let meta_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
+    let footer_start = n - 8 - meta_len;
+    (4..footer_start, footer_start..n - 8)
+}
+
+/// A small deterministic generator (xorshift64*), so a failure reproduces from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn damaged_files_give_one_error_line_or_arrow_rs_values() {
+    let Some(root) = corpus() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out.arrow");
+    let (mut refused, mut read) = (0, 0);
+
+    let bad = files_in(&root.join("bad_data"), |n| n.ends_with(".parquet"));
+    assert!(!bad.is_empty(), "the corpus has bad_data files");
+    for f in &bad {
+        if refused_or_same(f, &out) {
+            refused += 1;
+        } else {
+            read += 1;
+        }
+    }
+    // Encrypted files: we cannot read them; one line saying so.
+    let encrypted = files_in(&root.join("data"), |n| n.ends_with(".parquet.encrypted"));
+    for f in &encrypted {
+        assert!(refused_or_same(f, &out), "{}: read an encrypted file", f.display());
+        refused += 1;
+    }
+
+    let sources = [
+        "alltypes_plain.parquet",
+        "nested_lists.snappy.parquet",
+        "datapage_v2.snappy.parquet",
+    ];
+    let mut damaged = 0;
+    for name in sources {
+        let bytes = std::fs::read(root.join("data").join(name)).expect("read corpus file");
+        let n = bytes.len();
+        let (data, footer) = regions(&bytes);
+        // Cuts: in the magic, in column data, in the footer's metadata, its length and trailing magic.
+        for cut in [
+            0,
+            3,
+            (data.start + data.end) / 2,
+            footer.start + 1,
+            (footer.start + footer.end) / 2,
+            n - 6,
+            n - 1,
+        ] {
+            let path = dir.path().join(format!("cut-{cut}-{name}"));
+            std::fs::write(&path, &bytes[..cut]).expect("write copy");
+            assert!(
+                refused_or_same(&path, &out),
+                "{name} cut at {cut}: read a file without a footer"
+            );
+            refused += 1;
+            damaged += 1;
+        }
+        // Flipped bytes: even seeds in column data, odd ones in the footer's metadata.
+        for variant in 0..12u64 {
+            let seed = 0x5851_f42d_4c95_7f2d ^ (variant << 8) ^ n as u64;
+            let mut rng = Rng(seed);
+            let region = if variant % 2 == 0 { &data } else { &footer };
+            let mut copy = bytes.clone();
+            for _ in 0..1 + rng.below(3) {
+                let at = region.start + rng.below(region.len());
+                copy[at] ^= 1 + rng.below(255) as u8;
+            }
+            let path = dir.path().join(format!("flip-{variant}-{name}"));
+            std::fs::write(&path, &copy).expect("write copy");
+            if refused_or_same(&path, &out) {
+                refused += 1;
+            } else {
+                read += 1;
+            }
+            damaged += 1;
+        }
+    }
+    println!(
+        "{} bad_data, {} encrypted, {damaged} damaged copies: {refused} refused with one error line, {read} read like arrow-rs",
+        bad.len(),
+        encrypted.len()
+    );
+    assert!(
+        refused > damaged / 2,
+        "damage should usually be refused ({refused} refused)"
+    );
+}
+
+/// Corpus files a debug build cannot read quickly through the binary, with the reason.
+const SLOW: [(&str, &str); 1] = [(
+    "large_string_map.brotli.parquet",
+    "inflates a few KiB into 2 GiB of strings: ~20 s of CPU in a debug build and a 2 GiB IPC file",
+)];
+
+#[test]
+fn every_corpus_file_reads_through_the_binary_like_arrow_rs() {
+    let Some(root) = corpus() else { return };
+    let started = Instant::now();
+    let files = files_in(&root.join("data"), |n| n.ends_with(".parquet"));
+    assert!(files.len() > 50, "expected the whole corpus, found {}", files.len());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out.arrow");
+    let (mut same, mut both_refuse, mut skipped) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for f in &files {
+        let name = f.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        if let Some((_, why)) = SLOW.iter().find(|(n, _)| *n == name) {
+            println!("skipped    {name}: {why}");
+            skipped += 1;
+            continue;
+        }
+        let _ = std::fs::remove_file(&out);
+        let r = run(&read_args(f, &out, &["--verify"]));
+        match (r.ok(), reference(f)) {
+            (true, Ok(theirs)) => {
+                r.assert_ok();
+                assert_same_table(&r.what, &read_ipc(&out), &theirs);
+                println!("same       {name}: {} rows", theirs.num_rows());
+                same += 1;
+            }
+            (false, Err(e)) => {
+                r.assert_one_error_line(&f.display().to_string());
+                println!("both fail  {name}: {} / arrow-rs: {e}", r.stderr.trim_end());
+                both_refuse += 1;
+            }
+            (true, Err(e)) => failures.push(format!("{name}: we read it, arrow-rs fails: {e}")),
+            (false, Ok(t)) => failures.push(format!(
+                "{name}: exit {:?} ({}) where arrow-rs reads {} rows",
+                r.code,
+                r.stderr.trim_end(),
+                t.num_rows()
+            )),
+        }
+    }
+    println!(
+        "{} corpus files: {same} equal to arrow-rs, {both_refuse} refused by both, {skipped} skipped, in {:.1} s",
+        files.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(same + 5 >= files.len(), "only {same} of {} files read", files.len());
+}
+
+#[test]
+fn user_mistakes_give_exit_1_and_one_clear_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("never.arrow");
+    let nested = testdata("nested.parquet");
+    let n = nested.display().to_string();
+    let groups = metadata(&nested).num_row_groups();
+
+    let r = run(&read_args(&nested, &out, &["--columns", "point.x,no_such_column"]));
+    r.assert_one_error_line(&n);
+    assert!(r.stderr.contains("no_such_column"), "{}", r.stderr);
+
+    let r = run(&read_args(&nested, &out, &["--row-groups", &groups.to_string()]));
+    r.assert_one_error_line(&n);
+    assert!(
+        r.stderr.contains("row group") && r.stderr.contains(&groups.to_string()),
+        "{}",
+        r.stderr
+    );
+
+    let missing = dir.path().join("no-such-file.parquet");
+    let r = run(&read_args(&missing, &out, &[]));
+    r.assert_one_error_line(&missing.display().to_string());
+
+    let r = run(&read_args(dir.path(), &out, &[]));
+    r.assert_one_error_line(&dir.path().display().to_string());
+
+    let r = run(&read_args(&nested, &out, &["--backend", "nonsense"]));
+    r.assert_one_error_line(&n);
+    assert!(r.stderr.contains("nonsense"), "{}", r.stderr);
+
+    let r = run(&[OsString::from("inspect"), missing.clone().into()]);
+    r.assert_one_error_line(&missing.display().to_string());
+
+    assert!(!out.exists(), "a failed read left an output file");
+}
+
+#[test]
+fn backend_auto_without_cuda_reads_into_host_memory_and_says_why() {
+    if let Ok(()) = gpu_parquet::gpu::cuda_present() {
+        println!("skipped: this machine has a CUDA driver, so auto picks a GPU path");
+        return;
+    }
+    let nested = testdata("nested.parquet");
+    let r = run(&[
+        OsString::from("read"),
+        nested.clone().into(),
+        "--backend".into(),
+        "auto".into(),
+    ]);
+    r.assert_ok();
+    assert!(r.stdout.contains("backend host:"), "{}", r.stdout);
+    assert!(
+        r.stdout.lines().any(|l| l.starts_with("note: no GPU path: ")),
+        "{}: no reason given:\n{}",
+        r.what,
+        r.stdout
+    );
+
+    let r = run(&[
+        OsString::from("read"),
+        nested.clone().into(),
+        "--backend=auto".into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    let j = r.json();
+    assert_eq!(j["backend"], "host", "{}", r.what);
+    let notes: Vec<&str> = j["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(notes.iter().any(|n| n.starts_with("no GPU path: ")), "{notes:?}");
+    let bytes = &j["total"]["bytes"];
+    assert_eq!(bytes["host"], j["useful_bytes"], "{}", r.what);
+    for p in ["nvfs", "cufile-compat", "staged"] {
+        assert_eq!(bytes[p], 0, "{}: bytes on {p}", r.what);
+    }
+}
+
+#[test]
+fn check_gives_a_verdict_for_every_path() {
+    let r = run(&["check", "."]);
+    r.assert_ok();
+    let verdicts: Vec<(&str, &str)> = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("path "))
+        .skip(1)
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?, w.next()?))
+        })
+        .collect();
+    let paths: Vec<&str> = verdicts.iter().map(|v| v.0).collect();
+    assert_eq!(paths, ["nvfs", "cufile-compat", "staged", "host"], "{}", r.stdout);
+    for (p, usable) in &verdicts {
+        assert!(*usable == "yes" || *usable == "no", "{p}: '{usable}'");
+    }
+    assert_eq!(verdicts[3].1, "yes", "host reads always work");
+    if gpu_parquet::gpu::cuda_present().is_err() {
+        assert!(verdicts[..3].iter().all(|v| v.1 == "no"), "{}", r.stdout);
+    }
+
+    let r = run(&["check", ".", "--json"]);
+    r.assert_ok();
+    let j = r.json();
+    let paths: Vec<&str> = j["verdicts"]
+        .as_array()
+        .expect("verdicts")
+        .iter()
+        .filter_map(|v| v["path"].as_str())
+        .collect();
+    assert_eq!(paths, ["nvfs", "cufile-compat", "staged", "host"]);
+}
+
+/// `gpu-parquet read ... | head -1`: a reader that goes away must not make the binary print a panic.
+#[test]
+#[ignore = "CLI bug reported to the lead: println! to a closed stdout panics ('failed printing to stdout: Broken pipe')"]
+fn closed_stdout_is_not_a_panic() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // The reader is gone before the child writes anything: every write gets EPIPE.
+    drop(read_end);
+    let nested = testdata("nested.parquet");
+    let mut child = Command::new(BIN)
+        .args([OsString::from("read"), nested.into(), "--json".into()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::piped())
+        .env_remove("RUST_BACKTRACE")
+        .spawn()
+        .expect("start");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("piped stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    let status = child.wait().expect("wait");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "exit {status}; stderr:\n{stderr}"
+    );
+    assert!(stderr.lines().count() <= 1, "{stderr}");
+}
