@@ -101,13 +101,33 @@ struct ReadArgs {
     json: bool,
 }
 
+/// Writes `text` to stdout. A closed stdout (`gpu-parquet read F --json | head`) is not an error worth
+/// reporting: the reader has what it wanted, so we stop quietly.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            finish(ExitCode::SUCCESS);
+        }
+        eprintln!("error: writing to stdout: {e}");
+        finish(ExitCode::FAILURE);
+    }
+}
+
+/// Ends the process: closes the cuFile driver first when this process opened it.
+fn finish(code: ExitCode) -> ! {
+    gpu_parquet::gpu::cufile::shutdown();
+    std::process::exit(if code == ExitCode::SUCCESS { 0 } else { 1 })
+}
+
 fn inspect(file: PathBuf, json: bool) -> gpu_parquet::Result<()> {
     let source = ParquetSource::open(file)?;
     let summary = gpu_parquet::inspect::inspect(&source);
     if json {
-        println!("{}", summary.to_json());
+        emit(&format!("{}\n", summary.to_json()));
     } else {
-        print!("{}", summary.to_table());
+        emit(&summary.to_table());
     }
     Ok(())
 }
@@ -202,39 +222,85 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<()> {
     }
     drop(progress);
     if args.json {
-        println!("{}", report.to_json());
+        emit(&format!("{}\n", report.to_json()));
     } else {
-        print!("{}", report.to_table());
+        let mut text = report.to_table();
         if args.verify {
-            println!(
-                "verified: {} fetched bytes equal the file's bytes",
+            text.push_str(&format!(
+                "verified: {} fetched bytes equal the file's bytes\n",
                 fetched.buffer.len()
-            );
+            ));
         }
         if let Some(out) = &args.output {
-            println!("wrote {}", out.display());
+            text.push_str(&format!("wrote {}\n", out.display()));
         }
+        emit(&text);
     }
     Ok(())
 }
 
+/// Writes `table` as an Arrow IPC file, atomically: into a temporary file beside `out`, renamed over
+/// `out` only once complete, so a failure never leaves a broken file behind.
 fn write_ipc(out: &Path, table: &gpu_parquet::decode::host::DecodedTable) -> gpu_parquet::Result<()> {
     let location = gpu_parquet::Location::file(out);
-    let file = std::fs::File::create(out).map_err(|e| Error::io(location.clone(), "cannot create", e))?;
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let written = write_ipc_to(&tmp, table);
+    let result = written.and_then(|()| {
+        std::fs::rename(&tmp, out).map_err(|e| Error::io(location, "cannot rename the finished file onto", e))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn write_ipc_to(path: &Path, table: &gpu_parquet::decode::host::DecodedTable) -> gpu_parquet::Result<()> {
+    let location = gpu_parquet::Location::file(path);
+    let file = std::fs::File::create(path).map_err(|e| Error::io(location.clone(), "cannot create", e))?;
     let mut writer = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(file), &table.schema)
         .map_err(|e| Error::parquet(location.clone(), e))?;
-    for batch in &table.batches {
+    // An IPC file holds one dictionary per field, but each row group may bring its own (polars writes
+    // such files): concatenating merges the dictionaries, at the cost of one copy of the table.
+    let merged;
+    let batches: &[arrow::record_batch::RecordBatch] =
+        if table.batches.len() > 1 && table.schema.fields().iter().any(|f| has_dictionary(f.data_type())) {
+            merged = [table.concat()?];
+            &merged
+        } else {
+            &table.batches
+        };
+    for batch in batches {
         writer.write(batch).map_err(|e| Error::parquet(location.clone(), e))?;
     }
     writer.finish().map_err(|e| Error::parquet(location, e))
 }
 
+/// Whether `t` is or contains a dictionary type.
+fn has_dictionary(t: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType::*;
+    match t {
+        Dictionary(..) => true,
+        List(f) | LargeList(f) | FixedSizeList(f, _) | Map(f, _) | ListView(f) | LargeListView(f) => {
+            has_dictionary(f.data_type())
+        }
+        Struct(fields) => fields.iter().any(|f| has_dictionary(f.data_type())),
+        Union(fields, _) => fields.iter().any(|(_, f)| has_dictionary(f.data_type())),
+        RunEndEncoded(_, v) => has_dictionary(v.data_type()),
+        _ => false,
+    }
+}
+
 fn check(dir: PathBuf, json: bool) -> gpu_parquet::Result<()> {
     let report = gpu_parquet::check::check(&dir);
     if json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        emit(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        ));
     } else {
-        print!("{}", report.to_table());
+        emit(&report.to_table());
     }
     Ok(())
 }
@@ -253,9 +319,12 @@ fn bench(file: PathBuf, reps: usize, no_cold: bool, staged_threads: Vec<usize>, 
     };
     let report = gpu_parquet::bench::bench_paths(&file, &opts)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        emit(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        ));
     } else {
-        print!("{}", report.to_table());
+        emit(&report.to_table());
     }
     Ok(())
 }
@@ -277,10 +346,10 @@ fn main() -> ExitCode {
         } => bench(file, reps, no_cold, staged_threads, json),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => finish(ExitCode::SUCCESS),
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            finish(ExitCode::FAILURE)
         }
     }
 }

@@ -37,10 +37,14 @@ impl ParquetSource {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|e| Error::io(Location::file(&path), "cannot open", e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?
-            .len();
+        let stat = file.metadata().map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?;
+        if !stat.is_file() {
+            return Err(Error::InvalidRequest {
+                location: Location::file(&path),
+                message: "not a regular file (a directory?)".into(),
+            });
+        }
+        let len = stat.len();
         let location = Location::file(&path);
         let metadata = contain_panics(&location, || {
             ParquetMetaDataReader::new()

@@ -238,8 +238,6 @@ fn read_ipc(path: &Path) -> Result<RecordBatch, String> {
 }
 
 #[test]
-#[ignore = "CLI bug reported to the lead: read --output fails on a dictionary column whose row groups have \
-            different dictionaries (polars Categorical): 'Dictionary replacement detected when writing IPC file format'"]
 fn files_from_other_writers_through_the_binary_equal_arrow_rs() {
     let Some(written) = write_files() else { return };
     let out = written.dir.path().join("out.arrow");

@@ -255,6 +255,28 @@ pub fn driver(params: &CufileParams) -> Result<&'static CufileDriver> {
     })
 }
 
+/// Whether this process opened the cuFile driver.
+pub fn driver_opened() -> bool {
+    DRIVER.get().is_some_and(|d| d.is_ok())
+}
+
+/// Stops statistics and closes the cuFile driver if this process opened it. Call once, at the very
+/// end, after every file handle is gone: left open, libcufile's own teardown at process exit was
+/// seen to crash (SIGSEGV after the output was printed) on the H200 machine.
+pub fn shutdown() {
+    if !driver_opened() {
+        return;
+    }
+    let _ = guard("closing the cuFile driver", || {
+        // SAFETY: no handle or read is live any more (the caller's contract); both calls take no arguments.
+        unsafe {
+            let _ = sys::cuFileStatsStop();
+            let _ = sys::cuFileDriverClose_v2();
+        }
+        Ok(())
+    });
+}
+
 fn open_driver(params: &CufileParams) -> Result<CufileDriver> {
     let ctx = GpuContext::shared()?;
     guard("opening the cuFile driver", || {
