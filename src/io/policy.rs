@@ -289,7 +289,18 @@ impl AnyBackend {
                             Inner::Cufile(CufileBackend::new(ctx.clone(), policy.cufile_options())?, None)
                         }
                         CompatMode::Auto => match CufileBackend::new(ctx.clone(), policy.cufile_options()) {
-                            Ok(c) => Inner::Cufile(c, Some(staged("task below the small-read threshold")?)),
+                            Ok(c) => {
+                                if !c.driver().props.nvfs_loaded() {
+                                    // Auto still prefers cuFile where it registers the file (the policy users
+                                    // set), but without nvidia-fs that only buys cuFile's POSIX compat mode.
+                                    notes.push(
+                                        "nvidia-fs is not loaded: cuFile can only run its POSIX compat mode \
+                                         (no GPUDirect Storage); --compat-mode on uses our staged path instead"
+                                            .into(),
+                                    );
+                                }
+                                Inner::Cufile(c, Some(staged("task below the small-read threshold")?))
+                            }
                             Err(e) => {
                                 let reason = format!("cuFile unavailable: {e}");
                                 notes.push(format!("{reason}; staged path"));
