@@ -142,16 +142,7 @@ fn measure(
     cold: &std::result::Result<(), String>,
     mut f: impl FnMut() -> Result<IoLog>,
 ) -> BenchRow {
-    let mut row = BenchRow {
-        name,
-        path: None,
-        bytes,
-        hot_s: None,
-        hot_gbps: None,
-        cold_s: None,
-        cold_gbps: None,
-        note: None,
-    };
+    let mut row = BenchRow::blank(name, bytes);
     let res = (|| -> Result<()> {
         let log = f()?;
         row.path = main_path(&log);
@@ -215,14 +206,8 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
 
     match GpuContext::shared() {
         Err(e) => rows.push(BenchRow {
-            name: "staged / cufile / pinned H2D".into(),
-            path: None,
-            bytes,
-            hot_s: None,
-            hot_gbps: None,
-            cold_s: None,
-            cold_gbps: None,
             note: Some(format!("no CUDA driver: {e}")),
+            ..BenchRow::blank("staged / cufile / pinned H2D", bytes)
         }),
         Ok(ctx) => gpu_rows(&ctx, &source, &plan, opts, reps, &cold, &mut rows),
     }
@@ -250,28 +235,13 @@ fn gpu_rows(
         Ok(d) => d,
         Err(e) => {
             rows.push(BenchRow {
-                name: "staged / cufile".into(),
-                path: None,
-                bytes,
-                hot_s: None,
-                hot_gbps: None,
-                cold_s: None,
-                cold_gbps: None,
                 note: Some(e.to_string()),
+                ..BenchRow::blank("staged / cufile", bytes)
             });
             return;
         }
     };
-    let mut ceiling = BenchRow {
-        name: "pinned H2D copy (ceiling)".into(),
-        path: None,
-        bytes,
-        hot_s: None,
-        hot_gbps: None,
-        cold_s: None,
-        cold_gbps: None,
-        note: None,
-    };
+    let mut ceiling = BenchRow::blank("pinned H2D copy (ceiling)", bytes);
     match pinned_copy_time(ctx, bytes, reps) {
         Ok(d) => {
             ceiling.hot_s = Some(d.as_secs_f64());
@@ -364,14 +334,24 @@ fn gpu_rows(
 
 fn err_row(name: String, bytes: u64, note: String) -> BenchRow {
     BenchRow {
-        name,
-        path: None,
-        bytes,
-        hot_s: None,
-        hot_gbps: None,
-        cold_s: None,
-        cold_gbps: None,
         note: Some(note),
+        ..BenchRow::blank(name, bytes)
+    }
+}
+
+impl BenchRow {
+    /// A row with nothing measured yet.
+    fn blank(name: impl Into<String>, bytes: u64) -> Self {
+        Self {
+            name: name.into(),
+            path: None,
+            bytes,
+            hot_s: None,
+            hot_gbps: None,
+            cold_s: None,
+            cold_gbps: None,
+            note: None,
+        }
     }
 }
 

@@ -95,86 +95,14 @@ pub struct CheckReport {
     pub verdicts: Vec<Verdict>,
 }
 
-/// Removes `//` and `/* */` comments outside strings, then trailing commas, so serde_json accepts
-/// cufile.json.
-pub fn strip_json_comments(s: &str) -> String {
-    let b: Vec<char> = s.chars().collect();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    let mut in_str = false;
-    while i < b.len() {
-        let c = b[i];
-        if in_str {
-            out.push(c);
-            if c == '\\' && i + 1 < b.len() {
-                out.push(b[i + 1]);
-                i += 1;
-            } else if c == '"' {
-                in_str = false;
-            }
-            i += 1;
-        } else if c == '"' {
-            in_str = true;
-            out.push(c);
-            i += 1;
-        } else if c == '/' && b.get(i + 1) == Some(&'/') {
-            while i < b.len() && b[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && b.get(i + 1) == Some(&'*') {
-            i += 2;
-            while i < b.len() && !(b[i] == '*' && b.get(i + 1) == Some(&'/')) {
-                i += 1;
-            }
-            i += 2;
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    drop_trailing_commas(&out)
-}
-
-/// Drops commas followed only by whitespace and a closing bracket (outside strings).
-fn drop_trailing_commas(s: &str) -> String {
-    let b: Vec<char> = s.chars().collect();
-    let mut out = String::with_capacity(s.len());
-    let mut in_str = false;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if in_str {
-            out.push(c);
-            if c == '\\' && i + 1 < b.len() {
-                out.push(b[i + 1]);
-                i += 1;
-            } else if c == '"' {
-                in_str = false;
-            }
-        } else if c == ',' {
-            let mut j = i + 1;
-            while j < b.len() && b[j].is_whitespace() {
-                j += 1;
-            }
-            if !matches!(b.get(j), Some('}') | Some(']')) {
-                out.push(c);
-            }
-        } else {
-            in_str = c == '"';
-            out.push(c);
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Parses cufile.json text (comments allowed).
+/// Parses cufile.json text. NVIDIA's file has `//` comments (and may have trailing commas), which
+/// plain JSON forbids; JSON5 allows both.
 pub fn parse_cufile_config(path: &Path, text: &str) -> CufileConfig {
     let mut cfg = CufileConfig {
         path: path.to_path_buf(),
         ..CufileConfig::default()
     };
-    match serde_json::from_str::<serde_json::Value>(&strip_json_comments(text)) {
+    match json5::from_str::<serde_json::Value>(text) {
         Err(e) => cfg.error = Some(format!("cannot parse {}: {e}", path.display())),
         Ok(v) => {
             cfg.allow_compat_mode = v.pointer("/properties/allow_compat_mode").and_then(|x| x.as_bool());
@@ -534,7 +462,8 @@ mod tests {
         assert_eq!(cfg.execution.get("parallel_io"), Some(&serde_json::json!(true)));
         assert_eq!(cfg.execution.len(), 3);
         // "//" inside a string is data, not a comment.
-        assert!(strip_json_comments(SAMPLE).contains("\"a//b\""));
+        let v: serde_json::Value = json5::from_str(SAMPLE).expect("sample parses");
+        assert_eq!(v.pointer("/properties/path"), Some(&serde_json::json!("a//b")));
     }
 
     #[test]

@@ -292,16 +292,21 @@ fn has_dictionary(t: &arrow::datatypes::DataType) -> bool {
     }
 }
 
-fn check(dir: PathBuf, json: bool) -> gpu_parquet::Result<()> {
-    let report = gpu_parquet::check::check(&dir);
+/// Prints `value` as pretty JSON, or `table()` as text.
+fn emit_report(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> String) {
     if json {
         emit(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
+            serde_json::to_string_pretty(value).unwrap_or_default()
         ));
     } else {
-        emit(&report.to_table());
+        emit(&table());
     }
+}
+
+fn check(dir: PathBuf, json: bool) -> gpu_parquet::Result<()> {
+    let report = gpu_parquet::check::check(&dir);
+    emit_report(json, &report, || report.to_table());
     Ok(())
 }
 
@@ -318,14 +323,7 @@ fn bench(file: PathBuf, reps: usize, no_cold: bool, staged_threads: Vec<usize>, 
         ..Default::default()
     };
     let report = gpu_parquet::bench::bench_paths(&file, &opts)?;
-    if json {
-        emit(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        ));
-    } else {
-        emit(&report.to_table());
-    }
+    emit_report(json, &report, || report.to_table());
     Ok(())
 }
 
