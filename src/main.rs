@@ -87,6 +87,9 @@ struct ReadArgs {
     /// Task size in MiB. Overrides GPU_PARQUET_TASK_SIZE_MB.
     #[arg(long)]
     task_size_mb: Option<u64>,
+    /// Under auto, tasks smaller than this many KiB go staged. Overrides GPU_PARQUET_SMALL_READ_KB.
+    #[arg(long)]
+    small_read_kb: Option<u64>,
     /// Align reads to 4 KiB and use O_DIRECT where the file system allows it.
     #[arg(long)]
     direct: bool,
@@ -146,6 +149,9 @@ fn policy_for(args: &ReadArgs) -> gpu_parquet::Result<IoPolicy> {
     }
     if let Some(mb) = args.task_size_mb {
         policy.task_size = mb.max(1) << 20;
+    }
+    if let Some(kb) = args.small_read_kb {
+        policy.small_read_threshold = kb.saturating_mul(1024);
     }
     policy.direct_io |= args.direct;
     Ok(policy)

@@ -208,15 +208,7 @@ pub fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
                 })
                 .collect::<parquet::errors::Result<Vec<_>>>()
                 .and_then(|cols| rg.into_builder().set_column_metadata(cols).build())
-                .map_err(|e| {
-                    Error::parquet(
-                        Location {
-                            row_group: Some(g),
-                            ..location.clone()
-                        },
-                        e,
-                    )
-                })?;
+                .map_err(|e| Error::parquet(in_row_group(&location, g), e))?;
             fixed.push(columns);
         }
         builder = builder.set_row_groups(fixed);
@@ -316,15 +308,8 @@ pub fn decode_fetched(
     let mut row_counts = Vec::with_capacity(plan.row_groups.len());
     for &g in &plan.row_groups {
         let n = meta.row_group(g).num_rows();
-        let n = usize::try_from(n).map_err(|_| {
-            Error::invalid_metadata(
-                Location {
-                    row_group: Some(g),
-                    ..location.clone()
-                },
-                format!("negative row count {n}"),
-            )
-        })?;
+        let n = usize::try_from(n)
+            .map_err(|_| Error::invalid_metadata(in_row_group(&location, g), format!("negative row count {n}")))?;
         row_counts.push(n);
     }
 
@@ -396,15 +381,8 @@ pub fn decode_fetched(
             while left > 0 {
                 let n = left.min(MAX_BATCH_ROWS);
                 let options = RecordBatchOptions::new().with_row_count(Some(n));
-                let b = RecordBatch::try_new_with_options(schema.clone(), Vec::new(), &options).map_err(|e| {
-                    Error::parquet(
-                        Location {
-                            row_group: Some(g),
-                            ..location.clone()
-                        },
-                        e,
-                    )
-                })?;
+                let b = RecordBatch::try_new_with_options(schema.clone(), Vec::new(), &options)
+                    .map_err(|e| Error::parquet(in_row_group(&location, g), e))?;
                 batches.push(b);
                 left -= n;
             }
@@ -416,10 +394,7 @@ pub fn decode_fetched(
                     arrays.len() == n_batches && arrays.iter().zip(&per_root[0]).all(|(a, b)| a.len() == b.len());
                 if !same_split {
                     return Err(Error::parquet(
-                        Location {
-                            row_group: Some(g),
-                            ..location.clone()
-                        },
+                        in_row_group(&location, g),
                         format!(
                             "column '{}' decoded into batches of other sizes than column '{}'",
                             schema.field(r).name(),
@@ -430,15 +405,8 @@ pub fn decode_fetched(
             }
             for i in 0..n_batches {
                 let columns: Vec<ArrayRef> = per_root.iter().map(|a| a[i].clone()).collect();
-                let b = RecordBatch::try_new(schema.clone(), columns).map_err(|e| {
-                    Error::parquet(
-                        Location {
-                            row_group: Some(g),
-                            ..location.clone()
-                        },
-                        e,
-                    )
-                })?;
+                let b = RecordBatch::try_new(schema.clone(), columns)
+                    .map_err(|e| Error::parquet(in_row_group(&location, g), e))?;
                 batches.push(b);
             }
         }
@@ -450,4 +418,12 @@ pub fn decode_fetched(
         row_group_batches,
         location,
     })
+}
+
+/// `location` narrowed to row group `g`.
+fn in_row_group(location: &Location, g: usize) -> Location {
+    Location {
+        row_group: Some(g),
+        ..location.clone()
+    }
 }
