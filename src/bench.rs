@@ -49,7 +49,7 @@ impl Default for BenchOptions {
             reps: 5,
             cold: true,
             columns: Projection::All,
-            staged_threads: vec![4, 8, 16],
+            staged_threads: vec![8, 12, 16],
             threads: 0,
             task_size: 8 << 20,
             bounce_buffer_size: crate::io::policy::IoPolicy::default().bounce_buffer_size,

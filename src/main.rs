@@ -57,7 +57,7 @@ enum Command {
         #[arg(long)]
         no_cold: bool,
         /// Thread counts to try for the staged path.
-        #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
+        #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
         staged_threads: Vec<usize>,
         /// Print JSON instead of a table.
         #[arg(long)]

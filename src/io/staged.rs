@@ -24,7 +24,7 @@ use crate::plan::{DIRECT_IO_ALIGN, ReadPlan};
 /// How a [`StagedBackend`] is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StagedOptions {
-    /// Worker threads (0: one per core).
+    /// Worker threads (0: three per four cores).
     pub threads: usize,
     /// Size of each pinned bounce buffer (rounded up to 4 KiB); larger tasks are read in pieces.
     pub buffer_size: usize,
@@ -93,7 +93,10 @@ impl StagedBackend {
     /// Builds the backend on `ctx`, allocating every worker's stream, events and pinned buffers now.
     pub fn new(ctx: Arc<GpuContext>, opts: StagedOptions) -> Result<Self> {
         let threads = if opts.threads == 0 {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4)
+            // Three workers per four cores: on the 16-core H200 machine 12 workers matched or beat 16 in
+            // five of six paired runs (the CUDA driver's threads and the copies need CPU too).
+            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4);
+            (cores * 3 / 4).max(1)
         } else {
             opts.threads
         };
