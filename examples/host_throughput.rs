@@ -2,7 +2,7 @@
 //! ratio, so the figure can be quoted.
 //!
 //! ```text
-//! cargo run --release --example host_throughput [-- [--runs N] [--rows N] [FILE ...]]
+//! cargo run --release --example host_throughput [-- [--runs N] [--rows N] [--reuse-memory] [FILE ...]]
 //! ```
 //!
 //! Without files, the cached benchmark files of `benches/host_vs_arrow.rs` are used (written on first
@@ -82,6 +82,13 @@ fn main() -> Res<()> {
         match a.as_str() {
             "--runs" => runs = args.next().ok_or("--runs needs a value")?.parse()?,
             "--rows" => rows = args.next().ok_or("--rows needs a value")?.parse()?,
+            // glibc hands large freed buffers back to the kernel and page-faults fresh ones in on the
+            // next allocation, which costs both readers as much as decoding; this keeps freed memory in
+            // the heap for reuse (process-wide, so for both readers alike).
+            "--reuse-memory" => unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+                libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+            },
             _ => files.push(a.into()),
         }
     }
