@@ -37,7 +37,9 @@ impl ParquetSource {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|e| Error::io(Location::file(&path), "cannot open", e))?;
-        let stat = file.metadata().map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?;
+        let stat = file
+            .metadata()
+            .map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?;
         if !stat.is_file() {
             return Err(Error::InvalidRequest {
                 location: Location::file(&path),
