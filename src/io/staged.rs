@@ -109,7 +109,8 @@ impl StagedBackend {
             let mut slots = Vec::with_capacity(per);
             for _ in 0..per {
                 slots.push(Slot {
-                    buf: ctx.alloc_pinned(buffer_size)?,
+                    // One page of slack: buffered reads land at the file offset's in-page position (see `read`).
+                    buf: ctx.alloc_pinned(buffer_size + DIRECT_IO_ALIGN as usize)?,
                     event: ctx.event()?,
                     pending: None,
                 });
@@ -245,6 +246,12 @@ impl StagedBackend {
         }
         Ok((records, notes))
     }
+}
+
+/// Where `file_offset` falls within a page: where a piece's bytes start in its bounce buffer. Zero
+/// for the 4 KiB-aligned offsets of `O_DIRECT` reads.
+fn in_page(file_offset: u64) -> usize {
+    (file_offset % DIRECT_IO_ALIGN) as usize
 }
 
 /// A bounce-buffer-sized part of a task: `len` bytes at `offset` from the task's start.
@@ -389,11 +396,13 @@ impl Job<'_> {
             }
             let start = self.t0.elapsed();
             let n = piece.len as usize;
-            let reads = self.read(piece.task, t.offset + piece.offset, &mut slot.buf, n)?;
+            let file_offset = t.offset + piece.offset;
+            let shift = in_page(file_offset);
+            let reads = self.read(piece.task, file_offset, &mut slot.buf, n)?;
             let dst = self.dest.device_ptr() + t.dest_offset + piece.offset;
             // SAFETY: dst..dst+n lies in dest (checked against plan.dest_len); the pinned buffer is not
             // touched again until its event (recorded just below) has completed.
-            unsafe { w.stream.copy_htod_async(dst, &slot.buf.as_slice()[..n])? };
+            unsafe { w.stream.copy_htod_async(dst, &slot.buf.as_slice()[shift..shift + n])? };
             w.stream.record(&slot.event)?;
             slot.pending = Some(records.len());
             records.push(TaskRecord {
@@ -461,7 +470,15 @@ impl Job<'_> {
             }
             return Ok(calls);
         }
-        pread_exact(self.source.file(), &mut buf.as_mut_slice()[..n], offset, &location())
+        // The bytes land at the same offset within a page as they have in the file (and in the page
+        // cache), so the kernel's copy runs with source and destination equally aligned.
+        let shift = in_page(offset);
+        pread_exact(
+            self.source.file(),
+            &mut buf.as_mut_slice()[shift..shift + n],
+            offset,
+            &location(),
+        )
     }
 
     fn direct_failed_msg(&self) -> Option<String> {
