@@ -23,7 +23,6 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gpu_parquet::decode::decode_fetched;
 use gpu_parquet::io::IoBackend;
 use gpu_parquet::io::host::HostBackend;
-use gpu_parquet::{ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 fn rows() -> usize {
@@ -31,13 +30,6 @@ fn rows() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(bench_data::DEFAULT_ROWS)
-}
-
-fn threads() -> usize {
-    std::env::var("GPU_PARQUET_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 /// arrow-rs: decode every column; returns rows, so the work cannot be optimised away.
@@ -53,14 +45,7 @@ pub fn arrow_read(path: &Path) -> usize {
 
 /// Ours: open, plan, fetch into host memory, decode.
 pub fn ours_read(path: &Path, backend: &HostBackend, threads: usize) -> usize {
-    let source = ParquetSource::open(path).expect("open");
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .expect("plan");
+    let (source, plan) = bench_data::open_and_plan(path).expect("open and plan");
     let fetched = backend.fetch(&source, &plan).expect("fetch");
     decode_fetched(&source, &plan, &fetched.buffer, threads)
         .expect("decode")
@@ -69,20 +54,13 @@ pub fn ours_read(path: &Path, backend: &HostBackend, threads: usize) -> usize {
 
 /// Ours, I/O only: open, plan, fetch.
 pub fn ours_fetch(path: &Path, backend: &HostBackend) -> usize {
-    let source = ParquetSource::open(path).expect("open");
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .expect("plan");
+    let (source, plan) = bench_data::open_and_plan(path).expect("open and plan");
     backend.fetch(&source, &plan).expect("fetch").buffer.len()
 }
 
 fn bench(c: &mut Criterion) {
     let files = bench_data::bench_files(rows()).expect("bench files");
-    let backend = HostBackend::new(threads()).expect("host backend");
+    let backend = HostBackend::new(bench_data::threads_from_env()).expect("host backend");
     let n_threads = backend.threads();
     for path in &files {
         let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("file").to_string();

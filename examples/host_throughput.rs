@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use gpu_parquet::decode::decode_fetched;
 use gpu_parquet::io::IoBackend;
 use gpu_parquet::io::host::HostBackend;
-use gpu_parquet::{ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -44,13 +43,7 @@ fn arrow_read(path: &Path, keep: bool) -> Res<usize> {
 
 /// Returns (rows, time of the fetch alone).
 fn ours_read(path: &Path, backend: &HostBackend) -> Res<(usize, Duration)> {
-    let source = ParquetSource::open(path)?;
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )?;
+    let (source, plan) = bench_data::open_and_plan(path)?;
     let t = Instant::now();
     let fetched = backend.fetch(&source, &plan)?;
     let fetch = t.elapsed();
@@ -95,11 +88,7 @@ fn main() -> Res<()> {
     if files.is_empty() {
         files = bench_data::bench_files(rows)?.to_vec();
     }
-    let threads = std::env::var("GPU_PARQUET_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let backend = HostBackend::new(threads)?;
+    let backend = HostBackend::new(bench_data::threads_from_env())?;
     println!(
         "best of {runs}, hot page cache; GB/s = uncompressed column bytes / s; ours uses {} threads, arrow-rs 1",
         backend.threads()

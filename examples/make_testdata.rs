@@ -24,26 +24,18 @@ use arrow::array::{
 use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
+use gpu_parquet::io::conformance::SeededRng;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// xorshift64*: deterministic across platforms and versions.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// `Some(f(v))` except for roughly one value in `one_in`.
-    fn opt<T>(&mut self, one_in: u64, f: impl FnOnce(u64) -> T) -> Option<T> {
-        let v = self.next();
-        (v % one_in != 0).then(|| f(v >> 8))
-    }
+/// `Some(f(v))` except for roughly one value in `one_in`, from one draw of the (xorshift64*, deterministic
+/// across platforms and versions) generator.
+fn opt<T>(rng: &mut SeededRng, one_in: u64, f: impl FnOnce(u64) -> T) -> Option<T> {
+    let v = rng.next_u64();
+    (v % one_in != 0).then(|| f(v >> 8))
 }
 
 fn flat_schema() -> Arc<Schema> {
@@ -65,9 +57,9 @@ fn flat_schema() -> Arc<Schema> {
     ]))
 }
 
-fn flat_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut Rng) -> Res<RecordBatch> {
+fn flat_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut SeededRng) -> Res<RecordBatch> {
     let mut col =
-        |one_in: u64, f: &dyn Fn(u64) -> i64| -> Vec<Option<i64>> { (0..n).map(|_| rng.opt(one_in, f)).collect() };
+        |one_in: u64, f: &dyn Fn(u64) -> i64| -> Vec<Option<i64>> { (0..n).map(|_| opt(rng, one_in, f)).collect() };
     let i32s = col(10, &|v| (v % 2000) as i64 - 1000);
     let i64s = col(7, &|v| (v % (1 << 40)) as i64);
     let f32s = col(9, &|v| (v % 100_000) as i64);
@@ -143,7 +135,7 @@ fn nested_schema() -> Arc<Schema> {
     ]))
 }
 
-fn nested_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut Rng) -> Res<RecordBatch> {
+fn nested_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut SeededRng) -> Res<RecordBatch> {
     let field_of = |i: usize| -> Res<Fields> {
         match schema.field(i).data_type() {
             DataType::Struct(f) => Ok(f.clone()),
@@ -155,8 +147,8 @@ fn nested_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut Rng) -> 
         }
     };
     let xs: Vec<f64> = (0..n).map(|i| (start + i) as f64 * 0.25).collect();
-    let labels: Vec<Option<String>> = (0..n).map(|_| rng.opt(4, |v| format!("p{}", v % 50))).collect();
-    let point_valid: Vec<bool> = (0..n).map(|_| rng.next() % 10 != 0).collect();
+    let labels: Vec<Option<String>> = (0..n).map(|_| opt(rng, 4, |v| format!("p{}", v % 50))).collect();
+    let point_valid: Vec<bool> = (0..n).map(|_| rng.next_u64() % 10 != 0).collect();
     let point = StructArray::try_new(
         field_of(1)?,
         vec![Arc::new(Float64Array::from(xs)), Arc::new(StringArray::from(labels))],
@@ -167,12 +159,12 @@ fn nested_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut Rng) -> 
     let mut valid = Vec::new();
     let mut items = Vec::new();
     for _ in 0..n {
-        let v = rng.next();
+        let v = rng.next_u64();
         let len = (v % 4) as usize;
         valid.push(v % 17 != 0);
         lens.push(if v % 17 != 0 { len } else { 0 });
         for _ in 0..lens[lens.len() - 1] {
-            items.push(rng.opt(6, |v| format!("t{}", v % 30)));
+            items.push(opt(rng, 6, |v| format!("t{}", v % 30)));
         }
     }
     let tags = ListArray::try_new(
@@ -185,11 +177,11 @@ fn nested_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut Rng) -> 
     let mut lens = Vec::new();
     let (mut ks, mut vs) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        let len = (rng.next() % 3) as usize;
+        let len = (rng.next_u64() % 3) as usize;
         lens.push(len);
         for _ in 0..len {
-            ks.push((rng.next() % 100) as i32);
-            vs.push(rng.opt(5, |v| (v % 1000) as f32 / 10.0));
+            ks.push((rng.next_u64() % 100) as i32);
+            vs.push(opt(rng, 5, |v| (v % 1000) as f32 / 10.0));
         }
     }
     let pairs_items = StructArray::try_new(
@@ -231,7 +223,7 @@ fn props(compression: Compression, dictionary: bool) -> WriterProperties {
         .build()
 }
 
-type BatchFn = fn(&Arc<Schema>, usize, usize, &mut Rng) -> Res<RecordBatch>;
+type BatchFn = fn(&Arc<Schema>, usize, usize, &mut SeededRng) -> Res<RecordBatch>;
 
 fn write(
     path: &Path,
@@ -242,7 +234,7 @@ fn write(
     props: WriterProperties,
     seed: u64,
 ) -> Res<()> {
-    let mut rng = Rng(seed);
+    let mut rng = SeededRng::new(seed);
     let tmp = path.with_extension("tmp");
     let mut w = ArrowWriter::try_new(File::create(&tmp)?, schema.clone(), Some(props))?;
     for g in 0..groups {

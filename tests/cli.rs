@@ -23,12 +23,16 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
+use gpu_parquet::io::conformance::SeededRng;
 use gpu_parquet::panic_guard::contain_panics;
 use gpu_parquet::{Error, Location};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use serde_json::Value;
+
+mod common;
+use common::{collect, corpus, files_under, name_ends_with, reference, regions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpu-parquet");
 
@@ -154,52 +158,10 @@ const TESTDATA: [&str; 4] = [
     "nested.parquet",
 ];
 
-fn corpus() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("GPU_PARQUET_TESTING").map(PathBuf::from),
-        Some(PathBuf::from("../shared/parquet-testing")),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parquet-testing")),
-    ];
-    let found = candidates.into_iter().flatten().find(|p| p.join("data").is_dir());
-    if found.is_none() {
-        println!("skipped: parquet-testing corpus not found (set GPU_PARQUET_TESTING)");
-    }
-    found
-}
-
-/// Files under `dir` (recursively) whose name passes `keep`, sorted.
-fn files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
-            let p = e.expect("directory entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| keep(&n.to_string_lossy())) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn metadata(path: &Path) -> ParquetMetaData {
     ParquetMetaDataReader::new()
         .parse_and_finish(&File::open(path).expect("open"))
         .unwrap_or_else(|e| panic!("{}: footer: {e}", path.display()))
-}
-
-fn collect(
-    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
-    loc: &Location,
-) -> Result<RecordBatch, Error> {
-    let schema = arrow::record_batch::RecordBatchReader::schema(&reader);
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::parquet(loc.clone(), e))?;
-    arrow::compute::concat_batches(&schema, &batches).map_err(|e| Error::parquet(loc.clone(), e))
 }
 
 /// arrow-rs's read of `columns` (dotted names, `None`: all) of `row_groups` (`None`: all), with panics
@@ -220,50 +182,6 @@ fn arrow_rs(path: &Path, columns: Option<&[&str]>, row_groups: Option<&[usize]>)
         collect(builder.build().map_err(perr)?, &loc)
     })
     .map_err(|e| e.to_string())
-}
-
-/// arrow-rs's full read after dropping dictionary page offsets that cannot be one (0, or past the first
-/// data page), which our reader ignores as pyarrow does; only consulted where the plain read fails.
-fn arrow_rs_sanitized(path: &Path) -> Result<RecordBatch, String> {
-    let loc = Location::file(path);
-    contain_panics(&loc, || {
-        let perr = |e| Error::parquet(loc.clone(), e);
-        let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
-        let meta = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(perr)?;
-        let mut builder = meta.into_builder();
-        let mut groups = Vec::new();
-        for rg in builder.take_row_groups() {
-            let mut cols = Vec::new();
-            for c in rg.columns() {
-                let bogus = c
-                    .dictionary_page_offset()
-                    .is_some_and(|d| d <= 0 || d > c.data_page_offset());
-                cols.push(if bogus {
-                    c.clone()
-                        .into_builder()
-                        .set_dictionary_page_offset(None)
-                        .build()
-                        .map_err(perr)?
-                } else {
-                    c.clone()
-                });
-            }
-            groups.push(rg.into_builder().set_column_metadata(cols).build().map_err(perr)?);
-        }
-        let meta = builder.set_row_groups(groups).build();
-        let arrow_meta = ArrowReaderMetadata::try_new(meta.into(), ArrowReaderOptions::new()).map_err(perr)?;
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow_meta)
-            .build()
-            .map_err(perr)?;
-        collect(reader, &loc)
-    })
-    .map_err(|e| e.to_string())
-}
-
-/// The reference for a whole file: arrow-rs's read, else its read with impossible dictionary offsets
-/// dropped.
-fn reference(path: &Path) -> Result<RecordBatch, String> {
-    arrow_rs(path, None, None).or_else(|plain| arrow_rs_sanitized(path).map_err(|_| plain))
 }
 
 /// The Arrow IPC file the binary wrote, batches concatenated.
@@ -573,26 +491,6 @@ fn refused_or_same(file: &Path, out: &Path) -> bool {
     }
 }
 
-/// Byte ranges of a file: column data, and the footer's metadata.
-fn regions(bytes: &[u8]) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
-    let n = bytes.len();
-    let meta_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
-    let footer_start = n - 8 - meta_len;
-    (4..footer_start, footer_start..n - 8)
-}
-
-/// A small deterministic generator (xorshift64*), so a failure reproduces from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1) as u64) as usize
-    }
-}
-
 #[test]
 fn damaged_files_give_one_error_line_or_arrow_rs_values() {
     let Some(root) = corpus() else { return };
@@ -600,7 +498,7 @@ fn damaged_files_give_one_error_line_or_arrow_rs_values() {
     let out = dir.path().join("out.arrow");
     let (mut refused, mut read) = (0, 0);
 
-    let bad = files_in(&root.join("bad_data"), |n| n.ends_with(".parquet"));
+    let bad = files_under(&root.join("bad_data"), |p| name_ends_with(p, ".parquet"));
     assert!(!bad.is_empty(), "the corpus has bad_data files");
     for f in &bad {
         if refused_or_same(f, &out) {
@@ -610,7 +508,7 @@ fn damaged_files_give_one_error_line_or_arrow_rs_values() {
         }
     }
     // Encrypted files: we cannot read them; one line saying so.
-    let encrypted = files_in(&root.join("data"), |n| n.ends_with(".parquet.encrypted"));
+    let encrypted = files_under(&root.join("data"), |p| name_ends_with(p, ".parquet.encrypted"));
     for f in &encrypted {
         assert!(refused_or_same(f, &out), "{}: read an encrypted file", f.display());
         refused += 1;
@@ -648,11 +546,11 @@ fn damaged_files_give_one_error_line_or_arrow_rs_values() {
         // Flipped bytes: even seeds in column data, odd ones in the footer's metadata.
         for variant in 0..12u64 {
             let seed = 0x5851_f42d_4c95_7f2d ^ (variant << 8) ^ n as u64;
-            let mut rng = Rng(seed);
+            let mut rng = SeededRng::new(seed);
             let region = if variant % 2 == 0 { &data } else { &footer };
             let mut copy = bytes.clone();
             for _ in 0..1 + rng.below(3) {
-                let at = region.start + rng.below(region.len());
+                let at = region.start + rng.below(region.len() as u64) as usize;
                 copy[at] ^= 1 + rng.below(255) as u8;
             }
             let path = dir.path().join(format!("flip-{variant}-{name}"));
@@ -686,7 +584,7 @@ const SLOW: [(&str, &str); 1] = [(
 fn every_corpus_file_reads_through_the_binary_like_arrow_rs() {
     let Some(root) = corpus() else { return };
     let started = Instant::now();
-    let files = files_in(&root.join("data"), |n| n.ends_with(".parquet"));
+    let files = files_under(&root.join("data"), |p| name_ends_with(p, ".parquet"));
     assert!(files.len() > 50, "expected the whole corpus, found {}", files.len());
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("out.arrow");

@@ -9,53 +9,26 @@
 //! directory, else from `CARGO_MANIFEST_DIR/..`; when it is absent the tests say so and pass.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use gpu_parquet::decode::host::decode_fetched;
+use gpu_parquet::io::conformance::SeededRng;
 use gpu_parquet::io::host::HostBackend;
 use gpu_parquet::io::{IoBackend, IoLog};
-use gpu_parquet::panic_guard::contain_panics;
 use gpu_parquet::{Error, Location, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
-use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::metadata::ParquetMetaDataReader;
+
+mod common;
+use common::{collect, corpus, files_under, host_fetch, reference, regions};
 
 /// Longest one case may take before the test calls it a hang.
 const CASE_TIMEOUT: Duration = Duration::from_secs(10);
-
-fn corpus() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("GPU_PARQUET_TESTING").map(PathBuf::from),
-        Some(PathBuf::from("../shared/parquet-testing")),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parquet-testing")),
-    ];
-    let found = candidates.into_iter().flatten().find(|p| p.join("data").is_dir());
-    if found.is_none() {
-        eprintln!("parquet-testing corpus not found (set GPU_PARQUET_TESTING); skipping");
-    }
-    found
-}
-
-fn files_under(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("corpus folder is readable") {
-            let p = e.expect("corpus entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if keep(&p) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 fn is_parquet(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "parquet")
@@ -162,75 +135,6 @@ fn pipeline_all(path: &Path) -> Result<RecordBatch, Error> {
     pipeline(path, &Projection::All, &RowGroupSelection::All, PlanOptions::default()).map(|o| o.batch)
 }
 
-/// arrow-rs reading a whole file its own way (panics contained, as they may occur on bad data).
-fn arrow_rs_read(path: &Path) -> Result<RecordBatch, String> {
-    let loc = Location::file(path);
-    contain_panics(&loc, || {
-        let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .and_then(|b| b.build())
-            .map_err(|e| Error::parquet(loc.clone(), e))?;
-        collect(reader, &loc)
-    })
-    .map_err(|e| e.to_string())
-}
-
-/// arrow-rs reading a file after dropping dictionary page offsets that cannot be one (0, or not before
-/// the first data page): the one deliberate difference between our reader and arrow-rs's, as in
-/// pyarrow and cuDF. Written here independently of the library's own fix.
-fn arrow_rs_read_sanitized(path: &Path) -> Result<RecordBatch, String> {
-    let loc = Location::file(path);
-    contain_panics(&loc, || {
-        let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
-        let perr = |e| Error::parquet(loc.clone(), e);
-        let meta = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(perr)?;
-        let mut builder = meta.into_builder();
-        let mut groups = Vec::new();
-        for rg in builder.take_row_groups() {
-            let mut cols = Vec::new();
-            for c in rg.columns() {
-                let bogus = c
-                    .dictionary_page_offset()
-                    .is_some_and(|d| d <= 0 || d > c.data_page_offset());
-                let c = if bogus {
-                    c.clone()
-                        .into_builder()
-                        .set_dictionary_page_offset(None)
-                        .build()
-                        .map_err(perr)?
-                } else {
-                    c.clone()
-                };
-                cols.push(c);
-            }
-            groups.push(rg.into_builder().set_column_metadata(cols).build().map_err(perr)?);
-        }
-        let meta: ParquetMetaData = builder.set_row_groups(groups).build();
-        let arrow_meta = ArrowReaderMetadata::try_new(meta.into(), ArrowReaderOptions::new()).map_err(perr)?;
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow_meta)
-            .build()
-            .map_err(perr)?;
-        collect(reader, &loc)
-    })
-    .map_err(|e| e.to_string())
-}
-
-fn collect(
-    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
-    loc: &Location,
-) -> Result<RecordBatch, Error> {
-    let schema = arrow::record_batch::RecordBatchReader::schema(&reader);
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::parquet(loc.clone(), e))?;
-    arrow::compute::concat_batches(&schema, &batches).map_err(|e| Error::parquet(loc.clone(), e))
-}
-
-/// The reference for a file: arrow-rs's read, or where that fails, its read with sanitized offsets.
-fn reference(path: &Path) -> Result<RecordBatch, String> {
-    arrow_rs_read(path).or_else(|plain| arrow_rs_read_sanitized(path).map_err(|_| plain))
-}
-
 /// What one comparison found.
 #[derive(Debug, PartialEq)]
 enum Verdict {
@@ -274,7 +178,7 @@ fn compare(path: &Path) -> Verdict {
 #[test]
 fn every_corpus_file_matches_arrow_rs() {
     let Some(root) = corpus() else { return };
-    let files = files_under(&root.join("data"), &is_parquet);
+    let files = files_under(&root.join("data"), is_parquet);
     assert!(
         files.len() > 50,
         "expected the whole corpus, found {} files",
@@ -348,7 +252,7 @@ fn dict_page_offset_zero_decodes_like_arrow_rs_or_both_refuse_it() {
 #[test]
 fn encrypted_files_give_one_clear_error() {
     let Some(root) = corpus() else { return };
-    let files = files_under(&root.join("data"), &|p| p.extension().is_some_and(|e| e == "encrypted"));
+    let files = files_under(&root.join("data"), |p| p.extension().is_some_and(|e| e == "encrypted"));
     assert!(!files.is_empty(), "the corpus has encrypted files");
     for f in &files {
         let p = f.clone();
@@ -403,7 +307,7 @@ fn refused_or_same(path: &Path, what: &str) -> Option<String> {
 #[test]
 fn bad_data_is_refused_or_read_like_arrow_rs() {
     let Some(root) = corpus() else { return };
-    let files = files_under(&root.join("bad_data"), &is_parquet);
+    let files = files_under(&root.join("bad_data"), is_parquet);
     assert!(!files.is_empty(), "the corpus has bad_data files");
     for f in &files {
         let outcome = refused_or_same(f, &f.display().to_string());
@@ -413,29 +317,6 @@ fn bad_data_is_refused_or_read_like_arrow_rs() {
             Some(e) => println!("{name}: refused: {e}"),
         }
     }
-}
-
-/// A small deterministic generator (xorshift64*), so failures reproduce from the printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-/// Byte ranges of a file: the column data and the footer's metadata.
-fn regions(bytes: &[u8]) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
-    let n = bytes.len();
-    let meta_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
-    let footer_start = n - 8 - meta_len;
-    (4..footer_start, footer_start..n - 8)
 }
 
 /// Files the damage tests start from: flat, nested, dictionary, v2 pages, several codecs.
@@ -503,7 +384,7 @@ fn corrupted_copies_are_refused_or_read_like_arrow_rs() {
         let (data, footer) = regions(&bytes);
         for variant in 0..40u64 {
             let seed = 0x9e37_79b9_7f4a_7c15 ^ ((i as u64) << 32 | variant);
-            let mut rng = Rng(seed);
+            let mut rng = SeededRng::new(seed);
             // Even variants damage column data, odd ones the footer's metadata.
             let region = if variant % 2 == 0 { &data } else { &footer };
             let mut copy = bytes.clone();
@@ -738,10 +619,7 @@ fn dotted_path_leaf_projection_matches_arrow_rs_leaves() {
             no_gap(),
         )
         .expect("plans a nested leaf");
-        let fetched = HostBackend::new(2)
-            .expect("backend")
-            .fetch(&source, &plan)
-            .expect("fetches");
+        let fetched = host_fetch(&source, &plan, 2);
         let decoded = decode_fetched(&source, &plan, &fetched.buffer, 2).and_then(|t| t.concat());
         let theirs = arrow_rs_projected(&path, &leaves, &rgs);
         match (decoded, theirs) {
@@ -790,10 +668,7 @@ fn decoding_needs_only_the_fetched_chunks() {
         no_gap(),
     )
     .expect("plans");
-    let fetched = HostBackend::new(1)
-        .expect("backend")
-        .fetch(&source, &plan)
-        .expect("fetches");
+    let fetched = host_fetch(&source, &plan, 1);
     // Claim one more column than was fetched: the decoder must refuse, not read the file.
     let mut wider = plan.clone();
     wider.columns.push(2);

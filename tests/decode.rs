@@ -26,6 +26,9 @@ use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::file::reader::ChunkReader;
 
+mod common;
+use common::host_fetch;
+
 const ROWS: usize = 1000;
 
 /// A batch exercising flat types, nulls, a dictionary and nested lists, structs and maps.
@@ -158,6 +161,17 @@ fn decode_file(
     let fetched = HostBackend::new(2)?.fetch(&source, &plan)?;
     let table = decode_fetched(&source, &plan, &fetched.buffer, threads)?;
     Ok((plan, table))
+}
+
+/// Every column of every row group of `source`, planned with the default options.
+fn plan_all(source: &ParquetSource) -> ReadPlan {
+    ReadPlan::build(
+        source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .expect("plans")
 }
 
 fn decode_all(path: &Path) -> RecordBatch {
@@ -377,13 +391,7 @@ fn bogus_dictionary_offsets_are_ignored_like_pyarrow_does() {
     );
 
     let source = ParquetSource::from_parts(path.clone(), file, len, quirky).expect("validates");
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .expect("plans");
+    let plan = plan_all(&source);
     for c in &plan.chunks {
         let chunk = source.metadata().row_group(c.row_group).column(c.column);
         assert_eq!(
@@ -393,10 +401,7 @@ fn bogus_dictionary_offsets_are_ignored_like_pyarrow_does() {
             c.column_path
         );
     }
-    let fetched = HostBackend::new(2)
-        .expect("backend")
-        .fetch(&source, &plan)
-        .expect("fetches");
+    let fetched = host_fetch(&source, &plan, 2);
     let table = decode_fetched(&source, &plan, &fetched.buffer, 2).expect("decodes");
     assert_eq!(table.concat().expect("concat"), batch);
 }
@@ -415,10 +420,7 @@ fn the_decoder_is_served_only_the_fetched_chunks() {
         PlanOptions::default(),
     )
     .expect("plans");
-    let fetched = HostBackend::new(1)
-        .expect("backend")
-        .fetch(&source, &plan)
-        .expect("fetches");
+    let fetched = host_fetch(&source, &plan, 1);
     let reader = FetchedChunks::new(&plan, &fetched.buffer, source.len(), &source.location()).expect("reader");
     let chunk = &plan.chunks[0];
     let file_bytes = std::fs::read(&path).expect("read");
@@ -455,17 +457,8 @@ fn corrupted_chunk_bytes_give_located_errors_not_panics() {
         WriterProperties::builder().set_compression(Compression::SNAPPY).build(),
     );
     let source = ParquetSource::open(&path).expect("opens");
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .expect("plans");
-    let fetched = HostBackend::new(1)
-        .expect("backend")
-        .fetch(&source, &plan)
-        .expect("fetches");
+    let plan = plan_all(&source);
+    let fetched = host_fetch(&source, &plan, 1);
     let clean = decode_fetched(&source, &plan, &fetched.buffer, 2).expect("clean bytes decode");
     assert_eq!(clean.concat().expect("concat"), batch);
     let (mut refused, mut state) = (0, 0x1234_5678_9abc_def1u64);

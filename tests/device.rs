@@ -4,6 +4,7 @@
 //! "skipped: no CUDA driver (<reason>)" and returns. Test files are written into scratch directories
 //! by the suite, so no test data path is needed.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use gpu_parquet::gpu::{GpuContext, cufile as cf};
@@ -13,6 +14,14 @@ use gpu_parquet::io::policy::{AnyBackend, BackendKind, CompatMode, IoPolicy};
 use gpu_parquet::io::staged::{StagedBackend, StagedOptions};
 use gpu_parquet::io::{DestBuffer, IoBackend, IoPath};
 use gpu_parquet::{Error, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
+
+/// Writes the conformance files into `dir`, opens `mixed` and plans all of it with `opts`.
+fn plan_mixed(dir: &Path, opts: PlanOptions) -> (conformance::TestFiles, ParquetSource, ReadPlan) {
+    let files = conformance::write_test_files(dir).expect("test files");
+    let source = ParquetSource::open(&files.mixed).expect("open");
+    let plan = ReadPlan::build(&source, &Projection::All, &RowGroupSelection::All, opts).expect("plan");
+    (files, source, plan)
+}
 
 fn gpu() -> Option<Arc<GpuContext>> {
     match GpuContext::shared() {
@@ -34,15 +43,7 @@ fn cufile(ctx: &Arc<GpuContext>, opts: CufileOptions) -> Option<(CufileBackend, 
         }
     };
     let dir = tempfile::tempdir().expect("scratch");
-    let files = conformance::write_test_files(dir.path()).expect("test files");
-    let source = ParquetSource::open(&files.mixed).expect("open");
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .expect("plan");
+    let (_, source, plan) = plan_mixed(dir.path(), PlanOptions::default());
     let reg = b.register(&source, &plan).map(drop);
     Some((b, reg))
 }
@@ -86,13 +87,11 @@ fn staged_conformance_direct_io() {
 fn staged_records_staged_path_and_reads() {
     let Some(ctx) = gpu() else { return };
     let dir = tempfile::tempdir().expect("scratch");
-    let files = conformance::write_test_files(dir.path()).expect("files");
-    let source = ParquetSource::open(&files.mixed).expect("open");
     let opts = PlanOptions {
         task_size: 10_000,
         ..PlanOptions::default()
     };
-    let plan = ReadPlan::build(&source, &Projection::All, &RowGroupSelection::All, opts).expect("plan");
+    let (_, source, plan) = plan_mixed(dir.path(), opts);
     let b = staged(&ctx, 2, 4096, false);
     let mut dest = ctx.alloc(plan.dest_len).expect("alloc");
     let log = b.fetch_into(&source, &plan, &mut dest).expect("fetch");
@@ -128,15 +127,7 @@ fn cufile_conformance_or_refusal_explained() {
             run_suite(&b);
             let nvfs = b.driver().props.nvfs_loaded();
             let dir = tempfile::tempdir().expect("scratch");
-            let files = conformance::write_test_files(dir.path()).expect("files");
-            let source = ParquetSource::open(&files.mixed).expect("open");
-            let plan = ReadPlan::build(
-                &source,
-                &Projection::All,
-                &RowGroupSelection::All,
-                PlanOptions::default(),
-            )
-            .expect("plan");
+            let (_, source, plan) = plan_mixed(dir.path(), PlanOptions::default());
             let f = b.fetch(&source, &plan).expect("fetch");
             for r in &f.log.tasks {
                 assert!(matches!(r.path, IoPath::Nvfs | IoPath::CufileCompat));
@@ -161,15 +152,7 @@ fn cufile_conformance_or_refusal_explained() {
             assert!(refusal.contains("CU_FILE_"), "{refusal}");
             assert!(refusal.contains("cufile.log"), "{refusal}");
             let dir = tempfile::tempdir().expect("scratch");
-            let files = conformance::write_test_files(dir.path()).expect("files");
-            let source = ParquetSource::open(&files.mixed).expect("open");
-            let plan = ReadPlan::build(
-                &source,
-                &Projection::All,
-                &RowGroupSelection::All,
-                PlanOptions::default(),
-            )
-            .expect("plan");
+            let (_, source, plan) = plan_mixed(dir.path(), PlanOptions::default());
             match b.fetch(&source, &plan) {
                 Err(Error::Unavailable { reason, .. }) => assert!(reason.contains("CU_FILE_"), "{reason}"),
                 other => panic!("expected Unavailable, got {other:?}"),
@@ -205,15 +188,7 @@ fn auto_conformance_and_reasons() {
         let b = AnyBackend::new(BackendKind::Auto, &policy).expect("auto backend");
         run_suite(&b);
         let dir = tempfile::tempdir().expect("scratch");
-        let files = conformance::write_test_files(dir.path()).expect("files");
-        let source = ParquetSource::open(&files.mixed).expect("open");
-        let plan = ReadPlan::build(
-            &source,
-            &Projection::All,
-            &RowGroupSelection::All,
-            PlanOptions::default(),
-        )
-        .expect("plan");
+        let (_, source, plan) = plan_mixed(dir.path(), PlanOptions::default());
         let f = b.fetch(&source, &plan).expect("fetch");
         for r in &f.log.tasks {
             assert_ne!(r.path, IoPath::Host, "auto with a GPU must not stay on the host");
@@ -237,13 +212,11 @@ fn o_direct_on_dev_shm() {
         return;
     }
     let dir = tempfile::tempdir_in(shm).expect("scratch in /dev/shm");
-    let files = conformance::write_test_files(dir.path()).expect("files");
-    let source = ParquetSource::open(&files.mixed).expect("open");
     let opts = PlanOptions {
         align: true,
         ..PlanOptions::default()
     };
-    let plan = ReadPlan::build(&source, &Projection::All, &RowGroupSelection::All, opts).expect("plan");
+    let (files, source, plan) = plan_mixed(dir.path(), opts);
     let f = staged(&ctx, 2, 64 << 10, true)
         .fetch(&source, &plan)
         .expect("fetch falls back, never fails");
@@ -274,15 +247,7 @@ fn device_oom_is_a_clear_error() {
     // The staged backend's fetch into a plan larger than memory is the same clear error, not a panic.
     let b = staged(&ctx, 1, 1 << 20, false);
     let dir = tempfile::tempdir().expect("scratch");
-    let files = conformance::write_test_files(dir.path()).expect("files");
-    let source = ParquetSource::open(&files.mixed).expect("open");
-    let mut plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .expect("plan");
+    let (_, source, mut plan) = plan_mixed(dir.path(), PlanOptions::default());
     plan.dest_len = info.total_memory + (1 << 30);
     assert!(b.fetch(&source, &plan).unwrap_err().to_string().contains("allocating"));
 }

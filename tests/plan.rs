@@ -11,6 +11,9 @@ use gpu_parquet::{Error, ParquetSource, PlanOptions, Projection, ReadPlan, RowGr
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
 use proptest::prelude::*;
 
+mod common;
+use common::testing_dir;
+
 // ---------------------------------------------------------------------------------------------
 // Plan invariants
 
@@ -456,19 +459,6 @@ fn bad_data_never_panics() {
         }
     }
     assert!(n > 0, "no .parquet files in {}", dir.display());
-}
-
-fn testing_dir(sub: &str) -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("GPU_PARQUET_TESTING").map(PathBuf::from),
-        Some(PathBuf::from("../shared/parquet-testing")),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parquet-testing")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .map(|p| p.join(sub))
-        .find(|p| p.is_dir())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
+use gpu_parquet::io::conformance::SeededRng;
+use gpu_parquet::{ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -34,31 +36,20 @@ pub fn cache_dir() -> PathBuf {
         .join("bench-data")
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-fn batch(schema: &Arc<Schema>, cats: &[String], start: usize, n: usize, rng: &mut Rng) -> RecordBatch {
+fn batch(schema: &Arc<Schema>, cats: &[String], start: usize, n: usize, rng: &mut SeededRng) -> RecordBatch {
     let ids: Vec<i64> = (start..start + n).map(|i| i as i64).collect();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from(ids.clone())),
         Arc::new(Int64Array::from_iter_values(
-            (0..n).map(|_| (rng.next() % (1 << 40)) as i64),
+            (0..n).map(|_| (rng.next_u64() % (1 << 40)) as i64),
         )),
-        Arc::new(Int32Array::from_iter_values((0..n).map(|_| (rng.next() % 1000) as i32))),
+        Arc::new(Int32Array::from_iter_values(
+            (0..n).map(|_| (rng.next_u64() % 1000) as i32),
+        )),
         Arc::new(Float64Array::from_iter_values((0..n).map(|_| rng.unit()))),
         Arc::new(Float32Array::from_iter_values((0..n).map(|_| rng.unit() as f32))),
         Arc::new(StringArray::from_iter_values(
-            (0..n).map(|_| &cats[(rng.next() % 1000) as usize]),
+            (0..n).map(|_| &cats[(rng.next_u64() % 1000) as usize]),
         )),
         Arc::new(TimestampMicrosecondArray::from_iter_values(
             ids.iter().map(|i| i * 1000),
@@ -81,7 +72,7 @@ fn write(path: &Path, rows: usize, props: WriterProperties) -> std::io::Result<(
     let tmp = path.with_extension("tmp");
     let mut w =
         ArrowWriter::try_new(File::create(&tmp)?, schema.clone(), Some(props)).map_err(std::io::Error::other)?;
-    let mut rng = Rng(42);
+    let mut rng = SeededRng::new(42);
     let mut start = 0;
     while start < rows {
         let n = ROW_GROUP_ROWS.min(rows - start);
@@ -126,10 +117,30 @@ pub fn bench_files(rows: usize) -> std::io::Result<[PathBuf; 2]> {
     Ok([plain, snappy])
 }
 
+/// Threads for our pipeline: `GPU_PARQUET_THREADS`, else 0 (one per core).
+pub fn threads_from_env() -> usize {
+    std::env::var("GPU_PARQUET_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Opens `path` and plans every column of every row group with the default options.
+pub fn open_and_plan(path: &Path) -> gpu_parquet::Result<(ParquetSource, ReadPlan)> {
+    let source = ParquetSource::open(path)?;
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )?;
+    Ok((source, plan))
+}
+
 /// Uncompressed column bytes of a file (the sum of its row groups' `total_byte_size`): the byte count
 /// throughput is quoted in, as cuDF and pyarrow figures are.
 pub fn uncompressed_bytes(path: &Path) -> u64 {
-    let source = gpu_parquet::ParquetSource::open(path).expect("bench file opens");
+    let source = ParquetSource::open(path).expect("bench file opens");
     source
         .metadata()
         .row_groups()

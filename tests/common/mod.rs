@@ -1,0 +1,153 @@
+//! Helpers shared by the integration tests: finding the parquet-testing corpus, listing its files, the
+//! byte regions of a Parquet file, arrow-rs's own read (the reference results are compared with), and a
+//! host fetch. Each test binary compiles its own copy with
+//! `mod common;` and uses only some of it.
+
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow::record_batch::RecordBatch;
+use bytes::Bytes;
+use gpu_parquet::io::host::HostBackend;
+use gpu_parquet::io::{Fetched, IoBackend};
+use gpu_parquet::panic_guard::contain_panics;
+use gpu_parquet::{Error, Location, ParquetSource, ReadPlan};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+
+/// Where the parquet-testing checkout may be, in order: `GPU_PARQUET_TESTING`, then
+/// `../shared/parquet-testing` from the current directory, then from the crate root.
+fn testing_roots() -> impl Iterator<Item = PathBuf> {
+    [
+        std::env::var_os("GPU_PARQUET_TESTING").map(PathBuf::from),
+        Some(PathBuf::from("../shared/parquet-testing")),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/parquet-testing")),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// The parquet-testing corpus (the first root with a `data/` folder); when there is none, prints why
+/// the calling test skips and returns `None`.
+pub fn corpus() -> Option<PathBuf> {
+    let found = testing_roots().find(|p| p.join("data").is_dir());
+    if found.is_none() {
+        println!("skipped: parquet-testing corpus not found (set GPU_PARQUET_TESTING)");
+    }
+    found
+}
+
+/// The folder `sub` of the first parquet-testing root that has it, or `None` (nothing printed).
+pub fn testing_dir(sub: &str) -> Option<PathBuf> {
+    testing_roots().map(|p| p.join(sub)).find(|p| p.is_dir())
+}
+
+/// Files under `dir` (recursively) that pass `keep`, sorted.
+pub fn files_under(dir: &Path, keep: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = e.expect("directory entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if keep(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether a path's file name ends with `suffix` (`.parquet`, `.parquet.encrypted`, ...).
+pub fn name_ends_with(p: &Path, suffix: &str) -> bool {
+    p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(suffix))
+}
+
+/// Byte ranges of a Parquet file: the column data, and the footer's metadata.
+pub fn regions(bytes: &[u8]) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    let n = bytes.len();
+    let meta_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
+    let footer_start = n - 8 - meta_len;
+    (4..footer_start, footer_start..n - 8)
+}
+
+/// Fetches `plan` into host memory with a host backend of `threads` threads (panics on failure).
+pub fn host_fetch(source: &ParquetSource, plan: &ReadPlan, threads: usize) -> Fetched<Bytes> {
+    HostBackend::new(threads)
+        .expect("backend")
+        .fetch(source, plan)
+        .expect("fetches")
+}
+
+/// arrow-rs reading a whole file its own way (panics contained, as they may occur on bad data).
+pub fn arrow_rs_read(path: &Path) -> Result<RecordBatch, String> {
+    let loc = Location::file(path);
+    contain_panics(&loc, || {
+        let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|b| b.build())
+            .map_err(|e| Error::parquet(loc.clone(), e))?;
+        collect(reader, &loc)
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// arrow-rs reading a file after dropping dictionary page offsets that cannot be one (0, or not before
+/// the first data page): the one deliberate difference between our reader and arrow-rs's, as in
+/// pyarrow and cuDF. Written here independently of the library's own fix.
+pub fn arrow_rs_read_sanitized(path: &Path) -> Result<RecordBatch, String> {
+    let loc = Location::file(path);
+    contain_panics(&loc, || {
+        let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
+        let perr = |e| Error::parquet(loc.clone(), e);
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(perr)?;
+        let mut builder = meta.into_builder();
+        let mut groups = Vec::new();
+        for rg in builder.take_row_groups() {
+            let mut cols = Vec::new();
+            for c in rg.columns() {
+                let bogus = c
+                    .dictionary_page_offset()
+                    .is_some_and(|d| d <= 0 || d > c.data_page_offset());
+                let c = if bogus {
+                    c.clone()
+                        .into_builder()
+                        .set_dictionary_page_offset(None)
+                        .build()
+                        .map_err(perr)?
+                } else {
+                    c.clone()
+                };
+                cols.push(c);
+            }
+            groups.push(rg.into_builder().set_column_metadata(cols).build().map_err(perr)?);
+        }
+        let meta: ParquetMetaData = builder.set_row_groups(groups).build();
+        let arrow_meta = ArrowReaderMetadata::try_new(meta.into(), ArrowReaderOptions::new()).map_err(perr)?;
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow_meta)
+            .build()
+            .map_err(perr)?;
+        collect(reader, &loc)
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Every batch of an arrow-rs reader, concatenated; errors located at `loc`.
+pub fn collect(reader: ParquetRecordBatchReader, loc: &Location) -> Result<RecordBatch, Error> {
+    let schema = arrow::record_batch::RecordBatchReader::schema(&reader);
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::parquet(loc.clone(), e))?;
+    arrow::compute::concat_batches(&schema, &batches).map_err(|e| Error::parquet(loc.clone(), e))
+}
+
+/// The reference for a file: arrow-rs's read, or where that fails, its read with sanitized offsets.
+pub fn reference(path: &Path) -> Result<RecordBatch, String> {
+    arrow_rs_read(path).or_else(|plain| arrow_rs_read_sanitized(path).map_err(|_| plain))
+}
