@@ -301,14 +301,15 @@ fn coalesce(chunks: &mut [ChunkRange], options: PlanOptions, file_len: u64) -> V
             x
         }
     };
-    for i in 0..chunks.len() {
-        let (start, end) = (align_down(chunks[i].offset), align_up(chunks[i].offset + chunks[i].len));
-        match spans.last_mut() {
+    for (i, chunk) in chunks.iter_mut().enumerate() {
+        let (start, end) = (align_down(chunk.offset), align_up(chunk.offset + chunk.len));
+        let span = match spans.last_mut() {
             Some(s) if start <= (s.offset + s.len).saturating_add(options.max_gap) => {
                 let new_end = end.max(s.offset + s.len);
                 dest += new_end - (s.offset + s.len);
                 s.len = new_end - s.offset;
                 s.chunks.end = i + 1;
+                &*s
             }
             _ => {
                 spans.push(Span {
@@ -318,10 +319,10 @@ fn coalesce(chunks: &mut [ChunkRange], options: PlanOptions, file_len: u64) -> V
                     chunks: i..i + 1,
                 });
                 dest += end - start;
+                &spans[spans.len() - 1]
             }
-        }
-        let s = spans.last().expect("a span was just pushed or extended");
-        chunks[i].dest_offset = s.dest_offset + (chunks[i].offset - s.offset);
+        };
+        chunk.dest_offset = span.dest_offset + (chunk.offset - span.offset);
     }
     spans
 }
