@@ -669,7 +669,7 @@ fn user_mistakes_give_exit_1_and_one_clear_line() {
 #[test]
 fn backend_auto_without_cuda_reads_into_host_memory_and_says_why() {
     if let Ok(()) = gpu_parquet::gpu::cuda_present() {
-        println!("skipped: this machine has a CUDA driver, so auto picks a GPU path");
+        common::skip("this machine has a CUDA driver, so auto picks a GPU path");
         return;
     }
     let nested = testdata("nested.parquet");

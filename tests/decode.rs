@@ -510,7 +510,7 @@ fn pyarrow_available() -> bool {
 #[test]
 fn pyarrow_files_match_arrow_rs() {
     if !pyarrow_available() {
-        println!("skipped: python3 cannot import pyarrow here");
+        common::skip("python3 cannot import pyarrow here");
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

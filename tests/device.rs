@@ -4,6 +4,8 @@
 //! "skipped: no CUDA driver (<reason>)" and returns. Test files are written into scratch directories
 //! by the suite, so no test data path is needed.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,7 +29,7 @@ fn gpu() -> Option<Arc<GpuContext>> {
     match GpuContext::shared() {
         Ok(c) => Some(c),
         Err(e) => {
-            println!("skipped: no CUDA driver ({e})");
+            common::skip(&format!("no CUDA driver ({e})"));
             None
         }
     }
@@ -38,7 +40,7 @@ fn cufile(ctx: &Arc<GpuContext>, opts: CufileOptions) -> Option<(CufileBackend, 
     let b = match CufileBackend::new(ctx.clone(), opts) {
         Ok(b) => b,
         Err(e) => {
-            println!("skipped: cuFile unavailable ({e})");
+            common::skip(&format!("cuFile unavailable ({e})"));
             return None;
         }
     };
@@ -170,7 +172,7 @@ fn cufile_serialized_stats_attribute_each_task() {
         ..CufileOptions::default()
     };
     let Some((b, Ok(()))) = cufile(&ctx, opts) else {
-        println!("skipped: cuFile registration refused");
+        common::skip("cuFile registration refused");
         return;
     };
     run_suite(&b);
@@ -208,7 +210,7 @@ fn o_direct_on_dev_shm() {
     let Some(ctx) = gpu() else { return };
     let shm = std::path::Path::new("/dev/shm");
     if !shm.is_dir() {
-        println!("skipped: no /dev/shm");
+        common::skip("no /dev/shm");
         return;
     }
     let dir = tempfile::tempdir_in(shm).expect("scratch in /dev/shm");

@@ -10,6 +10,8 @@
 //! Without python3 or without any writer the test says so and passes, except under CI (`CI=true`),
 //! where the writers are installed by `.ci/run` and a missing one fails the test.
 
+mod common;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,7 +35,7 @@ fn in_ci() -> bool {
 /// Skips (prints why and returns) outside CI; fails under CI, where the writers must be present.
 fn skip_or_fail(why: &str) {
     assert!(!in_ci(), "CI=true but {why} (.ci/run installs the writers)");
-    println!("skipped: {why}");
+    common::skip(why);
 }
 
 fn script() -> PathBuf {

@@ -5,6 +5,18 @@
 
 #![allow(dead_code)]
 
+/// Says why a test is skipping, on stderr, past the test harness's output capture (which only takes
+/// `print!`/`eprint!`), so the reason shows in a plain `cargo test` run, as on CI.
+pub fn skip(reason: &str) {
+    use std::io::Write;
+    // libtest names each test's thread after the test.
+    let test = match std::thread::current().name() {
+        Some(name) if !name.is_empty() && name != "main" => format!("{name}: "),
+        _ => String::new(),
+    };
+    let _ = writeln!(std::io::stderr(), "{test}skipped: {reason}");
+}
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -36,7 +48,7 @@ fn testing_roots() -> impl Iterator<Item = PathBuf> {
 pub fn corpus() -> Option<PathBuf> {
     let found = testing_roots().find(|p| p.join("data").is_dir());
     if found.is_none() {
-        println!("skipped: parquet-testing corpus not found (set GPU_PARQUET_TESTING)");
+        skip("parquet-testing corpus not found (set GPU_PARQUET_TESTING)");
     }
     found
 }
