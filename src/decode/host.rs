@@ -357,14 +357,7 @@ pub fn decode_fetched(
         })
     };
 
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("gpu-parquet-decode-{i}"))
-        .build()
-        .map_err(|e| Error::Unavailable {
-            backend: "host decode".into(),
-            reason: e.to_string(),
-        })?;
+    let pool = crate::io::host::named_pool(threads, "gpu-parquet-decode", "host decode")?;
     let results: Vec<Result<Vec<ArrayRef>>> = pool.install(|| jobs.par_iter().map(run).collect());
 
     // Zip each row group's roots into batches; the first error in plan order wins.

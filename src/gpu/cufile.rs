@@ -380,13 +380,7 @@ impl CufileDriver {
 /// Opens `path` for cuFile: with `O_DIRECT` when `direct`, falling back to buffered when the file
 /// system refuses it. Returns the file and whether it is direct.
 pub fn open_for_cufile(path: &Path, direct: bool) -> std::io::Result<(File, bool)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if direct
-        && let Ok(f) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-    {
+    if direct && let Ok(f) = crate::io::pread::open_direct(path) {
         return Ok((f, true));
     }
     Ok((File::open(path)?, false))

@@ -130,7 +130,7 @@ impl CufileBackend {
                 .map_err(|e| format!("{}: cannot duplicate the handle: {e}", path.display()))
         };
         let (file, direct) = if self.opts.direct_io && plan.options.align {
-            match crate::io::staged::open_direct(path) {
+            match crate::io::pread::open_direct(path) {
                 Ok(f) => (f, true),
                 Err(_) => (dup()?, false),
             }

@@ -90,14 +90,7 @@ impl Drop for Pooled {
 impl HostBackend {
     /// A backend with `threads` I/O threads (0: one per core).
     pub fn new(threads: usize) -> Result<Self> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("gpu-parquet-io-{i}"))
-            .build()
-            .map_err(|e| Error::Unavailable {
-                backend: "host".into(),
-                reason: e.to_string(),
-            })?;
+        let pool = named_pool(threads, "gpu-parquet-io", "host")?;
         let threads = pool.current_num_threads();
         Ok(Self {
             pool,
@@ -110,6 +103,19 @@ impl HostBackend {
     pub fn threads(&self) -> usize {
         self.threads
     }
+}
+
+/// A rayon pool of `threads` threads (0: one per core) named `{prefix}-{i}`; failing to start one is
+/// [`Error::Unavailable`] for `what`.
+pub(crate) fn named_pool(threads: usize, prefix: &'static str, what: &str) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("{prefix}-{i}"))
+        .build()
+        .map_err(|e| Error::Unavailable {
+            backend: what.into(),
+            reason: e.to_string(),
+        })
 }
 
 impl DestBuffer for Bytes {

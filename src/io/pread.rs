@@ -36,3 +36,12 @@ pub fn pread_exact(file: &File, buf: &mut [u8], offset: u64, location: &Location
     }
     Ok(calls)
 }
+
+/// Opens `path` read-only with `O_DIRECT`; `Err` is the OS's reason (for example `EINVAL` on tmpfs).
+pub fn open_direct(path: &std::path::Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+}

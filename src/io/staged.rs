@@ -9,14 +9,13 @@
 //! copies); with an aligned plan the reads can use `O_DIRECT` straight into the pinned buffers.
 
 use std::fs::File;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Location, Result};
 use crate::gpu::{DeviceBuffer, Event, GpuContext, PinnedBuffer, Stream, guard};
-use crate::io::pread::pread_exact;
+use crate::io::pread::{open_direct, pread_exact};
 use crate::io::{Fetched, IoBackend, IoLog, IoPath, TaskRecord};
 use crate::metadata::ParquetSource;
 use crate::plan::{DIRECT_IO_ALIGN, ReadPlan};
@@ -78,15 +77,6 @@ pub(crate) fn task_location(source: &ParquetSource, plan: &ReadPlan, task: usize
         .and_then(|t| plan.chunks.get(t.chunks.start))
         .map(|c| Location::chunk(source.path(), c.column_path.clone(), c.row_group))
         .unwrap_or_else(|| source.location())
-}
-
-/// Opens `path` with `O_DIRECT`; `Err` is the OS's reason.
-pub(crate) fn open_direct(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
 }
 
 impl StagedBackend {
