@@ -47,7 +47,7 @@ pub fn arrow_read(path: &Path) -> usize {
 pub fn ours_read(path: &Path, backend: &HostBackend, threads: usize) -> usize {
     let (source, plan) = bench_data::open_and_plan(path).expect("open and plan");
     let fetched = backend.fetch(&source, &plan).expect("fetch");
-    decode_fetched(&source, &plan, &fetched.buffer, threads)
+    decode_fetched(&source, &plan, &fetched.buffer.into_bytes(), threads)
         .expect("decode")
         .num_rows()
 }
@@ -55,7 +55,7 @@ pub fn ours_read(path: &Path, backend: &HostBackend, threads: usize) -> usize {
 /// Ours, I/O only: open, plan, fetch.
 pub fn ours_fetch(path: &Path, backend: &HostBackend) -> usize {
     let (source, plan) = bench_data::open_and_plan(path).expect("open and plan");
-    backend.fetch(&source, &plan).expect("fetch").buffer.len()
+    backend.fetch(&source, &plan).expect("fetch").buffer.as_slice().len()
 }
 
 fn bench(c: &mut Criterion) {

@@ -48,7 +48,7 @@ fn ours_read(path: &Path, backend: &HostBackend) -> Res<(usize, Duration)> {
     let fetched = backend.fetch(&source, &plan)?;
     let fetch = t.elapsed();
     Ok((
-        decode_fetched(&source, &plan, &fetched.buffer, backend.threads())?.num_rows(),
+        decode_fetched(&source, &plan, &fetched.buffer.into_bytes(), backend.threads())?.num_rows(),
         fetch,
     ))
 }

@@ -1,10 +1,11 @@
 //! Benchmarks every available I/O path on one file, in one run, side by side.
 //!
 //! Reads all column chunks (the same ranges as `shared/bench/kvikio_baseline.py`: dictionary or first
-//! data page offset, `total_compressed_size` bytes) through the host path, the staged path at a few
-//! thread counts and cuFile where registration works; best of `reps` hot runs into a reused destination
-//! (allocation stays out of the timed path) and one cold run per path after dropping the page cache
-//! (root only). A "pinned H2D copy" row gives the staged path's ceiling on this machine.
+//! data page offset, `total_compressed_size` bytes) through the very backends `read` uses, built by
+//! [`AnyBackend`]: host, staged at a few thread counts, staged with `O_DIRECT`, and cuFile where it
+//! registers the file. Best of `reps` hot runs into one reused destination (allocation stays out of the
+//! timed path) and one cold run per path after dropping the page cache (root only). A "pinned H2D
+//! copy" row gives the staged path's ceiling on this machine.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,13 +13,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::config::{BackendKind, CompatMode, IoPolicy};
 use crate::error::Result;
-use crate::gpu::{DeviceBuffer, GpuContext};
-use crate::io::cufile::{CufileBackend, CufileOptions};
-use crate::io::host::HostBackend;
+use crate::gpu::GpuContext;
 use crate::io::pread::pread_exact;
-use crate::io::staged::{StagedBackend, StagedOptions, pinned_copy_time};
-use crate::io::{IoBackend, IoLog, IoPath};
+use crate::io::select::{AnyBackend, AnyBuffer};
+use crate::io::staged::pinned_copy_time;
+use crate::io::{DestBuffer, IoBackend, IoLog, IoPath};
 use crate::metadata::ParquetSource;
 use crate::plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};
 
@@ -31,16 +32,12 @@ pub struct BenchOptions {
     pub cold: bool,
     /// Columns to read.
     pub columns: Projection,
-    /// Thread counts for the staged path.
+    /// Thread counts for the staged path (the policy's own count when empty).
     pub staged_threads: Vec<usize>,
-    /// Threads for the host path and cuFile (0: one per core).
-    pub threads: usize,
-    /// Task size in bytes.
-    pub task_size: u64,
-    /// Staged path: bytes per pinned bounce buffer.
-    pub bounce_buffer_size: u64,
-    /// Staged path: pinned bounce buffers per thread.
-    pub bounce_buffers: usize,
+    /// The policy every path starts from (threads, task size, bounce buffers...).
+    pub policy: IoPolicy,
+    /// GPU ordinal.
+    pub device: usize,
 }
 
 impl Default for BenchOptions {
@@ -50,10 +47,8 @@ impl Default for BenchOptions {
             cold: true,
             columns: Projection::All,
             staged_threads: vec![8, 12, 16],
-            threads: 0,
-            task_size: 8 << 20,
-            bounce_buffer_size: crate::io::policy::IoPolicy::default().bounce_buffer_size,
-            bounce_buffers: crate::io::policy::IoPolicy::default().bounce_buffers,
+            policy: IoPolicy::default(),
+            device: 0,
         }
     }
 }
@@ -90,8 +85,10 @@ pub struct BenchReport {
     pub tasks: usize,
     /// Hot repetitions.
     pub reps: usize,
-    /// Whether cold runs were possible, else why not.
-    pub cold: std::result::Result<(), String>,
+    /// Whether cold runs were made.
+    pub cold: bool,
+    /// Why not, when they were not.
+    pub cold_skipped: Option<String>,
     /// One row per path.
     pub rows: Vec<BenchRow>,
 }
@@ -102,19 +99,21 @@ fn gbps(bytes: u64, d: Duration) -> f64 {
 
 /// Drops the page cache (`sync; echo 3 > /proc/sys/vm/drop_caches`); `Err` says why it cannot.
 pub fn drop_page_cache() -> std::result::Result<(), String> {
+    // SAFETY: sync(2) takes no arguments and touches no memory of ours.
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", "3")
         .map_err(|e| format!("cannot drop the page cache ({e}); cold runs need root"))
 }
 
-/// Checks a few windows of a device buffer against the file (a benchmark of wrong bytes is worthless).
-fn spot_check(source: &ParquetSource, plan: &ReadPlan, dest: &DeviceBuffer) -> std::result::Result<(), String> {
+/// Checks a few windows of the destination against the file (a benchmark of wrong bytes is worthless).
+fn spot_check(source: &ParquetSource, plan: &ReadPlan, dest: &AnyBuffer) -> std::result::Result<(), String> {
     let n = plan.tasks.len();
+    let all = dest.to_host().map_err(|e| e.to_string())?;
     for k in 0..n.min(8) {
         let t = &plan.tasks[k * n / n.min(8)];
-        let len = t.len.min(4096);
-        let got = dest.copy_range_to_host(t.dest_offset, len).map_err(|e| e.to_string())?;
-        let mut want = vec![0u8; len as usize];
+        let len = t.len.min(4096) as usize;
+        let got = &all[t.dest_offset as usize..t.dest_offset as usize + len];
+        let mut want = vec![0u8; len];
         pread_exact(source.file(), &mut want, t.offset, &source.location()).map_err(|e| e.to_string())?;
         if got != want {
             return Err(format!("bytes at file offset {} differ from the file", t.offset));
@@ -134,14 +133,8 @@ fn main_path(log: &IoLog) -> Option<IoPath> {
         .filter(|p| by[p.index()] > 0)
 }
 
-/// Runs `f` once to warm up, `reps` times hot, and once cold (when `cold` is Ok).
-fn measure(
-    name: String,
-    bytes: u64,
-    reps: usize,
-    cold: &std::result::Result<(), String>,
-    mut f: impl FnMut() -> Result<IoLog>,
-) -> BenchRow {
+/// Runs `f` once to warm up, `reps` times hot, and once cold (when `cold`).
+fn measure(name: String, bytes: u64, reps: usize, cold: bool, mut f: impl FnMut() -> Result<IoLog>) -> BenchRow {
     let mut row = BenchRow::blank(name, bytes);
     let res = (|| -> Result<()> {
         let log = f()?;
@@ -157,7 +150,7 @@ fn measure(
         }
         row.hot_s = Some(best.as_secs_f64());
         row.hot_gbps = Some(gbps(bytes, best));
-        if cold.is_ok() && drop_page_cache().is_ok() {
+        if cold && drop_page_cache().is_ok() {
             let t = Instant::now();
             f()?;
             let d = t.elapsed();
@@ -173,169 +166,118 @@ fn measure(
     row
 }
 
+/// Measures one backend: `fetch_into` a destination allocated once, then a spot check of the bytes.
+fn measure_backend(
+    name: String,
+    backend: Result<AnyBackend>,
+    source: &ParquetSource,
+    plan: &ReadPlan,
+    reps: usize,
+    cold: bool,
+) -> BenchRow {
+    let bytes = plan.useful_bytes();
+    let (backend, mut dest) = match backend.and_then(|b| b.alloc(plan.dest_len).map(|d| (b, d))) {
+        Ok(x) => x,
+        Err(e) => return BenchRow::failed(name, bytes, e.to_string()),
+    };
+    let mut row = measure(name, bytes, reps, cold, || backend.fetch_into(source, plan, &mut dest));
+    if row.hot_s.is_some()
+        && let Err(m) = spot_check(source, plan, &dest)
+    {
+        row.note = Some(format!("WRONG BYTES: {m}"));
+    }
+    row
+}
+
 /// Benchmarks every path available here on `file`.
 pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
     let source = ParquetSource::open(file)?;
-    let plan = ReadPlan::build(
-        &source,
-        &opts.columns,
-        &RowGroupSelection::All,
-        PlanOptions {
-            max_gap: 0,
-            task_size: opts.task_size,
-            align: false,
-        },
-    )?;
-    let bytes = plan.dest_len;
-    let cold = if opts.cold {
-        drop_page_cache()
-    } else {
-        Err("not asked for".to_string())
+    let plan_with = |align: bool| {
+        ReadPlan::build(
+            &source,
+            &opts.columns,
+            &RowGroupSelection::All,
+            PlanOptions {
+                max_gap: 0,
+                task_size: opts.policy.task_size,
+                align,
+            },
+        )
     };
+    let plan = plan_with(false)?;
+    let bytes = plan.dest_len;
+    let cold_skipped = if opts.cold {
+        drop_page_cache().err()
+    } else {
+        Some("not asked for (--no-cold)".to_string())
+    };
+    let cold = cold_skipped.is_none();
     let reps = opts.reps.max(1);
+    let policy = |threads: usize, direct: bool, compat: CompatMode| IoPolicy {
+        threads,
+        direct_io: direct,
+        compat_mode: compat,
+        ..opts.policy.clone()
+    };
     let mut rows = Vec::new();
+    let host = AnyBackend::new(BackendKind::Host, &opts.policy, opts.device);
+    rows.push(measure_backend("host".into(), host, &source, &plan, reps, cold));
 
-    let host = HostBackend::new(opts.threads)?;
-    rows.push(measure(
-        format!("host({} threads)", host.threads()),
-        bytes,
-        reps,
-        &cold,
-        || host.fetch(&source, &plan).map(|f| f.log),
-    ));
-
-    match GpuContext::shared() {
-        Err(e) => rows.push(BenchRow {
-            note: Some(format!("no CUDA driver: {e}")),
-            ..BenchRow::blank("staged / cufile / pinned H2D", bytes)
-        }),
-        Ok(ctx) => gpu_rows(&ctx, &source, &plan, opts, reps, &cold, &mut rows),
+    let ctx = match GpuContext::new(opts.device) {
+        Err(e) => {
+            rows.push(BenchRow::failed("staged / cufile / pinned H2D", bytes, format!("no GPU: {e}")));
+            return Ok(report(file, &plan, reps, cold_skipped, rows));
+        }
+        Ok(c) => c,
+    };
+    rows.push(ceiling_row(&ctx, bytes, reps, &opts.policy));
+    let gpu = |kind, p: &IoPolicy| AnyBackend::with_context(kind, p, Some(Ok(ctx.clone())));
+    let mut threads = opts.staged_threads.clone();
+    if threads.is_empty() {
+        threads.push(opts.policy.threads);
     }
-    Ok(BenchReport {
+    for &th in &threads {
+        let b = gpu(BackendKind::Staged, &policy(th, false, CompatMode::On));
+        let name = b.as_ref().map(|b| b.name()).unwrap_or_else(|_| format!("staged({th} threads)"));
+        rows.push(measure_backend(name, b, &source, &plan, reps, cold));
+    }
+    // O_DIRECT reads of a 4 KiB-aligned plan, with the most threads: what matters for cold reads.
+    let th = threads.iter().copied().max().unwrap_or(0);
+    let name = format!("staged O_DIRECT({th} threads)");
+    match plan_with(true) {
+        Ok(aligned) => {
+            let b = gpu(BackendKind::Staged, &policy(th, true, CompatMode::On));
+            rows.push(measure_backend(name, b, &source, &aligned, reps, cold));
+        }
+        Err(e) => rows.push(BenchRow::failed(name, bytes, e.to_string())),
+    }
+    let b = gpu(BackendKind::Cufile, &policy(opts.policy.threads, false, CompatMode::Off));
+    let name = b.as_ref().map(|b| b.name()).unwrap_or_else(|_| "cufile".into());
+    rows.push(measure_backend(name, b, &source, &plan, reps, cold));
+    Ok(report(file, &plan, reps, cold_skipped, rows))
+}
+
+fn ceiling_row(ctx: &Arc<GpuContext>, bytes: u64, reps: usize, policy: &IoPolicy) -> BenchRow {
+    let mut row = BenchRow::blank("pinned H2D copy (ceiling)", bytes);
+    match pinned_copy_time(ctx, bytes, reps, policy.pinned) {
+        Ok(d) => {
+            row.hot_s = Some(d.as_secs_f64());
+            row.hot_gbps = Some(gbps(bytes, d));
+        }
+        Err(e) => row.note = Some(e.to_string()),
+    }
+    row
+}
+
+fn report(file: &Path, plan: &ReadPlan, reps: usize, cold_skipped: Option<String>, rows: Vec<BenchRow>) -> BenchReport {
+    BenchReport {
         file: file.to_path_buf(),
-        bytes,
+        bytes: plan.useful_bytes(),
         tasks: plan.tasks.len(),
         reps,
-        cold,
+        cold: cold_skipped.is_none(),
+        cold_skipped,
         rows,
-    })
-}
-
-fn gpu_rows(
-    ctx: &Arc<GpuContext>,
-    source: &ParquetSource,
-    plan: &ReadPlan,
-    opts: &BenchOptions,
-    reps: usize,
-    cold: &std::result::Result<(), String>,
-    rows: &mut Vec<BenchRow>,
-) {
-    let bytes = plan.dest_len;
-    let mut dest = match ctx.alloc(bytes) {
-        Ok(d) => d,
-        Err(e) => {
-            rows.push(BenchRow {
-                note: Some(e.to_string()),
-                ..BenchRow::blank("staged / cufile", bytes)
-            });
-            return;
-        }
-    };
-    let mut ceiling = BenchRow::blank("pinned H2D copy (ceiling)", bytes);
-    match pinned_copy_time(ctx, bytes, reps) {
-        Ok(d) => {
-            ceiling.hot_s = Some(d.as_secs_f64());
-            ceiling.hot_gbps = Some(gbps(bytes, d));
-        }
-        Err(e) => ceiling.note = Some(e.to_string()),
-    }
-    rows.push(ceiling);
-
-    // The same threads with O_DIRECT reads of a 4 KiB-aligned plan: what matters for cold reads.
-    let aligned = ReadPlan::build(
-        source,
-        &opts.columns,
-        &RowGroupSelection::All,
-        PlanOptions {
-            max_gap: 0,
-            task_size: opts.task_size,
-            align: true,
-        },
-    );
-    let best_threads = opts.staged_threads.iter().copied().max();
-    let variants = opts
-        .staged_threads
-        .iter()
-        .map(|&th| (th, false))
-        .chain(best_threads.map(|th| (th, true)));
-    for (th, direct) in variants {
-        let so = StagedOptions {
-            threads: th,
-            buffer_size: opts.bounce_buffer_size as usize,
-            buffers_per_thread: opts.bounce_buffers,
-            direct_io: direct,
-        };
-        let plan = match (&aligned, direct) {
-            (Ok(p), true) => p,
-            (Err(e), true) => {
-                rows.push(err_row(format!("staged O_DIRECT({th} threads)"), bytes, e.to_string()));
-                continue;
-            }
-            _ => plan,
-        };
-        // An aligned plan can need a few more bytes than the exact one.
-        let mut own_dest = None;
-        if plan.dest_len > bytes {
-            match ctx.alloc(plan.dest_len) {
-                Ok(d) => own_dest = Some(d),
-                Err(e) => {
-                    rows.push(err_row(format!("staged O_DIRECT({th} threads)"), bytes, e.to_string()));
-                    continue;
-                }
-            }
-        }
-        let dest = own_dest.as_mut().unwrap_or(&mut dest);
-        match StagedBackend::new(ctx.clone(), so) {
-            Err(e) => rows.push(err_row(format!("staged({th} threads)"), bytes, e.to_string())),
-            Ok(s) => {
-                let name = if direct {
-                    format!("staged O_DIRECT({th} threads)")
-                } else {
-                    s.name()
-                };
-                let mut row = measure(name, bytes, reps, cold, || s.fetch_into(source, plan, dest));
-                if let Err(m) = spot_check(source, plan, dest) {
-                    row.note = Some(format!("WRONG BYTES: {m}"));
-                }
-                rows.push(row);
-            }
-        }
-    }
-
-    let co = CufileOptions {
-        threads: opts.threads,
-        ..CufileOptions::default()
-    };
-    match CufileBackend::new(ctx.clone(), co) {
-        Err(e) => rows.push(err_row("cufile".into(), bytes, e.to_string())),
-        Ok(c) => match c.register(source, plan) {
-            Err(refusal) => rows.push(err_row(c.name(), bytes, format!("registration refused: {refusal}"))),
-            Ok(handle) => {
-                drop(handle);
-                let mut row = measure(c.name(), bytes, reps, cold, || c.fetch_into(source, plan, &mut dest));
-                if let Err(m) = spot_check(source, plan, &dest) {
-                    row.note = Some(format!("WRONG BYTES: {m}"));
-                }
-                rows.push(row);
-            }
-        },
-    }
-}
-
-fn err_row(name: String, bytes: u64, note: String) -> BenchRow {
-    BenchRow {
-        note: Some(note),
-        ..BenchRow::blank(name, bytes)
     }
 }
 
@@ -353,39 +295,88 @@ impl BenchRow {
             note: None,
         }
     }
+
+    fn failed(name: impl Into<String>, bytes: u64, note: String) -> Self {
+        Self {
+            note: Some(note),
+            ..Self::blank(name, bytes)
+        }
+    }
+}
+
+/// Seconds with three significant digits, in ms or µs where that reads better ("-" when absent).
+fn secs(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(v) if v >= 1.0 => format!("{v:.3} s"),
+        Some(v) if v >= 1e-3 => format!("{:.3} ms", v * 1e3),
+        Some(v) => format!("{:.1} µs", v * 1e6),
+    }
 }
 
 impl BenchReport {
     /// A human-readable table.
     pub fn to_table(&self) -> String {
-        let f = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+        let rate = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
         let mut s = format!(
             "{}: {} bytes of column chunks in {} tasks, best of {} hot runs{}\n",
             self.file.display(),
             self.bytes,
             self.tasks,
             self.reps,
-            match &self.cold {
-                Ok(()) => String::new(),
-                Err(e) => format!(" (cold: {e})"),
-            }
+            self.cold_skipped
+                .as_ref()
+                .map(|e| format!("; no cold runs: {e}"))
+                .unwrap_or_default()
         );
         s.push_str(&format!(
-            "{:<28} {:<14} {:>9} {:>9} {:>9} {:>9}  note\n",
-            "path", "took", "hot s", "hot GB/s", "cold s", "cold GB/s"
+            "{:<30} {:<14} {:>11} {:>9} {:>11} {:>9}  note\n",
+            "path", "took", "hot", "hot GB/s", "cold", "cold GB/s"
         ));
         for r in &self.rows {
             s.push_str(&format!(
-                "{:<28} {:<14} {:>9} {:>9} {:>9} {:>9}  {}\n",
+                "{:<30} {:<14} {:>11} {:>9} {:>11} {:>9}  {}\n",
                 r.name,
                 r.path.map(|p| p.name()).unwrap_or("-"),
-                f(r.hot_s),
-                f(r.hot_gbps),
-                f(r.cold_s),
-                f(r.cold_gbps),
+                secs(r.hot_s),
+                rate(r.hot_gbps),
+                secs(r.cold_s),
+                rate(r.cold_gbps),
                 r.note.as_deref().unwrap_or("")
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_times_keep_their_digits() {
+        assert_eq!(secs(Some(2.5)), "2.500 s");
+        assert_eq!(secs(Some(0.000_123_4)), "123.4 µs");
+        assert_eq!(secs(Some(0.0123)), "12.300 ms");
+        assert_eq!(secs(None), "-");
+    }
+
+    #[test]
+    fn host_bench_on_a_small_file_has_real_figures_and_plain_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::io::conformance::write_test_files(dir.path()).unwrap();
+        let opts = BenchOptions {
+            reps: 2,
+            cold: false,
+            ..BenchOptions::default()
+        };
+        let r = bench_paths(&files.mixed, &opts).unwrap();
+        let host = &r.rows[0];
+        assert_eq!(host.path, Some(IoPath::Host));
+        assert!(host.hot_s.unwrap() > 0.0 && host.hot_gbps.unwrap() > 0.0, "{host:?}");
+        assert!(!r.to_table().contains(" 0.00 "), "{}", r.to_table());
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("\"Err\"") && !json.contains("\"Ok\""), "{json}");
+        assert!(json.contains("\"cold_skipped\":\"not asked for (--no-cold)\""), "{json}");
     }
 }

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::gpu::cufile::{self as cf, CufileHandle, CufileParams, DriverProps};
+use crate::error::{Error, Location, Result};
+use crate::gpu::cufile::{self as cf, CufileDriver, CufileParams, DriverProps, FileHandle};
 use crate::gpu::{GpuContext, GpuInfo};
 use crate::io::IoPath;
 
@@ -42,10 +43,8 @@ pub struct CufileCheck {
 /// What the cuFile configuration file says.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CufileConfig {
-    /// The file read (`CUFILE_ENV_PATH_JSON` or `/etc/cufile.json`).
+    /// The file read (`CUFILE_ENV_PATH_JSON` or `/etc/cufile.json`, as [`crate::config::Settings`] found).
     pub path: PathBuf,
-    /// Whether `CUFILE_ENV_PATH_JSON` chose it.
-    pub from_env: bool,
     /// `properties.allow_compat_mode`.
     pub allow_compat_mode: Option<bool>,
     /// `execution.*` settings.
@@ -114,19 +113,15 @@ pub fn parse_cufile_config(path: &Path, text: &str) -> CufileConfig {
     cfg
 }
 
-fn read_config() -> CufileConfig {
-    let from_env = std::env::var_os("CUFILE_ENV_PATH_JSON").is_some();
-    let path = cf::config_path();
-    let mut cfg = match std::fs::read_to_string(&path) {
-        Ok(t) => parse_cufile_config(&path, &t),
+fn read_config(path: &Path) -> CufileConfig {
+    match std::fs::read_to_string(path) {
+        Ok(t) => parse_cufile_config(path, &t),
         Err(e) => CufileConfig {
-            path: path.clone(),
+            path: path.to_path_buf(),
             error: Some(format!("cannot read {}: {e}", path.display())),
             ..CufileConfig::default()
         },
-    };
-    cfg.from_env = from_env;
-    cfg
+    }
 }
 
 fn nvidia_fs_module() -> bool {
@@ -154,6 +149,7 @@ pub fn try_o_direct(dir: &Path) -> Trial {
         }
     };
     // An aligned buffer: O_DIRECT needs the memory, offset and length aligned.
+    // SAFETY: the layout has a non-zero size; the pointer is checked for null before use.
     let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
     if ptr.is_null() {
         return Trial {
@@ -161,6 +157,7 @@ pub fn try_o_direct(dir: &Path) -> Trial {
             detail: "cannot allocate an aligned buffer".into(),
         };
     }
+    // SAFETY: ptr points to 4096 zeroed bytes owned here until the dealloc below, after the last use.
     let buf = unsafe { std::slice::from_raw_parts_mut(ptr, 4096) };
     for (i, b) in buf.iter_mut().enumerate() {
         *b = (i % 251) as u8;
@@ -185,6 +182,7 @@ pub fn try_o_direct(dir: &Path) -> Trial {
         }
         Ok(())
     })();
+    // SAFETY: ptr came from alloc_zeroed with this layout; `buf` is not used after this.
     unsafe { std::alloc::dealloc(ptr, layout) };
     let _ = std::fs::remove_file(&path);
     match result {
@@ -199,19 +197,31 @@ pub fn try_o_direct(dir: &Path) -> Trial {
     }
 }
 
-/// Probes everything; never panics.
-pub fn check(dir: &Path) -> CheckReport {
-    let gpu = match crate::gpu::Gpu::probe() {
+/// Probes GPU `device`, cuFile (with its configuration file `cufile_config`) and `dir`; never panics.
+/// Fails only when `dir` is not a directory.
+pub fn check(dir: &Path, device: usize, cufile_config: &Path) -> Result<CheckReport> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(Error::InvalidRequest {
+                location: Location::file(dir),
+                message: "not a directory (check tries registration and O_DIRECT in a directory)".into(),
+            });
+        }
+        Err(e) => return Err(Error::io(Location::file(dir), "cannot use the directory", e)),
+    }
+    let ctx = GpuContext::new(device);
+    let gpu = match ctx.as_ref().map_err(|e| e.to_string()).and_then(|c| c.info().map_err(|e| e.to_string())) {
         Ok(info) => GpuCheck {
             info: Some(info),
             error: None,
         },
         Err(e) => GpuCheck {
             info: None,
-            error: Some(e.to_string()),
+            error: Some(e),
         },
     };
-    let config = read_config();
+    let config = read_config(cufile_config);
     let o_direct = try_o_direct(dir);
     let mut cufile = CufileCheck {
         present: cf::present().is_ok(),
@@ -231,12 +241,10 @@ pub fn check(dir: &Path) -> CheckReport {
             Err(e) => cufile.error = Some(e.to_string()),
         }
     }
-    if let Some(reason) = &gpu.error {
-        registration.detail = format!("not tried: no GPU ({reason})");
-    } else if !cufile.present {
-        registration.detail = "not tried: libcufile absent".into();
-    } else {
-        match cf::driver(&CufileParams::default()) {
+    match (&ctx, cufile.present) {
+        (Err(e), _) => registration.detail = format!("not tried: no GPU ({e})"),
+        (Ok(_), false) => registration.detail = "not tried: libcufile absent".into(),
+        (Ok(ctx), true) => match CufileDriver::open(ctx, &CufileParams::default()) {
             Err(e) => {
                 cufile.error = Some(e.to_string());
                 registration.detail = format!("not tried: {e}");
@@ -245,13 +253,13 @@ pub fn check(dir: &Path) -> CheckReport {
                 cufile.props = Some(drv.props);
                 cufile.stats_enabled = drv.stats_enabled;
                 cufile.params = CufileParams::current().ok();
-                registration = try_register(dir, drv);
+                registration = try_register(dir, ctx, &drv);
             }
-        }
+        },
     }
     let nvidia_fs = nvidia_fs_module();
     let verdicts = verdicts(&gpu, &cufile, nvidia_fs, &config, &registration);
-    CheckReport {
+    Ok(CheckReport {
         dir: dir.to_path_buf(),
         gpu,
         cufile,
@@ -260,16 +268,20 @@ pub fn check(dir: &Path) -> CheckReport {
         registration,
         o_direct,
         verdicts,
-    }
+    })
 }
 
-fn try_register(dir: &Path, drv: &'static cf::CufileDriver) -> Trial {
+fn try_register(dir: &Path, ctx: &std::sync::Arc<GpuContext>, drv: &std::sync::Arc<CufileDriver>) -> Trial {
     let path = scratch_name(dir, "register");
     let r = (|| -> std::result::Result<String, String> {
         std::fs::write(&path, vec![7u8; 4096]).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        let (file, direct) = cf::open_for_cufile(&path, true).map_err(|e| e.to_string())?;
-        GpuContext::shared().and_then(|c| c.bind()).map_err(|e| e.to_string())?;
-        let h = CufileHandle::register(drv, file, direct)?;
+        // O_DIRECT where the file system allows it, as GDS wants; else a buffered file.
+        let (file, direct) = match crate::io::pread::open_direct(&path) {
+            Ok(f) => (f, true),
+            Err(_) => (std::fs::File::open(&path).map_err(|e| e.to_string())?, false),
+        };
+        ctx.bind().map_err(|e| e.to_string())?;
+        let h = FileHandle::register(drv, file, direct).map_err(|e| e.to_string())?;
         drop(h);
         Ok(format!(
             "cuFileHandleRegister accepted a file in {} ({} fd)",
@@ -395,15 +407,7 @@ impl CheckReport {
         if let Some(e) = &self.cufile.error {
             s.push_str(&format!("cuFile problem   {e}\n"));
         }
-        s.push_str(&format!(
-            "cufile.json      {}{}",
-            self.config.path.display(),
-            if self.config.from_env {
-                " (CUFILE_ENV_PATH_JSON)"
-            } else {
-                ""
-            }
-        ));
+        s.push_str(&format!("cufile.json      {}", self.config.path.display()));
         match &self.config.error {
             Some(e) => s.push_str(&format!(": {e}\n")),
             None => {
@@ -476,7 +480,7 @@ mod tests {
     #[test]
     fn check_gives_four_verdicts_without_panicking() {
         let dir = tempfile::tempdir().unwrap();
-        let r = check(dir.path());
+        let r = check(dir.path(), 0, Path::new("/etc/cufile.json")).unwrap();
         let paths: Vec<IoPath> = r.verdicts.iter().map(|v| v.path).collect();
         assert_eq!(paths, IoPath::ALL.to_vec());
         assert!(r.verdicts[3].usable);
@@ -496,5 +500,14 @@ mod tests {
         serde_json::to_string(&r).unwrap();
         // No scratch files left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn check_of_a_missing_or_non_directory_path_is_an_error() {
+        let e = check(Path::new("/nonexistent-gpu-parquet"), 0, Path::new("/etc/cufile.json")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent-gpu-parquet"), "{e}");
+        let f = tempfile::NamedTempFile::new().unwrap();
+        let e = check(f.path(), 0, Path::new("/etc/cufile.json")).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
     }
 }

@@ -126,6 +126,35 @@ pub enum Error {
         message: String,
     },
 
+    /// A CUDA driver call failed; the driver's error code is the source.
+    #[error("{context}: {source}")]
+    Cuda {
+        /// What we were doing.
+        context: String,
+        /// The driver's error.
+        #[source]
+        source: cudarc::driver::DriverError,
+    },
+
+    /// A cuFile call failed; cuFile's error code (or the OS error) is the source.
+    #[error("{context}: {source}")]
+    Cufile {
+        /// What we were doing.
+        context: String,
+        /// cuFile's error.
+        #[source]
+        source: cudarc::cufile::result::CufileError,
+    },
+
+    /// A setting (command-line flag or environment variable) has a value we cannot use.
+    #[error("{setting}: {message}")]
+    Config {
+        /// The flag or variable with its value, as the user gave it (`--threads 0x`, `GPU_PARQUET_THREADS=0x`).
+        setting: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+
     /// A backend cannot serve this request (for example compat mode `off` but cuFile refused the file).
     #[error("{backend} backend unavailable: {reason}")]
     Unavailable {

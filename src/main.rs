@@ -1,18 +1,21 @@
-//! The `gpu-parquet` command line: a thin shell over the library, one small function per subcommand.
+//! The `gpu-parquet` command line: a thin shell over the library. It parses arguments, reads the
+//! environment once ([`Settings::from_env`], with flags in place of their variables), calls the
+//! [`Reader`] (or `inspect`, `check`, `bench`), and prints.
 //!
-//! Errors print as one line, `error: <message>`, on stderr, with exit status 1.
+//! Errors, argument errors included, print as one line, `error: <message>`, on stderr, with exit
+//! status 1. Output is printed only after every library object is dropped, so the cuFile driver is
+//! closed before the process ends, whatever happens to stdout.
+
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use gpu_parquet::decode::host::decode_fetched;
-use gpu_parquet::io::policy::{AnyBackend, BackendKind, CompatMode, IoPolicy};
-use gpu_parquet::io::verify::verify_against_file;
-use gpu_parquet::io::{DestBuffer, IoBackend};
-use gpu_parquet::report::ReadReport;
-use gpu_parquet::{Error, ParquetSource, Projection, ReadPlan, RowGroupSelection};
+use gpu_parquet::config::Key;
+use gpu_parquet::io::DestBuffer;
+use gpu_parquet::{BackendKind, Error, Reader, Settings};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -35,34 +38,86 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Read column chunks through a backend and print the per-column I/O report.
+    /// Read column chunks (onto the GPU where there is one) and print the per-column path report.
     Read(ReadArgs),
     /// Say what this machine and DIR's file system can do: GPU, cuFile, nvidia-fs, O_DIRECT, verdicts.
     Check {
         /// Directory to try registration and O_DIRECT in.
         #[arg(default_value = ".")]
         dir: PathBuf,
+        #[command(flatten)]
+        io: IoArgs,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
-    /// Read all column chunks of FILE through every available path, hot and cold, as a table.
+    /// Read all column chunks of FILE through every available path, hot and cold (cold runs drop the
+    /// page cache, which needs root), as a table.
     Bench {
         /// The Parquet file.
         file: PathBuf,
         /// Hot repetitions per path (the best is reported).
         #[arg(long, default_value_t = 5)]
         reps: usize,
-        /// Skip the cold runs (which drop the page cache, as root).
+        /// Skip the cold runs.
         #[arg(long)]
         no_cold: bool,
         /// Thread counts to try for the staged path.
         #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
         staged_threads: Vec<usize>,
+        #[command(flatten)]
+        io: IoArgs,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Settings that also have an environment variable (the flag wins); parsed and bounded by the library.
+#[derive(Debug, Args)]
+struct IoArgs {
+    /// CUDA device ordinal [GPU_PARQUET_DEVICE; default 0].
+    #[arg(long)]
+    device: Option<String>,
+    /// on (never cuFile), off (cuFile or fail), auto [GPU_PARQUET_COMPAT_MODE; default auto].
+    #[arg(long)]
+    compat_mode: Option<String>,
+    /// I/O threads, 0 to 1024; 0: one per core [GPU_PARQUET_THREADS].
+    #[arg(long)]
+    threads: Option<String>,
+    /// Largest read task in MiB, 1 to 1024 [GPU_PARQUET_TASK_SIZE_MB; default 8].
+    #[arg(long)]
+    task_size_mb: Option<String>,
+    /// With cuFile in use, tasks under this many KiB go staged [GPU_PARQUET_SMALL_READ_KB; default 16].
+    #[arg(long)]
+    small_read_kb: Option<String>,
+    /// Use O_DIRECT where the file system allows it (reads 4 KiB aligned) [GPU_PARQUET_DIRECT].
+    #[arg(long)]
+    direct: bool,
+}
+
+impl IoArgs {
+    /// The flags given, as the library's settings keys.
+    fn flags(&self) -> Vec<(Key, String)> {
+        let mut f: Vec<(Key, String)> = [
+            (Key::Device, &self.device),
+            (Key::CompatMode, &self.compat_mode),
+            (Key::Threads, &self.threads),
+            (Key::TaskSize, &self.task_size_mb),
+            (Key::SmallRead, &self.small_read_kb),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
+        .collect();
+        if self.direct {
+            f.push((Key::Direct, "1".into()));
+        }
+        f
+    }
+
+    fn settings(&self) -> gpu_parquet::Result<Settings> {
+        Settings::from_env(&self.flags())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -75,24 +130,11 @@ struct ReadArgs {
     /// Row groups to read, by index (default: all).
     #[arg(long, value_delimiter = ',')]
     row_groups: Option<Vec<usize>>,
-    /// host, staged, cufile or auto (auto: cuFile where it registers the file, else staged, else host).
-    #[arg(long, default_value = "host")]
+    /// auto (the best GPU path here; host memory without a GPU), staged, cufile or host.
+    #[arg(long, default_value = "auto")]
     backend: String,
-    /// on (never cuFile), off (cuFile or fail), auto. Overrides GPU_PARQUET_COMPAT_MODE.
-    #[arg(long)]
-    compat_mode: Option<String>,
-    /// I/O threads (0: one per core). Overrides GPU_PARQUET_THREADS.
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Task size in MiB. Overrides GPU_PARQUET_TASK_SIZE_MB.
-    #[arg(long)]
-    task_size_mb: Option<u64>,
-    /// Under auto, tasks smaller than this many KiB go staged. Overrides GPU_PARQUET_SMALL_READ_KB.
-    #[arg(long)]
-    small_read_kb: Option<u64>,
-    /// Align reads to 4 KiB and use O_DIRECT where the file system allows it.
-    #[arg(long)]
-    direct: bool,
+    #[command(flatten)]
+    io: IoArgs,
     /// Check that the fetched bytes equal the file's bytes.
     #[arg(long)]
     verify: bool,
@@ -102,59 +144,6 @@ struct ReadArgs {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
-}
-
-/// Writes `text` to stdout. A closed stdout (`gpu-parquet read F --json | head`) is not an error worth
-/// reporting: the reader has what it wanted, so we stop quietly.
-fn emit(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            finish(ExitCode::SUCCESS);
-        }
-        eprintln!("error: writing to stdout: {e}");
-        finish(ExitCode::FAILURE);
-    }
-}
-
-/// Ends the process: closes the cuFile driver first when this process opened it.
-fn finish(code: ExitCode) -> ! {
-    gpu_parquet::gpu::cufile::shutdown();
-    std::process::exit(if code == ExitCode::SUCCESS { 0 } else { 1 })
-}
-
-fn inspect(file: PathBuf, json: bool) -> gpu_parquet::Result<()> {
-    let source = ParquetSource::open(file)?;
-    let summary = gpu_parquet::inspect::inspect(&source);
-    if json {
-        emit(&format!("{}\n", summary.to_json()));
-    } else {
-        emit(&summary.to_table());
-    }
-    Ok(())
-}
-
-fn policy_for(args: &ReadArgs) -> gpu_parquet::Result<IoPolicy> {
-    let mut policy = IoPolicy::from_env()?;
-    let bad = |message: String| Error::InvalidRequest {
-        location: gpu_parquet::Location::file(&args.file),
-        message,
-    };
-    if let Some(m) = &args.compat_mode {
-        policy.compat_mode = m.parse::<CompatMode>().map_err(bad)?;
-    }
-    if let Some(t) = args.threads {
-        policy.threads = t;
-    }
-    if let Some(mb) = args.task_size_mb {
-        policy.task_size = mb.max(1) << 20;
-    }
-    if let Some(kb) = args.small_read_kb {
-        policy.small_read_threshold = kb.saturating_mul(1024);
-    }
-    policy.direct_io |= args.direct;
-    Ok(policy)
 }
 
 /// A spinner on stderr that appears only if the work takes longer than a second.
@@ -191,63 +180,78 @@ impl Drop for Progress {
     }
 }
 
-fn read(args: ReadArgs) -> gpu_parquet::Result<()> {
-    let source = ParquetSource::open(&args.file)?;
-    let policy = policy_for(&args)?;
-    let kind: BackendKind = args.backend.parse().map_err(|message| Error::InvalidRequest {
-        location: gpu_parquet::Location::file(&args.file),
+fn inspect(file: PathBuf, json: bool) -> gpu_parquet::Result<String> {
+    let source = gpu_parquet::ParquetSource::open(file)?;
+    let summary = gpu_parquet::inspect::inspect(&source);
+    Ok(if json {
+        format!("{}\n", summary.to_json())
+    } else {
+        summary.to_table()
+    })
+}
+
+fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
+    let settings = args.io.settings()?;
+    let backend: BackendKind = args.backend.parse().map_err(|message| Error::Config {
+        setting: format!("--backend {}", args.backend),
         message,
     })?;
-    let projection = args.columns.clone().map(Projection::Names).unwrap_or_default();
-    let row_groups = args
-        .row_groups
-        .clone()
-        .map(RowGroupSelection::Indices)
-        .unwrap_or_default();
-    let plan = ReadPlan::build(&source, &projection, &row_groups, policy.plan_options())?;
-    let progress = Progress::start("reading");
-    let backend = AnyBackend::new(kind, &policy)?;
-    let fetched = backend.fetch(&source, &plan)?;
-    let report = ReadReport::build(&source.path().display().to_string(), &plan, &fetched.log);
-    let needs_host = args.verify || args.output.is_some();
-    let host = if needs_host {
-        progress.stage("copying to host");
-        Some(fetched.buffer.to_host_bytes()?)
-    } else {
-        None
-    };
-    if let (true, Some(bytes)) = (args.verify, &host) {
-        progress.stage("verifying");
-        verify_against_file(&source, &plan, bytes)?;
+    let mut builder = Reader::builder(&args.file)
+        .with_settings(&settings)
+        .with_backend(backend);
+    if let Some(c) = &args.columns {
+        builder = builder.with_columns(c.iter().cloned());
     }
-    if let (Some(out), Some(bytes)) = (&args.output, &host) {
+    if let Some(g) = &args.row_groups {
+        builder = builder.with_row_groups(g.iter().copied());
+    }
+    let progress = Progress::start("reading");
+    let reader = builder.build()?;
+    let chunks = reader.read()?;
+    let mut extra = Vec::new();
+    if args.verify {
+        progress.stage("verifying");
+        chunks.verify()?;
+        extra.push((
+            "verified",
+            serde_json::json!({ "bytes": chunks.buffer().len(), "equal_to_file": true }),
+            format!("verified: {} fetched bytes equal the file's bytes", chunks.buffer().len()),
+        ));
+    }
+    let report = chunks.report().clone();
+    if let Some(out) = &args.output {
         progress.stage("decoding");
-        let table = decode_fetched(&source, &plan, bytes, policy.threads)?;
+        let table = chunks.decode()?;
         progress.stage("writing");
-        write_ipc(out, &table)?;
+        write_ipc(out, &table, &args.file)?;
+        extra.push((
+            "output",
+            serde_json::json!({ "path": out, "rows": table.num_rows(), "format": "arrow-ipc-file" }),
+            format!("wrote {} ({} rows, Arrow IPC file)", out.display(), table.num_rows()),
+        ));
     }
     drop(progress);
     if args.json {
-        emit(&format!("{}\n", report.to_json()));
+        let mut v = serde_json::to_value(&report).map_err(|e| Error::parquet(reader.source().location(), e))?;
+        if let Some(obj) = v.as_object_mut() {
+            for (k, j, _) in &extra {
+                obj.insert((*k).to_string(), j.clone());
+            }
+        }
+        Ok(format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default()))
     } else {
         let mut text = report.to_table();
-        if args.verify {
-            text.push_str(&format!(
-                "verified: {} fetched bytes equal the file's bytes\n",
-                fetched.buffer.len()
-            ));
+        for (_, _, line) in extra {
+            text.push_str(&line);
+            text.push('\n');
         }
-        if let Some(out) = &args.output {
-            text.push_str(&format!("wrote {}\n", out.display()));
-        }
-        emit(&text);
+        Ok(text)
     }
-    Ok(())
 }
 
 /// Writes `table` as an Arrow IPC file, atomically: into a temporary file beside `out`, renamed over
 /// `out` only once complete, so a failure never leaves a broken file behind.
-fn write_ipc(out: &Path, table: &gpu_parquet::decode::host::DecodedTable) -> gpu_parquet::Result<()> {
+fn write_ipc(out: &Path, table: &gpu_parquet::decode::DecodedTable, _input: &Path) -> gpu_parquet::Result<()> {
     let location = gpu_parquet::Location::file(out);
     let mut tmp = out.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", std::process::id()));
@@ -262,13 +266,11 @@ fn write_ipc(out: &Path, table: &gpu_parquet::decode::host::DecodedTable) -> gpu
     result
 }
 
-fn write_ipc_to(path: &Path, table: &gpu_parquet::decode::host::DecodedTable) -> gpu_parquet::Result<()> {
+fn write_ipc_to(path: &Path, table: &gpu_parquet::decode::DecodedTable) -> gpu_parquet::Result<()> {
     let location = gpu_parquet::Location::file(path);
     let file = std::fs::File::create(path).map_err(|e| Error::io(location.clone(), "cannot create", e))?;
     let mut writer = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(file), &table.schema)
         .map_err(|e| Error::parquet(location.clone(), e))?;
-    // An IPC file holds one dictionary per field, but each row group may bring its own (polars writes
-    // such files): concatenating merges the dictionaries, at the cost of one copy of the table.
     let merged;
     let batches: &[arrow::record_batch::RecordBatch] =
         if table.batches.len() > 1 && table.schema.fields().iter().any(|f| has_dictionary(f.data_type())) {
@@ -283,7 +285,6 @@ fn write_ipc_to(path: &Path, table: &gpu_parquet::decode::host::DecodedTable) ->
     writer.finish().map_err(|e| Error::parquet(location, e))
 }
 
-/// Whether `t` is or contains a dictionary type.
 fn has_dictionary(t: &arrow::datatypes::DataType) -> bool {
     use arrow::datatypes::DataType::*;
     match t {
@@ -298,62 +299,87 @@ fn has_dictionary(t: &arrow::datatypes::DataType) -> bool {
     }
 }
 
-/// Prints `value` as pretty JSON, or `table()` as text.
-fn emit_report(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> String) {
+/// `value` as pretty JSON, or `table()` as text.
+fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> String) -> String {
     if json {
-        emit(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(value).unwrap_or_default()
-        ));
+        format!("{}\n", serde_json::to_string_pretty(value).unwrap_or_default())
     } else {
-        emit(&table());
+        table()
     }
 }
 
-fn check(dir: PathBuf, json: bool) -> gpu_parquet::Result<()> {
-    let report = gpu_parquet::check::check(&dir);
-    emit_report(json, &report, || report.to_table());
-    Ok(())
+fn check(dir: PathBuf, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
+    let settings = io.settings()?;
+    let report = gpu_parquet::check::check(&dir, settings.device, &settings.cufile_config)?;
+    Ok(render(json, &report, || report.to_table()))
 }
 
-fn bench(file: PathBuf, reps: usize, no_cold: bool, staged_threads: Vec<usize>, json: bool) -> gpu_parquet::Result<()> {
-    let policy = IoPolicy::from_env()?;
+fn bench(file: PathBuf, reps: usize, no_cold: bool, staged_threads: Vec<usize>, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
+    let settings = io.settings()?;
     let opts = gpu_parquet::bench::BenchOptions {
         reps,
         cold: !no_cold,
         staged_threads,
-        threads: policy.threads,
-        task_size: policy.task_size,
-        bounce_buffer_size: policy.bounce_buffer_size,
-        bounce_buffers: policy.bounce_buffers,
+        policy: settings.policy,
+        device: settings.device,
         ..Default::default()
     };
     let report = gpu_parquet::bench::bench_paths(&file, &opts)?;
-    emit_report(json, &report, || report.to_table());
-    Ok(())
+    Ok(render(json, &report, || report.to_table()))
+}
+
+/// Writes `text` to stdout; a closed stdout (`gpu-parquet read F --json | head`) is not an error worth
+/// reporting: the reader has what it wanted.
+fn emit(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn main() -> ExitCode {
     // Panics the library contains become errors; keep their default message off stderr.
     gpu_parquet::panic_guard::install_quiet_hook();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                return emit(&e.to_string());
+            }
+            // One line, like every other error: clap's first line, without its own "error: " prefix.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("error: {first} (gpu-parquet --help lists the arguments)");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
         Command::Read(args) => read(args),
-        Command::Check { dir, json } => check(dir, json),
+        Command::Check { dir, io, json } => check(dir, io, json),
         Command::Bench {
             file,
             reps,
             no_cold,
             staged_threads,
+            io,
             json,
-        } => bench(file, reps, no_cold, staged_threads, json),
+        } => bench(file, reps, no_cold, staged_threads, io, json),
     };
+    // Every reader, backend and cuFile driver is dropped by now; only text is left to print.
     match result {
-        Ok(()) => finish(ExitCode::SUCCESS),
+        Ok(text) => emit(&text),
         Err(e) => {
             eprintln!("error: {e}");
-            finish(ExitCode::FAILURE)
+            ExitCode::FAILURE
         }
     }
 }

@@ -19,6 +19,9 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::metadata::ParquetSource;
 
+/// The default largest read task, bytes: one value for plans, policies, the CLI and benchmarks.
+pub const DEFAULT_TASK_SIZE: u64 = 8 << 20;
+
 /// Direct I/O alignment (bytes).
 pub const DIRECT_IO_ALIGN: u64 = 4096;
 
@@ -62,7 +65,7 @@ impl Default for PlanOptions {
     fn default() -> Self {
         Self {
             max_gap: 0,
-            task_size: 16 << 20,
+            task_size: DEFAULT_TASK_SIZE,
             align: false,
         }
     }

@@ -17,9 +17,7 @@ use crate::io::{CufileStatsDelta, IoLog, IoPath};
 use crate::plan::ReadPlan;
 
 /// Serialises a duration as seconds (f64).
-pub fn ser_secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
+pub use crate::io::ser_secs;
 
 /// Bytes and reads per path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -121,7 +121,7 @@ fn pipeline(
     let source = ParquetSource::open(path)?;
     let plan = ReadPlan::build(&source, projection, row_groups, options)?;
     let fetched = HostBackend::new(2)?.fetch(&source, &plan)?;
-    let table = decode_fetched(&source, &plan, &fetched.buffer, 2)?;
+    let table = decode_fetched(&source, &plan, &fetched.buffer.into_bytes(), 2)?;
     let batch = table.concat()?;
     assert_eq!(table.row_group_batches.len(), plan.row_groups.len());
     Ok(Ours {

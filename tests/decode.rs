@@ -159,7 +159,7 @@ fn decode_file(
     let source = ParquetSource::open(path)?;
     let plan = ReadPlan::build(&source, projection, rgs, PlanOptions::default())?;
     let fetched = HostBackend::new(2)?.fetch(&source, &plan)?;
-    let table = decode_fetched(&source, &plan, &fetched.buffer, threads)?;
+    let table = decode_fetched(&source, &plan, &fetched.buffer.into_bytes(), threads)?;
     Ok((plan, table))
 }
 

@@ -18,11 +18,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
-use gpu_parquet::decode::host::decode_fetched;
-use gpu_parquet::io::IoBackend;
-use gpu_parquet::io::host::HostBackend;
 use gpu_parquet::panic_guard::contain_panics;
-use gpu_parquet::{Error, Location, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
+use gpu_parquet::{Error, Location, ParquetSource};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// The writers the script knows; under CI every one must be importable.
@@ -47,17 +44,17 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/writers/make_files.py")
 }
 
-/// Our pipeline over the whole file.
+/// Our reader over the whole file, on the host path.
 fn ours(path: &Path) -> Result<RecordBatch, Error> {
-    let source = ParquetSource::open(path)?;
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )?;
-    let fetched = HostBackend::new(2)?.fetch(&source, &plan)?;
-    decode_fetched(&source, &plan, &fetched.buffer, 2)?.concat()
+    gpu_parquet::Reader::builder(path)
+        .with_backend(gpu_parquet::BackendKind::Host)
+        .with_policy(gpu_parquet::IoPolicy {
+            threads: 2,
+            ..Default::default()
+        })
+        .build()?
+        .read_batches()?
+        .concat()
 }
 
 /// arrow-rs reading the file its own way, batches concatenated (panics contained).

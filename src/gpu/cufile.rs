@@ -1,29 +1,27 @@
-//! cuFile (GPUDirect Storage) wrappers: presence, version, parameters, driver, properties, level-3
-//! statistics, file handles and buffer registration.
+//! cuFile (GPUDirect Storage): presence, version, parameters, the driver, level-3 statistics, file
+//! handles and buffer registration.
 //!
-//! Our own small RAII types instead of `cudarc::cufile::safe`, whose drops unwrap. The cuFile driver is
-//! opened once per process ([`driver`]); parameters only take effect when set before that, so the first
-//! call's [`CufileParams`] win and later differing ones are reported as ignored.
+//! Built on cudarc's `cufile::result` rung (driver open and properties, handle registration, reads,
+//! buffer registration); raw `sys` only for what cudarc lacks: parameters, statistics, and
+//! `cuFileDriverClose_v2` (the symbol cufile.h maps `cuFileDriverClose` to).
+//!
+//! The driver is reference counted ([`CufileDriver::open`] returns an `Arc`): opened on first use,
+//! closed when the last backend, handle or check holding it drops, so no caller has to remember a
+//! shutdown call. Left open, libcufile's own teardown at process exit was seen to crash on the H200
+//! machine. Parameters only take effect before the driver opens, so the first opener's
+//! [`CufileParams`] hold for as long as the driver stays open.
 
 use std::fs::File;
 use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
-use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use cudarc::cufile::result::{self as cf, CufileError};
 use cudarc::cufile::sys;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, guard};
-use crate::io::CufileStatsDelta;
-
-/// Where cuFile reads its configuration from: `CUFILE_ENV_PATH_JSON`, else `/etc/cufile.json`.
-pub fn config_path() -> std::path::PathBuf {
-    std::env::var_os("CUFILE_ENV_PATH_JSON")
-        .map(Into::into)
-        .unwrap_or_else(|| "/etc/cufile.json".into())
-}
+use crate::gpu::{DeviceWriter, GpuContext, guard};
 
 /// The hint appended to registration and read errors.
 pub const LOG_HINT: &str =
@@ -34,6 +32,7 @@ pub fn present() -> std::result::Result<(), String> {
     static PRESENT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     PRESENT
         .get_or_init(|| {
+            // SAFETY: is_culib_present only tries to dlopen the candidate names; a panic is caught.
             let ok = std::panic::catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
             if ok {
                 Ok(())
@@ -44,63 +43,27 @@ pub fn present() -> std::result::Result<(), String> {
         .clone()
 }
 
-/// The name of a cuFile error code (`CU_FILE_*`), or the number when unknown.
-pub fn error_name(code: i64) -> String {
-    let name = match code {
-        5001 => "CU_FILE_DRIVER_NOT_INITIALIZED",
-        5002 => "CU_FILE_DRIVER_INVALID_PROPS",
-        5003 => "CU_FILE_DRIVER_UNSUPPORTED_LIMIT",
-        5004 => "CU_FILE_DRIVER_VERSION_MISMATCH",
-        5005 => "CU_FILE_DRIVER_VERSION_READ_ERROR",
-        5006 => "CU_FILE_DRIVER_CLOSING",
-        5007 => "CU_FILE_PLATFORM_NOT_SUPPORTED",
-        5008 => "CU_FILE_IO_NOT_SUPPORTED",
-        5009 => "CU_FILE_DEVICE_NOT_SUPPORTED",
-        5010 => "CU_FILE_NVFS_DRIVER_ERROR",
-        5011 => "CU_FILE_CUDA_DRIVER_ERROR",
-        5012 => "CU_FILE_CUDA_POINTER_INVALID",
-        5013 => "CU_FILE_CUDA_MEMORY_TYPE_INVALID",
-        5014 => "CU_FILE_CUDA_POINTER_RANGE_ERROR",
-        5015 => "CU_FILE_CUDA_CONTEXT_MISMATCH",
-        5016 => "CU_FILE_INVALID_MAPPING_SIZE",
-        5017 => "CU_FILE_INVALID_MAPPING_RANGE",
-        5018 => "CU_FILE_INVALID_FILE_TYPE",
-        5019 => "CU_FILE_INVALID_FILE_OPEN_FLAG",
-        5020 => "CU_FILE_DIO_NOT_SET",
-        5022 => "CU_FILE_INVALID_VALUE",
-        5023 => "CU_FILE_MEMORY_ALREADY_REGISTERED",
-        5024 => "CU_FILE_MEMORY_NOT_REGISTERED",
-        5025 => "CU_FILE_PERMISSION_DENIED",
-        5026 => "CU_FILE_DRIVER_ALREADY_OPEN",
-        5027 => "CU_FILE_HANDLE_NOT_REGISTERED",
-        5028 => "CU_FILE_HANDLE_ALREADY_REGISTERED",
-        5029 => "CU_FILE_DEVICE_NOT_FOUND",
-        5030 => "CU_FILE_INTERNAL_ERROR",
-        5031 => "CU_FILE_GETNEWFD_FAILED",
-        5033 => "CU_FILE_NVFS_SETUP_ERROR",
-        5034 => "CU_FILE_IO_DISABLED",
-        5035 => "CU_FILE_IO_MAX_ERROR",
-        _ => return format!("cuFile error {code}"),
-    };
-    name.to_string()
+fn cufile_err(context: impl Into<String>) -> impl FnOnce(CufileError) -> Error {
+    let context = context.into();
+    move |source| Error::Cufile { context, source }
 }
 
-fn status(e: sys::CUfileError_t) -> std::result::Result<(), String> {
-    if e.err == sys::CUfileOpError::CU_FILE_SUCCESS {
-        Ok(())
-    } else if e.err == sys::CUfileOpError::CU_FILE_CUDA_DRIVER_ERROR {
-        Err(format!("{:?} ({:?})", e.err, e.cu_err))
-    } else {
-        Err(format!("{:?}", e.err))
+fn unavailable(reason: impl Into<String>) -> Error {
+    Error::Unavailable {
+        backend: "cufile".into(),
+        reason: reason.into(),
     }
 }
 
 /// cuFile's library version (`cuFileGetVersion`), as `major.minor` (for example "1.15").
 pub fn version() -> Result<String> {
-    present().map_err(|r| Error::device("cuFile", r))?;
+    present().map_err(unavailable)?;
     guard("cuFileGetVersion", || {
         let mut v = 0i32;
-        status(unsafe { sys::cuFileGetVersion(&mut v) }).map_err(|m| Error::device("cuFileGetVersion", m))?;
+        // SAFETY: cuFileGetVersion writes one int through a valid pointer to a local.
+        unsafe { sys::cuFileGetVersion(&mut v) }
+            .result()
+            .map_err(cufile_err("cuFileGetVersion"))?;
         Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
     })
 }
@@ -122,85 +85,89 @@ pub struct CufileParams {
     pub allow_compat_mode: Option<bool>,
 }
 
+use sys::CUFileBoolConfigParameter_t as BoolParam;
+use sys::CUFileSizeTConfigParameter_t as SizeParam;
+
+const BOOL_PARAMS: [(&str, BoolParam); 2] = [
+    ("execution.parallel_io", BoolParam::CUFILE_PARAM_EXECUTION_PARALLEL_IO),
+    (
+        "properties.allow_compat_mode",
+        BoolParam::CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE,
+    ),
+];
+const SIZE_PARAMS: [(&str, SizeParam); 4] = [
+    ("execution.max_io_threads", SizeParam::CUFILE_PARAM_EXECUTION_MAX_IO_THREADS),
+    (
+        "execution.min_io_threshold_size_kb",
+        SizeParam::CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB,
+    ),
+    (
+        "execution.max_request_parallelism",
+        SizeParam::CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM,
+    ),
+    (
+        "execution.max_io_queue_depth",
+        SizeParam::CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH,
+    ),
+];
+
 impl CufileParams {
+    fn bools(&self) -> [Option<bool>; 2] {
+        [self.parallel_io, self.allow_compat_mode]
+    }
+    fn sizes(&self) -> [Option<usize>; 4] {
+        [
+            self.max_io_threads,
+            self.min_io_threshold_size_kb,
+            self.max_request_parallelism,
+            self.max_io_queue_depth,
+        ]
+    }
+
     /// Reads the current values from cuFile (`cuFileGetParameter*`).
     pub fn current() -> Result<Self> {
-        present().map_err(|r| Error::device("cuFile", r))?;
+        present().map_err(unavailable)?;
         guard("cuFileGetParameter", || {
-            use sys::CUFileBoolConfigParameter_t as B;
-            use sys::CUFileSizeTConfigParameter_t as S;
-            let get_b = |p: B| {
+            let b = |p: BoolParam| {
                 let mut v = false;
-                status(unsafe { sys::cuFileGetParameterBool(p, &mut v) })
-                    .ok()
-                    .map(|_| v)
+                // SAFETY: writes one bool through a valid pointer to a local.
+                unsafe { sys::cuFileGetParameterBool(p, &mut v) }.result().ok().map(|_| v)
             };
-            let get_s = |p: S| {
+            let s = |p: SizeParam| {
                 let mut v = 0usize;
-                status(unsafe { sys::cuFileGetParameterSizeT(p, &mut v) })
-                    .ok()
-                    .map(|_| v)
+                // SAFETY: writes one size_t through a valid pointer to a local.
+                unsafe { sys::cuFileGetParameterSizeT(p, &mut v) }.result().ok().map(|_| v)
             };
             Ok(Self {
-                parallel_io: get_b(B::CUFILE_PARAM_EXECUTION_PARALLEL_IO),
-                max_io_threads: get_s(S::CUFILE_PARAM_EXECUTION_MAX_IO_THREADS),
-                min_io_threshold_size_kb: get_s(S::CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB),
-                max_request_parallelism: get_s(S::CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM),
-                max_io_queue_depth: get_s(S::CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH),
-                allow_compat_mode: get_b(B::CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE),
+                parallel_io: b(BOOL_PARAMS[0].1),
+                allow_compat_mode: b(BOOL_PARAMS[1].1),
+                max_io_threads: s(SIZE_PARAMS[0].1),
+                min_io_threshold_size_kb: s(SIZE_PARAMS[1].1),
+                max_request_parallelism: s(SIZE_PARAMS[2].1),
+                max_io_queue_depth: s(SIZE_PARAMS[3].1),
             })
         })
     }
 
     /// Applies the set values; returns one message per parameter cuFile refused.
     fn apply(&self) -> Vec<String> {
-        use sys::CUFileBoolConfigParameter_t as B;
-        use sys::CUFileSizeTConfigParameter_t as S;
         let mut refused = Vec::new();
-        let mut set_b = |name: &str, p: B, v: Option<bool>| {
+        for ((name, p), v) in BOOL_PARAMS.iter().zip(self.bools()) {
             if let Some(v) = v
-                && let Err(m) = status(unsafe { sys::cuFileSetParameterBool(p, v) })
+                // SAFETY: passes two plain values; no memory is shared.
+                && let Err(e) = unsafe { sys::cuFileSetParameterBool(*p, v) }.result()
             {
-                refused.push(format!("cuFile refused {name}={v}: {m}"));
+                refused.push(format!("cuFile refused {name}={v}: {e}"));
             }
-        };
-        set_b(
-            "execution.parallel_io",
-            B::CUFILE_PARAM_EXECUTION_PARALLEL_IO,
-            self.parallel_io,
-        );
-        set_b(
-            "properties.allow_compat_mode",
-            B::CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE,
-            self.allow_compat_mode,
-        );
-        let mut set_s = |name: &str, p: S, v: Option<usize>| {
+        }
+        for ((name, p), v) in SIZE_PARAMS.iter().zip(self.sizes()) {
             if let Some(v) = v
-                && let Err(m) = status(unsafe { sys::cuFileSetParameterSizeT(p, v) })
+                // SAFETY: passes two plain values; no memory is shared.
+                && let Err(e) = unsafe { sys::cuFileSetParameterSizeT(*p, v) }.result()
             {
-                refused.push(format!("cuFile refused {name}={v}: {m}"));
+                refused.push(format!("cuFile refused {name}={v}: {e}"));
             }
-        };
-        set_s(
-            "execution.max_io_threads",
-            S::CUFILE_PARAM_EXECUTION_MAX_IO_THREADS,
-            self.max_io_threads,
-        );
-        set_s(
-            "execution.min_io_threshold_size_kb",
-            S::CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB,
-            self.min_io_threshold_size_kb,
-        );
-        set_s(
-            "execution.max_request_parallelism",
-            S::CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM,
-            self.max_request_parallelism,
-        );
-        set_s(
-            "execution.max_io_queue_depth",
-            S::CUFILE_PARAM_EXECUTION_MAX_IO_QUEUE_DEPTH,
-            self.max_io_queue_depth,
-        );
+        }
         refused
     }
 }
@@ -223,107 +190,29 @@ impl DriverProps {
     }
 }
 
-/// The opened cuFile driver (process-wide).
-#[derive(Debug)]
-pub struct CufileDriver {
-    /// Driver properties read after opening.
-    pub props: DriverProps,
-    /// Whether level-3 statistics were enabled (`cuFileSetStatsLevel(3)` and `cuFileStatsStart`).
-    pub stats_enabled: bool,
-    /// Parameters applied before opening.
-    pub params: CufileParams,
-    /// Messages from opening (refused parameters, statistics unavailable...).
-    pub notes: Vec<String>,
-    /// The configuration file cuFile reads.
-    pub config_path: std::path::PathBuf,
+/// Differences in cuFile's level-3 statistics (summed over GPUs) across a fetch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StatsDelta {
+    /// Reads cuFile counted in total.
+    pub total_reads: u64,
+    /// Reads that went through nvidia-fs.
+    pub nvfs_reads: u64,
+    /// Reads that went through cuFile's POSIX compat mode.
+    pub posix_reads: u64,
+    /// Bytes cuFile says it read.
+    pub read_bytes: u64,
 }
 
-static DRIVER: OnceLock<std::result::Result<CufileDriver, String>> = OnceLock::new();
-static DRIVER_INIT: Mutex<()> = Mutex::new(());
-
-/// Opens the cuFile driver once per process, applying `params` first, and enables level-3 statistics.
-///
-/// Later calls return the same driver; `params` differing from the first call's are noted in
-/// [`CufileDriver::notes`]-style messages by the caller through [`CufileDriver::params`].
-pub fn driver(params: &CufileParams) -> Result<&'static CufileDriver> {
-    present().map_err(|r| Error::device("cuFile", r))?;
-    let _lock = DRIVER_INIT.lock().unwrap_or_else(|p| p.into_inner());
-    let r = DRIVER.get_or_init(|| open_driver(params).map_err(|e| e.to_string()));
-    r.as_ref().map_err(|m| Error::Unavailable {
-        backend: "cufile".into(),
-        reason: m.clone(),
-    })
-}
-
-/// Whether this process opened the cuFile driver.
-pub fn driver_opened() -> bool {
-    DRIVER.get().is_some_and(|d| d.is_ok())
-}
-
-/// Stops statistics and closes the cuFile driver if this process opened it. Call once, at the very
-/// end, after every file handle is gone: left open, libcufile's own teardown at process exit was
-/// seen to crash (SIGSEGV after the output was printed) on the H200 machine.
-pub fn shutdown() {
-    if !driver_opened() {
-        return;
-    }
-    let _ = guard("closing the cuFile driver", || {
-        // SAFETY: no handle or read is live any more (the caller's contract); both calls take no arguments.
-        unsafe {
-            let _ = sys::cuFileStatsStop();
-            let _ = sys::cuFileDriverClose_v2();
+impl StatsDelta {
+    /// The sum of two deltas.
+    pub fn plus(self, o: StatsDelta) -> StatsDelta {
+        StatsDelta {
+            total_reads: self.total_reads + o.total_reads,
+            nvfs_reads: self.nvfs_reads + o.nvfs_reads,
+            posix_reads: self.posix_reads + o.posix_reads,
+            read_bytes: self.read_bytes + o.read_bytes,
         }
-        Ok(())
-    });
-}
-
-fn open_driver(params: &CufileParams) -> Result<CufileDriver> {
-    let ctx = GpuContext::shared()?;
-    guard("opening the cuFile driver", || {
-        ctx.bind()?;
-        let mut notes = params.apply();
-        status(unsafe { sys::cuFileDriverOpen() })
-            .map_err(|m| Error::device("cuFileDriverOpen", format!("{m}; {LOG_HINT}")))?;
-        let mut p = MaybeUninit::<sys::CUfileDrvProps_t>::zeroed();
-        let props = match status(unsafe { sys::cuFileDriverGetProperties(p.as_mut_ptr()) }) {
-            Ok(()) => {
-                let p = unsafe { p.assume_init() };
-                DriverProps {
-                    nvfs_major: p.nvfs.major_version,
-                    nvfs_minor: p.nvfs.minor_version,
-                    max_direct_io_size: p.nvfs.max_direct_io_size as u64,
-                }
-            }
-            Err(m) => {
-                notes.push(format!(
-                    "cuFileDriverGetProperties failed ({m}): treating nvidia-fs as not loaded"
-                ));
-                DriverProps {
-                    nvfs_major: 0,
-                    nvfs_minor: 0,
-                    max_direct_io_size: 0,
-                }
-            }
-        };
-        let stats_enabled = match status(unsafe { sys::cuFileSetStatsLevel(3) })
-            .and_then(|_| status(unsafe { sys::cuFileStatsStart() }))
-        {
-            Ok(()) => true,
-            Err(m) => {
-                notes.push(format!(
-                    "cuFile statistics unavailable ({m}): paths inferred from nvfs version only"
-                ));
-                false
-            }
-        };
-        Ok(CufileDriver {
-            props,
-            stats_enabled,
-            params: params.clone(),
-            notes,
-            config_path: config_path(),
-        })
-    })
+    }
 }
 
 /// Level-3 read counters summed over GPUs at one moment.
@@ -342,8 +231,8 @@ pub struct StatsSnapshot {
 impl StatsSnapshot {
     /// The change from `before` to `self` (saturating: counters that went down, e.g. after a reset,
     /// count as 0 rather than wrapping).
-    pub fn since(&self, before: &StatsSnapshot) -> CufileStatsDelta {
-        CufileStatsDelta {
+    pub fn since(&self, before: &StatsSnapshot) -> StatsDelta {
+        StatsDelta {
             total_reads: self.total_reads.saturating_sub(before.total_reads),
             nvfs_reads: self.nvfs_reads.saturating_sub(before.nvfs_reads),
             posix_reads: self.posix_reads.saturating_sub(before.posix_reads),
@@ -352,7 +241,88 @@ impl StatsSnapshot {
     }
 }
 
+/// The open cuFile driver. Closed (statistics stopped, `cuFileDriverClose_v2`) when the last `Arc`
+/// drops; every [`FileHandle`] holds one, so the driver outlives its handles.
+#[derive(Debug)]
+pub struct CufileDriver {
+    /// Driver properties read after opening.
+    pub props: DriverProps,
+    /// Whether level-3 statistics were enabled (`cuFileSetStatsLevel(3)` and `cuFileStatsStart`).
+    pub stats_enabled: bool,
+    /// Parameters applied before opening.
+    pub params: CufileParams,
+    /// Messages from opening (refused parameters, statistics unavailable...).
+    pub notes: Vec<String>,
+}
+
+/// The driver while someone holds it. The lock also serialises opening against closing.
+static DRIVER: Mutex<Weak<CufileDriver>> = Mutex::new(Weak::new());
+
 impl CufileDriver {
+    /// The open driver, opening it on `ctx`'s device (after applying `params`) if no one holds it.
+    ///
+    /// When it is already open, `params` are not applied: compare [`CufileDriver::params`].
+    pub fn open(ctx: &Arc<GpuContext>, params: &CufileParams) -> Result<Arc<Self>> {
+        present().map_err(unavailable)?;
+        let mut slot = DRIVER.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = slot.upgrade() {
+            return Ok(d);
+        }
+        let d = Arc::new(Self::open_now(ctx, params)?);
+        *slot = Arc::downgrade(&d);
+        Ok(d)
+    }
+
+    fn open_now(ctx: &Arc<GpuContext>, params: &CufileParams) -> Result<Self> {
+        guard("opening the cuFile driver", || {
+            ctx.bind()?;
+            let mut notes = params.apply();
+            cf::driver_open().map_err(|e| unavailable(format!("cuFileDriverOpen failed: {e}; {LOG_HINT}")))?;
+            let props = match cf::driver_get_properties() {
+                Ok(p) => DriverProps {
+                    nvfs_major: p.nvfs.major_version,
+                    nvfs_minor: p.nvfs.minor_version,
+                    max_direct_io_size: p.nvfs.max_direct_io_size as u64,
+                },
+                Err(e) => {
+                    notes.push(format!(
+                        "cuFileDriverGetProperties failed ({e}): treating nvidia-fs as not loaded"
+                    ));
+                    DriverProps {
+                        nvfs_major: 0,
+                        nvfs_minor: 0,
+                        max_direct_io_size: 0,
+                    }
+                }
+            };
+            // SAFETY: both calls take plain values and are valid once the driver is open.
+            let stats = unsafe { sys::cuFileSetStatsLevel(3) }
+                .result()
+                // SAFETY: as above.
+                .and_then(|_| unsafe { sys::cuFileStatsStart() }.result());
+            let stats_enabled = match stats {
+                Ok(()) => true,
+                Err(e) => {
+                    notes.push(format!(
+                        "cuFile statistics unavailable ({e}): paths inferred from the nvfs version only"
+                    ));
+                    false
+                }
+            };
+            Ok(Self {
+                props,
+                stats_enabled,
+                params: params.clone(),
+                notes,
+            })
+        })
+    }
+
+    /// Whether some part of this process holds the driver open now.
+    pub fn is_open() -> bool {
+        DRIVER.lock().unwrap_or_else(|p| p.into_inner()).strong_count() > 0
+    }
+
     /// Reads level-3 statistics (`cuFileGetStatsL3`), summed over GPUs.
     pub fn stats(&self) -> Result<StatsSnapshot> {
         if !self.stats_enabled {
@@ -360,9 +330,11 @@ impl CufileDriver {
         }
         guard("cuFileGetStatsL3", || {
             let mut s: Box<MaybeUninit<sys::CUfileStatsLevel3_t>> = Box::new(MaybeUninit::zeroed());
-            status(unsafe { sys::cuFileGetStatsL3(s.as_mut_ptr()) })
-                .map_err(|m| Error::device("cuFileGetStatsL3", m))?;
-            // Zeroed then filled by cuFile: every field is a plain integer.
+            // SAFETY: s points to a zeroed CUfileStatsLevel3_t that cuFile fills in.
+            unsafe { sys::cuFileGetStatsL3(s.as_mut_ptr()) }
+                .result()
+                .map_err(cufile_err("cuFileGetStatsL3"))?;
+            // SAFETY: zeroed, then filled by cuFile: every field is a plain integer, valid at any value.
             let s = unsafe { s.assume_init_ref() };
             let n = (s.num_gpus as usize).min(s.per_gpu_stats.len());
             let mut out = StatsSnapshot::default();
@@ -377,72 +349,77 @@ impl CufileDriver {
     }
 }
 
-/// Opens `path` for cuFile: with `O_DIRECT` when `direct`, falling back to buffered when the file
-/// system refuses it. Returns the file and whether it is direct.
-pub fn open_for_cufile(path: &Path, direct: bool) -> std::io::Result<(File, bool)> {
-    if direct && let Ok(f) = crate::io::pread::open_direct(path) {
-        return Ok((f, true));
+impl Drop for CufileDriver {
+    fn drop(&mut self) {
+        // Hold the lock: an `open` racing with this close must wait for it to finish, then open anew.
+        let _slot = DRIVER.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = std::panic::catch_unwind(|| {
+            // SAFETY: the last Arc is gone, so no handle (each holds one) and no read is live; both
+            // calls take no arguments.
+            unsafe {
+                let _ = sys::cuFileStatsStop();
+                let _ = sys::cuFileDriverClose_v2();
+            }
+        });
     }
-    Ok((File::open(path)?, false))
 }
 
 /// A file registered with cuFile (deregistered on drop; the file stays open while registered).
 #[derive(Debug)]
-pub struct CufileHandle {
+pub struct FileHandle {
     raw: sys::CUfileHandle_t,
     _file: File,
     direct: bool,
+    driver: Arc<CufileDriver>,
 }
 
-// cuFile handles may be used from several threads at once (cuFileRead is thread safe).
-unsafe impl Send for CufileHandle {}
-unsafe impl Sync for CufileHandle {}
+// SAFETY: a cuFile handle is an opaque token that cuFile allows to be used from several threads at
+// once (cuFileRead is thread safe); the File is Send + Sync.
+unsafe impl Send for FileHandle {}
+// SAFETY: as for Send.
+unsafe impl Sync for FileHandle {}
 
 /// A failed `cuFileRead`.
 #[derive(Debug)]
 pub enum ReadError {
     /// An OS error (cuFileRead returned -1).
     Os(std::io::Error),
-    /// A cuFile error code.
-    Cufile(String),
+    /// A cuFile error.
+    Cufile(CufileError),
+    /// The destination range was outside the buffer, or the buffer could not be waited for.
+    Dest(Error),
 }
 
 impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReadError::Os(e) => write!(f, "{e}"),
-            ReadError::Cufile(m) => write!(f, "{m}; {LOG_HINT}"),
+            ReadError::Cufile(e) => write!(f, "{e}; {LOG_HINT}"),
+            ReadError::Dest(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl CufileHandle {
-    /// Registers `file` (`direct`: it was opened with `O_DIRECT`). The driver must be open.
+impl FileHandle {
+    /// Registers `file` (`direct`: it was opened with `O_DIRECT`) with the open driver.
     ///
-    /// A refusal carries cuFile's error name (for example `CU_FILE_HANDLE_NOT_REGISTERED`) and the hint
-    /// to read cufile.log.
-    pub fn register(_driver: &CufileDriver, file: File, direct: bool) -> std::result::Result<Self, String> {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut descr = sys::CUfileDescr_t {
-                type_: sys::CUfileFileHandleType::CU_FILE_HANDLE_TYPE_OPAQUE_FD,
-                handle: sys::CUfileDescr_t__bindgen_ty_1 { fd: file.as_raw_fd() },
-                fs_ops: std::ptr::null(),
-            };
-            let mut fh: sys::CUfileHandle_t = std::ptr::null_mut();
-            status(unsafe { sys::cuFileHandleRegister(&mut fh, &mut descr) }).map(|_| fh)
-        }));
-        match r {
-            Ok(Ok(raw)) => Ok(Self {
-                raw,
-                _file: file,
-                direct,
-            }),
-            Ok(Err(m)) => Err(format!("cuFileHandleRegister failed: {m}; {LOG_HINT}")),
-            Err(p) => Err(format!(
-                "cuFileHandleRegister panicked: {}",
-                crate::panic_guard::panic_message(&p)
-            )),
-        }
+    /// A refusal is [`Error::Cufile`] carrying cuFile's code (for example
+    /// `CU_FILE_HANDLE_NOT_REGISTERED`), its context ending with the hint to read cufile.log.
+    pub fn register(driver: &Arc<CufileDriver>, file: File, direct: bool) -> Result<Self> {
+        let descr = sys::CUfileDescr_t {
+            type_: sys::CUfileFileHandleType::CU_FILE_HANDLE_TYPE_OPAQUE_FD,
+            handle: sys::CUfileDescr_t__bindgen_ty_1 { fd: file.as_raw_fd() },
+            fs_ops: std::ptr::null(),
+        };
+        let raw = guard("cuFileHandleRegister", || {
+            cf::handle_register(&descr).map_err(cufile_err(format!("cuFileHandleRegister ({LOG_HINT})")))
+        })?;
+        Ok(Self {
+            raw,
+            _file: file,
+            direct,
+            driver: driver.clone(),
+        })
     }
 
     /// Whether the registered file was opened with `O_DIRECT`.
@@ -450,68 +427,78 @@ impl CufileHandle {
         self.direct
     }
 
-    /// One `cuFileRead` of `size` bytes at `file_offset` into `dev_base + dev_offset`; returns bytes read.
-    ///
-    /// # Safety
-    /// `dev_base + dev_offset .. + size` must be valid device memory of the current context, not used by
-    /// anything else during the read.
-    pub unsafe fn read(
+    /// The driver it is registered with.
+    pub fn driver(&self) -> &Arc<CufileDriver> {
+        &self.driver
+    }
+
+    /// One `cuFileRead` of `len` bytes at `file_offset` into byte `dest_offset` of the buffer `dest`
+    /// writes; returns the bytes read (fewer at end of file). The range is checked against the buffer.
+    pub fn read_into(
         &self,
-        dev_base: u64,
-        size: usize,
+        dest: &DeviceWriter<'_>,
+        dest_offset: u64,
+        len: u64,
         file_offset: u64,
-        dev_offset: u64,
     ) -> std::result::Result<usize, ReadError> {
-        let n = unsafe {
-            sys::cuFileRead(
-                self.raw,
-                dev_base as *mut std::ffi::c_void,
-                size,
-                file_offset as sys::off_t,
-                dev_offset as sys::off_t,
-            )
+        dest.raw_range_for_sync_write(dest_offset, len).map_err(ReadError::Dest)?;
+        let (Ok(file_offset), Ok(dest_offset), Ok(size)) =
+            (i64::try_from(file_offset), i64::try_from(dest_offset), usize::try_from(len))
+        else {
+            return Err(ReadError::Dest(Error::device("cuFileRead", "offset out of range")));
         };
-        if n == -1 {
-            Err(ReadError::Os(std::io::Error::last_os_error()))
-        } else if n < -1 {
-            Err(ReadError::Cufile(error_name(-(n as i64))))
-        } else {
-            Ok(n as usize)
+        // SAFETY: base + dest_offset .. + size lies inside the device buffer (checked just above), which
+        // the writer keeps mutably borrowed, so it is neither freed nor used by anyone else; the work
+        // queued on it before the writer has finished (waited on above). The handle is registered.
+        let r = unsafe { cf::read(self.raw, dest.base() as *mut _, size, file_offset, dest_offset) };
+        match r {
+            Ok(n) => Ok(n.max(0) as usize),
+            Err(CufileError::IO(e)) => Err(ReadError::Os(e)),
+            Err(e) => Err(ReadError::Cufile(e)),
         }
     }
 }
 
-impl Drop for CufileHandle {
+impl Drop for FileHandle {
     fn drop(&mut self) {
         let raw = self.raw;
-        let _ = std::panic::catch_unwind(move || unsafe { sys::cuFileHandleDeregister(raw) });
+        // SAFETY: raw was registered in `register` and is deregistered only here; the driver is still
+        // open (self holds it).
+        let _ = std::panic::catch_unwind(move || unsafe { cf::handle_deregister(raw) });
     }
 }
 
-/// A device buffer registered with cuFile (`cuFileBufRegister`), deregistered on drop.
+/// A device buffer registered with cuFile (`cuFileBufRegister`) while a writer to it lives.
 #[derive(Debug)]
-pub struct BufRegistration {
+pub struct BufRegistration<'w> {
     base: u64,
+    _writer: std::marker::PhantomData<&'w ()>,
+    _driver: Arc<CufileDriver>,
 }
 
-impl BufRegistration {
-    /// Registers `len` bytes at device address `base`.
-    pub fn new(base: u64, len: usize) -> std::result::Result<Self, String> {
-        let r = std::panic::catch_unwind(|| status(unsafe { sys::cuFileBufRegister(base as *const _, len, 0) }));
-        match r {
-            Ok(Ok(())) => Ok(Self { base }),
-            Ok(Err(m)) => Err(format!("cuFileBufRegister failed: {m}")),
-            Err(p) => Err(format!(
-                "cuFileBufRegister panicked: {}",
-                crate::panic_guard::panic_message(&p)
-            )),
-        }
+impl<'w> BufRegistration<'w> {
+    /// Registers the whole buffer behind `dest`.
+    pub fn new(driver: &Arc<CufileDriver>, dest: &'w DeviceWriter<'_>) -> Result<Self> {
+        let base = dest.base();
+        let len = usize::try_from(dest.len()).map_err(|_| Error::device("cuFileBufRegister", "buffer too large"))?;
+        guard("cuFileBufRegister", || {
+            // SAFETY: base..base+len is a live device allocation (the writer borrows it mutably, and this
+            // registration cannot outlive the writer); it is deregistered in Drop.
+            unsafe { cf::buf_register(base as *const _, len, 0) }.map_err(cufile_err("cuFileBufRegister"))
+        })?;
+        Ok(Self {
+            base,
+            _writer: std::marker::PhantomData,
+            _driver: driver.clone(),
+        })
     }
 }
 
-impl Drop for BufRegistration {
+impl Drop for BufRegistration<'_> {
     fn drop(&mut self) {
         let base = self.base;
-        let _ = std::panic::catch_unwind(move || unsafe { sys::cuFileBufDeregister(base as *const _) });
+        // SAFETY: base was registered in `new`, and the allocation is still live (the writer borrow
+        // outlives self).
+        let _ = std::panic::catch_unwind(move || unsafe { cf::buf_deregister(base as *const _) });
     }
 }

@@ -1,18 +1,28 @@
-//! GPU context and CUDA/cuFile wrappers: presence-checked and panic-free.
+//! The device layer: CUDA contexts, streams, events, owned device and pinned host memory, and cuFile.
 //!
-//! Layered like cudarc itself: [`driver`] and [`cufile`] hold the few `unsafe` calls into cudarc's
-//! `sys`/`result` rungs and expose small RAII types ([`GpuContext`], [`DeviceBuffer`], [`PinnedBuffer`],
-//! [`Stream`], [`Event`], [`cufile::CufileHandle`]). cudarc panics when a library or symbol is missing,
-//! so every entry point first checks that the library loads ([`cuda_present`], [`cufile::present`]) and
-//! runs cudarc inside [`guard`], which turns any remaining panic into [`Error::Device`].
+//! It knows nothing of Parquet. It stands on cudarc's ladder: cudarc's safe types where they exist
+//! ([`cudarc::driver::CudaContext`], `CudaStream`, `CudaEvent`), its `result` rung for single calls, and
+//! raw `sys` only for what cudarc lacks (huge-page pinned memory, cuFile parameters and statistics).
+//!
+//! cudarc panics when a library or a symbol is missing, so every entry point first checks that the
+//! library loads ([`cuda_present`], [`cufile::present`]) and runs cudarc inside [`guard`], which turns
+//! any panic left into an [`Error::Device`]. Nothing here reads the environment: every choice arrives as
+//! an argument.
+//!
+//! Ordering: every [`DeviceBuffer`] belongs to one stream; writes go through a [`DeviceWriter`] taken
+//! from `&mut DeviceBuffer`, copies on other streams wait on an event recorded on the buffer's stream,
+//! and [`DeviceWriter::join`] makes the buffer's stream wait on theirs. Nothing synchronises the
+//! whole device.
 
+pub mod context;
 pub mod cufile;
-pub mod driver;
+pub mod memory;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
-pub use driver::{DeviceBuffer, Event, GpuContext, GpuInfo, PinnedBuffer, Stream};
+pub use context::{GpuContext, GpuInfo};
+pub use memory::{DeviceBuffer, DeviceWriter, Event, PinnedAlloc, PinnedBuffer, Stream};
 
 use crate::error::{Error, Result};
 use crate::panic_guard::panic_message;
@@ -33,7 +43,8 @@ pub fn cuda_present() -> std::result::Result<(), String> {
     static PRESENT: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     PRESENT
         .get_or_init(|| {
-            // is_culib_present only tries to dlopen the candidates; it does not panic.
+            // SAFETY: is_culib_present only tries to dlopen the candidate file names and drops the
+            // handles; it reads no memory of ours. A panic inside is caught.
             let ok = catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false);
             if ok {
                 Ok(())
@@ -44,15 +55,8 @@ pub fn cuda_present() -> std::result::Result<(), String> {
         .clone()
 }
 
-/// A summary of what this machine has, for `check` and for `auto` decisions.
-pub struct Gpu;
-
-impl Gpu {
-    /// Probes GPU 0: driver present, device count, name, driver version, memory.
-    ///
-    /// `Err` carries a plain reason (for example "libcuda.so ... cannot be loaded" or "no CUDA device").
-    pub fn probe() -> Result<GpuInfo> {
-        let ctx = GpuContext::shared()?;
-        ctx.info()
-    }
+/// A CUDA driver error with what we were doing; the driver's code stays the source.
+pub(crate) fn cuda_err(context: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    let context = context.into();
+    move |source| Error::Cuda { context, source }
 }

@@ -610,9 +610,44 @@ pub fn check_empty_plans<B: IoBackend>(backend: &B, files: &TestFiles) -> CheckR
     Ok(())
 }
 
+/// (f): `fetch_into` fills a reused destination (larger than needed) with the same bytes as `fetch`,
+/// twice in a row, and refuses one that is too small without writing past it.
+pub fn check_fetch_into<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
+    let name = backend.name();
+    let source = open(path)?;
+    let p = plan(&source, Projection::All, RowGroupSelection::All, PlanOptions::default())?;
+    let want = backend
+        .fetch(&source, &p)
+        .and_then(|f| f.buffer.to_host())
+        .map_err(|e| format!("[{name}] fetch failed: {e}"))?;
+    let mut dest = backend
+        .alloc(p.dest_len + 4096)
+        .map_err(|e| format!("[{name}] alloc failed: {e}"))?;
+    for round in 0..2 {
+        let log = backend
+            .fetch_into(&source, &p, &mut dest)
+            .map_err(|e| format!("[{name}] fetch_into (round {round}) failed: {e}"))?;
+        check_log(&p, &log, &source).map_err(|m| format!("[{name}] fetch_into: {m}"))?;
+        let got = dest.to_host().map_err(|e| format!("[{name}] copy back failed: {e}"))?;
+        if got.get(..want.len()) != Some(&want[..]) {
+            return Err(format!("[{name}] fetch_into (round {round}) gave other bytes than fetch"));
+        }
+    }
+    if p.dest_len > 0 {
+        let mut small = backend
+            .alloc(p.dest_len - 1)
+            .map_err(|e| format!("[{name}] alloc failed: {e}"))?;
+        if backend.fetch_into(&source, &p, &mut small).is_ok() {
+            return Err(format!("[{name}] fetch_into accepted a destination one byte too small"));
+        }
+    }
+    Ok(())
+}
+
 /// Writes the test files into `scratch` (which must exist) and runs every check against `backend`.
 pub fn run_all<B: IoBackend>(backend: &B, scratch: &Path) -> Result<(), String> {
     let files = write_test_files(scratch)?;
+    check_fetch_into(backend, &files.mixed)?;
     check_plans(backend, &files.mixed)?;
     check_plans(backend, &files.snappy)?;
     check_short_read(backend, &files.mixed, scratch)?;

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::gpu::cufile::{self as cf, BufRegistration, CufileDriver, CufileHandle, CufileParams};
-use crate::gpu::{DeviceBuffer, GpuContext, guard};
-use crate::io::staged::task_location;
-use crate::io::{CufileStatsDelta, DestBuffer, Fetched, IoBackend, IoLog, IoPath, TaskRecord};
+use crate::gpu::cufile::{self as cf, BufRegistration, CufileDriver, CufileParams, FileHandle};
+use crate::gpu::{DeviceBuffer, DeviceWriter, GpuContext, guard};
+use crate::io::staged::alloc_device;
+use crate::io::{CufileStatsDelta, IoBackend, IoLog, IoPath, TaskRecord, check_dest_len, task_location};
 use crate::metadata::ParquetSource;
 use crate::plan::ReadPlan;
 
@@ -28,7 +28,8 @@ pub struct CufileOptions {
     pub register_buffer: bool,
     /// Run tasks one at a time with statistics read around each, for exact per-task paths.
     pub serialize_stats: bool,
-    /// cuFile parameters applied before its driver opens (first backend in the process wins).
+    /// cuFile parameters applied before its driver opens (while the driver stays open, the first
+    /// opener's parameters hold).
     pub params: CufileParams,
 }
 
@@ -36,7 +37,7 @@ pub struct CufileOptions {
 #[derive(Debug)]
 pub struct CufileBackend {
     ctx: Arc<GpuContext>,
-    driver: &'static CufileDriver,
+    driver: Arc<CufileDriver>,
     opts: CufileOptions,
     threads: usize,
 }
@@ -88,15 +89,11 @@ pub fn attribute(delta: Option<&CufileStatsDelta>, nvfs_loaded: bool) -> (IoPath
 }
 
 impl CufileBackend {
-    /// Opens the cuFile driver (once per process) on `ctx`'s GPU.
+    /// Opens the cuFile driver on `ctx`'s GPU, or shares the one already open.
     ///
     /// `Err(Unavailable)` when libcufile is missing or its driver does not open.
     pub fn new(ctx: Arc<GpuContext>, opts: CufileOptions) -> Result<Self> {
-        cf::present().map_err(|r| Error::Unavailable {
-            backend: "cufile".into(),
-            reason: r,
-        })?;
-        let driver = cf::driver(&opts.params)?;
+        let driver = CufileDriver::open(&ctx, &opts.params)?;
         let threads = if opts.threads == 0 {
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4)
         } else {
@@ -110,16 +107,21 @@ impl CufileBackend {
         })
     }
 
+    /// The GPU context.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
     /// The opened cuFile driver (properties, statistics).
-    pub fn driver(&self) -> &'static CufileDriver {
-        self.driver
+    pub fn driver(&self) -> &Arc<CufileDriver> {
+        &self.driver
     }
 
     /// Opens and registers `source`'s file (with `O_DIRECT` when asked and the plan is aligned).
     ///
     /// `Err` is the refusal text, naming the file and cuFile's error (for example
     /// `CU_FILE_HANDLE_NOT_REGISTERED`) with the hint to read cufile.log.
-    pub fn register(&self, source: &ParquetSource, plan: &ReadPlan) -> std::result::Result<CufileHandle, String> {
+    pub fn register(&self, source: &ParquetSource, plan: &ReadPlan) -> std::result::Result<FileHandle, String> {
         let path = source.path();
         // Register the source's own open file (a dup), so a fetch reads the file the plan was made for;
         // only O_DIRECT needs a fresh open.
@@ -138,18 +140,12 @@ impl CufileBackend {
             (dup()?, false)
         };
         self.ctx.bind().map_err(|e| e.to_string())?;
-        CufileHandle::register(self.driver, file, direct).map_err(|m| format!("{}: {m}", path.display()))
+        FileHandle::register(&self.driver, file, direct).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Fetches `plan` into an existing device buffer of at least `plan.dest_len` bytes.
-    pub fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {
+    fn fetch_into_buffer(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {
         let started = Instant::now();
-        if dest.len() < plan.dest_len {
-            return Err(Error::device(
-                "fetching into a device buffer",
-                format!("the buffer has {} bytes, the plan needs {}", dest.len(), plan.dest_len),
-            ));
-        }
+        check_dest_len(plan, dest.num_bytes() as u64)?;
         ensure_regular(source)?;
         if plan.tasks.is_empty() {
             return Ok(IoLog {
@@ -163,7 +159,8 @@ impl CufileBackend {
             reason,
         })?;
         let all: Vec<usize> = (0..plan.tasks.len()).collect();
-        let (tasks, stats, notes) = self.run_tasks(&handle, source, plan, &all, dest, started)?;
+        let writer = dest.writer()?;
+        let (tasks, stats, notes) = self.run_tasks(&handle, source, plan, &all, &writer, started)?;
         Ok(IoLog {
             backend: self.name(),
             tasks,
@@ -177,14 +174,20 @@ impl CufileBackend {
     /// delta and notes.
     pub(crate) fn run_tasks(
         &self,
-        handle: &CufileHandle,
+        handle: &FileHandle,
         source: &ParquetSource,
         plan: &ReadPlan,
         which: &[usize],
-        dest: &DeviceBuffer,
+        dest: &DeviceWriter<'_>,
         t0: Instant,
     ) -> Result<(Vec<TaskRecord>, Option<CufileStatsDelta>, Vec<String>)> {
         let mut notes = self.driver.notes.clone();
+        if self.driver.params != self.opts.params {
+            notes.push(format!(
+                "cuFile was already open with parameters {:?}; {:?} not applied",
+                self.driver.params, self.opts.params
+            ));
+        }
         if self.opts.direct_io && plan.options.align && !handle.is_direct() {
             notes.push(format!(
                 "O_DIRECT refused for {}: cuFile got a buffered file",
@@ -194,8 +197,8 @@ impl CufileBackend {
         if which.is_empty() {
             return Ok((Vec::new(), None, notes));
         }
-        let _reg = if self.opts.register_buffer && dest.len() > 0 {
-            match BufRegistration::new(dest.device_ptr(), dest.len() as usize) {
+        let _reg = if self.opts.register_buffer && !dest.is_empty() {
+            match BufRegistration::new(&self.driver, dest) {
                 Ok(r) => Some(r),
                 Err(m) => {
                     notes.push(format!("{m}: reading into an unregistered buffer"));
@@ -223,10 +226,7 @@ impl CufileBackend {
                     };
                     match &d {
                         Some(d) => {
-                            total.total_reads += d.total_reads;
-                            total.nvfs_reads += d.nvfs_reads;
-                            total.posix_reads += d.posix_reads;
-                            total.read_bytes += d.read_bytes;
+                            total = total.plus(*d);
                         }
                         None => have_stats = false,
                     }
@@ -313,27 +313,19 @@ impl CufileBackend {
     /// Reads one task, looping on partial reads; returns the number of `cuFileRead` calls.
     fn read_task(
         &self,
-        handle: &CufileHandle,
+        handle: &FileHandle,
         source: &ParquetSource,
         plan: &ReadPlan,
         ti: usize,
-        dest: &DeviceBuffer,
+        dest: &DeviceWriter<'_>,
     ) -> Result<u64> {
         let t = &plan.tasks[ti];
         let mut got = 0u64;
         let mut calls = 0u64;
         while got < t.len {
             calls += 1;
-            // SAFETY: [dest_offset, dest_offset + len) lies within dest (checked against dest_len), and
-            // tasks are disjoint, so no other read writes these bytes.
-            let r = unsafe {
-                handle.read(
-                    dest.device_ptr(),
-                    (t.len - got) as usize,
-                    t.offset + got,
-                    t.dest_offset + got,
-                )
-            };
+            // Tasks are disjoint, so no other read writes these bytes; read_into checks the range.
+            let r = handle.read_into(dest, t.dest_offset + got, t.len - got, t.offset + got);
             match r {
                 Ok(0) => {
                     return Err(Error::ShortRead {
@@ -352,16 +344,18 @@ impl CufileBackend {
                         e,
                     ));
                 }
-                Err(e) => {
-                    return Err(Error::device(
-                        format!(
-                            "{}: cuFileRead at offset {}",
+                Err(cf::ReadError::Cufile(e)) => {
+                    return Err(Error::Cufile {
+                        context: format!(
+                            "{}: cuFileRead at offset {} ({})",
                             task_location(source, plan, ti),
-                            t.offset + got
+                            t.offset + got,
+                            cf::LOG_HINT
                         ),
-                        e,
-                    ));
+                        source: e,
+                    });
                 }
+                Err(cf::ReadError::Dest(e)) => return Err(e),
             }
         }
         Ok(calls)
@@ -391,10 +385,12 @@ impl IoBackend for CufileBackend {
         format!("cufile({} threads)", self.threads)
     }
 
-    fn fetch(&self, source: &ParquetSource, plan: &ReadPlan) -> Result<Fetched<DeviceBuffer>> {
-        let mut dest = self.ctx.alloc(plan.dest_len)?;
-        let log = self.fetch_into(source, plan, &mut dest)?;
-        Ok(Fetched { buffer: dest, log })
+    fn alloc(&self, len: u64) -> Result<DeviceBuffer> {
+        alloc_device(&self.ctx, len)
+    }
+
+    fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {
+        self.fetch_into_buffer(source, plan, dest)
     }
 }
 

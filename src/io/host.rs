@@ -9,9 +9,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, Result};
 use crate::io::pread::pread_exact;
-use crate::io::{DestBuffer, Fetched, IoBackend, IoLog, IoPath, TaskRecord};
+use crate::io::{DestBuffer, IoBackend, IoLog, IoPath, TaskRecord, check_dest_len, task_location};
 use crate::metadata::ParquetSource;
 use crate::plan::ReadPlan;
 
@@ -55,35 +55,65 @@ fn fresh_buffer(len: usize) -> Vec<u8> {
     let buf = vec![0u8; len];
     const HUGE: usize = 2 << 20;
     if len >= 4 * HUGE {
-        // The zeroed allocation is untouched mmap'd memory here; advice on its page-aligned interior
-        // is safe whatever the allocator did (at worst ignored).
         let start = (buf.as_ptr() as usize).next_multiple_of(4096);
         let end = (buf.as_ptr() as usize + len) / 4096 * 4096;
         if end > start {
+            // SAFETY: start..end is the page-aligned interior of `buf`, which we own; MADV_HUGEPAGE is
+            // advice only (it never changes contents), so whatever the allocator did it is at worst
+            // ignored.
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
         }
     }
     buf
 }
 
-/// Owns a pooled buffer inside a `Bytes`; returns it to the pool on drop.
-struct Pooled {
+/// Host memory a [`HostBackend`] fetches into: a pooled vector, handed back to its backend's pool
+/// when dropped (or when the last `Bytes` made from it by [`HostBuffer::into_bytes`] drops).
+#[derive(Debug)]
+pub struct HostBuffer {
     buf: Vec<u8>,
     pool: BufferPool,
 }
 
-impl AsRef<[u8]> for Pooled {
+impl HostBuffer {
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    /// The bytes as a shared `Bytes` without copying; the memory returns to the pool when the last
+    /// clone drops.
+    pub fn into_bytes(self) -> Bytes {
+        Bytes::from_owner(self)
+    }
+}
+
+impl AsRef<[u8]> for HostBuffer {
     fn as_ref(&self) -> &[u8] {
         &self.buf
     }
 }
 
-impl Drop for Pooled {
+impl Drop for HostBuffer {
     fn drop(&mut self) {
         let mut free = self.pool.0.lock().unwrap_or_else(|p| p.into_inner());
         if free.len() < POOLED_BUFFERS {
             free.push(std::mem::take(&mut self.buf));
         }
+    }
+}
+
+impl DestBuffer for HostBuffer {
+    fn len(&self) -> u64 {
+        self.buf.len() as u64
+    }
+    fn to_host(&self) -> Result<Vec<u8>> {
+        Ok(self.buf.clone())
     }
 }
 
@@ -118,15 +148,6 @@ pub(crate) fn named_pool(threads: usize, prefix: &'static str, what: &str) -> Re
         })
 }
 
-impl DestBuffer for Bytes {
-    fn len(&self) -> u64 {
-        <[u8]>::len(self) as u64
-    }
-    fn to_host(&self) -> Result<Vec<u8>> {
-        Ok(self.to_vec())
-    }
-}
-
 /// Splits `buf` into the disjoint destination slices of `plan`'s tasks (tasks are laid out in order).
 pub(crate) fn task_slices<'a>(plan: &ReadPlan, mut buf: &'a mut [u8]) -> Vec<&'a mut [u8]> {
     let mut out = Vec::with_capacity(plan.tasks.len());
@@ -144,27 +165,37 @@ pub(crate) fn task_slices<'a>(plan: &ReadPlan, mut buf: &'a mut [u8]) -> Vec<&'a
 }
 
 impl IoBackend for HostBackend {
-    type Buffer = Bytes;
+    type Buffer = HostBuffer;
 
     fn name(&self) -> String {
-        "host".to_string()
+        format!("host({} threads)", self.threads)
     }
 
-    fn fetch(&self, source: &ParquetSource, plan: &ReadPlan) -> Result<Fetched<Bytes>> {
+    fn alloc(&self, len: u64) -> Result<HostBuffer> {
+        let len = usize::try_from(len).map_err(|_| Error::InvalidRequest {
+            location: Location::default(),
+            message: format!("{len} bytes do not fit in host memory"),
+        })?;
+        Ok(HostBuffer {
+            buf: self.buffers.take(len),
+            pool: self.buffers.clone(),
+        })
+    }
+
+    fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut HostBuffer) -> Result<IoLog> {
         let started = Instant::now();
-        let mut buf = self.buffers.take(plan.dest_len as usize);
+        check_dest_len(plan, dest.buf.len() as u64)?;
         let reason: Arc<str> = Arc::from("host backend: positional reads into host memory");
         let file = source.file();
-        let location = source.location();
-        let slices = task_slices(plan, &mut buf);
-        let records: Vec<TaskRecord> = self.pool.install(|| {
+        let slices = task_slices(plan, &mut dest.buf);
+        let tasks: Vec<TaskRecord> = self.pool.install(|| {
             slices
                 .into_par_iter()
                 .enumerate()
                 .map(|(i, dst)| {
                     let t = &plan.tasks[i];
                     let start = started.elapsed();
-                    let reads = pread_exact(file, dst, t.offset, &location)?;
+                    let reads = pread_exact(file, dst, t.offset, &task_location(source, plan, i))?;
                     Ok(TaskRecord {
                         task: i,
                         path: IoPath::Host,
@@ -177,17 +208,12 @@ impl IoBackend for HostBackend {
                 })
                 .collect::<Result<Vec<_>>>()
         })?;
-        let log = IoLog {
+        Ok(IoLog {
             backend: self.name(),
-            tasks: records,
+            tasks,
             wall: started.elapsed(),
             notes: Vec::new(),
             cufile_stats: None,
-        };
-        let buffer = Bytes::from_owner(Pooled {
-            buf,
-            pool: self.buffers.clone(),
-        });
-        Ok(Fetched { buffer, log })
+        })
     }
 }

@@ -2,25 +2,39 @@
 //! destination buffer at `t.dest_offset`, and logs what it did per task (path taken, why, when) so that
 //! [`crate::report`] can attribute bytes, reads and time to columns.
 //!
-//! Every backend passes the same conformance suite ([`conformance`]): bytes identical to the file,
-//! counters consistent with the plan, short reads and I/O errors reported as errors, never as data.
+//! Backends: [`host`] (no GPU), [`staged`] and [`cufile`] (into device memory), [`auto`] (a decorator
+//! over cuFile and staged: cuFile for large reads, staged for small ones and refused files), and
+//! [`select`], which builds the one a [`BackendKind`](crate::config::BackendKind) and
+//! [`IoPolicy`](crate::config::IoPolicy) call for.
+//!
+//! Every backend passes the same conformance suite (`conformance`, behind the `conformance` cargo
+//! feature that the tests enable): bytes identical to the file, counters consistent with the plan,
+//! short reads and I/O errors reported as errors, never as data.
 
+pub mod auto;
+#[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod cufile;
 pub mod host;
-pub mod policy;
 pub mod pread;
+pub mod select;
 pub mod staged;
 pub mod verify;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
-use crate::error::Result;
+pub use crate::gpu::cufile::StatsDelta as CufileStatsDelta;
+use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
 use crate::plan::ReadPlan;
+
+/// Serialises a duration as seconds (f64).
+pub fn ser_secs<S: Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
 
 /// The way a task's bytes travelled from storage to their destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -76,10 +90,10 @@ pub struct TaskRecord {
     /// Bytes moved (the task's length, on success).
     pub bytes: u64,
     /// When the task started, from the start of the fetch.
-    #[serde(serialize_with = "crate::report::ser_secs")]
+    #[serde(serialize_with = "crate::io::ser_secs")]
     pub start: Duration,
     /// When its bytes were in their destination, from the start of the fetch.
-    #[serde(serialize_with = "crate::report::ser_secs")]
+    #[serde(serialize_with = "crate::io::ser_secs")]
     pub end: Duration,
 }
 
@@ -91,25 +105,12 @@ pub struct IoLog {
     /// One record per task.
     pub tasks: Vec<TaskRecord>,
     /// Wall time of the whole fetch, until the bytes were in place.
-    #[serde(serialize_with = "crate::report::ser_secs")]
+    #[serde(serialize_with = "crate::io::ser_secs")]
     pub wall: Duration,
     /// Notes worth showing a user (a fallback, a setting that was ignored...).
     pub notes: Vec<String>,
     /// cuFile's own statistics around the fetch, where cuFile was used and they were available.
     pub cufile_stats: Option<CufileStatsDelta>,
-}
-
-/// Differences in cuFile's level-3 statistics (summed over GPUs) across a fetch.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct CufileStatsDelta {
-    /// Reads cuFile counted in total.
-    pub total_reads: u64,
-    /// Reads that went through nvidia-fs.
-    pub nvfs_reads: u64,
-    /// Reads that went through cuFile's POSIX compat mode.
-    pub posix_reads: u64,
-    /// Bytes cuFile says it read.
-    pub read_bytes: u64,
 }
 
 /// A destination buffer, in host or device memory.
@@ -141,9 +142,52 @@ pub trait IoBackend: Send + Sync {
     /// A short name, for reports.
     fn name(&self) -> String;
 
-    /// Reads every task of `plan` from `source` into a new destination buffer of `plan.dest_len` bytes.
+    /// A destination of `len` bytes for [`IoBackend::fetch_into`] (contents unspecified).
+    fn alloc(&self, len: u64) -> Result<Self::Buffer>;
+
+    /// Reads every task of `plan` from `source` into `dest`, task `t` at `t.dest_offset`. `dest` must
+    /// hold at least `plan.dest_len` bytes; reusing one across fetches keeps allocation out of them.
     ///
     /// A read that returns fewer bytes than planned is [`crate::Error::ShortRead`]; an OS error is
-    /// [`crate::Error::Io`]. Neither ever yields a buffer.
-    fn fetch(&self, source: &ParquetSource, plan: &ReadPlan) -> Result<Fetched<Self::Buffer>>;
+    /// [`crate::Error::Io`]; after an error the contents of `dest` are unspecified.
+    fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut Self::Buffer) -> Result<IoLog>;
+
+    /// Reads every task of `plan` into a new destination of `plan.dest_len` bytes.
+    fn fetch(&self, source: &ParquetSource, plan: &ReadPlan) -> Result<Fetched<Self::Buffer>> {
+        let mut buffer = self.alloc(plan.dest_len)?;
+        let log = self.fetch_into(source, plan, &mut buffer)?;
+        Ok(Fetched { buffer, log })
+    }
+}
+
+/// Refuses a destination smaller than the plan needs.
+pub(crate) fn check_dest_len(plan: &ReadPlan, dest_len: u64) -> Result<()> {
+    if dest_len < plan.dest_len {
+        return Err(Error::InvalidRequest {
+            location: Location::default(),
+            message: format!(
+                "the destination buffer has {dest_len} bytes, the plan needs {}",
+                plan.dest_len
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The location of a task's first column chunk (for errors).
+pub(crate) fn task_location(source: &ParquetSource, plan: &ReadPlan, task: usize) -> Location {
+    plan.tasks
+        .get(task)
+        .and_then(|t| plan.chunks.get(t.chunks.start))
+        .map(|c| Location::chunk(source.path(), c.column_path.clone(), c.row_group))
+        .unwrap_or_else(|| source.location())
+}
+
+impl DestBuffer for crate::gpu::DeviceBuffer<u8> {
+    fn len(&self) -> u64 {
+        self.num_bytes() as u64
+    }
+    fn to_host(&self) -> Result<Vec<u8>> {
+        self.copy_to_host()
+    }
 }

@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Location, Result};
-use crate::gpu::{DeviceBuffer, Event, GpuContext, PinnedBuffer, Stream, guard};
+use crate::error::{Error, Result};
+use crate::gpu::{DeviceBuffer, DeviceWriter, GpuContext, PinnedAlloc, PinnedBuffer, Stream, guard};
 use crate::io::pread::{open_direct, pread_exact};
-use crate::io::{Fetched, IoBackend, IoLog, IoPath, TaskRecord};
+use crate::io::{IoBackend, IoLog, IoPath, TaskRecord, check_dest_len, task_location};
 use crate::metadata::ParquetSource;
 use crate::plan::{DIRECT_IO_ALIGN, ReadPlan};
 
@@ -31,6 +31,8 @@ pub struct StagedOptions {
     pub buffers_per_thread: usize,
     /// Use `O_DIRECT` reads when the plan is aligned and the file system accepts it.
     pub direct_io: bool,
+    /// How the pinned buffers are obtained.
+    pub pinned: PinnedAlloc,
 }
 
 impl Default for StagedOptions {
@@ -40,13 +42,14 @@ impl Default for StagedOptions {
             buffer_size: 4 << 20,
             buffers_per_thread: 3,
             direct_io: false,
+            pinned: PinnedAlloc::HugePages,
         }
     }
 }
 
 struct Slot {
+    /// Its event covers the copy queued from it.
     buf: PinnedBuffer,
-    event: Event,
     /// Index (into the worker's records) of the task whose copy from this buffer may be in flight.
     pending: Option<usize>,
 }
@@ -70,15 +73,6 @@ impl std::fmt::Debug for StagedBackend {
     }
 }
 
-/// The location of a task's first column chunk (for errors).
-pub(crate) fn task_location(source: &ParquetSource, plan: &ReadPlan, task: usize) -> Location {
-    plan.tasks
-        .get(task)
-        .and_then(|t| plan.chunks.get(t.chunks.start))
-        .map(|c| Location::chunk(source.path(), c.column_path.clone(), c.row_group))
-        .unwrap_or_else(|| source.location())
-}
-
 impl StagedBackend {
     /// Builds the backend on `ctx`, allocating every worker's stream, events and pinned buffers now.
     pub fn new(ctx: Arc<GpuContext>, opts: StagedOptions) -> Result<Self> {
@@ -95,13 +89,12 @@ impl StagedBackend {
         let per = opts.buffers_per_thread.max(2);
         let mut workers = Vec::with_capacity(threads);
         for _ in 0..threads {
-            let stream = ctx.stream()?;
+            let stream = Stream::new(&ctx)?;
             let mut slots = Vec::with_capacity(per);
             for _ in 0..per {
                 slots.push(Slot {
                     // One page of slack: buffered reads land at the file offset's in-page position (see `read`).
-                    buf: ctx.alloc_pinned(buffer_size + DIRECT_IO_ALIGN as usize)?,
-                    event: ctx.event()?,
+                    buf: PinnedBuffer::new(&ctx, buffer_size + DIRECT_IO_ALIGN as usize, opts.pinned)?,
                     pending: None,
                 });
             }
@@ -115,6 +108,7 @@ impl StagedBackend {
                 buffer_size,
                 buffers_per_thread: per,
                 direct_io: opts.direct_io,
+                pinned: opts.pinned,
             },
             reason: Arc::from("staged: pread into pinned buffers, async copy to the GPU"),
         })
@@ -136,31 +130,14 @@ impl StagedBackend {
         &self.ctx
     }
 
-    /// Fetches `plan` into an existing buffer of at least `plan.dest_len` bytes (no allocation in the
-    /// timed path).
-    pub fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {
-        let started = Instant::now();
-        check_dest(plan, dest)?;
-        let all: Vec<usize> = (0..plan.tasks.len()).collect();
-        let reason = self.reason.clone();
-        let (tasks, notes) = self.run_tasks(source, plan, &all, dest, &reason, started)?;
-        Ok(IoLog {
-            backend: self.name(),
-            tasks,
-            wall: started.elapsed(),
-            notes,
-            cufile_stats: None,
-        })
-    }
-
     /// Runs the tasks `which` of `plan` into `dest`, times relative to `t0`; returns their records
-    /// (sorted by task) and notes.
+    /// (sorted by task) and notes. Every worker stream that copied is joined into the buffer's stream.
     pub(crate) fn run_tasks(
         &self,
         source: &ParquetSource,
         plan: &ReadPlan,
         which: &[usize],
-        dest: &DeviceBuffer,
+        dest: &DeviceWriter<'_>,
         reason: &Arc<str>,
         t0: Instant,
     ) -> Result<(Vec<TaskRecord>, Vec<String>)> {
@@ -226,6 +203,10 @@ impl StagedBackend {
                 })
                 .collect()
         });
+        // Later work on the buffer's stream (a copy back, a decode kernel) comes after every copy.
+        for w in &self.workers[..nthreads] {
+            dest.join(&w.lock().unwrap_or_else(|p| p.into_inner()).stream)?;
+        }
         let mut pieces_done = Vec::with_capacity(pieces.len());
         for r in results {
             pieces_done.extend(r?);
@@ -312,21 +293,10 @@ fn merge_piece_records(mut pieces: Vec<TaskRecord>) -> Vec<TaskRecord> {
     out
 }
 
-fn check_dest(plan: &ReadPlan, dest: &DeviceBuffer) -> Result<()> {
-    use crate::io::DestBuffer;
-    if dest.len() < plan.dest_len {
-        return Err(Error::device(
-            "fetching into a device buffer",
-            format!("the buffer has {} bytes, the plan needs {}", dest.len(), plan.dest_len),
-        ));
-    }
-    Ok(())
-}
-
 struct Job<'a> {
     source: &'a ParquetSource,
     plan: &'a ReadPlan,
-    dest: &'a DeviceBuffer,
+    dest: &'a DeviceWriter<'a>,
     reason: &'a Arc<str>,
     t0: Instant,
     direct: Option<&'a File>,
@@ -372,7 +342,7 @@ impl Job<'_> {
             // Mark finished copies first, so task end times are not held back until buffer reuse.
             for slot in w.slots.iter_mut() {
                 if let Some(p) = slot.pending
-                    && slot.event.query()?
+                    && slot.buf.is_idle()?
                 {
                     records[p].end = records[p].end.max(self.t0.elapsed());
                     slot.pending = None;
@@ -381,7 +351,7 @@ impl Job<'_> {
             let slot = &mut w.slots[turn % nslots];
             turn += 1;
             if let Some(p) = slot.pending.take() {
-                slot.event.synchronize()?;
+                slot.buf.as_mut_slice()?; // waits for the copy still reading this buffer
                 records[p].end = records[p].end.max(self.t0.elapsed());
             }
             let start = self.t0.elapsed();
@@ -389,11 +359,8 @@ impl Job<'_> {
             let file_offset = t.offset + piece.offset;
             let shift = in_page(file_offset);
             let reads = self.read(piece.task, file_offset, &mut slot.buf, n)?;
-            let dst = self.dest.device_ptr() + t.dest_offset + piece.offset;
-            // SAFETY: dst..dst+n lies in dest (checked against plan.dest_len); the pinned buffer is not
-            // touched again until its event (recorded just below) has completed.
-            unsafe { w.stream.copy_htod_async(dst, &slot.buf.as_slice()[shift..shift + n])? };
-            w.stream.record(&slot.event)?;
+            self.dest
+                .copy_from_pinned(t.dest_offset + piece.offset, &mut slot.buf, shift..shift + n, &w.stream)?;
             slot.pending = Some(records.len());
             records.push(TaskRecord {
                 task: piece.task,
@@ -419,7 +386,7 @@ impl Job<'_> {
             use std::os::unix::fs::FileExt;
             let want = n.div_ceil(align) * align;
             let cap = buf.len();
-            let dst = &mut buf.as_mut_slice()[..want.min(cap)];
+            let dst = &mut buf.as_mut_slice()?[..want.min(cap)];
             let mut got = 0usize;
             let mut calls = 0u64;
             while got < n {
@@ -465,7 +432,7 @@ impl Job<'_> {
         let shift = in_page(offset);
         pread_exact(
             self.source.file(),
-            &mut buf.as_mut_slice()[shift..shift + n],
+            &mut buf.as_mut_slice()?[shift..shift + n],
             offset,
             &location(),
         )
@@ -483,31 +450,47 @@ impl IoBackend for StagedBackend {
         format!("staged({} threads)", self.opts.threads)
     }
 
-    fn fetch(&self, source: &ParquetSource, plan: &ReadPlan) -> Result<Fetched<DeviceBuffer>> {
-        let mut dest = self.ctx.alloc(plan.dest_len)?;
-        let log = self.fetch_into(source, plan, &mut dest)?;
-        Ok(Fetched { buffer: dest, log })
+    fn alloc(&self, len: u64) -> Result<DeviceBuffer> {
+        alloc_device(&self.ctx, len)
     }
+
+    fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {
+        let started = Instant::now();
+        check_dest_len(plan, dest.num_bytes() as u64)?;
+        let all: Vec<usize> = (0..plan.tasks.len()).collect();
+        let writer = dest.writer()?;
+        let (tasks, notes) = self.run_tasks(source, plan, &all, &writer, &self.reason, started)?;
+        Ok(IoLog {
+            backend: self.name(),
+            tasks,
+            wall: started.elapsed(),
+            notes,
+            cufile_stats: None,
+        })
+    }
+}
+
+/// `len` bytes of device memory on `ctx`, ordered on its own stream.
+pub(crate) fn alloc_device(ctx: &Arc<GpuContext>, len: u64) -> Result<DeviceBuffer> {
+    let len = usize::try_from(len)
+        .map_err(|_| Error::device("allocating device memory", format!("{len} bytes do not fit in usize")))?;
+    DeviceBuffer::alloc(&Stream::of_context(ctx), len)
 }
 
 /// Wall time of a pinned host-to-device copy of `len` bytes (best of `reps`), the staged path's
 /// ceiling: one pinned buffer, one stream.
-pub fn pinned_copy_time(ctx: &Arc<GpuContext>, len: u64, reps: usize) -> Result<Duration> {
-    let mut dest = ctx.alloc(len)?;
-    let pinned = ctx.alloc_pinned(len as usize)?;
-    let stream = ctx.stream()?;
+pub fn pinned_copy_time(ctx: &Arc<GpuContext>, len: u64, reps: usize, pinned: PinnedAlloc) -> Result<Duration> {
+    let mut dest = alloc_device(ctx, len)?;
+    let mut src = PinnedBuffer::new(ctx, len as usize, pinned)?;
+    let stream = Stream::new(ctx)?;
+    let writer = dest.writer()?;
     let mut best = Duration::MAX;
-    guard("pinned copy", || {
-        ctx.bind()?;
-        for _ in 0..reps.max(1) {
-            let t = Instant::now();
-            // SAFETY: dest has len bytes; pinned stays alive until the synchronize below.
-            unsafe { stream.copy_htod_async(dest.device_ptr(), &pinned.as_slice()[..len as usize])? };
-            stream.synchronize()?;
-            best = best.min(t.elapsed());
-        }
-        Ok(())
-    })?;
-    let _ = &mut dest;
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        writer.copy_from_pinned(0, &mut src, 0..len as usize, &stream)?;
+        stream.synchronize()?;
+        best = best.min(t.elapsed());
+    }
+    writer.join(&stream)?;
     Ok(best)
 }

@@ -91,10 +91,14 @@ pub fn regions(bytes: &[u8]) -> (std::ops::Range<usize>, std::ops::Range<usize>)
 
 /// Fetches `plan` into host memory with a host backend of `threads` threads (panics on failure).
 pub fn host_fetch(source: &ParquetSource, plan: &ReadPlan, threads: usize) -> Fetched<Bytes> {
-    HostBackend::new(threads)
+    let f = HostBackend::new(threads)
         .expect("backend")
         .fetch(source, plan)
-        .expect("fetches")
+        .expect("fetches");
+    Fetched {
+        buffer: f.buffer.into_bytes(),
+        log: f.log,
+    }
 }
 
 /// arrow-rs reading a whole file its own way (panics contained, as they may occur on bad data).

@@ -1,0 +1,471 @@
+//! Configuration: the I/O policy as a value built in code, and the one place that reads the
+//! environment ([`Settings::from_env`]).
+//!
+//! Every setting has one name as a command-line flag and one as an environment variable ([`Key`]);
+//! both go through the same parser and bounds, and a flag replaces its variable without the variable
+//! being looked at. Nothing else in the library reads the environment.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::gpu::PinnedAlloc;
+use crate::plan::{DEFAULT_TASK_SIZE, PlanOptions};
+
+/// Whether cuFile is used at all, in KvikIO's sense of "compat mode".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CompatMode {
+    /// Compat mode on: never cuFile; GPU reads take our staged path.
+    On,
+    /// Compat mode off: cuFile for every read, or an error saying why not.
+    Off,
+    /// cuFile where it pays: with nvidia-fs loaded, cuFile (staged for small reads and refused files);
+    /// without it, the staged path (cuFile could only run its slower POSIX compat mode).
+    #[default]
+    Auto,
+}
+
+impl FromStr for CompatMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "on" => Ok(Self::On),
+            "off" => Ok(Self::Off),
+            "auto" => Ok(Self::Auto),
+            _ => Err("expected on (never cuFile), off (cuFile or fail) or auto".into()),
+        }
+    }
+}
+
+impl std::fmt::Display for CompatMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::On => "on",
+            Self::Off => "off",
+            Self::Auto => "auto",
+        })
+    }
+}
+
+/// Which backend reads the column chunks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// `pread` into host memory; no GPU.
+    Host,
+    /// Our staged path: `pread` into pinned host buffers, asynchronous copies to the GPU.
+    Staged,
+    /// cuFile into GPU memory (nvfs where nvidia-fs is loaded, else cuFile's POSIX compat mode).
+    Cufile,
+    /// Decided by [`CompatMode`] and what the machine has; host memory on a machine without a GPU.
+    #[default]
+    Auto,
+}
+
+impl FromStr for BackendKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "host" => Ok(Self::Host),
+            "staged" => Ok(Self::Staged),
+            "cufile" => Ok(Self::Cufile),
+            "auto" => Ok(Self::Auto),
+            _ => Err("expected host, staged, cufile or auto".into()),
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Host => "host",
+            Self::Staged => "staged",
+            Self::Cufile => "cufile",
+            Self::Auto => "auto",
+        })
+    }
+}
+
+/// How reads are carried out. Build it in code (`IoPolicy { threads: 8, ..Default::default() }`) or
+/// from flags and the environment with [`Settings::from_env`]; [`IoPolicy::validate`] holds both to
+/// the same bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoPolicy {
+    /// Whether cuFile is used (KvikIO's meaning: `on` = never cuFile).
+    pub compat_mode: CompatMode,
+    /// With cuFile in use, tasks smaller than this many bytes go through the staged path.
+    pub small_read_threshold: u64,
+    /// Largest single read task, bytes.
+    pub task_size: u64,
+    /// I/O threads; 0 = one per core (for the staged path, three per four cores).
+    pub threads: usize,
+    /// cuFile tasks one at a time, with statistics read around each (exact per-task paths, slower).
+    pub serialize_stats: bool,
+    /// `O_DIRECT` reads where the file system allows them (plans are then 4 KiB aligned).
+    pub direct_io: bool,
+    /// Bytes of each pinned bounce buffer of the staged path (also its unit of work per thread).
+    /// Buffers that fit the CPU caches between the `pread` that fills them and the DMA that drains them
+    /// measured fastest (README).
+    pub bounce_buffer_size: u64,
+    /// Pinned bounce buffers per staged worker thread.
+    pub bounce_buffers: usize,
+    /// How pinned memory is obtained.
+    pub pinned: PinnedAlloc,
+}
+
+impl Default for IoPolicy {
+    fn default() -> Self {
+        Self {
+            compat_mode: CompatMode::Auto,
+            small_read_threshold: 16 << 10,
+            task_size: DEFAULT_TASK_SIZE,
+            threads: 0,
+            serialize_stats: false,
+            direct_io: false,
+            bounce_buffer_size: 4 << 20,
+            bounce_buffers: 3,
+            pinned: PinnedAlloc::HugePages,
+        }
+    }
+}
+
+/// Most I/O threads accepted: more only adds scheduling cost (16 saturate the H200 machine).
+pub const MAX_THREADS: usize = 1024;
+
+impl IoPolicy {
+    /// Checks every field against the same bounds the flags and variables have.
+    pub fn validate(&self) -> Result<()> {
+        let check = |key: Key, v: u64| key.check(v).map_err(|m| Error::Config { setting: format!("{} {v}", key.describe()), message: m });
+        check(Key::Threads, self.threads as u64)?;
+        check(Key::TaskSize, self.task_size)?;
+        check(Key::SmallRead, self.small_read_threshold)?;
+        check(Key::BounceBuffer, self.bounce_buffer_size)?;
+        check(Key::BounceBuffers, self.bounce_buffers as u64)?;
+        Ok(())
+    }
+
+    /// Plan options matching this policy (task size; aligned when direct I/O is on).
+    pub fn plan_options(&self) -> PlanOptions {
+        PlanOptions {
+            task_size: self.task_size,
+            align: self.direct_io,
+            ..PlanOptions::default()
+        }
+    }
+}
+
+/// A setting that has a flag and an environment variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// `--compat-mode`, `GPU_PARQUET_COMPAT_MODE`: on, off, auto.
+    CompatMode,
+    /// `--threads`, `GPU_PARQUET_THREADS`.
+    Threads,
+    /// `--task-size-mb`, `GPU_PARQUET_TASK_SIZE_MB`.
+    TaskSize,
+    /// `--small-read-kb`, `GPU_PARQUET_SMALL_READ_KB`.
+    SmallRead,
+    /// `--bounce-kb`, `GPU_PARQUET_BOUNCE_KB`.
+    BounceBuffer,
+    /// `--bounce-buffers`, `GPU_PARQUET_BOUNCE_BUFFERS`.
+    BounceBuffers,
+    /// `--pinned`, `GPU_PARQUET_PINNED`: hugepages or hostalloc.
+    Pinned,
+    /// `--direct`, `GPU_PARQUET_DIRECT`: 0 or 1.
+    Direct,
+    /// `--serialize-stats`, `GPU_PARQUET_SERIALIZE_STATS`: 0 or 1.
+    SerializeStats,
+    /// `--device`, `GPU_PARQUET_DEVICE`: CUDA device ordinal.
+    Device,
+    /// `--memory-limit-mb`, `GPU_PARQUET_MEMORY_LIMIT_MB`: device-memory budget of a streaming read.
+    MemoryLimit,
+}
+
+impl Key {
+    /// Every key, in the README's order.
+    pub const ALL: [Key; 11] = [
+        Key::CompatMode,
+        Key::Threads,
+        Key::TaskSize,
+        Key::SmallRead,
+        Key::BounceBuffer,
+        Key::BounceBuffers,
+        Key::Pinned,
+        Key::Direct,
+        Key::SerializeStats,
+        Key::Device,
+        Key::MemoryLimit,
+    ];
+
+    /// The environment variable.
+    pub fn env(self) -> &'static str {
+        match self {
+            Key::CompatMode => "GPU_PARQUET_COMPAT_MODE",
+            Key::Threads => "GPU_PARQUET_THREADS",
+            Key::TaskSize => "GPU_PARQUET_TASK_SIZE_MB",
+            Key::SmallRead => "GPU_PARQUET_SMALL_READ_KB",
+            Key::BounceBuffer => "GPU_PARQUET_BOUNCE_KB",
+            Key::BounceBuffers => "GPU_PARQUET_BOUNCE_BUFFERS",
+            Key::Pinned => "GPU_PARQUET_PINNED",
+            Key::Direct => "GPU_PARQUET_DIRECT",
+            Key::SerializeStats => "GPU_PARQUET_SERIALIZE_STATS",
+            Key::Device => "GPU_PARQUET_DEVICE",
+            Key::MemoryLimit => "GPU_PARQUET_MEMORY_LIMIT_MB",
+        }
+    }
+
+    /// The command-line flag.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Key::CompatMode => "--compat-mode",
+            Key::Threads => "--threads",
+            Key::TaskSize => "--task-size-mb",
+            Key::SmallRead => "--small-read-kb",
+            Key::BounceBuffer => "--bounce-kb",
+            Key::BounceBuffers => "--bounce-buffers",
+            Key::Pinned => "--pinned",
+            Key::Direct => "--direct",
+            Key::SerializeStats => "--serialize-stats",
+            Key::Device => "--device",
+            Key::MemoryLimit => "--memory-limit-mb",
+        }
+    }
+
+    fn describe(self) -> String {
+        format!("{} ({})", self.flag(), self.env())
+    }
+
+    /// Bytes (or count) per unit the user writes: MiB for `_MB`, KiB for `_KB`.
+    fn unit(self) -> u64 {
+        match self {
+            Key::TaskSize | Key::MemoryLimit => 1 << 20,
+            Key::SmallRead | Key::BounceBuffer => 1 << 10,
+            _ => 1,
+        }
+    }
+
+    /// Inclusive bounds of the value in the user's unit, for numeric keys.
+    fn bounds(self) -> Option<(u64, u64)> {
+        match self {
+            Key::Threads => Some((0, MAX_THREADS as u64)),
+            Key::TaskSize => Some((1, 1024)),
+            Key::SmallRead => Some((0, 1 << 20)),
+            Key::BounceBuffer => Some((4, 256 << 10)),
+            Key::BounceBuffers => Some((2, 64)),
+            Key::Device => Some((0, 1023)),
+            Key::MemoryLimit => Some((1, 1 << 30)),
+            _ => None,
+        }
+    }
+
+    /// Checks a value in bytes (or count) against the bounds. Code may set a task size below 1 MiB
+    /// (down to one 4 KiB page), which the flag's unit cannot express.
+    fn check(self, value: u64) -> std::result::Result<(), String> {
+        let Some((lo, hi)) = self.bounds() else { return Ok(()) };
+        let unit = self.unit();
+        let min = if self == Key::TaskSize { 4096 } else { lo * unit };
+        if value < min || value > hi * unit {
+            return Err(self.range_text(lo, hi));
+        }
+        Ok(())
+    }
+
+    fn range_text(self, lo: u64, hi: u64) -> String {
+        let unit = match self.unit() {
+            1 => "",
+            1024 => " KiB",
+            _ => " MiB",
+        };
+        let zero = if self == Key::Threads { " (0: one per core)" } else { "" };
+        format!("expected a whole number from {lo} to {hi}{unit}{zero}")
+    }
+
+    /// Parses a numeric value in the user's unit, checked against the bounds; returns bytes (or count).
+    fn parse_number(self, raw: &str) -> std::result::Result<u64, String> {
+        let (lo, hi) = self.bounds().unwrap_or((0, u64::MAX));
+        let n: u64 = raw.trim().parse().map_err(|_| self.range_text(lo, hi))?;
+        if n < lo || n > hi {
+            return Err(self.range_text(lo, hi));
+        }
+        Ok(n * self.unit())
+    }
+}
+
+fn parse_bool(raw: &str) -> std::result::Result<bool, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err("expected 0 or 1".into()),
+    }
+}
+
+fn parse_pinned(raw: &str) -> std::result::Result<PinnedAlloc, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "hugepages" | "huge-pages" => Ok(PinnedAlloc::HugePages),
+        "hostalloc" => Ok(PinnedAlloc::HostAlloc),
+        _ => Err("expected hugepages or hostalloc".into()),
+    }
+}
+
+/// Everything configurable from outside: the I/O policy and the reader's device and memory budget.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Settings {
+    /// How reads are carried out.
+    pub policy: IoPolicy,
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// Device-memory budget for a streaming read, bytes (`None`: from free memory).
+    pub memory_limit: Option<u64>,
+    /// The cuFile configuration file cuFile itself will read (`CUFILE_ENV_PATH_JSON`, else
+    /// `/etc/cufile.json`), for `check`.
+    pub cufile_config: PathBuf,
+}
+
+impl Settings {
+    /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`), with `flags` given on the
+    /// command line taking the place of their variables. The only environment read of the library.
+    pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
+        Self::from_lookup(|k| std::env::var(k).ok(), flags)
+    }
+
+    /// Like [`Settings::from_env`], with variables looked up through `var`.
+    pub fn from_lookup(var: impl Fn(&str) -> Option<String>, flags: &[(Key, String)]) -> Result<Self> {
+        let mut s = Settings {
+            cufile_config: var("CUFILE_ENV_PATH_JSON")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "/etc/cufile.json".into()),
+            ..Settings::default()
+        };
+        for key in Key::ALL {
+            // A flag replaces its variable: the variable is not even parsed.
+            let (raw, setting) = match flags.iter().rev().find(|(k, _)| *k == key) {
+                Some((_, v)) => (v.clone(), format!("{} {v}", key.flag())),
+                None => match var(key.env()) {
+                    Some(v) if !v.trim().is_empty() => (v.clone(), format!("{}={v}", key.env())),
+                    _ => continue,
+                },
+            };
+            s.apply(key, &raw).map_err(|message| Error::Config { setting, message })?;
+        }
+        Ok(s)
+    }
+
+    fn apply(&mut self, key: Key, raw: &str) -> std::result::Result<(), String> {
+        let p = &mut self.policy;
+        match key {
+            Key::CompatMode => p.compat_mode = raw.parse()?,
+            Key::Threads => p.threads = key.parse_number(raw)? as usize,
+            Key::TaskSize => p.task_size = key.parse_number(raw)?,
+            Key::SmallRead => p.small_read_threshold = key.parse_number(raw)?,
+            Key::BounceBuffer => p.bounce_buffer_size = key.parse_number(raw)?,
+            Key::BounceBuffers => p.bounce_buffers = key.parse_number(raw)? as usize,
+            Key::Pinned => p.pinned = parse_pinned(raw)?,
+            Key::Direct => p.direct_io = parse_bool(raw)?,
+            Key::SerializeStats => p.serialize_stats = parse_bool(raw)?,
+            Key::Device => self.device = key.parse_number(raw)? as usize,
+            Key::MemoryLimit => self.memory_limit = Some(key.parse_number(raw)?),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_and_variables() {
+        let s = Settings::from_lookup(vars(&[]), &[]).unwrap();
+        assert_eq!(s.policy, IoPolicy::default());
+        assert_eq!(s.policy.task_size, DEFAULT_TASK_SIZE);
+        assert_eq!(s.policy.plan_options().task_size, PlanOptions::default().task_size);
+        assert_eq!(s.cufile_config, PathBuf::from("/etc/cufile.json"));
+        let s = Settings::from_lookup(
+            vars(&[
+                ("GPU_PARQUET_COMPAT_MODE", "OFF"),
+                ("GPU_PARQUET_SMALL_READ_KB", "64"),
+                ("GPU_PARQUET_TASK_SIZE_MB", "4"),
+                ("GPU_PARQUET_THREADS", "16"),
+                ("GPU_PARQUET_SERIALIZE_STATS", "1"),
+                ("GPU_PARQUET_PINNED", "hostalloc"),
+                ("GPU_PARQUET_DEVICE", "1"),
+                ("CUFILE_ENV_PATH_JSON", "/tmp/c.json"),
+            ]),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.policy.compat_mode, CompatMode::Off);
+        assert_eq!(s.policy.small_read_threshold, 64 * 1024);
+        assert_eq!(s.policy.task_size, 4 << 20);
+        assert_eq!(s.policy.threads, 16);
+        assert!(s.policy.serialize_stats);
+        assert_eq!(s.policy.pinned, PinnedAlloc::HostAlloc);
+        assert_eq!(s.device, 1);
+        assert_eq!(s.cufile_config, PathBuf::from("/tmp/c.json"));
+        s.policy.validate().unwrap();
+    }
+
+    #[test]
+    fn malformed_or_out_of_bounds_values_name_the_variable_or_flag() {
+        for (k, v) in [
+            ("GPU_PARQUET_COMPAT_MODE", "maybe"),
+            ("GPU_PARQUET_SMALL_READ_KB", "-3"),
+            ("GPU_PARQUET_TASK_SIZE_MB", "0"),
+            ("GPU_PARQUET_TASK_SIZE_MB", "17592186044416"),
+            ("GPU_PARQUET_THREADS", "many"),
+            ("GPU_PARQUET_THREADS", "1000000"),
+            ("GPU_PARQUET_THREADS", "18446744073709551615"),
+            ("GPU_PARQUET_SERIALIZE_STATS", "2"),
+            ("GPU_PARQUET_BOUNCE_KB", "3"),
+            ("GPU_PARQUET_BOUNCE_BUFFERS", "1"),
+        ] {
+            let e = Settings::from_lookup(vars(&[(k, v)]), &[]).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("{k}={v}: expected")), "{e}");
+        }
+        for (key, v) in [(Key::Threads, "5000"), (Key::TaskSize, "0"), (Key::TaskSize, "17592186044416")] {
+            let e = Settings::from_lookup(vars(&[]), &[(key, v.into())]).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("{} {v}: expected", key.flag())), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_flag_replaces_its_variable_even_a_bad_one() {
+        let s = Settings::from_lookup(vars(&[("GPU_PARQUET_THREADS", "bad")]), &[(Key::Threads, "4".into())]).unwrap();
+        assert_eq!(s.policy.threads, 4);
+        let s = Settings::from_lookup(vars(&[("GPU_PARQUET_TASK_SIZE_MB", "2")]), &[(Key::TaskSize, "1".into())]).unwrap();
+        assert_eq!(s.policy.task_size, 1 << 20);
+    }
+
+    #[test]
+    fn a_policy_built_in_code_meets_the_same_bounds() {
+        IoPolicy::default().validate().unwrap();
+        for bad in [
+            IoPolicy { threads: 5000, ..IoPolicy::default() },
+            IoPolicy { task_size: 0, ..IoPolicy::default() },
+            IoPolicy { task_size: 1 << 50, ..IoPolicy::default() },
+            IoPolicy { bounce_buffers: 1, ..IoPolicy::default() },
+        ] {
+            assert!(matches!(bad.validate(), Err(Error::Config { .. })), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn names_parse() {
+        assert_eq!("HOST".parse::<BackendKind>().unwrap(), BackendKind::Host);
+        assert_eq!("cufile".parse::<BackendKind>().unwrap(), BackendKind::Cufile);
+        assert!("nvme".parse::<BackendKind>().is_err());
+        assert_eq!(" auto ".parse::<CompatMode>().unwrap(), CompatMode::Auto);
+        for k in [CompatMode::On, CompatMode::Off, CompatMode::Auto] {
+            assert_eq!(k.to_string().parse::<CompatMode>().unwrap(), k);
+        }
+        for k in [BackendKind::Host, BackendKind::Staged, BackendKind::Cufile, BackendKind::Auto] {
+            assert_eq!(k.to_string().parse::<BackendKind>().unwrap(), k);
+        }
+    }
+}

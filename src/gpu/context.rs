@@ -1,0 +1,146 @@
+//! One CUDA context per device, shared by everyone who asks for that device.
+//!
+//! [`GpuContext::new`] retains the device's primary context through cudarc. A registry of weak
+//! references hands every caller asking for the same ordinal the same [`GpuContext`], so readers on
+//! one device share it, readers on two devices each have their own, and the context goes away with its
+//! last user. Nothing here is process-wide configuration: the ordinal is always an argument.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use cudarc::driver::result as cu;
+use cudarc::driver::{CudaContext, CudaStream};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::gpu::{cuda_err, cuda_present, guard};
+
+/// Facts about one GPU and its driver.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuInfo {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// CUDA devices visible.
+    pub device_count: usize,
+    /// Device name.
+    pub name: String,
+    /// CUDA driver API version, as `major.minor` (for example "13.0").
+    pub driver_version: String,
+    /// Compute capability, `major.minor`.
+    pub compute_capability: String,
+    /// Total device memory, bytes.
+    pub total_memory: u64,
+    /// Free device memory when probed, bytes.
+    pub free_memory: u64,
+}
+
+/// The primary CUDA context of one GPU, with a stream for work that names no other.
+#[derive(Debug)]
+pub struct GpuContext {
+    ctx: Arc<CudaContext>,
+    ordinal: usize,
+    stream: Arc<CudaStream>,
+}
+
+/// Live contexts by ordinal; weak, so a context is released when its last user drops it.
+static CONTEXTS: Mutex<Vec<(usize, Weak<GpuContext>)>> = Mutex::new(Vec::new());
+
+impl GpuContext {
+    /// The context of GPU `ordinal`: the one already in use in this process, or a new one.
+    ///
+    /// Fails with a plain reason when libcuda is absent, the driver does not initialise, or there is no
+    /// such device; never panics.
+    pub fn new(ordinal: usize) -> Result<Arc<Self>> {
+        cuda_present().map_err(|r| Error::device("CUDA driver", r))?;
+        let mut live = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
+        live.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(ctx) = live.iter().find(|(o, _)| *o == ordinal).and_then(|(_, w)| w.upgrade()) {
+            return Ok(ctx);
+        }
+        let ctx = guard("CUDA driver", || {
+            cu::init().map_err(cuda_err("initialising the CUDA driver (cuInit)"))?;
+            let count = cu::device::get_count().map_err(cuda_err("counting CUDA devices"))?;
+            if count <= 0 {
+                return Err(Error::device("CUDA driver", "no CUDA device is visible"));
+            }
+            if ordinal >= count as usize {
+                return Err(Error::device(
+                    "CUDA driver",
+                    format!("GPU {ordinal} does not exist ({count} visible)"),
+                ));
+            }
+            let ctx = CudaContext::new(ordinal).map_err(cuda_err(format!("creating a context on GPU {ordinal}")))?;
+            let stream = ctx
+                .new_stream()
+                .map_err(cuda_err(format!("creating a stream on GPU {ordinal}")))?;
+            Ok(Arc::new(Self { ctx, ordinal, stream }))
+        })?;
+        live.push((ordinal, Arc::downgrade(&ctx)));
+        Ok(ctx)
+    }
+
+    /// Device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// cudarc's context, for launching kernels and anything else cudarc offers.
+    pub fn cuda(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream buffers are allocated on when no other is named.
+    pub fn default_stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Makes this context current on the calling thread (CUDA contexts are per thread).
+    pub fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(cuda_err(format!("binding the context of GPU {}", self.ordinal)))
+    }
+
+    /// Free and total device memory, bytes.
+    pub fn memory(&self) -> Result<(u64, u64)> {
+        guard("querying device memory", || {
+            self.bind()?;
+            let (free, total) = cu::mem_get_info().map_err(cuda_err("cuMemGetInfo"))?;
+            Ok((free as u64, total as u64))
+        })
+    }
+
+    /// Name, driver version and memory of this GPU.
+    pub fn info(&self) -> Result<GpuInfo> {
+        guard("querying the GPU", || {
+            self.bind()?;
+            let mut v = 0i32;
+            // SAFETY: cuDriverGetVersion writes one int through a valid pointer to a local.
+            unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
+                .result()
+                .map_err(cuda_err("cuDriverGetVersion"))?;
+            let (free, total) = self.memory()?;
+            let (ma, mi) = self.ctx.compute_capability().map_err(cuda_err("compute capability"))?;
+            Ok(GpuInfo {
+                ordinal: self.ordinal,
+                device_count: cu::device::get_count().map_err(cuda_err("cuDeviceGetCount"))?.max(0) as usize,
+                name: self.ctx.name().map_err(cuda_err("cuDeviceGetName"))?,
+                driver_version: format!("{}.{}", v / 1000, (v % 1000) / 10),
+                compute_capability: format!("{ma}.{mi}"),
+                total_memory: total,
+                free_memory: free,
+            })
+        })
+    }
+
+    /// Number of CUDA devices visible (0 without a driver).
+    pub fn device_count() -> usize {
+        if cuda_present().is_err() {
+            return 0;
+        }
+        guard("counting CUDA devices", || {
+            cu::init().map_err(cuda_err("cuInit"))?;
+            Ok(cu::device::get_count().map_err(cuda_err("cuDeviceGetCount"))?.max(0) as usize)
+        })
+        .unwrap_or(0)
+    }
+}

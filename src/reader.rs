@@ -1,0 +1,461 @@
+//! The reader: one builder over the whole pipeline (open → plan → backend → report → decode), in the
+//! manner of arrow-rs's `ParquetRecordBatchReaderBuilder`. The CLI, the benchmarks and a user's job
+//! all call this.
+//!
+//! ```
+//! use gpu_parquet::{BackendKind, Reader};
+//!
+//! // Two columns of row group 1, through the host backend (on a GPU machine leave the backend at its
+//! // default, `Auto`, and the chunks land in device memory).
+//! let reader = Reader::builder("testdata/flat_snappy_dict.parquet")
+//!     .with_columns(["id", "s"])
+//!     .with_row_groups([1])
+//!     .with_backend(BackendKind::Host)
+//!     .build()?;
+//! let chunks = reader.read()?;
+//! assert_eq!(chunks.plan().chunks.len(), 2);
+//! assert_eq!(chunks.report().useful_bytes, chunks.plan().useful_bytes());
+//! let table = chunks.decode()?;
+//! assert_eq!(table.num_rows(), 800);
+//! # Ok::<(), gpu_parquet::Error>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use crate::config::{BackendKind, IoPolicy, Settings};
+use crate::decode::host::{DecodedTable, decode_fetched};
+use crate::error::{Error, Result};
+use crate::gpu::GpuContext;
+use crate::io::select::{AnyBackend, AnyBuffer};
+use crate::io::verify::verify_against_file;
+use crate::io::{DestBuffer, IoBackend, IoLog};
+use crate::metadata::ParquetSource;
+use crate::plan::{ChunkRange, Projection, ReadPlan, RowGroupSelection};
+use crate::report::ReadReport;
+
+/// Configures a [`Reader`]: file, columns, row groups, backend, device, I/O policy, memory budget.
+#[derive(Debug, Clone)]
+pub struct ReaderBuilder {
+    path: PathBuf,
+    columns: Projection,
+    row_groups: RowGroupSelection,
+    backend: BackendKind,
+    device: usize,
+    policy: IoPolicy,
+    memory_limit: Option<u64>,
+    io: Option<Arc<AnyBackend>>,
+}
+
+impl ReaderBuilder {
+    /// A builder for `path`: every column and row group, backend `Auto`, GPU 0, the default policy.
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        Self {
+            path: path.as_ref().to_path_buf(),
+            columns: Projection::All,
+            row_groups: RowGroupSelection::All,
+            backend: BackendKind::Auto,
+            device: 0,
+            policy: IoPolicy::default(),
+            memory_limit: None,
+            io: None,
+        }
+    }
+
+    /// Columns by name: top-level names, or dotted paths to nested leaves (`point.x`).
+    pub fn with_columns<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.columns = Projection::Names(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Columns as a [`Projection`].
+    pub fn with_projection(mut self, projection: Projection) -> Self {
+        self.columns = projection;
+        self
+    }
+
+    /// Row groups by index, in the order given.
+    pub fn with_row_groups(mut self, groups: impl IntoIterator<Item = usize>) -> Self {
+        self.row_groups = RowGroupSelection::Indices(groups.into_iter().collect());
+        self
+    }
+
+    /// The backend (default `Auto`: the best GPU path this machine has, host memory without a GPU).
+    pub fn with_backend(mut self, backend: BackendKind) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// The CUDA device ordinal (default 0). Readers on the same device share its context.
+    pub fn with_device(mut self, ordinal: usize) -> Self {
+        self.device = ordinal;
+        self
+    }
+
+    /// The I/O policy (threads, task size, compat mode, bounce buffers...).
+    pub fn with_policy(mut self, policy: IoPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The memory budget, bytes: a whole [`Reader::read`] must fit in it, and a [`Reader::stream`]
+    /// keeps at most two groups of row groups (the one handed out and the one being read) within it.
+    pub fn with_memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// Policy, device and memory limit from [`Settings`] (for example [`Settings::from_env`]).
+    pub fn with_settings(mut self, settings: &Settings) -> Self {
+        self.policy = settings.policy.clone();
+        self.device = settings.device;
+        self.memory_limit = settings.memory_limit;
+        self
+    }
+
+    /// Reads through an existing backend (and its pinned buffers, threads and cuFile driver) instead of
+    /// building one: several readers can share one.
+    pub fn with_io(mut self, backend: Arc<AnyBackend>) -> Self {
+        self.io = Some(backend);
+        self
+    }
+
+    /// Opens the file, validates its metadata, plans the selection and builds the backend.
+    pub fn build(self) -> Result<Reader> {
+        self.policy.validate()?;
+        let source = ParquetSource::open(&self.path)?;
+        let plan = ReadPlan::build(&source, &self.columns, &self.row_groups, self.policy.plan_options())?;
+        let io = match self.io {
+            Some(b) => b,
+            None => {
+                let ctx = match self.backend {
+                    BackendKind::Host => None,
+                    _ => Some(GpuContext::new(self.device)),
+                };
+                Arc::new(
+                    AnyBackend::with_context(self.backend, &self.policy, ctx).map_err(|e| name_file(e, &self.path))?,
+                )
+            }
+        };
+        Ok(Reader {
+            source,
+            plan: Arc::new(plan),
+            columns: self.columns,
+            io,
+            policy: self.policy,
+            memory_limit: self.memory_limit,
+        })
+    }
+}
+
+/// Backend errors concern the machine, not the file; say which read asked, so the user knows.
+fn name_file(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Unavailable { backend, reason } => Error::Unavailable {
+            backend,
+            reason: format!("{reason} (reading {})", path.display()),
+        },
+        other => other,
+    }
+}
+
+/// A file opened and planned for reading. Cheap to share across threads (`&Reader` reads are
+/// independent; the backend's threads and buffers are shared).
+#[derive(Debug)]
+pub struct Reader {
+    source: ParquetSource,
+    plan: Arc<ReadPlan>,
+    columns: Projection,
+    io: Arc<AnyBackend>,
+    policy: IoPolicy,
+    memory_limit: Option<u64>,
+}
+
+impl Reader {
+    /// A [`ReaderBuilder`] for `path`.
+    pub fn builder(path: impl AsRef<Path>) -> ReaderBuilder {
+        ReaderBuilder::new(path)
+    }
+
+    /// The file and its validated metadata.
+    pub fn source(&self) -> &ParquetSource {
+        &self.source
+    }
+
+    /// The plan of the whole selection: its column chunks, spans and read tasks.
+    pub fn plan(&self) -> &ReadPlan {
+        &self.plan
+    }
+
+    /// The backend (share it with [`ReaderBuilder::with_io`]).
+    pub fn io(&self) -> &Arc<AnyBackend> {
+        &self.io
+    }
+
+    /// Why the backend is what it is (fallbacks and their reasons).
+    pub fn notes(&self) -> &[String] {
+        self.io.notes()
+    }
+
+    /// Reads the selected column chunks into device memory (host memory for the host backend), with
+    /// the per-column report of the path every byte took.
+    ///
+    /// ```
+    /// let reader = gpu_parquet::Reader::builder("testdata/nested.parquet")
+    ///     .with_columns(["point.x"])
+    ///     .with_backend(gpu_parquet::BackendKind::Host)
+    ///     .build()?;
+    /// let chunks = reader.read()?;
+    /// let report = chunks.report();
+    /// assert_eq!(report.columns.len(), 1);
+    /// assert_eq!(report.columns[0].column_path, "point.x");
+    /// chunks.verify()?; // the fetched bytes equal the file's
+    /// # Ok::<(), gpu_parquet::Error>(())
+    /// ```
+    pub fn read(&self) -> Result<ColumnChunks> {
+        if let Some(limit) = self.memory_limit
+            && self.plan.dest_len > limit
+        {
+            return Err(Error::InvalidRequest {
+                location: self.source.location(),
+                message: format!(
+                    "the selection needs {} bytes, over the memory limit of {limit}; read it in groups of row groups with stream()",
+                    self.plan.dest_len
+                ),
+            });
+        }
+        fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)
+    }
+
+    /// Reads and decodes the selection on the host into Arrow record batches (row groups in order).
+    ///
+    /// ```
+    /// let table = gpu_parquet::Reader::builder("testdata/flat_zstd.parquet")
+    ///     .with_columns(["id"])
+    ///     .with_backend(gpu_parquet::BackendKind::Host)
+    ///     .build()?
+    ///     .read_batches()?;
+    /// assert_eq!(table.schema.fields().len(), 1);
+    /// assert_eq!(table.num_rows(), table.batches.iter().map(|b| b.num_rows()).sum::<usize>());
+    /// # Ok::<(), gpu_parquet::Error>(())
+    /// ```
+    pub fn read_batches(&self) -> Result<DecodedTable> {
+        self.read()?.decode()
+    }
+
+    /// Reads the selection one group of row groups at a time: one row group per item, or as many
+    /// consecutive ones as fit in half the memory limit. The next group's I/O runs on a background
+    /// thread while the caller works on the current one. A row group that alone exceeds half the
+    /// limit is an error naming it, before anything is read.
+    ///
+    /// ```
+    /// use gpu_parquet::{BackendKind, Reader};
+    /// let reader = Reader::builder("testdata/flat_snappy_dict.parquet")
+    ///     .with_backend(BackendKind::Host)
+    ///     .build()?;
+    /// let mut rows = 0;
+    /// for group in reader.stream()? {
+    ///     let group = group?;
+    ///     assert_eq!(group.row_groups().len(), 1);
+    ///     rows += group.decode()?.num_rows();
+    /// }
+    /// assert_eq!(rows, 2400);
+    /// # Ok::<(), gpu_parquet::Error>(())
+    /// ```
+    pub fn stream(&self) -> Result<ChunkStream> {
+        let groups = self.group_row_groups()?;
+        let mut plans = Vec::with_capacity(groups.len());
+        for g in groups {
+            plans.push(Arc::new(ReadPlan::build(
+                &self.source,
+                &self.columns,
+                &RowGroupSelection::Indices(g),
+                self.policy.plan_options(),
+            )?));
+        }
+        Ok(ChunkStream::start(self.io.clone(), self.source.clone(), plans, self.policy.threads))
+    }
+
+    /// Consecutive selected row groups, each group's chunks within half the memory limit.
+    fn group_row_groups(&self) -> Result<Vec<Vec<usize>>> {
+        let mut per_group: Vec<(usize, u64)> = Vec::new();
+        for &rg in &self.plan.row_groups {
+            let bytes = self.plan.chunks.iter().filter(|c| c.row_group == rg).map(|c| c.len).sum();
+            per_group.push((rg, bytes));
+        }
+        let Some(limit) = self.memory_limit else {
+            return Ok(per_group.into_iter().map(|(rg, _)| vec![rg]).collect());
+        };
+        let budget = limit / 2;
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        let mut used = 0u64;
+        for (rg, bytes) in per_group {
+            if bytes > budget {
+                return Err(Error::InvalidRequest {
+                    location: crate::error::Location {
+                        row_group: Some(rg),
+                        ..self.source.location()
+                    },
+                    message: format!(
+                        "this row group's selected column chunks need {bytes} bytes, over half the memory limit of {limit} bytes (two groups are in memory at once while streaming)"
+                    ),
+                });
+            }
+            match out.last_mut() {
+                Some(g) if used + bytes <= budget => {
+                    g.push(rg);
+                    used += bytes;
+                }
+                _ => {
+                    out.push(vec![rg]);
+                    used = bytes;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn fetch(io: &AnyBackend, source: &ParquetSource, plan: Arc<ReadPlan>, threads: usize) -> Result<ColumnChunks> {
+    let f = io.fetch(source, &plan)?;
+    let report = ReadReport::build(&source.path().display().to_string(), &plan, &f.log);
+    Ok(ColumnChunks {
+        buffer: f.buffer,
+        plan,
+        report,
+        log: f.log,
+        source: source.clone(),
+        decode_threads: threads,
+    })
+}
+
+/// Column chunks read into memory: the buffer (laid out as the plan says), the plan, the I/O log and
+/// the per-column report.
+#[derive(Debug)]
+pub struct ColumnChunks {
+    buffer: AnyBuffer,
+    plan: Arc<ReadPlan>,
+    report: ReadReport,
+    log: IoLog,
+    source: ParquetSource,
+    decode_threads: usize,
+}
+
+impl ColumnChunks {
+    /// The bytes: [`AnyBuffer::Device`] on a GPU path, [`AnyBuffer::Host`] on the host path. Chunk `c`
+    /// of the plan lies at `c.dest_offset .. c.dest_offset + c.len`.
+    pub fn buffer(&self) -> &AnyBuffer {
+        &self.buffer
+    }
+
+    /// The buffer, owned.
+    pub fn into_buffer(self) -> AnyBuffer {
+        self.buffer
+    }
+
+    /// The plan these chunks were read by.
+    pub fn plan(&self) -> &ReadPlan {
+        &self.plan
+    }
+
+    /// Row groups held, in order.
+    pub fn row_groups(&self) -> &[usize] {
+        &self.plan.row_groups
+    }
+
+    /// Where the chunk of `column` (dotted path) in `row_group` is in [`Self::buffer`].
+    pub fn chunk(&self, column: &str, row_group: usize) -> Option<&ChunkRange> {
+        self.plan
+            .chunks
+            .iter()
+            .find(|c| c.row_group == row_group && c.column_path == column)
+    }
+
+    /// Per column and per path: bytes, reads, busy time, and why each path was taken.
+    pub fn report(&self) -> &ReadReport {
+        &self.report
+    }
+
+    /// What the backend did, task by task.
+    pub fn log(&self) -> &IoLog {
+        &self.log
+    }
+
+    /// Checks every chunk's bytes against the file (re-read with plain `pread`s).
+    pub fn verify(&self) -> Result<()> {
+        verify_against_file(&self.source, &self.plan, &self.buffer.to_host()?)
+    }
+
+    /// Decodes the chunks on the host into Arrow record batches (copying device bytes back first).
+    pub fn decode(self) -> Result<DecodedTable> {
+        let bytes = self.buffer.into_host_bytes()?;
+        decode_fetched(&self.source, &self.plan, &bytes, self.decode_threads)
+    }
+}
+
+/// Groups of row groups read one after another, the next read while the current one is in use.
+/// Dropping it stops the reads.
+#[derive(Debug)]
+pub struct ChunkStream {
+    rx: Option<Receiver<Result<ColumnChunks>>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ChunkStream {
+    fn start(io: Arc<AnyBackend>, source: ParquetSource, plans: Vec<Arc<ReadPlan>>, threads: usize) -> Self {
+        // A rendezvous channel: the worker reads group k+1 while the caller holds group k, then waits
+        // until the caller takes it, so at most two groups are in memory.
+        let (tx, rx): (SyncSender<Result<ColumnChunks>>, _) = sync_channel(0);
+        let worker = std::thread::Builder::new()
+            .name("gpu-parquet-prefetch".into())
+            .spawn(move || {
+                for plan in plans {
+                    let r = fetch(&io, &source, plan, threads);
+                    let failed = r.is_err();
+                    if tx.send(r).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+        match worker {
+            Ok(w) => Self {
+                rx: Some(rx),
+                worker: Some(w),
+            },
+            Err(e) => {
+                let (tx, rx) = sync_channel(1);
+                let _ = tx.send(Err(Error::Unavailable {
+                    backend: "stream".into(),
+                    reason: format!("cannot start the prefetch thread: {e}"),
+                }));
+                Self {
+                    rx: Some(rx),
+                    worker: None,
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for ChunkStream {
+    type Item = Result<ColumnChunks>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.rx.as_ref()?.recv().ok()
+    }
+}
+
+impl Drop for ChunkStream {
+    fn drop(&mut self) {
+        // Closing the channel makes the worker stop after its current read.
+        self.rx.take();
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
