@@ -23,7 +23,9 @@
 //! Symlinks are followed on purpose: a user who points `out.arrow` at a file on another disk means that
 //! file; replacing the link by a regular file would silently break the layout. A dangling link is
 //! resolved by hand (its target taken relative to the link's directory, link after link) and the file
-//! it names is created.
+//! it names is created. A link to a special file needs no resolving, since it is opened in place: so
+//! `/dev/stdout` works when standard output is a pipe or a terminal. (When it is a regular file,
+//! `/dev/stdout` resolves to that file, which is then replaced like any other.)
 //!
 //! Every error names the output path the caller gave, never the temporary file.
 
@@ -195,9 +197,13 @@ fn resolve(out: &Path, location: &Location) -> Result<PathBuf> {
         Err(e) => return Err(Error::io(location.clone(), "cannot inspect the output path", e)),
     }
     match std::fs::metadata(out) {
-        // The link leads somewhere: the canonical path of that file.
-        Ok(_) => std::fs::canonicalize(out)
+        // The link leads to a regular file (or a directory, refused later): its canonical path, which
+        // is where the temporary file must go.
+        Ok(m) if m.is_file() || m.is_dir() => std::fs::canonicalize(out)
             .map_err(|e| Error::io(location.clone(), "cannot resolve the symlink at the output path", e)),
+        // Anything else is written through in place, and opening `out` follows the link itself. Links
+        // such as /dev/stdout -> /proc/self/fd/1 -> "pipe:[123]" have no canonical path: keep `out`.
+        Ok(_) => Ok(std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf())),
         // A dangling link: follow it by hand to the path it names.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let mut p = out.to_path_buf();

@@ -251,6 +251,41 @@ fn dev_null_is_written_through_and_stays_a_device() {
 }
 
 #[test]
+fn a_pipe_behind_a_proc_fd_link_is_written_through() {
+    // /dev/stdout is /proc/self/fd/1; when that is a pipe the link leads to "pipe:[N]", which has no
+    // canonical path: the writer must open the link in place rather than fail to resolve it.
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: both descriptors were just created and are owned here alone.
+    let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        File::from(read_end).read_to_end(&mut bytes).map(|_| bytes)
+    });
+    let link = PathBuf::from(format!("/proc/self/fd/{}", fds[1]));
+    let result = write(&link, &[batch(0..50)], &[]);
+    drop(write_end);
+    let bytes = reader.join().expect("reader thread").expect("read the pipe");
+    let outcome = result.expect("writing into a pipe");
+    assert!(
+        matches!(
+            outcome,
+            WriteOutcome::WroteThrough {
+                kind: SpecialFile::Fifo,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    let ipc = FileReader::try_new(std::io::Cursor::new(bytes), None).expect("an Arrow IPC file");
+    let rows: usize = ipc.map(|b| b.expect("batch").num_rows()).sum();
+    assert_eq!(rows, 50);
+}
+
+#[test]
 fn dev_full_fails_naming_it_and_stays_a_device() {
     let full = Path::new("/dev/full");
     match std::fs::symlink_metadata(full) {
