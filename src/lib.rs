@@ -39,6 +39,7 @@ pub mod error;
 pub mod gpu;
 pub mod inspect;
 pub mod io;
+pub mod ipc_file;
 pub mod metadata;
 pub mod panic_guard;
 pub mod plan;

@@ -5,9 +5,16 @@
 //! - bytes: a task's bytes go to the column chunks they belong to, exactly (by overlap); bytes read only
 //!   because of coalescing gaps or alignment are `overhead_bytes` of the whole read, not of a column;
 //! - reads: a read operation is counted once for every column chunk its task carries bytes of, so a
-//!   task shared by two columns shows in both (the totals row counts it once);
-//! - time: a column's busy time is the union of the intervals of the tasks carrying its bytes, so
-//!   overlapping tasks count once (as KvikIO's busy time); its throughput is bytes / busy time.
+//!   task shared by two column chunks shows in both (and twice in a column whose two chunks it
+//!   carries), while the totals row counts it once; a task carrying only gap or alignment bytes counts
+//!   in the totals row alone. The column rows then do not add up to the totals row, and the table says
+//!   so under itself ([`ReadSharing`]);
+//! - time: a task's interval is apportioned to the column chunks it carries by bytes (a chunk's share
+//!   of the task's time is its overlap bytes / the task's bytes), so two columns read by one task get
+//!   busy times in proportion to their bytes, not the whole interval each. A column's busy time is the
+//!   measure of time weighted by the share of it in flight, capped at 1: where tasks of one column
+//!   overlap in time they count once (as KvikIO's busy time); where a column owns whole tasks this is
+//!   exactly the union of their intervals. Its throughput is bytes / busy time.
 
 use std::time::Duration;
 
@@ -69,7 +76,7 @@ pub struct ChunkReport {
     pub len: u64,
     /// Bytes and reads by path.
     pub counts: PathCounts,
-    /// Busy time (union of its tasks' intervals).
+    /// Busy time: its tasks' intervals, each apportioned by this chunk's share of the task's bytes.
     #[serde(serialize_with = "ser_secs")]
     pub busy: Duration,
 }
@@ -85,7 +92,7 @@ pub struct ColumnReport {
     pub chunks: usize,
     /// Bytes and reads by path.
     pub counts: PathCounts,
-    /// Busy time (union of its tasks' intervals).
+    /// Busy time: its tasks' intervals, each apportioned by this column's share of the task's bytes.
     #[serde(serialize_with = "ser_secs")]
     pub busy: Duration,
     /// Bytes / busy time, in GB/s (10^9 bytes per second).
@@ -107,6 +114,8 @@ pub struct ReadReport {
     pub chunks: Vec<ChunkReport>,
     /// Totals: every read counted once.
     pub total: PathCounts,
+    /// Why the columns' reads do not add up to the totals' reads.
+    pub read_sharing: ReadSharing,
     /// Bytes of the needed column chunks.
     pub useful_bytes: u64,
     /// Bytes read beyond them (coalescing gaps, alignment).
@@ -128,7 +137,64 @@ pub struct ReadReport {
 
 /// The attribution rules, as printed in reports.
 pub const ATTRIBUTION_RULES: &str = "bytes by exact overlap of each read with each column chunk (gap and alignment bytes are overhead); \
-a read counts once per column chunk it carries bytes of; busy time is the union of the reads' intervals";
+a read counts once per column chunk it carries bytes of (the totals count it once; a read of gap bytes only counts in the totals alone); \
+a read's time is apportioned to the column chunks it carries by their share of its bytes, and a column's busy time \
+is that apportioned time with overlapping reads counted once";
+
+/// How reads are shared between column chunks: the reason the column rows' reads do not add up to the
+/// totals row's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ReadSharing {
+    /// Tasks that carried bytes of more than one column chunk.
+    pub shared_tasks: u64,
+    /// Read operations of those tasks (each counted once).
+    pub shared_reads: u64,
+    /// Tasks that carried no column chunk's bytes (gap or alignment bytes only).
+    pub overhead_only_tasks: u64,
+    /// Read operations of those tasks.
+    pub overhead_only_reads: u64,
+    /// The columns' reads added up: the totals' reads, plus a shared task's reads once more for every
+    /// chunk beyond its first, minus the overhead-only tasks' reads.
+    pub column_reads_sum: u64,
+}
+
+impl ReadSharing {
+    /// The footnote explaining the difference, or `None` when every task served exactly one chunk.
+    pub fn footnote(&self, total_reads: u64) -> Option<String> {
+        if self.shared_tasks == 0 && self.overhead_only_tasks == 0 {
+            return None;
+        }
+        let mut parts = Vec::new();
+        if self.shared_tasks > 0 {
+            parts.push(format!(
+                "{} read task{} ({} read{}) served more than one column chunk; each column counts them once per chunk \
+it carries, TOTAL counts each read once",
+                self.shared_tasks,
+                plural(self.shared_tasks),
+                self.shared_reads,
+                plural(self.shared_reads)
+            ));
+        }
+        if self.overhead_only_tasks > 0 {
+            parts.push(format!(
+                "{} read task{} ({} read{}) carried only gap or alignment bytes; only TOTAL counts them",
+                self.overhead_only_tasks,
+                plural(self.overhead_only_tasks),
+                self.overhead_only_reads,
+                plural(self.overhead_only_reads)
+            ));
+        }
+        Some(format!(
+            "reads: {}; so the columns' reads add up to {}, TOTAL's to {total_reads}",
+            parts.join("; "),
+            self.column_reads_sum
+        ))
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
 
 /// Our per-path counters checked against cuFile's own statistics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -172,25 +238,55 @@ impl StatsCheck {
     }
 }
 
-fn union_len(mut intervals: Vec<(Duration, Duration)>) -> Duration {
-    intervals.sort_unstable();
-    let mut total = Duration::ZERO;
-    let mut cur: Option<(Duration, Duration)> = None;
-    for (s, e) in intervals {
-        match &mut cur {
-            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
-            _ => {
-                if let Some((cs, ce)) = cur {
-                    total += ce - cs;
-                }
-                cur = Some((s, e));
-            }
+/// One task's interval and the share of it attributed to a column chunk (its bytes / the task's bytes).
+#[derive(Debug, Clone, Copy)]
+struct Share {
+    start: Duration,
+    end: Duration,
+    /// Overlap bytes.
+    num: u64,
+    /// Task bytes (not zero).
+    den: u64,
+}
+
+/// Busy time of shares of intervals: the integral over time of the sum of the shares in flight, capped
+/// at 1. With whole shares only, this is the length of the union of the intervals.
+fn busy_time(shares: &[Share]) -> Duration {
+    // (time, whole intervals starting (+1) or ending (-1), fractional weight starting or ending)
+    let mut events: Vec<(Duration, i64, f64)> = Vec::with_capacity(2 * shares.len());
+    for s in shares.iter().filter(|s| s.end > s.start && s.num > 0 && s.den > 0) {
+        if s.num >= s.den {
+            events.push((s.start, 1, 0.0));
+            events.push((s.end, -1, 0.0));
+        } else {
+            let w = s.num as f64 / s.den as f64;
+            events.push((s.start, 0, w));
+            events.push((s.end, 0, -w));
         }
     }
-    if let Some((cs, ce)) = cur {
-        total += ce - cs;
+    events.sort_by_key(|e| e.0);
+    // Whole intervals are counted exactly; only fractional weights go through floating point.
+    let (mut whole, mut frac) = (0i64, 0.0f64);
+    let mut full_nanos: u128 = 0;
+    let mut partial_nanos = 0.0f64;
+    let mut prev = Duration::ZERO;
+    for (t, dw, df) in events {
+        let dt = t.saturating_sub(prev).as_nanos();
+        if whole > 0 {
+            full_nanos += dt;
+        } else if frac > 0.0 {
+            partial_nanos += dt as f64 * frac.min(1.0);
+        }
+        whole += dw;
+        frac += df;
+        if frac < 1e-12 {
+            // Rounding left over once every fractional interval has ended.
+            frac = frac.max(0.0);
+        }
+        prev = t;
     }
-    total
+    let nanos = full_nanos.saturating_add(partial_nanos.round() as u128);
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
 fn gbps(bytes: u64, t: Duration) -> f64 {
@@ -203,17 +299,26 @@ impl ReadReport {
     pub fn build(file: &str, plan: &ReadPlan, log: &IoLog) -> Self {
         let n = plan.chunks.len();
         let mut counts = vec![PathCounts::default(); n];
-        let mut intervals: Vec<Vec<(Duration, Duration)>> = vec![Vec::new(); n];
+        let mut intervals: Vec<Vec<Share>> = vec![Vec::new(); n];
+        let mut sharing = ReadSharing::default();
         let mut reasons: Vec<Vec<String>> = vec![Vec::new(); n];
         let mut total = PathCounts::default();
         for rec in &log.tasks {
-            let task = &plan.tasks[rec.task];
             total.add(rec.path, rec.bytes, rec.reads);
+            let Some(task) = plan.tasks.get(rec.task) else {
+                // A record of a task the plan does not have carries no column chunk's bytes.
+                sharing.overhead_only_tasks += 1;
+                sharing.overhead_only_reads += rec.reads;
+                continue;
+            };
+            let mut served = 0u64;
             for ci in task.chunks.clone() {
-                let ov = ReadPlan::overlap(task, &plan.chunks[ci]);
+                let Some(chunk) = plan.chunks.get(ci) else { continue };
+                let ov = ReadPlan::overlap(task, chunk);
                 if ov.is_empty() {
                     continue;
                 }
+                served += 1;
                 // A failed or partial task moved at most rec.bytes: scale the overlap accordingly.
                 let bytes = if rec.bytes >= task.len {
                     ov.end - ov.start
@@ -221,9 +326,25 @@ impl ReadReport {
                     (ov.end - ov.start).min(rec.bytes)
                 };
                 counts[ci].add(rec.path, bytes, rec.reads);
-                intervals[ci].push((rec.start, rec.end));
+                intervals[ci].push(Share {
+                    start: rec.start,
+                    end: rec.end,
+                    num: ov.end - ov.start,
+                    den: task.len.max(1),
+                });
                 if !reasons[ci].iter().any(|r| **r == *rec.reason) {
                     reasons[ci].push(rec.reason.to_string());
+                }
+            }
+            match served {
+                0 => {
+                    sharing.overhead_only_tasks += 1;
+                    sharing.overhead_only_reads += rec.reads;
+                }
+                1 => {}
+                _ => {
+                    sharing.shared_tasks += 1;
+                    sharing.shared_reads += rec.reads;
                 }
             }
         }
@@ -238,10 +359,10 @@ impl ReadReport {
                 offset: c.offset,
                 len: c.len,
                 counts: counts[i],
-                busy: union_len(intervals[i].clone()),
+                busy: busy_time(&intervals[i]),
             })
             .collect();
-        let columns = plan
+        let columns: Vec<ColumnReport> = plan
             .columns
             .iter()
             .map(|&col| {
@@ -260,7 +381,7 @@ impl ReadReport {
                         }
                     }
                 }
-                let busy = union_len(iv);
+                let busy = busy_time(&iv);
                 ColumnReport {
                     column: col,
                     column_path: plan
@@ -276,6 +397,7 @@ impl ReadReport {
                 }
             })
             .collect();
+        sharing.column_reads_sum = columns.iter().map(|c| c.counts.total_reads()).sum();
         let useful = plan.useful_bytes();
         ReadReport {
             file: file.to_string(),
@@ -284,6 +406,7 @@ impl ReadReport {
             chunks,
             overhead_bytes: total.total_bytes().saturating_sub(useful),
             total,
+            read_sharing: sharing,
             useful_bytes: useful,
             wall: log.wall,
             gbps: gbps(useful, log.wall),
@@ -360,6 +483,15 @@ impl ReadReport {
                 out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
                 out.push('\n');
             }
+        }
+        if let Some(f) = self.read_sharing.footnote(self.total.total_reads()) {
+            out.push_str(&f);
+            out.push('\n');
+        }
+        if self.read_sharing.shared_tasks > 0 {
+            out.push_str(
+                "busy: a read task's time is split between the column chunks it served in proportion to their bytes\n",
+            );
         }
         out.push_str(&format!(
             "backend {}: {} useful bytes, {} overhead bytes\n",
@@ -441,13 +573,66 @@ mod tests {
         assert!(!c.agree);
     }
 
+    fn share(start_ms: u64, end_ms: u64, num: u64, den: u64) -> Share {
+        Share {
+            start: Duration::from_millis(start_ms),
+            end: Duration::from_millis(end_ms),
+            num,
+            den,
+        }
+    }
+
     #[test]
     fn busy_time_counts_overlap_once() {
-        let ms = Duration::from_millis;
+        let whole = |s, e| share(s, e, 1, 1);
         assert_eq!(
-            union_len(vec![(ms(0), ms(10)), (ms(5), ms(15)), (ms(20), ms(25))]),
-            ms(20)
+            busy_time(&[whole(0, 10), whole(5, 15), whole(20, 25)]),
+            Duration::from_millis(20)
         );
-        assert_eq!(union_len(Vec::new()), Duration::ZERO);
+        assert_eq!(busy_time(&[]), Duration::ZERO);
+    }
+
+    #[test]
+    fn busy_time_apportions_shared_tasks_by_bytes() {
+        // A quarter of a 100 ms task: 25 ms.
+        assert_eq!(busy_time(&[share(0, 100, 1, 4)]), Duration::from_millis(25));
+        // Two chunks of one column in the same task: their shares add up.
+        assert_eq!(
+            busy_time(&[share(0, 100, 1, 4), share(0, 100, 2, 4)]),
+            Duration::from_millis(75)
+        );
+        // Overlapping shares are capped at the whole interval: busy time never exceeds wall time.
+        assert_eq!(
+            busy_time(&[share(0, 100, 3, 4), share(0, 100, 3, 4)]),
+            Duration::from_millis(100)
+        );
+        // A whole task overlapping a shared one: 0..50 whole, 50..100 at a half.
+        assert_eq!(
+            busy_time(&[share(0, 50, 1, 1), share(20, 100, 1, 2)]),
+            Duration::from_millis(75)
+        );
+        // Degenerate input does not panic and counts nothing.
+        assert_eq!(
+            busy_time(&[share(10, 5, 1, 1), share(0, 10, 0, 1), share(0, 10, 1, 0)]),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn footnote_only_when_reads_are_shared_or_overhead_only() {
+        assert_eq!(ReadSharing::default().footnote(3), None);
+        let s = ReadSharing {
+            shared_tasks: 1,
+            shared_reads: 1,
+            overhead_only_tasks: 0,
+            overhead_only_reads: 0,
+            column_reads_sum: 2,
+        };
+        let f = s.footnote(1).unwrap_or_default();
+        assert!(
+            f.contains("1 read task (1 read) served more than one column chunk"),
+            "{f}"
+        );
+        assert!(f.contains("add up to 2, TOTAL's to 1"), "{f}");
     }
 }
