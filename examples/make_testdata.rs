@@ -35,7 +35,7 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 /// across platforms and versions) generator.
 fn opt<T>(rng: &mut SeededRng, one_in: u64, f: impl FnOnce(u64) -> T) -> Option<T> {
     let v = rng.next_u64();
-    (v % one_in != 0).then(|| f(v >> 8))
+    (!v.is_multiple_of(one_in)).then(|| f(v >> 8))
 }
 
 fn flat_schema() -> Arc<Schema> {
@@ -148,7 +148,7 @@ fn nested_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut SeededRn
     };
     let xs: Vec<f64> = (0..n).map(|i| (start + i) as f64 * 0.25).collect();
     let labels: Vec<Option<String>> = (0..n).map(|_| opt(rng, 4, |v| format!("p{}", v % 50))).collect();
-    let point_valid: Vec<bool> = (0..n).map(|_| rng.next_u64() % 10 != 0).collect();
+    let point_valid: Vec<bool> = (0..n).map(|_| !rng.next_u64().is_multiple_of(10)).collect();
     let point = StructArray::try_new(
         field_of(1)?,
         vec![Arc::new(Float64Array::from(xs)), Arc::new(StringArray::from(labels))],
@@ -161,8 +161,8 @@ fn nested_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut SeededRn
     for _ in 0..n {
         let v = rng.next_u64();
         let len = (v % 4) as usize;
-        valid.push(v % 17 != 0);
-        lens.push(if v % 17 != 0 { len } else { 0 });
+        valid.push(!v.is_multiple_of(17));
+        lens.push(if !v.is_multiple_of(17) { len } else { 0 });
         for _ in 0..lens[lens.len() - 1] {
             items.push(opt(rng, 6, |v| format!("t{}", v % 30)));
         }

@@ -225,7 +225,11 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
 
     let ctx = match GpuContext::new(opts.device) {
         Err(e) => {
-            rows.push(BenchRow::failed("staged / cufile / pinned H2D", bytes, format!("no GPU: {e}")));
+            rows.push(BenchRow::failed(
+                "staged / cufile / pinned H2D",
+                bytes,
+                format!("no GPU: {e}"),
+            ));
             return Ok(report(file, &plan, reps, cold_skipped, rows));
         }
         Ok(c) => c,
@@ -238,7 +242,10 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
     }
     for &th in &threads {
         let b = gpu(BackendKind::Staged, &policy(th, false, CompatMode::On));
-        let name = b.as_ref().map(|b| b.name()).unwrap_or_else(|_| format!("staged({th} threads)"));
+        let name = b
+            .as_ref()
+            .map(|b| b.name())
+            .unwrap_or_else(|_| format!("staged({th} threads)"));
         rows.push(measure_backend(name, b, &source, &plan, reps, cold));
     }
     // O_DIRECT reads of a 4 KiB-aligned plan, with the most threads: what matters for cold reads.
@@ -251,7 +258,10 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
         }
         Err(e) => rows.push(BenchRow::failed(name, bytes, e.to_string())),
     }
-    let b = gpu(BackendKind::Cufile, &policy(opts.policy.threads, false, CompatMode::Off));
+    let b = gpu(
+        BackendKind::Cufile,
+        &policy(opts.policy.threads, false, CompatMode::Off),
+    );
     let name = b.as_ref().map(|b| b.name()).unwrap_or_else(|_| "cufile".into());
     rows.push(measure_backend(name, b, &source, &plan, reps, cold));
     Ok(report(file, &plan, reps, cold_skipped, rows))
@@ -377,6 +387,9 @@ mod tests {
         assert!(!r.to_table().contains(" 0.00 "), "{}", r.to_table());
         let json = serde_json::to_string(&r).unwrap();
         assert!(!json.contains("\"Err\"") && !json.contains("\"Ok\""), "{json}");
-        assert!(json.contains("\"cold_skipped\":\"not asked for (--no-cold)\""), "{json}");
+        assert!(
+            json.contains("\"cold_skipped\":\"not asked for (--no-cold)\""),
+            "{json}"
+        );
     }
 }

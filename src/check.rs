@@ -211,7 +211,11 @@ pub fn check(dir: &Path, device: usize, cufile_config: &Path) -> Result<CheckRep
         Err(e) => return Err(Error::io(Location::file(dir), "cannot use the directory", e)),
     }
     let ctx = GpuContext::new(device);
-    let gpu = match ctx.as_ref().map_err(|e| e.to_string()).and_then(|c| c.info().map_err(|e| e.to_string())) {
+    let gpu = match ctx
+        .as_ref()
+        .map_err(|e| e.to_string())
+        .and_then(|c| c.info().map_err(|e| e.to_string()))
+    {
         Ok(info) => GpuCheck {
             info: Some(info),
             error: None,

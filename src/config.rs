@@ -134,7 +134,12 @@ pub const MAX_THREADS: usize = 1024;
 impl IoPolicy {
     /// Checks every field against the same bounds the flags and variables have.
     pub fn validate(&self) -> Result<()> {
-        let check = |key: Key, v: u64| key.check(v).map_err(|m| Error::Config { setting: format!("{} {v}", key.describe()), message: m });
+        let check = |key: Key, v: u64| {
+            key.check(v).map_err(|m| Error::Config {
+                setting: format!("{} {v}", key.describe()),
+                message: m,
+            })
+        };
         check(Key::Threads, self.threads as u64)?;
         check(Key::TaskSize, self.task_size)?;
         check(Key::SmallRead, self.small_read_threshold)?;
@@ -345,7 +350,8 @@ impl Settings {
                     _ => continue,
                 },
             };
-            s.apply(key, &raw).map_err(|message| Error::Config { setting, message })?;
+            s.apply(key, &raw)
+                .map_err(|message| Error::Config { setting, message })?;
         }
         Ok(s)
     }
@@ -428,8 +434,14 @@ mod tests {
             let e = Settings::from_lookup(vars(&[(k, v)]), &[]).unwrap_err().to_string();
             assert!(e.starts_with(&format!("{k}={v}: expected")), "{e}");
         }
-        for (key, v) in [(Key::Threads, "5000"), (Key::TaskSize, "0"), (Key::TaskSize, "17592186044416")] {
-            let e = Settings::from_lookup(vars(&[]), &[(key, v.into())]).unwrap_err().to_string();
+        for (key, v) in [
+            (Key::Threads, "5000"),
+            (Key::TaskSize, "0"),
+            (Key::TaskSize, "17592186044416"),
+        ] {
+            let e = Settings::from_lookup(vars(&[]), &[(key, v.into())])
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with(&format!("{} {v}: expected", key.flag())), "{e}");
         }
     }
@@ -438,7 +450,11 @@ mod tests {
     fn a_flag_replaces_its_variable_even_a_bad_one() {
         let s = Settings::from_lookup(vars(&[("GPU_PARQUET_THREADS", "bad")]), &[(Key::Threads, "4".into())]).unwrap();
         assert_eq!(s.policy.threads, 4);
-        let s = Settings::from_lookup(vars(&[("GPU_PARQUET_TASK_SIZE_MB", "2")]), &[(Key::TaskSize, "1".into())]).unwrap();
+        let s = Settings::from_lookup(
+            vars(&[("GPU_PARQUET_TASK_SIZE_MB", "2")]),
+            &[(Key::TaskSize, "1".into())],
+        )
+        .unwrap();
         assert_eq!(s.policy.task_size, 1 << 20);
     }
 
@@ -446,10 +462,22 @@ mod tests {
     fn a_policy_built_in_code_meets_the_same_bounds() {
         IoPolicy::default().validate().unwrap();
         for bad in [
-            IoPolicy { threads: 5000, ..IoPolicy::default() },
-            IoPolicy { task_size: 0, ..IoPolicy::default() },
-            IoPolicy { task_size: 1 << 50, ..IoPolicy::default() },
-            IoPolicy { bounce_buffers: 1, ..IoPolicy::default() },
+            IoPolicy {
+                threads: 5000,
+                ..IoPolicy::default()
+            },
+            IoPolicy {
+                task_size: 0,
+                ..IoPolicy::default()
+            },
+            IoPolicy {
+                task_size: 1 << 50,
+                ..IoPolicy::default()
+            },
+            IoPolicy {
+                bounce_buffers: 1,
+                ..IoPolicy::default()
+            },
         ] {
             assert!(matches!(bad.validate(), Err(Error::Config { .. })), "{bad:?}");
         }
@@ -464,7 +492,12 @@ mod tests {
         for k in [CompatMode::On, CompatMode::Off, CompatMode::Auto] {
             assert_eq!(k.to_string().parse::<CompatMode>().unwrap(), k);
         }
-        for k in [BackendKind::Host, BackendKind::Staged, BackendKind::Cufile, BackendKind::Auto] {
+        for k in [
+            BackendKind::Host,
+            BackendKind::Staged,
+            BackendKind::Cufile,
+            BackendKind::Auto,
+        ] {
             assert_eq!(k.to_string().parse::<BackendKind>().unwrap(), k);
         }
     }

@@ -8,7 +8,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -77,19 +77,19 @@ enum Command {
 #[derive(Debug, Args)]
 struct IoArgs {
     /// CUDA device ordinal [GPU_PARQUET_DEVICE; default 0].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     device: Option<String>,
     /// on (never cuFile), off (cuFile or fail), auto [GPU_PARQUET_COMPAT_MODE; default auto].
     #[arg(long)]
     compat_mode: Option<String>,
     /// I/O threads, 0 to 1024; 0: one per core [GPU_PARQUET_THREADS].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     threads: Option<String>,
     /// Largest read task in MiB, 1 to 1024 [GPU_PARQUET_TASK_SIZE_MB; default 8].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     task_size_mb: Option<String>,
     /// With cuFile in use, tasks under this many KiB go staged [GPU_PARQUET_SMALL_READ_KB; default 16].
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     small_read_kb: Option<String>,
     /// Use O_DIRECT where the file system allows it (reads 4 KiB aligned) [GPU_PARQUET_DIRECT].
     #[arg(long)]
@@ -215,7 +215,10 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
         extra.push((
             "verified",
             serde_json::json!({ "bytes": chunks.buffer().len(), "equal_to_file": true }),
-            format!("verified: {} fetched bytes equal the file's bytes", chunks.buffer().len()),
+            format!(
+                "verified: {} fetched bytes equal the file's bytes",
+                chunks.buffer().len()
+            ),
         ));
     }
     let report = chunks.report().clone();
@@ -223,11 +226,21 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
         progress.stage("decoding");
         let table = chunks.decode()?;
         progress.stage("writing");
-        write_ipc(out, &table, &args.file)?;
+        let outcome = gpu_parquet::ipc_file::write_ipc_file(out, &table.schema, &table.batches, &[&args.file])?;
         extra.push((
             "output",
-            serde_json::json!({ "path": out, "rows": table.num_rows(), "format": "arrow-ipc-file" }),
-            format!("wrote {} ({} rows, Arrow IPC file)", out.display(), table.num_rows()),
+            serde_json::json!({
+                "path": out,
+                "written": outcome.target(),
+                "how": outcome.to_string(),
+                "rows": table.num_rows(),
+                "format": "arrow-ipc-file",
+            }),
+            format!(
+                "wrote {} ({} rows, Arrow IPC file; {outcome})",
+                out.display(),
+                table.num_rows()
+            ),
         ));
     }
     drop(progress);
@@ -249,56 +262,6 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     }
 }
 
-/// Writes `table` as an Arrow IPC file, atomically: into a temporary file beside `out`, renamed over
-/// `out` only once complete, so a failure never leaves a broken file behind.
-fn write_ipc(out: &Path, table: &gpu_parquet::decode::DecodedTable, _input: &Path) -> gpu_parquet::Result<()> {
-    let location = gpu_parquet::Location::file(out);
-    let mut tmp = out.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let written = write_ipc_to(&tmp, table);
-    let result = written.and_then(|()| {
-        std::fs::rename(&tmp, out).map_err(|e| Error::io(location, "cannot rename the finished file onto", e))
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn write_ipc_to(path: &Path, table: &gpu_parquet::decode::DecodedTable) -> gpu_parquet::Result<()> {
-    let location = gpu_parquet::Location::file(path);
-    let file = std::fs::File::create(path).map_err(|e| Error::io(location.clone(), "cannot create", e))?;
-    let mut writer = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(file), &table.schema)
-        .map_err(|e| Error::parquet(location.clone(), e))?;
-    let merged;
-    let batches: &[arrow::record_batch::RecordBatch] =
-        if table.batches.len() > 1 && table.schema.fields().iter().any(|f| has_dictionary(f.data_type())) {
-            merged = [table.concat()?];
-            &merged
-        } else {
-            &table.batches
-        };
-    for batch in batches {
-        writer.write(batch).map_err(|e| Error::parquet(location.clone(), e))?;
-    }
-    writer.finish().map_err(|e| Error::parquet(location, e))
-}
-
-fn has_dictionary(t: &arrow::datatypes::DataType) -> bool {
-    use arrow::datatypes::DataType::*;
-    match t {
-        Dictionary(..) => true,
-        List(f) | LargeList(f) | FixedSizeList(f, _) | Map(f, _) | ListView(f) | LargeListView(f) => {
-            has_dictionary(f.data_type())
-        }
-        Struct(fields) => fields.iter().any(|f| has_dictionary(f.data_type())),
-        Union(fields, _) => fields.iter().any(|(_, f)| has_dictionary(f.data_type())),
-        RunEndEncoded(_, v) => has_dictionary(v.data_type()),
-        _ => false,
-    }
-}
-
 /// `value` as pretty JSON, or `table()` as text.
 fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> String) -> String {
     if json {
@@ -314,7 +277,14 @@ fn check(dir: PathBuf, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
     Ok(render(json, &report, || report.to_table()))
 }
 
-fn bench(file: PathBuf, reps: usize, no_cold: bool, staged_threads: Vec<usize>, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
+fn bench(
+    file: PathBuf,
+    reps: usize,
+    no_cold: bool,
+    staged_threads: Vec<usize>,
+    io: IoArgs,
+    json: bool,
+) -> gpu_parquet::Result<String> {
     let settings = io.settings()?;
     let opts = gpu_parquet::bench::BenchOptions {
         reps,

@@ -278,14 +278,25 @@ impl Reader {
                 self.policy.plan_options(),
             )?));
         }
-        Ok(ChunkStream::start(self.io.clone(), self.source.clone(), plans, self.policy.threads))
+        Ok(ChunkStream::start(
+            self.io.clone(),
+            self.source.clone(),
+            plans,
+            self.policy.threads,
+        ))
     }
 
     /// Consecutive selected row groups, each group's chunks within half the memory limit.
     fn group_row_groups(&self) -> Result<Vec<Vec<usize>>> {
         let mut per_group: Vec<(usize, u64)> = Vec::new();
         for &rg in &self.plan.row_groups {
-            let bytes = self.plan.chunks.iter().filter(|c| c.row_group == rg).map(|c| c.len).sum();
+            let bytes = self
+                .plan
+                .chunks
+                .iter()
+                .filter(|c| c.row_group == rg)
+                .map(|c| c.len)
+                .sum();
             per_group.push((rg, bytes));
         }
         let Some(limit) = self.memory_limit else {

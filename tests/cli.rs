@@ -96,6 +96,11 @@ impl Run {
 
 /// Runs the binary with `args`; fails the test if it runs longer than [`RUN_TIMEOUT`].
 fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
+    run_env(args, &[])
+}
+
+/// [`run`] with environment variables `env` set.
+fn run_env<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> Run {
     let args: Vec<OsString> = args.iter().map(|a| a.as_ref().to_os_string()).collect();
     let what = format!(
         "gpu-parquet {}",
@@ -115,6 +120,7 @@ fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
             cmd.env_remove(k);
         }
     }
+    cmd.envs(env.iter().copied());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
     // Drain both pipes on their own threads so a chatty child never blocks on a full pipe.
     let drain = |mut r: Box<dyn Read + Send>| {
@@ -658,7 +664,11 @@ fn user_mistakes_give_exit_1_and_one_clear_line() {
 
     let r = run(&read_args(&nested, &out, &["--backend", "nonsense"]));
     r.assert_one_error_line("--backend nonsense");
-    assert!(r.stderr.contains("expected host, staged, cufile or auto"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("expected host, staged, cufile or auto"),
+        "{}",
+        r.stderr
+    );
 
     let r = run(&[OsString::from("inspect"), missing.clone().into()]);
     r.assert_one_error_line(&missing.display().to_string());
@@ -696,7 +706,12 @@ fn backend_auto_without_cuda_reads_into_host_memory_and_says_why() {
     ]);
     r.assert_ok();
     let j = r.json();
-    assert!(j["backend"].as_str().unwrap_or("").starts_with("host("), "{}: {}", r.what, j["backend"]);
+    assert!(
+        j["backend"].as_str().unwrap_or("").starts_with("host("),
+        "{}: {}",
+        r.what,
+        j["backend"]
+    );
     let notes: Vec<&str> = j["notes"]
         .as_array()
         .expect("notes")
@@ -780,4 +795,157 @@ fn closed_stdout_is_not_a_panic() {
         "exit {status}; stderr:\n{stderr}"
     );
     assert!(stderr.lines().count() <= 1, "{stderr}");
+}
+
+/// Flags and variables go through one validation with bounds; a flag replaces its variable (a bad
+/// variable does not matter when the flag is given), and errors name the flag or the variable.
+#[test]
+fn flags_and_variables_share_one_validation() {
+    let nested = testdata("nested.parquet");
+    let read = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut a: Vec<OsString> = vec!["read".into(), nested.clone().into(), "--backend".into(), "host".into()];
+        a.extend(extra.iter().map(OsString::from));
+        run_env(&a, env)
+    };
+    for (flag, value) in [
+        ("--threads", "1000000"),
+        ("--threads", "18446744073709551615"),
+        ("--threads", "5000"),
+        ("--task-size-mb", "17592186044416"),
+        ("--task-size-mb", "0"),
+        ("--compat-mode", "maybe"),
+        ("--small-read-kb", "-1"),
+    ] {
+        let r = read(&[flag, value], &[]);
+        r.assert_one_error_line(&format!("{flag} {value}: expected"));
+    }
+    for (var, value) in [("GPU_PARQUET_THREADS", "5000"), ("GPU_PARQUET_TASK_SIZE_MB", "0")] {
+        let r = read(&[], &[(var, value)]);
+        r.assert_one_error_line(&format!("{var}={value}: expected"));
+    }
+    // The flag wins, and the bad variable is not even looked at.
+    read(&["--threads", "2"], &[("GPU_PARQUET_THREADS", "many")]).assert_ok();
+    read(&["--task-size-mb", "1"], &[("GPU_PARQUET_TASK_SIZE_MB", "0")]).assert_ok();
+}
+
+#[test]
+fn argument_errors_and_check_of_a_missing_directory_are_one_line_and_exit_1() {
+    let r = run(&["read"]);
+    r.assert_one_error_line("--help");
+    let r = run(&["read", "x.parquet", "--bogus"]);
+    r.assert_one_error_line("--bogus");
+    let r = run(&["frobnicate"]);
+    r.assert_one_error_line("frobnicate");
+    let r = run(&["check", "/nonexistent-gpu-parquet-dir"]);
+    r.assert_one_error_line("/nonexistent-gpu-parquet-dir");
+    let help = run(&["--help"]);
+    help.assert_ok();
+    assert!(help.stdout.contains("read"), "{}", help.stdout);
+}
+
+/// Without CUDA, asking for a GPU backend names the file and suggests the host backend.
+#[test]
+fn gpu_backend_without_cuda_names_the_file_and_suggests_host() {
+    if gpu_parquet::gpu::cuda_present().is_ok() {
+        common::skip("this machine has a CUDA driver");
+        return;
+    }
+    let nested = testdata("nested.parquet");
+    for backend in ["staged", "cufile"] {
+        let r = run(&[
+            OsString::from("read"),
+            nested.clone().into(),
+            "--backend".into(),
+            backend.into(),
+        ]);
+        r.assert_one_error_line(&nested.display().to_string());
+        assert!(r.stderr.contains("--backend host"), "{}", r.stderr);
+    }
+}
+
+/// `--json` confirms `--verify` and `--output` as the table does.
+#[test]
+fn json_confirms_verify_and_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("t.arrow");
+    let file = testdata("flat_zstd.parquet");
+    let r = run(&read_args(&file, &out, &["--verify", "--json"]));
+    r.assert_ok();
+    let j = r.json();
+    assert_eq!(j["verified"]["equal_to_file"], true, "{}", r.stdout);
+    assert_eq!(j["verified"]["bytes"], j["useful_bytes"], "{}", r.stdout);
+    assert_eq!(j["output"]["path"], out.display().to_string(), "{}", r.stdout);
+    let rows = metadata(&file).file_metadata().num_rows();
+    assert_eq!(j["output"]["rows"], rows, "{}", r.stdout);
+    assert_eq!(read_ipc(&out).num_rows() as i64, rows);
+}
+
+/// `--output` writes through devices, never replaces them, and never overwrites the input.
+#[test]
+fn output_to_a_device_writes_through_and_the_input_is_never_overwritten() {
+    use std::os::unix::fs::FileTypeExt;
+    let file = testdata("flat_plain.parquet");
+    let r = run(&[
+        OsString::from("read"),
+        file.clone().into(),
+        "--output".into(),
+        "/dev/null".into(),
+    ]);
+    r.assert_ok();
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("in.parquet");
+    std::fs::copy(&file, &copy).unwrap();
+    let before = std::fs::read(&copy).unwrap();
+    let r = run(&[
+        OsString::from("read"),
+        copy.clone().into(),
+        "--output".into(),
+        copy.clone().into(),
+    ]);
+    r.assert_one_error_line(&copy.display().to_string());
+    assert!(r.stderr.contains("input"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&copy).unwrap(), before, "the input was changed");
+    if Path::new("/dev/full").exists() {
+        let r = run(&[
+            OsString::from("read"),
+            file.into(),
+            "--output".into(),
+            "/dev/full".into(),
+        ]);
+        r.assert_one_error_line("/dev/full");
+        assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+    }
+}
+
+/// `bench` on a small file: legible times (not "0.00"), and JSON without Rust's `Ok`/`Err` wrappers.
+#[test]
+fn bench_on_a_small_file_is_legible_and_its_json_plain() {
+    let file = testdata("flat_plain.parquet");
+    let r = run(&[
+        OsString::from("bench"),
+        file.clone().into(),
+        "--no-cold".into(),
+        "--reps".into(),
+        "2".into(),
+    ]);
+    r.assert_ok();
+    let host = r.stdout.lines().find(|l| l.starts_with("host")).expect("a host row");
+    assert!(host.contains(" µs") || host.contains(" ms"), "{host}");
+    assert!(!host.contains(" 0.00 "), "{host}");
+    let r = run(&[
+        OsString::from("bench"),
+        file.into(),
+        "--no-cold".into(),
+        "--reps".into(),
+        "1".into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    assert!(
+        !r.stdout.contains("\"Err\"") && !r.stdout.contains("\"Ok\""),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.json()["cold"], false);
 }

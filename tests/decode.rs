@@ -33,7 +33,7 @@ const ROWS: usize = 1000;
 
 /// A batch exercising flat types, nulls, a dictionary and nested lists, structs and maps.
 fn sample_batch(rows: usize) -> RecordBatch {
-    let null_every = |k: usize| move |i: usize| i % k == 0;
+    let null_every = |k: usize| move |i: usize| i.is_multiple_of(k);
     let ints: Int32Array = (0..rows)
         .map(|i| (!null_every(7)(i)).then_some(i as i32 * 3 - 500))
         .collect();

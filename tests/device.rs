@@ -119,7 +119,13 @@ fn staged_records_staged_path_and_reads() {
     for (r, t) in log.tasks.iter().zip(&plan.tasks) {
         assert_eq!(r.path, IoPath::Staged);
         // 4 KiB buffers: a task needs at least ceil(len / 4096) preads.
-        assert!(r.reads >= t.len.div_ceil(4096), "task {}: {} reads for {} bytes", r.task, r.reads, t.len);
+        assert!(
+            r.reads >= t.len.div_ceil(4096),
+            "task {}: {} reads for {} bytes",
+            r.task,
+            r.reads,
+            t.len
+        );
     }
     // The copy back is ordered on the buffer's stream after the workers' copies (no device-wide sync).
     let first = dest.to_host().expect("copy back");
@@ -136,13 +142,26 @@ fn device_writer_checks_every_range_and_pinned_memory_waits_for_its_copies() {
     let stream = Stream::new(&ctx).expect("stream");
     let mut buf = DeviceBuffer::<u8>::alloc(&stream, 1000).expect("alloc");
     let mut src = PinnedBuffer::new(&ctx, 4096, PinnedAlloc::HugePages).expect("pinned");
-    src.as_mut_slice().expect("idle").iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+    src.as_mut_slice()
+        .expect("idle")
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = i as u8);
     let copier = Stream::new(&ctx).expect("stream");
     {
         let w = buf.writer().expect("writer");
-        assert!(w.copy_from_pinned(900, &mut src, 0..101, &copier).is_err(), "past the end");
-        assert!(w.copy_from_pinned(u64::MAX, &mut src, 0..1, &copier).is_err(), "overflow");
-        assert!(w.copy_from_pinned(0, &mut src, 4000..4097, &copier).is_err(), "past the source");
+        assert!(
+            w.copy_from_pinned(900, &mut src, 0..101, &copier).is_err(),
+            "past the end"
+        );
+        assert!(
+            w.copy_from_pinned(u64::MAX, &mut src, 0..1, &copier).is_err(),
+            "overflow"
+        );
+        assert!(
+            w.copy_from_pinned(0, &mut src, 4000..4097, &copier).is_err(),
+            "past the source"
+        );
         w.copy_from_pinned(0, &mut src, 0..1000, &copier).expect("in bounds");
         // Writing the source waits for the copy reading it.
         src.as_mut_slice().expect("waits").fill(0xEE);
@@ -283,7 +302,10 @@ fn auto_prefers_staged_without_nvidia_fs_and_says_why() {
         }
         if mode == CompatMode::Auto && !nvfs {
             assert!(
-                f.log.notes.iter().any(|n| n == NO_NVFS_REASON || n.contains("cuFile unavailable")),
+                f.log
+                    .notes
+                    .iter()
+                    .any(|n| n == NO_NVFS_REASON || n.contains("cuFile unavailable")),
                 "{:?}",
                 f.log.notes
             );
@@ -299,7 +321,10 @@ fn explicit_cufile_or_compat_off_still_forces_cufile() {
     };
     let dir = tempfile::tempdir().expect("scratch");
     let (_, source, plan) = plan_mixed(dir.path(), PlanOptions::default());
-    for (kind, mode) in [(BackendKind::Cufile, CompatMode::Auto), (BackendKind::Auto, CompatMode::Off)] {
+    for (kind, mode) in [
+        (BackendKind::Cufile, CompatMode::Auto),
+        (BackendKind::Auto, CompatMode::Off),
+    ] {
         let policy = IoPolicy {
             compat_mode: mode,
             ..IoPolicy::default()
@@ -307,7 +332,10 @@ fn explicit_cufile_or_compat_off_still_forces_cufile() {
         let b = AnyBackend::with_context(kind, &policy, Some(Ok(ctx.clone()))).expect("backend");
         match (&reg, b.fetch(&source, &plan)) {
             (Ok(()), Ok(f)) => assert!(
-                f.log.tasks.iter().all(|r| matches!(r.path, IoPath::Nvfs | IoPath::CufileCompat)),
+                f.log
+                    .tasks
+                    .iter()
+                    .all(|r| matches!(r.path, IoPath::Nvfs | IoPath::CufileCompat)),
                 "{kind} / {mode}: {:?}",
                 f.log.tasks.iter().map(|r| r.path).collect::<Vec<_>>()
             ),
@@ -339,7 +367,12 @@ fn two_readers_on_two_threads_give_identical_bytes_and_their_own_counters() {
                         .map(|_| {
                             let chunks = reader.read().expect("read");
                             let bytes = chunks.buffer().to_host().expect("copy back");
-                            (chunks.plan().clone(), chunks.report().clone(), chunks.log().clone(), bytes)
+                            (
+                                chunks.plan().clone(),
+                                chunks.report().clone(),
+                                chunks.log().clone(),
+                                bytes,
+                            )
                         })
                         .collect::<Vec<_>>()
                 })
@@ -352,12 +385,24 @@ fn two_readers_on_two_threads_give_identical_bytes_and_their_own_counters() {
         assert_eq!(bytes, first, "readers disagree");
         for c in &plan.chunks {
             let (d, o, n) = (c.dest_offset as usize, c.offset as usize, c.len as usize);
-            assert_eq!(&bytes[d..d + n], &want[o..o + n], "{} rg {}", c.column_path, c.row_group);
+            assert_eq!(
+                &bytes[d..d + n],
+                &want[o..o + n],
+                "{} rg {}",
+                c.column_path,
+                c.row_group
+            );
         }
         // Each report adds up to its own read: its bytes are its plan's, its reads its log's.
         assert_eq!(report.total.total_bytes(), plan.dest_len);
-        assert_eq!(report.total.total_reads(), log.tasks.iter().map(|t| t.reads).sum::<u64>());
-        assert!(report.total.bytes[IoPath::Host.index()] == 0, "a GPU reader read into host memory");
+        assert_eq!(
+            report.total.total_reads(),
+            log.tasks.iter().map(|t| t.reads).sum::<u64>()
+        );
+        assert!(
+            report.total.bytes[IoPath::Host.index()] == 0,
+            "a GPU reader read into host memory"
+        );
     }
 }
 
@@ -365,7 +410,10 @@ fn two_readers_on_two_threads_give_identical_bytes_and_their_own_counters() {
 fn two_devices_in_one_process() {
     let Some(_ctx) = gpu() else { return };
     if GpuContext::device_count() < 2 {
-        common::skip(&format!("one GPU here ({} visible); needs two", GpuContext::device_count()));
+        common::skip(&format!(
+            "one GPU here ({} visible); needs two",
+            GpuContext::device_count()
+        ));
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
@@ -400,11 +448,22 @@ fn streaming_reader_on_the_gpu_stays_within_its_budget() {
         .plan()
         .row_groups
         .iter()
-        .map(|&g| whole.plan().chunks.iter().filter(|c| c.row_group == g).map(|c| c.len).sum::<u64>())
+        .map(|&g| {
+            whole
+                .plan()
+                .chunks
+                .iter()
+                .filter(|c| c.row_group == g)
+                .map(|c| c.len)
+                .sum::<u64>()
+        })
         .max()
         .expect("row groups");
     let limit = 4 * largest;
-    let reader = Reader::builder(&files.mixed).with_memory_limit(limit).build().expect("reader");
+    let reader = Reader::builder(&files.mixed)
+        .with_memory_limit(limit)
+        .build()
+        .expect("reader");
     let mut seen = Vec::new();
     for group in reader.stream().expect("stream") {
         let group = group.expect("group");
@@ -412,7 +471,12 @@ fn streaming_reader_on_the_gpu_stays_within_its_budget() {
         assert!(group.buffer().device().is_some());
         let bytes = group.buffer().to_host().expect("copy back");
         for c in &group.plan().chunks {
-            let whole_c = whole.plan().chunks.iter().find(|w| w.row_group == c.row_group && w.column == c.column).unwrap();
+            let whole_c = whole
+                .plan()
+                .chunks
+                .iter()
+                .find(|w| w.row_group == c.row_group && w.column == c.column)
+                .unwrap();
             assert_eq!(
                 &bytes[c.dest_offset as usize..(c.dest_offset + c.len) as usize],
                 &all[whole_c.dest_offset as usize..(whole_c.dest_offset + whole_c.len) as usize]
@@ -442,7 +506,11 @@ fn o_direct_on_dev_shm() {
         .expect("fetch falls back, never fails");
     let accepted = gpu_parquet::check::try_o_direct(dir.path()).ok;
     let noted = f.log.notes.iter().any(|n| n.contains("O_DIRECT"));
-    assert_eq!(noted, !accepted, "O_DIRECT accepted={accepted}, notes {:?}", f.log.notes);
+    assert_eq!(
+        noted, !accepted,
+        "O_DIRECT accepted={accepted}, notes {:?}",
+        f.log.notes
+    );
     let want = std::fs::read(&files.mixed).expect("read");
     let got = f.buffer.to_host().expect("copy back");
     for t in &plan.tasks {
@@ -497,6 +565,12 @@ fn no_cuda_means_clear_errors() {
     }
     let b = AnyBackend::new(BackendKind::Auto, &IoPolicy::default(), 0).expect("auto");
     assert!(!b.is_device());
-    assert!(b.notes().iter().any(|n| n.contains("no GPU path") && n.contains("libcuda")), "{:?}", b.notes());
+    assert!(
+        b.notes()
+            .iter()
+            .any(|n| n.contains("no GPU path") && n.contains("libcuda")),
+        "{:?}",
+        b.notes()
+    );
     assert!(cf::version().is_err() || cf::present().is_ok());
 }

@@ -43,7 +43,12 @@ fn conformance_catches_a_corrupting_backend() {
         fn alloc(&self, len: u64) -> gpu_parquet::Result<HostBuffer> {
             self.0.alloc(len)
         }
-        fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut HostBuffer) -> gpu_parquet::Result<IoLog> {
+        fn fetch_into(
+            &self,
+            source: &ParquetSource,
+            plan: &ReadPlan,
+            dest: &mut HostBuffer,
+        ) -> gpu_parquet::Result<IoLog> {
             let log = self.0.fetch_into(source, plan, dest)?;
             if let Some(b) = dest.as_mut_slice()[..plan.dest_len as usize].last_mut() {
                 *b ^= 0x5a;
@@ -74,7 +79,12 @@ fn conformance_catches_an_inconsistent_log() {
         fn alloc(&self, len: u64) -> gpu_parquet::Result<HostBuffer> {
             self.0.alloc(len)
         }
-        fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut HostBuffer) -> gpu_parquet::Result<IoLog> {
+        fn fetch_into(
+            &self,
+            source: &ParquetSource,
+            plan: &ReadPlan,
+            dest: &mut HostBuffer,
+        ) -> gpu_parquet::Result<IoLog> {
             let mut log = self.0.fetch_into(source, plan, dest)?;
             log.tasks.pop();
             Ok(log)
@@ -103,7 +113,12 @@ fn conformance_catches_a_backend_accepting_a_short_destination() {
         fn alloc(&self, len: u64) -> gpu_parquet::Result<HostBuffer> {
             self.0.alloc(len)
         }
-        fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut HostBuffer) -> gpu_parquet::Result<IoLog> {
+        fn fetch_into(
+            &self,
+            source: &ParquetSource,
+            plan: &ReadPlan,
+            dest: &mut HostBuffer,
+        ) -> gpu_parquet::Result<IoLog> {
             // Reads into a fresh buffer and reports success whatever `dest` holds.
             let f = self.0.fetch(source, plan)?;
             let n = dest.as_slice().len().min(f.buffer.as_slice().len());

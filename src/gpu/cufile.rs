@@ -96,7 +96,10 @@ const BOOL_PARAMS: [(&str, BoolParam); 2] = [
     ),
 ];
 const SIZE_PARAMS: [(&str, SizeParam); 4] = [
-    ("execution.max_io_threads", SizeParam::CUFILE_PARAM_EXECUTION_MAX_IO_THREADS),
+    (
+        "execution.max_io_threads",
+        SizeParam::CUFILE_PARAM_EXECUTION_MAX_IO_THREADS,
+    ),
     (
         "execution.min_io_threshold_size_kb",
         SizeParam::CUFILE_PARAM_EXECUTION_MIN_IO_THRESHOLD_SIZE_KB,
@@ -131,12 +134,18 @@ impl CufileParams {
             let b = |p: BoolParam| {
                 let mut v = false;
                 // SAFETY: writes one bool through a valid pointer to a local.
-                unsafe { sys::cuFileGetParameterBool(p, &mut v) }.result().ok().map(|_| v)
+                unsafe { sys::cuFileGetParameterBool(p, &mut v) }
+                    .result()
+                    .ok()
+                    .map(|_| v)
             };
             let s = |p: SizeParam| {
                 let mut v = 0usize;
                 // SAFETY: writes one size_t through a valid pointer to a local.
-                unsafe { sys::cuFileGetParameterSizeT(p, &mut v) }.result().ok().map(|_| v)
+                unsafe { sys::cuFileGetParameterSizeT(p, &mut v) }
+                    .result()
+                    .ok()
+                    .map(|_| v)
             };
             Ok(Self {
                 parallel_io: b(BOOL_PARAMS[0].1),
@@ -441,10 +450,13 @@ impl FileHandle {
         len: u64,
         file_offset: u64,
     ) -> std::result::Result<usize, ReadError> {
-        dest.raw_range_for_sync_write(dest_offset, len).map_err(ReadError::Dest)?;
-        let (Ok(file_offset), Ok(dest_offset), Ok(size)) =
-            (i64::try_from(file_offset), i64::try_from(dest_offset), usize::try_from(len))
-        else {
+        dest.raw_range_for_sync_write(dest_offset, len)
+            .map_err(ReadError::Dest)?;
+        let (Ok(file_offset), Ok(dest_offset), Ok(size)) = (
+            i64::try_from(file_offset),
+            i64::try_from(dest_offset),
+            usize::try_from(len),
+        ) else {
             return Err(ReadError::Dest(Error::device("cuFileRead", "offset out of range")));
         };
         // SAFETY: base + dest_offset .. + size lies inside the device buffer (checked just above), which

@@ -102,7 +102,9 @@ impl Event {
 
     /// Whether the work recorded before this event finished (does not wait).
     pub fn query(&self) -> Result<bool> {
-        guard("cuEventQuery", || self.raw.try_is_complete().map_err(cuda_err("cuEventQuery")))
+        guard("cuEventQuery", || {
+            self.raw.try_is_complete().map_err(cuda_err("cuEventQuery"))
+        })
     }
 
     /// cudarc's event.
@@ -126,9 +128,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Out of memory is an error naming the size and the free memory.
     pub fn alloc(stream: &Stream, len: usize) -> Result<Self> {
         let ctx = stream.context();
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::device("allocating device memory", format!("{len} elements overflow usize"))
-        })?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::device("allocating device memory", format!("{len} elements overflow usize")))?;
         let ptr = if bytes == 0 {
             0
         } else {
@@ -371,7 +373,6 @@ impl DeviceWriter<'_> {
     pub(crate) fn base(&self) -> sys::CUdeviceptr {
         self.base
     }
-
 }
 
 /// How pinned host memory is obtained.

@@ -630,7 +630,9 @@ pub fn check_fetch_into<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
         check_log(&p, &log, &source).map_err(|m| format!("[{name}] fetch_into: {m}"))?;
         let got = dest.to_host().map_err(|e| format!("[{name}] copy back failed: {e}"))?;
         if got.get(..want.len()) != Some(&want[..]) {
-            return Err(format!("[{name}] fetch_into (round {round}) gave other bytes than fetch"));
+            return Err(format!(
+                "[{name}] fetch_into (round {round}) gave other bytes than fetch"
+            ));
         }
     }
     if p.dest_len > 0 {

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-pub use crate::gpu::cufile::StatsDelta as CufileStatsDelta;
 use crate::error::{Error, Location, Result};
+pub use crate::gpu::cufile::StatsDelta as CufileStatsDelta;
 use crate::metadata::ParquetSource;
 use crate::plan::ReadPlan;
 

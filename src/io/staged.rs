@@ -379,7 +379,7 @@ impl Job<'_> {
         let location = || task_location(self.source, self.plan, task);
         let align = DIRECT_IO_ALIGN as usize;
         if let Some(f) = self.direct
-            && offset % DIRECT_IO_ALIGN == 0
+            && offset.is_multiple_of(DIRECT_IO_ALIGN)
             && buf.is_aligned(align)
             && self.direct_failed_msg().is_none()
         {
@@ -402,7 +402,7 @@ impl Job<'_> {
                     }
                     Ok(k) => {
                         got += k;
-                        if got < n && got % align != 0 {
+                        if got < n && !got.is_multiple_of(align) {
                             // An unaligned partial read: finish with buffered reads.
                             let file = self.source.file();
                             return Ok(calls + pread_exact(file, &mut dst[got..n], offset + got as u64, &location())?);
