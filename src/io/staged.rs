@@ -470,11 +470,12 @@ impl IoBackend for StagedBackend {
     }
 }
 
-/// `len` bytes of device memory on `ctx`, ordered on its own stream.
+/// `len` bytes of device memory on `ctx`, ordered on a stream of its own, so that one reader's
+/// buffers never wait for another's work.
 pub(crate) fn alloc_device(ctx: &Arc<GpuContext>, len: u64) -> Result<DeviceBuffer> {
     let len = usize::try_from(len)
         .map_err(|_| Error::device("allocating device memory", format!("{len} bytes do not fit in usize")))?;
-    DeviceBuffer::alloc(&Stream::of_context(ctx), len)
+    DeviceBuffer::alloc(&Stream::new(ctx)?, len)
 }
 
 /// Wall time of a pinned host-to-device copy of `len` bytes (best of `reps`), the staged path's
