@@ -111,14 +111,17 @@ pub fn arrow_rs_read(path: &Path) -> Result<RecordBatch, String> {
 }
 
 /// arrow-rs reading a file after dropping dictionary page offsets that cannot be one (0, or not before
-/// the first data page): the one deliberate difference between our reader and arrow-rs's, as in
-/// pyarrow and cuDF. Written here independently of the library's own fix.
+/// the first data page), and with the file's row count set to its row groups' where they disagree:
+/// the deliberate differences between our reader and arrow-rs's (the first as in pyarrow and cuDF;
+/// the second because arrow-rs caps batches at the file's row count, so a footer saying 0 rows over
+/// row groups holding some reads as empty). Written here independently of the library's own fixes.
 pub fn arrow_rs_read_sanitized(path: &Path) -> Result<RecordBatch, String> {
     let loc = Location::file(path);
     contain_panics(&loc, || {
         let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
         let perr = |e| Error::parquet(loc.clone(), e);
         let meta = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(perr)?;
+        let meta = with_row_groups_row_count(meta);
         let mut builder = meta.into_builder();
         let mut groups = Vec::new();
         for rg in builder.take_row_groups() {
@@ -150,6 +153,33 @@ pub fn arrow_rs_read_sanitized(path: &Path) -> Result<RecordBatch, String> {
     .map_err(|e| e.to_string())
 }
 
+/// `meta` with the file's row count replaced by the sum of its row groups' counts.
+pub fn with_row_groups_row_count(meta: ParquetMetaData) -> ParquetMetaData {
+    let rows: i64 = meta.row_groups().iter().map(|rg| rg.num_rows()).sum();
+    let fm = meta.file_metadata();
+    if fm.num_rows() == rows {
+        return meta;
+    }
+    let file_meta = parquet::file::metadata::FileMetaData::new(
+        fm.version(),
+        rows,
+        fm.created_by().map(str::to_string),
+        fm.key_value_metadata().cloned(),
+        fm.schema_descr_ptr(),
+        fm.column_orders().cloned(),
+    );
+    ParquetMetaData::new(file_meta, meta.row_groups().to_vec())
+}
+
+/// Whether a file's footer gives a row count other than its row groups' sum (arrow-rs then caps its
+/// batches at the smaller count).
+pub fn row_count_disagrees(path: &Path) -> bool {
+    File::open(path)
+        .ok()
+        .and_then(|f| ParquetMetaDataReader::new().parse_and_finish(&f).ok())
+        .is_some_and(|m| m.file_metadata().num_rows() != m.row_groups().iter().map(|rg| rg.num_rows()).sum::<i64>())
+}
+
 /// Every batch of an arrow-rs reader, concatenated; errors located at `loc`.
 pub fn collect(reader: ParquetRecordBatchReader, loc: &Location) -> Result<RecordBatch, Error> {
     let schema = arrow::record_batch::RecordBatchReader::schema(&reader);
@@ -159,7 +189,11 @@ pub fn collect(reader: ParquetRecordBatchReader, loc: &Location) -> Result<Recor
     arrow::compute::concat_batches(&schema, &batches).map_err(|e| Error::parquet(loc.clone(), e))
 }
 
-/// The reference for a file: arrow-rs's read, or where that fails, its read with sanitized offsets.
+/// The reference for a file: arrow-rs's read, or where that fails (or the footer's row count is not
+/// its row groups'), its read with sanitized offsets and row count.
 pub fn reference(path: &Path) -> Result<RecordBatch, String> {
+    if row_count_disagrees(path) {
+        return arrow_rs_read_sanitized(path);
+    }
     arrow_rs_read(path).or_else(|plain| arrow_rs_read_sanitized(path).map_err(|_| plain))
 }

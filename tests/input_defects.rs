@@ -1,0 +1,85 @@
+//! Defects found by feeding the reader unusual inputs: footers whose aggregates disagree with their row
+//! groups, writer quirks in the corpus, special files given as input, and how `inspect` names types.
+//!
+//! Corpus cases are found through `common::corpus()` and say so when it is absent.
+
+use std::path::Path;
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::Int32Type;
+use arrow::record_batch::RecordBatch;
+use gpu_parquet::decode::host::decode_fetched;
+use gpu_parquet::{Error, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+
+mod common;
+use common::{arrow_rs_read, collect, corpus, host_fetch, with_row_groups_row_count};
+
+/// Our whole pipeline on `path`: open, plan every column and row group, host fetch, decode.
+fn read_all(path: &Path) -> Result<RecordBatch, Error> {
+    let source = ParquetSource::open(path)?;
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )?;
+    let fetched = host_fetch(&source, &plan, 2);
+    decode_fetched(&source, &plan, &fetched.buffer, 2)?.concat()
+}
+
+// ---- 1. A footer row count of 0 over a row group of 6 rows -------------------------------------------
+
+/// repeated_no_annotation.parquet (parquet-rs 0.3.0) says 0 rows in its footer and 6 in its one row
+/// group; the pages hold 6. arrow-rs caps batch sizes at the footer's count and so reads nothing; we
+/// read what the row group holds, equal to arrow-rs's own decode once given the row groups' count.
+#[test]
+fn footer_row_count_of_zero_still_reads_the_row_groups_rows() {
+    let Some(root) = corpus() else { return };
+    let path = root.join("data/repeated_no_annotation.parquet");
+    let source = ParquetSource::open(&path).expect("opens");
+    let meta = source.metadata().clone();
+    // The file really has the quirk.
+    assert_eq!(meta.file_metadata().num_rows(), 0);
+    assert_eq!(meta.num_row_groups(), 1);
+    assert_eq!(meta.row_group(0).num_rows(), 6);
+
+    let ours = read_all(&path).expect("our pipeline reads it");
+    assert_eq!(ours.num_rows(), 6, "the row group's num_rows");
+
+    // Why arrow-rs's own reader is not the reference as it stands: it yields the footer's 0 rows.
+    let plain = arrow_rs_read(&path).expect("arrow-rs reads it");
+    println!("arrow-rs as is: {} rows", plain.num_rows());
+    // arrow-rs's decode with only the file's row count corrected: value for value what we read.
+    let file = std::fs::File::open(&path).expect("open");
+    let fixed = with_row_groups_row_count(parquet::file::metadata::ParquetMetaData::clone(&meta));
+    let arrow_meta = ArrowReaderMetadata::try_new(fixed.into(), ArrowReaderOptions::new()).expect("arrow metadata");
+    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, arrow_meta)
+        .build()
+        .expect("reader");
+    let theirs = collect(reader, &source.location()).expect("arrow-rs decodes it");
+    assert_eq!(ours, theirs);
+
+    // What pyarrow 26 reads: ids 1..=6; phoneNumbers null in the first two rows, an empty list in the
+    // third, then 1, 1 and 3 phones.
+    let ids = ours.column(0).as_primitive::<Int32Type>();
+    assert_eq!(ids.values().to_vec(), vec![1, 2, 3, 4, 5, 6]);
+    let phones = ours.column(1).as_struct();
+    let valid: Vec<bool> = (0..6).map(|i| phones.is_valid(i)).collect();
+    assert_eq!(valid, vec![false, false, true, true, true, true]);
+    let list = phones.column(0).as_list::<i32>();
+    let lens: Vec<usize> = (2..6).map(|i| list.value(i).len()).collect();
+    assert_eq!(lens, vec![0, 1, 1, 3]);
+
+    // No columns at all: the row group's rows still count.
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::Leaves(vec![]),
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .expect("plans");
+    let fetched = host_fetch(&source, &plan, 1);
+    let t = decode_fetched(&source, &plan, &fetched.buffer, 1).expect("decodes");
+    assert_eq!(t.num_rows(), 6);
+}
