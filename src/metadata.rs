@@ -34,18 +34,27 @@ pub struct CheckedChunk {
 
 impl ParquetSource {
     /// Opens `path`, reads its footer (and page index, when present) and validates every column chunk.
+    ///
+    /// Anything but a regular file (a directory, FIFO, device or socket) is refused with an error that
+    /// says what it is, without blocking: the type is checked before opening, and the open itself is
+    /// non-blocking (opening a FIFO for reading would otherwise wait for a writer).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
         let path = path.as_ref().to_path_buf();
-        let file = File::open(&path).map_err(|e| Error::io(Location::file(&path), "cannot open", e))?;
+        let stat = std::fs::metadata(&path).map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?;
+        refuse_non_regular(&path, &stat)?;
+        // O_NONBLOCK keeps the open from waiting should the path have become a FIFO since the check
+        // above; on a regular file it changes nothing (reads of regular files never block on it), so it
+        // stays set.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| Error::io(Location::file(&path), "cannot open", e))?;
         let stat = file
             .metadata()
             .map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?;
-        if !stat.is_file() {
-            return Err(Error::InvalidRequest {
-                location: Location::file(&path),
-                message: "not a regular file (a directory?)".into(),
-            });
-        }
+        refuse_non_regular(&path, &stat)?;
         let len = stat.len();
         let location = Location::file(&path);
         let metadata = contain_panics(&location, || {
@@ -121,6 +130,31 @@ impl ParquetSource {
     pub fn location(&self) -> Location {
         Location::file(&self.path)
     }
+}
+
+/// An error saying what `path` is, unless `stat` says it is a regular file.
+fn refuse_non_regular(path: &Path, stat: &std::fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = stat.file_type();
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "is a directory"
+    } else if t.is_fifo() {
+        "is a FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "is a character device"
+    } else if t.is_block_device() {
+        "is a block device"
+    } else if t.is_socket() {
+        "is a socket"
+    } else {
+        "is not a regular file"
+    };
+    Err(Error::InvalidRequest {
+        location: Location::file(path),
+        message: format!("{what}, not a Parquet file"),
+    })
 }
 
 /// The start of a column chunk: its dictionary page when it has a usable one, else its first data page.

@@ -83,3 +83,90 @@ fn footer_row_count_of_zero_still_reads_the_row_groups_rows() {
     let t = decode_fetched(&source, &plan, &fetched.buffer, 1).expect("decodes");
     assert_eq!(t.num_rows(), 6);
 }
+
+// ---- 3. Special files as input ----------------------------------------------------------------------
+
+/// Opens `path` on another thread; fails the test if that takes longer than a second (a blocking open
+/// of a FIFO waits for a writer forever).
+fn open_within_a_second(path: &Path) -> Result<ParquetSource, Error> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(ParquetSource::open(&p));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+        Ok(r) => r,
+        Err(e) => {
+            // Release a reader blocked on a FIFO (a writer opening without blocking lets it through).
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path);
+            panic!("{}: open did not return within a second ({e})", path.display())
+        }
+    }
+}
+
+/// The error `path` gives, which must be an `InvalidRequest` naming the file and containing `what`.
+fn assert_refused_as(path: &Path, what: &str) {
+    let err = match open_within_a_second(path) {
+        Ok(_) => panic!("{} opened as a Parquet file", path.display()),
+        Err(e) => e,
+    };
+    match &err {
+        Error::InvalidRequest { location, message } => {
+            assert_eq!(location.file, path, "{err}");
+            assert!(
+                message.contains(what),
+                "{}: {message:?} should say {what:?}",
+                path.display()
+            );
+        }
+        other => panic!("{}: expected InvalidRequest, got {other:?}", path.display()),
+    }
+    println!("{err}");
+}
+
+#[test]
+fn a_fifo_is_refused_at_once_not_waited_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("pipe.parquet");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("no NUL in a temp path");
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo: {}", std::io::Error::last_os_error());
+    assert_refused_as(&fifo, "is a FIFO (named pipe), not a Parquet file");
+}
+
+#[test]
+fn devices_directories_and_sockets_say_what_they_are() {
+    for dev in ["/dev/zero", "/dev/null"] {
+        if Path::new(dev).exists() {
+            assert_refused_as(Path::new(dev), "is a character device");
+        } else {
+            common::skip(&format!("{dev} does not exist here"));
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert_refused_as(dir.path(), "is a directory");
+    let socket = dir.path().join("sock.parquet");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind a unix socket");
+    assert_refused_as(&socket, "is a socket");
+    // A block device, where this machine shows one.
+    use std::os::unix::fs::FileTypeExt;
+    let block = std::fs::read_dir("/dev").ok().and_then(|d| {
+        d.flatten()
+            .map(|e| e.path())
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device()))
+    });
+    match block {
+        Some(b) => assert_refused_as(&b, "is a block device"),
+        None => common::skip("no block device under /dev"),
+    }
+    // A path that does not exist is an I/O error naming it, as before.
+    let missing = dir.path().join("missing.parquet");
+    let err = open_within_a_second(&missing).expect_err("a missing file");
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+    assert!(err.to_string().contains("missing.parquet"), "{err}");
+}
