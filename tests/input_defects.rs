@@ -170,3 +170,130 @@ fn devices_directories_and_sockets_say_what_they_are() {
     assert!(matches!(err, Error::Io { .. }), "{err}");
     assert!(err.to_string().contains("missing.parquet"), "{err}");
 }
+
+// ---- 4. inspect --json names types readably ---------------------------------------------------------
+
+/// Fields of `inspect --json` output that name types; none may hold Rust `Debug` syntax.
+fn assert_no_debug_syntax(json: &serde_json::Value) {
+    let mut names: Vec<String> = Vec::new();
+    for c in json["columns"].as_array().expect("columns") {
+        for key in ["logical_type", "converted_type", "physical_type"] {
+            if let Some(s) = c[key].as_str() {
+                names.push(s.to_string());
+            }
+        }
+    }
+    for rg in json["row_groups"].as_array().expect("row groups") {
+        for chunk in rg["chunks"].as_array().expect("chunks") {
+            names.push(chunk["codec"].as_str().expect("codec").to_string());
+        }
+    }
+    for n in &names {
+        for artefact in ["{", "}", "Some(", "None", "Type {", "is_adjusted_to_u_t_c", "Level("] {
+            assert!(!n.contains(artefact), "{n:?} contains Rust debug syntax {artefact:?}");
+        }
+    }
+}
+
+/// (path, logical_type, converted_type) of each leaf in `inspect --json` output.
+fn leaf_types(json: &serde_json::Value) -> Vec<(String, Option<String>, Option<String>)> {
+    json["columns"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().map(str::to_string);
+            (s("path").expect("path"), s("logical_type"), s("converted_type"))
+        })
+        .collect()
+}
+
+#[test]
+fn inspect_json_names_logical_types_readably() {
+    use std::sync::Arc;
+
+    use arrow::array::{
+        ArrayRef, Date32Array, Decimal128Array, Int64Array, StringArray, TimestampMicrosecondArray,
+        TimestampMillisecondArray, UInt8Array,
+    };
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("types.parquet");
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("s", Arc::new(StringArray::from(vec!["a", "b"]))),
+        (
+            "ts_ms_utc",
+            Arc::new(TimestampMillisecondArray::from(vec![1, 2]).with_timezone("UTC")),
+        ),
+        ("ts_us_local", Arc::new(TimestampMicrosecondArray::from(vec![1, 2]))),
+        (
+            "price",
+            Arc::new(
+                Decimal128Array::from(vec![1234, 5678])
+                    .with_precision_and_scale(10, 2)
+                    .expect("decimal"),
+            ),
+        ),
+        ("small", Arc::new(UInt8Array::from(vec![1, 2]))),
+        ("day", Arc::new(Date32Array::from(vec![1, 2]))),
+        ("plain", Arc::new(Int64Array::from(vec![1, 2]))),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).expect("batch");
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("level")))
+        .build();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(&path).expect("create"),
+        batch.schema(),
+        Some(props),
+    )
+    .expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+
+    let source = ParquetSource::open(&path).expect("opens");
+    let json: serde_json::Value =
+        serde_json::from_str(&gpu_parquet::inspect::inspect(&source).to_json()).expect("valid JSON");
+    assert_no_debug_syntax(&json);
+    let some = |s: &str| Some(s.to_string());
+    assert_eq!(
+        leaf_types(&json),
+        vec![
+            ("s".into(), some("String"), some("UTF8")),
+            (
+                "ts_ms_utc".into(),
+                some("Timestamp(MILLIS, utc)"),
+                some("TIMESTAMP_MILLIS")
+            ),
+            (
+                "ts_us_local".into(),
+                some("Timestamp(MICROS, local)"),
+                some("TIMESTAMP_MICROS")
+            ),
+            (
+                "price".into(),
+                some("Decimal(precision 10, scale 2)"),
+                some("DECIMAL(precision 10, scale 2)")
+            ),
+            ("small".into(), some("Integer(8 bits, unsigned)"), some("UINT_8")),
+            ("day".into(), some("Date"), some("DATE")),
+            ("plain".into(), None, None),
+        ]
+    );
+    assert_eq!(json["row_groups"][0]["chunks"][0]["codec"], "ZSTD");
+
+    // An older writer's file with only converted types, where the corpus is present.
+    if let Some(root) = corpus() {
+        let source = ParquetSource::open(root.join("data/repeated_no_annotation.parquet")).expect("opens");
+        let json: serde_json::Value =
+            serde_json::from_str(&gpu_parquet::inspect::inspect(&source).to_json()).expect("valid JSON");
+        assert_no_debug_syntax(&json);
+        let kind = leaf_types(&json)
+            .into_iter()
+            .find(|(p, ..)| p == "phoneNumbers.phone.kind");
+        assert_eq!(kind.map(|(_, _, c)| c), Some(some("UTF8")));
+    }
+}
