@@ -39,6 +39,8 @@ pub struct FileSummary {
     pub page_index: bool,
     /// Row groups, in file order.
     pub row_groups: Vec<RowGroupSummary>,
+    /// What had to be corrected to read the file ([`ParquetSource::repairs`]); empty when nothing.
+    pub repairs: Vec<String>,
 }
 
 /// One leaf column of the schema.
@@ -156,6 +158,8 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
         .collect();
     let page_index = md.page_index().is_some_and(|p| p.has_offset_indexes());
     let checked = source.checked_chunks();
+    // Pages are walked with the chunks the decoder sees (checked lengths, usable dictionary offsets).
+    let walk_meta = crate::decode::host::decode_metadata(source).unwrap_or_else(|_| md.clone());
     let row_groups = md
         .row_groups()
         .iter()
@@ -171,6 +175,12 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
                 .enumerate()
                 .map(|(c, chunk)| {
                     let range = checked[g][c];
+                    let walk_chunk = walk_meta
+                        .row_groups()
+                        .get(g)
+                        .and_then(|rg| rg.columns().get(c))
+                        .unwrap_or(chunk);
+                    let pages = pages(source, g, c, walk_chunk, rg.num_rows());
                     ChunkSummary {
                         column: c,
                         path: chunk.column_path().string(),
@@ -183,8 +193,8 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
                         num_values: chunk.num_values(),
                         compressed_size: chunk.compressed_size(),
                         uncompressed_size: chunk.uncompressed_size(),
-                        dictionary_page: chunk_start(chunk) < chunk.data_page_offset(),
-                        pages: pages(source, g, c, chunk, rg.num_rows()),
+                        dictionary_page: pages.dictionary_pages > 0,
+                        pages,
                     }
                 })
                 .collect(),
@@ -200,6 +210,7 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
         columns,
         page_index,
         row_groups,
+        repairs: source.repairs().to_vec(),
     }
 }
 
@@ -392,6 +403,12 @@ impl FileSummary {
             out.push_str("  ");
             out.push_str(line);
             out.push('\n');
+        }
+        if !self.repairs.is_empty() {
+            out.push_str("\ncorrected to read this file:\n");
+            for r in &self.repairs {
+                out.push_str(&format!("  {r}\n"));
+            }
         }
         for rg in &self.row_groups {
             out.push_str(&format!(

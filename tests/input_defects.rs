@@ -297,3 +297,216 @@ fn inspect_json_names_logical_types_readably() {
         assert_eq!(kind.map(|(_, _, c)| c), Some(some("UTF8")));
     }
 }
+
+// ---- 2. Writer quirks: a footer field of the wrong Thrift type; chunks without their dictionary header -
+
+/// dict-page-offset-zero.parquet (Dremio 3.2) puts a list of structs under ColumnMetaData field 15,
+/// which parquet.thrift now gives to `bloom_filter_length` (an i32). arrow-rs 60 decodes it as an i32,
+/// loses its place and fails ("Expected list element type of I64 but got I16"); Thrift's own readers
+/// skip a field of an unexpected type, and so do we now. Its dictionary_page_offset of 0 is ignored
+/// as before: the chunk has no dictionary page.
+#[test]
+fn a_footer_field_of_the_wrong_thrift_type_is_skipped_as_thrift_readers_do() {
+    let Some(root) = corpus() else { return };
+    let path = root.join("data/dict-page-offset-zero.parquet");
+    match arrow_rs_read(&path) {
+        Ok(b) => println!("arrow-rs reads it now ({} rows)", b.num_rows()),
+        Err(e) => println!("arrow-rs: {e}"),
+    }
+    let source = ParquetSource::open(&path).expect("opens");
+    let repairs = source.repairs();
+    assert_eq!(repairs.len(), 1, "{repairs:?}");
+    for part in [
+        "row group 0",
+        "column 'l_partkey'",
+        "ColumnMetaData.15 (bloom_filter_length)",
+        "is a list in the file",
+        "an i32",
+    ] {
+        assert!(repairs[0].contains(part), "{:?} should say {part:?}", repairs[0]);
+    }
+    let chunk = source.metadata().row_group(0).column(0);
+    assert_eq!(chunk.dictionary_page_offset(), Some(0));
+    assert_eq!(chunk.data_page_offset(), 4);
+    assert_eq!(source.checked_chunks()[0][0].offset, 4);
+
+    let ours = read_all(&path).expect("our pipeline reads it");
+    // pyarrow 26 reads 39 rows, every one 1552.
+    assert_eq!(ours.num_rows(), 39);
+    let col = ours.column(0).as_primitive::<Int32Type>();
+    assert_eq!(col.null_count(), 0);
+    assert!(col.values().iter().all(|&v| v == 1552), "{col:?}");
+    // arrow-rs's own decode of the pages, given the footer as Thrift readers see it.
+    let theirs = common::arrow_rs_read_with_metadata(
+        &path,
+        parquet::file::metadata::ParquetMetaData::clone(source.metadata()),
+    )
+    .expect("arrow-rs decodes it with the repaired footer");
+    assert_eq!(ours, theirs);
+}
+
+/// `bytes` with the one occurrence of `from` replaced by `to` (panics unless there is exactly one).
+fn patched(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let hits: Vec<usize> = bytes
+        .windows(from.len())
+        .enumerate()
+        .filter(|(_, w)| *w == from)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(hits.len(), 1, "expected one occurrence of {from:02x?}");
+    let mut out = bytes.to_vec();
+    out[hits[0]..hits[0] + to.len()].copy_from_slice(to);
+    out
+}
+
+/// A *required* footer field of the wrong type cannot be skipped: the error says which field of which
+/// column chunk, not what the Thrift decoder tripped over.
+#[test]
+fn a_required_footer_field_of_the_wrong_type_is_named_precisely() {
+    let Some(root) = corpus() else { return };
+    let bytes = std::fs::read(root.join("data/dict-page-offset-zero.parquet")).expect("read");
+    // ColumnMetaData field 7 (total_compressed_size, i64 40) then field 9 (data_page_offset, i64 4):
+    // retype field 9 as an i32 (same varint on the wire).
+    let copy = patched(&bytes, &[0x16, 0x50, 0x26, 0x08], &[0x16, 0x50, 0x25, 0x08]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("required-mistyped.parquet");
+    std::fs::write(&path, copy).expect("write");
+    let err = ParquetSource::open(&path).expect_err("a required field of the wrong type");
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, Error::InvalidMetadata { .. }), "{err:?}");
+    for part in [
+        "required-mistyped.parquet",
+        "column 'l_partkey', row group 0",
+        "ColumnMetaData.9 (data_page_offset) is an i32 in the file, but parquet.thrift makes it an i64",
+        "cannot be read",
+    ] {
+        assert!(text.contains(part), "{text:?} should say {part:?}");
+    }
+    assert!(!text.contains("Expected list element type"), "{text}");
+}
+
+/// The chunks of `path`'s footer with each compressed size stretched to where the next chunk (or the
+/// footer) begins: how a reader that trusts the layout over the sizes (pyarrow pads old parquet-mr
+/// chunks) sees them. Independent of the library's page walk.
+fn stretched_to_next_chunk(path: &Path) -> parquet::file::metadata::ParquetMetaData {
+    let bytes = std::fs::read(path).expect("read");
+    let (_, footer) = common::regions(&bytes);
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&std::fs::File::open(path).expect("open"))
+        .expect("footer");
+    let mut starts: Vec<i64> = meta
+        .row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns())
+        .map(|c| c.byte_range().0 as i64)
+        .collect();
+    starts.push(footer.start as i64);
+    starts.sort_unstable();
+    let mut builder = meta.clone().into_builder();
+    let groups = builder
+        .take_row_groups()
+        .into_iter()
+        .map(|rg| {
+            let cols = rg
+                .columns()
+                .iter()
+                .map(|c| {
+                    let start = c.byte_range().0 as i64;
+                    let next = *starts.iter().find(|&&s| s > start).expect("a chunk before the footer");
+                    c.clone()
+                        .into_builder()
+                        .set_total_compressed_size(next - start)
+                        .build()
+                        .expect("chunk")
+                })
+                .collect();
+            rg.into_builder().set_column_metadata(cols).build().expect("row group")
+        })
+        .collect();
+    builder.set_row_groups(groups).build()
+}
+
+/// nation.dict-malformed.parquet (parquet-mr, no version): the two string chunks start with a
+/// dictionary page whose 15-byte header their total_compressed_size leaves out (PARQUET-816), so
+/// their last data page seems to run past the chunk ("Invalid page header"). The page headers,
+/// walked, end exactly 15 bytes later with all 25 values: we read the chunks that long.
+#[test]
+fn chunks_whose_size_leaves_out_the_dictionary_header_are_read_whole() {
+    let Some(root) = corpus() else { return };
+    let path = root.join("data/nation.dict-malformed.parquet");
+    let source = ParquetSource::open(&path).expect("opens");
+    let md = source.metadata();
+    assert_eq!(md.file_metadata().created_by(), Some("parquet-mr"));
+    let lens: Vec<(i64, u64)> = (0..4)
+        .map(|c| {
+            (
+                md.row_group(0).column(c).compressed_size(),
+                source.checked_chunks()[0][c].len,
+            )
+        })
+        .collect();
+    assert_eq!(lens, vec![(125, 125), (322, 337), (125, 125), (2002, 2017)]);
+    let repairs = source.repairs();
+    assert_eq!(repairs.len(), 2, "{repairs:?}");
+    assert!(repairs[0].contains("row group 0, column 'name'") && repairs[0].contains("15-byte dictionary page header"));
+    assert!(repairs[1].contains("column 'comment_col'") && repairs[1].contains("read as 2017 bytes"));
+
+    let ours = read_all(&path).expect("our pipeline reads it");
+    // What pyarrow 26 reads.
+    assert_eq!(ours.num_rows(), 25);
+    let keys = ours.column(0).as_primitive::<Int32Type>();
+    assert_eq!(keys.values().to_vec(), (0..25).collect::<Vec<i32>>());
+    let regions = ours.column(2).as_primitive::<Int32Type>();
+    assert_eq!(
+        regions.values().to_vec(),
+        vec![
+            0, 1, 1, 1, 4, 0, 3, 3, 2, 2, 4, 4, 2, 4, 0, 0, 0, 1, 2, 3, 4, 2, 3, 3, 1
+        ]
+    );
+    let names = ours.column(1).as_binary::<i32>();
+    let names: Vec<&[u8]> = names.iter().map(|n| n.expect("no nulls")).collect();
+    assert_eq!(names[0], b"ALGERIA");
+    assert_eq!(names[18], b"CHINA");
+    assert_eq!(names[24], b"UNITED STATES");
+    let comments = ours.column(3).as_binary::<i32>();
+    assert_eq!(
+        comments.value(0),
+        b" haggle. carefully final deposits detect slyly agai"
+    );
+    assert_eq!(
+        comments.value(24),
+        b"y final packages. slow foxes cajole quickly. quickly silent platelets breach ironic accounts. unusual pinto be"
+    );
+    // arrow-rs's decode of the same pages, given chunks that reach the next chunk.
+    let theirs = common::arrow_rs_read_with_metadata(&path, stretched_to_next_chunk(&path))
+        .expect("arrow-rs decodes the stretched chunks");
+    assert_eq!(ours, theirs);
+}
+
+/// The correction is verified, not assumed: a chunk whose size is short by anything but its
+/// dictionary page header keeps the footer's size, and the read fails naming the chunk.
+#[test]
+fn a_chunk_short_by_another_amount_is_not_stretched() {
+    let Some(root) = corpus() else { return };
+    let bytes = std::fs::read(root.join("data/nation.dict-malformed.parquet")).expect("read");
+    // Column 'name': total_uncompressed_size and total_compressed_size, both 322 (zigzag varint
+    // 0x84 0x05), become 321.
+    let copy = patched(
+        &bytes,
+        &[0x16, 0x84, 0x05, 0x16, 0x84, 0x05],
+        &[0x16, 0x82, 0x05, 0x16, 0x82, 0x05],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("short-by-16.parquet");
+    std::fs::write(&path, copy).expect("write");
+    let source = ParquetSource::open(&path).expect("opens");
+    assert_eq!(source.checked_chunks()[0][1].len, 321);
+    assert!(
+        source.repairs().iter().all(|r| !r.contains("'name'")),
+        "{:?}",
+        source.repairs()
+    );
+    let err = read_all(&path).expect_err("a chunk 16 bytes short cannot be decoded");
+    assert!(err.to_string().contains("column 'name', row group 0"), "{err}");
+}

@@ -13,6 +13,9 @@
 //! - a chunk whose `dictionary_page_offset` [`chunk_start`] ignores (0, or not before the first data
 //!   page) gets that offset removed, since arrow-rs starts a chunk at the dictionary offset whenever one
 //!   is present;
+//! - a chunk that [`ParquetSource::checked_chunks`] makes longer than its footer says (an old
+//!   parquet-mr left the dictionary page header out of `total_compressed_size`, PARQUET-816; see
+//!   [`ParquetSource::repairs`]) gets the checked length, which the plan fetched;
 //! - the page index is dropped: whole chunks are read sequentially, which needs no page locations, and
 //!   a damaged offset index must not steer reads (arrow-rs's default file reader ignores it too).
 //! - the file's row count becomes the sum of its row groups' counts where it says otherwise. arrow-rs
@@ -184,15 +187,31 @@ impl ChunkReader for FetchedChunks {
     }
 }
 
-/// The metadata the decoder uses: `source`'s, without the page index and with every column chunk
-/// starting where [`chunk_start`] says (see the module docs). Shares `source`'s metadata when it needs
-/// neither change.
+/// The metadata the decoder uses: `source`'s, without the page index, with every column chunk where
+/// [`ParquetSource::checked_chunks`] says (start as [`chunk_start`] gives it, checked length) and the
+/// row groups' row count (see the module docs). Shares `source`'s metadata when it needs no change.
 pub fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
     let meta = source.metadata();
-    let needs_fix = |c: &parquet::file::metadata::ColumnChunkMetaData| {
+    let checked = source.checked_chunks();
+    // The checked length where it is not the footer's (a chunk an old parquet-mr wrote too short).
+    let longer = |g: usize, c: usize, chunk: &parquet::file::metadata::ColumnChunkMetaData| {
+        checked
+            .get(g)
+            .and_then(|row| row.get(c))
+            .map(|k| k.len as i64)
+            .filter(|&len| len != chunk.compressed_size())
+    };
+    let bogus_dictionary = |c: &parquet::file::metadata::ColumnChunkMetaData| {
         c.dictionary_page_offset().is_some_and(|d| d != chunk_start(c))
     };
-    let any_fix = meta.row_groups().iter().any(|rg| rg.columns().iter().any(needs_fix));
+    let needs_fix = |g: usize, c: usize, chunk: &parquet::file::metadata::ColumnChunkMetaData| {
+        bogus_dictionary(chunk) || longer(g, c, chunk).is_some()
+    };
+    let any_fix = meta
+        .row_groups()
+        .iter()
+        .enumerate()
+        .any(|(g, rg)| rg.columns().iter().enumerate().any(|(c, chunk)| needs_fix(g, c, chunk)));
     let rows = row_group_rows(meta);
     let fix_rows = meta.file_metadata().num_rows() != rows;
     if !any_fix && !fix_rows && meta.page_index().is_none() {
@@ -219,12 +238,19 @@ pub fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
             let columns = rg
                 .columns()
                 .iter()
-                .map(|c| {
-                    if needs_fix(c) {
-                        c.clone().into_builder().set_dictionary_page_offset(None).build()
-                    } else {
-                        Ok(c.clone())
+                .enumerate()
+                .map(|(c, chunk)| {
+                    if !needs_fix(g, c, chunk) {
+                        return Ok(chunk.clone());
                     }
+                    let mut b = chunk.clone().into_builder();
+                    if bogus_dictionary(chunk) {
+                        b = b.set_dictionary_page_offset(None);
+                    }
+                    if let Some(len) = longer(g, c, chunk) {
+                        b = b.set_total_compressed_size(len);
+                    }
+                    b.build()
                 })
                 .collect::<parquet::errors::Result<Vec<_>>>()
                 .and_then(|cols| rg.into_builder().set_column_metadata(cols).build())

@@ -116,13 +116,23 @@ pub fn arrow_rs_read(path: &Path) -> Result<RecordBatch, String> {
 /// the second because arrow-rs caps batches at the file's row count, so a footer saying 0 rows over
 /// row groups holding some reads as empty). Written here independently of the library's own fixes.
 pub fn arrow_rs_read_sanitized(path: &Path) -> Result<RecordBatch, String> {
+    let meta = File::open(path).map_err(|e| e.to_string()).and_then(|f| {
+        ParquetMetaDataReader::new()
+            .parse_and_finish(&f)
+            .map_err(|e| e.to_string())
+    })?;
+    arrow_rs_read_with_metadata(path, meta)
+}
+
+/// arrow-rs reading `path` with the metadata `meta` (sanitized as [`arrow_rs_read_sanitized`] says),
+/// for files whose footer arrow-rs cannot decode itself.
+pub fn arrow_rs_read_with_metadata(path: &Path, meta: ParquetMetaData) -> Result<RecordBatch, String> {
     let loc = Location::file(path);
     contain_panics(&loc, || {
         let file = File::open(path).map_err(|e| Error::io(loc.clone(), "open", e))?;
         let perr = |e| Error::parquet(loc.clone(), e);
-        let meta = ParquetMetaDataReader::new().parse_and_finish(&file).map_err(perr)?;
         let meta = with_row_groups_row_count(meta);
-        let mut builder = meta.into_builder();
+        let mut builder = meta.into_builder().set_page_index(None);
         let mut groups = Vec::new();
         for rg in builder.take_row_groups() {
             let mut cols = Vec::new();
