@@ -175,20 +175,6 @@ fn compare(path: &Path) -> Verdict {
     }
 }
 
-/// Corpus files we read and arrow-rs 60 cannot, each with why and where its values are checked
-/// (against pyarrow's, and arrow-rs's own decode given what it lacks). For these, `OnlyWeRead` (or, once
-/// arrow-rs reads them, `Same`) is the expected verdict.
-const ONLY_WE_READ: [(&str, &str); 2] = [
-    (
-        "data/dict-page-offset-zero.parquet",
-        "a footer field of the wrong Thrift type (ColumnMetaData.15 a list), which Thrift readers skip and arrow-rs's decoder does not; tests/input_defects.rs a_footer_field_of_the_wrong_thrift_type_is_skipped_as_thrift_readers_do",
-    ),
-    (
-        "data/nation.dict-malformed.parquet",
-        "old parquet-mr chunk sizes without the dictionary page header (PARQUET-816), which arrow-rs does not correct; tests/input_defects.rs chunks_whose_size_leaves_out_the_dictionary_header_are_read_whole",
-    ),
-];
-
 #[test]
 fn every_corpus_file_matches_arrow_rs() {
     let Some(root) = corpus() else { return };
@@ -199,17 +185,11 @@ fn every_corpus_file_matches_arrow_rs() {
         files.len()
     );
     let mut failures = Vec::new();
-    let (mut same, mut both_fail, mut only_we) = (0, 0, 0);
+    let (mut same, mut both_fail) = (0, 0);
     for f in &files {
         let name = f.strip_prefix(&root).unwrap_or(f).display().to_string();
         let v = compare(f);
-        let only_we_read = ONLY_WE_READ.iter().find(|(n, _)| *n == name);
         match &v {
-            Verdict::OnlyWeRead(what) if only_we_read.is_some() => {
-                only_we += 1;
-                let why = only_we_read.map_or("", |(_, why)| why);
-                println!("only we    {name}: {what}; known: {why}");
-            }
             Verdict::Same(rows) => {
                 same += 1;
                 println!("same       {name}: {rows} rows");
@@ -225,18 +205,13 @@ fn every_corpus_file_matches_arrow_rs() {
         }
     }
     println!(
-        "{same} files equal to arrow-rs, {only_we} read only by us (known, checked elsewhere), {both_fail} refused by both, {} mismatches",
+        "{same} files equal to arrow-rs, {both_fail} refused by both, {} mismatches",
         failures.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Files arrow-rs reads are the overwhelming majority; a regression that makes everything fail
     // "consistently" must not pass.
-    let decoded = same + only_we;
-    assert!(
-        decoded >= files.len() - 5,
-        "only {decoded} of {} files decoded",
-        files.len()
-    );
+    assert!(same >= files.len() - 5, "only {same} of {} files decoded", files.len());
 }
 
 #[test]

@@ -386,47 +386,6 @@ fn a_required_footer_field_of_the_wrong_type_is_named_precisely() {
     assert!(!text.contains("Expected list element type"), "{text}");
 }
 
-/// The chunks of `path`'s footer with each compressed size stretched to where the next chunk (or the
-/// footer) begins: how a reader that trusts the layout over the sizes (pyarrow pads old parquet-mr
-/// chunks) sees them. Independent of the library's page walk.
-fn stretched_to_next_chunk(path: &Path) -> parquet::file::metadata::ParquetMetaData {
-    let bytes = std::fs::read(path).expect("read");
-    let (_, footer) = common::regions(&bytes);
-    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
-        .parse_and_finish(&std::fs::File::open(path).expect("open"))
-        .expect("footer");
-    let mut starts: Vec<i64> = meta
-        .row_groups()
-        .iter()
-        .flat_map(|rg| rg.columns())
-        .map(|c| c.byte_range().0 as i64)
-        .collect();
-    starts.push(footer.start as i64);
-    starts.sort_unstable();
-    let mut builder = meta.clone().into_builder();
-    let groups = builder
-        .take_row_groups()
-        .into_iter()
-        .map(|rg| {
-            let cols = rg
-                .columns()
-                .iter()
-                .map(|c| {
-                    let start = c.byte_range().0 as i64;
-                    let next = *starts.iter().find(|&&s| s > start).expect("a chunk before the footer");
-                    c.clone()
-                        .into_builder()
-                        .set_total_compressed_size(next - start)
-                        .build()
-                        .expect("chunk")
-                })
-                .collect();
-            rg.into_builder().set_column_metadata(cols).build().expect("row group")
-        })
-        .collect();
-    builder.set_row_groups(groups).build()
-}
-
 /// nation.dict-malformed.parquet (parquet-mr, no version): the two string chunks start with a
 /// dictionary page whose 15-byte header their total_compressed_size leaves out (PARQUET-816), so
 /// their last data page seems to run past the chunk ("Invalid page header"). The page headers,
@@ -478,9 +437,13 @@ fn chunks_whose_size_leaves_out_the_dictionary_header_are_read_whole() {
         comments.value(24),
         b"y final packages. slow foxes cajole quickly. quickly silent platelets breach ironic accounts. unusual pinto be"
     );
-    // arrow-rs's decode of the same pages, given chunks that reach the next chunk.
-    let theirs = common::arrow_rs_read_with_metadata(&path, stretched_to_next_chunk(&path))
-        .expect("arrow-rs decodes the stretched chunks");
+    // arrow-rs's decode of the same pages, given chunks that reach the next chunk (independent of
+    // our page walk).
+    let footer = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&std::fs::File::open(&path).expect("open"))
+        .expect("arrow-rs decodes this footer");
+    let stretched = common::stretched_to_next_chunk(&path, footer).expect("stretched");
+    let theirs = common::arrow_rs_read_with_metadata(&path, stretched).expect("arrow-rs decodes the stretched chunks");
     assert_eq!(ours, theirs);
 }
 
