@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use parquet::basic::{ConvertedType, LogicalType, TimeUnit};
 use parquet::column::page::Page;
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
@@ -38,6 +39,8 @@ pub struct FileSummary {
     pub page_index: bool,
     /// Row groups, in file order.
     pub row_groups: Vec<RowGroupSummary>,
+    /// What had to be corrected to read the file ([`ParquetSource::repairs`]); empty when nothing.
+    pub repairs: Vec<String>,
 }
 
 /// One leaf column of the schema.
@@ -49,8 +52,12 @@ pub struct LeafSummary {
     pub path: String,
     /// Physical type.
     pub physical_type: String,
-    /// Logical type, where there is one.
+    /// Logical type, where there is one, readably (`String`, `Timestamp(MILLIS, utc)`,
+    /// `Decimal(precision 10, scale 2)`, `Integer(32 bits, signed)`, `List`...).
     pub logical_type: Option<String>,
+    /// The legacy converted type, where there is one (`UTF8`, `TIMESTAMP_MILLIS`,
+    /// `DECIMAL(precision 9, scale 2)`, `LIST`...): older writers give only this.
+    pub converted_type: Option<String>,
     /// Maximum definition level (0: required all the way down).
     pub max_def_level: i16,
     /// Maximum repetition level (0: not inside a list).
@@ -142,7 +149,8 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
                 index: i,
                 path: c.path().string(),
                 physical_type: c.physical_type().to_string(),
-                logical_type: c.logical_type_ref().map(|l| format!("{l:?}")),
+                logical_type: c.logical_type_ref().map(logical_type_name),
+                converted_type: converted_type_name(c.converted_type(), c.type_precision(), c.type_scale()),
                 max_def_level: c.max_def_level(),
                 max_rep_level: c.max_rep_level(),
             }
@@ -150,6 +158,8 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
         .collect();
     let page_index = md.page_index().is_some_and(|p| p.has_offset_indexes());
     let checked = source.checked_chunks();
+    // Pages are walked with the chunks the decoder sees (checked lengths, usable dictionary offsets).
+    let walk_meta = crate::decode::host::decode_metadata(source).unwrap_or_else(|_| md.clone());
     let row_groups = md
         .row_groups()
         .iter()
@@ -165,18 +175,26 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
                 .enumerate()
                 .map(|(c, chunk)| {
                     let range = checked[g][c];
+                    let walk_chunk = walk_meta
+                        .row_groups()
+                        .get(g)
+                        .and_then(|rg| rg.columns().get(c))
+                        .unwrap_or(chunk);
+                    let pages = pages(source, g, c, walk_chunk, rg.num_rows());
                     ChunkSummary {
                         column: c,
                         path: chunk.column_path().string(),
                         start: range.offset,
                         end: range.offset + range.len,
-                        codec: chunk.compression().to_string(),
+                        // The codec's name: `compression()` would add a level (`ZSTD(ZstdLevel(1))`)
+                        // that the file does not record.
+                        codec: chunk.compression_codec().to_string(),
                         encodings: chunk.encodings().map(|e| e.to_string()).collect(),
                         num_values: chunk.num_values(),
                         compressed_size: chunk.compressed_size(),
                         uncompressed_size: chunk.uncompressed_size(),
-                        dictionary_page: chunk_start(chunk) < chunk.data_page_offset(),
-                        pages: pages(source, g, c, chunk, rg.num_rows()),
+                        dictionary_page: pages.dictionary_pages > 0,
+                        pages,
                     }
                 })
                 .collect(),
@@ -192,6 +210,69 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
         columns,
         page_index,
         row_groups,
+        repairs: source.repairs().to_vec(),
+    }
+}
+
+/// A logical type as people write it: `String`, `Timestamp(MILLIS, utc)`,
+/// `Decimal(precision 10, scale 2)`, `Integer(32 bits, signed)`, `List`, `Map`... (`parquet` has no
+/// `Display` for it, and its `Debug` form is Rust syntax).
+pub fn logical_type_name(t: &LogicalType) -> String {
+    let unit = |u: &TimeUnit| match u {
+        TimeUnit::MILLIS => "MILLIS",
+        TimeUnit::MICROS => "MICROS",
+        TimeUnit::NANOS => "NANOS",
+    };
+    let utc = |adjusted: bool| if adjusted { "utc" } else { "local" };
+    match t {
+        LogicalType::String => "String".into(),
+        LogicalType::Map => "Map".into(),
+        LogicalType::List => "List".into(),
+        LogicalType::Enum => "Enum".into(),
+        LogicalType::Decimal(d) => format!("Decimal(precision {}, scale {})", d.precision, d.scale),
+        LogicalType::Date => "Date".into(),
+        LogicalType::Time(t) => format!("Time({}, {})", unit(&t.unit), utc(t.is_adjusted_to_u_t_c)),
+        LogicalType::Timestamp(t) => format!("Timestamp({}, {})", unit(&t.unit), utc(t.is_adjusted_to_u_t_c)),
+        LogicalType::Integer(i) => format!(
+            "Integer({} bits, {})",
+            i.bit_width,
+            if i.is_signed { "signed" } else { "unsigned" }
+        ),
+        LogicalType::Unknown => "Null".into(),
+        LogicalType::Json => "JSON".into(),
+        LogicalType::Bson => "BSON".into(),
+        LogicalType::Uuid => "UUID".into(),
+        LogicalType::Float16 => "Float16".into(),
+        LogicalType::Variant(v) => match v.specification_version {
+            Some(version) => format!("Variant(specification version {version})"),
+            None => "Variant".into(),
+        },
+        LogicalType::Geometry(g) => match &g.crs {
+            Some(crs) => format!("Geometry(crs {crs})"),
+            None => "Geometry".into(),
+        },
+        LogicalType::Geography(g) => {
+            // `algorithm()` gives the spec's default (spherical) when the file sets none.
+            let edges = g
+                .algorithm()
+                .map_or_else(|| "spherical".to_string(), |a| a.to_string().to_lowercase());
+            match &g.crs {
+                Some(crs) => format!("Geography(crs {crs}, {edges} edges)"),
+                None => format!("Geography({edges} edges)"),
+            }
+        }
+        LogicalType::File => "File".into(),
+        LogicalType::_Unknown { field_id } => format!("unknown logical type (Thrift field {field_id})"),
+    }
+}
+
+/// A converted type's name, with precision and scale for `DECIMAL`; `None` for `NONE`.
+pub fn converted_type_name(t: ConvertedType, precision: i32, scale: i32) -> Option<String> {
+    match t {
+        ConvertedType::NONE => None,
+        ConvertedType::DECIMAL => Some(format!("DECIMAL(precision {precision}, scale {scale})")),
+        // `Display` gives the spec's name (`UTF8`, `TIMESTAMP_MILLIS`, `MAP_KEY_VALUE`).
+        other => Some(other.to_string()),
     }
 }
 
@@ -322,6 +403,12 @@ impl FileSummary {
             out.push_str("  ");
             out.push_str(line);
             out.push('\n');
+        }
+        if !self.repairs.is_empty() {
+            out.push_str("\ncorrected to read this file:\n");
+            for r in &self.repairs {
+                out.push_str(&format!("  {r}\n"));
+            }
         }
         for rg in &self.row_groups {
             out.push_str(&format!(

@@ -13,8 +13,16 @@
 //! - a chunk whose `dictionary_page_offset` [`chunk_start`] ignores (0, or not before the first data
 //!   page) gets that offset removed, since arrow-rs starts a chunk at the dictionary offset whenever one
 //!   is present;
+//! - a chunk that [`ParquetSource::checked_chunks`] makes longer than its footer says (an old
+//!   parquet-mr left the dictionary page header out of `total_compressed_size`, PARQUET-816; see
+//!   [`ParquetSource::repairs`]) gets the checked length, which the plan fetched;
 //! - the page index is dropped: whole chunks are read sequentially, which needs no page locations, and
 //!   a damaged offset index must not steer reads (arrow-rs's default file reader ignores it too).
+//! - the file's row count becomes the sum of its row groups' counts where it says otherwise. arrow-rs
+//!   caps every batch at the file's row count, so a footer claiming 0 rows over row groups that hold
+//!   some (repeated_no_annotation.parquet, written by parquet-rs 0.3.0: 0 in the file, 6 in its one
+//!   row group) would decode to no rows at all; the row groups' counts describe what their pages hold,
+//!   and batch sizes are bounded by [`MAX_BATCH_ROWS`] anyway.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -26,7 +34,7 @@ use bytes::{Buf, Bytes};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::errors::ParquetError;
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{FileMetaData, ParquetMetaData, ParquetMetaDataBuilder};
 use parquet::file::reader::{ChunkReader, Length};
 use rayon::prelude::*;
 
@@ -179,32 +187,70 @@ impl ChunkReader for FetchedChunks {
     }
 }
 
-/// The metadata the decoder uses: `source`'s, without the page index and with every column chunk
-/// starting where [`chunk_start`] says (see the module docs). Shares `source`'s metadata when it needs
-/// neither change.
+/// The metadata the decoder uses: `source`'s, without the page index, with every column chunk where
+/// [`ParquetSource::checked_chunks`] says (start as [`chunk_start`] gives it, checked length) and the
+/// row groups' row count (see the module docs). Shares `source`'s metadata when it needs no change.
 pub fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
     let meta = source.metadata();
-    let needs_fix = |c: &parquet::file::metadata::ColumnChunkMetaData| {
+    let checked = source.checked_chunks();
+    // The checked length where it is not the footer's (a chunk an old parquet-mr wrote too short).
+    let longer = |g: usize, c: usize, chunk: &parquet::file::metadata::ColumnChunkMetaData| {
+        checked
+            .get(g)
+            .and_then(|row| row.get(c))
+            .map(|k| k.len as i64)
+            .filter(|&len| len != chunk.compressed_size())
+    };
+    let bogus_dictionary = |c: &parquet::file::metadata::ColumnChunkMetaData| {
         c.dictionary_page_offset().is_some_and(|d| d != chunk_start(c))
     };
-    let any_fix = meta.row_groups().iter().any(|rg| rg.columns().iter().any(needs_fix));
-    if !any_fix && meta.page_index().is_none() {
+    let needs_fix = |g: usize, c: usize, chunk: &parquet::file::metadata::ColumnChunkMetaData| {
+        bogus_dictionary(chunk) || longer(g, c, chunk).is_some()
+    };
+    let any_fix = meta
+        .row_groups()
+        .iter()
+        .enumerate()
+        .any(|(g, rg)| rg.columns().iter().enumerate().any(|(c, chunk)| needs_fix(g, c, chunk)));
+    let rows = row_group_rows(meta);
+    let fix_rows = meta.file_metadata().num_rows() != rows;
+    if !any_fix && !fix_rows && meta.page_index().is_none() {
         return Ok(meta.clone());
     }
     let location = source.location();
-    let mut builder = ParquetMetaData::clone(meta).into_builder().set_page_index(None);
+    let mut builder = if fix_rows {
+        let fm = meta.file_metadata();
+        let file_meta = FileMetaData::new(
+            fm.version(),
+            rows,
+            fm.created_by().map(str::to_string),
+            fm.key_value_metadata().cloned(),
+            fm.schema_descr_ptr(),
+            fm.column_orders().cloned(),
+        );
+        ParquetMetaDataBuilder::new(file_meta).set_row_groups(meta.row_groups().to_vec())
+    } else {
+        ParquetMetaData::clone(meta).into_builder().set_page_index(None)
+    };
     if any_fix {
         let mut fixed = Vec::with_capacity(meta.num_row_groups());
         for (g, rg) in builder.take_row_groups().into_iter().enumerate() {
             let columns = rg
                 .columns()
                 .iter()
-                .map(|c| {
-                    if needs_fix(c) {
-                        c.clone().into_builder().set_dictionary_page_offset(None).build()
-                    } else {
-                        Ok(c.clone())
+                .enumerate()
+                .map(|(c, chunk)| {
+                    if !needs_fix(g, c, chunk) {
+                        return Ok(chunk.clone());
                     }
+                    let mut b = chunk.clone().into_builder();
+                    if bogus_dictionary(chunk) {
+                        b = b.set_dictionary_page_offset(None);
+                    }
+                    if let Some(len) = longer(g, c, chunk) {
+                        b = b.set_total_compressed_size(len);
+                    }
+                    b.build()
                 })
                 .collect::<parquet::errors::Result<Vec<_>>>()
                 .and_then(|cols| rg.into_builder().set_column_metadata(cols).build())
@@ -214,6 +260,13 @@ pub fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
         builder = builder.set_row_groups(fixed);
     }
     Ok(Arc::new(builder.build()))
+}
+
+/// The rows of all row groups together (negative counts, refused when decoding, count as 0).
+fn row_group_rows(meta: &ParquetMetaData) -> i64 {
+    meta.row_groups()
+        .iter()
+        .fold(0i64, |sum, rg| sum.saturating_add(rg.num_rows().max(0)))
 }
 
 /// One decode job: the selected leaves of one top-level column in one row group.
@@ -304,7 +357,6 @@ pub fn decode_fetched(
         ));
     }
 
-    let file_rows = meta.file_metadata().num_rows();
     let mut row_counts = Vec::with_capacity(plan.row_groups.len());
     for &g in &plan.row_groups {
         let n = meta.row_group(g).num_rows();
@@ -369,8 +421,8 @@ pub fn decode_fetched(
         let rows = row_counts[slot];
         if roots.is_empty() {
             // No columns: batches that carry only a row count, as arrow-rs gives for an empty projection
-            // (and like arrow-rs, none when the file's row count is not positive: it caps batch sizes).
-            let mut left = if file_rows > 0 { rows } else { 0 };
+            // (counted from the row group, as the decoded columns are; see `decode_metadata`).
+            let mut left = rows;
             while left > 0 {
                 let n = left.min(MAX_BATCH_ROWS);
                 let options = RecordBatchOptions::new().with_row_count(Some(n));
