@@ -55,8 +55,9 @@ impl ParquetSource {
         let stat = std::fs::metadata(&path).map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?;
         refuse_non_regular(&path, &stat)?;
         // O_NONBLOCK keeps the open from waiting should the path have become a FIFO since the check
-        // above; on a regular file it changes nothing (reads of regular files never block on it), so it
-        // stays set.
+        // above. Once fstat says it is a regular file the flag is cleared again: reads of regular files
+        // never block anyway, but cuFile refuses to register a descriptor that carries it
+        // (CU_FILE_INVALID_FILE_OPEN_FLAG, seen on the H200 machine).
         let file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -66,6 +67,7 @@ impl ParquetSource {
             .metadata()
             .map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?;
         refuse_non_regular(&path, &stat)?;
+        clear_nonblocking(&file).map_err(|e| Error::io(Location::file(&path), "cannot clear O_NONBLOCK", e))?;
         let len = stat.len();
         let location = Location::file(&path);
         let (metadata, repairs) = contain_panics(&location, || {
@@ -192,6 +194,22 @@ impl ParquetSource {
     pub fn location(&self) -> Location {
         Location::file(&self.path)
     }
+}
+
+/// Clears `O_NONBLOCK` on `file`'s descriptor.
+fn clear_nonblocking(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fd is open for as long as `file` is borrowed; F_GETFL only reads the descriptor's flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above; F_SETFL changes only this open file description's status flags.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// An error saying what `path` is, unless `stat` says it is a regular file.

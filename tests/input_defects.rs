@@ -473,3 +473,16 @@ fn a_chunk_short_by_another_amount_is_not_stretched() {
     let err = read_all(&path).expect_err("a chunk 16 bytes short cannot be decoded");
     assert!(err.to_string().contains("column 'name', row group 0"), "{err}");
 }
+
+/// The descriptor a source keeps is a plain blocking one: cuFile refuses to register a descriptor
+/// opened with O_NONBLOCK (CU_FILE_INVALID_FILE_OPEN_FLAG), which the open uses to not hang on FIFOs.
+#[test]
+fn an_opened_source_keeps_no_nonblocking_flag() {
+    use std::os::fd::AsRawFd;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/flat_plain.parquet");
+    let source = gpu_parquet::ParquetSource::open(&path).expect("open");
+    // SAFETY: the descriptor stays open while `source` lives; F_GETFL only reads its flags.
+    let flags = unsafe { libc::fcntl(source.file().as_raw_fd(), libc::F_GETFL) };
+    assert!(flags >= 0);
+    assert_eq!(flags & libc::O_NONBLOCK, 0, "O_NONBLOCK left set");
+}

@@ -10,6 +10,11 @@
 //! shutdown call. Left open, libcufile's own teardown at process exit was seen to crash on the H200
 //! machine. Parameters only take effect before the driver opens, so the first opener's
 //! [`CufileParams`] hold for as long as the driver stays open.
+//!
+//! libcufile 1.15 itself, on every `cuFileDriverOpen`, allocates 64 KiB of device memory that no
+//! `cuFileDriverClose` frees and makes one `cuMemFree` call that fails with `CUDA_ERROR_INVALID_VALUE`
+//! (compute-sanitizer on the H200 machine, with a C program doing nothing but open and close). So the
+//! driver is opened as seldom as possible: once per process for the CLI, once per run of readers.
 
 use std::fs::File;
 use std::mem::MaybeUninit;
@@ -262,10 +267,16 @@ pub struct CufileDriver {
     pub params: CufileParams,
     /// Messages from opening (refused parameters, statistics unavailable...).
     pub notes: Vec<String>,
+    /// The context it was opened in: cuFile's own device memory lives there, so the context must
+    /// outlive the close (closing after the context went away was seen to leak cuFile's 64 KiB).
+    ctx: Arc<GpuContext>,
 }
 
 /// The driver while someone holds it. The lock also serialises opening against closing.
 static DRIVER: Mutex<Weak<CufileDriver>> = Mutex::new(Weak::new());
+
+/// Whether nvidia-fs is loaded, once a driver has been opened in this process.
+static NVFS_LOADED: OnceLock<bool> = OnceLock::new();
 
 impl CufileDriver {
     /// The open driver, opening it on `ctx`'s device (after applying `params`) if no one holds it.
@@ -318,13 +329,22 @@ impl CufileDriver {
                     false
                 }
             };
+            NVFS_LOADED.get_or_init(|| props.nvfs_loaded());
             Ok(Self {
                 props,
                 stats_enabled,
                 params: params.clone(),
                 notes,
+                ctx: ctx.clone(),
             })
         })
+    }
+
+    /// Whether nvidia-fs is loaded, as the properties of the first driver opened in this process said
+    /// (`None` before any was opened). A kernel module does not come or go under a running reader, and
+    /// every `cuFileDriverOpen` costs: libcufile 1.15 leaks 64 KiB of device memory per open (below).
+    pub fn nvfs_known() -> Option<bool> {
+        NVFS_LOADED.get().copied()
     }
 
     /// Whether some part of this process holds the driver open now.
@@ -363,6 +383,7 @@ impl Drop for CufileDriver {
         // Hold the lock: an `open` racing with this close must wait for it to finish, then open anew.
         let _slot = DRIVER.lock().unwrap_or_else(|p| p.into_inner());
         let _ = std::panic::catch_unwind(|| {
+            let _ = self.ctx.bind();
             // SAFETY: the last Arc is gone, so no handle (each holds one) and no read is live; both
             // calls take no arguments.
             unsafe {

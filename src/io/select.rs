@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::config::{BackendKind, CompatMode, IoPolicy};
 use crate::error::{Error, Result};
+use crate::gpu::cufile::CufileDriver;
 use crate::gpu::{DeviceBuffer, GpuContext};
 use crate::io::auto::AutoBackend;
 use crate::io::cufile::{CufileBackend, CufileOptions};
@@ -150,22 +151,32 @@ impl AnyBackend {
                         Inner::Staged(staged(ctx, "compat mode on")?)
                     }
                     CompatMode::Off => Inner::Cufile(CufileBackend::new(ctx.clone(), cufile_options(policy))?),
-                    CompatMode::Auto => match CufileBackend::new(ctx.clone(), cufile_options(policy)) {
-                        Ok(c) if c.driver().props.nvfs_loaded() => Inner::Auto(AutoBackend::new(
-                            c,
-                            staged(ctx, "task below the small-read threshold")?,
-                            policy.small_read_threshold,
-                        )),
-                        Ok(_) => {
-                            notes.push(NO_NVFS_REASON.into());
-                            Inner::Staged(staged(ctx, NO_NVFS_REASON)?)
+                    // Whether nvidia-fs is loaded is known once cuFile has been opened in this process;
+                    // until then, opening it tells (and the backend is kept when it is).
+                    CompatMode::Auto => {
+                        let cufile = if CufileDriver::nvfs_known() == Some(false) {
+                            Ok(None)
+                        } else {
+                            CufileBackend::new(ctx.clone(), cufile_options(policy))
+                                .map(|c| c.driver().props.nvfs_loaded().then_some(c))
+                        };
+                        match cufile {
+                            Ok(Some(c)) => Inner::Auto(AutoBackend::new(
+                                c,
+                                staged(ctx, "task below the small-read threshold")?,
+                                policy.small_read_threshold,
+                            )),
+                            Ok(None) => {
+                                notes.push(NO_NVFS_REASON.into());
+                                Inner::Staged(staged(ctx, NO_NVFS_REASON)?)
+                            }
+                            Err(e) => {
+                                let reason = format!("cuFile unavailable: {e}");
+                                notes.push(format!("{reason}; staged path"));
+                                Inner::Staged(staged(ctx, &reason)?)
+                            }
                         }
-                        Err(e) => {
-                            let reason = format!("cuFile unavailable: {e}");
-                            notes.push(format!("{reason}; staged path"));
-                            Inner::Staged(staged(ctx, &reason)?)
-                        }
-                    },
+                    }
                 },
                 other => {
                     let why = match other {
