@@ -208,8 +208,9 @@ pub fn collect(reader: ParquetRecordBatchReader, loc: &Location) -> Result<Recor
 /// - the footer sanitized as [`arrow_rs_read_sanitized`] says;
 /// - that, with each chunk stretched to where the next chunk (or the footer) begins, as a reader that
 ///   trusts the layout over chunk sizes reads it (pyarrow pads the chunks of old parquet-mr files,
-///   whose sizes leave out the dictionary page header);
-/// and where arrow-rs cannot decode the footer at all, the same with the footer as the library decodes
+///   whose sizes leave out the dictionary page header).
+///
+/// Where arrow-rs cannot decode the footer at all, the same with the footer as the library decodes
 /// it (skipping fields of the wrong Thrift type, as Thrift's own readers do): then only the page
 /// decoding is independent, and the tests that name such files also check their values against
 /// pyarrow's.
