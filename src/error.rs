@@ -146,6 +146,15 @@ pub enum Error {
         source: cudarc::cufile::result::CufileError,
     },
 
+    /// The GPU asked for does not exist on this machine.
+    #[error("GPU {ordinal} does not exist ({visible} visible)")]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// CUDA devices visible.
+        visible: usize,
+    },
+
     /// A setting (command-line flag or environment variable) has a value we cannot use.
     #[error("{setting}: {message}")]
     Config {

@@ -574,3 +574,18 @@ fn no_cuda_means_clear_errors() {
     );
     assert!(cf::version().is_err() || cf::present().is_ok());
 }
+
+/// A GPU that does not exist is an error, also for `auto` (which falls back to host memory only when
+/// there is no usable GPU at all).
+#[test]
+fn a_gpu_that_does_not_exist_is_an_error() {
+    let Some(_ctx) = gpu() else { return };
+    let n = GpuContext::device_count();
+    for kind in [BackendKind::Auto, BackendKind::Staged] {
+        let e = AnyBackend::new(kind, &IoPolicy::default(), n).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("GPU {n} does not exist ({n} visible)")),
+            "{kind}: {e}"
+        );
+    }
+}

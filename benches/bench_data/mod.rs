@@ -119,10 +119,11 @@ pub fn bench_files(rows: usize) -> std::io::Result<[PathBuf; 2]> {
 
 /// Threads for our pipeline: `GPU_PARQUET_THREADS`, else 0 (one per core).
 pub fn threads_from_env() -> usize {
-    std::env::var("GPU_PARQUET_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    // The library's one reading of the environment, with its bounds and messages.
+    match gpu_parquet::Settings::from_env(&[]) {
+        Ok(s) => s.policy.threads,
+        Err(e) => panic!("{e}"),
+    }
 }
 
 /// Opens `path` and plans every column of every row group with the default options.

@@ -63,10 +63,10 @@ impl GpuContext {
                 return Err(Error::device("CUDA driver", "no CUDA device is visible"));
             }
             if ordinal >= count as usize {
-                return Err(Error::device(
-                    "CUDA driver",
-                    format!("GPU {ordinal} does not exist ({count} visible)"),
-                ));
+                return Err(Error::NoSuchDevice {
+                    ordinal,
+                    visible: count as usize,
+                });
             }
             let ctx = CudaContext::new(ordinal).map_err(cuda_err(format!("creating a context on GPU {ordinal}")))?;
             let stream = ctx

@@ -144,6 +144,12 @@ impl AnyBackend {
                 }
                 Inner::Cufile(CufileBackend::new(gpu("cufile")?, cufile_options(policy))?)
             }
+            // A GPU asked for that does not exist is the user's mistake, not a reason to fall back.
+            BackendKind::Auto if matches!(&ctx, Some(Err(Error::NoSuchDevice { .. }))) => {
+                return Err(gpu("auto")
+                    .err()
+                    .unwrap_or_else(|| Error::device("auto", "no such GPU")));
+            }
             BackendKind::Auto => match &ctx {
                 Some(Ok(ctx)) => match policy.compat_mode {
                     CompatMode::On => {
