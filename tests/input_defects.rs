@@ -15,17 +15,14 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, Parq
 mod common;
 use common::{arrow_rs_read, collect, corpus, host_fetch, with_row_groups_row_count};
 
-/// Our whole pipeline on `path`: open, plan every column and row group, host fetch, decode.
+/// Our whole pipeline on `path`, through the reader: open, plan every column and row group, host
+/// fetch, decode.
 fn read_all(path: &Path) -> Result<RecordBatch, Error> {
-    let source = ParquetSource::open(path)?;
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )?;
-    let fetched = host_fetch(&source, &plan, 2);
-    decode_fetched(&source, &plan, &fetched.buffer, 2)?.concat()
+    gpu_parquet::Reader::builder(path)
+        .with_backend(gpu_parquet::BackendKind::Host)
+        .build()?
+        .read_batches()?
+        .concat()
 }
 
 // ---- 1. A footer row count of 0 over a row group of 6 rows -------------------------------------------
