@@ -144,12 +144,6 @@ impl AnyBackend {
                 }
                 Inner::Cufile(CufileBackend::new(gpu("cufile")?, cufile_options(policy))?)
             }
-            // A GPU asked for that does not exist is the user's mistake, not a reason to fall back.
-            BackendKind::Auto if matches!(&ctx, Some(Err(Error::NoSuchDevice { .. }))) => {
-                return Err(gpu("auto")
-                    .err()
-                    .unwrap_or_else(|| Error::device("auto", "no such GPU")));
-            }
             BackendKind::Auto => match &ctx {
                 Some(Ok(ctx)) => match policy.compat_mode {
                     CompatMode::On => {
@@ -184,6 +178,13 @@ impl AnyBackend {
                         }
                     }
                 },
+                // A GPU asked for that does not exist is the user's mistake, not a reason to fall back.
+                Some(Err(e @ Error::NoSuchDevice { .. })) => {
+                    return Err(Error::Unavailable {
+                        backend: "auto".into(),
+                        reason: e.to_string(),
+                    });
+                }
                 other => {
                     let why = match other {
                         Some(Err(e)) => e.to_string(),
