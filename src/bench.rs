@@ -374,7 +374,7 @@ mod tests {
     #[test]
     fn host_bench_on_a_small_file_has_real_figures_and_plain_json() {
         let dir = tempfile::tempdir().unwrap();
-        let files = crate::io::conformance::write_test_files(dir.path()).unwrap();
+        let files = crate::conformance::write_test_files(dir.path()).unwrap();
         let opts = BenchOptions {
             reps: 2,
             cold: false,

@@ -468,7 +468,7 @@ impl FileSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::conformance;
+    use crate::conformance;
 
     #[test]
     fn inspect_matches_the_metadata() {

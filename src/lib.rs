@@ -34,6 +34,8 @@
 pub mod bench;
 pub mod check;
 pub mod config;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 pub mod decode;
 pub mod error;
 pub mod gpu;

@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
-use gpu_parquet::io::conformance::SeededRng;
+use gpu_parquet::conformance::SeededRng;
 use gpu_parquet::panic_guard::contain_panics;
 use gpu_parquet::{Error, Location};
 use parquet::arrow::ProjectionMask;

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
+use gpu_parquet::conformance::SeededRng;
 use gpu_parquet::decode::host::decode_fetched;
-use gpu_parquet::io::conformance::SeededRng;
 use gpu_parquet::io::host::HostBackend;
 use gpu_parquet::io::{IoBackend, IoLog};
 use gpu_parquet::{Error, Location, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};

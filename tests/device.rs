@@ -11,12 +11,13 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
+use gpu_parquet::conformance;
 use gpu_parquet::gpu::cufile::{self as cf, CufileDriver};
 use gpu_parquet::gpu::{DeviceBuffer, GpuContext, PinnedAlloc, PinnedBuffer, Stream};
 use gpu_parquet::io::cufile::{CufileBackend, CufileOptions};
 use gpu_parquet::io::select::{AnyBackend, NO_NVFS_REASON};
 use gpu_parquet::io::staged::{StagedBackend, StagedOptions};
-use gpu_parquet::io::{DestBuffer, IoBackend, IoPath, conformance};
+use gpu_parquet::io::{DestBuffer, IoBackend, IoPath};
 use gpu_parquet::{
     BackendKind, CompatMode, Error, IoPolicy, ParquetSource, PlanOptions, Projection, ReadPlan, Reader,
     RowGroupSelection,

@@ -1,6 +1,6 @@
-//! The backend conformance suite ([`gpu_parquet::io::conformance`]) run against the host backend.
+//! The backend conformance suite ([`gpu_parquet::conformance`]) run against the host backend.
 
-use gpu_parquet::io::conformance;
+use gpu_parquet::conformance;
 use gpu_parquet::io::host::HostBackend;
 
 fn run(threads: usize) {

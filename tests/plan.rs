@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use gpu_parquet::io::conformance;
+use gpu_parquet::conformance;
 use gpu_parquet::metadata::validate_column_chunks;
 use gpu_parquet::plan::{ChunkRange, DIRECT_IO_ALIGN, resolve_projection};
 use gpu_parquet::{Error, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};

@@ -16,7 +16,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
-use gpu_parquet::io::conformance::SeededRng;
+use gpu_parquet::conformance::SeededRng;
 use gpu_parquet::{ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;

@@ -7,13 +7,11 @@
 //! [`select`], which builds the one a [`BackendKind`](crate::config::BackendKind) and
 //! [`IoPolicy`](crate::config::IoPolicy) call for.
 //!
-//! Every backend passes the same conformance suite (`conformance`, behind the `conformance` cargo
-//! feature that the tests enable): bytes identical to the file, counters consistent with the plan,
+//! Every backend passes the same conformance suite (`gpu_parquet::conformance`, behind the `conformance`
+//! cargo feature that the tests enable): bytes identical to the file, counters consistent with the plan,
 //! short reads and I/O errors reported as errors, never as data.
 
 pub mod auto;
-#[cfg(any(test, feature = "conformance"))]
-pub mod conformance;
 pub mod cufile;
 pub mod host;
 pub mod pread;
