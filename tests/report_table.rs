@@ -52,8 +52,8 @@ const WIDE: PlanOptions = PlanOptions {
     align: false,
 };
 
-/// The `reads` cell of the host path in the row starting with `name`.
-fn table_reads(table: &str, name: &str) -> u64 {
+/// The cell under the header `column` in the row starting with `name`.
+fn table_cell<T: std::str::FromStr>(table: &str, name: &str, column: &str) -> T {
     let header: Vec<&str> = table
         .lines()
         .next()
@@ -63,29 +63,23 @@ fn table_reads(table: &str, name: &str) -> u64 {
         .collect();
     let col = header
         .iter()
-        .position(|h| h.trim() == "host reads")
-        .expect("a host reads column");
+        .position(|h| h.trim() == column)
+        .unwrap_or_else(|| panic!("a '{column}' column"));
     let line = table.lines().find(|l| l.starts_with(name)).expect("the row");
     let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
-    cells[col].parse().expect("a number")
+    cells[col]
+        .parse()
+        .unwrap_or_else(|_| panic!("a number under '{column}'"))
+}
+
+/// The `reads` cell of the host path in the row starting with `name`.
+fn table_reads(table: &str, name: &str) -> u64 {
+    table_cell(table, name, "host reads")
 }
 
 /// The `busy ms` cell in the row starting with `name`.
 fn table_busy_ms(table: &str, name: &str) -> f64 {
-    let header: Vec<&str> = table
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split("  ")
-        .filter(|c| !c.is_empty())
-        .collect();
-    let col = header
-        .iter()
-        .position(|h| h.trim() == "busy ms")
-        .expect("a busy column");
-    let line = table.lines().find(|l| l.starts_with(name)).expect("the row");
-    let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
-    cells[col].parse().expect("a number")
+    table_cell(table, name, "busy ms")
 }
 
 #[test]

@@ -33,7 +33,7 @@ pub struct GpuInfo {
     pub free_memory: u64,
 }
 
-/// The primary CUDA context of one GPU, with a stream for work that names no other.
+/// The primary CUDA context of one GPU, with a stream of its own.
 #[derive(Debug)]
 pub struct GpuContext {
     ctx: Arc<CudaContext>,
@@ -88,7 +88,8 @@ impl GpuContext {
         &self.ctx
     }
 
-    /// The stream buffers are allocated on when no other is named.
+    /// The context's own stream. It lives as long as the context, which also keeps cudarc from
+    /// synchronising the whole device when a later stream is the context's first.
     pub fn default_stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }

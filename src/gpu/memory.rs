@@ -38,7 +38,7 @@ impl Stream {
         })
     }
 
-    /// The context's own stream (the one buffers are allocated on when no other is named).
+    /// The context's own stream ([`GpuContext::default_stream`]).
     pub fn of_context(ctx: &Arc<GpuContext>) -> Self {
         Self {
             ctx: ctx.clone(),

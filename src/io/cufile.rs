@@ -143,33 +143,6 @@ impl CufileBackend {
         FileHandle::register(&self.driver, file, direct).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    fn fetch_into_buffer(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {
-        let started = Instant::now();
-        check_dest_len(plan, dest.num_bytes() as u64)?;
-        ensure_regular(source)?;
-        if plan.tasks.is_empty() {
-            return Ok(IoLog {
-                backend: self.name(),
-                wall: started.elapsed(),
-                ..IoLog::default()
-            });
-        }
-        let handle = self.register(source, plan).map_err(|reason| Error::Unavailable {
-            backend: "cufile".into(),
-            reason,
-        })?;
-        let all: Vec<usize> = (0..plan.tasks.len()).collect();
-        let writer = dest.writer()?;
-        let (tasks, stats, notes) = self.run_tasks(&handle, source, plan, &all, &writer, started)?;
-        Ok(IoLog {
-            backend: self.name(),
-            tasks,
-            wall: started.elapsed(),
-            notes,
-            cufile_stats: stats,
-        })
-    }
-
     /// Reads tasks `which` through `handle` into `dest`; returns records (by task), the statistics
     /// delta and notes.
     pub(crate) fn run_tasks(
@@ -390,7 +363,30 @@ impl IoBackend for CufileBackend {
     }
 
     fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {
-        self.fetch_into_buffer(source, plan, dest)
+        let started = Instant::now();
+        check_dest_len(plan, dest.num_bytes() as u64)?;
+        ensure_regular(source)?;
+        if plan.tasks.is_empty() {
+            return Ok(IoLog {
+                backend: self.name(),
+                wall: started.elapsed(),
+                ..IoLog::default()
+            });
+        }
+        let handle = self.register(source, plan).map_err(|reason| Error::Unavailable {
+            backend: "cufile".into(),
+            reason,
+        })?;
+        let all: Vec<usize> = (0..plan.tasks.len()).collect();
+        let writer = dest.writer()?;
+        let (tasks, stats, notes) = self.run_tasks(&handle, source, plan, &all, &writer, started)?;
+        Ok(IoLog {
+            backend: self.name(),
+            tasks,
+            wall: started.elapsed(),
+            notes,
+            cufile_stats: stats,
+        })
     }
 }
 
