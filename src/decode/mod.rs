@@ -1,8 +1,12 @@
 //! Decoding fetched column-chunk bytes into Arrow arrays.
 //!
 //! [`host`] decodes on the CPU with arrow-rs, from the fetched bytes only; it is also the oracle other
-//! decoders are checked against.
+//! decoders are checked against. [`layout`] holds the descriptors the GPU kernels (`kernels/*.cu`) and
+//! their host references ([`reference`]) share.
 
 pub mod host;
+pub mod kernels;
+pub mod layout;
+pub mod reference;
 
 pub use host::{DecodedTable, decode_fetched};

@@ -17,6 +17,7 @@
 pub mod context;
 pub mod cufile;
 pub mod memory;
+pub mod nvrtc;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;

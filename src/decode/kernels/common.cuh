@@ -1,0 +1,174 @@
+// Shared by every gpu-parquet decode kernel: the descriptor structs (twins of src/decode/layout.rs,
+// field for field), error codes, and bounds-checked readers. Compiled by NVRTC, so no host headers.
+#pragma once
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef int i32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+// ---- descriptors (see layout.rs for the meaning of each field) ----
+struct ChunkDesc {
+    u64 start; u64 len;
+    u32 first_page; u32 page_capacity; u32 page_count; u32 error;
+    u64 error_at;
+};
+
+struct PageInfo {
+    u64 header_offset; u64 data_offset;
+    u32 header_len;
+    i32 page_type; i32 compressed_size; i32 uncompressed_size; i32 num_values; i32 encoding;
+    i32 def_level_encoding; i32 rep_level_encoding; i32 num_nulls; i32 num_rows;
+    i32 def_levels_byte_length; i32 rep_levels_byte_length; i32 is_compressed; i32 reserved;
+};
+
+struct PageDesc {
+    u64 data; u64 data_len;
+    u64 levels; u64 levels_len;
+    u64 values; u64 values_len;
+    u64 dict; u64 dict_len;
+    u64 dict_index;
+    u32 dict_count; u32 num_values; u32 row_start; u32 num_non_null;
+    u32 encoding; u32 physical; u32 type_len; u32 max_def; u32 def_bit_width; u32 flags;
+    u32 column; u32 error; u32 error_detail; u32 reserved;
+};
+
+#define PAGE_V1_LEVELS 1u
+
+struct DictEntry { u32 offset; u32 len; };
+
+struct DictDesc {
+    u64 data; u64 data_len; u64 index;
+    u32 count; u32 error; u32 error_detail; u32 reserved;
+};
+
+struct ColumnDesc {
+    u64 num_rows; u64 vidx; u64 dense;
+    u32 dense_width; u32 out_width;
+    u64 out_values; u64 out_valid; u64 out_offsets; u64 str_src; u64 str_len; u64 chars_capacity;
+    u32 physical; u32 reserved;
+};
+
+// ---- error codes (ErrorCode in layout.rs) ----
+#define ERR_HEADER_PAST_CHUNK 1u
+#define ERR_BAD_HEADER 2u
+#define ERR_BAD_PAGE_SIZE 3u
+#define ERR_PAGE_PAST_CHUNK 4u
+#define ERR_TOO_MANY_PAGES 5u
+#define ERR_OVERRUN 6u
+#define ERR_BAD_BIT_WIDTH 7u
+#define ERR_DICT_INDEX 8u
+#define ERR_SHORT_PAGE 9u
+#define ERR_BAD_ENCODING 10u
+#define ERR_BAD_DELTA_HEADER 11u
+#define ERR_OFFSET_OVERFLOW 12u
+#define ERR_BAD_LEVEL 13u
+#define ERR_MISSING_DICTIONARY 14u
+#define ERR_BAD_PREFIX 15u
+
+// ---- Parquet enums ----
+#define ENC_PLAIN 0u
+#define ENC_PLAIN_DICTIONARY 2u
+#define ENC_RLE 3u
+#define ENC_BIT_PACKED 4u
+#define ENC_DELTA_BINARY_PACKED 5u
+#define ENC_DELTA_LENGTH_BYTE_ARRAY 6u
+#define ENC_DELTA_BYTE_ARRAY 7u
+#define ENC_RLE_DICTIONARY 8u
+#define ENC_BYTE_STREAM_SPLIT 9u
+
+#define PT_BOOLEAN 0u
+#define PT_INT32 1u
+#define PT_INT64 2u
+#define PT_INT96 3u
+#define PT_FLOAT 4u
+#define PT_DOUBLE 5u
+#define PT_BYTE_ARRAY 6u
+#define PT_FIXED_LEN_BYTE_ARRAY 7u
+
+// Records the first error of a page: later errors do not overwrite it.
+__device__ inline void page_error(PageDesc* page, u32 code, u32 detail) {
+    if (atomicCAS(&page->error, 0u, code) == 0u) {
+        page->error_detail = detail;
+    }
+}
+
+// Reads an unsigned LEB128 varint from [*pos, end). Returns false (and leaves *out undefined) if it
+// runs past `end` or is longer than 10 bytes. Advances *pos past it on success.
+__device__ inline bool read_uleb128(const u8* base, u64* pos, u64 end, u64* out) {
+    u64 v = 0;
+    u32 shift = 0;
+    u64 p = *pos;
+    for (int i = 0; i < 10; i++) {
+        if (p >= end) return false;
+        u8 b = base[p++];
+        v |= (u64)(b & 0x7f) << shift;
+        if ((b & 0x80) == 0) { *pos = p; *out = v; return true; }
+        shift += 7;
+    }
+    return false;
+}
+
+__device__ inline i64 zigzag_decode(u64 v) { return (i64)(v >> 1) ^ -(i64)(v & 1); }
+
+// `width` bits (0..=64) starting at bit `bit` of the little-endian, LSB-first bit stream at `base`,
+// which holds `len` bytes. Bits past the end read as 0; the caller checks bounds before relying on
+// the value (the hybrid and delta decoders check a run's bytes fit before unpacking it).
+__device__ inline u64 read_bits(const u8* base, u64 len, u64 bit, u32 width) {
+    if (width == 0) return 0;
+    u64 byte = bit >> 3;
+    u32 shift = (u32)(bit & 7);
+    // Up to 64 + 7 bits span 9 bytes.
+    u64 lo = 0;
+    u32 nbytes = (shift + width + 7) >> 3;
+    for (u32 i = 0; i < nbytes && i < 8; i++) {
+        if (byte + i < len) lo |= (u64)base[byte + i] << (8 * i);
+    }
+    u64 v = lo >> shift;
+    if (nbytes == 9) {
+        u64 hi = (byte + 8 < len) ? (u64)base[byte + 8] : 0;
+        v |= hi << (64 - shift);
+    }
+    if (width < 64) v &= ((u64)1 << width) - 1;
+    return v;
+}
+
+// Block-wide exclusive prefix sum of one u32 per thread (blockDim.x a multiple of 32, at most 1024).
+// `scratch` needs 32 u32 of shared memory. Returns the thread's exclusive prefix; *total gets the sum.
+__device__ inline u32 block_exclusive_scan(u32 v, u32* scratch, u32* total) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    u32 x = v;
+    for (u32 o = 1; o < 32; o <<= 1) {
+        u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) scratch[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u32 w = lane < nwarps ? scratch[lane] : 0;
+        for (u32 o = 1; o < 32; o <<= 1) {
+            u32 y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        scratch[lane] = w;  // inclusive sums of warps
+    }
+    __syncthreads();
+    u32 warp_prefix = warp == 0 ? 0 : scratch[warp - 1];
+    u32 t = scratch[nwarps - 1];
+    __syncthreads();  // scratch may be reused by the caller
+    if (total) *total = t;
+    return warp_prefix + x - v;
+}
+
+// Reports each struct's size so the host can check the layout against layout.rs.
+extern "C" __global__ void gp_layout_sizes(u32* out) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        out[0] = sizeof(ChunkDesc);
+        out[1] = sizeof(PageInfo);
+        out[2] = sizeof(PageDesc);
+        out[3] = sizeof(DictDesc);
+        out[4] = sizeof(ColumnDesc);
+    }
+}

@@ -1,0 +1,372 @@
+//! The structures the GPU decode kernels and their host references share, laid out as C.
+//!
+//! Each `#[repr(C)]` struct here has a twin of the same name in `kernels/common.cuh`; the field order,
+//! types and sizes must match exactly (the `layout_sizes` test checks the host side against the
+//! constants below, and the device test `gp_layout_sizes` checks the device side). Every address is a
+//! device address on the GPU and an [`Arena`](crate::decode::reference::Arena) address in the host
+//! references, so one orchestration drives both.
+//!
+//! Kernels never trust these descriptors' contents derived from the file: each one checks every read
+//! against the stream lengths given here and reports a problem as an [`ErrorCode`] in the page's (or
+//! chunk's) `error` field instead of reading past the end.
+
+use serde::Serialize;
+
+/// A column chunk handed to the page-header kernel (`gp_page_headers`): in and out.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ChunkDesc {
+    /// Address of the chunk's first byte (its dictionary page header, or first data page header).
+    pub start: u64,
+    /// Bytes in the chunk.
+    pub len: u64,
+    /// Fill pass: index in the page array where this chunk's first page goes.
+    pub first_page: u32,
+    /// Fill pass: pages this chunk may write (its count from the count pass). Count pass: 0.
+    pub page_capacity: u32,
+    /// Out: pages found (both passes).
+    pub page_count: u32,
+    /// Out: the first [`ErrorCode`] met, 0 when none.
+    pub error: u32,
+    /// Out: offset in the chunk where the error was met.
+    pub error_at: u64,
+}
+
+/// One page header as parsed from the file (Thrift compact `PageHeader`), by the kernel or its host
+/// reference. Absent optional fields are 0 unless noted.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct PageInfo {
+    /// Offset of the header's first byte from the chunk start.
+    pub header_offset: u64,
+    /// Offset of the page body (first byte after the header) from the chunk start.
+    pub data_offset: u64,
+    /// Header length in bytes.
+    pub header_len: u32,
+    /// Parquet `PageType`: 0 data v1, 1 index, 2 dictionary, 3 data v2.
+    pub page_type: i32,
+    /// `compressed_page_size`: body bytes in the file.
+    pub compressed_size: i32,
+    /// `uncompressed_page_size`.
+    pub uncompressed_size: i32,
+    /// `num_values` of the data or dictionary page header (levels for data pages, entries for
+    /// dictionaries).
+    pub num_values: i32,
+    /// Encoding of the values (data pages) or of the dictionary (dictionary pages).
+    pub encoding: i32,
+    /// Data page v1: encoding of the definition levels.
+    pub def_level_encoding: i32,
+    /// Data page v1: encoding of the repetition levels.
+    pub rep_level_encoding: i32,
+    /// Data page v2: `num_nulls`.
+    pub num_nulls: i32,
+    /// Data page v2: `num_rows`.
+    pub num_rows: i32,
+    /// Data page v2: bytes of definition levels at the start of the body (never compressed).
+    pub def_levels_byte_length: i32,
+    /// Data page v2: bytes of repetition levels at the start of the body (never compressed).
+    pub rep_levels_byte_length: i32,
+    /// Data page v2: `is_compressed` (1 when absent, as the format says); 1 for other pages.
+    pub is_compressed: i32,
+    /// Reserved, 0.
+    pub reserved: i32,
+}
+
+/// One data page handed to the decode kernels: in and out. Built by the host from a [`PageInfo`] after
+/// decompression; one block per page.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct PageDesc {
+    /// Address of the page body after decompression. v1: `[rep levels][def levels][values]`; v2: the
+    /// values only (levels are in [`Self::levels`]).
+    pub data: u64,
+    /// Bytes at [`Self::data`].
+    pub data_len: u64,
+    /// Address of the definition levels (RLE/bit-packed hybrid, without v1's 4-byte length prefix).
+    /// v2: set by the host. v1: set by `gp_page_setup` from the prefix. 0 when the column is required.
+    pub levels: u64,
+    /// Bytes at [`Self::levels`].
+    pub levels_len: u64,
+    /// Address of the values stream (v1: set by `gp_page_setup`; v2: equal to [`Self::data`]).
+    pub values: u64,
+    /// Bytes at [`Self::values`].
+    pub values_len: u64,
+    /// Address of the chunk's dictionary page body (plain-encoded entries), 0 when none.
+    pub dict: u64,
+    /// Bytes at [`Self::dict`].
+    pub dict_len: u64,
+    /// BYTE_ARRAY dictionaries: address of `dict_count` [`DictEntry`]s (built by
+    /// `gp_dict_byte_array_index`). 0 otherwise.
+    pub dict_index: u64,
+    /// Entries in the dictionary.
+    pub dict_count: u32,
+    /// Levels in the page: rows, for the flat columns the GPU decodes.
+    pub num_values: u32,
+    /// First row of this page in its column's output of this step.
+    pub row_start: u32,
+    /// Out (`gp_levels`): values present (levels equal to [`Self::max_def`]); `num_values` when required.
+    pub num_non_null: u32,
+    /// Parquet `Encoding` of the values.
+    pub encoding: u32,
+    /// Parquet physical `Type` (0 BOOLEAN, 1 INT32, 2 INT64, 3 INT96, 4 FLOAT, 5 DOUBLE, 6 BYTE_ARRAY,
+    /// 7 FIXED_LEN_BYTE_ARRAY).
+    pub physical: u32,
+    /// Bytes per value in plain encoding for fixed-width types (4, 8, 12, or the FLBA length); 0 for
+    /// BYTE_ARRAY; 1 for BOOLEAN (its dense form is one byte per value).
+    pub type_len: u32,
+    /// The column's maximum definition level (0: required, no levels stored).
+    pub max_def: u32,
+    /// Bit width of the definition levels (`ceil(log2(max_def + 1))`).
+    pub def_bit_width: u32,
+    /// [`PAGE_V1_LEVELS`] and friends.
+    pub flags: u32,
+    /// Index of the page's column in the [`ColumnDesc`] array.
+    pub column: u32,
+    /// Out: the first [`ErrorCode`] met in this page, 0 when none.
+    pub error: u32,
+    /// Out: a number saying more about the error (an offset, an index, a width).
+    pub error_detail: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+}
+
+/// `PageDesc::flags`: a v1 page whose definition levels are RLE with a 4-byte length prefix at the
+/// start of [`PageDesc::data`]; `gp_page_setup` resolves [`PageDesc::levels`] and [`PageDesc::values`].
+pub const PAGE_V1_LEVELS: u32 = 1;
+
+/// One entry of a BYTE_ARRAY dictionary: where its bytes start in the dictionary page body, and how many.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DictEntry {
+    /// Offset of the first byte from the dictionary page body's start.
+    pub offset: u32,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// A BYTE_ARRAY dictionary page to index (`gp_dict_byte_array_index`): in and out.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DictDesc {
+    /// Address of the dictionary page body (plain-encoded byte arrays).
+    pub data: u64,
+    /// Bytes at [`Self::data`].
+    pub data_len: u64,
+    /// Address of `count` [`DictEntry`]s to write.
+    pub index: u64,
+    /// Entries.
+    pub count: u32,
+    /// Out: the first [`ErrorCode`], 0 when none.
+    pub error: u32,
+    /// Out: the entry at which it was met.
+    pub error_detail: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+}
+
+/// One column of one decode step: the buffers the kernels write. Addresses are 0 where unused.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ColumnDesc {
+    /// Rows of this column in this step.
+    pub num_rows: u64,
+    /// `i32[num_rows]`: for each row, the index of its value within its page, or -1 for a null
+    /// (written by `gp_levels`; unused for required columns, where the index is the row's place in its
+    /// page).
+    pub vidx: u64,
+    /// Dense values, `num_rows * dense_width` bytes: page `p`'s `k`-th present value at
+    /// `(row_start + k) * dense_width`. Written by decoders whose values are not already in plain form
+    /// (dictionary indices as `u32`, RLE booleans as `u8`, delta and byte-stream-split values in the
+    /// physical width).
+    pub dense: u64,
+    /// Bytes per dense value.
+    pub dense_width: u32,
+    /// Bytes per output value for fixed-width columns (the physical width; 1 for BOOLEAN before
+    /// packing); 0 for BYTE_ARRAY.
+    pub out_width: u32,
+    /// Output values: fixed width `num_rows * out_width` bytes (BOOLEAN: one byte per row, packed
+    /// later); BYTE_ARRAY: the characters (`chars_capacity` bytes).
+    pub out_values: u64,
+    /// Output validity, one byte per row (1 present, 0 null), packed into a bitmap later; 0 when the
+    /// column is required.
+    pub out_valid: u64,
+    /// BYTE_ARRAY: `i32[num_rows + 1]` Arrow offsets.
+    pub out_offsets: u64,
+    /// BYTE_ARRAY: `u64[num_rows]` dense source addresses of the present values (`(row_start + k)`).
+    /// 0 for a DELTA_BYTE_ARRAY value, whose bytes `gp_delta_byte_array_copy` rebuilds.
+    pub str_src: u64,
+    /// BYTE_ARRAY: `u32[num_rows]` dense lengths of the present values.
+    pub str_len: u64,
+    /// BYTE_ARRAY: bytes at [`Self::out_values`].
+    pub chars_capacity: u64,
+    /// Parquet physical type.
+    pub physical: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+}
+
+/// Sizes in bytes both sides must agree on (checked on the host by a test and on the device by
+/// `gp_layout_sizes`).
+pub const LAYOUT_SIZES: [(&str, usize); 5] = [
+    ("ChunkDesc", 40),
+    ("PageInfo", 72),
+    ("PageDesc", 128),
+    ("DictDesc", 40),
+    ("ColumnDesc", 88),
+];
+
+/// A problem a kernel (or its host reference) met, as written to an `error` field.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ErrorCode {
+    /// A page header runs past the end of its chunk.
+    HeaderPastChunk = 1,
+    /// A page header is not valid Thrift compact protocol (bad field type, varint too long, nesting
+    /// too deep, a required field missing).
+    BadHeader = 2,
+    /// A page header gives a negative or impossible size or count.
+    BadPageSize = 3,
+    /// A page body runs past the end of its chunk.
+    PagePastChunk = 4,
+    /// The chunk holds more pages than the count pass found (the bytes changed between passes).
+    TooManyPages = 5,
+    /// A level or value stream ends before the values the page declares.
+    Overrun = 6,
+    /// A bit width over the type's maximum (levels, dictionary indices, delta miniblocks).
+    BadBitWidth = 7,
+    /// A dictionary index at or past the dictionary's entry count.
+    DictIndexOutOfRange = 8,
+    /// A page holds fewer values than its header declares.
+    ShortPage = 9,
+    /// An encoding this kernel does not decode for this type.
+    BadEncoding = 10,
+    /// A DELTA_* header (block size, miniblocks) is invalid.
+    BadDeltaHeader = 11,
+    /// A string column's characters exceed what 32-bit offsets hold.
+    OffsetOverflow = 12,
+    /// A definition level above the column's maximum.
+    BadLevel = 13,
+    /// A dictionary-encoded page in a chunk without a dictionary page.
+    MissingDictionary = 14,
+    /// A DELTA_BYTE_ARRAY prefix longer than the previous value.
+    BadPrefix = 15,
+}
+
+impl ErrorCode {
+    /// The code from an `error` field, `None` for 0 or an unknown value.
+    pub fn from_u32(code: u32) -> Option<Self> {
+        use ErrorCode::*;
+        Some(match code {
+            1 => HeaderPastChunk,
+            2 => BadHeader,
+            3 => BadPageSize,
+            4 => PagePastChunk,
+            5 => TooManyPages,
+            6 => Overrun,
+            7 => BadBitWidth,
+            8 => DictIndexOutOfRange,
+            9 => ShortPage,
+            10 => BadEncoding,
+            11 => BadDeltaHeader,
+            12 => OffsetOverflow,
+            13 => BadLevel,
+            14 => MissingDictionary,
+            15 => BadPrefix,
+            _ => return None,
+        })
+    }
+
+    /// What the code means, for error messages.
+    pub fn describe(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            HeaderPastChunk => "a page header runs past the end of the column chunk",
+            BadHeader => "a page header is not valid Thrift compact protocol",
+            BadPageSize => "a page header gives a negative or impossible size or count",
+            PagePastChunk => "a page runs past the end of the column chunk",
+            TooManyPages => "the chunk holds more pages than first counted",
+            Overrun => "a level or value stream ends before the values the page declares",
+            BadBitWidth => "a bit width is larger than the type allows",
+            DictIndexOutOfRange => "a dictionary index is out of range",
+            ShortPage => "the page holds fewer values than its header declares",
+            BadEncoding => "an encoding not valid for this column's type",
+            BadDeltaHeader => "an invalid DELTA encoding header",
+            OffsetOverflow => "the column's strings exceed 2 GiB in one batch (32-bit offsets)",
+            BadLevel => "a definition level is above the column's maximum",
+            MissingDictionary => "a dictionary-encoded page in a chunk without a dictionary page",
+            BadPrefix => "a DELTA_BYTE_ARRAY prefix is longer than the previous value",
+        }
+    }
+}
+
+/// Parquet `Encoding` values the decoders know.
+pub mod encoding {
+    /// PLAIN.
+    pub const PLAIN: u32 = 0;
+    /// PLAIN_DICTIONARY (v1 name of dictionary indices).
+    pub const PLAIN_DICTIONARY: u32 = 2;
+    /// RLE (levels; booleans in v2 pages).
+    pub const RLE: u32 = 3;
+    /// BIT_PACKED (deprecated levels encoding).
+    pub const BIT_PACKED: u32 = 4;
+    /// DELTA_BINARY_PACKED.
+    pub const DELTA_BINARY_PACKED: u32 = 5;
+    /// DELTA_LENGTH_BYTE_ARRAY.
+    pub const DELTA_LENGTH_BYTE_ARRAY: u32 = 6;
+    /// DELTA_BYTE_ARRAY.
+    pub const DELTA_BYTE_ARRAY: u32 = 7;
+    /// RLE_DICTIONARY.
+    pub const RLE_DICTIONARY: u32 = 8;
+    /// BYTE_STREAM_SPLIT.
+    pub const BYTE_STREAM_SPLIT: u32 = 9;
+}
+
+/// Parquet physical `Type` values.
+pub mod physical {
+    /// BOOLEAN.
+    pub const BOOLEAN: u32 = 0;
+    /// INT32.
+    pub const INT32: u32 = 1;
+    /// INT64.
+    pub const INT64: u32 = 2;
+    /// INT96.
+    pub const INT96: u32 = 3;
+    /// FLOAT.
+    pub const FLOAT: u32 = 4;
+    /// DOUBLE.
+    pub const DOUBLE: u32 = 5;
+    /// BYTE_ARRAY.
+    pub const BYTE_ARRAY: u32 = 6;
+    /// FIXED_LEN_BYTE_ARRAY.
+    pub const FIXED_LEN_BYTE_ARRAY: u32 = 7;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_sizes() {
+        let host = [
+            std::mem::size_of::<ChunkDesc>(),
+            std::mem::size_of::<PageInfo>(),
+            std::mem::size_of::<PageDesc>(),
+            std::mem::size_of::<DictDesc>(),
+            std::mem::size_of::<ColumnDesc>(),
+        ];
+        for ((name, want), got) in LAYOUT_SIZES.iter().zip(host) {
+            assert_eq!(*want, got, "{name}");
+        }
+    }
+
+    #[test]
+    fn error_codes_round_trip() {
+        for code in 1..=15 {
+            let e = ErrorCode::from_u32(code).unwrap();
+            assert_eq!(e as u32, code);
+            assert!(!e.describe().is_empty());
+        }
+        assert_eq!(ErrorCode::from_u32(0), None);
+        assert_eq!(ErrorCode::from_u32(99), None);
+    }
+}
