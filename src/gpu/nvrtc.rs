@@ -105,10 +105,8 @@ pub fn compile(source: &str, name: &str, arch: u32) -> Result<Compiled> {
         }
         let mut size = 0usize;
         // SAFETY: the program is live and compiled; `size` is a live local.
-        nv_check(
-            unsafe { nvsys::nvrtcGetCUBINSize(program.0, &mut size) },
-            "nvrtcGetCUBINSize",
-        )?;
+        let r = unsafe { nvsys::nvrtcGetCUBINSize(program.0, &mut size) };
+        nv_check(r, "nvrtcGetCUBINSize")?;
         let mut cubin = vec![0u8; size];
         // SAFETY: `cubin` holds exactly the `size` bytes NVRTC said it will write.
         let r = unsafe { nvsys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr() as *mut c_char) };
