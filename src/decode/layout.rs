@@ -179,7 +179,8 @@ pub struct ColumnDesc {
     /// (dictionary indices as `u32`, RLE booleans as `u8`, delta and byte-stream-split values in the
     /// physical width).
     pub dense: u64,
-    /// Bytes per dense value.
+    /// Bytes per dense value: `max(4, type_len)` (dictionary indices are `u32`; RLE booleans one byte
+    /// at that stride).
     pub dense_width: u32,
     /// Bytes per output value for fixed-width columns (the physical width; 1 for BOOLEAN before
     /// packing); 0 for BYTE_ARRAY.
@@ -201,8 +202,8 @@ pub struct ColumnDesc {
     pub chars_capacity: u64,
     /// Parquet physical type.
     pub physical: u32,
-    /// Reserved, 0.
-    pub reserved: u32,
+    /// Out: the first [`ErrorCode`] met for the column as a whole (offset overflow), 0 when none.
+    pub error: u32,
 }
 
 /// Sizes in bytes both sides must agree on (checked on the host by a test and on the device by

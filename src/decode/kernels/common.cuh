@@ -48,7 +48,7 @@ struct ColumnDesc {
     u64 num_rows; u64 vidx; u64 dense;
     u32 dense_width; u32 out_width;
     u64 out_values; u64 out_valid; u64 out_offsets; u64 str_src; u64 str_len; u64 chars_capacity;
-    u32 physical; u32 reserved;
+    u32 physical; u32 error;
 };
 
 // ---- error codes (ErrorCode in layout.rs) ----
