@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use bytemuck::Pod;
 
+pub mod page_headers;
+
 /// Host memory addressed like device memory: regions at fake addresses, so descriptors hold the same
 /// `u64` addresses on both sides.
 #[derive(Debug, Default)]
