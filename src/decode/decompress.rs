@@ -318,7 +318,11 @@ mod tests {
             hadoop.extend_from_slice(&c);
         }
         for (what, input) in [("raw", &raw), ("frame", &frame), ("hadoop", &hadoop)] {
-            assert_eq!(decompress_host(Compression::LZ4, input, data.len()).unwrap(), data, "{what}");
+            assert_eq!(
+                decompress_host(Compression::LZ4, input, data.len()).unwrap(),
+                data,
+                "{what}"
+            );
             // (lz4_flex, like arrow-rs, accepts a frame that lacks only its end mark.)
             let cut = decompress_host(Compression::LZ4, &input[..input.len() / 2], data.len());
             assert!(cut.is_err(), "{what}: {:?}", cut.map(|v| v.len()));

@@ -2,8 +2,8 @@
 //!
 //! [`host`] decodes on the CPU with arrow-rs, from the fetched bytes only; it is also the oracle other
 //! decoders are checked against. [`decompress`] decompresses pages on the host, for every codec
-//! arrow-rs reads (the fallback where nvCOMP cannot). [`layout`] holds the descriptors the GPU kernels (`kernels/*.cu`) and
-//! their host references ([`reference`]) share.
+//! arrow-rs reads (the fallback where nvCOMP cannot). [`layout`] holds the descriptors the GPU
+//! kernels (`kernels/*.cu`) and their host references ([`reference`]) share.
 
 pub mod decompress;
 pub mod host;
