@@ -131,17 +131,17 @@ pub mod sys {
     const _: () = assert!(std::mem::size_of::<DecompressOpts>() == 64);
     const _: () = assert!(std::mem::align_of::<DecompressOpts>() == 4);
 
-    /// `nvcompBatchedSnappyDecompressOpts_t` {backend, sort_before_hw_decompress, reserved[56]}.
+    /// `nvcompBatchedSnappyDecompressOpts_t`: `{backend, sort_before_hw_decompress, reserved[56]}`.
     pub type nvcompBatchedSnappyDecompressOpts_t = DecompressOpts;
-    /// `nvcompBatchedZstdDecompressOpts_t` {backend, reserved[60]}.
+    /// `nvcompBatchedZstdDecompressOpts_t`: `{backend, reserved[60]}`.
     pub type nvcompBatchedZstdDecompressOpts_t = DecompressOpts;
-    /// `nvcompBatchedLZ4DecompressOpts_t` {backend, sort_before_hw_decompress, data_type,
-    /// bitshuffle_mode, reserved[48]}.
+    /// `nvcompBatchedLZ4DecompressOpts_t`: `{backend, sort_before_hw_decompress, data_type,
+    /// bitshuffle_mode, reserved[48]}`.
     pub type nvcompBatchedLZ4DecompressOpts_t = DecompressOpts;
-    /// `nvcompBatchedGzipDecompressOpts_t` {backend, algorithm, sort_before_hw_decompress,
-    /// reserved[52]}.
+    /// `nvcompBatchedGzipDecompressOpts_t`: `{backend, algorithm, sort_before_hw_decompress,
+    /// reserved[52]}`.
     pub type nvcompBatchedGzipDecompressOpts_t = DecompressOpts;
-    /// `nvcompBatchedDeflateDecompressOpts_t` {backend, sort_before_hw_decompress, reserved[56]}.
+    /// `nvcompBatchedDeflateDecompressOpts_t`: `{backend, sort_before_hw_decompress, reserved[56]}`.
     pub type nvcompBatchedDeflateDecompressOpts_t = DecompressOpts;
 
     /// `nvcompStatus_t nvcompGetProperties(nvcompProperties_t *properties)`.
