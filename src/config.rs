@@ -5,11 +5,12 @@
 //! both go through the same parser and bounds, and a flag replaces its variable without the variable
 //! being looked at. Nothing else in the library reads the environment.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
 use crate::gpu::PinnedAlloc;
+use crate::gpu::nvcomp::NvcompSearch;
 use crate::plan::{DEFAULT_TASK_SIZE, PlanOptions};
 
 /// Whether cuFile is used at all, in KvikIO's sense of "compat mode".
@@ -183,11 +184,13 @@ pub enum Key {
     Device,
     /// `--memory-limit-mb`, `GPU_PARQUET_MEMORY_LIMIT_MB`: device-memory budget of a streaming read.
     MemoryLimit,
+    /// `--nvcomp`, `GPU_PARQUET_NVCOMP`: nvCOMP 5's library, or a directory holding it.
+    Nvcomp,
 }
 
 impl Key {
     /// Every key, in the README's order.
-    pub const ALL: [Key; 11] = [
+    pub const ALL: [Key; 12] = [
         Key::CompatMode,
         Key::Threads,
         Key::TaskSize,
@@ -199,6 +202,7 @@ impl Key {
         Key::SerializeStats,
         Key::Device,
         Key::MemoryLimit,
+        Key::Nvcomp,
     ];
 
     /// The environment variable.
@@ -215,6 +219,7 @@ impl Key {
             Key::SerializeStats => "GPU_PARQUET_SERIALIZE_STATS",
             Key::Device => "GPU_PARQUET_DEVICE",
             Key::MemoryLimit => "GPU_PARQUET_MEMORY_LIMIT_MB",
+            Key::Nvcomp => "GPU_PARQUET_NVCOMP",
         }
     }
 
@@ -232,6 +237,7 @@ impl Key {
             Key::SerializeStats => "--serialize-stats",
             Key::Device => "--device",
             Key::MemoryLimit => "--memory-limit-mb",
+            Key::Nvcomp => "--nvcomp",
         }
     }
 
@@ -323,11 +329,18 @@ pub struct Settings {
     /// The cuFile configuration file cuFile itself will read (`CUFILE_ENV_PATH_JSON`, else
     /// `/etc/cufile.json`), for `check`.
     pub cufile_config: PathBuf,
+    /// nvCOMP's library or its directory, as given (`--nvcomp`, `GPU_PARQUET_NVCOMP`); when set, the
+    /// only place nvCOMP is looked for.
+    pub nvcomp: Option<PathBuf>,
+    /// Python package directories that may hold the nvCOMP wheel, in Python's own order:
+    /// `PYTHONPATH`, the virtual environment (`VIRTUAL_ENV`), the user's (`HOME`), the system's.
+    pub python_dirs: Vec<PathBuf>,
 }
 
 impl Settings {
-    /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`), with `flags` given on the
-    /// command line taking the place of their variables. The only environment read of the library.
+    /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
+    /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
+    /// place of their variables. The only environment read of the library.
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }
@@ -339,6 +352,7 @@ impl Settings {
                 .filter(|p| !p.is_empty())
                 .map(PathBuf::from)
                 .unwrap_or_else(|| "/etc/cufile.json".into()),
+            python_dirs: python_dirs(&var, Path::new("/")),
             ..Settings::default()
         };
         for key in Key::ALL {
@@ -370,9 +384,73 @@ impl Settings {
             Key::SerializeStats => p.serialize_stats = parse_bool(raw)?,
             Key::Device => self.device = key.parse_number(raw)? as usize,
             Key::MemoryLimit => self.memory_limit = Some(key.parse_number(raw)?),
+            Key::Nvcomp => self.nvcomp = Some(PathBuf::from(raw.trim())),
         }
         Ok(())
     }
+
+    /// Where to look for nvCOMP: the explicit location if one was given (and then only there), else
+    /// the Python directories, then the system loader.
+    pub fn nvcomp_search(&self) -> NvcompSearch {
+        NvcompSearch {
+            explicit: self.nvcomp.clone(),
+            python_dirs: self.python_dirs.clone(),
+            system: true,
+        }
+    }
+}
+
+/// Python package directories, in the order Python itself searches them: each `PYTHONPATH` entry;
+/// `$VIRTUAL_ENV/lib/python3*/site-packages`; `$HOME/.local/lib/python3*/site-packages`;
+/// `/usr/local/lib/python3*/dist-packages` and `site-packages`; `/usr/lib/python3/dist-packages`.
+/// Several `python3.N` directories go newest first. Only directories that exist are kept (the
+/// `PYTHONPATH` entries as given), each once. `root` prefixes the system directories (`/`; a scratch
+/// directory in tests).
+fn python_dirs(var: &impl Fn(&str) -> Option<String>, root: &Path) -> Vec<PathBuf> {
+    let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(pp) = set("PYTHONPATH") {
+        dirs.extend(std::env::split_paths(&pp).filter(|p| !p.as_os_str().is_empty()));
+    }
+    if let Some(venv) = set("VIRTUAL_ENV") {
+        dirs.extend(versioned(&Path::new(&venv).join("lib"), "site-packages"));
+    }
+    if let Some(home) = set("HOME") {
+        dirs.extend(versioned(&Path::new(&home).join(".local/lib"), "site-packages"));
+    }
+    let local = root.join("usr/local/lib");
+    dirs.extend(versioned(&local, "dist-packages"));
+    dirs.extend(versioned(&local, "site-packages"));
+    let debian = root.join("usr/lib/python3/dist-packages");
+    if debian.is_dir() {
+        dirs.push(debian);
+    }
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|d| seen.insert(d.clone()));
+    dirs
+}
+
+/// `lib/python3*/leaf` directories that exist, newest Python first.
+fn versioned(lib: &Path, leaf: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(lib) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let rest = name.strip_prefix("python3")?;
+            let minor = match rest.strip_prefix('.') {
+                Some(m) => m.parse().ok()?,
+                None if rest.is_empty() => 0,
+                None => return None,
+            };
+            let dir = e.path().join(leaf);
+            dir.is_dir().then_some((minor, dir))
+        })
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    found.into_iter().map(|(_, d)| d).collect()
 }
 
 #[cfg(test)]
@@ -380,7 +458,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
         let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         move |k| m.get(k).cloned()
     }
@@ -481,6 +559,58 @@ mod tests {
         ] {
             assert!(matches!(bad.validate(), Err(Error::Config { .. })), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn nvcomp_location_and_python_directories() {
+        let s = Settings::from_lookup(vars(&[]), &[]).unwrap();
+        assert_eq!(s.nvcomp, None);
+        let search = s.nvcomp_search();
+        assert_eq!(search.explicit, None);
+        assert!(search.system);
+        assert_eq!(search.python_dirs, s.python_dirs);
+
+        let s = Settings::from_lookup(vars(&[("GPU_PARQUET_NVCOMP", " /opt/nv/lib64 ")]), &[]).unwrap();
+        assert_eq!(s.nvcomp_search().explicit, Some(PathBuf::from("/opt/nv/lib64")));
+        let s = Settings::from_lookup(
+            vars(&[("GPU_PARQUET_NVCOMP", "/env")]),
+            &[(Key::Nvcomp, "/flag/libnvcomp.so.5".into())],
+        )
+        .unwrap();
+        assert_eq!(s.nvcomp, Some(PathBuf::from("/flag/libnvcomp.so.5")));
+
+        // A scratch tree: a virtual environment, a home, and system directories under `root`.
+        let t = tempfile::tempdir().unwrap();
+        let mk = |p: &str| {
+            let d = t.path().join(p);
+            std::fs::create_dir_all(&d).unwrap();
+            d
+        };
+        let venv_old = mk("venv/lib/python3.9/site-packages");
+        let venv_new = mk("venv/lib/python3.12/site-packages");
+        mk("venv/lib/python2.7/site-packages");
+        mk("venv/lib/python3.11"); // no site-packages: skipped
+        let user = mk("home/.local/lib/python3.10/site-packages");
+        let local_dist = mk("root/usr/local/lib/python3.12/dist-packages");
+        let local_site = mk("root/usr/local/lib/python3.12/site-packages");
+        let debian = mk("root/usr/lib/python3/dist-packages");
+        let p = |d: &str| t.path().join(d).display().to_string();
+        let (pythonpath, venv, home) = (format!("/pp/a::/pp/b:{}", venv_new.display()), p("venv"), p("home"));
+        let env = vars(&[("PYTHONPATH", &pythonpath), ("VIRTUAL_ENV", &venv), ("HOME", &home)]);
+        assert_eq!(
+            python_dirs(&env, &t.path().join("root")),
+            vec![
+                PathBuf::from("/pp/a"),
+                PathBuf::from("/pp/b"),
+                venv_new,
+                venv_old,
+                user,
+                local_dist,
+                local_site,
+                debian,
+            ]
+        );
+        assert!(python_dirs(&vars(&[]), &t.path().join("nothing")).is_empty());
     }
 
     #[test]

@@ -146,6 +146,18 @@ pub enum Error {
         source: cudarc::cufile::result::CufileError,
     },
 
+    /// nvCOMP refused a batch (`status` `None`) or one of its calls returned a status other than
+    /// success. A library that cannot be loaded is [`Error::Unavailable`] instead.
+    #[error("{context}: {message}")]
+    Nvcomp {
+        /// The call, or what we were doing.
+        context: String,
+        /// The `nvcompStatus_t` the call returned; `None` when the batch was refused before any call.
+        status: Option<i32>,
+        /// The status's name and nvCOMP's text for it, or why the batch was refused.
+        message: String,
+    },
+
     /// The GPU asked for does not exist on this machine.
     #[error("GPU {ordinal} does not exist ({visible} visible)")]
     NoSuchDevice {

@@ -1,9 +1,11 @@
 //! Decoding fetched column-chunk bytes into Arrow arrays.
 //!
 //! [`host`] decodes on the CPU with arrow-rs, from the fetched bytes only; it is also the oracle other
-//! decoders are checked against. [`layout`] holds the descriptors the GPU kernels (`kernels/*.cu`) and
-//! their host references ([`reference`]) share.
+//! decoders are checked against. [`decompress`] decompresses pages on the host, for every codec
+//! arrow-rs reads (the fallback where nvCOMP cannot). [`layout`] holds the descriptors the GPU
+//! kernels (`kernels/*.cu`) and their host references ([`reference`]) share.
 
+pub mod decompress;
 pub mod host;
 pub mod kernels;
 pub mod layout;

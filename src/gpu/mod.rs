@@ -1,8 +1,10 @@
-//! The device layer: CUDA contexts, streams, events, owned device and pinned host memory, and cuFile.
+//! The device layer: CUDA contexts, streams, events, owned device and pinned host memory, cuFile, and
+//! nvCOMP decompression.
 //!
 //! It knows nothing of Parquet. It stands on cudarc's ladder: cudarc's safe types where they exist
 //! ([`cudarc::driver::CudaContext`], `CudaStream`, `CudaEvent`), its `result` rung for single calls, and
 //! raw `sys` only for what cudarc lacks (huge-page pinned memory, cuFile parameters and statistics).
+//! nvCOMP, which cudarc does not wrap, has a ladder of its own in [`nvcomp`], loaded with libloading.
 //!
 //! cudarc panics when a library or a symbol is missing, so every entry point first checks that the
 //! library loads ([`cuda_present`], [`cufile::present`]) and runs cudarc inside [`guard`], which turns
@@ -17,6 +19,7 @@
 pub mod context;
 pub mod cufile;
 pub mod memory;
+pub mod nvcomp;
 pub mod nvrtc;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
