@@ -6,7 +6,13 @@
 //! [`crate::decode::reference`] computing the same result.
 
 /// The files of the program, in order: (name, text).
-pub const SOURCES: &[(&str, &str)] = &[("common.cuh", include_str!("common.cuh"))];
+pub const SOURCES: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("common.cuh")),
+    ("core_util.cuh", include_str!("core_util.cuh")),
+    ("levels.cu", include_str!("levels.cu")),
+    ("values.cu", include_str!("values.cu")),
+    ("strings.cu", include_str!("strings.cu")),
+];
 
 /// Name of the program, in NVRTC messages and cache file names.
 pub const PROGRAM_NAME: &str = "gpu_parquet_decode";
