@@ -9,6 +9,10 @@
 pub const SOURCES: &[(&str, &str)] = &[
     ("common.cuh", include_str!("common.cuh")),
     ("page_headers.cu", include_str!("page_headers.cu")),
+    ("core_util.cuh", include_str!("core_util.cuh")),
+    ("levels.cu", include_str!("levels.cu")),
+    ("values.cu", include_str!("values.cu")),
+    ("strings.cu", include_str!("strings.cu")),
 ];
 
 /// Name of the program, in NVRTC messages and cache file names.

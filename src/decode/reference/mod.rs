@@ -6,6 +6,12 @@
 //! the device result must equal the reference's. A reference, like its kernel, reports bad input as an
 //! error code in the descriptor and never panics or reads outside the given lengths.
 
+pub mod core;
+#[cfg(test)]
+mod core_tests;
+#[cfg(test)]
+pub(crate) mod test_pages;
+
 use std::collections::BTreeMap;
 
 use bytemuck::Pod;

@@ -1,0 +1,337 @@
+// Helpers of the core decode kernels (levels.cu, values.cu, strings.cu): block constants, row-range
+// checks, cooperative copies, block scans over u64, the RLE/bit-packed hybrid window decoder and the
+// plain byte-array walker. Everything here lives in namespace gpcore so other kernel files can define
+// helpers of their own without clashing.
+//
+// Conventions of every kernel built on these (the host references in reference/core.rs follow them):
+// - A kernel does nothing for a page whose `error` is already set when it starts (string offsets treat
+//   such a page's rows as empty instead, so offsets stay monotone).
+// - Errors are deterministic: where many threads can fail, the failing value (or row) with the lowest
+//   index wins (a shared-memory atomicMin), and thread 0 records it after a barrier.
+
+namespace gpcore {
+
+// Threads per block of every block-per-page kernel in these files (they check it: a block of another
+// size traps, as a launch bug).
+constexpr u32 BLOCK = 256;
+constexpr u32 NWARPS = BLOCK / 32;
+constexpr u32 NONE = 0xffffffffu;
+constexpr u32 FULL_MASK = 0xffffffffu;
+
+__device__ inline void require_block() {
+    if (blockDim.x != BLOCK || blockDim.y != 1 || blockDim.z != 1) __trap();
+}
+
+// The page's rows lie inside its column's output.
+__device__ inline bool rows_ok(const PageDesc& p, const ColumnDesc& c) {
+    return (u64)p.row_start + (u64)p.num_values <= c.num_rows;
+}
+
+__device__ inline u32 load_u32_le(const u8* p) {
+    return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
+}
+
+// Records the first error of a dictionary (the twin of page_error).
+__device__ inline void dict_error(DictDesc* d, u32 code, u32 detail) {
+    if (atomicCAS(&d->error, 0u, code) == 0u) d->error_detail = detail;
+}
+
+// Key of a per-row error for a shared atomicMin: the lowest row wins, its code rides along.
+__device__ inline u64 error_key(u32 index, u32 code) { return ((u64)index << 32) | code; }
+constexpr u64 NO_ERROR_KEY = ~0ull;
+
+// ---- cooperative copy ----
+
+// 16 source bytes starting at address `s` (not 4-byte aligned) as one uint4, from the aligned words
+// that cover them when those lie inside [lo, hi), else byte by byte. Never reads outside [lo, hi).
+__device__ inline uint4 load16_unaligned(u64 s, u64 lo, u64 hi) {
+    const u32 sh = (u32)(s & 3);
+    const u64 a = s - sh;
+    uint4 o;
+    if (sh != 0 && a >= lo && a + 20 <= hi) {
+        const u32* w = (const u32*)a;
+        const u32 w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4];
+        o.x = __funnelshift_r(w0, w1, 8 * sh);
+        o.y = __funnelshift_r(w1, w2, 8 * sh);
+        o.z = __funnelshift_r(w2, w3, 8 * sh);
+        o.w = __funnelshift_r(w3, w4, 8 * sh);
+    } else {
+        const u8* b = (const u8*)s;
+        o.x = load_u32_le(b);
+        o.y = load_u32_le(b + 4);
+        o.z = load_u32_le(b + 8);
+        o.w = load_u32_le(b + 12);
+    }
+    return o;
+}
+
+// Copies n bytes from src to dst, `nlanes` threads cooperating (this one is `lane`). Reads only
+// [src, src + n) and writes only [dst, dst + n). Stores 16 bytes at a time once dst is aligned; loads
+// 16 bytes when src is then aligned too, 4-byte words when it is 4-aligned, else aligned words shifted
+// into place (bytes at the edges). Four chunks per thread are loaded before any is stored.
+__device__ inline void coop_copy(u8* __restrict__ dst, const u8* __restrict__ src, u64 n, u32 lane,
+                                 u32 nlanes) {
+    const u64 lo = (u64)src, hi = (u64)src + n;
+    u64 head = (16 - ((u64)dst & 15)) & 15;
+    if (head > n) head = n;
+    for (u64 i = lane; i < head; i += nlanes) dst[i] = src[i];
+    uint4* d = (uint4*)(dst + head);
+    const u64 s = (u64)src + head;
+    const u64 rest = n - head;
+    const u64 nvec = rest >> 4;
+    const u64 step = nlanes;
+    u64 v = lane;
+    if ((s & 15) == 0) {
+        const uint4* s4 = (const uint4*)s;
+        for (; v + 3 * step < nvec; v += 4 * step) {
+            const uint4 a = s4[v], b = s4[v + step], c = s4[v + 2 * step], e = s4[v + 3 * step];
+            d[v] = a; d[v + step] = b; d[v + 2 * step] = c; d[v + 3 * step] = e;
+        }
+        for (; v < nvec; v += step) d[v] = s4[v];
+    } else if ((s & 3) == 0) {
+        const u32* s1 = (const u32*)s;
+        for (; v < nvec; v += step) {
+            uint4 o;
+            o.x = s1[4 * v]; o.y = s1[4 * v + 1]; o.z = s1[4 * v + 2]; o.w = s1[4 * v + 3];
+            d[v] = o;
+        }
+    } else {
+        for (; v + 3 * step < nvec; v += 4 * step) {
+            const uint4 a = load16_unaligned(s + 16 * v, lo, hi);
+            const uint4 b = load16_unaligned(s + 16 * (v + step), lo, hi);
+            const uint4 c = load16_unaligned(s + 16 * (v + 2 * step), lo, hi);
+            const uint4 e = load16_unaligned(s + 16 * (v + 3 * step), lo, hi);
+            d[v] = a; d[v + step] = b; d[v + 2 * step] = c; d[v + 3 * step] = e;
+        }
+        for (; v < nvec; v += step) d[v] = load16_unaligned(s + 16 * v, lo, hi);
+    }
+    const u8* st = (const u8*)s;
+    u8* dt = (u8*)d;
+    for (u64 i = (nvec << 4) + lane; i < rest; i += nlanes) dt[i] = st[i];
+}
+
+// One thread copies n bytes (short values).
+__device__ inline void copy_bytes(u8* dst, const u8* src, u64 n) {
+    for (u64 i = 0; i < n; i++) dst[i] = src[i];
+}
+
+// ---- block scans over u64 ----
+
+// Block-wide exclusive prefix sum of one u64 per thread (blockDim.x a multiple of 32). `scratch`
+// needs 32 u64 of shared memory. Returns the thread's exclusive prefix; *total gets the sum.
+__device__ inline u64 block_exclusive_scan_u64(u64 v, u64* scratch, u64* total) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    u64 x = v;
+    for (u32 o = 1; o < 32; o <<= 1) {
+        const u64 y = __shfl_up_sync(FULL_MASK, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) scratch[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u64 w = lane < nwarps ? scratch[lane] : 0;
+        for (u32 o = 1; o < 32; o <<= 1) {
+            const u64 y = __shfl_up_sync(FULL_MASK, w, o);
+            if (lane >= o) w += y;
+        }
+        scratch[lane] = w;
+    }
+    __syncthreads();
+    const u64 warp_prefix = warp == 0 ? 0 : scratch[warp - 1];
+    const u64 t = scratch[nwarps - 1];
+    __syncthreads();
+    if (total) *total = t;
+    return warp_prefix + x - v;
+}
+
+// ---- RLE / bit-packed hybrid, decoded a window at a time ----
+//
+// Thread 0 walks run headers (cheap: a varint and at most 4 value bytes per run, bit-packed bodies are
+// skipped) and lists up to HYB_MAX_RUNS runs covering up to HYB_WINDOW values in shared memory; then
+// every thread decodes HYB_ITEMS values of the window (value j*BLOCK + t), finding its run by binary
+// search. A run longer than the window carries over to the next. Semantics (the reference's
+// `hybrid_prefix` is the same walk, sequential):
+// - header: ULEB128; low bit 0 = RLE run of (h >> 1) copies of a ceil(width/8)-byte LE value (not
+//   masked); low bit 1 = (h >> 1) groups of 8 bit-packed values, (h >> 1) * width bytes.
+// - a header is read only while values are still wanted; runs of 0 values are skipped.
+// - a bit-packed value is decodable when all its bits lie inside the stream (a truncated last run is
+//   fine as long as the wanted values are there); the stream "ends" (overrun) at the first wanted
+//   value it cannot supply: no header, a short RLE value, or a bit-packed value past the end.
+
+constexpr u32 HYB_ITEMS = 8;
+constexpr u32 HYB_WINDOW = BLOCK * HYB_ITEMS;
+constexpr u32 HYB_MAX_RUNS = 256;
+constexpr u64 RLE_RUN = ~0ull;
+
+struct HybRun {
+    u32 start;  // index of the run's first value in this window
+    u32 value;  // RLE value
+    u64 bit;    // bit-packed: bit offset of the value at `start`; RLE_RUN for an RLE run
+};
+
+struct HybState {
+    u64 pos;        // byte offset of the next run header
+    u64 run_bit;    // bit-packed: bit offset of the current run's next value
+    u64 run_avail;  // bit-packed: values of the current run whose bits lie inside the stream
+    u32 run_left;   // values of the current run still wanted
+    u32 run_value;  // RLE value of the current run
+    u32 run_rle;    // the current run is RLE
+    u32 produced;   // values decoded so far (index of the next)
+    u32 ended;      // the stream ended at `produced`, before the count wanted
+};
+
+struct HybShared {
+    HybRun runs[HYB_MAX_RUNS];
+    HybState st;
+    u32 nruns, win_start, win_end;
+    u32 first_bad;  // lowest index in the window a caller rejects, NONE when none
+    u32 done;
+    u32 counts[HYB_ITEMS * NWARPS];
+    u32 total;
+    u32 present_base;
+};
+
+__device__ inline void hyb_reset(HybShared& sh) {
+    sh.st.pos = 0; sh.st.run_bit = 0; sh.st.run_avail = 0;
+    sh.st.run_left = 0; sh.st.run_value = 0; sh.st.run_rle = 0;
+    sh.st.produced = 0; sh.st.ended = 0;
+}
+
+// Thread 0 only: lists the runs of the next window (up to `count` values in all).
+__device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, u32 count) {
+    HybState s = sh.st;
+    const u32 limit = (count - s.produced > HYB_WINDOW) ? s.produced + HYB_WINDOW : count;
+    u32 nruns = 0;
+    sh.win_start = s.produced;
+    while (s.produced < limit && nruns < HYB_MAX_RUNS && !s.ended) {
+        if (s.run_left == 0) {
+            u64 h;
+            if (!read_uleb128(base, &s.pos, len, &h)) { s.ended = 1; break; }
+            const u64 n = h >> 1;
+            const u32 want = count - s.produced;
+            if (h & 1) {
+                const u64 vals = n > (1ull << 32) ? (1ull << 35) : n * 8;
+                s.run_left = vals < want ? (u32)vals : want;
+                s.run_rle = 0;
+                s.run_bit = s.pos * 8;
+                s.run_avail = bw == 0 ? ~0ull : ((len - s.pos) * 8) / bw;
+                const u64 bytes = n > (1ull << 40) ? ~0ull : n * bw;
+                s.pos = bytes >= len - s.pos ? len : s.pos + bytes;
+            } else {
+                const u32 nb = (bw + 7) >> 3;
+                if (len - s.pos < nb) { s.ended = 1; break; }
+                u32 v = 0;
+                for (u32 i = 0; i < nb; i++) v |= (u32)base[s.pos + i] << (8 * i);
+                s.pos += nb;
+                s.run_left = n < want ? (u32)n : want;
+                s.run_rle = 1;
+                s.run_value = v;
+            }
+            continue;
+        }
+        u32 take = s.run_left < limit - s.produced ? s.run_left : limit - s.produced;
+        HybRun r;
+        r.start = s.produced;
+        if (s.run_rle) {
+            r.value = s.run_value;
+            r.bit = RLE_RUN;
+        } else {
+            if (s.run_avail < take) { take = (u32)s.run_avail; s.ended = 1; }
+            r.value = 0;
+            r.bit = s.run_bit;
+            s.run_bit += (u64)take * bw;
+            s.run_avail -= take;
+        }
+        if (take > 0) {
+            sh.runs[nruns++] = r;
+            s.produced += take;
+            s.run_left -= take;
+        }
+    }
+    sh.st = s;
+    sh.nruns = nruns;
+    sh.win_end = s.produced;
+}
+
+// Value `idx` (in [win_start, win_end)) of the current window.
+__device__ inline u32 hyb_value(const HybShared& sh, const u8* base, u64 len, u32 bw, u32 idx) {
+    u32 lo = 0, hi = sh.nruns;
+    while (hi - lo > 1) {
+        const u32 mid = (lo + hi) >> 1;
+        if (sh.runs[mid].start <= idx) lo = mid; else hi = mid;
+    }
+    const HybRun r = sh.runs[lo];
+    if (r.bit == RLE_RUN) return r.value;
+    return (u32)read_bits(base, len, r.bit + (u64)(idx - r.start) * bw, bw);
+}
+
+// ---- plain BYTE_ARRAY walker ----
+//
+// Plain byte arrays (u32 LE length, then the bytes) can only be found one after another. The block
+// stages WALK_CHUNK bytes of the stream in shared memory; thread 0 walks the length prefixes there
+// (a prefix far past the chunk, after a long value, is read from global memory directly) and lists up
+// to WALK_MAX values; then every thread hands them to `emit(k, offset, len)`. Stream offsets are u32:
+// a stream longer than 4 GiB - 1 is walked as if it ended there. The walk stops at the first value
+// whose prefix or bytes run past the end; its index is returned (NONE when all `count` were found).
+
+constexpr u32 WALK_CHUNK = 4096;
+constexpr u32 WALK_MAX = WALK_CHUNK / 4;
+
+struct WalkShared {
+    u8 bytes[WALK_CHUNK];
+    u32 off[WALK_MAX];
+    u32 len[WALK_MAX];
+    u32 cur, done_k, nent, kbase, fail, finished;
+};
+
+template <class Emit>
+__device__ inline u32 walk_plain_byte_arrays(WalkShared& sh, const u8* base, u64 len64, u32 count,
+                                             Emit emit) {
+    const u32 t = threadIdx.x;
+    const u32 len = len64 > 0xffffffffull ? 0xffffffffu : (u32)len64;
+    if (t == 0) {
+        sh.cur = 0; sh.done_k = 0; sh.nent = 0; sh.kbase = 0; sh.fail = NONE;
+        sh.finished = count == 0;
+    }
+    __syncthreads();
+    while (!sh.finished) {
+        const u32 cs = sh.cur;  // <= len
+        const u32 ce = len - cs > WALK_CHUNK ? cs + WALK_CHUNK : len;
+        for (u32 i = t; i < ce - cs; i += blockDim.x) sh.bytes[i] = base[cs + i];
+        __syncthreads();
+        if (t == 0) {
+            u32 p = cs, k = sh.done_k, ne = 0;
+            sh.kbase = k;
+            while (k < count && ne < WALK_MAX) {
+                if (len - p < 4) { sh.fail = k; break; }
+                u32 L;
+                if ((u64)p + 4 <= ce) {
+                    const u32 q = p - cs;
+                    L = (u32)sh.bytes[q] | ((u32)sh.bytes[q + 1] << 8) | ((u32)sh.bytes[q + 2] << 16) |
+                        ((u32)sh.bytes[q + 3] << 24);
+                } else if (p - cs < 2 * WALK_CHUNK) {
+                    break;  // close by: stage the chunk starting at this prefix
+                } else {
+                    L = load_u32_le(base + p);  // far, after a long value: read it where it is
+                }
+                if (L > len - p - 4) { sh.fail = k; break; }
+                sh.off[ne] = p + 4;
+                sh.len[ne] = L;
+                ne++;
+                k++;
+                p += 4 + L;
+            }
+            sh.cur = p;
+            sh.done_k = k;
+            sh.nent = ne;
+            sh.finished = k >= count || sh.fail != NONE;
+        }
+        __syncthreads();
+        const u32 ne = sh.nent, kb = sh.kbase;
+        for (u32 e = t; e < ne; e += blockDim.x) emit(kb + e, sh.off[e], sh.len[e]);
+        __syncthreads();
+    }
+    return sh.fail;
+}
+
+}  // namespace gpcore

@@ -1,0 +1,282 @@
+// BYTE_ARRAY values: dictionary indexing, value addresses and lengths, Arrow offsets, character copy.
+// Host references: reference/core.rs (dict_byte_array_index, byte_array_values, string_offsets,
+// copy_strings).
+
+namespace gpcore {
+
+// Length of row i's string (0 for a null, and for every row of a page already in error, so the offsets
+// of such a page stay monotone). Row k's value index must lie in [0, num_non_null), else 0.
+__device__ inline u32 string_row_len(const PageDesc& page, const ColumnDesc& col, u32 i) {
+    if (page.error != 0) return 0;
+    const i64 k = page.max_def == 0 ? (i64)i : (i64)((const i32*)col.vidx)[page.row_start + i];
+    if (k < 0 || k >= page.num_non_null) return 0;
+    return ((const u32*)col.str_len)[page.row_start + k];
+}
+
+// Whether the string kernels act on this page at all (a BYTE_ARRAY page whose rows lie in its column).
+__device__ inline bool string_page(const PageDesc& page, const ColumnDesc& col) {
+    return page.physical == PT_BYTE_ARRAY && rows_ok(page, col);
+}
+
+// First page of `column` or later in `pages` (sorted by column).
+__device__ inline u32 first_page_of(const PageDesc* pages, u32 n, u64 column) {
+    u32 lo = 0, hi = n;
+    while (lo < hi) {
+        const u32 mid = lo + ((hi - lo) >> 1);
+        if ((u64)pages[mid].column < column) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+}  // namespace gpcore
+
+// Block per dictionary (grid n, block 256, no dynamic shared memory; 12 KiB static). Walks `count`
+// plain byte arrays (u32 LE length + bytes) of a BYTE_ARRAY dictionary page and writes index[e] =
+// {offset of the bytes from data, length}. A value running past data_len: OVERRUN, detail = entry; the
+// entries before it are written.
+extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictDesc* dicts, u32 n) {
+    using namespace gpcore;
+    require_block();
+    if (blockIdx.x >= n) return;
+    DictDesc* d = &dicts[blockIdx.x];
+    const DictDesc dd = *d;
+    if (dd.error != 0) return;
+    __shared__ WalkShared walk;
+    DictEntry* index = (DictEntry*)dd.index;
+    const u32 fail = walk_plain_byte_arrays(walk, (const u8*)dd.data, dd.data_len, dd.count,
+                                            [&](u32 k, u32 off, u32 len) {
+                                                DictEntry e;
+                                                e.offset = off;
+                                                e.len = len;
+                                                index[k] = e;
+                                            });
+    if (threadIdx.x == 0 && fail != NONE) dict_error(d, ERR_OVERRUN, fail);
+}
+
+// Block per page (grid n, block 256, no dynamic shared memory; 12 KiB static); BYTE_ARRAY pages. For
+// the page's k-th present value writes str_src[row_start + k] (address of its bytes) and
+// str_len[row_start + k]: PLAIN walks the length-prefixed values (a value past values_len: OVERRUN,
+// detail k, the values before it written); PLAIN_DICTIONARY / RLE_DICTIONARY take the u32 index from
+// dense and the DictEntry from dict_index (dict or dict_index 0: MISSING_DICTIONARY; index >=
+// dict_count: DICT_INDEX; entry past dict_len: OVERRUN; detail = k of the lowest failing value, every
+// other value written). DELTA_LENGTH_BYTE_ARRAY / DELTA_BYTE_ARRAY pages are left to their decoders;
+// any other encoding is BAD_ENCODING (detail = encoding).
+extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc* pages, u32 n, ColumnDesc* cols) {
+    using namespace gpcore;
+    require_block();
+    if (blockIdx.x >= n) return;
+    PageDesc* pg = &pages[blockIdx.x];
+    const PageDesc page = *pg;
+    const u32 t = threadIdx.x;
+    if (page.error != 0 || page.physical != PT_BYTE_ARRAY) return;
+    const u32 enc = page.encoding;
+    if (enc == ENC_DELTA_LENGTH_BYTE_ARRAY || enc == ENC_DELTA_BYTE_ARRAY) return;
+    const bool dict = enc == ENC_PLAIN_DICTIONARY || enc == ENC_RLE_DICTIONARY;
+    if (enc != ENC_PLAIN && !dict) {
+        if (t == 0) page_error(pg, ERR_BAD_ENCODING, enc);
+        return;
+    }
+    const ColumnDesc col = cols[page.column];
+    const u32 nn = page.num_non_null;
+    if (!rows_ok(page, col) || nn > page.num_values || (dict && col.dense_width < 4)) {
+        if (t == 0) page_error(pg, ERR_BAD_PAGE_SIZE, page.num_values);
+        return;
+    }
+    if (nn == 0) return;
+    u64* src = (u64*)col.str_src + page.row_start;
+    u32* lens = (u32*)col.str_len + page.row_start;
+    __shared__ WalkShared walk;
+    __shared__ unsigned long long first_bad;
+    if (!dict) {
+        const u64 values = page.values;
+        const u32 fail = walk_plain_byte_arrays(walk, (const u8*)values, page.values_len, nn,
+                                                [&](u32 k, u32 off, u32 len) {
+                                                    src[k] = values + off;
+                                                    lens[k] = len;
+                                                });
+        if (t == 0 && fail != NONE) page_error(pg, ERR_OVERRUN, fail);
+        return;
+    }
+    if (page.dict == 0 || page.dict_index == 0) {
+        if (t == 0) page_error(pg, ERR_MISSING_DICTIONARY, 0);
+        return;
+    }
+    if (t == 0) first_bad = NO_ERROR_KEY;
+    __syncthreads();
+    const u32 dw = col.dense_width;
+    const u8* dense = (const u8*)col.dense + (u64)page.row_start * dw;
+    const bool idx_aligned = ((col.dense | dw) & 3) == 0;
+    const DictEntry* entries = (const DictEntry*)page.dict_index;
+    for (u32 k = t; k < nn; k += BLOCK) {
+        const u8* ip = dense + (u64)k * dw;
+        const u32 idx = idx_aligned ? *(const u32*)ip : load_u32_le(ip);
+        if (idx >= page.dict_count) {
+            atomicMin(&first_bad, error_key(k, ERR_DICT_INDEX));
+            continue;
+        }
+        const DictEntry e = entries[idx];
+        if ((u64)e.offset + e.len > page.dict_len) {
+            atomicMin(&first_bad, error_key(k, ERR_OVERRUN));
+            continue;
+        }
+        src[k] = page.dict + e.offset;
+        lens[k] = e.len;
+    }
+    __syncthreads();
+    if (t == 0 && first_bad != NO_ERROR_KEY) {
+        page_error(pg, (u32)(first_bad & 0xffffffffu), (u32)(first_bad >> 32));
+    }
+}
+
+// String offsets, step 1 of 3. Block per page (grid n, block 256, no dynamic shared memory):
+// page_totals[p] = the sum of page p's row lengths (0 for a page that is not BYTE_ARRAY or whose rows
+// are not in its column; a page in error counts its rows as empty). Every entry is written.
+extern "C" __global__ void __launch_bounds__(256) gp_string_page_totals(const PageDesc* pages, u32 n,
+                                                                       const ColumnDesc* cols, u64* page_totals) {
+    using namespace gpcore;
+    require_block();
+    if (blockIdx.x >= n) return;
+    const PageDesc page = pages[blockIdx.x];
+    __shared__ u64 scratch[32];
+    u64 sum = 0;
+    if (page.physical == PT_BYTE_ARRAY) {
+        const ColumnDesc col = cols[page.column];
+        if (string_page(page, col)) {
+            for (u32 i = threadIdx.x; i < page.num_values; i += BLOCK) sum += string_row_len(page, col, i);
+        }
+    }
+    u64 total;
+    block_exclusive_scan_u64(sum, scratch, &total);
+    if (threadIdx.x == 0) page_totals[blockIdx.x] = total;
+}
+
+// String offsets, step 2 of 3. Block per column (grid ncols, block 256, no dynamic shared memory); pages
+// sorted by column, then row. Turns page_totals, in place, into each page's base: the exclusive sum of
+// the totals of the column's earlier pages. A BYTE_ARRAY column whose total exceeds i32::MAX gets
+// error = OFFSET_OVERFLOW (atomicCAS; an earlier error stays).
+extern "C" __global__ void __launch_bounds__(256) gp_string_page_bases(const PageDesc* pages, u32 n, ColumnDesc* cols,
+                                                                      u32 ncols, u64* page_totals) {
+    using namespace gpcore;
+    require_block();
+    const u32 c = blockIdx.x;
+    if (c >= ncols) return;
+    const u32 lo = first_page_of(pages, n, c), hi = first_page_of(pages, n, (u64)c + 1);
+    __shared__ u64 scratch[32];
+    u64 carry = 0;
+    for (u32 tile = lo; tile < hi; tile += BLOCK) {
+        const u32 p = tile + threadIdx.x;
+        const u64 v = p < hi ? page_totals[p] : 0;
+        u64 total;
+        const u64 excl = block_exclusive_scan_u64(v, scratch, &total);
+        if (p < hi) page_totals[p] = carry + excl;
+        carry += total;
+    }
+    if (threadIdx.x == 0 && cols[c].physical == PT_BYTE_ARRAY && carry > 0x7fffffffull) {
+        atomicCAS(&cols[c].error, 0u, ERR_OFFSET_OVERFLOW);
+    }
+}
+
+// String offsets, step 3 of 3. Block per page (grid n, block 256, no dynamic shared memory): for a
+// BYTE_ARRAY page whose rows lie in its column, and whose column has no error, writes
+// out_offsets[row_start + i + 1] = page_bases[p] + the lengths of rows 0..=i (nulls and the rows of a
+// page in error count 0), and out_offsets[0] = 0 from the page at row 0. Needs no chars buffer.
+extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDesc* pages, u32 n,
+                                                                   const ColumnDesc* cols, const u64* page_bases) {
+    using namespace gpcore;
+    require_block();
+    if (blockIdx.x >= n) return;
+    const PageDesc page = pages[blockIdx.x];
+    if (page.physical != PT_BYTE_ARRAY) return;
+    const ColumnDesc col = cols[page.column];
+    if (col.error != 0 || !string_page(page, col)) return;
+    const u32 t = threadIdx.x;
+    i32* offsets = (i32*)col.out_offsets;
+    if (page.row_start == 0 && t == 0) offsets[0] = 0;
+    __shared__ u64 scratch[32];
+    constexpr u32 ITEMS = 4;
+    u64 carry = page_bases[blockIdx.x];
+    for (u32 tile = 0; tile < page.num_values; tile += ITEMS * BLOCK) {
+        u32 l[ITEMS];
+        u64 sum = 0;
+#pragma unroll
+        for (u32 j = 0; j < ITEMS; j++) {
+            const u32 i = tile + ITEMS * t + j;
+            l[j] = i < page.num_values ? string_row_len(page, col, i) : 0;
+            sum += l[j];
+        }
+        u64 total;
+        u64 run = carry + block_exclusive_scan_u64(sum, scratch, &total);
+#pragma unroll
+        for (u32 j = 0; j < ITEMS; j++) {
+            const u32 i = tile + ITEMS * t + j;
+            if (i < page.num_values) {
+                run += l[j];
+                offsets[(u64)page.row_start + i + 1] = (i32)run;
+            }
+        }
+        carry += total;
+    }
+}
+
+// Block per page (grid n, block 256, no dynamic shared memory): BYTE_ARRAY pages not encoded
+// DELTA_BYTE_ARRAY, not in error, whose column has no error. Copies each present row's str_len bytes
+// from str_src to out_values + out_offsets[row]. A row whose bytes would land outside [0,
+// chars_capacity), whose value index is past num_non_null, or whose source is 0: OVERRUN, detail = the
+// lowest such row of the page; every other row is copied. Strings up to 32 bytes are copied by their
+// own thread, longer ones by the whole warp.
+extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* pages, u32 n, const ColumnDesc* cols) {
+    using namespace gpcore;
+    require_block();
+    if (blockIdx.x >= n) return;
+    PageDesc* pg = &pages[blockIdx.x];
+    const PageDesc page = *pg;
+    if (page.error != 0 || page.physical != PT_BYTE_ARRAY || page.encoding == ENC_DELTA_BYTE_ARRAY) return;
+    const ColumnDesc col = cols[page.column];
+    if (col.error != 0 || !rows_ok(page, col)) return;
+    const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    __shared__ unsigned long long first_bad;
+    if (t == 0) first_bad = NO_ERROR_KEY;
+    __syncthreads();
+    const bool required = page.max_def == 0;
+    const i32* vidx = (const i32*)col.vidx + page.row_start;
+    const i32* offsets = (const i32*)col.out_offsets + page.row_start;
+    const u64* srcs = (const u64*)col.str_src + page.row_start;
+    const u32* lens = (const u32*)col.str_len + page.row_start;
+    const u64 chars = col.out_values, cap = col.chars_capacity;
+    for (u32 wbase = warp * 32; wbase < page.num_values; wbase += BLOCK) {
+        const u32 i = wbase + lane;
+        bool copy = false;
+        u64 src = 0, dst = 0;
+        u32 len = 0;
+        if (i < page.num_values) {
+            const i64 k = required ? (i64)i : (i64)vidx[i];
+            if (k >= page.num_non_null) {
+                atomicMin(&first_bad, error_key(i, ERR_OVERRUN));
+            } else if (k >= 0) {
+                len = lens[k];
+                src = srcs[k];
+                const i64 o = offsets[i];
+                if (o < 0 || (u64)o + len > cap || (src == 0 && len > 0)) {
+                    atomicMin(&first_bad, error_key(i, ERR_OVERRUN));
+                } else {
+                    copy = len > 0;
+                    dst = chars + (u64)o;
+                }
+            }
+        }
+        const bool long_value = copy && len > 32;
+        if (copy && !long_value) copy_bytes((u8*)dst, (const u8*)src, len);
+        u32 m = __ballot_sync(FULL_MASK, long_value);
+        while (m) {
+            const u32 l = __ffs(m) - 1;
+            m &= m - 1;
+            const u64 s = __shfl_sync(FULL_MASK, src, l), d = __shfl_sync(FULL_MASK, dst, l);
+            const u32 ln = __shfl_sync(FULL_MASK, len, l);
+            coop_copy((u8*)d, (const u8*)s, ln, lane, 32);
+        }
+    }
+    __syncthreads();
+    if (t == 0 && first_bad != NO_ERROR_KEY) {
+        page_error(pg, (u32)(first_bad & 0xffffffffu), (u32)(first_bad >> 32));
+    }
+}

@@ -1,0 +1,1126 @@
+//! Tests of the core references ([`super::core`]): the hybrid decoder against hand-built RLE and
+//! bit-packed runs (every width 0..=32), the whole pipeline on real pages written by arrow-rs and
+//! parquet's low-level writer (v1 and v2 pages, dictionaries on and off, fallback mid-chunk, nulls,
+//! every fixed-width physical type, BYTE_ARRAY) compared with arrow-rs's decoded arrays, the documented
+//! error semantics, and hostile input (flips, truncations, absurd descriptor fields).
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float32Array, Float64Array, Int32Array,
+    Int64Array, StringArray,
+};
+use arrow::datatypes::{DataType, Field, Float32Type, Float64Type, Int32Type, Int64Type, Schema};
+use arrow::record_batch::RecordBatch;
+use bytes::Bytes;
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::Encoding;
+use parquet::data_type::{Int96, Int96Type};
+use parquet::file::properties::{WriterProperties, WriterVersion};
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use parquet::schema::types::ColumnPath;
+use proptest::prelude::*;
+
+use super::Arena;
+use super::core::*;
+use super::test_pages::{ColumnOut, Step, alloc_column, build_step, run_core};
+use crate::decode::layout::{ColumnDesc, DictDesc, DictEntry, ErrorCode, PageDesc, encoding as enc, physical as pt};
+
+// ---- a tiny deterministic generator ----
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+// ---- hand-built hybrid streams ----
+
+fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+fn put_rle(out: &mut Vec<u8>, count: u64, value: u32, width: u32) {
+    put_uleb(out, count << 1);
+    for i in 0..width.div_ceil(8) {
+        out.push((value >> (8 * i)) as u8);
+    }
+}
+
+/// A bit-packed run of `vals` (a multiple of 8 values).
+fn put_bitpacked(out: &mut Vec<u8>, vals: &[u32], width: u32) {
+    assert_eq!(vals.len() % 8, 0);
+    put_uleb(out, ((vals.len() / 8) as u64) << 1 | 1);
+    let mut bits = vec![0u8; vals.len() / 8 * width as usize];
+    for (i, &v) in vals.iter().enumerate() {
+        for b in 0..width as usize {
+            if (v >> b) & 1 == 1 {
+                let at = i * width as usize + b;
+                bits[at / 8] |= 1 << (at % 8);
+            }
+        }
+    }
+    out.extend_from_slice(&bits);
+}
+
+fn mask(width: u32) -> u32 {
+    if width == 32 { u32::MAX } else { (1u32 << width) - 1 }
+}
+
+/// A stream of the given runs (rle?, length, seed) and every value it holds (bit-packed runs padded
+/// to whole groups with random values), and how many of them are real (the last run's padding is not).
+fn build_hybrid(width: u32, runs: &[(bool, usize, u64)]) -> (Vec<u8>, Vec<u32>, usize) {
+    let (mut stream, mut values) = (Vec::new(), Vec::new());
+    let mut real = 0;
+    for &(rle, n, seed) in runs {
+        let mut rng = Rng(seed);
+        if rle {
+            let v = rng.next() as u32 & mask(width);
+            put_rle(&mut stream, n as u64, v, width);
+            values.extend(std::iter::repeat_n(v, n));
+            real = values.len();
+        } else {
+            let vals: Vec<u32> = (0..n.div_ceil(8) * 8)
+                .map(|_| rng.next() as u32 & mask(width))
+                .collect();
+            put_bitpacked(&mut stream, &vals, width);
+            real = values.len() + n;
+            values.extend(vals);
+        }
+    }
+    (stream, values, real)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Every width 0..=32, any mix of runs: the values come back, the whole stream is consumed, a
+    /// shorter count reads a prefix, and every truncation is either a clean Overrun or still the same
+    /// values (when only the last group's padding was cut), never a panic.
+    #[test]
+    fn hybrid_round_trip(
+        width in 0u32..=32,
+        runs in proptest::collection::vec((any::<bool>(), 1usize..80, any::<u64>()), 1..10),
+        fewer in any::<u64>(),
+    ) {
+        let (stream, values, real) = build_hybrid(width, &runs);
+        let (got, consumed) = decode_hybrid(&stream, width, real).expect("decodes");
+        prop_assert_eq!(&got[..], &values[..real]);
+        prop_assert_eq!(consumed, stream.len());
+        let some = (fewer % (real as u64 + 1)) as usize;
+        let (got, consumed) = decode_hybrid(&stream, width, some).expect("decodes a prefix");
+        prop_assert_eq!(&got[..], &values[..some]);
+        prop_assert!(consumed <= stream.len());
+        for cut in 0..stream.len() {
+            match decode_hybrid(&stream[..cut], width, real) {
+                Ok((got, consumed)) => {
+                    prop_assert_eq!(&got[..], &values[..real]);
+                    prop_assert!(consumed <= cut);
+                }
+                Err(e) => prop_assert_eq!(e, ErrorCode::Overrun),
+            }
+        }
+    }
+
+    /// Arbitrary bytes never panic, at any width.
+    #[test]
+    fn hybrid_garbage(bytes in proptest::collection::vec(any::<u8>(), 0..64), width in 0u32..=40, count in 0usize..300) {
+        match decode_hybrid(&bytes, width, count) {
+            Ok((v, consumed)) => {
+                prop_assert_eq!(v.len(), count);
+                prop_assert!(consumed <= bytes.len());
+            }
+            Err(e) => prop_assert!(e == ErrorCode::Overrun || (e == ErrorCode::BadBitWidth && width > 32)),
+        }
+    }
+}
+
+#[test]
+fn hybrid_edges() {
+    assert_eq!(decode_hybrid(&[], 3, 0), Ok((vec![], 0)));
+    assert_eq!(decode_hybrid(&[], 3, 1), Err(ErrorCode::Overrun));
+    assert_eq!(decode_hybrid(&[2, 1], 33, 1), Err(ErrorCode::BadBitWidth));
+    // A varint header of 11 bytes is refused.
+    assert_eq!(decode_hybrid(&[0xff; 11], 1, 1), Err(ErrorCode::Overrun));
+    // RLE of width 0: no value bytes; a 0-length run is skipped.
+    assert_eq!(decode_hybrid(&[0, 6], 0, 3), Ok((vec![0, 0, 0], 2)));
+    // RLE values are not masked to the width (as the GPU reads them).
+    assert_eq!(decode_hybrid(&[4, 0xff], 1, 2), Ok((vec![255, 255], 2)));
+    // An RLE value cut short.
+    assert_eq!(decode_hybrid(&[4, 0x01], 9, 1), Err(ErrorCode::Overrun));
+    // A bit-packed run declaring 2 groups with one byte of width-1 bits: 8 values, then Overrun.
+    let s = [(2 << 1) | 1, 0b1010_0101];
+    assert_eq!(decode_hybrid(&s, 1, 8), Ok((vec![1, 0, 1, 0, 0, 1, 0, 1], 2)));
+    assert_eq!(decode_hybrid(&s, 1, 9), Err(ErrorCode::Overrun));
+    // A huge declared run is clamped, not multiplied into an overflow.
+    let mut h = Vec::new();
+    put_uleb(&mut h, u64::MAX);
+    assert_eq!(decode_hybrid(&h, 32, 1), Err(ErrorCode::Overrun));
+    assert_eq!(decode_hybrid(&h, 0, 5).map(|(v, _)| v), Ok(vec![0; 5]));
+}
+
+// ---- real files ----
+
+const ROWS: usize = 3000;
+
+/// Leaf columns of [`sample_batch`], in order.
+const NAMES: [&str; 12] = [
+    "i32",
+    "i64",
+    "f32",
+    "f64",
+    "b",
+    "b_req",
+    "flba",
+    "s",
+    "bin",
+    "i32_req",
+    "sparse",
+    "i64_lowcard",
+];
+
+/// Whether row `i` of a nullable column is null: stretches of all-null, all-present and mixed rows.
+fn null_at(rng: &mut Rng, i: usize, column: u64) -> bool {
+    let stretch = (i / 97) as u64 * 31 + column;
+    match stretch % 5 {
+        0 => true,
+        1 | 2 => false,
+        _ => rng.below(4) == 0,
+    }
+}
+
+fn sample_batch() -> RecordBatch {
+    let mut rng = Rng(7);
+    let nulls = |c: u64| -> Vec<bool> {
+        let mut r = Rng(100 + c);
+        (0..ROWS).map(|i| null_at(&mut r, i, c)).collect()
+    };
+    let (n0, n1, n3, n4, n6, n7) = (nulls(0), nulls(1), nulls(3), nulls(4), nulls(6), nulls(7));
+    let mut vals = |card: u64| -> Vec<u64> {
+        (0..ROWS)
+            .map(|_| if card == 0 { rng.next() } else { rng.below(card) })
+            .collect()
+    };
+    let (v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11) = (
+        vals(50),
+        vals(0),
+        vals(0),
+        vals(20),
+        vals(2),
+        vals(2),
+        vals(30),
+        vals(0),
+        vals(40),
+        vals(0),
+        vals(0),
+        vals(5),
+    );
+    let opt = |n: &[bool], i: usize| !n[i];
+    let i32s: Int32Array = (0..ROWS).map(|i| opt(&n0, i).then_some(v0[i] as i32 - 20)).collect();
+    let i64s: Int64Array = (0..ROWS).map(|i| opt(&n1, i).then_some(v1[i] as i64)).collect();
+    let f32s: Float32Array = (0..ROWS)
+        .map(|i| Some(f32::from_bits(v2[i] as u32 & 0x7f7f_ffff)))
+        .collect();
+    let f64s: Float64Array = (0..ROWS)
+        .map(|i| opt(&n3, i).then_some(v3[i] as f64 * 0.25 - 1.0))
+        .collect();
+    let bools: BooleanArray = (0..ROWS).map(|i| opt(&n4, i).then_some(v4[i] == 1)).collect();
+    let bools_req: BooleanArray = (0..ROWS).map(|i| Some(v5[i] == 1 || i % 13 == 0)).collect();
+    let flba = FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+        (0..ROWS).map(|i| opt(&n6, i).then(|| (v6[i] * 0x0001_0101_0101).to_le_bytes()[..5].to_vec())),
+        5,
+    )
+    .expect("flba");
+    let strings: StringArray = (0..ROWS)
+        .map(|i| {
+            opt(&n7, i).then(|| match v7[i] % 10 {
+                0 => String::new(),
+                1 => format!("a long string over thirty-two bytes, number {}", v7[i] % 1000),
+                _ => format!("s{}", v7[i] % 300),
+            })
+        })
+        .collect();
+    let bins: BinaryArray = (0..ROWS)
+        .map(|i| Some(vec![v8[i] as u8; (v8[i] % 7) as usize]))
+        .collect();
+    let i32_req: Int32Array = (0..ROWS).map(|i| Some(v9[i] as i32)).collect();
+    let sparse: Int64Array = (0..ROWS)
+        .map(|i| (i % 600 > 560 && v10[i] % 3 == 0).then_some(i as i64))
+        .collect();
+    let lowcard: Int64Array = (0..ROWS).map(|i| Some(v11[i] as i64 * 1_000_000_007)).collect();
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(i32s),
+        Arc::new(i64s),
+        Arc::new(f32s),
+        Arc::new(f64s),
+        Arc::new(bools),
+        Arc::new(bools_req),
+        Arc::new(flba),
+        Arc::new(strings),
+        Arc::new(bins),
+        Arc::new(i32_req),
+        Arc::new(sparse),
+        Arc::new(lowcard),
+    ];
+    let required = ["f32", "b_req", "bin", "i32_req", "i64_lowcard"];
+    let fields: Vec<Field> = NAMES
+        .iter()
+        .zip(&arrays)
+        .map(|(n, a)| Field::new(*n, a.data_type().clone(), !required.contains(n)))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("batch")
+}
+
+/// A way of writing the sample.
+#[derive(Debug, Clone, Copy)]
+struct Variant {
+    v2: bool,
+    dict: bool,
+    /// A tiny dictionary page limit, so chunks fall back to PLAIN mid-way.
+    small_dict: bool,
+}
+
+const VARIANTS: [Variant; 6] = [
+    Variant {
+        v2: false,
+        dict: true,
+        small_dict: false,
+    },
+    Variant {
+        v2: false,
+        dict: false,
+        small_dict: false,
+    },
+    Variant {
+        v2: false,
+        dict: true,
+        small_dict: true,
+    },
+    Variant {
+        v2: true,
+        dict: true,
+        small_dict: false,
+    },
+    Variant {
+        v2: true,
+        dict: false,
+        small_dict: false,
+    },
+    Variant {
+        v2: true,
+        dict: true,
+        small_dict: true,
+    },
+];
+
+fn props(v: Variant) -> WriterProperties {
+    let mut p = WriterProperties::builder()
+        .set_writer_version(if v.v2 {
+            WriterVersion::PARQUET_2_0
+        } else {
+            WriterVersion::PARQUET_1_0
+        })
+        .set_dictionary_enabled(v.dict)
+        .set_max_row_group_row_count(Some(1100))
+        .set_write_batch_size(64)
+        .set_data_page_row_count_limit(200);
+    if v.small_dict {
+        p = p.set_dictionary_page_size_limit(96);
+    }
+    if v.v2 {
+        // v2's defaults are DELTA_* for integers and byte arrays (another decoder's); PLAIN here, RLE
+        // for booleans.
+        p = p
+            .set_encoding(Encoding::PLAIN)
+            .set_column_encoding(ColumnPath::from("b"), Encoding::RLE)
+            .set_column_encoding(ColumnPath::from("b_req"), Encoding::RLE);
+    }
+    p.build()
+}
+
+fn write_sample(batch: &RecordBatch, v: Variant) -> Bytes {
+    let mut buf = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props(v))).expect("writer");
+    let mut off = 0;
+    while off < batch.num_rows() {
+        let n = 250.min(batch.num_rows() - off);
+        w.write(&batch.slice(off, n)).expect("write");
+        off += n;
+    }
+    w.close().expect("close");
+    Bytes::from(buf)
+}
+
+fn arrow_read(file: &Bytes) -> RecordBatch {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file.clone())
+        .expect("arrow reader")
+        .with_batch_size(ROWS * 2)
+        .build()
+        .expect("build");
+    let batches: Vec<RecordBatch> = reader.map(|b| b.expect("batch")).collect();
+    assert_eq!(batches.len(), 1);
+    batches.into_iter().next().expect("one batch")
+}
+
+fn bit(words: &[u32], i: usize) -> bool {
+    (words[i / 32] >> (i % 32)) & 1 == 1
+}
+
+/// Compares one column's pipeline output with arrow-rs's array.
+fn compare(name: &str, array: &dyn Array, col: &ColumnDesc, out: &ColumnOut) {
+    let n = array.len();
+    assert_eq!(col.num_rows as usize, n, "{name}: rows");
+    assert_eq!(col.error, 0, "{name}: column error");
+    match (&out.valid, &out.valid_bits) {
+        (Some(valid), Some((words, set))) => {
+            assert_eq!(valid.len(), n, "{name}: validity bytes");
+            for (i, &v) in valid.iter().enumerate() {
+                assert_eq!(v == 1, array.is_valid(i), "{name}: validity of row {i}");
+                assert_eq!(bit(words, i), array.is_valid(i), "{name}: validity bit of row {i}");
+            }
+            assert_eq!(*set as usize, n - array.null_count(), "{name}: set bits");
+            for i in n..words.len() * 32 {
+                assert!(!bit(words, i), "{name}: tail bit {i}");
+            }
+        }
+        _ => assert_eq!(array.null_count(), 0, "{name}: a required column without validity"),
+    }
+    let fixed = |w: usize, bytes: &dyn Fn(usize) -> Vec<u8>| {
+        assert_eq!(col.out_width as usize, w, "{name}: width");
+        for i in 0..n {
+            let got = &out.values[i * w..(i + 1) * w];
+            if array.is_valid(i) {
+                assert_eq!(got, &bytes(i)[..], "{name}: row {i}");
+            } else {
+                assert!(got.iter().all(|&b| b == 0), "{name}: null row {i} not zeroed");
+            }
+        }
+    };
+    match array.data_type() {
+        DataType::Int32 => fixed(4, &|i| {
+            array.as_primitive::<Int32Type>().value(i).to_le_bytes().to_vec()
+        }),
+        DataType::Int64 => fixed(8, &|i| {
+            array.as_primitive::<Int64Type>().value(i).to_le_bytes().to_vec()
+        }),
+        DataType::Float32 => fixed(4, &|i| {
+            array.as_primitive::<Float32Type>().value(i).to_le_bytes().to_vec()
+        }),
+        DataType::Float64 => fixed(8, &|i| {
+            array.as_primitive::<Float64Type>().value(i).to_le_bytes().to_vec()
+        }),
+        DataType::FixedSizeBinary(w) => fixed(*w as usize, &|i| array.as_fixed_size_binary().value(i).to_vec()),
+        DataType::Boolean => {
+            let b = array.as_boolean();
+            fixed(1, &|i| vec![u8::from(b.value(i))]);
+            let (words, set) = out.value_bits.as_ref().expect("boolean bits");
+            let mut want = 0;
+            for i in 0..n {
+                if array.is_valid(i) {
+                    assert_eq!(bit(words, i), b.value(i), "{name}: value bit {i}");
+                    want += u64::from(b.value(i));
+                }
+            }
+            assert_eq!(*set, want, "{name}: true values");
+        }
+        DataType::Utf8 | DataType::Binary => {
+            let (offsets, data): (Vec<i32>, &[u8]) = match array.data_type() {
+                DataType::Utf8 => {
+                    let s = array.as_string::<i32>();
+                    (s.value_offsets().to_vec(), s.value_data())
+                }
+                _ => {
+                    let s = array.as_binary::<i32>();
+                    (s.value_offsets().to_vec(), s.value_data())
+                }
+            };
+            assert_eq!(out.offsets.as_deref(), Some(&offsets[..]), "{name}: offsets");
+            let last = offsets[n] as usize;
+            assert_eq!(col.chars_capacity as usize, last, "{name}: chars");
+            assert_eq!(out.values, data[offsets[0] as usize..last], "{name}: characters");
+        }
+        other => panic!("{name}: unexpected type {other}"),
+    }
+}
+
+/// Every page of `step` decoded without an error.
+fn assert_no_errors(step: &Step, what: &str) {
+    for (p, pg) in step.pages.iter().enumerate() {
+        assert_eq!(
+            (pg.error, pg.error_detail),
+            (0, 0),
+            "{what}: page {p} (column {}, encoding {}) failed: {:?}",
+            pg.column,
+            pg.encoding,
+            ErrorCode::from_u32(pg.error)
+        );
+    }
+    for d in &step.dicts {
+        assert_eq!(d.error, 0, "{what}: dictionary");
+    }
+}
+
+#[test]
+fn pipeline_matches_arrow_rs() {
+    let batch = sample_batch();
+    let leaves: Vec<usize> = (0..NAMES.len()).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for v in VARIANTS {
+        for relabel in [false, true] {
+            if relabel && (v.v2 || !v.dict) {
+                continue;
+            }
+            let file = write_sample(&batch, v);
+            let expected = arrow_read(&file);
+            let mut step = build_step(&file, &leaves);
+            if relabel {
+                // v1 writers other than arrow-rs label dictionary pages PLAIN_DICTIONARY: same bytes.
+                for pg in step.pages.iter_mut().filter(|p| p.encoding == enc::RLE_DICTIONARY) {
+                    pg.encoding = enc::PLAIN_DICTIONARY;
+                }
+            }
+            for pg in &step.pages {
+                seen.insert((pg.physical, pg.encoding, v.v2));
+            }
+            let what = format!("{v:?} relabel {relabel}");
+            let per_column = step.pages.iter().filter(|p| p.column == 0).count();
+            assert!(
+                per_column >= 10,
+                "{what}: {per_column} pages: too few to test page boundaries"
+            );
+            let outs = run_core(&mut step);
+            assert_no_errors(&step, &what);
+            for (c, name) in NAMES.iter().enumerate() {
+                compare(
+                    &format!("{what} {name}"),
+                    expected.column(c).as_ref(),
+                    &step.cols[c],
+                    &outs[c],
+                );
+            }
+        }
+    }
+    // The variants did reach every decoder.
+    for want in [
+        (pt::INT32, enc::RLE_DICTIONARY, false),
+        (pt::INT32, enc::PLAIN_DICTIONARY, false),
+        (pt::INT64, enc::PLAIN, true),
+        (pt::BOOLEAN, enc::PLAIN, false),
+        (pt::BOOLEAN, enc::RLE, true),
+        (pt::BYTE_ARRAY, enc::RLE_DICTIONARY, true),
+        (pt::BYTE_ARRAY, enc::PLAIN, true),
+        (pt::BYTE_ARRAY, enc::PLAIN, false),
+        (pt::FIXED_LEN_BYTE_ARRAY, enc::RLE_DICTIONARY, false),
+        (pt::FIXED_LEN_BYTE_ARRAY, enc::PLAIN, true),
+        (pt::DOUBLE, enc::RLE_DICTIONARY, true),
+        (pt::FLOAT, enc::PLAIN, false),
+    ] {
+        assert!(seen.contains(&want), "no page of {want:?} was tested");
+    }
+}
+
+/// INT96 (only parquet's low-level writer writes it; arrow-rs reads it as timestamps, so the values
+/// are compared with what was written).
+#[test]
+fn int96_pipeline() {
+    let schema = Arc::new(parse_message_type("message m { optional int96 x; required int96 y; }").expect("schema"));
+    let mut rng = Rng(96);
+    let rows = 1500usize;
+    let defs: Vec<i16> = (0..rows).map(|i| i16::from(!null_at(&mut rng, i, 1))).collect();
+    let value = |rng: &mut Rng, card: u64| {
+        let mut v = Int96::new();
+        let x = rng.below(card);
+        v.set_data(x as u32, (x >> 3) as u32 ^ 0xdead_beef, (x as u32).wrapping_mul(7));
+        v
+    };
+    let a: Vec<Int96> = defs.iter().filter(|&&d| d == 1).map(|_| value(&mut rng, 40)).collect();
+    let b: Vec<Int96> = (0..rows).map(|_| value(&mut rng, u64::MAX)).collect();
+    for v in VARIANTS {
+        let mut buf = Vec::new();
+        let mut w = SerializedFileWriter::new(&mut buf, schema.clone(), Arc::new(props(v))).expect("writer");
+        for chunk in 0..2 {
+            let rows = chunk * rows / 2..(chunk + 1) * rows / 2;
+            let before = defs[..rows.start].iter().filter(|&&d| d == 1).count();
+            let present = defs[rows.clone()].iter().filter(|&&d| d == 1).count();
+            let mut rg = w.next_row_group().expect("row group");
+            let mut col = rg.next_column().expect("column").expect("x");
+            col.typed::<Int96Type>()
+                .write_batch(&a[before..before + present], Some(&defs[rows.clone()]), None)
+                .expect("write a");
+            col.close().expect("close a");
+            let mut col = rg.next_column().expect("column").expect("y");
+            col.typed::<Int96Type>()
+                .write_batch(&b[rows], None, None)
+                .expect("write b");
+            col.close().expect("close b");
+            rg.close().expect("close row group");
+        }
+        w.close().expect("close");
+        let mut step = build_step(&Bytes::from(buf), &[0, 1]);
+        let outs = run_core(&mut step);
+        let what = format!("INT96 {v:?}");
+        assert_no_errors(&step, &what);
+        if v.dict {
+            assert!(
+                step.pages.iter().any(|p| p.encoding == enc::RLE_DICTIONARY),
+                "{what}: no dictionary"
+            );
+        }
+        let bytes = |x: &Int96| x.data().iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        let mut k = 0;
+        for i in 0..rows {
+            let got = &outs[0].values[i * 12..(i + 1) * 12];
+            assert_eq!(
+                outs[0].valid.as_ref().expect("valid")[i],
+                defs[i] as u8,
+                "{what}: a valid {i}"
+            );
+            if defs[i] == 1 {
+                assert_eq!(got, &bytes(&a[k])[..], "{what}: a row {i}");
+                k += 1;
+            } else {
+                assert_eq!(got, &[0u8; 12], "{what}: a null {i}");
+            }
+            assert_eq!(
+                &outs[1].values[i * 12..(i + 1) * 12],
+                &bytes(&b[i])[..],
+                "{what}: b row {i}"
+            );
+        }
+    }
+}
+
+// ---- error semantics ----
+
+/// A step of one column and one page, built by hand.
+fn one_page(physical: u32, type_len: u32, rows: u32, max_def: u32) -> (Arena, PageDesc, ColumnDesc) {
+    let mut a = Arena::new();
+    let n = u64::from(rows);
+    let dense_width = type_len.max(4);
+    let byte_array = physical == pt::BYTE_ARRAY;
+    let col = ColumnDesc {
+        num_rows: n,
+        vidx: if max_def > 0 { a.alloc(rows as usize * 4) } else { 0 },
+        dense: a.alloc((n * u64::from(dense_width)) as usize),
+        dense_width,
+        out_width: if byte_array { 0 } else { type_len },
+        out_values: if byte_array {
+            0
+        } else {
+            a.alloc((n * u64::from(type_len)) as usize)
+        },
+        out_valid: if max_def > 0 { a.alloc(rows as usize) } else { 0 },
+        out_offsets: if byte_array { a.alloc(rows as usize * 4 + 4) } else { 0 },
+        str_src: if byte_array { a.alloc(rows as usize * 8) } else { 0 },
+        str_len: if byte_array { a.alloc(rows as usize * 4) } else { 0 },
+        physical,
+        ..ColumnDesc::default()
+    };
+    let page = PageDesc {
+        num_values: rows,
+        physical,
+        type_len,
+        max_def,
+        def_bit_width: 32 - max_def.leading_zeros(),
+        ..PageDesc::default()
+    };
+    (a, page, col)
+}
+
+fn error_of(p: &PageDesc) -> (Option<ErrorCode>, u32) {
+    (ErrorCode::from_u32(p.error), p.error_detail)
+}
+
+#[test]
+fn levels_stop_at_the_first_problem() {
+    // Levels 1,0,1,1 then a 2 (> max_def 1) at index 4, then more.
+    let (mut a, mut pg, col) = one_page(pt::INT32, 4, 8, 1);
+    let mut s = Vec::new();
+    put_bitpacked(&mut s, &[1, 0, 1, 1, 2, 1, 1, 1], 2);
+    pg.levels = a.upload(&s);
+    pg.levels_len = s.len() as u64;
+    pg.def_bit_width = 2;
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::BadLevel), 4));
+    assert_eq!(pages[0].num_non_null, 3);
+    assert_eq!(a.read::<i32>(col.vidx, 8), Some(vec![0, -1, 1, 2, 0, 0, 0, 0]));
+    assert_eq!(a.get(col.out_valid, 8), Some(&[1u8, 0, 1, 1, 0, 0, 0, 0][..]));
+
+    // A stream that ends after 5 levels: Overrun at 5, the 5 written.
+    let (mut a, mut pg, col) = one_page(pt::INT32, 4, 1_000_000, 1);
+    let mut s = Vec::new();
+    put_rle(&mut s, 3, 1, 1);
+    put_rle(&mut s, 2, 0, 1);
+    pg.levels = a.upload(&s);
+    pg.levels_len = s.len() as u64;
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 5));
+    assert_eq!(pages[0].num_non_null, 3);
+    assert_eq!(a.read::<i32>(col.vidx, 6), Some(vec![0, 1, 2, -1, -1, 0]));
+
+    // Width over 8.
+    let (mut a, mut pg, col) = one_page(pt::INT32, 4, 8, 1);
+    pg.def_bit_width = 9;
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::BadBitWidth), 9));
+
+    // Rows outside the column.
+    let (mut a, mut pg, col) = one_page(pt::INT32, 4, 8, 1);
+    pg.row_start = 1;
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]).0, Some(ErrorCode::BadPageSize));
+}
+
+#[test]
+fn v1_prefix_checked() {
+    let mut a = Arena::new();
+    let body = [9u8, 0, 0, 0, 1, 2, 3];
+    let data = a.upload(&body);
+    let mk = |len| PageDesc {
+        data,
+        data_len: len,
+        flags: crate::decode::layout::PAGE_V1_LEVELS,
+        ..PageDesc::default()
+    };
+    let mut pages = [mk(7), mk(3), mk(13)];
+    page_setup(&mut a, &mut pages);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 9));
+    assert_eq!(error_of(&pages[1]), (Some(ErrorCode::Overrun), 0));
+    // 13 bytes claimed, 7 in the arena: the prefix is still read, then the split is only addresses.
+    assert_eq!(error_of(&pages[2]), (None, 0));
+    assert_eq!(
+        (
+            pages[2].levels,
+            pages[2].levels_len,
+            pages[2].values,
+            pages[2].values_len
+        ),
+        (data + 4, 9, data + 13, 0)
+    );
+}
+
+#[test]
+fn dictionary_indices_and_gather() {
+    // 6 rows, nulls at 1 and 4; 4 present values with indices 0, 2, 1, 5 of a 3-entry INT32 dictionary.
+    let (mut a, mut pg, col) = one_page(pt::INT32, 4, 6, 1);
+    let mut lv = Vec::new();
+    put_bitpacked(&mut lv, &[1, 0, 1, 1, 0, 1, 0, 0], 1);
+    pg.levels = a.upload(&lv);
+    pg.levels_len = lv.len() as u64;
+    let mut vals = vec![3u8];
+    put_bitpacked(&mut vals, &[0, 2, 1, 5, 0, 0, 0, 0], 3);
+    pg.values = a.upload(&vals);
+    pg.values_len = vals.len() as u64;
+    pg.encoding = enc::RLE_DICTIONARY;
+    pg.dict = a.upload_slice(&[10i32, 20, 30]);
+    pg.dict_len = 12;
+    pg.dict_count = 3;
+    let cols = [col];
+
+    // Index 5 at k = 3 is out of range: the three before it are written.
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &cols);
+    assert_eq!(pages[0].num_non_null, 4);
+    dict_indices(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::DictIndexOutOfRange), 3));
+    assert_eq!(a.read::<u32>(col.dense, 4), Some(vec![0, 2, 1, 0]));
+    gather_fixed(&mut a, &mut pages, &cols);
+    assert_eq!(
+        a.read::<i32>(col.out_values, 6),
+        Some(vec![0; 6]),
+        "a page in error is skipped"
+    );
+
+    // With 6 entries counted but a 3-entry body, the gather fails at k = 3 and writes every other row.
+    let mut pg2 = pg;
+    pg2.dict_count = 6;
+    let mut pages = [pg2];
+    levels(&mut a, &mut pages, &cols);
+    dict_indices(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (None, 0));
+    gather_fixed(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 3));
+    assert_eq!(a.read::<i32>(col.out_values, 6), Some(vec![10, 0, 30, 20, 0, 0]));
+
+    // No dictionary.
+    let mut pg3 = pg;
+    pg3.dict = 0;
+    let mut pages = [pg3];
+    levels(&mut a, &mut pages, &cols);
+    dict_indices(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]).0, Some(ErrorCode::MissingDictionary));
+
+    // A bit width over 32.
+    let mut pg4 = pg;
+    let mut bad = vals.clone();
+    bad[0] = 33;
+    pg4.values = a.upload(&bad);
+    let mut pages = [pg4];
+    levels(&mut a, &mut pages, &cols);
+    dict_indices(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::BadBitWidth), 33));
+}
+
+#[test]
+fn gather_plain_short_page_and_bad_encoding() {
+    // Required INT64, 5 rows, 3 values present in the stream: rows 0..3 written, Overrun at k = 3.
+    let (mut a, mut pg, col) = one_page(pt::INT64, 8, 5, 0);
+    pg.values = a.upload_slice(&[7i64, 8, 9]);
+    pg.values_len = 24;
+    let cols = [col];
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &cols);
+    gather_fixed(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 3));
+    assert_eq!(a.read::<i64>(col.out_values, 5), Some(vec![7, 8, 9, 0, 0]));
+
+    // BOOLEAN PLAIN bits; DELTA is not an encoding for booleans.
+    let (mut a, mut pg, col) = one_page(pt::BOOLEAN, 1, 10, 0);
+    pg.values = a.upload(&[0b1000_0101, 0b10]);
+    pg.values_len = 2;
+    let cols = [col];
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &cols);
+    gather_fixed(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (None, 0));
+    assert_eq!(a.get(col.out_values, 10), Some(&[1u8, 0, 1, 0, 0, 0, 0, 1, 0, 1][..]));
+    let mut pg2 = pg;
+    pg2.encoding = enc::DELTA_BINARY_PACKED;
+    let mut pages = [pg2];
+    gather_fixed(&mut a, &mut pages, &cols);
+    assert_eq!(
+        error_of(&pages[0]),
+        (Some(ErrorCode::BadEncoding), enc::DELTA_BINARY_PACKED)
+    );
+}
+
+#[test]
+fn byte_arrays_offsets_and_copy() {
+    // Nullable strings: rows "ab", null, "", "xyz"; PLAIN.
+    let (mut a, mut pg, mut col) = one_page(pt::BYTE_ARRAY, 0, 4, 1);
+    let mut lv = Vec::new();
+    put_bitpacked(&mut lv, &[1, 0, 1, 1, 0, 0, 0, 0], 1);
+    pg.levels = a.upload(&lv);
+    pg.levels_len = lv.len() as u64;
+    let body = [2u8, 0, 0, 0, b'a', b'b', 0, 0, 0, 0, 3, 0, 0, 0, b'x', b'y', b'z'];
+    pg.values = a.upload(&body);
+    pg.values_len = body.len() as u64;
+    let mut pages = [pg];
+    let mut cols = [col];
+    levels(&mut a, &mut pages, &cols);
+    byte_array_values(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (None, 0));
+    assert_eq!(a.read::<u32>(col.str_len, 3), Some(vec![2, 0, 3]));
+    assert_eq!(
+        a.read::<u64>(col.str_src, 3),
+        Some(vec![pg.values + 4, pg.values + 10, pg.values + 14])
+    );
+    string_offsets(&mut a, &pages, &mut cols);
+    assert_eq!(a.read::<i32>(col.out_offsets, 5), Some(vec![0, 2, 2, 2, 5]));
+    // Characters one byte short: the last row fails (detail: row 3), the others are copied.
+    col = cols[0];
+    col.out_values = a.alloc(4);
+    col.chars_capacity = 4;
+    let cols = [col];
+    copy_strings(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 3));
+    assert_eq!(a.get(col.out_values, 4), Some(&b"ab\0\0"[..]));
+
+    // A value running past the page: Overrun at k = 2, the two before it written.
+    let (mut a, mut pg, col) = one_page(pt::BYTE_ARRAY, 0, 3, 0);
+    let body = [1u8, 0, 0, 0, b'q', 0, 0, 0, 0, 9, 0, 0, 0, b'z'];
+    pg.values = a.upload(&body);
+    pg.values_len = body.len() as u64;
+    let mut pages = [pg];
+    let cols = [col];
+    levels(&mut a, &mut pages, &cols);
+    byte_array_values(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 2));
+    assert_eq!(a.read::<u32>(col.str_len, 3), Some(vec![1, 0, 0]));
+}
+
+#[test]
+fn offsets_overflow_is_a_column_error() {
+    let (mut a, pg, col) = one_page(pt::BYTE_ARRAY, 0, 3, 0);
+    let mut pages = [pg];
+    let mut cols = [col];
+    levels(&mut a, &mut pages, &cols);
+    assert!(a.write(col.str_len, &[0x4000_0000u32, 0x4000_0000, 1]));
+    string_offsets(&mut a, &pages, &mut cols);
+    assert_eq!(ErrorCode::from_u32(cols[0].error), Some(ErrorCode::OffsetOverflow));
+    assert_eq!(
+        a.read::<i32>(col.out_offsets, 4),
+        Some(vec![0; 4]),
+        "no offsets written"
+    );
+    // And copy_strings leaves the column alone.
+    copy_strings(&mut a, &mut pages, &cols);
+    assert_eq!(pages[0].error, 0);
+}
+
+#[test]
+fn offsets_span_pages_and_columns() {
+    // Two string columns of two pages each (required), lengths given directly.
+    let mut a = Arena::new();
+    let mut cols = Vec::new();
+    let mut pages = Vec::new();
+    for c in 0..2u32 {
+        let (_, _, mut col) = one_page(pt::BYTE_ARRAY, 0, 5, 0);
+        col.out_offsets = a.alloc(24);
+        col.str_len = a.upload_slice(&[1u32 + c, 2, 3, 4, 5]);
+        col.str_src = a.alloc(40);
+        cols.push(col);
+        for (row_start, num_values) in [(0, 2), (2, 3)] {
+            pages.push(PageDesc {
+                physical: pt::BYTE_ARRAY,
+                column: c,
+                row_start,
+                num_values,
+                num_non_null: num_values,
+                ..PageDesc::default()
+            });
+        }
+    }
+    string_offsets(&mut a, &pages, &mut cols);
+    assert_eq!(a.read::<i32>(cols[0].out_offsets, 6), Some(vec![0, 1, 3, 6, 10, 15]));
+    assert_eq!(a.read::<i32>(cols[1].out_offsets, 6), Some(vec![0, 2, 4, 7, 11, 16]));
+    // A page in error counts as empty rows; the offsets stay monotone.
+    pages[2].error = ErrorCode::Overrun as u32;
+    string_offsets(&mut a, &pages, &mut cols);
+    assert_eq!(a.read::<i32>(cols[1].out_offsets, 6), Some(vec![0, 0, 0, 3, 7, 12]));
+}
+
+#[test]
+fn byte_array_dictionary() {
+    let mut a = Arena::new();
+    let body = [1u8, 0, 0, 0, b'a', 2, 0, 0, 0, b'b', b'c', 0, 0, 0, 0];
+    let data = a.upload(&body);
+    let index = a.alloc(4 * 8);
+    let mut dicts = [
+        DictDesc {
+            data,
+            data_len: body.len() as u64,
+            index,
+            count: 3,
+            ..DictDesc::default()
+        },
+        DictDesc {
+            data,
+            data_len: 12,
+            index: a.alloc(3 * 8),
+            count: 3,
+            ..DictDesc::default()
+        },
+    ];
+    dict_byte_array_index(&mut a, &mut dicts);
+    assert_eq!(
+        (dicts[0].error, dicts[1].error, dicts[1].error_detail),
+        (0, ErrorCode::Overrun as u32, 2)
+    );
+    let entries: Vec<DictEntry> = a.read(index, 3).expect("entries");
+    assert_eq!(
+        entries.iter().map(|e| (e.offset, e.len)).collect::<Vec<_>>(),
+        vec![(4, 1), (9, 2), (15, 0)]
+    );
+    // A page using it: indices 2, 1, 7 (7 past the end: DictIndexOutOfRange at k = 2, others written).
+    let (_, mut pg, col) = one_page(pt::BYTE_ARRAY, 0, 3, 0);
+    let col = ColumnDesc {
+        dense: a.upload_slice(&[2u32, 1, 7]),
+        str_src: a.alloc(24),
+        str_len: a.alloc(12),
+        out_offsets: a.alloc(16),
+        ..col
+    };
+    pg.encoding = enc::RLE_DICTIONARY;
+    pg.num_non_null = 3;
+    pg.dict = data;
+    pg.dict_len = body.len() as u64;
+    pg.dict_index = index;
+    pg.dict_count = 3;
+    let mut pages = [pg];
+    byte_array_values(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::DictIndexOutOfRange), 2));
+    assert_eq!(a.read::<u64>(col.str_src, 3), Some(vec![data + 15, data + 9, 0]));
+    assert_eq!(a.read::<u32>(col.str_len, 3), Some(vec![0, 2, 0]));
+}
+
+#[test]
+fn pack_bits_tail_and_count() {
+    let mut a = Arena::new();
+    let bytes: Vec<u8> = (0..70u32).map(|i| u8::from(i % 3 == 0) * (i as u8 + 1)).collect();
+    let src = a.upload(&bytes);
+    let words = a.upload_slice(&[u32::MAX; 3]);
+    assert_eq!(pack_bits(&mut a, src, 70, words), 24);
+    let w: Vec<u32> = a.read(words, 3).expect("words");
+    for i in 0..96 {
+        assert_eq!(bit(&w, i), i < 70 && i % 3 == 0, "bit {i}");
+    }
+    assert_eq!(pack_bits(&mut a, src, 0, words), 0);
+}
+
+// ---- hostile input ----
+
+/// A step of the v2 (or v1) dictionary sample with one page's bytes or fields damaged.
+fn damaged(v: Variant, file: &Bytes, seed: u64) -> Step {
+    let leaves: Vec<usize> = (0..NAMES.len()).collect();
+    let mut step = build_step(file, &leaves);
+    let mut rng = Rng(seed);
+    for _ in 0..1 + rng.below(3) {
+        let p = rng.below(step.pages.len() as u64) as usize;
+        let pg = step.pages[p];
+        // The page's whole body: v2 levels sit just before data.
+        let start = if v.v2 && pg.levels != 0 { pg.levels } else { pg.data };
+        let len = pg.data + pg.data_len - start;
+        match rng.below(9) {
+            0..=3 => {
+                // Flip a few bytes, favouring the front (levels, widths, length prefixes).
+                let body = step.arena.get_mut(start, len).expect("page body");
+                for _ in 0..1 + rng.below(4) {
+                    let at = if rng.below(2) == 0 {
+                        rng.below(len.min(16))
+                    } else {
+                        rng.below(len)
+                    } as usize;
+                    if at < body.len() {
+                        body[at] ^= 1 << rng.below(8);
+                    }
+                }
+            }
+            4 => {
+                // Truncate: the prefix moves to a region of its own, so reading past it misses.
+                let cut = rng.below(len);
+                let prefix = step.arena.get(start, cut).expect("prefix").to_vec();
+                let addr = step.arena.upload(&prefix);
+                let pg = &mut step.pages[p];
+                if v.v2 && pg.levels != 0 {
+                    let ll = pg.levels_len.min(cut);
+                    pg.levels = addr;
+                    pg.levels_len = ll;
+                    pg.data = addr + ll;
+                    pg.data_len = cut - ll;
+                } else {
+                    pg.data = addr;
+                    pg.data_len = cut;
+                }
+                if pg.flags == 0 {
+                    pg.values = pg.data;
+                    pg.values_len = pg.data_len;
+                }
+            }
+            5 => step.pages[p].def_bit_width = 9 + rng.below(30) as u32,
+            6 => step.pages[p].dict_count = rng.below(3) as u32,
+            7 => {
+                // The header claims more values: the orchestrator places the later pages and sizes
+                // the column's buffers by it.
+                let c = pg.column;
+                let more = pg.num_values * rng.below(50) as u32 + rng.below(1000) as u32;
+                step.pages[p].num_values += more;
+                for later in step.pages[p + 1..].iter_mut().filter(|q| q.column == c) {
+                    later.row_start += more;
+                }
+                let col = &mut step.cols[c as usize];
+                col.num_rows += u64::from(more);
+                alloc_column(&mut step.arena, col, pg.max_def > 0);
+            }
+            _ => {
+                if let Some(d) = step.dicts.first_mut() {
+                    d.count = d.count.saturating_mul(1 + rng.below(40) as u32);
+                }
+            }
+        }
+    }
+    step
+}
+
+/// Damaged pages never panic; every error is a known code; a string column without an error has
+/// monotone offsets ending at its characters' length.
+#[test]
+fn hostile_pages_report_errors() {
+    let batch = sample_batch();
+    let mut errors = std::collections::BTreeMap::new();
+    for (vi, v) in [VARIANTS[0], VARIANTS[3], VARIANTS[4]].into_iter().enumerate() {
+        let file = write_sample(&batch, v);
+        for seed in 0..60 {
+            let mut step = damaged(v, &file, seed * 10 + vi as u64);
+            let outs = run_core(&mut step);
+            for pg in &step.pages {
+                if pg.error != 0 {
+                    let code = ErrorCode::from_u32(pg.error).expect("a known code");
+                    *errors.entry(format!("{code:?}")).or_insert(0) += 1;
+                }
+            }
+            for (col, out) in step.cols.iter().zip(&outs) {
+                if let (Some(offsets), 0) = (&out.offsets, col.error) {
+                    assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "monotone offsets");
+                    assert_eq!(offsets[col.num_rows as usize] as u64, col.chars_capacity);
+                }
+            }
+        }
+    }
+    for want in ["Overrun", "BadBitWidth", "BadLevel", "DictIndexOutOfRange"] {
+        assert!(errors.contains_key(want), "no {want} among {errors:?}");
+    }
+}
+
+/// A huge page count over short streams: each stage reports where its stream ended.
+#[test]
+fn huge_counts_short_streams() {
+    let rows = 1 << 20;
+    // Nullable: 10 present levels, then nothing.
+    let (mut a, mut pg, col) = one_page(pt::INT32, 4, rows, 1);
+    let mut s = Vec::new();
+    put_rle(&mut s, 10, 1, 1);
+    pg.levels = a.upload(&s);
+    pg.levels_len = s.len() as u64;
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 10));
+    assert_eq!(pages[0].num_non_null, 10);
+    // Required dictionary page: 4 indices, then nothing.
+    let (mut a, mut pg, col) = one_page(pt::INT64, 8, rows, 0);
+    let mut s = vec![2u8];
+    put_rle(&mut s, 4, 3, 2);
+    pg.values = a.upload(&s);
+    pg.values_len = s.len() as u64;
+    pg.encoding = enc::PLAIN_DICTIONARY;
+    pg.dict = a.upload_slice(&[0i64; 4]);
+    pg.dict_len = 32;
+    pg.dict_count = 4;
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &[col]);
+    dict_indices(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 4));
+    // RLE booleans whose length prefix claims more than the page.
+    let (mut a, mut pg, col) = one_page(pt::BOOLEAN, 1, rows, 0);
+    pg.values = a.upload(&[200, 0, 0, 0, 2, 1]);
+    pg.values_len = 6;
+    pg.encoding = enc::RLE;
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &[col]);
+    dict_indices(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 0));
+}
