@@ -6,7 +6,10 @@
 //! [`crate::decode::reference`] computing the same result.
 
 /// The files of the program, in order: (name, text).
-pub const SOURCES: &[(&str, &str)] = &[("common.cuh", include_str!("common.cuh"))];
+pub const SOURCES: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("common.cuh")),
+    ("delta.cu", include_str!("delta.cu")),
+];
 
 /// Name of the program, in NVRTC messages and cache file names.
 pub const PROGRAM_NAME: &str = "gpu_parquet_decode";

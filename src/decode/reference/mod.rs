@@ -6,6 +6,8 @@
 //! the device result must equal the reference's. A reference, like its kernel, reports bad input as an
 //! error code in the descriptor and never panics or reads outside the given lengths.
 
+pub mod delta;
+
 use std::collections::BTreeMap;
 
 use bytemuck::Pod;

@@ -1,0 +1,640 @@
+//! Host references of `kernels/delta.cu`: DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY,
+//! DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT.
+//!
+//! The page-level functions ([`delta_binary_packed`], [`delta_length_byte_array`],
+//! [`delta_byte_array_lengths`], [`delta_byte_array_copy`], [`byte_stream_split`]) run over the same
+//! descriptors as their kernels and write the same outputs, error codes and details; each skips pages
+//! of other encodings and pages that already carry an error. On an error a page's outputs are
+//! unspecified (the kernel may have written part of them; the reference writes none of that step's).
+//! The stand-alone decoders ([`decode_delta_binary_packed_i64`] and friends) decode a byte slice, for
+//! tests and fuzzing. Nothing here panics or allocates in proportion to a number read from the stream:
+//! work is bounded by the caller's value count and the stream's length.
+//!
+//! # DELTA_BINARY_PACKED as decoded here (arrow-rs's reader, plus a few limits)
+//! - Header: block size, miniblocks per block, total value count (ULEB128), first value (zigzag
+//!   ULEB128). A ULEB128 longer than 10 bytes is [`ErrorCode::BadDeltaHeader`], one cut short is
+//!   [`ErrorCode::Overrun`] (detail: the field's offset).
+//! - [`ErrorCode::BadDeltaHeader`] (detail: the offending field's offset) when the block size is 0, not a
+//!   multiple of 128 or above 2^31 (our limit, so sizes stay small); when the miniblock count is 0 or
+//!   does not divide the block size into miniblocks of a multiple of 32 values; for INT32 (and lengths),
+//!   when the first value or a block's minimum delta does not fit in 32 bits (as arrow-rs).
+//! - [`ErrorCode::ShortPage`] (detail: the total count, saturated) when the header's total is below the
+//!   values wanted.
+//! - Blocks: every block read must hold all its bit-width bytes ([`ErrorCode::Overrun`], detail: where
+//!   they start). A miniblock's width is read only when one of its values is needed, so the unused
+//!   miniblocks of the last block may have any width; a used width above the type's bits is
+//!   [`ErrorCode::BadBitWidth`] (detail: the width). The packed bits of each delta used must lie in the
+//!   stream ([`ErrorCode::Overrun`], detail: the miniblock's offset); a last miniblock cut short after
+//!   its last used value is accepted, as arrow-rs does.
+//! - Arithmetic wraps in 64 bits; an INT32 value is the low 32 bits, so it wraps in 32.
+//! - The stream's end is the end of the last miniblock holding a value (its whole padded width), or the
+//!   end of the header when there is at most one value: what the next stream (suffix lengths, bytes)
+//!   starts after. The stand-alone decoders and the byte-array steps find it after all the header's
+//!   values (walking, without decoding, past those they do not need); the INT32/INT64 step does not
+//!   need it and reads no further than its last value.
+//!
+//! Every offset in an error detail counts from the page's `values`.
+
+use super::Arena;
+use crate::decode::layout::{ColumnDesc, ErrorCode, PageDesc, encoding, physical};
+
+/// An error code and its detail, as a kernel writes them to a page.
+type Fail = (ErrorCode, u32);
+
+/// Largest DELTA_BINARY_PACKED block size accepted (ours; the format sets none).
+const MAX_BLOCK_SIZE: u64 = 1 << 31;
+
+/// A number as an error detail (saturated to `u32`).
+fn detail(x: u64) -> u32 {
+    u32::try_from(x).unwrap_or(u32::MAX)
+}
+
+/// A ULEB128 at `*pos`; advances past it. Overrun when it runs past the end, BadDeltaHeader when it is
+/// longer than 10 bytes (the detail is where it starts).
+fn uleb(bytes: &[u8], pos: &mut u64) -> Result<u64, Fail> {
+    let start = *pos;
+    let mut v = 0u64;
+    for i in 0..10u64 {
+        let Some(&b) = usize::try_from(start + i).ok().and_then(|at| bytes.get(at)) else {
+            return Err((ErrorCode::Overrun, detail(start)));
+        };
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            *pos = start + i + 1;
+            return Ok(v);
+        }
+    }
+    Err((ErrorCode::BadDeltaHeader, detail(start)))
+}
+
+fn zigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+fn fits_i32(v: i64) -> bool {
+    i32::try_from(v).is_ok()
+}
+
+/// `width` bits (0..=64) at bit `bit` of the LSB-first stream `bytes`; bits past the end read as 0
+/// (callers check bounds first). The twin of `read_bits` in `common.cuh`.
+fn read_bits(bytes: &[u8], bit: u64, width: u32) -> u64 {
+    if width == 0 {
+        return 0;
+    }
+    let byte = bit >> 3;
+    let shift = (bit & 7) as u32;
+    let byte_at = |i: u64| -> u64 {
+        usize::try_from(byte + i)
+            .ok()
+            .and_then(|at| bytes.get(at))
+            .map_or(0, |&b| u64::from(b))
+    };
+    let nbytes = u64::from((shift + width).div_ceil(8));
+    let mut lo = 0u64;
+    for i in 0..nbytes.min(8) {
+        lo |= byte_at(i) << (8 * i);
+    }
+    let mut v = lo >> shift;
+    if nbytes == 9 {
+        v |= byte_at(8) << (64 - shift);
+    }
+    if width < 64 {
+        v &= (1u64 << width) - 1;
+    }
+    v
+}
+
+/// A DELTA_BINARY_PACKED stream being walked: the header, and the miniblock the next delta comes from.
+/// The twin of `DbpState` in `delta.cu` (whose thread 0 makes the same steps).
+struct Dbp<'a> {
+    bytes: &'a [u8],
+    /// 32 or 64: the type's width (bit widths above it are errors; minimum deltas must fit).
+    bits: u32,
+    /// Values per miniblock, miniblocks per block.
+    vpm: u64,
+    mini_count: u64,
+    /// The header's total value count and first value.
+    total: u64,
+    first: u64,
+    header_end: u64,
+    /// Whether a block has been entered; the current miniblock's index in its block, where the block's
+    /// widths start, where the miniblock's packed bits start, its width and min delta, deltas used.
+    in_block: bool,
+    mini_idx: u64,
+    widths_pos: u64,
+    mini_data: u64,
+    width: u32,
+    min_delta: u64,
+    used: u64,
+}
+
+impl<'a> Dbp<'a> {
+    /// Reads and checks the header of the stream at `start` of `bytes`, wanting `count` values (and,
+    /// with `expect_total`, exactly that many in the header: DELTA_BYTE_ARRAY's suffixes, as arrow-rs).
+    fn begin(bytes: &'a [u8], start: u64, count: u64, bits: u32, expect_total: Option<u64>) -> Result<Self, Fail> {
+        let mut pos = start;
+        let block_size = uleb(bytes, &mut pos)?;
+        let mini_at = pos;
+        let mini_count = uleb(bytes, &mut pos)?;
+        let total = uleb(bytes, &mut pos)?;
+        let first_at = pos;
+        let first = zigzag(uleb(bytes, &mut pos)?);
+        if block_size == 0 || block_size % 128 != 0 || block_size > MAX_BLOCK_SIZE {
+            return Err((ErrorCode::BadDeltaHeader, detail(start)));
+        }
+        if mini_count == 0 || block_size % mini_count != 0 || (block_size / mini_count) % 32 != 0 {
+            return Err((ErrorCode::BadDeltaHeader, detail(mini_at)));
+        }
+        if bits == 32 && !fits_i32(first) {
+            return Err((ErrorCode::BadDeltaHeader, detail(first_at)));
+        }
+        if expect_total.is_some_and(|t| t != total) {
+            return Err((ErrorCode::BadDeltaHeader, detail(start)));
+        }
+        if total < count {
+            return Err((ErrorCode::ShortPage, detail(total)));
+        }
+        let vpm = block_size / mini_count;
+        Ok(Dbp {
+            bytes,
+            bits,
+            vpm,
+            mini_count,
+            total,
+            first: first as u64,
+            header_end: pos,
+            in_block: false,
+            mini_idx: 0,
+            widths_pos: 0,
+            mini_data: 0,
+            width: 0,
+            min_delta: 0,
+            used: vpm,
+        })
+    }
+
+    /// Bytes of the current miniblock (its whole padded size).
+    fn mini_bytes(&self) -> u64 {
+        u64::from(self.width) * self.vpm / 8
+    }
+
+    /// Moves to the next miniblock (reading a block header when the block is done) and reads its width.
+    fn next_miniblock(&mut self) -> Result<(), Fail> {
+        if self.in_block && self.mini_idx + 1 < self.mini_count {
+            self.mini_data += self.mini_bytes();
+            self.mini_idx += 1;
+        } else {
+            let at = if self.in_block {
+                self.mini_data + self.mini_bytes()
+            } else {
+                self.header_end
+            };
+            let mut pos = at;
+            let min_delta = zigzag(uleb(self.bytes, &mut pos)?);
+            if self.bits == 32 && !fits_i32(min_delta) {
+                return Err((ErrorCode::BadDeltaHeader, detail(at)));
+            }
+            // `pos` is within the stream after a successful read.
+            if (self.bytes.len() as u64) - pos < self.mini_count {
+                return Err((ErrorCode::Overrun, detail(pos)));
+            }
+            self.min_delta = min_delta as u64;
+            self.widths_pos = pos;
+            self.mini_data = pos + self.mini_count;
+            self.mini_idx = 0;
+            self.in_block = true;
+        }
+        let width = self.bytes[(self.widths_pos + self.mini_idx) as usize];
+        if u32::from(width) > self.bits {
+            return Err((ErrorCode::BadBitWidth, u32::from(width)));
+        }
+        self.width = u32::from(width);
+        self.used = 0;
+        Ok(())
+    }
+
+    /// Takes `n` deltas (at most what is left) from the current miniblock, checking their bits lie in
+    /// the stream; returns the bit offset of the first.
+    fn take(&mut self, n: u64) -> Result<u64, Fail> {
+        let first_bit = self.mini_data * 8 + self.used * u64::from(self.width);
+        let end_bit = first_bit + n * u64::from(self.width);
+        if end_bit > (self.bytes.len() as u64) * 8 {
+            return Err((ErrorCode::Overrun, detail(self.mini_data)));
+        }
+        self.used += n;
+        Ok(first_bit)
+    }
+
+    /// The next delta (with the minimum delta added).
+    fn next_delta(&mut self) -> Result<u64, Fail> {
+        if self.used == self.vpm {
+            self.next_miniblock()?;
+        }
+        let bit = self.take(1)?;
+        Ok(self.min_delta.wrapping_add(read_bits(self.bytes, bit, self.width)))
+    }
+
+    /// Walks, without decoding, past the header's values after the first `decoded` (checking as the
+    /// decode would); then returns the stream's end.
+    fn walk_to_end(&mut self, decoded: u64) -> Result<u64, Fail> {
+        let mut left = self.total.max(1) - decoded.max(1);
+        while left > 0 {
+            if self.used == self.vpm {
+                self.next_miniblock()?;
+            }
+            let n = left.min(self.vpm - self.used);
+            self.take(n)?;
+            left -= n;
+        }
+        Ok(self.end())
+    }
+
+    /// Where the stream ends so far: after the current miniblock, or the header when none was read.
+    fn end(&self) -> u64 {
+        if self.in_block {
+            self.mini_data + self.mini_bytes()
+        } else {
+            self.header_end
+        }
+    }
+}
+
+/// What [`dbp`] decoded: the values, where the stream ends, and the header's total count.
+struct Decoded {
+    values: Vec<u64>,
+    end: u64,
+    total: u64,
+}
+
+/// Decodes `count` values of the DELTA_BINARY_PACKED stream at `start` of `bytes` (each wrapped in 64
+/// bits; the low 32 are the INT32 value when `bits` is 32). With `to_end`, also walks past the header's
+/// remaining values so `end` is where the stream ends; without, `end` is the end of the last miniblock
+/// used. `expect_total` as for [`Dbp::begin`].
+fn dbp(
+    bytes: &[u8],
+    start: u64,
+    count: u64,
+    bits: u32,
+    to_end: bool,
+    expect_total: Option<u64>,
+) -> Result<Decoded, Fail> {
+    let mut d = Dbp::begin(bytes, start, count, bits, expect_total)?;
+    // Grows as values decode: `count` may exceed what a short stream holds.
+    let mut out = Vec::with_capacity(count.min(1 << 16) as usize);
+    let mut v = d.first;
+    for k in 0..count {
+        if k > 0 {
+            v = v.wrapping_add(d.next_delta()?);
+        }
+        out.push(v);
+    }
+    let end = if to_end { d.walk_to_end(count)? } else { d.end() };
+    Ok(Decoded {
+        values: out,
+        end,
+        total: d.total,
+    })
+}
+
+/// Decodes `count` INT64 values from a DELTA_BINARY_PACKED stream; also returns the stream's end (the
+/// byte after the last miniblock holding one of the header's values).
+pub fn decode_delta_binary_packed_i64(bytes: &[u8], count: usize) -> Result<(Vec<i64>, usize), ErrorCode> {
+    let d = dbp(bytes, 0, count as u64, 64, true, None).map_err(|e| e.0)?;
+    Ok((d.values.into_iter().map(|x| x as i64).collect(), d.end as usize))
+}
+
+/// Decodes `count` INT32 values from a DELTA_BINARY_PACKED stream; also returns the stream's end.
+pub fn decode_delta_binary_packed_i32(bytes: &[u8], count: usize) -> Result<(Vec<i32>, usize), ErrorCode> {
+    let d = dbp(bytes, 0, count as u64, 32, true, None).map_err(|e| e.0)?;
+    Ok((d.values.into_iter().map(|x| x as u32 as i32).collect(), d.end as usize))
+}
+
+/// One byte-array value of a length block: where its bytes start in the page's values, how many.
+#[derive(Clone, Copy)]
+struct Span {
+    at: u64,
+    len: u32,
+}
+
+/// The DELTA_LENGTH_BYTE_ARRAY block at `start` of `bytes` (all of a DELTA_LENGTH_BYTE_ARRAY page, or
+/// the suffixes of a DELTA_BYTE_ARRAY page): `count` lengths, then their bytes. Stream errors come
+/// first; then, value by value, a prefix (`prefix`: DELTA_BYTE_ARRAY's prefix lengths, checked against
+/// the previous value's length: [`ErrorCode::BadPrefix`]) and the length (negative, or bytes past the
+/// end: [`ErrorCode::Overrun`]), with the value's index as detail.
+fn length_block(bytes: &[u8], start: u64, count: u64, prefix: Option<(&[u64], u64)>) -> Result<Vec<Span>, Fail> {
+    let lens = dbp(bytes, start, count, 32, true, prefix.map(|p| p.1))?;
+    let len = bytes.len() as u64;
+    if lens.end > len {
+        return Err((ErrorCode::Overrun, detail(lens.end)));
+    }
+    let avail = len - lens.end;
+    let mut cum = 0u64;
+    let mut prev_len = 0i64;
+    let mut out = Vec::with_capacity(lens.values.len());
+    for (k, &raw) in lens.values.iter().enumerate() {
+        let s = raw as u32 as i32;
+        let mut value_len = i64::from(s);
+        if let Some((prefix, _)) = prefix {
+            let p = prefix[k] as u32 as i32;
+            if p < 0 || i64::from(p) > prev_len {
+                return Err((ErrorCode::BadPrefix, detail(k as u64)));
+            }
+            value_len += i64::from(p);
+        }
+        if s < 0 || cum + s as u64 > avail {
+            return Err((ErrorCode::Overrun, detail(k as u64)));
+        }
+        out.push(Span {
+            at: lens.end + cum,
+            len: s as u32,
+        });
+        cum += s as u64;
+        prev_len = value_len;
+    }
+    Ok(out)
+}
+
+/// Decodes `count` values of a DELTA_LENGTH_BYTE_ARRAY stream: slices of `bytes`.
+pub fn decode_delta_length_byte_array(bytes: &[u8], count: usize) -> Result<Vec<&[u8]>, ErrorCode> {
+    let spans = length_block(bytes, 0, count as u64, None).map_err(|e| e.0)?;
+    Ok(spans
+        .into_iter()
+        .map(|s| &bytes[s.at as usize..s.at as usize + s.len as usize])
+        .collect())
+}
+
+/// The two length streams of a DELTA_BYTE_ARRAY page, checked: per value, its prefix length and its
+/// suffix. The suffix stream must declare as many values as the prefix stream (arrow-rs's check;
+/// [`ErrorCode::BadDeltaHeader`] at the suffix header).
+fn dba_lengths(bytes: &[u8], count: u64) -> Result<Vec<(u32, Span)>, Fail> {
+    let prefix = dbp(bytes, 0, count, 32, true, None)?;
+    let suffixes = length_block(bytes, prefix.end, count, Some((&prefix.values, prefix.total)))?;
+    Ok(prefix
+        .values
+        .iter()
+        .zip(suffixes)
+        .map(|(&p, s)| (p as u32, s))
+        .collect())
+}
+
+/// Decodes `count` values of a DELTA_BYTE_ARRAY stream.
+pub fn decode_delta_byte_array(bytes: &[u8], count: usize) -> Result<Vec<Vec<u8>>, ErrorCode> {
+    let parts = dba_lengths(bytes, count as u64).map_err(|e| e.0)?;
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(parts.len());
+    for (p, s) in parts {
+        // Each prefix was checked against the previous value's length.
+        let mut v = out.last().map_or(Vec::new(), |prev| prev[..p as usize].to_vec());
+        v.extend_from_slice(&bytes[s.at as usize..s.at as usize + s.len as usize]);
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// Decodes `count` values of `width` bytes from a BYTE_STREAM_SPLIT stream (the values' bytes, in
+/// order). As arrow-rs, the streams are `bytes.len() / width` long; they must hold `count` values.
+pub fn decode_byte_stream_split(bytes: &[u8], count: usize, width: usize) -> Result<Vec<u8>, ErrorCode> {
+    if width == 0 {
+        return Err(ErrorCode::BadEncoding);
+    }
+    let stride = bytes.len() / width;
+    if stride < count {
+        return Err(ErrorCode::Overrun);
+    }
+    let mut out = vec![0u8; count * width];
+    for (k, value) in out.chunks_exact_mut(width).enumerate() {
+        for (b, byte) in value.iter_mut().enumerate() {
+            *byte = bytes[b * stride + k];
+        }
+    }
+    Ok(out)
+}
+
+/// Records a page's first error (as `page_error` does).
+fn set_error(page: &mut PageDesc, (code, detail): Fail) {
+    if page.error == 0 {
+        page.error = code as u32;
+        page.error_detail = detail;
+    }
+}
+
+/// Runs `each` over the pages of `encoding` that have no error yet, with the page's column and a copy of
+/// its values stream, recording the error it returns. A column index or values stream the arena does
+/// not hold is an Overrun with detail 0 (the kernels trust the host-built descriptors).
+fn for_pages(
+    arena: &mut Arena,
+    pages: &mut [PageDesc],
+    cols: &[ColumnDesc],
+    encoding: u32,
+    mut each: impl FnMut(&mut Arena, &PageDesc, &ColumnDesc, &[u8]) -> Result<(), Fail>,
+) {
+    for page in pages.iter_mut() {
+        if page.encoding != encoding || page.error != 0 {
+            continue;
+        }
+        let values = match page.values_len {
+            0 => Some(Vec::new()),
+            n => arena.get(page.values, n).map(<[u8]>::to_vec),
+        };
+        let result = match (cols.get(page.column as usize), values) {
+            (Some(col), Some(values)) => each(arena, page, col, &values),
+            _ => Err((ErrorCode::Overrun, 0)),
+        };
+        if let Err(e) = result {
+            set_error(page, e);
+        }
+    }
+}
+
+/// Writes `bytes` at `addr`; a write outside the arena is an Overrun with `detail` (the kernels trust
+/// the host's buffers, the reference checks them).
+fn put(arena: &mut Arena, addr: u64, bytes: &[u8], detail: u32) -> Result<(), Fail> {
+    if arena.write(addr, bytes) {
+        Ok(())
+    } else {
+        Err((ErrorCode::Overrun, detail))
+    }
+}
+
+/// Reads `T` at `addr`; outside the arena is an Overrun with `detail`.
+fn get<T: bytemuck::Pod>(arena: &Arena, addr: u64, detail: u32) -> Result<T, Fail> {
+    arena
+        .read::<T>(addr, 1)
+        .map(|v| v[0])
+        .ok_or((ErrorCode::Overrun, detail))
+}
+
+/// Reference of `gp_delta_binary_packed`: each DELTA_BINARY_PACKED page of an INT32 or INT64 column
+/// decodes its `num_non_null` values to `dense + (row_start + k) * dense_width` (4 or 8 bytes, LE).
+/// Another physical type is [`ErrorCode::BadEncoding`] (detail: the type).
+pub fn delta_binary_packed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+    for_pages(
+        arena,
+        pages,
+        cols,
+        encoding::DELTA_BINARY_PACKED,
+        |arena, page, col, values| {
+            let bits = match page.physical {
+                physical::INT32 => 32,
+                physical::INT64 => 64,
+                other => return Err((ErrorCode::BadEncoding, other)),
+            };
+            let d = dbp(values, 0, u64::from(page.num_non_null), bits, false, None)?;
+            let width = (bits / 8) as usize;
+            for (k, v) in d.values.into_iter().enumerate() {
+                let addr = col.dense + (u64::from(page.row_start) + k as u64) * u64::from(col.dense_width);
+                put(arena, addr, &v.to_le_bytes()[..width], k as u32)?;
+            }
+            Ok(())
+        },
+    );
+}
+
+/// Reference of `gp_delta_length_byte_array`: each DELTA_LENGTH_BYTE_ARRAY page of a BYTE_ARRAY column
+/// writes, per present value `k`, `str_len[row_start + k]` (its length) and `str_src[row_start + k]`
+/// (the address of its bytes in the page). Another physical type is [`ErrorCode::BadEncoding`].
+pub fn delta_length_byte_array(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+    for_pages(
+        arena,
+        pages,
+        cols,
+        encoding::DELTA_LENGTH_BYTE_ARRAY,
+        |arena, page, col, values| {
+            if page.physical != physical::BYTE_ARRAY {
+                return Err((ErrorCode::BadEncoding, page.physical));
+            }
+            let spans = length_block(values, 0, u64::from(page.num_non_null), None)?;
+            for (k, s) in spans.into_iter().enumerate() {
+                let at = u64::from(page.row_start) + k as u64;
+                put(arena, col.str_len + at * 4, &s.len.to_le_bytes(), k as u32)?;
+                put(
+                    arena,
+                    col.str_src + at * 8,
+                    &(page.values + s.at).to_le_bytes(),
+                    k as u32,
+                )?;
+            }
+            Ok(())
+        },
+    );
+}
+
+/// Reference of `gp_delta_byte_array_lengths`: each DELTA_BYTE_ARRAY page of a BYTE_ARRAY column writes,
+/// per present value `k` (at `row_start + k`), `str_len` (prefix + suffix length), `str_src` (the
+/// address of its suffix in the page) and the prefix length as `u32` at `dense`. FIXED_LEN_BYTE_ARRAY
+/// (the host's) and other types are [`ErrorCode::BadEncoding`].
+pub fn delta_byte_array_lengths(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+    for_pages(
+        arena,
+        pages,
+        cols,
+        encoding::DELTA_BYTE_ARRAY,
+        |arena, page, col, values| {
+            if page.physical != physical::BYTE_ARRAY {
+                return Err((ErrorCode::BadEncoding, page.physical));
+            }
+            let parts = dba_lengths(values, u64::from(page.num_non_null))?;
+            for (k, (p, s)) in parts.into_iter().enumerate() {
+                let at = u64::from(page.row_start) + k as u64;
+                let d = k as u32;
+                put(arena, col.dense + at * u64::from(col.dense_width), &p.to_le_bytes(), d)?;
+                put(arena, col.str_len + at * 4, &(p + s.len).to_le_bytes(), d)?;
+                put(arena, col.str_src + at * 8, &(page.values + s.at).to_le_bytes(), d)?;
+            }
+            Ok(())
+        },
+    );
+}
+
+/// Reference of `gp_delta_byte_array_copy`: rebuilds each present value of each DELTA_BYTE_ARRAY page
+/// (after [`delta_byte_array_lengths`] and the offsets step) into `out_values` at its row's
+/// `out_offsets`: the previous present value's first `prefix` output bytes, then its suffix. Row `i`
+/// of the page holds value `vidx[row_start + i]` (or `i` when `max_def` is 0), -1 for a null. Errors
+/// (detail: the row in the page): [`ErrorCode::Overrun`] when the present rows' values are not
+/// 0, 1, 2, ... below `num_non_null`, or the row's offsets disagree with its length or leave
+/// `chars_capacity`; [`ErrorCode::BadPrefix`] when the prefix exceeds the value's or the previous
+/// value's length.
+pub fn delta_byte_array_copy(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+    for_pages(arena, pages, cols, encoding::DELTA_BYTE_ARRAY, |arena, page, col, _| {
+        if page.physical != physical::BYTE_ARRAY {
+            return Err((ErrorCode::BadEncoding, page.physical));
+        }
+        let row0 = u64::from(page.row_start);
+        let (mut next_k, mut prev_off, mut prev_len) = (0u64, 0u64, 0u64);
+        for i in 0..u64::from(page.num_values) {
+            let d = detail(i);
+            let overrun = Err((ErrorCode::Overrun, d));
+            let row = row0 + i;
+            let k = match page.max_def {
+                0 => i as i64,
+                _ => i64::from(get::<i32>(arena, col.vidx + row * 4, d)?),
+            };
+            if k < 0 {
+                continue;
+            }
+            let k = k as u64;
+            if k != next_k || k >= u64::from(page.num_non_null) {
+                return overrun;
+            }
+            next_k += 1;
+            let at = row0 + k;
+            let p = u64::from(get::<u32>(arena, col.dense + at * u64::from(col.dense_width), d)?);
+            let len = u64::from(get::<u32>(arena, col.str_len + at * 4, d)?);
+            let src = get::<u64>(arena, col.str_src + at * 8, d)?;
+            let off = i64::from(get::<i32>(arena, col.out_offsets + row * 4, d)?);
+            let next = i64::from(get::<i32>(arena, col.out_offsets + (row + 1) * 4, d)?);
+            if off < 0 || next != off + len as i64 || off as u64 + len > col.chars_capacity {
+                return overrun;
+            }
+            if p > len || p > prev_len {
+                return Err((ErrorCode::BadPrefix, d));
+            }
+            let mut value = match arena.get(col.out_values + prev_off, p) {
+                Some(prefix) => prefix.to_vec(),
+                None => return overrun,
+            };
+            match arena.get(src, len - p) {
+                Some(suffix) => value.extend_from_slice(suffix),
+                None => return overrun,
+            }
+            put(arena, col.out_values + off as u64, &value, d)?;
+            (prev_off, prev_len) = (off as u64, len);
+        }
+        Ok(())
+    });
+}
+
+/// Reference of `gp_byte_stream_split`: each BYTE_STREAM_SPLIT page of a FLOAT, DOUBLE, INT32, INT64 or
+/// FIXED_LEN_BYTE_ARRAY column joins its `num_non_null` values of `type_len` bytes into
+/// `dense + (row_start + k) * dense_width`. As arrow-rs, each byte stream is `values_len / type_len`
+/// bytes long ([`ErrorCode::Overrun`], detail: that count, when below `num_non_null`). Another type, or
+/// a `type_len` that is 0, above `dense_width` or not the type's width, is [`ErrorCode::BadEncoding`]
+/// (detail: the type).
+pub fn byte_stream_split(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+    for_pages(
+        arena,
+        pages,
+        cols,
+        encoding::BYTE_STREAM_SPLIT,
+        |arena, page, col, values| {
+            let w = page.type_len;
+            let ok = match page.physical {
+                physical::FLOAT | physical::INT32 => w == 4,
+                physical::DOUBLE | physical::INT64 => w == 8,
+                physical::FIXED_LEN_BYTE_ARRAY => w > 0,
+                _ => false,
+            };
+            if !ok || w > col.dense_width {
+                return Err((ErrorCode::BadEncoding, page.physical));
+            }
+            let stride = values.len() as u64 / u64::from(w);
+            let n = page.num_non_null as usize;
+            let joined =
+                decode_byte_stream_split(values, n, w as usize).map_err(|_| (ErrorCode::Overrun, detail(stride)))?;
+            for (k, value) in joined.chunks_exact(w as usize).enumerate() {
+                let addr = col.dense + (u64::from(page.row_start) + k as u64) * u64::from(col.dense_width);
+                put(arena, addr, value, k as u32)?;
+            }
+            Ok(())
+        },
+    );
+}
