@@ -638,3 +638,450 @@ pub fn byte_stream_split(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Colu
         },
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    fn zz(v: i64) -> u64 {
+        ((v << 1) ^ (v >> 63)) as u64
+    }
+
+    /// A DELTA_BINARY_PACKED encoder written from the format's description, independent of the decoder:
+    /// `values` wrapping in `bits`, blocks of `block_size` values in `minis` miniblocks; the unused
+    /// miniblocks of the last block get width `unused_width` and no bytes.
+    fn encode(values: &[i64], block_size: usize, minis: usize, bits: u32, unused_width: u8) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_uleb(&mut out, block_size as u64);
+        put_uleb(&mut out, minis as u64);
+        put_uleb(&mut out, values.len() as u64);
+        put_uleb(&mut out, zz(values.first().copied().unwrap_or(0)));
+        let vpm = block_size / minis;
+        let deltas: Vec<i64> = values
+            .windows(2)
+            .map(|w| match bits {
+                32 => i64::from((w[1] as i32).wrapping_sub(w[0] as i32)),
+                _ => w[1].wrapping_sub(w[0]),
+            })
+            .collect();
+        for block in deltas.chunks(block_size) {
+            let min = *block.iter().min().unwrap();
+            put_uleb(&mut out, zz(min));
+            let rel: Vec<u64> = block
+                .iter()
+                .map(|&d| match bits {
+                    32 => u64::from((d as i32).wrapping_sub(min as i32) as u32),
+                    _ => d.wrapping_sub(min) as u64,
+                })
+                .collect();
+            let minis_used: Vec<&[u64]> = rel.chunks(vpm).collect();
+            let widths: Vec<u8> = (0..minis)
+                .map(|m| match minis_used.get(m) {
+                    Some(vals) => (64 - vals.iter().max().unwrap().leading_zeros()) as u8,
+                    None => unused_width,
+                })
+                .collect();
+            out.extend_from_slice(&widths);
+            for (vals, &w) in minis_used.iter().zip(&widths) {
+                let mut packed = vec![0u8; vpm * w as usize / 8];
+                for (i, &v) in vals.iter().enumerate() {
+                    for b in 0..w as usize {
+                        if v >> b & 1 == 1 {
+                            let bit = i * w as usize + b;
+                            packed[bit / 8] |= 1 << (bit % 8);
+                        }
+                    }
+                }
+                out.extend_from_slice(&packed);
+            }
+        }
+        out
+    }
+
+    /// Deterministic pseudo-random numbers (xorshift), for test data.
+    fn rng(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed | 1;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    fn sample_i64(n: usize, seed: u64) -> Vec<Vec<i64>> {
+        let mut r = rng(seed);
+        let extremes = [i64::MIN, i64::MAX, 0, -1, 1, i64::MIN + 1, i64::MAX - 1];
+        vec![
+            (0..n).map(|i| extremes[i % extremes.len()]).collect(),
+            (0..n).map(|_| r() as i64).collect(),
+            (0..n).map(|_| (r() % 1000) as i64 - 500).collect(),
+            (0..n as i64).map(|i| i * 3 - 7).collect(),
+            vec![42; n],
+            (0..n).map(|i| if i % 100 == 7 { i64::MAX } else { 5 }).collect(),
+        ]
+    }
+
+    const LAYOUTS: [(usize, usize); 6] = [(128, 4), (128, 1), (256, 8), (1024, 4), (128, 2), (512, 16)];
+
+    #[test]
+    fn round_trips_i64_and_i32() {
+        for n in [0usize, 1, 2, 31, 32, 33, 128, 129, 200, 1000, 2049] {
+            for (seed, values) in sample_i64(n, n as u64 + 1).into_iter().enumerate() {
+                for (block, minis) in LAYOUTS {
+                    let bytes = encode(&values, block, minis, 64, 0);
+                    let (got, end) = decode_delta_binary_packed_i64(&bytes, n).unwrap();
+                    assert_eq!(got, values, "n {n} sample {seed} layout {block}/{minis}");
+                    assert_eq!(end, bytes.len());
+                    let v32: Vec<i64> = values.iter().map(|&v| i64::from(v as i32)).collect();
+                    let bytes = encode(&v32, block, minis, 32, 0);
+                    let (got, end) = decode_delta_binary_packed_i32(&bytes, n).unwrap();
+                    assert_eq!(got.iter().map(|&v| i64::from(v)).collect::<Vec<_>>(), v32);
+                    assert_eq!(end, bytes.len());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fewer_values_than_the_header_and_the_stream_end() {
+        let values: Vec<i64> = (0..1000).map(|i| i * i).collect();
+        let mut bytes = encode(&values, 128, 4, 64, 0);
+        let len = bytes.len();
+        bytes.extend_from_slice(b"tail");
+        let (got, end) = decode_delta_binary_packed_i64(&bytes, 10).unwrap();
+        assert_eq!(got, &values[..10]);
+        assert_eq!(end, len, "the end is after all of the header's values");
+        // The INT64 page step stops at the last miniblock it used.
+        let d = dbp(&bytes, 0, 10, 64, false, None).unwrap();
+        assert!(d.end < len as u64);
+        assert_eq!(decode_delta_binary_packed_i64(&bytes, 1001), Err(ErrorCode::ShortPage));
+    }
+
+    #[test]
+    fn unused_miniblocks_may_have_any_width() {
+        let values: Vec<i64> = (0..40).map(|i| i * 7).collect();
+        let bytes = encode(&values, 128, 4, 64, 200);
+        let (got, end) = decode_delta_binary_packed_i64(&bytes, 40).unwrap();
+        assert_eq!((got, end), (values, bytes.len()));
+    }
+
+    /// The example of the format's documentation: 7, 5, 3, 1, 2, 3, 4, 5 in one block of 128 values
+    /// and 4 miniblocks: min delta -2, widths [2, 0, 0, 0], then 8 bytes for 32 two-bit deltas.
+    #[test]
+    fn spec_example() {
+        let mut bytes = vec![0x80, 0x01, 0x04, 0x08, 0x0e, 0x03, 0x02, 0x00, 0x00, 0x00];
+        // Deltas less the minimum: 0, 0, 0, 3, 3, 3, 3, two bits each, LSB first.
+        bytes.extend_from_slice(&[0xc0, 0x3f, 0, 0, 0, 0, 0, 0]);
+        let (got, end) = decode_delta_binary_packed_i32(&bytes, 8).unwrap();
+        assert_eq!(got, [7, 5, 3, 1, 2, 3, 4, 5]);
+        assert_eq!(end, bytes.len());
+    }
+
+    fn header(block: u64, minis: u64, total: u64, first: i64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for v in [block, minis, total, zz(first)] {
+            put_uleb(&mut out, v);
+        }
+        out
+    }
+
+    fn err_i64(bytes: &[u8], n: usize) -> Result<u64, Fail> {
+        dbp(bytes, 0, n as u64, 64, true, None).map(|d| d.end)
+    }
+
+    fn err_i32(bytes: &[u8], n: usize) -> Result<u64, Fail> {
+        dbp(bytes, 0, n as u64, 32, true, None).map(|d| d.end)
+    }
+
+    #[test]
+    fn absurd_headers() {
+        use ErrorCode::*;
+        assert_eq!(
+            err_i64(&header(0, 4, 5, 0), 1),
+            Err((BadDeltaHeader, 0)),
+            "block size 0"
+        );
+        assert_eq!(
+            err_i64(&header(100, 4, 5, 0), 1),
+            Err((BadDeltaHeader, 0)),
+            "not a multiple of 128"
+        );
+        assert_eq!(
+            err_i64(&header(1 << 32, 4, 5, 0), 1),
+            Err((BadDeltaHeader, 0)),
+            "too large"
+        );
+        assert_eq!(
+            err_i64(&header(128, 0, 5, 0), 1),
+            Err((BadDeltaHeader, 2)),
+            "no miniblocks"
+        );
+        assert_eq!(
+            err_i64(&header(128, 3, 5, 0), 1),
+            Err((BadDeltaHeader, 2)),
+            "not a divisor"
+        );
+        assert_eq!(
+            err_i64(&header(128, 8, 5, 0), 1),
+            Err((BadDeltaHeader, 2)),
+            "16 per miniblock"
+        );
+        assert_eq!(
+            err_i32(&header(128, 4, 5, 1 << 31), 1),
+            Err((BadDeltaHeader, 4)),
+            "i32 first value"
+        );
+        assert_eq!(err_i64(&header(128, 4, 1, 1 << 31), 1), Ok(9), "fine for i64");
+        assert_eq!(err_i64(&header(128, 4, 3, 0), 5), Err((ShortPage, 3)));
+        assert_eq!(err_i64(&[0x80; 11], 1), Err((BadDeltaHeader, 0)), "ULEB over 10 bytes");
+        assert_eq!(err_i64(&[0x80; 9], 1), Err((Overrun, 0)), "ULEB cut short");
+        assert_eq!(err_i64(&[0x80, 0x01, 0x04], 1), Err((Overrun, 3)), "no total");
+        assert_eq!(err_i64(&[], 0), Err((Overrun, 0)), "empty stream");
+        // Zero or one value: no blocks; the end is the header's.
+        assert_eq!(err_i64(&header(128, 4, 1, -9), 1), Ok(5));
+        assert_eq!(err_i64(&header(128, 4, 0, 0), 0), Ok(5));
+    }
+
+    #[test]
+    fn bad_blocks() {
+        use ErrorCode::*;
+        // Header (5 bytes), then min delta 0 and four widths.
+        let block = |widths: [u8; 4]| {
+            let mut b = header(128, 4, 10, 0);
+            b.push(0);
+            b.extend_from_slice(&widths);
+            b
+        };
+        assert_eq!(err_i64(&block([65, 0, 0, 0]), 10), Err((BadBitWidth, 65)));
+        assert_eq!(err_i32(&block([33, 0, 0, 0]), 10), Err((BadBitWidth, 33)));
+        assert_eq!(
+            err_i64(&block([0, 255, 255, 255]), 10),
+            Ok(10),
+            "unused widths are not read"
+        );
+        assert_eq!(err_i64(&block([1, 0, 0, 0]), 10), Err((Overrun, 10)), "no packed bytes");
+        let mut cut = block([0, 0, 0, 0]);
+        cut.truncate(8);
+        assert_eq!(err_i64(&cut, 10), Err((Overrun, 6)), "widths cut short");
+        let mut i32_min = header(128, 4, 10, 0);
+        put_uleb(&mut i32_min, zz(-(1 << 31) - 1));
+        assert_eq!(err_i32(&i32_min, 10), Err((BadDeltaHeader, 5)), "min delta beyond i32");
+        // Only the bits of the values used must be there: 2 deltas of 8 bits in a 32-value miniblock.
+        let mut short = block([8, 0, 0, 0]);
+        short[3] = 3; // total 3
+        short.extend_from_slice(&[1, 2]);
+        assert_eq!(decode_delta_binary_packed_i64(&short, 3), Ok((vec![0, 1, 3], 42)));
+    }
+
+    #[test]
+    fn huge_counts_cost_bytes_not_time() {
+        // 2^60 values declared, width 0 blocks of 2^31: the walk to the end stops where the bytes do.
+        let mut b = header(1 << 31, 1, 1 << 60, 0);
+        for _ in 0..1000 {
+            b.extend_from_slice(&[2, 0]); // min delta 1, width 0
+        }
+        let started = std::time::Instant::now();
+        let r = err_i64(&b, 5);
+        assert!(matches!(r, Err((ErrorCode::Overrun, _))), "{r:?}");
+        let (values, _) = dbp(&b, 0, 5, 64, false, None).map(|d| (d.values, d.end)).unwrap();
+        assert_eq!(values, [0, 1, 2, 3, 4]);
+        assert!(started.elapsed().as_secs() < 5);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_or_cuts_only_padding() {
+        for (values, bits) in [
+            ((0..300).map(|i| (i * 7919) % 1000 - 400).collect::<Vec<i64>>(), 64),
+            (sample_i64(300, 9)[1].clone(), 64),
+            (sample_i64(300, 9)[0].iter().map(|&v| i64::from(v as i32)).collect(), 32),
+        ] {
+            let bytes = encode(&values, 128, 4, bits, 0);
+            // Once a cut is accepted (it removes only the last miniblock's padding: arrow-rs accepts
+            // that too), every longer one is.
+            let mut first_ok = None;
+            for cut in 0..bytes.len() {
+                match dbp(&bytes[..cut], 0, values.len() as u64, bits, true, None) {
+                    Err((ErrorCode::Overrun, _)) => assert_eq!(first_ok, None, "cut at {cut}"),
+                    Ok(d) => {
+                        let got: Vec<i64> = d
+                            .values
+                            .iter()
+                            .map(|&v| if bits == 32 { i64::from(v as i32) } else { v as i64 })
+                            .collect();
+                        assert_eq!(got, values, "cut at {cut}");
+                        assert_eq!(d.end as usize, bytes.len());
+                        first_ok.get_or_insert(cut);
+                    }
+                    Err(e) => panic!("cut at {cut} of {}: {e:?}", bytes.len()),
+                }
+            }
+            // 299 deltas = 2 * 128 + 32 + 11: the last miniblock uses 11 of its 32; the padding is less
+            // than a miniblock.
+            assert!(first_ok.is_none_or(|c| bytes.len() - c < 32 * 64 / 8), "{first_ok:?}");
+        }
+    }
+
+    fn dlba(values: &[&[u8]]) -> Vec<u8> {
+        let lens: Vec<i64> = values.iter().map(|v| v.len() as i64).collect();
+        let mut out = encode(&lens, 128, 4, 32, 0);
+        for v in values {
+            out.extend_from_slice(v);
+        }
+        out
+    }
+
+    fn dba(values: &[&[u8]]) -> Vec<u8> {
+        let mut prefixes = Vec::new();
+        let mut suffixes: Vec<&[u8]> = Vec::new();
+        let mut prev: &[u8] = &[];
+        for v in values {
+            let p = prev.iter().zip(v.iter()).take_while(|(a, b)| a == b).count();
+            prefixes.push(p as i64);
+            suffixes.push(&v[p..]);
+            prev = v;
+        }
+        let mut out = encode(&prefixes, 128, 4, 32, 0);
+        out.extend(dlba(&suffixes));
+        out
+    }
+
+    fn strings(n: usize, seed: u64) -> Vec<Vec<u8>> {
+        let mut r = rng(seed);
+        (0..n)
+            .map(|i| match r() % 5 {
+                0 => Vec::new(),
+                1 => format!("https://example.com/a/b/{}", i / 3).into_bytes(),
+                2 => vec![b'x'; (r() % 300) as usize],
+                _ => (0..r() % 20).map(|_| r() as u8).collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn byte_arrays_round_trip() {
+        for n in [0, 1, 2, 129, 700] {
+            let mut values = strings(n, n as u64 + 3);
+            for sorted in [false, true] {
+                if sorted {
+                    values.sort();
+                }
+                let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+                assert_eq!(decode_delta_length_byte_array(&dlba(&refs), n).unwrap(), refs);
+                assert_eq!(decode_delta_byte_array(&dba(&refs), n).unwrap(), values);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_byte_arrays() {
+        use ErrorCode::*;
+        let count = |bytes: &[u8], n| length_block(bytes, 0, n, None).map(|v| v.len());
+        let mut neg = encode(&[3, -1, 2], 128, 4, 32, 0);
+        neg.extend_from_slice(b"abcde");
+        assert_eq!(count(&neg, 3), Err((Overrun, 1)), "negative length");
+        let mut short = encode(&[3, 1, 2], 128, 4, 32, 0);
+        short.extend_from_slice(b"abcde");
+        assert_eq!(count(&short, 3), Err((Overrun, 2)), "bytes past the end");
+        short.push(b'f');
+        assert_eq!(count(&short, 3), Ok(3));
+        // Prefix lengths [1, ...]: the first value has no previous one.
+        let mut p0 = encode(&[1, 0], 128, 4, 32, 0);
+        p0.extend(dlba(&[b"a", b"b"]));
+        assert_eq!(dba_lengths(&p0, 2).map(|v| v.len()), Err((BadPrefix, 0)));
+        // A prefix longer than the previous value.
+        let mut long = encode(&[0, 3], 128, 4, 32, 0);
+        long.extend(dlba(&[b"ab", b"c"]));
+        assert_eq!(dba_lengths(&long, 2).map(|v| v.len()), Err((BadPrefix, 1)));
+        // Prefix and suffix streams disagree on the count.
+        let prefix = encode(&[0, 0], 128, 4, 32, 0);
+        let mut mismatch = prefix.clone();
+        mismatch.extend(dlba(&[b"a", b"b", b"c"]));
+        assert_eq!(
+            dba_lengths(&mismatch, 2).map(|v| v.len()),
+            Err((BadDeltaHeader, prefix.len() as u32))
+        );
+        assert_eq!(decode_byte_stream_split(&[1, 2, 3, 4, 5, 6, 7], 2, 4), Err(Overrun));
+        assert_eq!(
+            decode_byte_stream_split(&[1, 2, 3, 4, 5, 6, 7, 8], 2, 4),
+            Ok(vec![1, 3, 5, 7, 2, 4, 6, 8])
+        );
+        // As arrow-rs: the streams are len / width long, extra values and bytes are ignored.
+        assert_eq!(
+            decode_byte_stream_split(&[1, 2, 3, 4, 5, 6, 7, 8, 9], 1, 4),
+            Ok(vec![1, 3, 5, 7])
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Random bytes: every decoder returns (an error or values), never panics.
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200), n in 0usize..300) {
+            let _ = decode_delta_binary_packed_i64(&bytes, n);
+            let _ = decode_delta_binary_packed_i32(&bytes, n);
+            let _ = decode_delta_length_byte_array(&bytes, n);
+            let _ = decode_delta_byte_array(&bytes, n);
+            let _ = decode_byte_stream_split(&bytes, n, 1 + n % 9);
+        }
+
+        /// Valid streams with random bytes changed: an error or `n` values, never a panic.
+        #[test]
+        fn flipped_streams(
+            values in proptest::collection::vec(any::<i64>(), 0..400),
+            flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 1..4),
+            layout in 0usize..LAYOUTS.len(),
+        ) {
+            let (block, minis) = LAYOUTS[layout];
+            let n = values.len();
+            let refs: Vec<Vec<u8>> = values.iter().map(|v| v.to_le_bytes()[..(*v as usize % 9)].to_vec()).collect();
+            let refs: Vec<&[u8]> = refs.iter().map(Vec::as_slice).collect();
+            for mut bytes in [encode(&values, block, minis, 64, 0), dlba(&refs), dba(&refs)] {
+                for &(at, x) in &flips {
+                    if !bytes.is_empty() {
+                        let i = at % bytes.len();
+                        bytes[i] ^= x;
+                    }
+                }
+                if let Ok((v, _)) = decode_delta_binary_packed_i64(&bytes, n) {
+                    prop_assert_eq!(v.len(), n);
+                }
+                if let Ok((v, _)) = decode_delta_binary_packed_i32(&bytes, n) {
+                    prop_assert_eq!(v.len(), n);
+                }
+                if let Ok(v) = decode_delta_length_byte_array(&bytes, n) {
+                    prop_assert_eq!(v.len(), n);
+                }
+                if let Ok(v) = decode_delta_byte_array(&bytes, n) {
+                    prop_assert_eq!(v.len(), n);
+                }
+            }
+        }
+
+        /// Any values round-trip through the independent encoder, in both widths.
+        #[test]
+        fn any_values_round_trip(values in proptest::collection::vec(any::<i64>(), 0..600), layout in 0usize..LAYOUTS.len()) {
+            let (block, minis) = LAYOUTS[layout];
+            let bytes = encode(&values, block, minis, 64, 0);
+            prop_assert_eq!(decode_delta_binary_packed_i64(&bytes, values.len()), Ok((values.clone(), bytes.len())));
+            let v32: Vec<i64> = values.iter().map(|&v| i64::from(v as i32)).collect();
+            let bytes = encode(&v32, block, minis, 32, 0);
+            let got = decode_delta_binary_packed_i32(&bytes, values.len()).map(|(v, e)| (v.iter().map(|&x| i64::from(x)).collect::<Vec<_>>(), e));
+            prop_assert_eq!(got, Ok((v32, bytes.len())));
+        }
+    }
+}
