@@ -177,7 +177,7 @@ pub struct ColumnDesc {
     /// Dense values, `num_rows * dense_width` bytes: page `p`'s `k`-th present value at
     /// `(row_start + k) * dense_width`. Written by decoders whose values are not already in plain form
     /// (dictionary indices as `u32`, RLE booleans as `u8`, delta and byte-stream-split values in the
-    /// physical width).
+    /// physical width, DELTA_BYTE_ARRAY prefix lengths as `u32`).
     pub dense: u64,
     /// Bytes per dense value: `max(4, type_len)` (dictionary indices are `u32`; RLE booleans one byte
     /// at that stride).
@@ -194,7 +194,8 @@ pub struct ColumnDesc {
     /// BYTE_ARRAY: `i32[num_rows + 1]` Arrow offsets.
     pub out_offsets: u64,
     /// BYTE_ARRAY: `u64[num_rows]` dense source addresses of the present values (`(row_start + k)`).
-    /// 0 for a DELTA_BYTE_ARRAY value, whose bytes `gp_delta_byte_array_copy` rebuilds.
+    /// For a DELTA_BYTE_ARRAY value, the address of its suffix: `gp_delta_byte_array_copy` rebuilds
+    /// those values (prefix from the previous value, then the suffix) and `gp_copy_strings` skips them.
     pub str_src: u64,
     /// BYTE_ARRAY: `u32[num_rows]` dense lengths of the present values.
     pub str_len: u64,

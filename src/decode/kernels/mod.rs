@@ -13,6 +13,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("levels.cu", include_str!("levels.cu")),
     ("values.cu", include_str!("values.cu")),
     ("strings.cu", include_str!("strings.cu")),
+    ("delta.cu", include_str!("delta.cu")),
 ];
 
 /// Name of the program, in NVRTC messages and cache file names.

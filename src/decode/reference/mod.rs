@@ -11,6 +11,7 @@ pub mod core;
 mod core_tests;
 #[cfg(test)]
 pub(crate) mod test_pages;
+pub mod delta;
 
 use std::collections::BTreeMap;
 
