@@ -38,6 +38,12 @@ pub struct BenchOptions {
     pub policy: IoPolicy,
     /// GPU ordinal.
     pub device: usize,
+    /// Also the decode rows: file → decoded device columns, and decode alone.
+    pub decode: bool,
+    /// Device-memory budget of the decode rows (default: the reader's, half the free memory).
+    pub memory_limit: Option<u64>,
+    /// Where the GPU decoder caches kernels and finds nvCOMP.
+    pub decoder: crate::decode::gpu::DecoderOptions,
 }
 
 impl Default for BenchOptions {
@@ -49,6 +55,9 @@ impl Default for BenchOptions {
             staged_threads: vec![8, 12, 16],
             policy: IoPolicy::default(),
             device: 0,
+            decode: true,
+            memory_limit: None,
+            decoder: Default::default(),
         }
     }
 }
@@ -264,7 +273,131 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
     );
     let name = b.as_ref().map(|b| b.name()).unwrap_or_else(|_| "cufile".into());
     rows.push(measure_backend(name, b, &source, &plan, reps, cold));
+    if opts.decode {
+        rows.extend(decode_rows(file, opts, reps, cold));
+    }
     Ok(report(file, &plan, reps, cold_skipped, rows))
+}
+
+/// The decode rows, in uncompressed bytes per second (the row groups' column `total_uncompressed_size`,
+/// cuDF's measure): file → decoded device columns through the default GPU backend (hot and cold), and
+/// decode alone with the chunks already in device memory. The first decode is checked against
+/// arrow-rs on its first step's row groups (a benchmark of wrong values is worthless).
+fn decode_rows(file: &Path, opts: &BenchOptions, reps: usize, cold: bool) -> Vec<BenchRow> {
+    let build = || {
+        let mut b = crate::Reader::builder(file)
+            .with_projection(opts.columns.clone())
+            .with_device(opts.device)
+            .with_policy(opts.policy.clone())
+            .with_decoder_options(opts.decoder.clone());
+        if let Some(m) = opts.memory_limit {
+            b = b.with_memory_limit(m);
+        }
+        b.build()
+    };
+    let reader = match build() {
+        Ok(r) => r,
+        Err(e) => return vec![BenchRow::failed("decode: file -> device columns", 0, e.to_string())],
+    };
+    let meta = reader.source().metadata().clone();
+    let bytes: u64 = reader
+        .plan()
+        .chunks
+        .iter()
+        .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)
+        .sum();
+    let backend = reader.io().name();
+    let mut rows = Vec::new();
+    let mut first = true;
+    let mut check_note = None;
+    let mut row = measure(
+        format!("decode: file -> device columns ({backend})"),
+        bytes,
+        reps,
+        cold,
+        || {
+            let read = reader.read_device()?;
+            if first {
+                first = false;
+                check_note = Some(spot_check_decode(&reader, &read).unwrap_or_else(|e| format!("WRONG VALUES: {e}")));
+            }
+            Ok(IoLog::default())
+        },
+    );
+    row.path = None;
+    row.note = [row.note.take(), check_note]
+        .into_iter()
+        .flatten()
+        .reduce(|a, b| format!("{a}; {b}"));
+    rows.push(row);
+
+    // Decode alone: the chunks read once, then decoded `reps` times.
+    let mut alone = BenchRow::blank("decode only (chunks already in device memory)", bytes);
+    let res = (|| -> Result<()> {
+        let chunks = reader.read()?;
+        let decoder = reader.gpu_decoder()?;
+        let (schema, routes) = crate::decode::pipeline::route_columns(reader.source(), &reader.plan().columns)?;
+        let AnyBuffer::Device(buf) = chunks.buffer() else {
+            return Err(crate::Error::device("bench", "the backend read into host memory"));
+        };
+        let run = || {
+            decoder.decode(
+                reader.source(),
+                &schema,
+                &routes,
+                chunks.plan(),
+                buf,
+                opts.policy.threads,
+            )
+        };
+        let (_, _, peak) = run()?;
+        let mut best = Duration::MAX;
+        for _ in 0..reps {
+            let t = Instant::now();
+            // The decode ends with its counts read back, so the columns are complete when it returns.
+            let out = run()?;
+            let d = t.elapsed();
+            drop(out);
+            best = best.min(d);
+        }
+        alone.hot_s = Some(best.as_secs_f64());
+        alone.hot_gbps = Some(gbps(bytes, best));
+        alone.note = Some(format!(
+            "one step of {} row groups; peak {peak} bytes beyond the chunks",
+            chunks.row_groups().len()
+        ));
+        Ok(())
+    })();
+    if let Err(e) = res {
+        alone.note = Some(e.to_string());
+    }
+    rows.push(alone);
+    rows
+}
+
+/// Compares the first step of a GPU read with arrow-rs decoding the same row groups on the host.
+fn spot_check_decode(reader: &crate::Reader, read: &crate::device_read::DeviceRead) -> Result<String> {
+    let Some(batch) = read.table.batches.first() else {
+        return Ok("nothing decoded".into());
+    };
+    let got = batch.to_host()?;
+    let plan = ReadPlan::build(
+        reader.source(),
+        &Projection::Leaves(reader.plan().columns.clone()),
+        &RowGroupSelection::Indices(batch.row_groups.clone()),
+        PlanOptions::default(),
+    )?;
+    let host = AnyBackend::new(BackendKind::Host, &IoPolicy::default(), 0)?;
+    let fetched = host.fetch(reader.source(), &plan)?;
+    let bytes = fetched.buffer.into_host_bytes()?;
+    let want = crate::decode::host::decode_fetched(reader.source(), &plan, &bytes, 0)?.concat()?;
+    let same = want.num_rows() == got.num_rows()
+        && (0..want.num_columns()).all(|i| want.column(i).to_data() == got.column(i).to_data());
+    if same {
+        Ok(format!("{} rows checked against arrow-rs", got.num_rows()))
+    } else {
+        Err(crate::Error::device("bench", "GPU-decoded values differ from arrow-rs"))
+    }
 }
 
 fn ceiling_row(ctx: &Arc<GpuContext>, bytes: u64, reps: usize, policy: &IoPolicy) -> BenchRow {

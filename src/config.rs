@@ -335,6 +335,9 @@ pub struct Settings {
     /// Python package directories that may hold the nvCOMP wheel, in Python's own order:
     /// `PYTHONPATH`, the virtual environment (`VIRTUAL_ENV`), the user's (`HOME`), the system's.
     pub python_dirs: Vec<PathBuf>,
+    /// Folder of the GPU decoder's compiled-kernel cache: `GPU_PARQUET_KERNEL_CACHE` (`off`: none),
+    /// else `$XDG_CACHE_HOME/gpu-parquet`, else `$HOME/.cache/gpu-parquet`.
+    pub kernel_cache: Option<PathBuf>,
 }
 
 impl Settings {
@@ -353,6 +356,19 @@ impl Settings {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| "/etc/cufile.json".into()),
             python_dirs: python_dirs(&var, Path::new("/")),
+            kernel_cache: match var("GPU_PARQUET_KERNEL_CACHE").filter(|p| !p.trim().is_empty()) {
+                Some(p) if p.trim().eq_ignore_ascii_case("off") => None,
+                Some(p) => Some(PathBuf::from(p)),
+                None => var("XDG_CACHE_HOME")
+                    .filter(|p| !p.is_empty())
+                    .map(PathBuf::from)
+                    .or_else(|| {
+                        var("HOME")
+                            .filter(|p| !p.is_empty())
+                            .map(|h| PathBuf::from(h).join(".cache"))
+                    })
+                    .map(|d| d.join("gpu-parquet")),
+            },
             ..Settings::default()
         };
         for key in Key::ALL {
@@ -368,6 +384,14 @@ impl Settings {
                 .map_err(|message| Error::Config { setting, message })?;
         }
         Ok(s)
+    }
+
+    /// Where the GPU decoder caches kernels and finds nvCOMP.
+    pub fn decoder_options(&self) -> crate::decode::gpu::DecoderOptions {
+        crate::decode::gpu::DecoderOptions {
+            kernel_cache: self.kernel_cache.clone(),
+            nvcomp: self.nvcomp_search(),
+        }
     }
 
     fn apply(&mut self, key: Key, raw: &str) -> std::result::Result<(), String> {

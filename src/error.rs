@@ -117,6 +117,18 @@ pub enum Error {
         message: String,
     },
 
+    /// A page's bytes are not what its header or the metadata declare (found by the GPU decoder or its
+    /// host reference).
+    #[error("{location}{}: {message}", page.map(|p| format!(", page {p}")).unwrap_or_default())]
+    CorruptPage {
+        /// File, column and row group.
+        location: Location,
+        /// Index of the page in its column chunk (dictionary page included), where known.
+        page: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+
     /// A GPU, CUDA or cuFile facility is missing or failed.
     #[error("{context}: {message}")]
     Device {

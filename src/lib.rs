@@ -37,6 +37,7 @@ pub mod config;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod decode;
+pub mod device_read;
 pub mod error;
 pub mod gpu;
 pub mod inspect;

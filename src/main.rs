@@ -65,6 +65,9 @@ enum Command {
         /// Thread counts to try for the staged path.
         #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
         staged_threads: Vec<usize>,
+        /// Leave out the decode rows (file to decoded device columns, and decode alone).
+        #[arg(long)]
+        no_decode: bool,
         #[command(flatten)]
         io: IoArgs,
         /// Print JSON instead of a table.
@@ -94,6 +97,10 @@ struct IoArgs {
     /// Use O_DIRECT where the file system allows it (reads 4 KiB aligned) [GPU_PARQUET_DIRECT].
     #[arg(long)]
     direct: bool,
+    /// Device-memory budget in MiB of a GPU decode (steps of row groups are cut to fit); default half
+    /// of the GPU's free memory.
+    #[arg(long, allow_hyphen_values = true)]
+    memory_limit_mb: Option<String>,
 }
 
 impl IoArgs {
@@ -105,6 +112,7 @@ impl IoArgs {
             (Key::Threads, &self.threads),
             (Key::TaskSize, &self.task_size_mb),
             (Key::SmallRead, &self.small_read_kb),
+            (Key::MemoryLimit, &self.memory_limit_mb),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
@@ -135,10 +143,15 @@ struct ReadArgs {
     backend: String,
     #[command(flatten)]
     io: IoArgs,
-    /// Check that the fetched bytes equal the file's bytes.
+    /// Check the result: the fetched bytes against the file's bytes, and GPU-decoded columns against
+    /// arrow-rs decoding the same file, value for value.
     #[arg(long)]
     verify: bool,
-    /// Decode and write the table as an Arrow IPC file.
+    /// Where to decode: `auto` (the GPU when the backend reads into device memory, else the host),
+    /// `gpu`, `host` (arrow-rs on the CPU), or `none` (column chunks only, still encoded).
+    #[arg(long, default_value = "auto")]
+    decode: String,
+    /// Write the decoded table (what the GPU decoded, on the GPU path) as an Arrow IPC file.
     #[arg(long)]
     output: Option<PathBuf>,
     /// Print the report as JSON instead of a table.
@@ -190,6 +203,14 @@ fn inspect(file: PathBuf, json: bool) -> gpu_parquet::Result<String> {
     })
 }
 
+/// Where `read` decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DecodeAt {
+    Gpu,
+    Host,
+    None,
+}
+
 fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     let settings = args.io.settings()?;
     let backend: BackendKind = args.backend.parse().map_err(|message| Error::Config {
@@ -207,46 +228,90 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     }
     let progress = Progress::start("reading");
     let reader = builder.build()?;
-    let chunks = reader.read()?;
-    let mut extra = Vec::new();
-    if args.verify {
-        progress.stage("verifying");
-        chunks.verify()?;
-        extra.push((
-            "verified",
-            serde_json::json!({ "bytes": chunks.buffer().len(), "equal_to_file": true }),
-            format!(
-                "verified: {} fetched bytes equal the file's bytes",
-                chunks.buffer().len()
-            ),
-        ));
-    }
-    let report = chunks.report().clone();
-    if let Some(out) = &args.output {
-        progress.stage("decoding");
-        let table = chunks.decode()?;
-        progress.stage("writing");
-        let outcome = gpu_parquet::ipc_file::write_ipc_file(out, &table.schema, &table.batches, &[&args.file])?;
-        extra.push((
-            "output",
-            serde_json::json!({
-                "path": out,
-                "written": outcome.target(),
-                "how": outcome.to_string(),
-                "rows": table.num_rows(),
-                "format": "arrow-ipc-file",
-            }),
-            format!(
-                "wrote {} ({} rows, Arrow IPC file; {outcome})",
-                out.display(),
-                table.num_rows()
-            ),
-        ));
-    }
+    let decode = match args.decode.as_str() {
+        "auto" if reader.io().is_device() => DecodeAt::Gpu,
+        "auto" | "host" => DecodeAt::Host,
+        "gpu" => DecodeAt::Gpu,
+        "none" => DecodeAt::None,
+        other => {
+            return Err(Error::Config {
+                setting: format!("--decode {other}"),
+                message: "expected auto, gpu, host or none".into(),
+            });
+        }
+    };
+    let mut extra: Vec<Extra> = Vec::new();
+    let (report, decode_report) = if decode == DecodeAt::Gpu {
+        progress.stage("reading and decoding on the GPU");
+        let read = reader.read_device()?;
+        let mut checked = None;
+        if args.verify || args.output.is_some() {
+            progress.stage("copying decoded columns to the host");
+            let got = read.table.to_host()?;
+            if args.verify {
+                progress.stage("verifying against arrow-rs");
+                let want = reader.read_batches()?.concat()?;
+                let same = want.schema() == got.schema()
+                    && want.num_rows() == got.num_rows()
+                    && (0..want.num_columns()).all(|i| want.column(i).to_data() == got.column(i).to_data());
+                if !same {
+                    return Err(Error::device(
+                        format!("verifying {}", args.file.display()),
+                        "the GPU-decoded columns differ from arrow-rs's decode of the same file",
+                    ));
+                }
+                checked = Some(got.num_rows());
+            }
+            progress.stage("writing");
+            write_output(&args, &read.table.schema, std::slice::from_ref(&got), &mut extra)?;
+        }
+        if let Some(rows) = checked {
+            extra.insert(
+                0,
+                (
+                    "verified",
+                    serde_json::json!({ "rows": rows, "equal_to_arrow_rs": true }),
+                    format!("verified: {rows} rows decoded on the GPU equal arrow-rs's decode, value for value"),
+                ),
+            );
+        }
+        (read.io, Some(read.decode))
+    } else {
+        let chunks = reader.read()?;
+        if args.verify {
+            progress.stage("verifying");
+            chunks.verify()?;
+            extra.push((
+                "verified",
+                serde_json::json!({ "bytes": chunks.buffer().len(), "equal_to_file": true }),
+                format!(
+                    "verified: {} fetched bytes equal the file's bytes",
+                    chunks.buffer().len()
+                ),
+            ));
+        }
+        let report = chunks.report().clone();
+        if decode == DecodeAt::Host || args.output.is_some() {
+            progress.stage("decoding on the host");
+            let started = std::time::Instant::now();
+            let table = chunks.decode()?;
+            extra.push((
+                "decoded",
+                serde_json::json!({ "rows": table.num_rows(), "on": "host", "seconds": started.elapsed().as_secs_f64() }),
+                format!("decoded {} rows on the host (arrow-rs) in {:.1} ms", table.num_rows(), started.elapsed().as_secs_f64() * 1e3),
+            ));
+            progress.stage("writing");
+            write_output(&args, &table.schema, &table.batches, &mut extra)?;
+        }
+        (report, None)
+    };
     drop(progress);
     if args.json {
         let mut v = serde_json::to_value(&report).map_err(|e| Error::parquet(reader.source().location(), e))?;
         if let Some(obj) = v.as_object_mut() {
+            if let Some(d) = &decode_report {
+                obj.insert("decode".into(), serde_json::to_value(d).unwrap_or_default());
+            }
             for (k, j, _) in &extra {
                 obj.insert((*k).to_string(), j.clone());
             }
@@ -254,6 +319,10 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
         Ok(format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default()))
     } else {
         let mut text = report.to_table();
+        if let Some(d) = &decode_report {
+            text.push('\n');
+            text.push_str(&d.to_table());
+        }
         for (_, _, line) in extra {
             text.push_str(&line);
             text.push('\n');
@@ -262,7 +331,35 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     }
 }
 
-/// `value` as pretty JSON, or `table()` as text.
+/// A line added to `read`'s output: JSON key, JSON value, text line.
+type Extra = (&'static str, serde_json::Value, String);
+
+/// Writes `batches` to `--output`, if given, and says so in `extra`.
+fn write_output(
+    args: &ReadArgs,
+    schema: &arrow::datatypes::SchemaRef,
+    batches: &[arrow::record_batch::RecordBatch],
+    extra: &mut Vec<Extra>,
+) -> gpu_parquet::Result<()> {
+    let Some(out) = &args.output else {
+        return Ok(());
+    };
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let outcome = gpu_parquet::ipc_file::write_ipc_file(out, schema, batches, &[&args.file])?;
+    extra.push((
+        "output",
+        serde_json::json!({
+            "path": out,
+            "written": outcome.target(),
+            "how": outcome.to_string(),
+            "rows": rows,
+            "format": "arrow-ipc-file",
+        }),
+        format!("wrote {} ({rows} rows, Arrow IPC file; {outcome})", out.display()),
+    ));
+    Ok(())
+}
+
 fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> String) -> String {
     if json {
         format!("{}\n", serde_json::to_string_pretty(value).unwrap_or_default())
@@ -282,6 +379,7 @@ fn bench(
     reps: usize,
     no_cold: bool,
     staged_threads: Vec<usize>,
+    no_decode: bool,
     io: IoArgs,
     json: bool,
 ) -> gpu_parquet::Result<String> {
@@ -290,6 +388,9 @@ fn bench(
         reps,
         cold: !no_cold,
         staged_threads,
+        decode: !no_decode,
+        memory_limit: settings.memory_limit,
+        decoder: settings.decoder_options(),
         policy: settings.policy,
         device: settings.device,
         ..Default::default()
@@ -340,9 +441,10 @@ fn main() -> ExitCode {
             reps,
             no_cold,
             staged_threads,
+            no_decode,
             io,
             json,
-        } => bench(file, reps, no_cold, staged_threads, io, json),
+        } => bench(file, reps, no_cold, staged_threads, no_decode, io, json),
     };
     // Every reader, backend and cuFile driver is dropped by now; only text is left to print.
     match result {

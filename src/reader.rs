@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use crate::config::{BackendKind, IoPolicy, Settings};
+use crate::decode::gpu::{DecoderOptions, GpuDecoder};
 use crate::decode::host::{DecodedTable, decode_fetched};
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
@@ -46,6 +47,7 @@ pub struct ReaderBuilder {
     policy: IoPolicy,
     memory_limit: Option<u64>,
     io: Option<Arc<AnyBackend>>,
+    decoder: DecoderOptions,
 }
 
 impl ReaderBuilder {
@@ -60,6 +62,7 @@ impl ReaderBuilder {
             policy: IoPolicy::default(),
             memory_limit: None,
             io: None,
+            decoder: DecoderOptions::default(),
         }
     }
 
@@ -115,6 +118,13 @@ impl ReaderBuilder {
         self.policy = settings.policy.clone();
         self.device = settings.device;
         self.memory_limit = settings.memory_limit;
+        self.decoder = settings.decoder_options();
+        self
+    }
+
+    /// Where the GPU decoder caches its compiled kernels and finds nvCOMP.
+    pub fn with_decoder_options(mut self, options: DecoderOptions) -> Self {
+        self.decoder = options;
         self
     }
 
@@ -149,6 +159,8 @@ impl ReaderBuilder {
             io,
             policy: self.policy,
             memory_limit: self.memory_limit,
+            decoder: self.decoder,
+            gpu_decoder: std::sync::OnceLock::new(),
         })
     }
 }
@@ -168,12 +180,14 @@ fn name_file(e: Error, path: &Path) -> Error {
 /// independent; the backend's threads and buffers are shared).
 #[derive(Debug)]
 pub struct Reader {
-    source: ParquetSource,
-    plan: Arc<ReadPlan>,
-    columns: Projection,
-    io: Arc<AnyBackend>,
-    policy: IoPolicy,
-    memory_limit: Option<u64>,
+    pub(crate) source: ParquetSource,
+    pub(crate) plan: Arc<ReadPlan>,
+    pub(crate) columns: Projection,
+    pub(crate) io: Arc<AnyBackend>,
+    pub(crate) policy: IoPolicy,
+    pub(crate) memory_limit: Option<u64>,
+    pub(crate) decoder: DecoderOptions,
+    pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
 }
 
 impl Reader {
@@ -349,12 +363,12 @@ fn fetch(io: &AnyBackend, source: &ParquetSource, plan: Arc<ReadPlan>, threads: 
 /// the per-column report.
 #[derive(Debug)]
 pub struct ColumnChunks {
-    buffer: AnyBuffer,
-    plan: Arc<ReadPlan>,
-    report: ReadReport,
-    log: IoLog,
-    source: ParquetSource,
-    decode_threads: usize,
+    pub(crate) buffer: AnyBuffer,
+    pub(crate) plan: Arc<ReadPlan>,
+    pub(crate) report: ReadReport,
+    pub(crate) log: IoLog,
+    pub(crate) source: ParquetSource,
+    pub(crate) decode_threads: usize,
 }
 
 impl ColumnChunks {
@@ -418,7 +432,7 @@ pub struct ChunkStream {
 }
 
 impl ChunkStream {
-    fn start(io: Arc<AnyBackend>, source: ParquetSource, plans: Vec<Arc<ReadPlan>>, threads: usize) -> Self {
+    pub(crate) fn start(io: Arc<AnyBackend>, source: ParquetSource, plans: Vec<Arc<ReadPlan>>, threads: usize) -> Self {
         // A rendezvous channel: the worker reads group k+1 while the caller holds group k, then waits
         // until the caller takes it, so at most two groups are in memory.
         let (tx, rx): (SyncSender<Result<ColumnChunks>>, _) = sync_channel(0);

@@ -461,29 +461,7 @@ impl ReadReport {
             self.wall,
             self.gbps,
         ));
-        let widths: Vec<usize> = (0..rows[0].len())
-            .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-            .collect();
-        let mut out = String::new();
-        for (ri, r) in rows.iter().enumerate() {
-            let cells: Vec<String> = r
-                .iter()
-                .enumerate()
-                .map(|(i, cell)| {
-                    if i == 0 {
-                        format!("{cell:<w$}", w = widths[i])
-                    } else {
-                        format!("{cell:>w$}", w = widths[i])
-                    }
-                })
-                .collect();
-            out.push_str(cells.join("  ").trim_end());
-            out.push('\n');
-            if ri == 0 || ri == rows.len() - 2 {
-                out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
-                out.push('\n');
-            }
-        }
+        let mut out = aligned_table(&rows);
         if let Some(f) = self.read_sharing.footnote(self.total.total_reads()) {
             out.push_str(&f);
             out.push('\n');
@@ -526,6 +504,43 @@ impl ReadReport {
         }
         out
     }
+}
+
+/// Rows as an aligned text table: the first column left-aligned, the others right-aligned, a rule
+/// under the header and above the last row.
+pub(crate) fn aligned_table(rows: &[Vec<String>]) -> String {
+    let Some(first) = rows.first() else {
+        return String::new();
+    };
+    let widths: Vec<usize> = (0..first.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (ri, r) in rows.iter().enumerate() {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                if i == 0 {
+                    format!("{cell:<w$}", w = widths[i])
+                } else {
+                    format!("{cell:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+        if ri == 0 || ri == rows.len() - 2 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -6,9 +6,14 @@
 //! kernels (`kernels/*.cu`) and their host references ([`reference`]) share.
 
 pub mod decompress;
+pub mod exec;
+pub mod exec_device;
+pub mod gpu;
 pub mod host;
 pub mod kernels;
 pub mod layout;
+pub mod pipeline;
 pub mod reference;
+pub mod table;
 
 pub use host::{DecodedTable, decode_fetched};

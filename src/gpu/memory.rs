@@ -163,6 +163,21 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         })
     }
 
+    /// Allocates `len` elements set to zero bytes, ordered on `stream` (the memset is queued there).
+    pub fn zeroed(stream: &Stream, len: usize) -> Result<Self> {
+        let buf = Self::alloc(stream, len)?;
+        if buf.ptr != 0 {
+            guard("clearing device memory", || {
+                stream.context().bind()?;
+                // SAFETY: the allocation holds exactly num_bytes() bytes and is owned by `buf`, which
+                // outlives the queued memset (Drop synchronises the stream before freeing).
+                unsafe { cu::memset_d8_async(buf.ptr, 0, buf.num_bytes(), stream.raw.cu_stream()) }
+                    .map_err(cuda_err("cuMemsetD8Async"))
+            })?;
+        }
+        Ok(buf)
+    }
+
     /// Elements.
     pub fn len(&self) -> usize {
         self.len
@@ -249,6 +264,78 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 }
 
 impl DeviceBuffer<u8> {
+    /// Copies `data` into bytes `offset..offset + data.len()` (ordered on the buffer's stream; returns
+    /// once the copy is done, so `data` may go).
+    pub fn write_at(&mut self, offset: usize, data: &[u8]) -> Result<()> {
+        let end = offset.checked_add(data.len());
+        if end.is_none_or(|e| e > self.len) {
+            return Err(Error::device(
+                "copying host memory to the device",
+                format!(
+                    "{} bytes at {offset} do not fit in a buffer of {}",
+                    data.len(),
+                    self.len
+                ),
+            ));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        guard("copying host memory to the device", || {
+            self.context().bind()?;
+            // SAFETY: offset..offset + data.len() lies inside the allocation (checked above), `&mut self`
+            // excludes other writers, and the synchronize below keeps `data` borrowed until the copy ends.
+            unsafe { cu::memcpy_htod_async(self.ptr + offset as u64, data, self.stream.raw.cu_stream()) }
+                .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+            self.stream.synchronize()
+        })
+    }
+
+    /// Copies `src[src_range]` into bytes `dst_offset..` of this buffer, device to device, ordered after
+    /// the work queued on both buffers' streams (this buffer's stream waits for `src`'s).
+    pub fn copy_from_device(
+        &mut self,
+        dst_offset: usize,
+        src: &DeviceBuffer<u8>,
+        src_range: Range<usize>,
+    ) -> Result<()> {
+        let len = src_range.end.saturating_sub(src_range.start);
+        let dst_end = dst_offset.checked_add(len);
+        if src_range.start > src_range.end || src_range.end > src.len || dst_end.is_none_or(|e| e > self.len) {
+            return Err(Error::device(
+                "copying device memory",
+                format!(
+                    "{src_range:?} of a buffer of {} bytes to {dst_offset} of one of {} bytes is out of range",
+                    src.len, self.len
+                ),
+            ));
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        if !Arc::ptr_eq(src.stream.cuda(), self.stream.cuda()) {
+            let ready = Event::new(self.context())?;
+            src.stream.record(&ready)?;
+            self.stream.wait(&ready)?;
+        }
+        guard("copying device memory", || {
+            self.context().bind()?;
+            // SAFETY: both ranges lie inside their allocations (checked above); `&mut self` excludes
+            // other writers of the destination; the copy is queued on this buffer's stream, after
+            // the source's queued work (the event above), and both buffers synchronise their
+            // streams before being freed.
+            unsafe {
+                cu::memcpy_dtod_async(
+                    self.ptr + dst_offset as u64,
+                    src.ptr + src_range.start as u64,
+                    len,
+                    self.stream.raw.cu_stream(),
+                )
+            }
+            .map_err(cuda_err("cuMemcpyDtoDAsync"))
+        })
+    }
+
     /// A writer for this buffer's bytes, for as long as `self` is borrowed mutably.
     ///
     /// Work already queued on the buffer's stream happens before any write: copies on other streams

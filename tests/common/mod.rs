@@ -282,3 +282,14 @@ pub fn stretched_to_next_chunk(path: &Path, meta: ParquetMetaData) -> Result<Par
     }
     Ok(builder.set_row_groups(groups).build())
 }
+
+/// The crate's `testdata/` folder: from the current directory (the crate root, as on the GPU machine,
+/// where the build machine's paths do not exist), else from the crate root this was built in.
+pub fn testdata_dir() -> PathBuf {
+    let here = PathBuf::from("testdata");
+    if here.is_dir() {
+        here
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
+    }
+}

@@ -14,6 +14,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("values.cu", include_str!("values.cu")),
     ("strings.cu", include_str!("strings.cu")),
     ("delta.cu", include_str!("delta.cu")),
+    ("convert.cu", include_str!("convert.cu")),
 ];
 
 /// Name of the program, in NVRTC messages and cache file names.

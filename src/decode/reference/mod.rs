@@ -6,18 +6,18 @@
 //! the device result must equal the reference's. A reference, like its kernel, reports bad input as an
 //! error code in the descriptor and never panics or reads outside the given lengths.
 
+pub mod convert;
 pub mod core;
 #[cfg(test)]
 mod core_tests;
+pub mod delta;
+pub mod page_headers;
 #[cfg(test)]
 pub(crate) mod test_pages;
-pub mod delta;
 
 use std::collections::BTreeMap;
 
 use bytemuck::Pod;
-
-pub mod page_headers;
 
 /// Host memory addressed like device memory: regions at fake addresses, so descriptors hold the same
 /// `u64` addresses on both sides.

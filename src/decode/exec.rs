@@ -1,0 +1,351 @@
+//! Where the decode pipeline's steps run: an [`Executor`] owns the memory and runs the kernels, either
+//! on a GPU ([`super::exec_device::DeviceExecutor`]) or on the host through the kernels' references
+//! ([`HostExecutor`]). The pipeline ([`super::pipeline`]) is written once against this trait, so CI
+//! runs the very orchestration the GPU runs, with the references in place of the kernels.
+
+use bytemuck::Pod;
+use parquet::basic::Compression;
+
+use crate::decode::layout::{ChunkDesc, ColumnDesc, DictDesc, PageDesc, PageInfo};
+use crate::decode::reference::{self, Arena};
+use crate::error::{Error, Result};
+
+/// A family of kernels launched over a step's data pages (one block per page, each returning at once
+/// for pages it does not handle), in the order the pipeline launches them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageKernel {
+    /// v1 level-prefix resolution (`gp_page_setup`).
+    Setup,
+    /// Definition levels into value indices and validity (`gp_levels`).
+    Levels,
+    /// Dictionary indices and RLE booleans into dense values (`gp_dict_indices`).
+    DictIndices,
+    /// DELTA_BINARY_PACKED into dense values (`gp_delta_binary_packed`).
+    DeltaBinaryPacked,
+    /// BYTE_STREAM_SPLIT into dense values (`gp_byte_stream_split`).
+    ByteStreamSplit,
+    /// Fixed-width values into the output (`gp_gather_fixed`).
+    GatherFixed,
+    /// PLAIN and dictionary byte arrays into dense (source, length) (`gp_byte_array_values`).
+    ByteArrayValues,
+    /// DELTA_LENGTH_BYTE_ARRAY into dense (source, length) (`gp_delta_length_byte_array`).
+    DeltaLengthByteArray,
+    /// DELTA_BYTE_ARRAY lengths, suffixes and prefixes (`gp_delta_byte_array_lengths`).
+    DeltaByteArrayLengths,
+    /// Arrow offsets of byte-array columns (the string offset kernels).
+    StringOffsets,
+    /// Characters of PLAIN, dictionary and DELTA_LENGTH byte arrays (`gp_copy_strings`).
+    CopyStrings,
+    /// Characters of DELTA_BYTE_ARRAY pages (`gp_delta_byte_array_copy`).
+    DeltaByteArrayCopy,
+}
+
+/// One launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// Page headers of `n` chunks; `pages` 0 for the count pass.
+    PageHeaders {
+        /// `ChunkDesc[n]`.
+        chunks: u64,
+        /// Chunks.
+        n: u32,
+        /// `PageInfo[]`, or 0.
+        pages: u64,
+    },
+    /// Entry tables of `n` BYTE_ARRAY dictionaries.
+    DictByteArrayIndex {
+        /// `DictDesc[n]`.
+        dicts: u64,
+        /// Dictionaries.
+        n: u32,
+    },
+    /// A page kernel over `n` pages and `ncols` columns.
+    Pages {
+        /// Which.
+        kind: PageKernel,
+        /// `PageDesc[n]`.
+        pages: u64,
+        /// Pages.
+        n: u32,
+        /// `ColumnDesc[ncols]`.
+        cols: u64,
+        /// Columns.
+        ncols: u32,
+    },
+    /// Packs `n` bytes (non-zero = set) into an LSB-first bitmap of `u32` words, adding the set bits to
+    /// the `u64` at `count`.
+    PackBits {
+        /// `u8[n]`.
+        bytes: u64,
+        /// Bytes.
+        n: u64,
+        /// `u32[ceil(n / 32)]`.
+        words: u64,
+        /// `u64`.
+        count: u64,
+    },
+    /// A value conversion of `n` rows ([`Conversion`]).
+    Convert {
+        /// Which.
+        op: Conversion,
+        /// Source values.
+        src: u64,
+        /// Rows.
+        n: u64,
+        /// Destination values.
+        dst: u64,
+    },
+}
+
+/// A per-value conversion from the physical form the decoder produces to the Arrow type's.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conversion {
+    /// `i32` to `i8` (truncating, as arrow-rs's `as` cast).
+    I32ToI8 = 1,
+    /// `i32` to `i16` (truncating).
+    I32ToI16 = 2,
+    /// `i32` to `i128` (sign-extending; decimals).
+    I32ToI128 = 3,
+    /// `i64` to `i128` (sign-extending; decimals).
+    I64ToI128 = 4,
+    /// INT96 (nanoseconds of day, Julian day) to nanoseconds since the epoch, wrapping as arrow-rs.
+    Int96ToNanos = 5,
+}
+
+/// One compressed page body to decompress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decompress {
+    /// Address of the compressed bytes.
+    pub src: u64,
+    /// Compressed bytes.
+    pub src_len: usize,
+    /// Address of the output.
+    pub dst: u64,
+    /// Bytes the page declares uncompressed (the output's size).
+    pub dst_len: usize,
+}
+
+/// Where a batch of pages was decompressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecompressedOn {
+    /// On the GPU by nvCOMP.
+    Gpu,
+    /// On the host (and uploaded), with the reason.
+    Host(String),
+}
+
+/// Owns a step's memory and runs its kernels.
+pub trait Executor {
+    /// The owned buffer type handed out by [`Self::take`].
+    type Buffer: OwnedBuffer;
+
+    /// A new zeroed allocation of `bytes` bytes, owned by the executor until [`Self::take`]n.
+    fn alloc(&mut self, bytes: usize) -> Result<u64>;
+    /// A new allocation holding `items`.
+    fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64>;
+    /// Writes `items` at `addr`, inside an allocation of this executor.
+    fn write<T: Pod>(&mut self, addr: u64, items: &[T]) -> Result<()>;
+    /// `count` values of `T` at `addr` (waits for the work queued before).
+    fn read<T: Pod>(&mut self, addr: u64, count: usize) -> Result<Vec<T>>;
+    /// Hands over the allocation that starts at `addr`.
+    fn take(&mut self, addr: u64) -> Result<Self::Buffer>;
+    /// Frees the allocation that starts at `addr` now.
+    fn free(&mut self, addr: u64);
+    /// Queues a kernel.
+    fn launch(&mut self, kernel: Kernel) -> Result<()>;
+    /// Decompresses `items` (all of codec `codec`), writing each output and returning each page's
+    /// outcome: `Ok(actual bytes)` or `Err(why)`. Returns where it ran.
+    fn decompress(
+        &mut self,
+        codec: Compression,
+        items: &[Decompress],
+    ) -> Result<(Vec<std::result::Result<usize, String>>, DecompressedOn)>;
+}
+
+/// A buffer an executor hands over: device memory, or host bytes for the host executor.
+pub trait OwnedBuffer: std::fmt::Debug + Send + Sync {
+    /// Bytes.
+    fn len(&self) -> usize;
+    /// Whether it holds no byte.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// A host copy of the bytes.
+    fn to_host(&self) -> Result<Vec<u8>>;
+    /// Where the bytes are, for consumers of the layout (0 when empty).
+    fn address(&self) -> u64;
+}
+
+impl OwnedBuffer for Vec<u8> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn to_host(&self) -> Result<Vec<u8>> {
+        Ok(self.clone())
+    }
+    fn address(&self) -> u64 {
+        self.as_ptr() as u64
+    }
+}
+
+impl OwnedBuffer for crate::gpu::DeviceBuffer<u8> {
+    fn len(&self) -> usize {
+        crate::gpu::DeviceBuffer::len(self)
+    }
+    fn to_host(&self) -> Result<Vec<u8>> {
+        self.copy_to_host()
+    }
+    fn address(&self) -> u64 {
+        self.device_address()
+    }
+}
+
+/// The host executor: an [`Arena`] for memory and the kernels' references for the kernels.
+#[derive(Debug, Default)]
+pub struct HostExecutor {
+    arena: Arena,
+}
+
+impl HostExecutor {
+    /// An empty executor.
+    pub fn new() -> Self {
+        HostExecutor { arena: Arena::new() }
+    }
+
+    fn missing(addr: u64, what: &str) -> Error {
+        Error::device(
+            "host reference decoder",
+            format!("{what} at {addr:#x} is outside every allocation"),
+        )
+    }
+}
+
+impl Executor for HostExecutor {
+    type Buffer = Vec<u8>;
+
+    fn alloc(&mut self, bytes: usize) -> Result<u64> {
+        Ok(self.arena.alloc(bytes))
+    }
+
+    fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64> {
+        Ok(self.arena.upload_slice(items))
+    }
+
+    fn write<T: Pod>(&mut self, addr: u64, items: &[T]) -> Result<()> {
+        if self.arena.write(addr, items) {
+            Ok(())
+        } else {
+            Err(Self::missing(addr, "a write"))
+        }
+    }
+
+    fn read<T: Pod>(&mut self, addr: u64, count: usize) -> Result<Vec<T>> {
+        self.arena
+            .read(addr, count)
+            .ok_or_else(|| Self::missing(addr, "a read"))
+    }
+
+    fn take(&mut self, addr: u64) -> Result<Vec<u8>> {
+        let bytes = self
+            .arena
+            .region(addr)
+            .ok_or_else(|| Self::missing(addr, "a buffer"))?
+            .to_vec();
+        self.arena.free(addr);
+        Ok(bytes)
+    }
+
+    fn free(&mut self, addr: u64) {
+        self.arena.free(addr);
+    }
+
+    fn launch(&mut self, kernel: Kernel) -> Result<()> {
+        let a = &mut self.arena;
+        match kernel {
+            Kernel::PageHeaders { chunks, n, pages } => {
+                let mut cs: Vec<ChunkDesc> = a
+                    .read(chunks, n as usize)
+                    .ok_or_else(|| Self::missing(chunks, "chunks"))?;
+                if pages == 0 {
+                    reference::page_headers::page_headers(a, &mut cs, None);
+                } else {
+                    let total: usize = cs
+                        .iter()
+                        .map(|c| c.first_page as usize + c.page_capacity as usize)
+                        .max()
+                        .unwrap_or(0);
+                    let mut ps: Vec<PageInfo> = a.read(pages, total).ok_or_else(|| Self::missing(pages, "pages"))?;
+                    reference::page_headers::page_headers(a, &mut cs, Some(&mut ps));
+                    a.write(pages, &ps);
+                }
+                a.write(chunks, &cs);
+            }
+            Kernel::DictByteArrayIndex { dicts, n } => {
+                let mut ds: Vec<DictDesc> = a
+                    .read(dicts, n as usize)
+                    .ok_or_else(|| Self::missing(dicts, "dictionaries"))?;
+                reference::core::dict_byte_array_index(a, &mut ds);
+                a.write(dicts, &ds);
+            }
+            Kernel::Pages {
+                kind,
+                pages,
+                n,
+                cols,
+                ncols,
+            } => {
+                let mut ps: Vec<PageDesc> = a.read(pages, n as usize).ok_or_else(|| Self::missing(pages, "pages"))?;
+                let mut cs: Vec<ColumnDesc> = a
+                    .read(cols, ncols as usize)
+                    .ok_or_else(|| Self::missing(cols, "columns"))?;
+                use reference::{core, delta};
+                match kind {
+                    PageKernel::Setup => core::page_setup(a, &mut ps),
+                    PageKernel::Levels => core::levels(a, &mut ps, &cs),
+                    PageKernel::DictIndices => core::dict_indices(a, &mut ps, &cs),
+                    PageKernel::DeltaBinaryPacked => delta::delta_binary_packed(a, &mut ps, &cs),
+                    PageKernel::ByteStreamSplit => delta::byte_stream_split(a, &mut ps, &cs),
+                    PageKernel::GatherFixed => core::gather_fixed(a, &mut ps, &cs),
+                    PageKernel::ByteArrayValues => core::byte_array_values(a, &mut ps, &cs),
+                    PageKernel::DeltaLengthByteArray => delta::delta_length_byte_array(a, &mut ps, &cs),
+                    PageKernel::DeltaByteArrayLengths => delta::delta_byte_array_lengths(a, &mut ps, &cs),
+                    PageKernel::StringOffsets => core::string_offsets(a, &ps, &mut cs),
+                    PageKernel::CopyStrings => core::copy_strings(a, &mut ps, &cs),
+                    PageKernel::DeltaByteArrayCopy => delta::delta_byte_array_copy(a, &mut ps, &cs),
+                }
+                a.write(pages, &ps);
+                a.write(cols, &cs);
+            }
+            Kernel::PackBits { bytes, n, words, count } => {
+                let set = reference::core::pack_bits(a, bytes, n, words);
+                let before: u64 = a.read::<u64>(count, 1).and_then(|v| v.first().copied()).unwrap_or(0);
+                a.write(count, &[before + set]);
+            }
+            Kernel::Convert { op, src, n, dst } => reference::convert::convert(a, op, src, n, dst),
+        }
+        Ok(())
+    }
+
+    fn decompress(
+        &mut self,
+        codec: Compression,
+        items: &[Decompress],
+    ) -> Result<(Vec<std::result::Result<usize, String>>, DecompressedOn)> {
+        let mut out = Vec::with_capacity(items.len());
+        for it in items {
+            let r = match self.arena.get(it.src, it.src_len as u64) {
+                None => Err("compressed bytes outside the chunk".to_string()),
+                Some(src) => crate::decode::decompress::decompress_host(codec, src, it.dst_len).and_then(|bytes| {
+                    if self.arena.write(it.dst, &bytes) {
+                        Ok(bytes.len())
+                    } else {
+                        Err("output outside its buffer".to_string())
+                    }
+                }),
+            };
+            out.push(r);
+        }
+        Ok((out, DecompressedOn::Host("the host reference decoder".into())))
+    }
+}

@@ -1,0 +1,367 @@
+//! The GPU executor: device memory on one stream, the NVRTC-compiled kernels, nvCOMP.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytemuck::Pod;
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use parquet::basic::Compression;
+use rayon::prelude::*;
+
+use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
+use crate::error::{Error, Result};
+use crate::gpu::nvcomp::{Codec, DecompressItem, Nvcomp};
+use crate::gpu::nvrtc::KernelModule;
+use crate::gpu::{DeviceBuffer, Stream, cuda_err, guard};
+
+/// Threads per block of the page kernels (one block per page).
+const PAGE_BLOCK: u32 = 256;
+
+/// Runs a decode step on one GPU.
+#[derive(Debug)]
+pub struct DeviceExecutor<'a> {
+    stream: Stream,
+    kernels: Arc<KernelModule>,
+    nvcomp: std::result::Result<Arc<Nvcomp>, String>,
+    /// The fetched chunks (read-only here).
+    chunks: Option<&'a DeviceBuffer<u8>>,
+    owned: BTreeMap<u64, DeviceBuffer<u8>>,
+    live_bytes: u64,
+    peak_bytes: u64,
+}
+
+impl<'a> DeviceExecutor<'a> {
+    /// An executor on `stream` with `kernels` loaded, reading fetched chunks from `chunks`, using nvCOMP
+    /// where it loaded (`Err`: why not, for the report).
+    pub fn new(
+        stream: Stream,
+        kernels: Arc<KernelModule>,
+        nvcomp: std::result::Result<Arc<Nvcomp>, String>,
+        chunks: Option<&'a DeviceBuffer<u8>>,
+    ) -> Self {
+        DeviceExecutor {
+            stream,
+            kernels,
+            nvcomp,
+            chunks,
+            owned: BTreeMap::new(),
+            live_bytes: 0,
+            peak_bytes: 0,
+        }
+    }
+
+    /// Most bytes this executor held at once (outputs handed over included).
+    pub fn peak_bytes(&self) -> u64 {
+        self.peak_bytes
+    }
+
+    /// The allocation holding `[addr, addr + len)`, and the offset of `addr` in it.
+    fn find(&self, addr: u64, len: u64) -> Option<(&DeviceBuffer<u8>, usize)> {
+        let inside = |b: &DeviceBuffer<u8>| {
+            let base = b.device_address();
+            (addr >= base && addr.checked_add(len)? <= base + b.len() as u64).then_some((addr - base) as usize)
+        };
+        if let Some((_, b)) = self.owned.range(..=addr).next_back()
+            && let Some(off) = inside(b)
+        {
+            return Some((b, off));
+        }
+        self.chunks.and_then(|b| inside(b).map(|off| (b, off)))
+    }
+
+    fn outside(addr: u64, len: u64) -> Error {
+        Error::device(
+            "GPU decoder",
+            format!("{len} bytes at {addr:#x} lie outside every allocation of the step"),
+        )
+    }
+
+    fn launch_raw(&self, name: &str, grid: u32, block: u32, args: &[Arg]) -> Result<()> {
+        if grid == 0 {
+            return Ok(());
+        }
+        let f = self.kernels.function(name)?;
+        guard("launching a kernel", || {
+            self.stream.context().bind()?;
+            let cuda = self.stream.cuda();
+            let mut b = cuda.launch_builder(&f);
+            for a in args {
+                match a {
+                    Arg::U32(v) => b.arg(v),
+                    Arg::U64(v) => b.arg(v),
+                };
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (grid, 1, 1),
+                block_dim: (block, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: every address argument is inside an allocation of this executor or the borrowed
+            // chunk buffer (the pipeline made them here), all of which outlive the stream's work
+            // (dropping a buffer synchronises its stream first); the kernels bound every access by
+            // the lengths in the descriptors, which the pipeline sized to those allocations; the
+            // argument list matches the kernel's parameter list in kernels/*.cu.
+            unsafe { b.launch(cfg) }
+                .map(|_| ())
+                .map_err(cuda_err(format!("launching {name}")))
+        })
+    }
+}
+
+enum Arg {
+    U32(u32),
+    U64(u64),
+}
+
+fn page_kernel_names(kind: PageKernel) -> &'static [&'static str] {
+    match kind {
+        PageKernel::Setup => &["gp_page_setup"],
+        PageKernel::Levels => &["gp_levels"],
+        PageKernel::DictIndices => &["gp_dict_indices"],
+        PageKernel::DeltaBinaryPacked => &["gp_delta_binary_packed"],
+        PageKernel::ByteStreamSplit => &["gp_byte_stream_split"],
+        PageKernel::GatherFixed => &["gp_gather_fixed"],
+        PageKernel::ByteArrayValues => &["gp_byte_array_values"],
+        PageKernel::DeltaLengthByteArray => &["gp_delta_length_byte_array"],
+        PageKernel::DeltaByteArrayLengths => &["gp_delta_byte_array_lengths"],
+        PageKernel::StringOffsets => &[],
+        PageKernel::CopyStrings => &["gp_copy_strings"],
+        PageKernel::DeltaByteArrayCopy => &["gp_delta_byte_array_copy"],
+    }
+}
+
+impl DeviceExecutor<'_> {
+    /// Decompresses `items[todo]` with nvCOMP. Inputs not aligned as the codec requires (page bodies
+    /// start anywhere in a chunk) are first copied into an aligned scratch buffer.
+    fn nvcomp_batch(
+        &mut self,
+        nv: &Nvcomp,
+        codec: Codec,
+        items: &[Decompress],
+        todo: &[usize],
+    ) -> Result<Vec<crate::gpu::nvcomp::DecompressOutcome>> {
+        let align = nv.library().required_alignments(codec, nv.backend().opts())?;
+        let a_in = align.input.max(1) as u64;
+        let misaligned: Vec<usize> = todo.iter().copied().filter(|&i| !items[i].src.is_multiple_of(a_in)).collect();
+        let mut srcs: Vec<u64> = items.iter().map(|d| d.src).collect();
+        let mut scratch = None;
+        if !misaligned.is_empty() {
+            let total: u64 = misaligned
+                .iter()
+                .map(|&i| (items[i].src_len as u64).div_ceil(256) * 256)
+                .sum();
+            let mut buf = DeviceBuffer::<u8>::alloc(&self.stream, total as usize)?;
+            let mut at = 0u64;
+            for &i in &misaligned {
+                let d = &items[i];
+                let (src, off) = self
+                    .find(d.src, d.src_len as u64)
+                    .ok_or_else(|| Self::outside(d.src, d.src_len as u64))?;
+                buf.copy_from_device(at as usize, src, off..off + d.src_len)?;
+                srcs[i] = buf.device_address() + at;
+                at += (d.src_len as u64).div_ceil(256) * 256;
+            }
+            scratch = Some(buf);
+        }
+        let batch: Vec<DecompressItem> = todo
+            .iter()
+            .map(|&i| DecompressItem {
+                src: srcs[i],
+                src_len: items[i].src_len,
+                dst: items[i].dst,
+                dst_capacity: items[i].dst_len,
+            })
+            .collect();
+        let out = nv.decompress(codec, &self.stream, &batch);
+        drop(scratch);
+        out
+    }
+}
+
+impl Executor for DeviceExecutor<'_> {
+    type Buffer = DeviceBuffer<u8>;
+
+    fn alloc(&mut self, bytes: usize) -> Result<u64> {
+        // Never a zero-length allocation: every address handed out must be a real one.
+        let b = DeviceBuffer::<u8>::zeroed(&self.stream, bytes.max(1))?;
+        let addr = b.device_address();
+        self.live_bytes += b.len() as u64;
+        self.peak_bytes = self.peak_bytes.max(self.live_bytes);
+        self.owned.insert(addr, b);
+        Ok(addr)
+    }
+
+    fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64> {
+        let bytes: &[u8] = bytemuck::cast_slice(items);
+        let addr = self.alloc(bytes.len())?;
+        self.write(addr, items)?;
+        Ok(addr)
+    }
+
+    fn write<T: Pod>(&mut self, addr: u64, items: &[T]) -> Result<()> {
+        let bytes: &[u8] = bytemuck::cast_slice(items);
+        let (&base, buf) = self
+            .owned
+            .range_mut(..=addr)
+            .next_back()
+            .ok_or_else(|| Self::outside(addr, bytes.len() as u64))?;
+        buf.write_at((addr - base) as usize, bytes)
+    }
+
+    fn read<T: Pod>(&mut self, addr: u64, count: usize) -> Result<Vec<T>> {
+        let len = (count * std::mem::size_of::<T>()) as u64;
+        let (buf, off) = self.find(addr, len).ok_or_else(|| Self::outside(addr, len))?;
+        let bytes = buf.copy_range_to_host(off..off + len as usize)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    fn take(&mut self, addr: u64) -> Result<DeviceBuffer<u8>> {
+        self.owned.remove(&addr).ok_or_else(|| Self::outside(addr, 0))
+    }
+
+    fn free(&mut self, addr: u64) {
+        if let Some(b) = self.owned.remove(&addr) {
+            self.live_bytes -= b.len() as u64;
+        }
+    }
+
+    fn launch(&mut self, kernel: Kernel) -> Result<()> {
+        use Arg::*;
+        match kernel {
+            Kernel::PageHeaders { chunks, n, pages } => self.launch_raw(
+                "gp_page_headers",
+                n.div_ceil(64),
+                64,
+                &[U64(chunks), U32(n), U64(pages)],
+            ),
+            Kernel::DictByteArrayIndex { dicts, n } => {
+                self.launch_raw("gp_dict_byte_array_index", n, PAGE_BLOCK, &[U64(dicts), U32(n)])
+            }
+            Kernel::Pages {
+                kind: PageKernel::StringOffsets,
+                pages,
+                n,
+                cols,
+                ncols,
+            } => {
+                // Page totals, their scan per column (one block per column), then each page's offsets.
+                let totals = self.alloc(n as usize * 8)?;
+                self.launch_raw(
+                    "gp_string_page_totals",
+                    n,
+                    PAGE_BLOCK,
+                    &[U64(pages), U32(n), U64(cols), U64(totals)],
+                )?;
+                self.launch_raw(
+                    "gp_string_page_bases",
+                    ncols,
+                    PAGE_BLOCK,
+                    &[U64(pages), U32(n), U64(cols), U32(ncols), U64(totals)],
+                )?;
+                self.launch_raw(
+                    "gp_string_offsets",
+                    n,
+                    PAGE_BLOCK,
+                    &[U64(pages), U32(n), U64(cols), U64(totals)],
+                )?;
+                self.free(totals);
+                Ok(())
+            }
+            Kernel::Pages {
+                kind,
+                pages,
+                n,
+                cols,
+                ncols: _,
+            } => {
+                for name in page_kernel_names(kind) {
+                    self.launch_raw(name, n, PAGE_BLOCK, &[U64(pages), U32(n), U64(cols)])?;
+                }
+                Ok(())
+            }
+            Kernel::PackBits { bytes, n, words, count } => {
+                let grid = n.div_ceil(256).min(65_535) as u32;
+                self.launch_raw("gp_pack_bits", grid, 256, &[U64(bytes), U64(n), U64(words), U64(count)])
+            }
+            Kernel::Convert { op, src, n, dst } => {
+                let grid = n.div_ceil(256).min(65_535) as u32;
+                self.launch_raw("gp_convert", grid, 256, &[U32(op as u32), U64(src), U64(n), U64(dst)])
+            }
+        }
+    }
+
+    fn decompress(
+        &mut self,
+        codec: Compression,
+        items: &[Decompress],
+    ) -> Result<(Vec<std::result::Result<usize, String>>, DecompressedOn)> {
+        let mut results: Vec<Option<std::result::Result<usize, String>>> = vec![None; items.len()];
+        // Empty pages need no decoder; nvCOMP refuses zero-length items.
+        for (r, d) in results.iter_mut().zip(items) {
+            if d.dst_len == 0 {
+                *r = Some(Ok(0));
+            } else if d.src_len == 0 {
+                *r = Some(Err("no compressed bytes for a non-empty page".into()));
+            }
+        }
+        let gpu = match (&self.nvcomp, Codec::from_parquet(codec)) {
+            (Ok(nv), Some(c)) => Ok((nv.clone(), c)),
+            (Err(why), _) => Err(format!("nvCOMP unavailable: {why}")),
+            (Ok(_), None) => Err(format!("nvCOMP has no {codec} decoder")),
+        };
+        let mut on = DecompressedOn::Gpu;
+        if let Ok((nv, c)) = &gpu {
+            let todo: Vec<usize> = (0..items.len())
+                .filter(|&i| results[i].is_none() && items[i].dst_len as u64 <= c.max_chunk_len())
+                .collect();
+            if !todo.is_empty() {
+                let outcomes = self.nvcomp_batch(nv, *c, items, &todo)?;
+                for (&i, o) in todo.iter().zip(outcomes) {
+                    results[i] = Some(if o.is_success() {
+                        Ok(o.actual_len)
+                    } else {
+                        Err(format!(
+                            "nvCOMP status {} ({})",
+                            o.status,
+                            nv.library().status_string(o.status)
+                        ))
+                    });
+                }
+            }
+        }
+        // The rest on the host: compressed bodies copied back, decompressed on all cores, uploaded.
+        let host: Vec<usize> = (0..items.len()).filter(|&i| results[i].is_none()).collect();
+        if !host.is_empty() {
+            on = DecompressedOn::Host(match &gpu {
+                Err(why) => why.clone(),
+                Ok((_, c)) => format!("pages over nvCOMP's {c} limit"),
+            });
+            let mut inputs = Vec::with_capacity(host.len());
+            for &i in &host {
+                inputs.push(self.read::<u8>(items[i].src, items[i].src_len)?);
+            }
+            let outputs: Vec<std::result::Result<Vec<u8>, String>> = inputs
+                .par_iter()
+                .zip(&host)
+                .map(|(src, &i)| crate::decode::decompress::decompress_host(codec, src, items[i].dst_len))
+                .collect();
+            for (&i, out) in host.iter().zip(outputs) {
+                results[i] = Some(match out {
+                    Ok(bytes) if bytes.len() <= items[i].dst_len => {
+                        self.write(items[i].dst, &bytes)?;
+                        Ok(bytes.len())
+                    }
+                    Ok(bytes) => Ok(bytes.len()),
+                    Err(e) => Err(e),
+                });
+            }
+        }
+        Ok((
+            results
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err("not decompressed".into())))
+                .collect(),
+            on,
+        ))
+    }
+}

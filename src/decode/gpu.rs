@@ -1,0 +1,150 @@
+//! The GPU decoder: kernels compiled for one device (once per process, cached on disk), nvCOMP where it
+//! loads, and [`GpuDecoder::decode`] running the [`pipeline`](super::pipeline) on fetched chunks. Also
+//! [`decode_reference`]: the same pipeline on the host through the kernels' references, which CI
+//! checks against arrow-rs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::datatypes::SchemaRef;
+use bytes::Bytes;
+use serde::Serialize;
+
+use crate::decode::exec::HostExecutor;
+use crate::decode::exec_device::DeviceExecutor;
+use crate::decode::kernels;
+use crate::decode::pipeline::{ColumnRoute, StepStats, decode_step, route_columns};
+use crate::decode::table::DeviceBatch;
+use crate::error::{Error, Result};
+use crate::gpu::nvcomp::{Nvcomp, NvcompSearch};
+use crate::gpu::nvrtc::{KernelModule, ModuleOrigin};
+use crate::gpu::{DeviceBuffer, GpuContext};
+use crate::metadata::ParquetSource;
+use crate::plan::ReadPlan;
+
+/// Where the decoder finds its run-time pieces.
+#[derive(Debug, Clone, Default)]
+pub struct DecoderOptions {
+    /// Folder of the compiled-kernel cache (`None`: compile in every process).
+    pub kernel_cache: Option<PathBuf>,
+    /// Where to look for nvCOMP.
+    pub nvcomp: NvcompSearch,
+}
+
+/// How the decoder's pieces were obtained, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecoderSetup {
+    /// Time NVRTC spent compiling the kernels (zero when cached).
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub compile_time: Duration,
+    /// Time loading the kernels into the context.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub load_time: Duration,
+    /// "compiled", "disk cache" or "memory".
+    pub kernels_from: String,
+    /// nvCOMP's version and file, or why it is not used.
+    pub nvcomp: String,
+}
+
+/// Decodes fetched column chunks on one GPU.
+#[derive(Debug)]
+pub struct GpuDecoder {
+    ctx: Arc<GpuContext>,
+    kernels: Arc<KernelModule>,
+    nvcomp: std::result::Result<Arc<Nvcomp>, String>,
+    setup: DecoderSetup,
+}
+
+impl GpuDecoder {
+    /// Compiles (or finds) the kernels for `ctx`'s device and loads nvCOMP. Fails only when the
+    /// kernels cannot be had (no NVRTC, a compile error); a missing nvCOMP means host decompression.
+    pub fn new(ctx: &Arc<GpuContext>, options: &DecoderOptions) -> Result<Self> {
+        let kernels = KernelModule::load(
+            ctx,
+            &kernels::source(),
+            kernels::PROGRAM_NAME,
+            options.kernel_cache.as_deref(),
+        )?;
+        let nvcomp = Nvcomp::load(&options.nvcomp).map(Arc::new).map_err(|e| e.to_string());
+        let setup = DecoderSetup {
+            compile_time: kernels.compile_time,
+            load_time: kernels.load_time,
+            kernels_from: match kernels.origin {
+                ModuleOrigin::Compiled => "compiled".into(),
+                ModuleOrigin::DiskCache => "disk cache".into(),
+                ModuleOrigin::Memory => "memory".into(),
+            },
+            nvcomp: match &nvcomp {
+                Ok(n) => format!("{} ({})", n.library().version(), n.library().file().display()),
+                Err(why) => format!("not used: {why}"),
+            },
+        };
+        Ok(GpuDecoder {
+            ctx: ctx.clone(),
+            kernels,
+            nvcomp,
+            setup,
+        })
+    }
+
+    /// How the kernels and nvCOMP were obtained.
+    pub fn setup(&self) -> &DecoderSetup {
+        &self.setup
+    }
+
+    /// The context the kernels are loaded in.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// Decodes the chunks `plan` laid out in `chunks` (row groups `plan.row_groups`, in order), on
+    /// `chunks`' stream. Returns the batch, the step's figures and the most device memory the step
+    /// held beyond `chunks` (outputs included).
+    pub fn decode(
+        &self,
+        source: &ParquetSource,
+        schema: &SchemaRef,
+        routes: &[ColumnRoute],
+        plan: &ReadPlan,
+        chunks: &DeviceBuffer<u8>,
+        host_threads: usize,
+    ) -> Result<(DeviceBatch, StepStats, u64)> {
+        if !Arc::ptr_eq(chunks.context(), &self.ctx) {
+            return Err(Error::device(
+                "GPU decoder",
+                "the chunks are on another GPU than the decoder's kernels",
+            ));
+        }
+        let mut exec = DeviceExecutor::new(
+            chunks.stream().clone(),
+            self.kernels.clone(),
+            self.nvcomp.clone(),
+            Some(chunks),
+        );
+        let (batch, stats) = decode_step(
+            &mut exec,
+            source,
+            schema,
+            routes,
+            plan,
+            &plan.row_groups,
+            chunks.device_address(),
+            host_threads,
+        )?;
+        Ok((batch, stats, exec.peak_bytes()))
+    }
+}
+
+/// Runs the GPU decode pipeline on the host, with the kernels' references in place of the kernels:
+/// `fetched` is laid out as `plan` says. Its output must equal arrow-rs's (CI checks it) and the GPU's.
+pub fn decode_reference(
+    source: &ParquetSource,
+    plan: &ReadPlan,
+    fetched: &Bytes,
+) -> Result<(DeviceBatch<Vec<u8>>, StepStats)> {
+    let (schema, routes) = route_columns(source, &plan.columns)?;
+    let mut exec = HostExecutor::new();
+    let base = crate::decode::exec::Executor::upload(&mut exec, fetched.as_ref())?;
+    decode_step(&mut exec, source, &schema, &routes, plan, &plan.row_groups, base, 1)
+}

@@ -1,0 +1,1127 @@
+//! The GPU decode pipeline for one step (a group of row groups), written once over an [`Executor`]:
+//! page headers → validation and decompression plan (host) → decompression (nvCOMP batches by codec,
+//! or host) → levels → dictionaries → values → string offsets and characters → bitmaps → conversions,
+//! with the kernels' error flags read once per step. Columns the kernels do not decode (nested,
+//! repeated, Arrow types needing more than a per-value conversion, deprecated level encodings) are
+//! decoded by arrow-rs from the same fetched bytes and uploaded, each with its reason.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use bytes::Bytes;
+use parquet::arrow::ProjectionMask;
+use parquet::basic::{Compression, Type as PhysicalType};
+use serde::Serialize;
+
+use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kernel, PageKernel};
+use crate::decode::layout::{
+    ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PageDesc, PageInfo, encoding, physical,
+};
+use crate::decode::table::{DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
+use crate::error::{Error, Location, Result};
+use crate::metadata::ParquetSource;
+use crate::plan::{ChunkRange, ReadPlan};
+
+/// Largest page the pipeline accepts, compressed or not (arrow-rs's limit is i32 sizes too).
+const MAX_PAGE_BYTES: i64 = i32::MAX as i64;
+
+/// How one top-level column is decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Route {
+    /// By the GPU kernels.
+    Gpu(GpuLeaf),
+    /// By arrow-rs on the host, uploaded; the reason.
+    Host(String),
+}
+
+/// A flat leaf the kernels decode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuLeaf {
+    /// Leaf column index in the file schema.
+    pub leaf: usize,
+    /// Parquet physical type (the `physical` constants).
+    pub physical: u32,
+    /// Bytes per plain value (see [`PageDesc::type_len`]).
+    pub type_len: u32,
+    /// Maximum definition level (0 or 1).
+    pub max_def: u32,
+    /// The Arrow type of the output (arrow-rs's).
+    pub data_type: DataType,
+    /// Conversion from the physical values to `data_type`'s layout.
+    pub conversion: Option<Conversion>,
+}
+
+/// One top-level column of the projection and its route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnRoute {
+    /// Field name.
+    pub name: String,
+    /// Its selected leaves.
+    pub leaves: Vec<usize>,
+    /// How it is decoded.
+    pub route: Route,
+}
+
+/// The Arrow schema arrow-rs gives for `leaves` of `source`, and each top-level field's route.
+pub fn route_columns(source: &ParquetSource, leaves: &[usize]) -> Result<(SchemaRef, Vec<ColumnRoute>)> {
+    let location = source.location();
+    let descr = source.metadata().file_metadata().schema_descr_ptr();
+    let kv = source.metadata().file_metadata().key_value_metadata();
+    let mask = || ProjectionMask::leaves(&descr, leaves.iter().copied());
+    let schema = parquet::arrow::parquet_to_arrow_schema_by_columns(&descr, mask(), kv)
+        .map_err(|e| Error::parquet(location.clone(), e))?;
+    let natural = parquet::arrow::parquet_to_arrow_schema_by_columns(&descr, mask(), None)
+        .map_err(|e| Error::parquet(location.clone(), e))?;
+    let mut by_root: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for &c in leaves {
+        by_root.entry(descr.get_column_root_idx(c)).or_default().push(c);
+    }
+    if by_root.len() != schema.fields().len() {
+        return Err(Error::parquet(
+            location,
+            format!(
+                "{} top-level columns selected, arrow-rs's schema has {}",
+                by_root.len(),
+                schema.fields().len()
+            ),
+        ));
+    }
+    // arrow-rs's record batches carry the fields only, not the file's key-value metadata.
+    let schema = arrow::datatypes::Schema::new(schema.fields().clone());
+    let mut routes = Vec::with_capacity(by_root.len());
+    for ((_, leaves), (field, natural_field)) in by_root.into_iter().zip(schema.fields().iter().zip(natural.fields())) {
+        let route = route_one(&descr, &leaves, field.data_type(), natural_field.data_type());
+        routes.push(ColumnRoute {
+            name: field.name().clone(),
+            leaves,
+            route,
+        });
+    }
+    Ok((Arc::new(schema), routes))
+}
+
+fn route_one(
+    descr: &parquet::schema::types::SchemaDescriptor,
+    leaves: &[usize],
+    data_type: &DataType,
+    natural: &DataType,
+) -> Route {
+    let [leaf] = leaves else {
+        return Route::Host("a nested column (several leaves): decoded on the host".into());
+    };
+    let col = descr.column(*leaf);
+    if col.path().parts().len() != 1 {
+        return Route::Host("a nested column (struct): decoded on the host".into());
+    }
+    if col.max_rep_level() > 0 {
+        return Route::Host("a repeated column (repetition levels): decoded on the host".into());
+    }
+    if col.max_def_level() > 1 {
+        return Route::Host("nested definition levels: decoded on the host".into());
+    }
+    let same_bits = data_type == natural
+        || matches!((data_type, natural), (DataType::Timestamp(a, _), DataType::Timestamp(b, _)) if a == b);
+    if !same_bits {
+        return Route::Host(format!(
+            "the file's Arrow schema asks for {data_type} where the Parquet type gives {natural}: decoded on the host"
+        ));
+    }
+    let pt = col.physical_type();
+    let (physical, type_len) = match pt {
+        PhysicalType::BOOLEAN => (physical::BOOLEAN, 1),
+        PhysicalType::INT32 => (physical::INT32, 4),
+        PhysicalType::INT64 => (physical::INT64, 8),
+        PhysicalType::INT96 => (physical::INT96, 12),
+        PhysicalType::FLOAT => (physical::FLOAT, 4),
+        PhysicalType::DOUBLE => (physical::DOUBLE, 8),
+        PhysicalType::BYTE_ARRAY => (physical::BYTE_ARRAY, 0),
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => (physical::FIXED_LEN_BYTE_ARRAY, col.type_length().max(0) as u32),
+    };
+    use DataType as D;
+    let conversion = match (pt, data_type) {
+        (PhysicalType::BOOLEAN, D::Boolean) => None,
+        (PhysicalType::INT32, D::Int32 | D::UInt32 | D::Date32 | D::Time32(_)) => None,
+        (PhysicalType::INT32, D::Int8 | D::UInt8) => Some(Conversion::I32ToI8),
+        (PhysicalType::INT32, D::Int16 | D::UInt16) => Some(Conversion::I32ToI16),
+        (PhysicalType::INT32, D::Decimal128(..)) => Some(Conversion::I32ToI128),
+        (PhysicalType::INT64, D::Int64 | D::UInt64 | D::Timestamp(..) | D::Time64(_) | D::Date64 | D::Duration(_)) => {
+            None
+        }
+        (PhysicalType::INT64, D::Decimal128(..)) => Some(Conversion::I64ToI128),
+        (PhysicalType::INT96, D::Timestamp(TimeUnit::Nanosecond, _)) => Some(Conversion::Int96ToNanos),
+        (PhysicalType::FLOAT, D::Float32) | (PhysicalType::DOUBLE, D::Float64) => None,
+        (PhysicalType::BYTE_ARRAY, D::Utf8 | D::Binary) => None,
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::FixedSizeBinary(n)) if *n as u32 == type_len && type_len > 0 => None,
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Float16) if type_len == 2 => None,
+        _ => {
+            return Route::Host(format!("{data_type} from Parquet {pt}: decoded on the host"));
+        }
+    };
+    Route::Gpu(GpuLeaf {
+        leaf: *leaf,
+        physical,
+        type_len,
+        max_def: col.max_def_level() as u32,
+        data_type: data_type.clone(),
+        conversion,
+    })
+}
+
+/// Per-column figures of one step, for the report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ColumnStepStats {
+    /// Field name.
+    pub name: String,
+    /// Pages (dictionary pages included).
+    pub pages: usize,
+    /// Codec(s) of the column's chunks.
+    pub codec: String,
+    /// Page bytes as stored (bodies, headers excluded).
+    pub compressed_bytes: u64,
+    /// Page bytes after decompression.
+    pub uncompressed_bytes: u64,
+    /// Where decompression ran ("gpu (nvCOMP)", "host (<why>)", "none" for uncompressed chunks).
+    pub decompressed_on: String,
+    /// Where decoding ran ("gpu", or "host (<why>)").
+    pub decoded_on: String,
+}
+
+/// Timings and figures of one step.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StepStats {
+    /// Per top-level column.
+    pub columns: Vec<ColumnStepStats>,
+    /// Time in page-header parsing and planning.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub headers_time: Duration,
+    /// Time in decompression.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub decompress_time: Duration,
+    /// Time in the decode kernels (and host decode of host-routed columns).
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub decode_time: Duration,
+}
+
+/// One page body to decompress: its chunk, its page, and where from and to.
+type DecompressJob = (usize, usize, Decompress);
+
+/// Where a page came from, for errors.
+#[derive(Debug, Clone)]
+struct PageOrigin {
+    column: usize,
+    row_group: usize,
+    /// Index within its chunk (dictionary page included).
+    page: usize,
+}
+
+/// One GPU column chunk after header parsing.
+#[derive(Debug)]
+struct ChunkPages {
+    /// Index into the step's GPU columns.
+    column: usize,
+    row_group: usize,
+    rows: u64,
+    codec: Compression,
+    /// Address of the chunk's first byte.
+    start: u64,
+    infos: Vec<PageInfo>,
+}
+
+/// Decodes row groups `row_groups` of the projection `routes` (from [`route_columns`]) out of the
+/// chunks that `plan` laid out at `chunk_base` in `exec`'s memory. `host_threads` is for the columns
+/// decoded by arrow-rs.
+#[allow(clippy::too_many_arguments)]
+pub fn decode_step<E: Executor>(
+    exec: &mut E,
+    source: &ParquetSource,
+    schema: &SchemaRef,
+    routes: &[ColumnRoute],
+    plan: &ReadPlan,
+    row_groups: &[usize],
+    chunk_base: u64,
+    host_threads: usize,
+) -> Result<(DeviceBatch<E::Buffer>, StepStats)> {
+    let location = source.location();
+    let meta = source.metadata();
+    let chunk_of: BTreeMap<(usize, usize), &ChunkRange> =
+        plan.chunks.iter().map(|c| ((c.row_group, c.column), c)).collect();
+    let mut rows_of = Vec::with_capacity(row_groups.len());
+    for &g in row_groups {
+        let n = meta.row_group(g).num_rows();
+        let n = u64::try_from(n).map_err(|_| {
+            Error::invalid_metadata(
+                Location {
+                    row_group: Some(g),
+                    ..location.clone()
+                },
+                format!("negative row count {n}"),
+            )
+        })?;
+        rows_of.push(n);
+    }
+    let num_rows: u64 = rows_of.iter().sum();
+    let mut stats = StepStats::default();
+    let started = Instant::now();
+
+    // GPU columns, in route order; their chunks, row group by row group.
+    let mut gpu: Vec<(usize, GpuLeaf)> = routes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match &r.route {
+            Route::Gpu(l) => Some((i, l.clone())),
+            Route::Host(_) => None,
+        })
+        .collect();
+    let mut fallback: BTreeMap<usize, String> = BTreeMap::new();
+    if num_rows > u32::MAX as u64 && !gpu.is_empty() {
+        for (i, _) in gpu.drain(..) {
+            fallback.insert(i, "more than 2^32 rows in one step: decoded on the host".into());
+        }
+    }
+
+    let mut chunks: Vec<ChunkPages> = Vec::new();
+    let mut descs: Vec<ChunkDesc> = Vec::new();
+    for (gi, (_, leaf)) in gpu.iter().enumerate() {
+        for (slot, &g) in row_groups.iter().enumerate() {
+            let c = chunk_of.get(&(g, leaf.leaf)).ok_or_else(|| Error::InvalidRequest {
+                location: Location::chunk(&location.file, source.column_path(leaf.leaf), g),
+                message: "the plan does not fetch this column chunk".into(),
+            })?;
+            let start = chunk_base + c.dest_offset;
+            descs.push(ChunkDesc {
+                start,
+                len: c.len,
+                ..Default::default()
+            });
+            chunks.push(ChunkPages {
+                column: gi,
+                row_group: g,
+                rows: rows_of[slot],
+                codec: meta.row_group(g).column(leaf.leaf).compression(),
+                start,
+                infos: Vec::new(),
+            });
+        }
+    }
+
+    // Page headers: count, then fill.
+    if !descs.is_empty() {
+        let n = descs.len() as u32;
+        let d = exec.upload(&descs)?;
+        exec.launch(Kernel::PageHeaders { chunks: d, n, pages: 0 })?;
+        let counted: Vec<ChunkDesc> = exec.read(d, descs.len())?;
+        let mut total = 0u64;
+        for (i, c) in counted.iter().enumerate() {
+            check_chunk(c, &chunks[i], &gpu, source, &location)?;
+            descs[i].first_page = total as u32;
+            descs[i].page_capacity = c.page_count;
+            total += c.page_count as u64;
+        }
+        if total > u32::MAX as u64 {
+            return Err(Error::invalid_metadata(location, format!("{total} pages in one step")));
+        }
+        exec.write(d, &descs)?;
+        let p = exec.alloc(total as usize * std::mem::size_of::<PageInfo>())?;
+        exec.launch(Kernel::PageHeaders { chunks: d, n, pages: p })?;
+        let filled: Vec<ChunkDesc> = exec.read(d, descs.len())?;
+        let infos: Vec<PageInfo> = exec.read(p, total as usize)?;
+        for (i, c) in filled.iter().enumerate() {
+            check_chunk(c, &chunks[i], &gpu, source, &location)?;
+            if c.page_count != descs[i].page_capacity {
+                return Err(corrupt(
+                    source,
+                    &gpu,
+                    &chunks[i],
+                    None,
+                    ErrorCode::TooManyPages.describe(),
+                ));
+            }
+            let first = descs[i].first_page as usize;
+            chunks[i].infos = infos[first..first + c.page_count as usize].to_vec();
+        }
+        exec.free(p);
+        exec.free(d);
+    }
+
+    // Host checks; columns with page features the kernels lack fall back to the host.
+    for ch in &chunks {
+        let (route_idx, leaf) = &gpu[ch.column];
+        if fallback.contains_key(route_idx) {
+            continue;
+        }
+        if let Some(why) = validate_chunk(ch, leaf).map_err(|m| corrupt(source, &gpu, ch, m.1, &m.0))? {
+            fallback.insert(*route_idx, why);
+        }
+    }
+    let keep: Vec<bool> = gpu.iter().map(|(i, _)| !fallback.contains_key(i)).collect();
+    stats.headers_time = started.elapsed();
+
+    // Decompression plan: every compressed body gets a place in one output buffer.
+    let t_dec = Instant::now();
+    struct Body {
+        data: u64,
+        data_len: u64,
+        levels: u64,
+        levels_len: u64,
+    }
+    let mut bodies: Vec<Vec<Body>> = Vec::with_capacity(chunks.len());
+    let mut jobs: BTreeMap<String, (Compression, Vec<DecompressJob>)> = BTreeMap::new();
+    let mut out_total = 0u64;
+    let mut out_items: Vec<(usize, usize, u64, u64)> = Vec::new(); // chunk, page, offset in output, len
+    for (ci, ch) in chunks.iter().enumerate() {
+        let mut b = Vec::with_capacity(ch.infos.len());
+        for (pi, p) in ch.infos.iter().enumerate() {
+            let body = ch.start + p.data_offset;
+            let levels_len = if p.page_type == 3 {
+                (p.def_levels_byte_length as u64) + (p.rep_levels_byte_length as u64)
+            } else {
+                0
+            };
+            let compressed = ch.codec != Compression::UNCOMPRESSED && (p.page_type != 3 || p.is_compressed != 0);
+            let in_len = (p.compressed_size as u64).saturating_sub(levels_len);
+            if !keep[ch.column] || p.page_type == 1 {
+                b.push(Body {
+                    data: 0,
+                    data_len: 0,
+                    levels: 0,
+                    levels_len: 0,
+                });
+                continue;
+            }
+            if compressed {
+                let out_len = (p.uncompressed_size as i64) - levels_len as i64;
+                if out_len < 0 {
+                    return Err(corrupt(
+                        source,
+                        &gpu,
+                        ch,
+                        Some(pi),
+                        &format!(
+                            "uncompressed size {} is smaller than its levels ({levels_len} bytes)",
+                            p.uncompressed_size
+                        ),
+                    ));
+                }
+                if out_len == 0 {
+                    // Nothing to decompress (an empty page, or a v2 page of levels only).
+                    b.push(Body {
+                        data: 0,
+                        data_len: 0,
+                        levels: body,
+                        levels_len,
+                    });
+                    continue;
+                }
+                out_items.push((ci, pi, out_total, out_len as u64));
+                // 64-byte aligned outputs: nvCOMP asks at most that of its output buffers.
+                out_total += (out_len as u64).div_ceil(64) * 64;
+                b.push(Body {
+                    data: 0,
+                    data_len: out_len as u64,
+                    levels: body,
+                    levels_len,
+                });
+            } else {
+                b.push(Body {
+                    data: body + levels_len,
+                    data_len: in_len,
+                    levels: body,
+                    levels_len,
+                });
+            }
+        }
+        bodies.push(b);
+    }
+    let dec_base = if out_total > 0 {
+        exec.alloc(out_total as usize)?
+    } else {
+        0
+    };
+    for &(ci, pi, off, len) in &out_items {
+        let ch = &chunks[ci];
+        let p = &ch.infos[pi];
+        let body = &mut bodies[ci][pi];
+        body.data = dec_base + off;
+        let src = ch.start + p.data_offset + body.levels_len;
+        let src_len = (p.compressed_size as u64).saturating_sub(body.levels_len);
+        jobs.entry(format!("{:?}", ch.codec))
+            .or_insert_with(|| (ch.codec, Vec::new()))
+            .1
+            .push((
+                ci,
+                pi,
+                Decompress {
+                    src,
+                    src_len: src_len as usize,
+                    dst: body.data,
+                    dst_len: len as usize,
+                },
+            ));
+    }
+    let mut decompressed_on: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (_, (codec, items)) in jobs {
+        let batch: Vec<Decompress> = items.iter().map(|x| x.2).collect();
+        let (outcomes, on) = exec.decompress(codec, &batch)?;
+        let on_s = match on {
+            DecompressedOn::Gpu => "gpu (nvCOMP)".to_string(),
+            DecompressedOn::Host(why) => format!("host ({why})"),
+        };
+        for ((ci, pi, d), r) in items.iter().zip(outcomes) {
+            let ch = &chunks[*ci];
+            match r {
+                Ok(n) if n == d.dst_len => {}
+                Ok(n) => {
+                    return Err(corrupt(
+                        source,
+                        &gpu,
+                        ch,
+                        Some(*pi),
+                        &format!("{codec} page decompressed to {n} bytes, its header says {}", d.dst_len),
+                    ));
+                }
+                Err(why) => {
+                    return Err(corrupt(
+                        source,
+                        &gpu,
+                        ch,
+                        Some(*pi),
+                        &format!("{codec} decompression failed: {why}"),
+                    ));
+                }
+            }
+            let v = decompressed_on.entry(ch.column).or_default();
+            if !v.contains(&on_s) {
+                v.push(on_s.clone());
+            }
+        }
+    }
+    stats.decompress_time = t_dec.elapsed();
+
+    // Descriptors.
+    let t_decode = Instant::now();
+    let kept: Vec<usize> = (0..gpu.len()).filter(|&i| keep[i]).collect();
+    let mut col_of_gpu = vec![u32::MAX; gpu.len()];
+    let mut cols: Vec<ColumnDesc> = Vec::with_capacity(kept.len());
+    for (k, &gi) in kept.iter().enumerate() {
+        col_of_gpu[gi] = k as u32;
+        let leaf = &gpu[gi].1;
+        let n = num_rows as usize;
+        let needs_dense = chunks
+            .iter()
+            .filter(|c| c.column == gi)
+            .flat_map(|c| &c.infos)
+            .any(|p| {
+                let e = p.encoding as u32;
+                (p.page_type == 0 || p.page_type == 3) && e != encoding::PLAIN
+            });
+        let dense_width = leaf.type_len.max(4);
+        let mut c = ColumnDesc {
+            num_rows,
+            dense_width,
+            out_width: if leaf.physical == physical::BYTE_ARRAY {
+                0
+            } else {
+                leaf.type_len
+            },
+            physical: leaf.physical,
+            ..Default::default()
+        };
+        if leaf.max_def > 0 {
+            c.vidx = exec.alloc(n * 4)?;
+            c.out_valid = exec.alloc(n)?;
+        }
+        if needs_dense {
+            c.dense = exec.alloc(n * dense_width as usize)?;
+        }
+        if leaf.physical == physical::BYTE_ARRAY {
+            c.out_offsets = exec.alloc((n + 1) * 4)?;
+            c.str_src = exec.alloc(n * 8)?;
+            c.str_len = exec.alloc(n * 4)?;
+        } else {
+            c.out_values = exec.alloc(n * leaf.type_len as usize)?;
+        }
+        cols.push(c);
+    }
+
+    let mut pages: Vec<PageDesc> = Vec::new();
+    let mut origins: Vec<PageOrigin> = Vec::new();
+    let mut dicts: Vec<DictDesc> = Vec::new();
+    let mut dict_origins: Vec<PageOrigin> = Vec::new();
+    for &gi in &kept {
+        let leaf = &gpu[gi].1;
+        let mut row = 0u64;
+        for (ci, ch) in chunks.iter().enumerate().filter(|(_, c)| c.column == gi) {
+            let mut dict = (0u64, 0u64, 0u32, 0u64);
+            for (pi, p) in ch.infos.iter().enumerate() {
+                let body = &bodies[ci][pi];
+                match p.page_type {
+                    2 => {
+                        let count = p.num_values as u32;
+                        let mut index = 0;
+                        if leaf.physical == physical::BYTE_ARRAY {
+                            if count as u64 > body.data_len / 4 {
+                                return Err(corrupt(
+                                    source,
+                                    &gpu,
+                                    ch,
+                                    Some(pi),
+                                    &format!("the dictionary declares {count} entries in {} bytes", body.data_len),
+                                ));
+                            }
+                            index = exec.alloc(count as usize * std::mem::size_of::<DictEntry>())?;
+                            dicts.push(DictDesc {
+                                data: body.data,
+                                data_len: body.data_len,
+                                index,
+                                count,
+                                ..Default::default()
+                            });
+                            dict_origins.push(PageOrigin {
+                                column: gi,
+                                row_group: ch.row_group,
+                                page: pi,
+                            });
+                        }
+                        dict = (body.data, body.data_len, count, index);
+                    }
+                    0 | 3 => {
+                        let v2 = p.page_type == 3;
+                        let num_values = p.num_values as u32;
+                        let mut d = PageDesc {
+                            data: body.data,
+                            data_len: body.data_len,
+                            values: body.data,
+                            values_len: body.data_len,
+                            dict: dict.0,
+                            dict_len: dict.1,
+                            dict_count: dict.2,
+                            dict_index: dict.3,
+                            num_values,
+                            row_start: row as u32,
+                            encoding: p.encoding as u32,
+                            physical: leaf.physical,
+                            type_len: leaf.type_len,
+                            max_def: leaf.max_def,
+                            def_bit_width: if leaf.max_def > 0 { 1 } else { 0 },
+                            column: col_of_gpu[gi],
+                            ..Default::default()
+                        };
+                        if v2 {
+                            if leaf.max_def > 0 {
+                                // v2 bodies start with the repetition levels, then the definition levels.
+                                d.levels = body.levels + p.rep_levels_byte_length as u64;
+                                d.levels_len = p.def_levels_byte_length as u64;
+                            }
+                        } else if leaf.max_def > 0 {
+                            d.flags = PAGE_V1_LEVELS;
+                        }
+                        row += num_values as u64;
+                        pages.push(d);
+                        origins.push(PageOrigin {
+                            column: gi,
+                            row_group: ch.row_group,
+                            page: pi,
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    // Kernels, in order.
+    let n = pages.len() as u32;
+    let ncols = cols.len() as u32;
+    let pages_addr = if pages.is_empty() { 0 } else { exec.upload(&pages)? };
+    let cols_addr = if cols.is_empty() { 0 } else { exec.upload(&cols)? };
+    let has = |f: &dyn Fn(&PageDesc) -> bool| pages.iter().any(f);
+    let is_dict = |p: &PageDesc| p.encoding == encoding::PLAIN_DICTIONARY || p.encoding == encoding::RLE_DICTIONARY;
+    let is_ba = |p: &PageDesc| p.physical == physical::BYTE_ARRAY;
+    let run = |exec: &mut E, kind: PageKernel| {
+        exec.launch(Kernel::Pages {
+            kind,
+            pages: pages_addr,
+            n,
+            cols: cols_addr,
+            ncols,
+        })
+    };
+    if n > 0 {
+        run(exec, PageKernel::Setup)?;
+        run(exec, PageKernel::Levels)?;
+        if !dicts.is_empty() {
+            let d = exec.upload(&dicts)?;
+            exec.launch(Kernel::DictByteArrayIndex {
+                dicts: d,
+                n: dicts.len() as u32,
+            })?;
+            let back: Vec<DictDesc> = exec.read(d, dicts.len())?;
+            if let Some((i, e)) = back.iter().enumerate().find(|(_, e)| e.error != 0) {
+                let o = &dict_origins[i];
+                return Err(kernel_error(source, &gpu, o, e.error, e.error_detail));
+            }
+            exec.free(d);
+        }
+        if has(&|p| is_dict(p) || (p.physical == physical::BOOLEAN && p.encoding == encoding::RLE)) {
+            run(exec, PageKernel::DictIndices)?;
+        }
+        if has(&|p| p.encoding == encoding::DELTA_BINARY_PACKED) {
+            run(exec, PageKernel::DeltaBinaryPacked)?;
+        }
+        if has(&|p| p.encoding == encoding::BYTE_STREAM_SPLIT) {
+            run(exec, PageKernel::ByteStreamSplit)?;
+        }
+        if has(&|p| !is_ba(p)) {
+            run(exec, PageKernel::GatherFixed)?;
+        }
+        if has(&is_ba) {
+            run(exec, PageKernel::ByteArrayValues)?;
+            if has(&|p| p.encoding == encoding::DELTA_LENGTH_BYTE_ARRAY) {
+                run(exec, PageKernel::DeltaLengthByteArray)?;
+            }
+            if has(&|p| p.encoding == encoding::DELTA_BYTE_ARRAY) {
+                run(exec, PageKernel::DeltaByteArrayLengths)?;
+            }
+            run(exec, PageKernel::StringOffsets)?;
+        }
+        check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
+        if has(&is_ba) {
+            let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
+            for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
+                let last: Vec<i32> = exec.read(c.out_offsets + c.num_rows * 4, 1)?;
+                let chars = last.first().copied().unwrap_or(0).max(0) as u64;
+                c.chars_capacity = chars;
+                c.out_values = exec.alloc(chars.max(1) as usize)?;
+            }
+            exec.write(cols_addr, &updated)?;
+            cols = updated;
+            run(exec, PageKernel::CopyStrings)?;
+            if has(&|p| p.encoding == encoding::DELTA_BYTE_ARRAY) {
+                run(exec, PageKernel::DeltaByteArrayCopy)?;
+            }
+            check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
+        }
+    }
+
+    // Bitmaps and conversions, then the arrays.
+    let mut counts_addr = 0;
+    if !cols.is_empty() {
+        counts_addr = exec.alloc(cols.len() * 2 * 8)?;
+    }
+    let mut bitmaps: Vec<(u64, u64)> = Vec::with_capacity(cols.len());
+    for (k, c) in cols.iter().enumerate() {
+        let words = (num_rows.div_ceil(32) * 4) as usize;
+        let validity = if c.out_valid != 0 {
+            let w = exec.alloc(words)?;
+            exec.launch(Kernel::PackBits {
+                bytes: c.out_valid,
+                n: num_rows,
+                words: w,
+                count: counts_addr + 16 * k as u64,
+            })?;
+            w
+        } else {
+            0
+        };
+        let values = if c.physical == physical::BOOLEAN {
+            let w = exec.alloc(words)?;
+            exec.launch(Kernel::PackBits {
+                bytes: c.out_values,
+                n: num_rows,
+                words: w,
+                count: counts_addr + 16 * k as u64 + 8,
+            })?;
+            w
+        } else {
+            0
+        };
+        bitmaps.push((validity, values));
+    }
+    let counts: Vec<u64> = if cols.is_empty() {
+        Vec::new()
+    } else {
+        exec.read(counts_addr, cols.len() * 2)?
+    };
+
+    let mut arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
+    for (k, (&gi, c)) in kept.iter().zip(&cols).enumerate() {
+        let leaf = &gpu[gi].1;
+        let (validity, bool_values) = bitmaps[k];
+        let present = if c.out_valid != 0 { counts[2 * k] } else { num_rows };
+        let null_count = (num_rows - present.min(num_rows)) as usize;
+        let validity = if validity != 0 && null_count > 0 {
+            Some(exec.take(validity)?)
+        } else {
+            None
+        };
+        let buffers = if leaf.physical == physical::BYTE_ARRAY {
+            vec![exec.take(c.out_offsets)?, exec.take(c.out_values)?]
+        } else if leaf.physical == physical::BOOLEAN {
+            vec![exec.take(bool_values)?]
+        } else if let Some(op) = leaf.conversion {
+            let (_, dw) = crate::decode::reference::convert::widths(op);
+            let dst = exec.alloc(num_rows as usize * dw)?;
+            exec.launch(Kernel::Convert {
+                op,
+                src: c.out_values,
+                n: num_rows,
+                dst,
+            })?;
+            vec![exec.take(dst)?]
+        } else {
+            vec![exec.take(c.out_values)?]
+        };
+        arrays.insert(
+            gpu[gi].0,
+            DeviceArray {
+                data_type: leaf.data_type.clone(),
+                len: num_rows as usize,
+                null_count,
+                validity,
+                buffers,
+                children: Vec::new(),
+            },
+        );
+    }
+
+    // Host-routed columns: arrow-rs over the same fetched bytes.
+    let host_cols: Vec<usize> = routes
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| matches!(r.route, Route::Host(_)) || fallback.contains_key(i))
+        .map(|(i, _)| i)
+        .collect();
+    if !host_cols.is_empty() {
+        let leaves: Vec<usize> = host_cols
+            .iter()
+            .flat_map(|&i| routes[i].leaves.iter().copied())
+            .collect();
+        let mut sub_chunks = Vec::new();
+        let mut packed = Vec::new();
+        for &g in row_groups {
+            for &l in &leaves {
+                let c = chunk_of.get(&(g, l)).ok_or_else(|| Error::InvalidRequest {
+                    location: Location::chunk(&location.file, source.column_path(l), g),
+                    message: "the plan does not fetch this column chunk".into(),
+                })?;
+                let bytes: Vec<u8> = exec.read(chunk_base + c.dest_offset, c.len as usize)?;
+                let mut sc = (*c).clone();
+                sc.dest_offset = packed.len() as u64;
+                packed.extend_from_slice(&bytes);
+                sub_chunks.push(sc);
+            }
+        }
+        let mut sorted_leaves = leaves.clone();
+        sorted_leaves.sort_unstable();
+        let sub = ReadPlan::from_chunks(
+            sub_chunks,
+            sorted_leaves,
+            row_groups.to_vec(),
+            source.len(),
+            plan.options,
+        );
+        let table = crate::decode::host::decode_fetched(source, &sub, &Bytes::from(packed), host_threads)?;
+        let batch = table.concat()?;
+        if batch.num_rows() as u64 != num_rows {
+            return Err(Error::parquet(
+                location.clone(),
+                format!(
+                    "arrow-rs decoded {} rows where the row groups hold {num_rows}",
+                    batch.num_rows()
+                ),
+            ));
+        }
+        for (j, &i) in host_cols.iter().enumerate() {
+            let data = batch.column(j).to_data();
+            let mut up = |b: &[u8]| -> Result<E::Buffer> {
+                let a = exec.upload(b)?;
+                exec.take(a)
+            };
+            arrays.insert(i, upload_array(&data, &mut up)?);
+        }
+    }
+    stats.decode_time = t_decode.elapsed();
+
+    // Columns in schema order, with where each ran.
+    let mut columns = Vec::with_capacity(routes.len());
+    for (i, r) in routes.iter().enumerate() {
+        let array = arrays
+            .remove(&i)
+            .ok_or_else(|| Error::parquet(location.clone(), format!("column '{}' was not decoded", r.name)))?;
+        let decoded = match (&r.route, fallback.get(&i)) {
+            (Route::Host(why), _) => DecodedWhere::Host(why.clone()),
+            (Route::Gpu(_), Some(why)) => DecodedWhere::Host(why.clone()),
+            (Route::Gpu(_), None) => DecodedWhere::Gpu,
+        };
+        let gi = gpu.iter().position(|(x, _)| *x == i);
+        let mut cs = ColumnStepStats {
+            name: r.name.clone(),
+            ..Default::default()
+        };
+        if let Some(gi) = gi {
+            let mine: Vec<&ChunkPages> = chunks.iter().filter(|c| c.column == gi).collect();
+            cs.pages = mine.iter().map(|c| c.infos.len()).sum();
+            cs.compressed_bytes = mine
+                .iter()
+                .flat_map(|c| &c.infos)
+                .map(|p| p.compressed_size.max(0) as u64)
+                .sum();
+            cs.uncompressed_bytes = mine
+                .iter()
+                .flat_map(|c| &c.infos)
+                .map(|p| p.uncompressed_size.max(0) as u64)
+                .sum();
+            let mut codecs: Vec<String> = mine.iter().map(|c| format!("{:?}", c.codec)).collect();
+            codecs.dedup();
+            cs.codec = codecs.join(",");
+            cs.decompressed_on = decompressed_on
+                .get(&gi)
+                .map(|v| v.join(", "))
+                .unwrap_or_else(|| "none".into());
+        } else {
+            let mut codecs: Vec<String> = row_groups
+                .iter()
+                .flat_map(|&g| {
+                    r.leaves
+                        .iter()
+                        .map(move |&l| format!("{:?}", meta.row_group(g).column(l).compression()))
+                })
+                .collect();
+            codecs.sort();
+            codecs.dedup();
+            cs.codec = codecs.join(",");
+            cs.compressed_bytes = row_groups
+                .iter()
+                .flat_map(|&g| {
+                    r.leaves
+                        .iter()
+                        .map(move |&l| meta.row_group(g).column(l).compressed_size().max(0) as u64)
+                })
+                .sum();
+            cs.uncompressed_bytes = row_groups
+                .iter()
+                .flat_map(|&g| {
+                    r.leaves
+                        .iter()
+                        .map(move |&l| meta.row_group(g).column(l).uncompressed_size().max(0) as u64)
+                })
+                .sum();
+            cs.decompressed_on = "host (arrow-rs)".into();
+        }
+        cs.decoded_on = match &decoded {
+            DecodedWhere::Gpu => "gpu".into(),
+            DecodedWhere::Host(why) => format!("host ({why})"),
+        };
+        stats.columns.push(cs);
+        columns.push(DeviceColumn {
+            name: r.name.clone(),
+            array,
+            decoded,
+        });
+    }
+    Ok((
+        DeviceBatch {
+            schema: schema.clone(),
+            num_rows: num_rows as usize,
+            columns,
+            row_groups: row_groups.to_vec(),
+            location,
+        },
+        stats,
+    ))
+}
+
+/// An error found while planning a GPU chunk's pages.
+fn corrupt(
+    source: &ParquetSource,
+    gpu: &[(usize, GpuLeaf)],
+    ch: &ChunkPages,
+    page: Option<usize>,
+    message: &str,
+) -> Error {
+    Error::CorruptPage {
+        location: Location::chunk(
+            &source.location().file,
+            source.column_path(gpu[ch.column].1.leaf),
+            ch.row_group,
+        ),
+        page,
+        message: message.to_string(),
+    }
+}
+
+fn kernel_error(source: &ParquetSource, gpu: &[(usize, GpuLeaf)], o: &PageOrigin, code: u32, detail: u32) -> Error {
+    let what = ErrorCode::from_u32(code)
+        .map(ErrorCode::describe)
+        .unwrap_or("an unknown decoder error");
+    Error::CorruptPage {
+        location: Location::chunk(
+            &source.location().file,
+            source.column_path(gpu[o.column].1.leaf),
+            o.row_group,
+        ),
+        page: Some(o.page),
+        message: format!("{what} (decoder code {code}, detail {detail})"),
+    }
+}
+
+/// Reads the step's page and column error flags once; the first page error (in page order) wins.
+#[allow(clippy::too_many_arguments)]
+fn check_pages<E: Executor>(
+    exec: &mut E,
+    pages_addr: u64,
+    n: u32,
+    cols_addr: u64,
+    ncols: u32,
+    origins: &[PageOrigin],
+    kept: &[usize],
+    source: &ParquetSource,
+    gpu: &[(usize, GpuLeaf)],
+) -> Result<()> {
+    let pages: Vec<PageDesc> = exec.read(pages_addr, n as usize)?;
+    if let Some((i, p)) = pages.iter().enumerate().find(|(_, p)| p.error != 0) {
+        return Err(kernel_error(source, gpu, &origins[i], p.error, p.error_detail));
+    }
+    let cols: Vec<ColumnDesc> = exec.read(cols_addr, ncols as usize)?;
+    if let Some((k, c)) = cols.iter().enumerate().find(|(_, c)| c.error != 0) {
+        let gi = kept[k];
+        let what = ErrorCode::from_u32(c.error)
+            .map(ErrorCode::describe)
+            .unwrap_or("an unknown decoder error");
+        return Err(Error::CorruptPage {
+            location: Location {
+                column: Some(source.column_path(gpu[gi].1.leaf)),
+                ..source.location()
+            },
+            page: None,
+            message: what.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// A chunk's header-pass outcome: an error names the page by its header offset.
+fn check_chunk(
+    c: &ChunkDesc,
+    ch: &ChunkPages,
+    gpu: &[(usize, GpuLeaf)],
+    source: &ParquetSource,
+    _location: &Location,
+) -> Result<()> {
+    if c.error == 0 {
+        return Ok(());
+    }
+    let what = ErrorCode::from_u32(c.error)
+        .map(ErrorCode::describe)
+        .unwrap_or("an unknown header error");
+    Err(corrupt(
+        source,
+        gpu,
+        ch,
+        Some(c.page_count as usize),
+        &format!("{what} (page header at chunk offset {})", c.error_at),
+    ))
+}
+
+/// Checks a GPU chunk's pages on the host. `Ok(Some(why))`: the kernels cannot decode it (the column
+/// goes to the host); `Err((message, page))`: the chunk is corrupt.
+fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option<String>, (String, Option<usize>)> {
+    let mut values = 0u64;
+    let mut seen_data = false;
+    let mut seen_dict = false;
+    for (i, p) in ch.infos.iter().enumerate() {
+        let bad = |m: String| Err((m, Some(i)));
+        if p.compressed_size < 0 || p.uncompressed_size < 0 || p.num_values < 0 {
+            return bad("a negative size or count".into());
+        }
+        if p.compressed_size as i64 > MAX_PAGE_BYTES || p.uncompressed_size as i64 > MAX_PAGE_BYTES {
+            return bad("a page over 2 GiB".into());
+        }
+        match p.page_type {
+            1 => continue,
+            2 => {
+                if seen_data || seen_dict {
+                    return bad("a dictionary page that is not the chunk's first page".into());
+                }
+                if p.encoding as u32 != encoding::PLAIN && p.encoding as u32 != encoding::PLAIN_DICTIONARY {
+                    return bad(format!("dictionary page encoding {}", p.encoding));
+                }
+                seen_dict = true;
+            }
+            0 | 3 => {
+                seen_data = true;
+                values += p.num_values as u64;
+                let e = p.encoding as u32;
+                let ok = match leaf.physical {
+                    physical::BOOLEAN => e == encoding::PLAIN || e == encoding::RLE,
+                    physical::INT32 | physical::INT64 => matches!(
+                        e,
+                        encoding::PLAIN
+                            | encoding::PLAIN_DICTIONARY
+                            | encoding::RLE_DICTIONARY
+                            | encoding::DELTA_BINARY_PACKED
+                            | encoding::BYTE_STREAM_SPLIT
+                    ),
+                    physical::INT96 => matches!(
+                        e,
+                        encoding::PLAIN | encoding::PLAIN_DICTIONARY | encoding::RLE_DICTIONARY
+                    ),
+                    physical::FLOAT | physical::DOUBLE | physical::FIXED_LEN_BYTE_ARRAY => matches!(
+                        e,
+                        encoding::PLAIN
+                            | encoding::PLAIN_DICTIONARY
+                            | encoding::RLE_DICTIONARY
+                            | encoding::BYTE_STREAM_SPLIT
+                    ),
+                    physical::BYTE_ARRAY => matches!(
+                        e,
+                        encoding::PLAIN
+                            | encoding::PLAIN_DICTIONARY
+                            | encoding::RLE_DICTIONARY
+                            | encoding::DELTA_LENGTH_BYTE_ARRAY
+                            | encoding::DELTA_BYTE_ARRAY
+                    ),
+                    _ => false,
+                };
+                if !ok {
+                    if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && e == encoding::DELTA_BYTE_ARRAY {
+                        return Ok(Some(
+                            "DELTA_BYTE_ARRAY on FIXED_LEN_BYTE_ARRAY: decoded on the host".into(),
+                        ));
+                    }
+                    return bad(format!("encoding {e} is not valid for this column's type"));
+                }
+                if p.page_type == 0 && leaf.max_def > 0 && p.def_level_encoding as u32 != encoding::RLE {
+                    return Ok(Some(format!(
+                        "definition levels in encoding {} (deprecated BIT_PACKED): decoded on the host",
+                        p.def_level_encoding
+                    )));
+                }
+                if p.page_type == 3 {
+                    // Repetition level bytes in a flat column (some writers store an empty run) are
+                    // skipped, as arrow-rs does.
+                    if p.rep_levels_byte_length < 0
+                        || p.def_levels_byte_length < 0
+                        || (p.def_levels_byte_length as i64 + p.rep_levels_byte_length as i64)
+                            > p.compressed_size as i64
+                    {
+                        return bad("level lengths larger than the page".into());
+                    }
+                }
+            }
+            t => return bad(format!("unknown page type {t}")),
+        }
+    }
+    if values != ch.rows {
+        return Err((
+            format!(
+                "the data pages hold {values} values, the row group has {} rows",
+                ch.rows
+            ),
+            None,
+        ));
+    }
+    Ok(None)
+}

@@ -1,0 +1,375 @@
+//! [`Reader::read_device`]: file → decoded device columns, pipelined. The selection is cut into steps
+//! (consecutive row groups within the memory budget); while the GPU decodes step k, the backend reads
+//! step k+1 on the prefetch thread ([`Reader::stream`]'s machinery), so I/O and decode overlap.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::decode::gpu::{DecoderSetup, GpuDecoder};
+use crate::decode::pipeline::{ColumnStepStats, StepStats, route_columns};
+use crate::decode::table::DeviceTable;
+use crate::error::{Error, Location, Result};
+use crate::io::IoLog;
+use crate::io::select::AnyBuffer;
+use crate::plan::{ReadPlan, RowGroupSelection};
+use crate::reader::{ChunkStream, Reader};
+use crate::report::ReadReport;
+
+/// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
+const MIN_STEPS: u64 = 8;
+/// Smallest step worth its fixed costs (launches, a few synchronisations).
+const MIN_STEP_BYTES: u64 = 256 << 20;
+/// Bytes of temporaries per row and column (value indices, validity bytes, dense values, string
+/// sources and lengths), for the budget.
+const TEMP_BYTES_PER_VALUE: u64 = 21;
+
+/// A read decoded on the GPU: the device table and the reports.
+#[derive(Debug)]
+pub struct DeviceRead {
+    /// The decoded columns.
+    pub table: DeviceTable,
+    /// The I/O report of the whole read (every step's reads).
+    pub io: ReadReport,
+    /// The decode report.
+    pub decode: DecodeReport,
+}
+
+/// What the decoder did: per column, per step, where each ran, and the memory it took.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecodeReport {
+    /// Kernel compilation and nvCOMP.
+    pub setup: DecoderSetup,
+    /// Per top-level column, summed over steps.
+    pub columns: Vec<ColumnStepStats>,
+    /// Per step.
+    pub steps: Vec<StepSummary>,
+    /// Wall time from the first read to the last decoded column.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub wall: Duration,
+    /// Uncompressed bytes of the selection (the row groups' column `total_uncompressed_size`, cuDF's
+    /// measure of decoded throughput).
+    pub uncompressed_bytes: u64,
+    /// Device memory of the decoded output.
+    pub output_bytes: u64,
+    /// The budget the steps were cut to.
+    pub budget_bytes: u64,
+    /// Most device memory the read held at once by our own count: outputs so far, the step's
+    /// temporaries and outputs, the chunks being decoded and the chunks being read.
+    pub peak_tracked_bytes: u64,
+    /// Most device memory in use on the GPU at a step boundary (`cuMemGetInfo`), less what was in use
+    /// before the read.
+    pub peak_measured_bytes: u64,
+}
+
+/// One step's row groups and figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepSummary {
+    /// Row groups.
+    pub row_groups: Vec<usize>,
+    /// Fetched chunk bytes.
+    pub chunk_bytes: u64,
+    /// Figures.
+    pub stats: StepStats,
+    /// Time the decode waited for this step's reads.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub io_wait: Duration,
+}
+
+impl Reader {
+    /// The GPU decoder of this reader's device (compiled once, then shared).
+    pub fn gpu_decoder(&self) -> Result<Arc<GpuDecoder>> {
+        let ctx = self.io.context().ok_or_else(|| Error::Unavailable {
+            backend: self.io.kind().to_string(),
+            reason: "GPU decode needs a GPU backend (this reader reads into host memory)".into(),
+        })?;
+        self.gpu_decoder
+            .get_or_init(|| {
+                GpuDecoder::new(ctx, &self.decoder)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(|m| Error::device("GPU decoder", m))
+    }
+
+    /// Reads the selection and decodes it on the GPU into Arrow-layout device columns, steps of row
+    /// groups pipelined so the next step's reads overlap this step's decode. The budget is the
+    /// reader's memory limit, or half the GPU's free memory.
+    pub fn read_device(&self) -> Result<DeviceRead> {
+        let started = Instant::now();
+        let decoder = self.gpu_decoder()?;
+        let ctx = decoder.context().clone();
+        let (free_before, _) = ctx.memory()?;
+        let budget = self.memory_limit.unwrap_or(free_before / 2);
+        let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
+        let steps = self.decode_steps(budget)?;
+        let mut plans = Vec::with_capacity(steps.len());
+        for g in &steps {
+            plans.push(Arc::new(ReadPlan::build(
+                &self.source,
+                &self.columns,
+                &RowGroupSelection::Indices(g.clone()),
+                self.policy.plan_options(),
+            )?));
+        }
+        let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
+        let stream = ChunkStream::start(self.io.clone(), self.source.clone(), plans, self.policy.threads);
+        let mut batches = Vec::with_capacity(steps.len());
+        let mut summaries = Vec::with_capacity(steps.len());
+        let mut io_plans = Vec::with_capacity(steps.len());
+        let mut io_logs = Vec::with_capacity(steps.len());
+        let mut output_bytes = 0u64;
+        let mut peak_tracked = 0u64;
+        let mut peak_measured = 0u64;
+        let mut waited = Instant::now();
+        for (k, fetched) in stream.enumerate() {
+            let chunks = fetched?;
+            let io_wait = waited.elapsed();
+            let AnyBuffer::Device(buffer) = &chunks.buffer else {
+                return Err(Error::device("GPU decoder", "the backend returned host memory"));
+            };
+            let (batch, stats, step_peak) = decoder.decode(
+                &self.source,
+                &schema,
+                &routes,
+                &chunks.plan,
+                buffer,
+                self.policy.threads,
+            )?;
+            let next_chunks = chunk_bytes.get(k + 1).copied().unwrap_or(0);
+            peak_tracked = peak_tracked.max(output_bytes + step_peak + chunk_bytes[k] + next_chunks);
+            output_bytes += batch.memory_size() as u64;
+            let (free_now, _) = ctx.memory()?;
+            peak_measured = peak_measured.max(free_before.saturating_sub(free_now));
+            summaries.push(StepSummary {
+                row_groups: chunks.plan.row_groups.clone(),
+                chunk_bytes: chunk_bytes[k],
+                stats,
+                io_wait,
+            });
+            io_plans.push(chunks.plan.clone());
+            io_logs.push(chunks.log.clone());
+            batches.push(batch);
+            drop(chunks);
+            waited = Instant::now();
+        }
+        if batches.len() != steps.len() {
+            return Err(Error::device("GPU decoder", "the read stopped before its last step"));
+        }
+        let (plan, log) = merge_steps(&io_plans, &io_logs);
+        let io = ReadReport::build(&self.source.path().display().to_string(), &plan, &log);
+        let meta = self.source.metadata();
+        let uncompressed_bytes = self
+            .plan
+            .chunks
+            .iter()
+            .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)
+            .sum();
+        let decode = DecodeReport {
+            setup: decoder.setup().clone(),
+            columns: sum_columns(&summaries),
+            steps: summaries,
+            wall: started.elapsed(),
+            uncompressed_bytes,
+            output_bytes,
+            budget_bytes: budget,
+            peak_tracked_bytes: peak_tracked,
+            peak_measured_bytes: peak_measured,
+        };
+        Ok(DeviceRead {
+            table: DeviceTable { schema, batches },
+            io,
+            decode,
+        })
+    }
+
+    /// Consecutive selected row groups cut into steps: each within half the budget (a step is decoded
+    /// while the next is read), and at least [`MIN_STEPS`] of them when they stay over
+    /// [`MIN_STEP_BYTES`]. A row group over half the budget alone is an error naming it.
+    fn decode_steps(&self, budget: u64) -> Result<Vec<Vec<usize>>> {
+        let meta = self.source.metadata();
+        let mut need: Vec<(usize, u64)> = Vec::new();
+        for &rg in &self.plan.row_groups {
+            let rows = meta.row_group(rg).num_rows().max(0) as u64;
+            let mut bytes = 0u64;
+            for c in self.plan.chunks.iter().filter(|c| c.row_group == rg) {
+                let unc = meta.row_group(rg).column(c.column).uncompressed_size().max(0) as u64;
+                bytes += c.len + 2 * unc + rows * TEMP_BYTES_PER_VALUE;
+            }
+            need.push((rg, bytes));
+        }
+        let total: u64 = need.iter().map(|n| n.1).sum();
+        let half = budget / 2;
+        let target = half.min((total / MIN_STEPS).max(MIN_STEP_BYTES));
+        let mut steps: Vec<Vec<usize>> = Vec::new();
+        let mut used = 0u64;
+        for (rg, bytes) in need {
+            if bytes > half {
+                return Err(Error::InvalidRequest {
+                    location: Location {
+                        row_group: Some(rg),
+                        ..self.source.location()
+                    },
+                    message: format!(
+                        "decoding this row group needs about {bytes} bytes of device memory, over half the budget of {budget} bytes (set a larger --memory-limit-mb)"
+                    ),
+                });
+            }
+            match steps.last_mut() {
+                Some(s) if used + bytes <= target => {
+                    s.push(rg);
+                    used += bytes;
+                }
+                _ => {
+                    steps.push(vec![rg]);
+                    used = bytes;
+                }
+            }
+        }
+        Ok(steps)
+    }
+}
+
+/// Per-column figures summed over steps.
+fn sum_columns(steps: &[StepSummary]) -> Vec<ColumnStepStats> {
+    let mut out: Vec<ColumnStepStats> = Vec::new();
+    for s in steps {
+        for (i, c) in s.stats.columns.iter().enumerate() {
+            if out.len() <= i {
+                out.push(ColumnStepStats {
+                    name: c.name.clone(),
+                    ..Default::default()
+                });
+            }
+            let o = &mut out[i];
+            o.pages += c.pages;
+            o.compressed_bytes += c.compressed_bytes;
+            o.uncompressed_bytes += c.uncompressed_bytes;
+            for (mine, theirs) in [
+                (&mut o.codec, &c.codec),
+                (&mut o.decompressed_on, &c.decompressed_on),
+                (&mut o.decoded_on, &c.decoded_on),
+            ] {
+                if !mine.split(", ").any(|x| x == theirs) {
+                    if !mine.is_empty() {
+                        mine.push_str(", ");
+                    }
+                    mine.push_str(theirs);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The steps' plans and logs as one plan and one log (tasks renumbered), for one I/O report.
+fn merge_steps(plans: &[Arc<ReadPlan>], logs: &[IoLog]) -> (ReadPlan, IoLog) {
+    let mut plan = ReadPlan {
+        chunks: Vec::new(),
+        spans: Vec::new(),
+        tasks: Vec::new(),
+        dest_len: 0,
+        columns: plans.first().map(|p| p.columns.clone()).unwrap_or_default(),
+        row_groups: Vec::new(),
+        options: plans.first().map(|p| p.options).unwrap_or_default(),
+    };
+    let mut log = IoLog::default();
+    for (p, l) in plans.iter().zip(logs) {
+        let chunk_base = plan.chunks.len();
+        let task_base = plan.tasks.len();
+        plan.chunks.extend(p.chunks.iter().cloned());
+        for t in &p.tasks {
+            let mut t = t.clone();
+            t.chunks = t.chunks.start + chunk_base..t.chunks.end + chunk_base;
+            plan.tasks.push(t);
+        }
+        plan.dest_len += p.dest_len;
+        plan.row_groups.extend(&p.row_groups);
+        log.backend.clone_from(&l.backend);
+        for r in &l.tasks {
+            let mut r = r.clone();
+            r.task += task_base;
+            log.tasks.push(r);
+        }
+        log.wall += l.wall;
+        for n in &l.notes {
+            if !log.notes.contains(n) {
+                log.notes.push(n.clone());
+            }
+        }
+        log.cufile_stats = match (log.cufile_stats.take(), &l.cufile_stats) {
+            (None, s) => *s,
+            (s, None) => s,
+            (Some(a), Some(b)) => Some(a.plus(*b)),
+        };
+    }
+    (plan, log)
+}
+
+impl DecodeReport {
+    /// Decoded uncompressed bytes per second over the whole read (cuDF's measure).
+    pub fn gbps(&self) -> f64 {
+        self.uncompressed_bytes as f64 / self.wall.as_secs_f64().max(1e-9) / 1e9
+    }
+
+    /// The report as an aligned text table: one row per column, then the totals and the setup.
+    pub fn to_table(&self) -> String {
+        let mut rows = vec![
+            [
+                "column",
+                "pages",
+                "codec",
+                "stored bytes",
+                "uncompressed",
+                "decompressed on",
+                "decoded on",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for c in &self.columns {
+            rows.push(vec![
+                c.name.clone(),
+                c.pages.to_string(),
+                c.codec.clone(),
+                c.compressed_bytes.to_string(),
+                c.uncompressed_bytes.to_string(),
+                c.decompressed_on.clone(),
+                c.decoded_on.clone(),
+            ]);
+        }
+        let sum = |f: fn(&StepStats) -> Duration| self.steps.iter().map(|s| f(&s.stats)).sum::<Duration>();
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
+        rows.push(vec![
+            format!("TOTAL ({} steps)", self.steps.len()),
+            self.columns.iter().map(|c| c.pages).sum::<usize>().to_string(),
+            String::new(),
+            self.columns.iter().map(|c| c.compressed_bytes).sum::<u64>().to_string(),
+            self.uncompressed_bytes.to_string(),
+            ms(sum(|s| s.decompress_time)),
+            ms(sum(|s| s.decode_time)),
+        ]);
+        let mut out = crate::report::aligned_table(&rows);
+        out.push_str(&format!(
+            "decoded {} uncompressed bytes in {} ({:.2} GB/s, file to device columns); I/O waits {}\n",
+            self.uncompressed_bytes,
+            ms(self.wall),
+            self.gbps(),
+            ms(self.steps.iter().map(|s| s.io_wait).sum()),
+        ));
+        out.push_str(&format!(
+            "device memory: output {} bytes, peak {} bytes tracked / {} measured, budget {} bytes\n",
+            self.output_bytes, self.peak_tracked_bytes, self.peak_measured_bytes, self.budget_bytes
+        ));
+        out.push_str(&format!(
+            "kernels: {} (compile {}, load {}); nvCOMP: {}\n",
+            self.setup.kernels_from,
+            ms(self.setup.compile_time),
+            ms(self.setup.load_time),
+            self.setup.nvcomp
+        ));
+        out
+    }
+}

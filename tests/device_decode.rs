@@ -1,0 +1,315 @@
+//! The GPU decoder on a GPU: every file of the corpus and of `testdata/` (and files written here with
+//! every codec and encoding arrow-rs writes) decoded on the GPU must equal arrow-rs's decode of the
+//! same bytes and the host references' (`decode_reference`), value for value; bad and corrupted files
+//! must give an error, never a crash or a hang.
+//!
+//! On a machine without a CUDA driver (or without NVRTC) every test prints "skipped: <reason>" and
+//! returns. Run from the crate root, `--test-threads=1`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{ArrayRef, BooleanArray, Float32Array, Int32Array, Int64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use common::{corpus, files_under, host_fetch};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use gpu_parquet::decode::gpu::{DecoderOptions, decode_reference};
+use gpu_parquet::decode::host::decode_fetched;
+use gpu_parquet::decode::layout::LAYOUT_SIZES;
+use gpu_parquet::decode::table::DecodedWhere;
+use gpu_parquet::gpu::nvrtc::{KernelModule, nvrtc_present};
+use gpu_parquet::gpu::{DeviceBuffer, GpuContext, Stream};
+use gpu_parquet::{BackendKind, ParquetSource, PlanOptions, Projection, ReadPlan, Reader, RowGroupSelection, Settings};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, GzipLevel, ZstdLevel};
+use parquet::file::properties::{WriterProperties, WriterVersion};
+
+fn gpu() -> Option<Arc<GpuContext>> {
+    if let Err(why) = nvrtc_present() {
+        common::skip(&why);
+        return None;
+    }
+    match GpuContext::new(0) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            common::skip(&format!("no CUDA driver ({e})"));
+            None
+        }
+    }
+}
+
+fn options() -> DecoderOptions {
+    Settings::from_env(&[]).expect("settings").decoder_options()
+}
+
+/// GPU decode of the whole file, its host copy.
+fn gpu_read(path: &Path, limit: Option<u64>) -> gpu_parquet::Result<(RecordBatch, usize, usize)> {
+    let mut b = Reader::builder(path)
+        .with_backend(BackendKind::Auto)
+        .with_decoder_options(options());
+    if let Some(l) = limit {
+        b = b.with_memory_limit(l);
+    }
+    let read = b.build()?.read_device()?;
+    let gpu_cols = read
+        .table
+        .batches
+        .iter()
+        .flat_map(|b| &b.columns)
+        .filter(|c| c.decoded == DecodedWhere::Gpu)
+        .count();
+    let all = read.table.batches.iter().map(|b| b.columns.len()).sum::<usize>();
+    Ok((read.table.to_host()?, gpu_cols, all - gpu_cols))
+}
+
+/// arrow-rs's decode of the same chunks (and the host references'), or the error.
+fn host_reads(path: &Path) -> Result<(RecordBatch, Option<RecordBatch>), String> {
+    let source = ParquetSource::open(path).map_err(|e| e.to_string())?;
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let want = decode_fetched(&source, &plan, &fetched, 2)
+        .and_then(|t| t.concat())
+        .map_err(|e| e.to_string())?;
+    let reference = decode_reference(&source, &plan, &fetched)
+        .and_then(|(b, _)| b.to_host())
+        .ok();
+    Ok((want, reference))
+}
+
+fn assert_same(name: &str, want: &RecordBatch, got: &RecordBatch, who: &str) {
+    assert_eq!(want.schema(), got.schema(), "{name}: {who} schema");
+    assert_eq!(want.num_rows(), got.num_rows(), "{name}: {who} rows");
+    for (i, f) in want.schema().fields().iter().enumerate() {
+        assert_eq!(
+            want.column(i).to_data(),
+            got.column(i).to_data(),
+            "{name}: {who} column {}",
+            f.name()
+        );
+    }
+}
+
+#[test]
+fn layout_sizes_agree_on_the_device() {
+    let Some(ctx) = gpu() else { return };
+    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "layout_check", None).expect("kernels");
+    let f = m.function("gp_layout_sizes").expect("kernel");
+    let stream = Stream::new(&ctx).expect("stream");
+    let out = DeviceBuffer::<u32>::zeroed(&stream, LAYOUT_SIZES.len()).expect("alloc");
+    let addr = out.device_address();
+    let mut b = stream.cuda().launch_builder(&f);
+    b.arg(&addr);
+    // SAFETY: the kernel writes LAYOUT_SIZES.len() u32s into `out`, which holds exactly that many and
+    // outlives the launch (copy_to_host below waits for it).
+    unsafe {
+        b.launch(LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+    .expect("launch");
+    let sizes = out.copy_to_host().expect("copy");
+    for ((name, want), got) in LAYOUT_SIZES.iter().zip(sizes) {
+        assert_eq!(*want as u32, got, "{name}: host and device disagree on the struct size");
+    }
+}
+
+#[test]
+fn gpu_decode_equals_arrow_rs_and_the_references_on_every_file() {
+    let Some(_ctx) = gpu() else { return };
+    let mut files: Vec<PathBuf> = files_under(&common::testdata_dir(), |p| {
+        p.extension().is_some_and(|e| e == "parquet")
+    });
+    if let Some(c) = corpus() {
+        files.extend(files_under(&c.join("data"), |p| {
+            p.extension().is_some_and(|e| e == "parquet")
+        }));
+    }
+    let (mut equal, mut refused, mut gpu_cols, mut host_cols) = (0, 0, 0, 0);
+    let mut slow = Vec::new();
+    for f in &files {
+        let name = f.display().to_string();
+        let started = Instant::now();
+        let host = host_reads(f);
+        if started.elapsed() > Duration::from_secs(5) {
+            slow.push(name);
+            continue;
+        }
+        let ours = gpu_read(f, None);
+        match (host, ours) {
+            (Ok((want, reference)), Ok((got, g, h))) => {
+                assert_same(&name, &want, &got, "GPU vs arrow-rs");
+                if let Some(r) = reference {
+                    assert_same(&name, &r, &got, "GPU vs host reference");
+                }
+                equal += 1;
+                gpu_cols += g;
+                host_cols += h;
+            }
+            (Err(_), Err(_)) => refused += 1,
+            (Ok(_), Err(e)) => panic!("{name}: arrow-rs decodes it; the GPU decoder says {e}"),
+            (Err(e), Ok(_)) => panic!("{name}: arrow-rs refuses it ({e}); the GPU decoder decoded it"),
+        }
+    }
+    println!(
+        "{equal} files equal, {refused} refused by both, {gpu_cols} column-steps decoded on the GPU, {host_cols} on the host; left out (slow on the host): {slow:?}"
+    );
+    assert!(equal > 10);
+}
+
+/// A table with every flat type the benchmark and users have, nulls in every other column.
+fn table(rows: usize) -> RecordBatch {
+    let id: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows as i64));
+    let b: ArrayRef = Arc::new(Int32Array::from_iter(
+        (0..rows).map(|i| (i % 7 != 0).then_some((i % 1000) as i32)),
+    ));
+    let f: ArrayRef = Arc::new(Float32Array::from_iter_values((0..rows).map(|i| i as f32 * 0.5)));
+    let s: ArrayRef = Arc::new(StringArray::from_iter(
+        (0..rows).map(|i| (i % 5 != 0).then(|| format!("category-{:04}", i % 997))),
+    ));
+    let t: ArrayRef = Arc::new(BooleanArray::from_iter(
+        (0..rows).map(|i| (i % 3 != 0).then_some(i % 2 == 0)),
+    ));
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("b", DataType::Int32, true),
+        Field::new("f", DataType::Float32, false),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("t", DataType::Boolean, true),
+    ]);
+    RecordBatch::try_new(Arc::new(schema), vec![id, b, f, s, t]).expect("batch")
+}
+
+fn write(path: &Path, batch: &RecordBatch, props: WriterProperties) {
+    let file = std::fs::File::create(path).expect("create");
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("writer");
+    w.write(batch).expect("write");
+    w.close().expect("close");
+}
+
+#[test]
+fn every_codec_encoding_and_page_version_in_several_steps() {
+    let Some(_ctx) = gpu() else { return };
+    let dir = tempfile::tempdir().expect("scratch");
+    let batch = table(300_000);
+    let codecs = [
+        Compression::UNCOMPRESSED,
+        Compression::SNAPPY,
+        Compression::ZSTD(ZstdLevel::default()),
+        Compression::LZ4_RAW,
+        Compression::GZIP(GzipLevel::default()),
+        Compression::BROTLI(Default::default()),
+    ];
+    let mut cases = 0;
+    for codec in codecs {
+        for v2 in [false, true] {
+            for (enc, dict) in [
+                (None, true),
+                (None, false),
+                (Some(Encoding::DELTA_BINARY_PACKED), false),
+                (Some(Encoding::BYTE_STREAM_SPLIT), false),
+            ] {
+                let mut p = WriterProperties::builder()
+                    .set_compression(codec)
+                    .set_writer_version(if v2 {
+                        WriterVersion::PARQUET_2_0
+                    } else {
+                        WriterVersion::PARQUET_1_0
+                    })
+                    .set_dictionary_enabled(dict)
+                    .set_max_row_group_row_count(Some(64 * 1024))
+                    .set_data_page_row_count_limit(10_000);
+                if let Some(e) = enc {
+                    for c in ["id", "b"] {
+                        if e == Encoding::DELTA_BINARY_PACKED || c == "id" {
+                            p = p.set_column_encoding(c.into(), e);
+                        }
+                    }
+                    if e == Encoding::BYTE_STREAM_SPLIT {
+                        p = p.set_column_encoding("f".into(), e);
+                    }
+                    if e == Encoding::DELTA_BINARY_PACKED {
+                        p = p.set_column_encoding("s".into(), Encoding::DELTA_BYTE_ARRAY);
+                    }
+                }
+                let path = dir.path().join(format!("t-{cases}.parquet"));
+                write(&path, &batch, p.build());
+                let name = format!("{codec:?} v2={v2} {enc:?} dict={dict}");
+                // A small budget: several steps, reads overlapping decode.
+                let (got, g, _) = gpu_read(&path, Some(64 << 20)).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_same(&name, &batch, &got, "GPU vs the written table");
+                assert_eq!(g % 5, 0, "{name}: every column decoded on the GPU");
+                cases += 1;
+            }
+        }
+    }
+    println!("{cases} files, each decoded on the GPU in several steps, equal to the table written");
+}
+
+#[test]
+fn bad_and_corrupted_files_give_errors_not_crashes() {
+    let Some(_ctx) = gpu() else { return };
+    let dir = tempfile::tempdir().expect("scratch");
+    let mut inputs: Vec<PathBuf> = Vec::new();
+    if let Some(bad) = common::testing_dir("bad_data") {
+        inputs.extend(files_under(&bad, |p| p.extension().is_some_and(|e| e == "parquet")));
+    }
+    // Corrupted copies of a file written here: byte flips in the column data, and truncations.
+    let good = dir.path().join("good.parquet");
+    write(
+        &good,
+        &table(50_000),
+        WriterProperties::builder().set_compression(Compression::SNAPPY).build(),
+    );
+    let bytes = std::fs::read(&good).expect("read");
+    let (data, _footer) = common::regions(&bytes);
+    let mut rng = gpu_parquet::conformance::SeededRng::new(7);
+    for k in 0..60 {
+        let mut b = bytes.clone();
+        for _ in 0..(1 + k % 4) {
+            let at = data.start + (rng.next_u64() as usize % data.len());
+            b[at] ^= 1 << (rng.next_u64() % 8);
+        }
+        let p = dir.path().join(format!("flip-{k}.parquet"));
+        std::fs::write(&p, &b).expect("write");
+        inputs.push(p);
+    }
+    let (mut errors, mut equal) = (0, 0);
+    for p in &inputs {
+        let name = p.display().to_string();
+        let started = Instant::now();
+        let ours = gpu_read(p, None);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{name}: took {:?}",
+            started.elapsed()
+        );
+        match (ours, host_reads(p)) {
+            (Ok((got, _, _)), Ok((want, _))) => {
+                assert_same(&name, &want, &got, "GPU vs arrow-rs on a damaged file");
+                equal += 1;
+            }
+            (Ok(_), Err(e)) => panic!("{name}: arrow-rs refuses it ({e}) but the GPU decoder returned values"),
+            (Err(e), _) => {
+                let m = e.to_string();
+                assert!(!m.contains("panicked"), "{name}: {m}");
+                errors += 1;
+            }
+        }
+    }
+    println!(
+        "{} damaged inputs: {errors} clear errors, {equal} decoded equal to arrow-rs",
+        inputs.len()
+    );
+}

@@ -1,0 +1,105 @@
+//! The GPU decode pipeline run on the host, with the kernels' references in place of the kernels
+//! (`decode_reference`), against arrow-rs decoding the same fetched bytes (`decode_fetched`): every
+//! file of the parquet-testing corpus and of `testdata/`, value for value (types, nulls, values). A
+//! file arrow-rs refuses must be refused (an error, never a panic); the GPU's own output is compared
+//! with the same references on the GPU machine (tests/device_decode.rs).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gpu_parquet::decode::gpu::decode_reference;
+use gpu_parquet::decode::host::decode_fetched;
+use gpu_parquet::decode::table::DecodedWhere;
+use gpu_parquet::panic_guard::contain_panics;
+use gpu_parquet::{Location, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
+
+mod common;
+use common::{corpus, files_under, host_fetch};
+
+/// Files arrow-rs needs longer than this for are left out (a 2 GiB Brotli bomb).
+const SLOW: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Default)]
+struct Tally {
+    equal: usize,
+    both_refused: usize,
+    gpu_columns: usize,
+    host_columns: usize,
+    skipped: Vec<String>,
+}
+
+fn check_file(path: &Path, tally: &mut Tally) {
+    let name = path.display().to_string();
+    let Ok(source) = ParquetSource::open(path) else {
+        tally.skipped.push(format!("{name}: footer refused"));
+        return;
+    };
+    let Ok(plan) = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    ) else {
+        tally.skipped.push(format!("{name}: plan refused"));
+        return;
+    };
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let started = std::time::Instant::now();
+    let oracle = decode_fetched(&source, &plan, &fetched, 2).and_then(|t| t.concat());
+    if started.elapsed() > SLOW {
+        tally
+            .skipped
+            .push(format!("{name}: arrow-rs took {:?}", started.elapsed()));
+        return;
+    }
+    let ours = contain_panics(&Location::file(path), || {
+        let (batch, _stats) = decode_reference(&source, &plan, &fetched)?;
+        let gpu = batch.columns.iter().filter(|c| c.decoded == DecodedWhere::Gpu).count();
+        Ok((batch.to_host()?, gpu, batch.columns.len() - gpu))
+    });
+    match (oracle, ours) {
+        (Ok(want), Ok((got, gpu, host))) => {
+            assert_eq!(want.schema(), got.schema(), "{name}: schema");
+            assert_eq!(want.num_rows(), got.num_rows(), "{name}: rows");
+            for (i, f) in want.schema().fields().iter().enumerate() {
+                assert_eq!(
+                    want.column(i).to_data(),
+                    got.column(i).to_data(),
+                    "{name}: column {}",
+                    f.name()
+                );
+            }
+            tally.equal += 1;
+            tally.gpu_columns += gpu;
+            tally.host_columns += host;
+        }
+        (Err(_), Err(e)) => {
+            assert!(!e.to_string().contains("panicked"), "{name}: {e}");
+            tally.both_refused += 1;
+        }
+        (Ok(_), Err(e)) => panic!("{name}: arrow-rs decodes it, the reference pipeline says: {e}"),
+        (Err(e), Ok(_)) => panic!("{name}: arrow-rs refuses it ({e}), the reference pipeline decoded it"),
+    }
+}
+
+#[test]
+fn reference_pipeline_equals_arrow_rs_on_every_file() {
+    let mut files: Vec<PathBuf> = files_under(&common::testdata_dir(), |p| {
+        p.extension().is_some_and(|e| e == "parquet")
+    });
+    if let Some(c) = corpus() {
+        files.extend(files_under(&c.join("data"), |p| {
+            p.extension().is_some_and(|e| e == "parquet")
+        }));
+    }
+    let mut tally = Tally::default();
+    for f in &files {
+        check_file(f, &mut tally);
+    }
+    println!("{tally:#?}");
+    assert!(tally.equal >= 4, "{tally:?}");
+    assert!(
+        tally.gpu_columns > tally.host_columns,
+        "most columns take the GPU route: {tally:?}"
+    );
+}
