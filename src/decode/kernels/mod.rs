@@ -14,6 +14,9 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("strings.cu", include_str!("strings.cu")),
 ];
 
+#[cfg(test)]
+pub(crate) mod emu;
+
 /// Name of the program, in NVRTC messages and cache file names.
 pub const PROGRAM_NAME: &str = "gpu_parquet_decode";
 
