@@ -22,9 +22,10 @@ __device__ inline void require_block() {
     if (blockDim.x != BLOCK || blockDim.y != 1 || blockDim.z != 1) __trap();
 }
 
-// The page's rows lie inside its column's output.
+// The page's rows lie inside its column's output, and are fewer than 2^31 (so no u32 row index or
+// loop counter of a kernel can wrap).
 __device__ inline bool rows_ok(const PageDesc& p, const ColumnDesc& c) {
-    return (u64)p.row_start + (u64)p.num_values <= c.num_rows;
+    return p.num_values <= 0x7fffffffu && (u64)p.row_start + (u64)p.num_values <= c.num_rows;
 }
 
 __device__ inline u32 load_u32_le(const u8* p) {

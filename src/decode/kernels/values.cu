@@ -61,7 +61,8 @@ __device__ inline void zero_value(u8* dst, u32 w, bool fast) {
 // idx the u32 in dense, RLE booleans / DELTA_BINARY_PACKED / BYTE_STREAM_SPLIT from dense + (row_start +
 // k) * dense_width. min(type_len, out_width) bytes are copied, the rest of out_width zeroed.
 // Errors: BAD_ENCODING (an encoding not valid for the type; nothing written, detail = encoding);
-// OVERRUN for a value past values_len (PLAIN) or dict_len (dictionary), or k >= num_non_null, detail = k
+// OVERRUN for a value past values_len (PLAIN) or dict_len (dictionary), or k >= min(num_non_null,
+// num_values), detail = k
 // of the lowest such row: every other row is still written, the failing rows are left untouched;
 // BAD_PAGE_SIZE when the rows are not inside the column or dense_width is too small for the encoding.
 // Hot path: a page with no nulls whose values are contiguous (PLAIN, or dense at stride type_len) and
@@ -86,7 +87,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_gather_fixed(PageDesc* page
         if (t == 0) page_error(pg, ERR_BAD_PAGE_SIZE, page.num_values);
         return;
     }
-    const u32 nv = page.num_values, nn = page.num_non_null;
+    // Values a row may name: num_non_null, never more than the page's rows.
+    const u32 nv = page.num_values, nn = page.num_non_null < nv ? page.num_non_null : nv;
     const bool required = page.max_def == 0;
     u8* out = (u8*)col.out_values + (u64)page.row_start * ow;
 

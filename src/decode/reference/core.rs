@@ -33,9 +33,10 @@ fn set_error(page: &mut PageDesc, code: ErrorCode, detail: u32) {
     }
 }
 
-/// The page's rows lie inside its column's output.
+/// The page's rows lie inside its column's output, and are fewer than 2^31 (`rows_ok` in
+/// core_util.cuh).
 fn rows_ok(page: &PageDesc, col: &ColumnDesc) -> bool {
-    page.row_start as u64 + page.num_values as u64 <= col.num_rows
+    page.num_values <= i32::MAX as u32 && u64::from(page.row_start) + u64::from(page.num_values) <= col.num_rows
 }
 
 /// `len` bytes at `addr`, copied; an empty stream needs no region. `None` when not in the arena.
@@ -453,7 +454,8 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
 /// entries through the `u32` indices in `dense`, and RLE booleans, DELTA_BINARY_PACKED and
 /// BYTE_STREAM_SPLIT from `dense`. Errors: [`ErrorCode::BadEncoding`] (nothing written, detail the
 /// encoding); [`ErrorCode::Overrun`] for the lowest row whose value lies past `values_len` /
-/// `dict_len` or whose value index is past `num_non_null` (detail its value index `k`; every other row
+/// `dict_len` or whose value index is past `num_non_null` or the page's rows (detail its value index
+/// `k`; every other row
 /// written).
 pub fn gather_fixed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
@@ -481,7 +483,7 @@ fn gather_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, src: Sour
     if !rows_ok(pg, col) || (src == Source::Dict && dw < 4) || (src == Source::Dense && dw < tl) {
         return Err(ErrorCode::BadPageSize);
     }
-    let (nv, nn) = (pg.num_values as usize, pg.num_non_null as usize);
+    let (nv, nn) = (pg.num_values as usize, pg.num_non_null.min(pg.num_values) as usize);
     let required = pg.max_def == 0;
     let row = u64::from(pg.row_start);
     let out_addr = col.out_values + row * ow as u64;
@@ -663,7 +665,8 @@ fn byte_array_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, dict:
 }
 
 /// Lengths of a BYTE_ARRAY page's rows for the offsets (`string_row_len` in strings.cu): 0 for nulls,
-/// for a value index outside `[0, num_non_null)`, and for every row of a page in error. A buffer missing
+/// for a value index outside `[0, min(num_non_null, num_values))`, and for every row of a page in
+/// error. A buffer missing
 /// from the arena reads as empty rows.
 fn string_row_lens(arena: &Arena, pg: &PageDesc, col: &ColumnDesc) -> Vec<u64> {
     let nv = pg.num_values as usize;
@@ -676,7 +679,7 @@ fn string_row_lens(arena: &Arena, pg: &PageDesc, col: &ColumnDesc) -> Vec<u64> {
     } else {
         arena.read(col.vidx + row * 4, nv)
     };
-    let lens: Option<Vec<u32>> = arena.read(col.str_len + row * 4, pg.num_non_null as usize);
+    let lens: Option<Vec<u32>> = arena.read(col.str_len + row * 4, pg.num_non_null.min(pg.num_values) as usize);
     let (Some(vidx), Some(lens)) = (vidx, lens) else {
         return vec![0; nv];
     };
@@ -783,7 +786,7 @@ pub fn copy_strings(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDes
 /// One page of [`copy_strings`]; `Err` for a descriptor the arena cannot honour.
 fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(), ErrorCode> {
     let missing = ErrorCode::BadPageSize;
-    let (nv, nn) = (pg.num_values as usize, pg.num_non_null as usize);
+    let (nv, nn) = (pg.num_values as usize, pg.num_non_null.min(pg.num_values) as usize);
     let row = u64::from(pg.row_start);
     let vidx: Vec<i32> = if pg.max_def == 0 {
         (0..nv as i32).collect()
