@@ -256,6 +256,16 @@ pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
             set_error(pg, ErrorCode::BadBitWidth, pg.def_bit_width);
             continue;
         }
+        // The outputs must exist (so a descriptor claiming more rows than were allocated cannot make
+        // this decode without bound).
+        let (row, n) = (u64::from(pg.row_start), u64::from(pg.num_values));
+        if (col.vidx != 0 && arena.get(col.vidx + row * 4, n * 4).is_none())
+            || (col.out_valid != 0 && arena.get(col.out_valid + row, n).is_none())
+        {
+            pg.num_non_null = 0;
+            set_error(pg, ErrorCode::BadPageSize, pg.num_values);
+            continue;
+        }
         let Some(stream) = bytes_at(arena, pg.levels, pg.levels_len) else {
             pg.num_non_null = 0;
             set_error(pg, ErrorCode::Overrun, 0);
@@ -282,7 +292,6 @@ pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
             Some(Stop::Ended(i)) => set_error(pg, ErrorCode::Overrun, i),
             None => {}
         }
-        let row = u64::from(pg.row_start);
         let wrote_vidx = col.vidx == 0 || arena.write(col.vidx + row * 4, &vidx);
         let wrote_valid = col.out_valid == 0 || arena.write(col.out_valid + row, &valid);
         if !(wrote_vidx && wrote_valid) {
@@ -340,6 +349,12 @@ pub fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDes
                 }
             }
         };
+        let dw = u64::from(col.dense_width);
+        let base = col.dense + u64::from(pg.row_start) * dw;
+        if arena.get(base, u64::from(pg.num_non_null) * dw).is_none() {
+            set_error(pg, ErrorCode::BadPageSize, pg.num_values);
+            continue;
+        }
         let dict_count = pg.dict_count;
         let (vals, stop) = hybrid_prefix(stream, width, pg.num_non_null, |v| dict && v >= dict_count);
         match stop {
@@ -347,8 +362,6 @@ pub fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDes
             Some(Stop::Ended(k)) => set_error(pg, ErrorCode::Overrun, k),
             None => {}
         }
-        let dw = u64::from(col.dense_width);
-        let base = col.dense + u64::from(pg.row_start) * dw;
         let mut ok = true;
         for (k, &v) in vals.iter().enumerate() {
             let at = base + k as u64 * dw;

@@ -1221,6 +1221,29 @@ fn huge_counts_short_streams() {
     levels(&mut a, &mut pages, &[col]);
     dict_indices(&mut a, &mut pages, &[col]);
     assert_eq!(error_of(&pages[0]), (Some(ErrorCode::Overrun), 0));
+    // A page and column claiming two billion rows over small buffers (a host bug): refused, not
+    // decoded into memory without bound.
+    let (mut a, mut pg, mut col) = one_page(pt::INT32, 4, 16, 1);
+    let mut s = Vec::new();
+    put_rle(&mut s, 2_000_000_000, 1, 1);
+    pg.levels = a.upload(&s);
+    pg.levels_len = s.len() as u64;
+    pg.num_values = 2_000_000_000;
+    col.num_rows = 2_000_000_000;
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]).0, Some(ErrorCode::BadPageSize));
+    pages[0] = PageDesc {
+        error: 0,
+        num_non_null: 2_000_000_000,
+        values: a.upload(&[1, 0]),
+        values_len: 2,
+        ..pg
+    };
+    pages[0].encoding = enc::PLAIN_DICTIONARY;
+    pages[0].dict = a.upload(&[0; 4]);
+    dict_indices(&mut a, &mut pages, &[col]);
+    assert_eq!(error_of(&pages[0]).0, Some(ErrorCode::BadPageSize));
 }
 
 // ---- the kernels themselves, on the CPU emulation ----
