@@ -68,19 +68,26 @@ fn driver() -> Result<PathBuf, String> {
                 std::fs::write(dir.join(name), text).map_err(|e| e.to_string())?;
             }
             let tmp = dir.join(format!("driver.{}", std::process::id()));
+            // The sanitizers where the compiler has them (a trivial program links), else without.
+            let sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
+            std::fs::write(dir.join("probe.cpp"), "int main() { return 0; }\n").map_err(|e| e.to_string())?;
+            let probe = dir.join(format!("probe.{}", std::process::id()));
+            let have_sanitizers = Command::new(&cxx)
+                .current_dir(&dir)
+                .args(sanitizers)
+                .args(["probe.cpp", "-o"])
+                .arg(&probe)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            let _ = std::fs::remove_file(&probe);
+            if !have_sanitizers {
+                println!("note: `{cxx}` cannot link ASan/UBSan; the kernel emulation runs without them");
+            }
             let out = Command::new(&cxx)
                 .current_dir(&dir)
-                .args([
-                    "-std=c++20",
-                    "-O1",
-                    "-g",
-                    "-fsanitize=address,undefined",
-                    "-fno-sanitize-recover=all",
-                    "-DKERNELS_CU=\"kernels.cu\"",
-                    "-I.",
-                    "driver.cpp",
-                    "-o",
-                ])
+                .args(["-std=c++20", "-O1", "-g"])
+                .args(if have_sanitizers { &sanitizers[..] } else { &[] })
+                .args(["-DKERNELS_CU=\"kernels.cu\"", "-I.", "driver.cpp", "-o"])
                 .arg(&tmp)
                 .output()
                 .map_err(|e| e.to_string())?;
