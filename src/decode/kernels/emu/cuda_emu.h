@@ -34,6 +34,18 @@
 #define __shared__ static
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
+#define __noinline__ __attribute__((noinline))
+#define __forceinline__ inline __attribute__((always_inline))
+
+// CUDA's device min / max (for the arithmetic types the kernels use).
+template <class T>
+inline T min(T a, T b) {
+    return b < a ? b : a;
+}
+template <class T>
+inline T max(T a, T b) {
+    return a < b ? b : a;
+}
 
 struct dim3 {
     unsigned x = 1, y = 1, z = 1;

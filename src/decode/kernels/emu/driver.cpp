@@ -1,7 +1,7 @@
 // Runs the core decode pipeline on the CPU emulation (cuda_emu.h) over a step dumped by the
 // `kernels::emu` tests, exactly as an orchestrator would launch it, and dumps the result back.
 //
-// Usage: driver IN OUT. The kernel program (kernels.cu, the concatenated SOURCES) is included below.
+// Usage: driver IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
 // Formats (little endian), addresses being the Rust arena's fake ones:
 //   IN:  "GPEMU1" u32 nregions {u64 addr, u64 len, bytes} u32 npages PageDesc[] u32 ncols ColumnDesc[]
 //        u32 ndicts DictDesc[] (str_src buffers hold addresses too, and are translated like descriptors)
