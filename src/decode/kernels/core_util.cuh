@@ -22,9 +22,10 @@ __device__ inline void require_block() {
     if (blockDim.x != BLOCK || blockDim.y != 1 || blockDim.z != 1) __trap();
 }
 
-// The page's rows lie inside its column's output.
+// The page's rows lie inside its column's output, and are fewer than 2^31 (so no u32 row index or
+// loop counter of a kernel can wrap).
 __device__ inline bool rows_ok(const PageDesc& p, const ColumnDesc& c) {
-    return (u64)p.row_start + (u64)p.num_values <= c.num_rows;
+    return p.num_values <= 0x7fffffffu && (u64)p.row_start + (u64)p.num_values <= c.num_rows;
 }
 
 __device__ inline u32 load_u32_le(const u8* p) {
@@ -278,7 +279,9 @@ constexpr u32 WALK_CHUNK = 4096;
 constexpr u32 WALK_MAX = WALK_CHUNK / 4;
 
 struct WalkShared {
-    u8 bytes[WALK_CHUNK];
+    // The staged bytes, as words so a length prefix at any offset is two aligned loads and a funnel
+    // shift (one word of slack: the second word of a prefix in the chunk's last four bytes).
+    u32 words[WALK_CHUNK / 4 + 1];
     u32 off[WALK_MAX];
     u32 len[WALK_MAX];
     u32 cur, done_k, nent, kbase, fail, finished;
@@ -297,7 +300,8 @@ __device__ inline u32 walk_plain_byte_arrays(WalkShared& sh, const u8* base, u64
     while (!sh.finished) {
         const u32 cs = sh.cur;  // <= len
         const u32 ce = len - cs > WALK_CHUNK ? cs + WALK_CHUNK : len;
-        for (u32 i = t; i < ce - cs; i += blockDim.x) sh.bytes[i] = base[cs + i];
+        u8* staged = (u8*)sh.words;
+        for (u32 i = t; i < ce - cs; i += blockDim.x) staged[i] = base[cs + i];
         __syncthreads();
         if (t == 0) {
             u32 p = cs, k = sh.done_k, ne = 0;
@@ -306,9 +310,9 @@ __device__ inline u32 walk_plain_byte_arrays(WalkShared& sh, const u8* base, u64
                 if (len - p < 4) { sh.fail = k; break; }
                 u32 L;
                 if ((u64)p + 4 <= ce) {
+                    // Bytes q..q+3 are staged; the second word's other bytes are shifted out.
                     const u32 q = p - cs;
-                    L = (u32)sh.bytes[q] | ((u32)sh.bytes[q + 1] << 8) | ((u32)sh.bytes[q + 2] << 16) |
-                        ((u32)sh.bytes[q + 3] << 24);
+                    L = __funnelshift_r(sh.words[q >> 2], sh.words[(q >> 2) + 1], 8 * (q & 3));
                 } else if (p - cs < 2 * WALK_CHUNK) {
                     break;  // close by: stage the chunk starting at this prefix
                 } else {

@@ -4,6 +4,35 @@
 //! (descriptor structs twinned with [`crate::decode::layout`], error codes, bounds-checked readers),
 //! then one file per family of kernels. Each kernel has a host reference in
 //! [`crate::decode::reference`] computing the same result.
+//!
+//! # The core decode step (flat columns)
+//!
+//! `core_util.cuh`, `levels.cu`, `values.cu` and `strings.cu`; references in
+//! [`crate::decode::reference::core`]. With `n` data pages (sorted by column, then row), `ncols`
+//! columns and `ndicts` BYTE_ARRAY dictionaries, every buffer zeroed, launch in this order (no
+//! dynamic shared memory anywhere; skip a launch whose grid would be 0):
+//!
+//! | # | kernel | grid × block | reads | writes |
+//! |---|---|---|---|---|
+//! | 1 | `gp_page_setup(PageDesc*, u32 n)` | ceil(n/128) × 128 | v1 `data` prefix | `levels`, `values` |
+//! | 2 | `gp_levels(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `levels` | `vidx`, `out_valid`, `num_non_null` |
+//! | 3 | `gp_dict_indices(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values` | `dense` (u32 indices / RLE booleans) |
+//! | 4 | `gp_dict_byte_array_index(DictDesc*, u32 ndicts)` | ndicts × 256 | `data` | `index` |
+//! | | (DELTA_* and BYTE_STREAM_SPLIT decoders) | | | `dense`, `str_src`, `str_len` |
+//! | 5 | `gp_gather_fixed(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values`, `dict`, `dense`, `vidx` | `out_values` |
+//! | 6 | `gp_byte_array_values(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values`, `dense`, `dict_index` | `str_src`, `str_len` |
+//! | 7a | `gp_string_page_totals(const PageDesc*, u32 n, const ColumnDesc*, u64* t)` | n × 256 | `vidx`, `str_len` | `t[n]` |
+//! | 7b | `gp_string_page_bases(const PageDesc*, u32 n, ColumnDesc*, u32 ncols, u64* t)` | ncols × 256 | `t` | `t` (bases), column `error` |
+//! | 7c | `gp_string_offsets(const PageDesc*, u32 n, const ColumnDesc*, const u64* t)` | n × 256 | `t`, `vidx`, `str_len` | `out_offsets` |
+//! | | host: read `out_offsets[num_rows]` of each BYTE_ARRAY column without `error`, allocate that many characters (`out_values`, `chars_capacity`) | | | |
+//! | 8 | `gp_copy_strings(PageDesc*, u32 n, const ColumnDesc*)` | n × 256 | `str_src`, `str_len`, `out_offsets` | `out_values` (characters) |
+//! | 9 | `gp_pack_bits(const u8*, u64 len, u32* words, u64* set)` | any × 256 (grid-stride) | validity or boolean bytes | `ceil(len/32)` words, `*set += ` set bits |
+//!
+//! `t` is a `u64[n]` scratch buffer. Blocks of other sizes trap (except 1 and 9). Every page error is
+//! in `PageDesc::error` / `error_detail`, dictionary errors in `DictDesc`, offset overflow in
+//! `ColumnDesc::error`; a later kernel skips a page already in error, and the result, errors included,
+//! is deterministic and equal to the references'. The tests run these kernels on a CPU emulation
+//! (`emu`, test-only) against the references.
 
 /// The files of the program, in order: (name, text).
 pub const SOURCES: &[(&str, &str)] = &[
@@ -16,6 +45,9 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("delta.cu", include_str!("delta.cu")),
     ("convert.cu", include_str!("convert.cu")),
 ];
+
+#[cfg(test)]
+pub(crate) mod emu;
 
 /// Name of the program, in NVRTC messages and cache file names.
 pub const PROGRAM_NAME: &str = "gpu_parquet_decode";

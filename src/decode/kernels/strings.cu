@@ -5,11 +5,12 @@
 namespace gpcore {
 
 // Length of row i's string (0 for a null, and for every row of a page already in error, so the offsets
-// of such a page stay monotone). Row k's value index must lie in [0, num_non_null), else 0.
+// of such a page stay monotone). Row k's value index must lie in [0, min(num_non_null, num_values)),
+// else 0.
 __device__ inline u32 string_row_len(const PageDesc& page, const ColumnDesc& col, u32 i) {
     if (page.error != 0) return 0;
     const i64 k = page.max_def == 0 ? (i64)i : (i64)((const i32*)col.vidx)[page.row_start + i];
-    if (k < 0 || k >= page.num_non_null) return 0;
+    if (k < 0 || k >= page.num_non_null || k >= page.num_values) return 0;
     return ((const u32*)col.str_len)[page.row_start + k];
 }
 
@@ -221,7 +222,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDe
 // Block per page (grid n, block 256, no dynamic shared memory): BYTE_ARRAY pages not encoded
 // DELTA_BYTE_ARRAY, not in error, whose column has no error. Copies each present row's str_len bytes
 // from str_src to out_values + out_offsets[row]. A row whose bytes would land outside [0,
-// chars_capacity), whose value index is past num_non_null, or whose source is 0: OVERRUN, detail = the
+// chars_capacity), whose value index is past num_non_null (or the page's rows), or whose source is 0:
+// OVERRUN, detail = the
 // lowest such row of the page; every other row is copied. Strings up to 32 bytes are copied by their
 // own thread, longer ones by the whole warp.
 extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* pages, u32 n, const ColumnDesc* cols) {
@@ -250,7 +252,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
         u32 len = 0;
         if (i < page.num_values) {
             const i64 k = required ? (i64)i : (i64)vidx[i];
-            if (k >= page.num_non_null) {
+            if (k >= page.num_non_null || k >= page.num_values) {
                 atomicMin(&first_bad, error_key(i, ERR_OVERRUN));
             } else if (k >= 0) {
                 len = lens[k];

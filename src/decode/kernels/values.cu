@@ -42,6 +42,28 @@ __device__ inline void copy_value(u8* dst, const u8* src, u32 w, bool fast) {
     }
 }
 
+// The u32 at address a (any alignment) inside [lo, hi): one aligned load when aligned, else the two
+// aligned words covering it shifted together when both lie in [lo, hi), else four bytes.
+__device__ inline u32 load_u32_in(u64 a, u64 lo, u64 hi) {
+    const u32 sh = (u32)(a & 3);
+    if (sh == 0) return *(const u32*)a;
+    const u64 b = a - sh;
+    if (b >= lo && b + 8 <= hi) {
+        const u32* w = (const u32*)b;
+        return __funnelshift_r(w[0], w[1], 8 * sh);
+    }
+    return load_u32_le((const u8*)a);
+}
+
+// Copies a 4- or 8-byte value at src (any alignment, inside [lo, hi)) to dst, aligned for w.
+__device__ inline void copy_word_value(u8* dst, u64 src, u32 w, u64 lo, u64 hi) {
+    if (w == 4) {
+        *(u32*)dst = load_u32_in(src, lo, hi);
+    } else {
+        *(u64*)dst = (u64)load_u32_in(src, lo, hi) | ((u64)load_u32_in(src + 4, lo, hi) << 32);
+    }
+}
+
 __device__ inline void zero_value(u8* dst, u32 w, bool fast) {
     if (fast && w == 4) {
         *(u32*)dst = 0;
@@ -61,7 +83,8 @@ __device__ inline void zero_value(u8* dst, u32 w, bool fast) {
 // idx the u32 in dense, RLE booleans / DELTA_BINARY_PACKED / BYTE_STREAM_SPLIT from dense + (row_start +
 // k) * dense_width. min(type_len, out_width) bytes are copied, the rest of out_width zeroed.
 // Errors: BAD_ENCODING (an encoding not valid for the type; nothing written, detail = encoding);
-// OVERRUN for a value past values_len (PLAIN) or dict_len (dictionary), or k >= num_non_null, detail = k
+// OVERRUN for a value past values_len (PLAIN) or dict_len (dictionary), or k >= min(num_non_null,
+// num_values), detail = k
 // of the lowest such row: every other row is still written, the failing rows are left untouched;
 // BAD_PAGE_SIZE when the rows are not inside the column or dense_width is too small for the encoding.
 // Hot path: a page with no nulls whose values are contiguous (PLAIN, or dense at stride type_len) and
@@ -86,7 +109,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_gather_fixed(PageDesc* page
         if (t == 0) page_error(pg, ERR_BAD_PAGE_SIZE, page.num_values);
         return;
     }
-    const u32 nv = page.num_values, nn = page.num_non_null;
+    // Values a row may name: num_non_null, never more than the page's rows.
+    const u32 nv = page.num_values, nn = page.num_non_null < nv ? page.num_non_null : nv;
     const bool required = page.max_def == 0;
     u8* out = (u8*)col.out_values + (u64)page.row_start * ow;
 
@@ -111,8 +135,9 @@ extern "C" __global__ void __launch_bounds__(256) gp_gather_fixed(PageDesc* page
     const u8* dict = (const u8*)page.dict;
     const u8* dense = (const u8*)col.dense + (u64)page.row_start * dw;
     const bool out_aligned = (w == 4 || w == 8) && w == ow && (col.out_values & (w - 1)) == 0;
-    const bool plain_fast = out_aligned && (page.values & (w - 1)) == 0 && tl == w;
-    const bool dict_fast = out_aligned && (page.dict & (w - 1)) == 0 && tl == w;
+    // 4- and 8-byte values are read as words (shifted into place when the stream is unaligned) and
+    // stored whole.
+    const bool words = out_aligned && tl == w;
     const bool dense_fast = out_aligned && ((col.dense | dw) & (w - 1)) == 0;
     const bool idx_aligned = ((col.dense | dw) & 3) == 0;
     for (u32 i = t; i < nv; i += BLOCK) {
@@ -142,7 +167,11 @@ extern "C" __global__ void __launch_bounds__(256) gp_gather_fixed(PageDesc* page
                 if (off + tl > page.values_len) {
                     atomicMin(&first_bad, error_key(i, ERR_OVERRUN));
                 } else {
-                    copy_value(dst, values + off, w, plain_fast);
+                    if (words) {
+                        copy_word_value(dst, page.values + off, w, page.values, page.values + page.values_len);
+                    } else {
+                        copy_value(dst, values + off, w, false);
+                    }
                     for (u32 b = w; b < ow; b++) dst[b] = 0;
                 }
                 break;
@@ -154,7 +183,11 @@ extern "C" __global__ void __launch_bounds__(256) gp_gather_fixed(PageDesc* page
                 if (off + tl > page.dict_len) {
                     atomicMin(&first_bad, error_key(i, ERR_OVERRUN));
                 } else {
-                    copy_value(dst, dict + off, w, dict_fast);
+                    if (words) {
+                        copy_word_value(dst, page.dict + off, w, page.dict, page.dict + page.dict_len);
+                    } else {
+                        copy_value(dst, dict + off, w, false);
+                    }
                     for (u32 b = w; b < ow; b++) dst[b] = 0;
                 }
                 break;

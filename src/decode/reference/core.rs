@@ -33,9 +33,10 @@ fn set_error(page: &mut PageDesc, code: ErrorCode, detail: u32) {
     }
 }
 
-/// The page's rows lie inside its column's output.
+/// The page's rows lie inside its column's output, and are fewer than 2^31 (`rows_ok` in
+/// core_util.cuh).
 fn rows_ok(page: &PageDesc, col: &ColumnDesc) -> bool {
-    page.row_start as u64 + page.num_values as u64 <= col.num_rows
+    page.num_values <= i32::MAX as u32 && u64::from(page.row_start) + u64::from(page.num_values) <= col.num_rows
 }
 
 /// `len` bytes at `addr`, copied; an empty stream needs no region. `None` when not in the arena.
@@ -255,6 +256,16 @@ pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
             set_error(pg, ErrorCode::BadBitWidth, pg.def_bit_width);
             continue;
         }
+        // The outputs must exist (so a descriptor claiming more rows than were allocated cannot make
+        // this decode without bound).
+        let (row, n) = (u64::from(pg.row_start), u64::from(pg.num_values));
+        if (col.vidx != 0 && arena.get(col.vidx + row * 4, n * 4).is_none())
+            || (col.out_valid != 0 && arena.get(col.out_valid + row, n).is_none())
+        {
+            pg.num_non_null = 0;
+            set_error(pg, ErrorCode::BadPageSize, pg.num_values);
+            continue;
+        }
         let Some(stream) = bytes_at(arena, pg.levels, pg.levels_len) else {
             pg.num_non_null = 0;
             set_error(pg, ErrorCode::Overrun, 0);
@@ -281,7 +292,6 @@ pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
             Some(Stop::Ended(i)) => set_error(pg, ErrorCode::Overrun, i),
             None => {}
         }
-        let row = u64::from(pg.row_start);
         let wrote_vidx = col.vidx == 0 || arena.write(col.vidx + row * 4, &vidx);
         let wrote_valid = col.out_valid == 0 || arena.write(col.out_valid + row, &valid);
         if !(wrote_vidx && wrote_valid) {
@@ -339,6 +349,12 @@ pub fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDes
                 }
             }
         };
+        let dw = u64::from(col.dense_width);
+        let base = col.dense + u64::from(pg.row_start) * dw;
+        if arena.get(base, u64::from(pg.num_non_null) * dw).is_none() {
+            set_error(pg, ErrorCode::BadPageSize, pg.num_values);
+            continue;
+        }
         let dict_count = pg.dict_count;
         let (vals, stop) = hybrid_prefix(stream, width, pg.num_non_null, |v| dict && v >= dict_count);
         match stop {
@@ -346,8 +362,6 @@ pub fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDes
             Some(Stop::Ended(k)) => set_error(pg, ErrorCode::Overrun, k),
             None => {}
         }
-        let dw = u64::from(col.dense_width);
-        let base = col.dense + u64::from(pg.row_start) * dw;
         let mut ok = true;
         for (k, &v) in vals.iter().enumerate() {
             let at = base + k as u64 * dw;
@@ -453,7 +467,8 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
 /// entries through the `u32` indices in `dense`, and RLE booleans, DELTA_BINARY_PACKED and
 /// BYTE_STREAM_SPLIT from `dense`. Errors: [`ErrorCode::BadEncoding`] (nothing written, detail the
 /// encoding); [`ErrorCode::Overrun`] for the lowest row whose value lies past `values_len` /
-/// `dict_len` or whose value index is past `num_non_null` (detail its value index `k`; every other row
+/// `dict_len` or whose value index is past `num_non_null` or the page's rows (detail its value index
+/// `k`; every other row
 /// written).
 pub fn gather_fixed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
@@ -481,7 +496,7 @@ fn gather_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, src: Sour
     if !rows_ok(pg, col) || (src == Source::Dict && dw < 4) || (src == Source::Dense && dw < tl) {
         return Err(ErrorCode::BadPageSize);
     }
-    let (nv, nn) = (pg.num_values as usize, pg.num_non_null as usize);
+    let (nv, nn) = (pg.num_values as usize, pg.num_non_null.min(pg.num_values) as usize);
     let required = pg.max_def == 0;
     let row = u64::from(pg.row_start);
     let out_addr = col.out_values + row * ow as u64;
@@ -663,7 +678,8 @@ fn byte_array_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, dict:
 }
 
 /// Lengths of a BYTE_ARRAY page's rows for the offsets (`string_row_len` in strings.cu): 0 for nulls,
-/// for a value index outside `[0, num_non_null)`, and for every row of a page in error. A buffer missing
+/// for a value index outside `[0, min(num_non_null, num_values))`, and for every row of a page in
+/// error. A buffer missing
 /// from the arena reads as empty rows.
 fn string_row_lens(arena: &Arena, pg: &PageDesc, col: &ColumnDesc) -> Vec<u64> {
     let nv = pg.num_values as usize;
@@ -676,7 +692,7 @@ fn string_row_lens(arena: &Arena, pg: &PageDesc, col: &ColumnDesc) -> Vec<u64> {
     } else {
         arena.read(col.vidx + row * 4, nv)
     };
-    let lens: Option<Vec<u32>> = arena.read(col.str_len + row * 4, pg.num_non_null as usize);
+    let lens: Option<Vec<u32>> = arena.read(col.str_len + row * 4, pg.num_non_null.min(pg.num_values) as usize);
     let (Some(vidx), Some(lens)) = (vidx, lens) else {
         return vec![0; nv];
     };
@@ -783,7 +799,7 @@ pub fn copy_strings(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDes
 /// One page of [`copy_strings`]; `Err` for a descriptor the arena cannot honour.
 fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(), ErrorCode> {
     let missing = ErrorCode::BadPageSize;
-    let (nv, nn) = (pg.num_values as usize, pg.num_non_null as usize);
+    let (nv, nn) = (pg.num_values as usize, pg.num_non_null.min(pg.num_values) as usize);
     let row = u64::from(pg.row_start);
     let vidx: Vec<i32> = if pg.max_def == 0 {
         (0..nv as i32).collect()

@@ -104,6 +104,11 @@ impl Arena {
         }
     }
 
+    /// Every region, in address order: its address and bytes.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+        self.regions.iter().map(|(&addr, bytes)| (addr, bytes.as_slice()))
+    }
+
     /// The whole region that starts at `addr`.
     pub fn region(&self, addr: u64) -> Option<&[u8]> {
         self.regions.get(&addr).map(Vec::as_slice)

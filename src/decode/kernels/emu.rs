@@ -1,0 +1,327 @@
+//! Test support: the kernels' CUDA source run on the CPU (`emu/cuda_emu.h`, `emu/driver.cpp`, built
+//! with a host C++20 compiler under AddressSanitizer and UndefinedBehaviorSanitizer), so a test can
+//! check, with no GPU, that the kernels compute exactly what their host references compute, and never
+//! touch memory outside the buffers they are given.
+//!
+//! [`run_emulated`] dumps a [`Step`] (arena regions and descriptors), runs the core pipeline in the
+//! emulation the way an orchestrator launches it, and reads the result back; [`assert_same`] compares
+//! that with the references' result on an identical step. Without a compiler (`c++`, or the one named
+//! by `GP_EMU_CXX`) the tests using it skip, saying so.
+
+use std::collections::BTreeMap;
+use std::hash::Hasher;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::decode::layout::{ColumnDesc, DictDesc, PageDesc, physical as pt};
+use crate::decode::reference::test_pages::{ColumnOut, Step};
+
+/// The files of [`super::SOURCES`] the emulation compiles: the core kernels and what they need (other
+/// kernel files may use CUDA features the emulation does not provide).
+const EMULATED: [&str; 5] = ["common.cuh", "core_util.cuh", "levels.cu", "values.cu", "strings.cu"];
+
+const EMU_H: &str = include_str!("emu/cuda_emu.h");
+
+/// The emulated program: the [`EMULATED`] files, in that order, each after a `#line` directive.
+fn emulated_source() -> String {
+    let mut s = String::new();
+    for name in EMULATED {
+        let (_, text) = super::SOURCES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in SOURCES"));
+        s.push_str(&format!("#line 1 \"{name}\"\n{text}\n"));
+    }
+    s
+}
+const DRIVER: &str = include_str!("emu/driver.cpp");
+
+/// What the emulated pipeline produced.
+#[derive(Debug)]
+pub(crate) struct Emulated {
+    /// Every input region after the run, by address (`str_src` contents as arena addresses).
+    pub regions: BTreeMap<u64, Vec<u8>>,
+    pub pages: Vec<PageDesc>,
+    /// BYTE_ARRAY columns' `out_values` read 0 (their characters are in `outs`).
+    pub cols: Vec<ColumnDesc>,
+    pub dicts: Vec<DictDesc>,
+    /// Per column: characters, validity bits and boolean value bits.
+    pub outs: Vec<ColumnOut>,
+}
+
+/// The driver binary, built once per process (and cached on disk by source hash); `Err` says why
+/// there is none.
+fn driver() -> Result<PathBuf, String> {
+    static DRIVER_BIN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DRIVER_BIN
+        .get_or_init(|| {
+            if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+                return Err("the kernel emulation switches fibers with x86-64 Linux assembly".to_string());
+            }
+            let cxx = std::env::var("GP_EMU_CXX").unwrap_or_else(|_| "c++".to_string());
+            let probe = Command::new(&cxx).arg("--version").output();
+            if !probe.is_ok_and(|o| o.status.success()) {
+                return Err(format!("no C++ compiler `{cxx}` (set GP_EMU_CXX)"));
+            }
+            let kernels = emulated_source();
+            let mut h = twox_hash::XxHash64::with_seed(0);
+            for part in [kernels.as_str(), EMU_H, DRIVER, cxx.as_str()] {
+                h.write(part.as_bytes());
+            }
+            let dir = std::env::temp_dir().join(format!("gpu-parquet-emu-{:016x}", h.finish()));
+            let bin = dir.join("driver");
+            if bin.exists() {
+                return Ok(bin);
+            }
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            for (name, text) in [
+                ("kernels.cu", kernels.as_str()),
+                ("cuda_emu.h", EMU_H),
+                ("driver.cpp", DRIVER),
+            ] {
+                std::fs::write(dir.join(name), text).map_err(|e| e.to_string())?;
+            }
+            let tmp = dir.join(format!("driver.{}", std::process::id()));
+            // The sanitizers where the compiler has them (a trivial program links), else without.
+            let sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
+            std::fs::write(dir.join("probe.cpp"), "int main() { return 0; }\n").map_err(|e| e.to_string())?;
+            let probe = dir.join(format!("probe.{}", std::process::id()));
+            let have_sanitizers = Command::new(&cxx)
+                .current_dir(&dir)
+                .args(sanitizers)
+                .args(["probe.cpp", "-o"])
+                .arg(&probe)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            let _ = std::fs::remove_file(&probe);
+            if !have_sanitizers {
+                println!("note: `{cxx}` cannot link ASan/UBSan; the kernel emulation runs without them");
+            }
+            let out = Command::new(&cxx)
+                .current_dir(&dir)
+                .args(["-std=c++20", "-O1", "-g"])
+                .args(if have_sanitizers { &sanitizers[..] } else { &[] })
+                .args(["-DKERNELS_CU=\"kernels.cu\"", "-I.", "driver.cpp", "-o"])
+                .arg(&tmp)
+                .output()
+                .map_err(|e| e.to_string())?;
+            // A compiler that runs but cannot build the emulation is a failure, not a skip.
+            assert!(
+                out.status.success(),
+                "building the kernel emulation failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::fs::rename(&tmp, &bin).map_err(|e| e.to_string())?;
+            Ok(bin)
+        })
+        .clone()
+}
+
+/// Whether the emulation can run here; `Err` says why not.
+pub(crate) fn available() -> Result<(), String> {
+    driver().map(|_| ())
+}
+
+fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> &[u8] {
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        a
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take(4).try_into().expect("4 bytes"))
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take(8).try_into().expect("8 bytes"))
+    }
+    fn array<T: bytemuck::Pod>(&mut self) -> Vec<T> {
+        let n = self.u32() as usize;
+        bytemuck::pod_collect_to_vec(self.take(n * std::mem::size_of::<T>()))
+    }
+    fn bits(&mut self) -> Option<(Vec<u32>, u64)> {
+        let n = self.u32() as usize;
+        let words = bytemuck::pod_collect_to_vec(self.take(n * 4));
+        let set = self.u64();
+        // The driver writes no words for a buffer it did not pack (and none for 0 rows).
+        Some((words, set))
+    }
+}
+
+/// Runs the core pipeline on `step` in the emulation. Panics if the emulation is unavailable (check
+/// [`available`] first), if it fails (a sanitizer report, a trap) or runs over two minutes (a barrier
+/// not reached by every thread).
+pub(crate) fn run_emulated(step: &Step) -> Emulated {
+    let bin = driver().expect("emulation available");
+    let mut input = b"GPEMU1".to_vec();
+    let regions: Vec<(u64, &[u8])> = step.arena.iter().collect();
+    put_u32(&mut input, regions.len() as u32);
+    for (addr, bytes) in &regions {
+        put_u64(&mut input, *addr);
+        put_u64(&mut input, bytes.len() as u64);
+        input.extend_from_slice(bytes);
+    }
+    for (count, bytes) in [
+        (step.pages.len(), bytemuck::cast_slice::<_, u8>(&step.pages)),
+        (step.cols.len(), bytemuck::cast_slice(&step.cols)),
+        (step.dicts.len(), bytemuck::cast_slice(&step.dicts)),
+    ] {
+        put_u32(&mut input, count as u32);
+        input.extend_from_slice(bytes);
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (in_path, out_path) = (dir.path().join("in"), dir.path().join("out"));
+    std::fs::File::create(&in_path)
+        .and_then(|mut f| f.write_all(&input))
+        .expect("write input");
+    let mut child = Command::new(&bin)
+        .arg(&in_path)
+        .arg(&out_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the emulation");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the emulated kernels ran over two minutes: a barrier not reached by every thread?");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    assert!(status.success(), "the emulated kernels failed ({status}):\n{err}");
+    let output = std::fs::read(&out_path).expect("read output");
+    let mut r = Reader(&output);
+    assert_eq!(r.take(6), b"GPEMU1");
+    let mut out_regions = BTreeMap::new();
+    for _ in 0..r.u32() {
+        let addr = r.u64();
+        let len = r.u64() as usize;
+        out_regions.insert(addr, r.take(len).to_vec());
+    }
+    let pages = r.array::<PageDesc>();
+    let cols = r.array::<ColumnDesc>();
+    let dicts = r.array::<DictDesc>();
+    let outs = cols
+        .iter()
+        .map(|c| {
+            let n = r.u64() as usize;
+            let chars = r.take(n).to_vec();
+            let valid_bits = r.bits().filter(|_| c.out_valid != 0);
+            let value_bits = r.bits().filter(|_| c.physical == pt::BOOLEAN);
+            ColumnOut {
+                values: chars,
+                valid_bits,
+                value_bits,
+                ..ColumnOut::default()
+            }
+        })
+        .collect();
+    assert!(r.0.is_empty(), "trailing output");
+    Emulated {
+        regions: out_regions,
+        pages,
+        cols,
+        dicts,
+        outs,
+    }
+}
+
+/// Names the buffer at `addr` for messages.
+fn buffer_name(step: &Step, addr: u64) -> String {
+    for (c, col) in step.cols.iter().enumerate() {
+        for (name, a) in [
+            ("vidx", col.vidx),
+            ("dense", col.dense),
+            ("out_values", col.out_values),
+            ("out_valid", col.out_valid),
+            ("out_offsets", col.out_offsets),
+            ("str_src", col.str_src),
+            ("str_len", col.str_len),
+        ] {
+            if a == addr {
+                return format!("column {c} {name}");
+            }
+        }
+    }
+    for (d, dict) in step.dicts.iter().enumerate() {
+        if dict.index == addr {
+            return format!("dictionary {d} index");
+        }
+    }
+    format!("region {addr:#x}")
+}
+
+/// Asserts the emulated run `emu` equals the references' run over an identical step: `reference`
+/// after [`run_core`](crate::decode::reference::test_pages::run_core), which returned `outs`. Every
+/// descriptor field (errors and details included), every input region's bytes, the characters and
+/// the packed bits must agree.
+pub(crate) fn assert_same(what: &str, reference: &Step, outs: &[ColumnOut], emu: &Emulated) {
+    for (p, (r, e)) in reference.pages.iter().zip(&emu.pages).enumerate() {
+        assert_eq!(r, e, "{what}: page {p} (reference left, emulated kernels right)");
+    }
+    assert_eq!(reference.pages.len(), emu.pages.len());
+    assert_eq!(reference.dicts, emu.dicts, "{what}: dictionaries");
+    assert_eq!(reference.cols.len(), emu.cols.len());
+    for (c, (r, e)) in reference.cols.iter().zip(&emu.cols).enumerate() {
+        let mut r = *r;
+        if r.physical == pt::BYTE_ARRAY {
+            r.out_values = 0;
+            same_bytes(
+                &format!("{what}: column {c} characters"),
+                &outs[c].values,
+                &emu.outs[c].values,
+            );
+        }
+        assert_eq!(r, *e, "{what}: column {c}");
+        assert_eq!(
+            outs[c].valid_bits, emu.outs[c].valid_bits,
+            "{what}: column {c} validity bits"
+        );
+        assert_eq!(
+            outs[c].value_bits, emu.outs[c].value_bits,
+            "{what}: column {c} value bits"
+        );
+    }
+    for (addr, bytes) in &emu.regions {
+        let want = reference.arena.region(*addr).expect("the same regions");
+        same_bytes(&format!("{what}: {}", buffer_name(reference, *addr)), want, bytes);
+    }
+}
+
+/// Asserts two byte strings are equal, naming the first difference (not dumping both).
+fn same_bytes(what: &str, want: &[u8], got: &[u8]) {
+    if want != got {
+        let at = want
+            .iter()
+            .zip(got)
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.len().min(got.len()));
+        panic!(
+            "{what} differs first at byte {at} of {} / {} (reference {:?}, emulated {:?})",
+            want.len(),
+            got.len(),
+            &want[at.min(want.len())..(at + 16).min(want.len())],
+            &got[at.min(got.len())..(at + 16).min(got.len())]
+        );
+    }
+}

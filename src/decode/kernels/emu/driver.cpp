@@ -1,0 +1,227 @@
+// Runs the core decode pipeline on the CPU emulation (cuda_emu.h) over a step dumped by the
+// `kernels::emu` tests, exactly as an orchestrator would launch it, and dumps the result back.
+//
+// Usage: driver IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
+// Formats (little endian), addresses being the Rust arena's fake ones:
+//   IN:  "GPEMU1" u32 nregions {u64 addr, u64 len, bytes} u32 npages PageDesc[] u32 ncols ColumnDesc[]
+//        u32 ndicts DictDesc[] (str_src buffers hold addresses too, and are translated like descriptors)
+//   OUT: "GPEMU1" the regions again (same order; str_src contents translated back to fake addresses,
+//        ~0 for an address in no region), the descriptors (addresses translated back; a BYTE_ARRAY
+//        column's out_values as 0), then per column: u64 nchars chars, u32 nwords words u64 set (validity
+//        bits; nwords 0 when none), u32 nwords words u64 set (boolean value bits).
+#include "cuda_emu.h"
+
+#include KERNELS_CU
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace {
+
+struct Region {
+    uint64_t fake;
+    uint64_t len;
+    uint8_t* real;
+};
+
+std::vector<Region> regions;
+
+uint8_t* alloc_real(uint64_t len) {
+    void* p = nullptr;
+    // Exactly `len` bytes (ASan sees any overrun); 256-aligned like cuMemAlloc.
+    if (posix_memalign(&p, 256, len ? len : 1) != 0) std::abort();
+    std::memset(p, 0, len ? len : 1);
+    return (uint8_t*)p;
+}
+
+// An address inside a region (or one past its end), translated; 0 stays 0.
+uint64_t to_real(uint64_t fake) {
+    if (fake == 0) return 0;
+    for (const Region& r : regions)
+        if (fake >= r.fake && fake < r.fake + r.len) return (uint64_t)r.real + (fake - r.fake);
+    for (const Region& r : regions)
+        if (fake == r.fake + r.len) return (uint64_t)r.real + r.len;
+    std::fprintf(stderr, "driver: address %llx in no region\n", (unsigned long long)fake);
+    std::exit(3);
+}
+
+uint64_t to_fake(uint64_t real) {
+    if (real == 0) return 0;
+    for (const Region& r : regions)
+        if (real >= (uint64_t)r.real && real < (uint64_t)r.real + r.len) return r.fake + (real - (uint64_t)r.real);
+    for (const Region& r : regions)
+        if (real == (uint64_t)r.real + r.len) return r.fake + r.len;
+    return ~0ull;
+}
+
+template <class T>
+T get(FILE* f) {
+    T v;
+    if (std::fread(&v, sizeof(T), 1, f) != 1) std::exit(4);
+    return v;
+}
+template <class T>
+void put(FILE* f, const T& v) {
+    std::fwrite(&v, sizeof(T), 1, f);
+}
+
+template <class T>
+std::vector<T> get_array(FILE* f) {
+    const uint32_t n = get<uint32_t>(f);
+    std::vector<T> v(n);
+    if (n && std::fread(v.data(), sizeof(T), n, f) != n) std::exit(4);
+    return v;
+}
+
+void translate(PageDesc& p, uint64_t (*t)(uint64_t)) {
+    p.data = t(p.data);
+    p.levels = t(p.levels);
+    p.values = t(p.values);
+    p.dict = t(p.dict);
+    p.dict_index = t(p.dict_index);
+}
+void translate(ColumnDesc& c, uint64_t (*t)(uint64_t)) {
+    c.vidx = t(c.vidx);
+    c.dense = t(c.dense);
+    c.out_values = t(c.out_values);
+    c.out_valid = t(c.out_valid);
+    c.out_offsets = t(c.out_offsets);
+    c.str_src = t(c.str_src);
+    c.str_len = t(c.str_len);
+}
+void translate(DictDesc& d, uint64_t (*t)(uint64_t)) {
+    d.data = t(d.data);
+    d.index = t(d.index);
+}
+
+// Packs n bytes with gp_pack_bits on a deliberately small grid (so the grid-stride loop strides).
+void pack(FILE* out, const uint8_t* bytes, uint64_t n, bool present) {
+    if (!present) {
+        put<uint32_t>(out, 0);
+        put<uint64_t>(out, 0);
+        return;
+    }
+    const uint32_t nwords = (uint32_t)((n + 31) / 32);
+    std::vector<uint32_t> words(nwords ? nwords : 1, 0xdeadbeefu);
+    unsigned long long set = 0;
+    const unsigned grid = n == 0 ? 0 : (unsigned)std::min<uint64_t>(3, (n + 255) / 256);
+    emu::launch(gp_pack_bits, grid, 256, bytes, (u64)n, words.data(), (u64*)&set);
+    put<uint32_t>(out, nwords);
+    std::fwrite(words.data(), 4, nwords, out);
+    put<uint64_t>(out, set);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 3) return 2;
+    FILE* in = std::fopen(argv[1], "rb");
+    if (!in) return 2;
+    char magic[6];
+    if (std::fread(magic, 1, 6, in) != 6 || std::memcmp(magic, "GPEMU1", 6) != 0) return 2;
+    const uint32_t nregions = get<uint32_t>(in);
+    for (uint32_t i = 0; i < nregions; i++) {
+        Region r;
+        r.fake = get<uint64_t>(in);
+        r.len = get<uint64_t>(in);
+        r.real = alloc_real(r.len);
+        if (r.len && std::fread(r.real, 1, r.len, in) != r.len) return 4;
+        regions.push_back(r);
+    }
+    std::vector<PageDesc> pages = get_array<PageDesc>(in);
+    std::vector<ColumnDesc> cols = get_array<ColumnDesc>(in);
+    std::vector<DictDesc> dicts = get_array<DictDesc>(in);
+    std::fclose(in);
+    for (auto& p : pages) translate(p, to_real);
+    for (auto& c : cols) translate(c, to_real);
+    // str_src may already hold addresses (written by another decoder): real ones from here on.
+    for (const auto& c : cols) {
+        if (!c.str_src) continue;
+        for (const Region& r : regions) {
+            if ((uint64_t)r.real != c.str_src) continue;
+            for (uint64_t i = 0; i + 8 <= r.len; i += 8) {
+                uint64_t a;
+                std::memcpy(&a, r.real + i, 8);
+                a = to_real(a);
+                std::memcpy(r.real + i, &a, 8);
+            }
+        }
+    }
+    for (auto& d : dicts) translate(d, to_real);
+
+    const uint32_t n = (uint32_t)pages.size(), ncols = (uint32_t)cols.size(), ndicts = (uint32_t)dicts.size();
+    PageDesc* P = pages.data();
+    ColumnDesc* C = cols.data();
+    if (n) {
+        emu::launch(gp_page_setup, (n + 127) / 128, 128, P, n);
+        emu::launch(gp_levels, n, 256, P, n, C);
+        emu::launch(gp_dict_indices, n, 256, P, n, C);
+    }
+    if (ndicts) emu::launch(gp_dict_byte_array_index, ndicts, 256, dicts.data(), ndicts);
+    std::vector<u64> page_totals(n ? n : 1, 0x5555);
+    if (n) {
+        emu::launch(gp_gather_fixed, n, 256, P, n, C);
+        emu::launch(gp_byte_array_values, n, 256, P, n, C);
+        emu::launch(gp_string_page_totals, n, 256, (const PageDesc*)P, n, (const ColumnDesc*)C, page_totals.data());
+    }
+    if (ncols) emu::launch(gp_string_page_bases, ncols, 256, (const PageDesc*)P, n, C, ncols, page_totals.data());
+    if (n) emu::launch(gp_string_offsets, n, 256, (const PageDesc*)P, n, (const ColumnDesc*)C, (const u64*)page_totals.data());
+    // The orchestrator's part: characters sized by each string column's last offset.
+    std::vector<uint8_t*> chars(ncols, nullptr);
+    for (uint32_t c = 0; c < ncols; c++) {
+        if (cols[c].physical != PT_BYTE_ARRAY || cols[c].error != 0) continue;
+        const int32_t last = ((const int32_t*)cols[c].out_offsets)[cols[c].num_rows];
+        const uint64_t cap = last > 0 ? (uint64_t)last : 0;
+        chars[c] = alloc_real(cap);
+        cols[c].out_values = (uint64_t)chars[c];
+        cols[c].chars_capacity = cap;
+    }
+    if (n) emu::launch(gp_copy_strings, n, 256, P, n, (const ColumnDesc*)C);
+
+    FILE* out = std::fopen(argv[2], "wb");
+    if (!out) return 2;
+    std::fwrite("GPEMU1", 1, 6, out);
+    // str_src buffers hold real addresses: back to fake ones.
+    std::map<uint64_t, bool> str_src;
+    for (const auto& c : cols)
+        if (c.str_src) str_src[c.str_src] = true;
+    put<uint32_t>(out, nregions);
+    for (const Region& r : regions) {
+        put<uint64_t>(out, r.fake);
+        put<uint64_t>(out, r.len);
+        if (str_src.count((uint64_t)r.real)) {
+            for (uint64_t i = 0; i + 8 <= r.len; i += 8) {
+                uint64_t a;
+                std::memcpy(&a, r.real + i, 8);
+                put<uint64_t>(out, to_fake(a));
+            }
+            std::fwrite(r.real + (r.len & ~7ull), 1, r.len & 7, out);
+        } else if (r.len) {
+            std::fwrite(r.real, 1, r.len, out);
+        }
+    }
+    for (uint32_t c = 0; c < ncols; c++)
+        if (chars[c]) cols[c].out_values = 0;
+    for (auto& p : pages) translate(p, to_fake);
+    for (auto& c : cols) translate(c, to_fake);
+    for (auto& d : dicts) translate(d, to_fake);
+    put<uint32_t>(out, n);
+    if (n) std::fwrite(pages.data(), sizeof(PageDesc), n, out);
+    put<uint32_t>(out, ncols);
+    if (ncols) std::fwrite(cols.data(), sizeof(ColumnDesc), ncols, out);
+    put<uint32_t>(out, ndicts);
+    if (ndicts) std::fwrite(dicts.data(), sizeof(DictDesc), ndicts, out);
+    for (uint32_t c = 0; c < ncols; c++) {
+        const ColumnDesc& col = cols[c];
+        put<uint64_t>(out, chars[c] ? col.chars_capacity : 0);
+        if (chars[c]) std::fwrite(chars[c], 1, col.chars_capacity, out);
+        pack(out, (const uint8_t*)to_real(col.out_valid), col.num_rows, col.out_valid != 0);
+        const bool boolean = col.physical == PT_BOOLEAN;
+        pack(out, boolean ? (const uint8_t*)to_real(col.out_values) : nullptr, col.num_rows, boolean);
+    }
+    std::fclose(out);
+    for (const Region& r : regions) std::free(r.real);
+    for (uint8_t* c : chars) std::free(c);
+    return 0;
+}
