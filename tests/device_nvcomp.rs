@@ -214,7 +214,13 @@ fn a_bad_item_fails_alone() {
         .outcomes
         .expect("batch runs");
     assert!(outcomes[0].is_success() && outcomes[2].is_success(), "{outcomes:?}");
-    assert!(!outcomes[1].is_success(), "a truncated LZ4 block: {outcomes:?}");
+    // Measured on the H200 with nvCOMP 5.3: a block cut in half came back as success with a shorter
+    // length (34967 of 70000), not as a failure status. Either way the page is rejected (the decoder
+    // compares the length with the page header), which is what this asserts.
+    assert!(
+        !outcomes[1].is_success() || outcomes[1].actual_len != sizes[1],
+        "a truncated LZ4 block: {outcomes:?}"
+    );
     assert_ne!(outcomes[1].status, STATUS_NOT_WRITTEN);
 
     // Valid data but an output buffer too small for it: the headers promise

@@ -9,6 +9,7 @@ use parquet::basic::Compression;
 use rayon::prelude::*;
 
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
+use crate::decode::layout::{ValidateItem, validate_codec};
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
@@ -131,6 +132,46 @@ fn page_kernel_names(kind: PageKernel) -> &'static [&'static str] {
 }
 
 impl DeviceExecutor<'_> {
+    /// Runs `gp_validate_compressed` over `items[todo]`; the indices that failed.
+    fn validate(&mut self, codec: Compression, items: &[Decompress], todo: &[usize]) -> Result<Vec<usize>> {
+        let id = match codec {
+            Compression::SNAPPY => validate_codec::SNAPPY,
+            Compression::ZSTD(_) => validate_codec::ZSTD,
+            Compression::LZ4_RAW => validate_codec::LZ4_RAW,
+            Compression::GZIP(_) => validate_codec::GZIP,
+            _ => return Ok(todo.to_vec()),
+        };
+        if todo.is_empty() {
+            return Ok(Vec::new());
+        }
+        let v: Vec<ValidateItem> = todo
+            .iter()
+            .map(|&i| ValidateItem {
+                src: items[i].src,
+                src_len: items[i].src_len as u64,
+                dst_len: items[i].dst_len as u64,
+                codec: id,
+                status: u32::MAX,
+            })
+            .collect();
+        let addr = self.upload(&v)?;
+        let n = v.len() as u32;
+        self.launch_raw(
+            "gp_validate_compressed",
+            n.div_ceil(128),
+            128,
+            &[Arg::U64(addr), Arg::U32(n)],
+        )?;
+        let back: Vec<ValidateItem> = self.read(addr, v.len())?;
+        self.free(addr);
+        Ok(todo
+            .iter()
+            .zip(back)
+            .filter(|(_, b)| b.status != 0)
+            .map(|(&i, _)| i)
+            .collect())
+    }
+
     /// Decompresses `items[todo]` with nvCOMP. Inputs not aligned as the codec requires (page bodies
     /// start anywhere in a chunk) are first copied into an aligned scratch buffer.
     fn nvcomp_batch(
@@ -142,7 +183,11 @@ impl DeviceExecutor<'_> {
     ) -> Result<Vec<crate::gpu::nvcomp::DecompressOutcome>> {
         let align = nv.library().required_alignments(codec, nv.backend().opts())?;
         let a_in = align.input.max(1) as u64;
-        let misaligned: Vec<usize> = todo.iter().copied().filter(|&i| !items[i].src.is_multiple_of(a_in)).collect();
+        let misaligned: Vec<usize> = todo
+            .iter()
+            .copied()
+            .filter(|&i| !items[i].src.is_multiple_of(a_in))
+            .collect();
         let mut srcs: Vec<u64> = items.iter().map(|d| d.src).collect();
         let mut scratch = None;
         if !misaligned.is_empty() {
@@ -310,22 +355,35 @@ impl Executor for DeviceExecutor<'_> {
             (Ok(_), None) => Err(format!("nvCOMP has no {codec} decoder")),
         };
         let mut on = DecompressedOn::Gpu;
+        let mut host_why: Vec<String> = Vec::new();
         if let Ok((nv, c)) = &gpu {
-            let todo: Vec<usize> = (0..items.len())
+            let mut todo: Vec<usize> = (0..items.len())
                 .filter(|&i| results[i].is_none() && items[i].dst_len as u64 <= c.max_chunk_len())
                 .collect();
+            if todo.len() < results.iter().filter(|r| r.is_none()).count() {
+                host_why.push(format!("pages over nvCOMP's {c} limit"));
+            }
+            // Every body is checked on the GPU before nvCOMP sees it; one that fails goes to the host
+            // decompressor, which is safe on any input and has the last word.
+            let failed = self.validate(codec, items, &todo)?;
+            if !failed.is_empty() {
+                host_why.push(format!("{} page(s) failed the pre-check before nvCOMP", failed.len()));
+                todo.retain(|i| !failed.contains(i));
+            }
             if !todo.is_empty() {
                 let outcomes = self.nvcomp_batch(nv, *c, items, &todo)?;
+                let mut rejected = 0;
                 for (&i, o) in todo.iter().zip(outcomes) {
-                    results[i] = Some(if o.is_success() {
-                        Ok(o.actual_len)
+                    if o.is_success() && o.actual_len == items[i].dst_len {
+                        results[i] = Some(Ok(o.actual_len));
                     } else {
-                        Err(format!(
-                            "nvCOMP status {} ({})",
-                            o.status,
-                            nv.library().status_string(o.status)
-                        ))
-                    });
+                        rejected += 1;
+                    }
+                }
+                if rejected > 0 {
+                    host_why.push(format!(
+                        "{rejected} page(s) whose nvCOMP status or size was wrong, retried"
+                    ));
                 }
             }
         }
@@ -334,7 +392,7 @@ impl Executor for DeviceExecutor<'_> {
         if !host.is_empty() {
             on = DecompressedOn::Host(match &gpu {
                 Err(why) => why.clone(),
-                Ok((_, c)) => format!("pages over nvCOMP's {c} limit"),
+                Ok(_) => host_why.join("; "),
             });
             let mut inputs = Vec::with_capacity(host.len());
             for &i in &host {

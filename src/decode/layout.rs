@@ -207,14 +207,69 @@ pub struct ColumnDesc {
     pub error: u32,
 }
 
+/// One compressed page body for `gp_validate_compressed`: in and out.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ValidateItem {
+    /// Address of the compressed bytes.
+    pub src: u64,
+    /// Compressed bytes.
+    pub src_len: u64,
+    /// The size the page declares uncompressed.
+    pub dst_len: u64,
+    /// [`validate_codec`] constant.
+    pub codec: u32,
+    /// Out: 0 when the body passed, else a [`validate_status`] code.
+    pub status: u32,
+}
+
+/// `ValidateItem::codec` values.
+pub mod validate_codec {
+    /// Snappy (raw, as Parquet stores it).
+    pub const SNAPPY: u32 = 1;
+    /// Zstandard frames.
+    pub const ZSTD: u32 = 2;
+    /// An LZ4 block (Parquet's LZ4_RAW).
+    pub const LZ4_RAW: u32 = 3;
+    /// Gzip members.
+    pub const GZIP: u32 = 4;
+}
+
+/// `ValidateItem::status` values.
+pub mod validate_status {
+    /// The body passed.
+    pub const OK: u32 = 0;
+    /// The stream ends inside an element.
+    pub const TRUNCATED: u32 = 1;
+    /// A match reaches before the start of the output.
+    pub const BAD_OFFSET: u32 = 2;
+    /// The stream produces (or declares) another size than the page header.
+    pub const WRONG_SIZE: u32 = 3;
+    /// Not this codec's header.
+    pub const BAD_HEADER: u32 = 4;
+
+    /// What a status means.
+    pub fn describe(status: u32) -> &'static str {
+        match status {
+            OK => "valid",
+            TRUNCATED => "the compressed stream ends inside an element",
+            BAD_OFFSET => "a match points before the start of the output",
+            WRONG_SIZE => "the stream's size differs from the page header's uncompressed size",
+            BAD_HEADER => "not a valid header for this codec",
+            _ => "unknown validation status",
+        }
+    }
+}
+
 /// Sizes in bytes both sides must agree on (checked on the host by a test and on the device by
 /// `gp_layout_sizes`).
-pub const LAYOUT_SIZES: [(&str, usize); 5] = [
+pub const LAYOUT_SIZES: [(&str, usize); 6] = [
     ("ChunkDesc", 40),
     ("PageInfo", 72),
     ("PageDesc", 128),
     ("DictDesc", 40),
     ("ColumnDesc", 88),
+    ("ValidateItem", 32),
 ];
 
 /// A problem a kernel (or its host reference) met, as written to an `error` field.
@@ -355,6 +410,7 @@ mod tests {
             std::mem::size_of::<PageDesc>(),
             std::mem::size_of::<DictDesc>(),
             std::mem::size_of::<ColumnDesc>(),
+            std::mem::size_of::<ValidateItem>(),
         ];
         for ((name, want), got) in LAYOUT_SIZES.iter().zip(host) {
             assert_eq!(*want, got, "{name}");

@@ -44,6 +44,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("strings.cu", include_str!("strings.cu")),
     ("delta.cu", include_str!("delta.cu")),
     ("convert.cu", include_str!("convert.cu")),
+    ("validate.cu", include_str!("validate.cu")),
 ];
 
 #[cfg(test)]

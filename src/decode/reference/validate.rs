@@ -1,0 +1,303 @@
+//! Host reference of `kernels/validate.cu`: checks a compressed page body before nvCOMP sees it
+//! (nvCOMP's headers make corrupt input undefined behaviour).
+
+use super::Arena;
+use crate::decode::layout::{ValidateItem, validate_codec as codec, validate_status as st};
+
+fn uleb(s: &[u8], p: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = *s.get(*p)?;
+        *p += 1;
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+fn le(s: &[u8], p: usize, n: usize) -> u64 {
+    (0..n).fold(0u64, |v, i| v | (u64::from(s[p + i]) << (8 * i)))
+}
+
+fn snappy(s: &[u8], want: u64) -> u32 {
+    let n = s.len();
+    let mut p = 0usize;
+    let Some(total) = uleb(s, &mut p) else {
+        return st::TRUNCATED;
+    };
+    if total != want {
+        return st::WRONG_SIZE;
+    }
+    let mut out = 0u64;
+    while p < n {
+        let tag = s[p];
+        p += 1;
+        let (len, offset) = match tag & 3 {
+            0 => {
+                let l = u64::from(tag >> 2);
+                let len = if l >= 60 {
+                    let extra = (l - 59) as usize;
+                    if p + extra > n {
+                        return st::TRUNCATED;
+                    }
+                    let v = le(s, p, extra);
+                    p += extra;
+                    v + 1
+                } else {
+                    l + 1
+                };
+                if len > (n - p) as u64 {
+                    return st::TRUNCATED;
+                }
+                p += len as usize;
+                (len, 0)
+            }
+            1 => {
+                if p + 1 > n {
+                    return st::TRUNCATED;
+                }
+                let r = (
+                    u64::from((tag >> 2) & 7) + 4,
+                    (u64::from(tag >> 5) << 8) | u64::from(s[p]),
+                );
+                p += 1;
+                r
+            }
+            2 => {
+                if p + 2 > n {
+                    return st::TRUNCATED;
+                }
+                let r = (u64::from(tag >> 2) + 1, le(s, p, 2));
+                p += 2;
+                r
+            }
+            _ => {
+                if p + 4 > n {
+                    return st::TRUNCATED;
+                }
+                let r = (u64::from(tag >> 2) + 1, le(s, p, 4));
+                p += 4;
+                r
+            }
+        };
+        if tag & 3 != 0 && (offset == 0 || offset > out) {
+            return st::BAD_OFFSET;
+        }
+        if len > want - out {
+            return st::WRONG_SIZE;
+        }
+        out += len;
+    }
+    if out == want { st::OK } else { st::WRONG_SIZE }
+}
+
+fn lz4_block(s: &[u8], want: u64) -> u32 {
+    let n = s.len();
+    let (mut p, mut out) = (0usize, 0u64);
+    loop {
+        let Some(&token) = s.get(p) else { return st::TRUNCATED };
+        p += 1;
+        let mut lit = u64::from(token >> 4);
+        if lit == 15 {
+            loop {
+                let Some(&b) = s.get(p) else { return st::TRUNCATED };
+                p += 1;
+                lit += u64::from(b);
+                if lit > n as u64 {
+                    return st::TRUNCATED;
+                }
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        if lit > (n - p) as u64 {
+            return st::TRUNCATED;
+        }
+        if lit > want - out {
+            return st::WRONG_SIZE;
+        }
+        p += lit as usize;
+        out += lit;
+        if p == n {
+            break;
+        }
+        if p + 2 > n {
+            return st::TRUNCATED;
+        }
+        let offset = le(s, p, 2);
+        p += 2;
+        if offset == 0 || offset > out {
+            return st::BAD_OFFSET;
+        }
+        let mut m = u64::from(token & 15);
+        if m == 15 {
+            loop {
+                let Some(&b) = s.get(p) else { return st::TRUNCATED };
+                p += 1;
+                m += u64::from(b);
+                if m > want {
+                    return st::WRONG_SIZE;
+                }
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        m += 4;
+        if m > want - out {
+            return st::WRONG_SIZE;
+        }
+        out += m;
+    }
+    if out == want { st::OK } else { st::WRONG_SIZE }
+}
+
+fn zstd(s: &[u8], want: u64) -> u32 {
+    if s.len() < 6 {
+        return st::TRUNCATED;
+    }
+    if le(s, 0, 4) != 0xFD2F_B528 {
+        return st::BAD_HEADER;
+    }
+    let fhd = s[4];
+    let (fcs_flag, single, dict_flag) = (fhd >> 6, (fhd >> 5) & 1, fhd & 3);
+    if (fhd >> 3) & 1 != 0 {
+        return st::BAD_HEADER;
+    }
+    let mut p = 5 + usize::from(single == 0);
+    p += [0, 1, 2, 4][dict_flag as usize];
+    let fcs_bytes = match fcs_flag {
+        0 => usize::from(single == 1),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    if p + fcs_bytes > s.len() {
+        return st::TRUNCATED;
+    }
+    if fcs_bytes == 0 {
+        return st::OK;
+    }
+    let mut fcs = le(s, p, fcs_bytes);
+    if fcs_bytes == 2 {
+        fcs += 256;
+    }
+    if fcs == want { st::OK } else { st::WRONG_SIZE }
+}
+
+fn gzip(s: &[u8], want: u64) -> u32 {
+    let n = s.len();
+    if n < 18 {
+        return st::TRUNCATED;
+    }
+    if s[0] != 0x1f || s[1] != 0x8b || s[2] != 8 {
+        return st::BAD_HEADER;
+    }
+    if le(s, n - 4, 4) as u32 == want as u32 {
+        st::OK
+    } else {
+        st::WRONG_SIZE
+    }
+}
+
+/// The status `gp_validate_compressed` gives one body.
+pub fn validate_one(codec_id: u32, body: &[u8], dst_len: u64) -> u32 {
+    match codec_id {
+        codec::SNAPPY => snappy(body, dst_len),
+        codec::LZ4_RAW => lz4_block(body, dst_len),
+        codec::ZSTD => zstd(body, dst_len),
+        codec::GZIP => gzip(body, dst_len),
+        _ => st::BAD_HEADER,
+    }
+}
+
+/// `gp_validate_compressed` over `items` (bodies read from `arena`; one outside it is TRUNCATED).
+pub fn validate_compressed(arena: &Arena, items: &mut [ValidateItem]) {
+    for it in items {
+        it.status = match arena.get(it.src, it.src_len) {
+            Some(body) => validate_one(it.codec, body, it.dst_len),
+            None => st::TRUNCATED,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample(n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|i| ((i * 7919) % 251) as u8 ^ if i % 97 < 40 { 0 } else { (i / 97) as u8 })
+            .collect()
+    }
+
+    #[test]
+    fn valid_streams_pass() {
+        for n in [0usize, 1, 5, 100, 65_536, 300_000] {
+            let data = sample(n);
+            let sn = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+            assert_eq!(validate_one(codec::SNAPPY, &sn, n as u64), st::OK, "snappy {n}");
+            assert_eq!(validate_one(codec::SNAPPY, &sn, n as u64 + 1), st::WRONG_SIZE);
+            let lz = lz4_flex::block::compress(&data);
+            assert_eq!(validate_one(codec::LZ4_RAW, &lz, n as u64), st::OK, "lz4 {n}");
+            let z = zstd::bulk::compress(&data, 3).unwrap();
+            assert_eq!(validate_one(codec::ZSTD, &z, n as u64), st::OK, "zstd {n}");
+            let mut g = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            std::io::Write::write_all(&mut g, &data).unwrap();
+            let g = g.finish().unwrap();
+            assert_eq!(validate_one(codec::GZIP, &g, n as u64), st::OK, "gzip {n}");
+            assert_eq!(validate_one(codec::GZIP, &g, n as u64 + 3), st::WRONG_SIZE);
+        }
+    }
+
+    #[test]
+    fn truncations_fail() {
+        let data = sample(20_000);
+        let sn = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        let lz = lz4_flex::block::compress(&data);
+        for cut in (0..sn.len()).step_by(37) {
+            assert_ne!(
+                validate_one(codec::SNAPPY, &sn[..cut], 20_000),
+                st::OK,
+                "snappy cut {cut}"
+            );
+        }
+        for cut in (0..lz.len()).step_by(37) {
+            assert_ne!(
+                validate_one(codec::LZ4_RAW, &lz[..cut], 20_000),
+                st::OK,
+                "lz4 cut {cut}"
+            );
+        }
+    }
+
+    proptest! {
+        /// Whatever the bytes, the validator answers (no panic); and a stream it passes decompresses
+        /// to exactly the declared size with the reference decoders, so nvCOMP only sees well-formed
+        /// streams.
+        #[test]
+        fn flipped_streams_never_panic_and_passing_ones_decode(flips in proptest::collection::vec((0usize..4096, 0u8..8), 1..6)) {
+            let data = sample(4096);
+            let mut sn = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+            let mut lz = lz4_flex::block::compress(&data);
+            for (at, bit) in &flips {
+                let i = at % sn.len();
+                sn[i] ^= 1 << bit;
+                let j = at % lz.len();
+                lz[j] ^= 1 << bit;
+            }
+            if validate_one(codec::SNAPPY, &sn, 4096) == st::OK {
+                let out = snap::raw::Decoder::new().decompress_vec(&sn);
+                prop_assert!(out.map(|o| o.len() == 4096).unwrap_or(false));
+            }
+            if validate_one(codec::LZ4_RAW, &lz, 4096) == st::OK {
+                let out = lz4_flex::block::decompress(&lz, 4096);
+                prop_assert!(out.map(|o| o.len() == 4096).unwrap_or(false));
+            }
+        }
+    }
+}
