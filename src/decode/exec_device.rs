@@ -195,7 +195,7 @@ impl DeviceExecutor<'_> {
                 .iter()
                 .map(|&i| (items[i].src_len as u64).div_ceil(256) * 256)
                 .sum();
-            let mut buf = DeviceBuffer::<u8>::alloc(&self.stream, total as usize)?;
+            let mut buf = DeviceBuffer::<u8>::alloc_pooled(&self.stream, total as usize)?;
             let mut at = 0u64;
             for &i in &misaligned {
                 let d = &items[i];
@@ -228,7 +228,7 @@ impl Executor for DeviceExecutor<'_> {
 
     fn alloc(&mut self, bytes: usize) -> Result<u64> {
         // Never a zero-length allocation: every address handed out must be a real one.
-        let b = DeviceBuffer::<u8>::zeroed(&self.stream, bytes.max(1))?;
+        let b = DeviceBuffer::<u8>::zeroed_pooled(&self.stream, bytes.max(1))?;
         let addr = b.device_address();
         self.live_bytes += b.len() as u64;
         self.peak_bytes = self.peak_bytes.max(self.live_bytes);

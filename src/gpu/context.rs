@@ -8,6 +8,7 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::result as cu;
+use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream};
 use serde::Serialize;
 
@@ -39,6 +40,8 @@ pub struct GpuContext {
     ctx: Arc<CudaContext>,
     ordinal: usize,
     stream: Arc<CudaStream>,
+    /// Whether the device's memory pool keeps freed memory (set once, on first pooled allocation).
+    pool_ready: std::sync::OnceLock<std::result::Result<(), String>>,
 }
 
 /// Live contexts by ordinal; weak, so a context is released when its last user drops it.
@@ -72,10 +75,48 @@ impl GpuContext {
             let stream = ctx
                 .new_stream()
                 .map_err(cuda_err(format!("creating a stream on GPU {ordinal}")))?;
-            Ok(Arc::new(Self { ctx, ordinal, stream }))
+            Ok(Arc::new(Self {
+                ctx,
+                ordinal,
+                stream,
+                pool_ready: std::sync::OnceLock::new(),
+            }))
         })?;
         live.push((ordinal, Arc::downgrade(&ctx)));
         Ok(ctx)
+    }
+
+    /// Makes the device's default memory pool (what stream-ordered allocations draw from) keep the
+    /// memory freed into it instead of returning it to the driver at every synchronisation, so the
+    /// decoder's per-step buffers are recycled without `cuMemAlloc`/`cuMemFree` (which synchronise).
+    pub fn ensure_pool_keeps_memory(&self) -> Result<()> {
+        self.pool_ready
+            .get_or_init(|| {
+                guard("configuring the device memory pool", || {
+                    self.bind()?;
+                    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+                    // SAFETY: `pool` is a live local the driver writes one handle into; the device is
+                    // this context's.
+                    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device()) }
+                        .result()
+                        .map_err(cuda_err("cuDeviceGetDefaultMemPool"))?;
+                    let mut threshold: u64 = u64::MAX;
+                    // SAFETY: the attribute takes a pointer to a u64 threshold, a live local here; the
+                    // pool handle came from the call above.
+                    unsafe {
+                        sys::cuMemPoolSetAttribute(
+                            pool,
+                            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                            &mut threshold as *mut u64 as *mut std::ffi::c_void,
+                        )
+                    }
+                    .result()
+                    .map_err(cuda_err("cuMemPoolSetAttribute"))
+                })
+                .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(|m| Error::device("configuring the device memory pool", m))
     }
 
     /// Device ordinal.

@@ -120,6 +120,8 @@ pub struct DeviceBuffer<T: DeviceRepr = u8> {
     /// Device address of element 0; 0 for an empty buffer (nothing allocated).
     ptr: sys::CUdeviceptr,
     len: usize,
+    /// Allocated from the device's stream-ordered pool (freed with `cuMemFreeAsync` on `stream`).
+    pooled: bool,
     _elem: PhantomData<T>,
 }
 
@@ -159,22 +161,70 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             stream: stream.clone(),
             ptr,
             len,
+            pooled: false,
             _elem: PhantomData,
+        })
+    }
+
+    /// Allocates `len` elements (uninitialised) from the device's stream-ordered memory pool, on
+    /// `stream`: no device-wide synchronisation to allocate or free, and freed memory is reused. Not
+    /// for cuFile (which needs `cuMemAlloc` memory). Work on another stream that uses the buffer must be
+    /// joined to `stream` before the buffer is dropped (the free is ordered on `stream` only).
+    pub fn alloc_pooled(stream: &Stream, len: usize) -> Result<Self> {
+        let ctx = stream.context();
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::device("allocating device memory", format!("{len} elements overflow usize")))?;
+        if bytes == 0 {
+            return Self::alloc(stream, 0);
+        }
+        ctx.ensure_pool_keeps_memory()?;
+        let ptr = guard("allocating device memory", || {
+            ctx.bind()?;
+            // SAFETY: cuMemAllocAsync returns `bytes` bytes usable in stream order on `stream`; the
+            // returned buffer owns them and frees them exactly once, in Drop, on the same stream.
+            unsafe { cu::malloc_async(stream.raw.cu_stream(), bytes) }.map_err(|e| {
+                let (free, total) = ctx.memory().unwrap_or((0, 0));
+                Error::Device {
+                    context: format!("allocating {bytes} bytes on GPU {}", ctx.ordinal()),
+                    message: format!("stream-ordered allocation failed ({e}; {free} of {total} bytes free)"),
+                }
+            })
+        })?;
+        Ok(Self {
+            stream: stream.clone(),
+            ptr,
+            len,
+            pooled: true,
+            _elem: PhantomData,
+        })
+    }
+
+    /// [`Self::alloc_pooled`], set to zero bytes (the memset is queued on `stream`).
+    pub fn zeroed_pooled(stream: &Stream, len: usize) -> Result<Self> {
+        let buf = Self::alloc_pooled(stream, len)?;
+        buf.clear()?;
+        Ok(buf)
+    }
+
+    /// Queues a memset of every byte to zero on the buffer's stream.
+    fn clear(&self) -> Result<()> {
+        if self.ptr == 0 {
+            return Ok(());
+        }
+        guard("clearing device memory", || {
+            self.context().bind()?;
+            // SAFETY: the allocation holds exactly num_bytes() bytes and is owned by `self`, which
+            // outlives the queued memset (its free is ordered after it on the same stream).
+            unsafe { cu::memset_d8_async(self.ptr, 0, self.num_bytes(), self.stream.raw.cu_stream()) }
+                .map_err(cuda_err("cuMemsetD8Async"))
         })
     }
 
     /// Allocates `len` elements set to zero bytes, ordered on `stream` (the memset is queued there).
     pub fn zeroed(stream: &Stream, len: usize) -> Result<Self> {
         let buf = Self::alloc(stream, len)?;
-        if buf.ptr != 0 {
-            guard("clearing device memory", || {
-                stream.context().bind()?;
-                // SAFETY: the allocation holds exactly num_bytes() bytes and is owned by `buf`, which
-                // outlives the queued memset (Drop synchronises the stream before freeing).
-                unsafe { cu::memset_d8_async(buf.ptr, 0, buf.num_bytes(), stream.raw.cu_stream()) }
-                    .map_err(cuda_err("cuMemsetD8Async"))
-            })?;
-        }
+        buf.clear()?;
         Ok(buf)
     }
 
@@ -362,6 +412,13 @@ impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
         }
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = self.context().bind();
+            if self.pooled {
+                // SAFETY: ptr came from cuMemAllocAsync on this stream and is freed only here; the free
+                // is ordered after all work queued on the stream (and what joined it), so no queued
+                // work can use the memory after it is returned to the pool.
+                let _ = unsafe { cu::free_async(self.ptr, self.stream.raw.cu_stream()) };
+                return;
+            }
             // Work on this buffer's stream (and what joined it) must finish before the memory goes.
             let _ = self.stream.raw.synchronize();
             // SAFETY: ptr came from cuMemAlloc in `alloc`, is freed only here, and no queued work uses it.

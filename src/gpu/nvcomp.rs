@@ -876,7 +876,7 @@ impl Nvcomp {
             )
         }?;
         // cuMemAlloc aligns to at least 256 bytes; check what the codec asks anyway.
-        let temp = DeviceBuffer::<u8>::alloc(stream, temp_bytes.max(1))?;
+        let temp = DeviceBuffer::<u8>::alloc_pooled(stream, temp_bytes.max(1))?;
         if align.temp > 1 && !temp.device_address().is_multiple_of(align.temp as u64) {
             return Err(refuse(
                 codec,

@@ -450,8 +450,13 @@ impl IoBackend for StagedBackend {
         format!("staged({} threads)", self.opts.threads)
     }
 
+    /// Stream-ordered pool memory: only our own copies write it (cuFile, which needs `cuMemAlloc`
+    /// memory, allocates its own), and allocating or freeing it never synchronises the device, so a
+    /// streaming read's next group is allocated while the GPU still works on the current one.
     fn alloc(&self, len: u64) -> Result<DeviceBuffer> {
-        alloc_device(&self.ctx, len)
+        let len = usize::try_from(len)
+            .map_err(|_| Error::device("allocating device memory", format!("{len} bytes do not fit in usize")))?;
+        DeviceBuffer::alloc_pooled(&Stream::new(&self.ctx)?, len)
     }
 
     fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {

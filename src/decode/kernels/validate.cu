@@ -1,6 +1,7 @@
 // Checks compressed page bodies before nvCOMP sees them. nvCOMP's headers make corrupt input undefined
 // behaviour (its Snappy kernel was seen reading gigabytes past its input on a flipped byte), so every
-// body is checked here first. One thread per body (grid ceil(n/128), block 128).
+// body is checked here first. One warp per body, its first lane walking (grid n, block 32): bodies of a
+// step walk in parallel on every SM, and a walk never diverges from another in the same warp.
 //   SNAPPY, LZ4_RAW: the whole stream is walked: every literal and match inside the input, every match
 //     offset inside what was produced, the output exactly the declared size, the input used up.
 //   ZSTD: the frame magic number, and the frame content size, where the frame header gives it, equal
@@ -150,8 +151,8 @@ __device__ inline u32 validate_gzip(const u8* s, u64 n, u64 want) {
 }
 
 extern "C" __global__ void gp_validate_compressed(ValidateItem* items, u32 n) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    const u32 i = blockIdx.x;
+    if (i >= n || threadIdx.x != 0) return;
     ValidateItem it = items[i];
     const u8* s = (const u8*)it.src;
     u32 st;
