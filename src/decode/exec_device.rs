@@ -29,6 +29,8 @@ pub struct DeviceExecutor<'a> {
     owned: BTreeMap<u64, DeviceBuffer<u8>>,
     live_bytes: u64,
     peak_bytes: u64,
+    /// Statuses of the bodies the last pre-check refused (for the report's reason).
+    last_precheck: Vec<u32>,
 }
 
 impl<'a> DeviceExecutor<'a> {
@@ -48,6 +50,7 @@ impl<'a> DeviceExecutor<'a> {
             owned: BTreeMap::new(),
             live_bytes: 0,
             peak_bytes: 0,
+            last_precheck: Vec::new(),
         }
     }
 
@@ -131,15 +134,22 @@ fn page_kernel_names(kind: PageKernel) -> &'static [&'static str] {
     }
 }
 
+/// The pre-check's codec number, for the codecs it checks.
+fn validate_codec_of(codec: Compression) -> Option<u32> {
+    Some(match codec {
+        Compression::SNAPPY => validate_codec::SNAPPY,
+        Compression::ZSTD(_) => validate_codec::ZSTD,
+        Compression::LZ4_RAW => validate_codec::LZ4_RAW,
+        Compression::GZIP(_) => validate_codec::GZIP,
+        _ => return None,
+    })
+}
+
 impl DeviceExecutor<'_> {
     /// Runs `gp_validate_compressed` over `items[todo]`; the indices that failed.
     fn validate(&mut self, codec: Compression, items: &[Decompress], todo: &[usize]) -> Result<Vec<usize>> {
-        let id = match codec {
-            Compression::SNAPPY => validate_codec::SNAPPY,
-            Compression::ZSTD(_) => validate_codec::ZSTD,
-            Compression::LZ4_RAW => validate_codec::LZ4_RAW,
-            Compression::GZIP(_) => validate_codec::GZIP,
-            _ => return Ok(todo.to_vec()),
+        let Some(id) = validate_codec_of(codec) else {
+            return Ok(todo.to_vec());
         };
         if todo.is_empty() {
             return Ok(Vec::new());
@@ -164,12 +174,14 @@ impl DeviceExecutor<'_> {
         )?;
         let back: Vec<ValidateItem> = self.read(addr, v.len())?;
         self.free(addr);
-        Ok(todo
+        let failed: Vec<(usize, u32)> = todo
             .iter()
             .zip(back)
             .filter(|(_, b)| b.status != 0)
-            .map(|(&i, _)| i)
-            .collect())
+            .map(|(&i, b)| (i, b.status))
+            .collect();
+        self.last_precheck = failed.iter().map(|&(_, st)| st).collect();
+        Ok(failed.into_iter().map(|(i, _)| i).collect())
     }
 
     /// Decompresses `items[todo]` with nvCOMP. Inputs not aligned as the codec requires (page bodies
@@ -367,7 +379,26 @@ impl Executor for DeviceExecutor<'_> {
             // decompressor, which is safe on any input and has the last word.
             let failed = self.validate(codec, items, &todo)?;
             if !failed.is_empty() {
-                host_why.push(format!("{} page(s) failed the pre-check before nvCOMP", failed.len()));
+                // Say how they failed, and whether the host reference of the check agrees (a page the
+                // GPU refuses but the reference passes would be a decoder bug, worth seeing).
+                let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+                for &st in &self.last_precheck {
+                    *by.entry(crate::decode::layout::validate_status::describe(st))
+                        .or_default() += 1;
+                }
+                let id = validate_codec_of(codec).unwrap_or(0);
+                let mut reference_passes = 0;
+                for &i in failed.iter().take(16) {
+                    let body = self.read::<u8>(items[i].src, items[i].src_len)?;
+                    if crate::decode::reference::validate::validate_one(id, &body, items[i].dst_len as u64) == 0 {
+                        reference_passes += 1;
+                    }
+                }
+                host_why.push(format!(
+                    "{} page(s) failed the pre-check before nvCOMP ({by:?}; the host check passes {reference_passes} of the first {})",
+                    failed.len(),
+                    failed.len().min(16)
+                ));
                 todo.retain(|i| !failed.contains(i));
             }
             if !todo.is_empty() {
