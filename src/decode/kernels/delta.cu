@@ -213,7 +213,9 @@ __device__ bool dbp_begin(DbpState& s, const u8* base, u64 len, u64 start, u64 c
         }
     }
     __syncthreads();
-    return s.err == 0;
+    const bool ok = s.err == 0;
+    __syncthreads();  // all have read s.err before thread 0 walks on (and may set it)
+    return ok;
 }
 
 // Collective: values k0 .. min(k0 + blockDim.x, count) - 1, one per thread (thread t gets value k0 + t
@@ -276,7 +278,9 @@ __device__ bool dbp_finish(DbpState& s, u64 decoded, bool to_end) {
         s.end = s.in_block ? s.mini_data + dbp_mini_bytes(s) : s.header_end;
     }
     __syncthreads();
-    return s.err == 0;
+    const bool ok = s.err == 0;
+    __syncthreads();  // all have read s.err before thread 0 may start another stream in s
+    return ok;
 }
 
 // Collective: decodes `count` values of the DELTA_BINARY_PACKED stream at `start` of (base, len),
