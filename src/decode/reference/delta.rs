@@ -5,10 +5,11 @@
 //! [`delta_byte_array_lengths`], [`delta_byte_array_copy`], [`byte_stream_split`]) run over the same
 //! descriptors as their kernels and write the same outputs, error codes and details; each skips pages
 //! of other encodings and pages that already carry an error. On an error a page's outputs are
-//! unspecified (the kernel may have written part of them; the reference writes none of that step's).
+//! unspecified (kernel and reference may each have written part of them, not necessarily the same).
 //! The stand-alone decoders ([`decode_delta_binary_packed_i64`] and friends) decode a byte slice, for
-//! tests and fuzzing. Nothing here panics or allocates in proportion to a number read from the stream:
-//! work is bounded by the caller's value count and the stream's length.
+//! tests and fuzzing, and [`encode_delta_binary_packed`] crafts streams. Nothing here panics or
+//! allocates in proportion to a number read from the stream: work is bounded by the caller's value
+//! count (a page's `num_non_null`) and the stream's length.
 //!
 //! # DELTA_BINARY_PACKED as decoded here (arrow-rs's reader, plus a few limits)
 //! - Header: block size, miniblocks per block, total value count (ULEB128), first value (zigzag
@@ -32,6 +33,24 @@
 //!   starts after. The stand-alone decoders and the byte-array steps find it after all the header's
 //!   values (walking, without decoding, past those they do not need); the INT32/INT64 step does not
 //!   need it and reads no further than its last value.
+//!
+//! # Byte arrays
+//! DELTA_LENGTH_BYTE_ARRAY: `num_non_null` lengths (a DELTA_BINARY_PACKED stream of INT32), then the
+//! bytes from the lengths' end. DELTA_BYTE_ARRAY: prefix lengths, then a DELTA_LENGTH_BYTE_ARRAY block of
+//! suffixes, whose header must declare as many values as the prefixes' (arrow-rs's check). Stream
+//! errors come first; then value by value (lowest index first): a prefix that is negative or longer than
+//! the previous value ([`ErrorCode::BadPrefix`]; the first value's previous value is empty), then a
+//! length that is negative or whose bytes run past the values ([`ErrorCode::Overrun`]); the detail is
+//! the value's index.
+//!
+//! # Where this differs from arrow-rs
+//! - Block sizes of 0 or above 2^31 are refused.
+//! - When a length stream declares more values than `num_non_null`, the extra lengths are walked to find
+//!   the stream's end but not checked (arrow-rs's reader decodes and checks them all).
+//! - A DELTA_BYTE_ARRAY prefix longer than the previous value is an error, as in arrow-rs's generic
+//!   decoder; its Arrow array reader silently keeps the shorter previous value.
+//! - BYTE_STREAM_SPLIT: as arrow-rs, each byte stream is `values_len / type_len` bytes long (a length
+//!   not a multiple of the width is accepted), and must hold `num_non_null` values.
 //!
 //! Every offset in an error detail counts from the page's `values`.
 
@@ -297,7 +316,8 @@ fn dbp(
 }
 
 /// Decodes `count` INT64 values from a DELTA_BINARY_PACKED stream; also returns the stream's end (the
-/// byte after the last miniblock holding one of the header's values).
+/// byte after the last miniblock holding one of the header's values; past `bytes.len()` when only that
+/// miniblock's padding is missing, which is accepted).
 pub fn decode_delta_binary_packed_i64(bytes: &[u8], count: usize) -> Result<(Vec<i64>, usize), ErrorCode> {
     let d = dbp(bytes, 0, count as u64, 64, true, None).map_err(|e| e.0)?;
     Ok((d.values.into_iter().map(|x| x as i64).collect(), d.end as usize))
