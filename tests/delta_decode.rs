@@ -531,44 +531,53 @@ fn ints(n: usize, seed: u64) -> Vec<(&'static str, Vec<i64>)> {
 
 const VERSIONS: [WriterVersion; 2] = [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0];
 
-#[test]
-fn delta_binary_packed_matches_arrow() {
+/// A file ArrowWriter wrote for a test: what it holds, its bytes, and how many of its chunks use the
+/// encodings under test (all of them).
+struct Written {
+    what: String,
+    file: Bytes,
+    chunks: usize,
+}
+
+/// DELTA_BINARY_PACKED files: INT32 and INT64 columns of each sample (extremes, random, sorted, constant,
+/// ...), 1 to 4500 rows, with and without nulls, data pages v1 and v2, four block layouts.
+fn dbp_files() -> Vec<Written> {
+    let mut out = Vec::new();
     for n in [1, 2, 129, 4500] {
         for nulls in 0..3 {
             let mask = validity(nulls, n);
+            let keep = |i: usize| mask.as_ref().is_none_or(|m| m[i]);
             let mut columns: Vec<(String, ArrayRef)> = Vec::new();
             for (name, v) in ints(n, n as u64) {
-                let v32: Vec<Option<i32>> = v
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &x)| mask.as_ref().is_none_or(|m| m[i]).then_some(x as i32))
+                let i32_extremes = [i32::MIN, i32::MAX, 0, -1, 1, i32::MAX];
+                let v32: Vec<Option<i32>> = (0..n)
+                    .map(|i| {
+                        keep(i).then(|| {
+                            if name == "extremes" {
+                                i32_extremes[i % 6]
+                            } else {
+                                v[i] as i32
+                            }
+                        })
+                    })
                     .collect();
-                let v32_extremes = match name {
-                    "extremes" => v32
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| x.map(|_| [i32::MIN, i32::MAX, 0, -1, 1, i32::MAX][i % 6]))
-                        .collect(),
-                    _ => v32,
-                };
-                let v64: Vec<Option<i64>> = v
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &x)| mask.as_ref().is_none_or(|m| m[i]).then_some(x))
-                    .collect();
-                columns.push((format!("i32_{name}"), Arc::new(Int32Array::from(v32_extremes))));
+                let v64: Vec<Option<i64>> = (0..n).map(|i| keep(i).then_some(v[i])).collect();
+                columns.push((format!("i32_{name}"), Arc::new(Int32Array::from(v32))));
                 columns.push((format!("i64_{name}"), Arc::new(Int64Array::from(v64))));
             }
             let batch = RecordBatch::try_from_iter(columns).unwrap();
             for version in VERSIONS {
                 for layout in [None, Some((128, 1)), Some((256, 8)), Some((1024, 4))] {
-                    let file = write(&batch, props(Encoding::DELTA_BINARY_PACKED, version, layout));
-                    let what = format!("{n} rows, nulls {nulls}, {version:?}, layout {layout:?}");
-                    assert_eq!(check_against_arrow(&file, &what), 12 * n.div_ceil(2000), "{what}");
+                    out.push(Written {
+                        what: format!("DELTA_BINARY_PACKED, {n} rows, nulls {nulls}, {version:?}, layout {layout:?}"),
+                        file: write(&batch, props(Encoding::DELTA_BINARY_PACKED, version, layout)),
+                        chunks: 12 * n.div_ceil(2000),
+                    });
                 }
             }
         }
     }
+    out
 }
 
 fn strings(n: usize, seed: u64) -> Vec<(&'static str, Vec<Vec<u8>>)> {
@@ -596,8 +605,10 @@ fn strings(n: usize, seed: u64) -> Vec<(&'static str, Vec<Vec<u8>>)> {
     ]
 }
 
-#[test]
-fn byte_arrays_match_arrow() {
+/// DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY files: binary and string columns of each sample (empty,
+/// sorted URLs, mixed lengths and shared prefixes, one repeated value), with and without nulls, v1 and v2.
+fn byte_array_files() -> Vec<Written> {
+    let mut out = Vec::new();
     for n in [1, 2, 300, 2500] {
         for nulls in 0..3 {
             let mask = validity(nulls, n);
@@ -618,17 +629,22 @@ fn byte_arrays_match_arrow() {
             let batch = RecordBatch::try_from_iter(columns).unwrap();
             for encoding in [Encoding::DELTA_LENGTH_BYTE_ARRAY, Encoding::DELTA_BYTE_ARRAY] {
                 for version in VERSIONS {
-                    let file = write(&batch, props(encoding, version, None));
-                    let what = format!("{encoding:?}, {n} rows, nulls {nulls}, {version:?}");
-                    assert_eq!(check_against_arrow(&file, &what), 8 * n.div_ceil(2000), "{what}");
+                    out.push(Written {
+                        what: format!("{encoding:?}, {n} rows, nulls {nulls}, {version:?}"),
+                        file: write(&batch, props(encoding, version, None)),
+                        chunks: 8 * n.div_ceil(2000),
+                    });
                 }
             }
         }
     }
+    out
 }
 
-#[test]
-fn byte_stream_split_matches_arrow() {
+/// BYTE_STREAM_SPLIT files: FLOAT (NaN, infinities, -0), DOUBLE, INT32, INT64 and FIXED_LEN_BYTE_ARRAY
+/// (3 and 16 bytes) columns, with and without nulls, v1 and v2.
+fn byte_stream_split_files() -> Vec<Written> {
+    let mut out = Vec::new();
     for n in [1, 3, 1000, 2600] {
         for nulls in 0..3 {
             let mask = validity(nulls, n);
@@ -656,19 +672,44 @@ fn byte_stream_split_matches_arrow() {
             ])
             .unwrap();
             for version in VERSIONS {
-                let file = write(&batch, props(Encoding::BYTE_STREAM_SPLIT, version, None));
-                let what = format!("{n} rows, nulls {nulls}, {version:?}");
-                assert_eq!(check_against_arrow(&file, &what), 6 * n.div_ceil(2000), "{what}");
+                out.push(Written {
+                    what: format!("BYTE_STREAM_SPLIT, {n} rows, nulls {nulls}, {version:?}"),
+                    file: write(&batch, props(Encoding::BYTE_STREAM_SPLIT, version, None)),
+                    chunks: 6 * n.div_ceil(2000),
+                });
             }
         }
     }
+    out
 }
 
-/// The parquet-testing files that use these encodings (parquet-mr, parquet-cpp and other writers):
-/// every chunk whose pages all use them, compared with arrow-rs's physical column reader.
 #[test]
-fn parquet_testing_files() {
-    let Some(root) = common::corpus() else { return };
+fn delta_binary_packed_matches_arrow() {
+    for w in dbp_files() {
+        assert_eq!(check_against_arrow(&w.file, &w.what), w.chunks, "{}", w.what);
+    }
+}
+
+#[test]
+fn byte_arrays_match_arrow() {
+    for w in byte_array_files() {
+        assert_eq!(check_against_arrow(&w.file, &w.what), w.chunks, "{}", w.what);
+    }
+}
+
+#[test]
+fn byte_stream_split_matches_arrow() {
+    for w in byte_stream_split_files() {
+        assert_eq!(check_against_arrow(&w.file, &w.what), w.chunks, "{}", w.what);
+    }
+}
+
+/// The parquet-testing files that use these encodings (parquet-mr, parquet-cpp and other writers), with
+/// their names; none (saying why) without the corpus.
+fn corpus_files() -> Vec<(&'static str, Bytes)> {
+    let Some(root) = common::corpus() else {
+        return Vec::new();
+    };
     let names = [
         "delta_binary_packed.parquet",
         "delta_byte_array.parquet",
@@ -678,13 +719,22 @@ fn parquet_testing_files() {
         "byte_stream_split.zstd.parquet",
         "byte_stream_split_extended.gzip.parquet",
     ];
+    let mut out = Vec::new();
     for name in names {
         let path = root.join("data").join(name);
-        let Ok(file) = std::fs::read(&path) else {
-            common::skip(&format!("{} is absent", path.display()));
-            continue;
-        };
-        let file = Bytes::from(file);
+        match std::fs::read(&path) {
+            Ok(file) => out.push((name, Bytes::from(file))),
+            Err(e) => common::skip(&format!("{}: {e}", path.display())),
+        }
+    }
+    out
+}
+
+/// Every chunk of the corpus files whose pages all use these encodings, compared with arrow-rs's
+/// physical column reader.
+#[test]
+fn parquet_testing_files() {
+    for (name, file) in corpus_files() {
         let all = chunks(&file);
         assert!(!all.is_empty(), "{name}: no chunk uses the encodings under test");
         for chunk in &all {
