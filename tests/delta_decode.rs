@@ -531,44 +531,53 @@ fn ints(n: usize, seed: u64) -> Vec<(&'static str, Vec<i64>)> {
 
 const VERSIONS: [WriterVersion; 2] = [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0];
 
-#[test]
-fn delta_binary_packed_matches_arrow() {
+/// A file ArrowWriter wrote for a test: what it holds, its bytes, and how many of its chunks use the
+/// encodings under test (all of them).
+struct Written {
+    what: String,
+    file: Bytes,
+    chunks: usize,
+}
+
+/// DELTA_BINARY_PACKED files: INT32 and INT64 columns of each sample (extremes, random, sorted, constant,
+/// ...), 1 to 4500 rows, with and without nulls, data pages v1 and v2, four block layouts.
+fn dbp_files() -> Vec<Written> {
+    let mut out = Vec::new();
     for n in [1, 2, 129, 4500] {
         for nulls in 0..3 {
             let mask = validity(nulls, n);
+            let keep = |i: usize| mask.as_ref().is_none_or(|m| m[i]);
             let mut columns: Vec<(String, ArrayRef)> = Vec::new();
             for (name, v) in ints(n, n as u64) {
-                let v32: Vec<Option<i32>> = v
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &x)| mask.as_ref().is_none_or(|m| m[i]).then_some(x as i32))
+                let i32_extremes = [i32::MIN, i32::MAX, 0, -1, 1, i32::MAX];
+                let v32: Vec<Option<i32>> = (0..n)
+                    .map(|i| {
+                        keep(i).then(|| {
+                            if name == "extremes" {
+                                i32_extremes[i % 6]
+                            } else {
+                                v[i] as i32
+                            }
+                        })
+                    })
                     .collect();
-                let v32_extremes = match name {
-                    "extremes" => v32
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| x.map(|_| [i32::MIN, i32::MAX, 0, -1, 1, i32::MAX][i % 6]))
-                        .collect(),
-                    _ => v32,
-                };
-                let v64: Vec<Option<i64>> = v
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &x)| mask.as_ref().is_none_or(|m| m[i]).then_some(x))
-                    .collect();
-                columns.push((format!("i32_{name}"), Arc::new(Int32Array::from(v32_extremes))));
+                let v64: Vec<Option<i64>> = (0..n).map(|i| keep(i).then_some(v[i])).collect();
+                columns.push((format!("i32_{name}"), Arc::new(Int32Array::from(v32))));
                 columns.push((format!("i64_{name}"), Arc::new(Int64Array::from(v64))));
             }
             let batch = RecordBatch::try_from_iter(columns).unwrap();
             for version in VERSIONS {
                 for layout in [None, Some((128, 1)), Some((256, 8)), Some((1024, 4))] {
-                    let file = write(&batch, props(Encoding::DELTA_BINARY_PACKED, version, layout));
-                    let what = format!("{n} rows, nulls {nulls}, {version:?}, layout {layout:?}");
-                    assert_eq!(check_against_arrow(&file, &what), 12 * n.div_ceil(2000), "{what}");
+                    out.push(Written {
+                        what: format!("DELTA_BINARY_PACKED, {n} rows, nulls {nulls}, {version:?}, layout {layout:?}"),
+                        file: write(&batch, props(Encoding::DELTA_BINARY_PACKED, version, layout)),
+                        chunks: 12 * n.div_ceil(2000),
+                    });
                 }
             }
         }
     }
+    out
 }
 
 fn strings(n: usize, seed: u64) -> Vec<(&'static str, Vec<Vec<u8>>)> {
@@ -596,8 +605,10 @@ fn strings(n: usize, seed: u64) -> Vec<(&'static str, Vec<Vec<u8>>)> {
     ]
 }
 
-#[test]
-fn byte_arrays_match_arrow() {
+/// DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY files: binary and string columns of each sample (empty,
+/// sorted URLs, mixed lengths and shared prefixes, one repeated value), with and without nulls, v1 and v2.
+fn byte_array_files() -> Vec<Written> {
+    let mut out = Vec::new();
     for n in [1, 2, 300, 2500] {
         for nulls in 0..3 {
             let mask = validity(nulls, n);
@@ -618,17 +629,22 @@ fn byte_arrays_match_arrow() {
             let batch = RecordBatch::try_from_iter(columns).unwrap();
             for encoding in [Encoding::DELTA_LENGTH_BYTE_ARRAY, Encoding::DELTA_BYTE_ARRAY] {
                 for version in VERSIONS {
-                    let file = write(&batch, props(encoding, version, None));
-                    let what = format!("{encoding:?}, {n} rows, nulls {nulls}, {version:?}");
-                    assert_eq!(check_against_arrow(&file, &what), 8 * n.div_ceil(2000), "{what}");
+                    out.push(Written {
+                        what: format!("{encoding:?}, {n} rows, nulls {nulls}, {version:?}"),
+                        file: write(&batch, props(encoding, version, None)),
+                        chunks: 8 * n.div_ceil(2000),
+                    });
                 }
             }
         }
     }
+    out
 }
 
-#[test]
-fn byte_stream_split_matches_arrow() {
+/// BYTE_STREAM_SPLIT files: FLOAT (NaN, infinities, -0), DOUBLE, INT32, INT64 and FIXED_LEN_BYTE_ARRAY
+/// (3 and 16 bytes) columns, with and without nulls, v1 and v2.
+fn byte_stream_split_files() -> Vec<Written> {
+    let mut out = Vec::new();
     for n in [1, 3, 1000, 2600] {
         for nulls in 0..3 {
             let mask = validity(nulls, n);
@@ -656,19 +672,44 @@ fn byte_stream_split_matches_arrow() {
             ])
             .unwrap();
             for version in VERSIONS {
-                let file = write(&batch, props(Encoding::BYTE_STREAM_SPLIT, version, None));
-                let what = format!("{n} rows, nulls {nulls}, {version:?}");
-                assert_eq!(check_against_arrow(&file, &what), 6 * n.div_ceil(2000), "{what}");
+                out.push(Written {
+                    what: format!("BYTE_STREAM_SPLIT, {n} rows, nulls {nulls}, {version:?}"),
+                    file: write(&batch, props(Encoding::BYTE_STREAM_SPLIT, version, None)),
+                    chunks: 6 * n.div_ceil(2000),
+                });
             }
         }
     }
+    out
 }
 
-/// The parquet-testing files that use these encodings (parquet-mr, parquet-cpp and other writers):
-/// every chunk whose pages all use them, compared with arrow-rs's physical column reader.
 #[test]
-fn parquet_testing_files() {
-    let Some(root) = common::corpus() else { return };
+fn delta_binary_packed_matches_arrow() {
+    for w in dbp_files() {
+        assert_eq!(check_against_arrow(&w.file, &w.what), w.chunks, "{}", w.what);
+    }
+}
+
+#[test]
+fn byte_arrays_match_arrow() {
+    for w in byte_array_files() {
+        assert_eq!(check_against_arrow(&w.file, &w.what), w.chunks, "{}", w.what);
+    }
+}
+
+#[test]
+fn byte_stream_split_matches_arrow() {
+    for w in byte_stream_split_files() {
+        assert_eq!(check_against_arrow(&w.file, &w.what), w.chunks, "{}", w.what);
+    }
+}
+
+/// The parquet-testing files that use these encodings (parquet-mr, parquet-cpp and other writers), with
+/// their names; none (saying why) without the corpus.
+fn corpus_files() -> Vec<(&'static str, Bytes)> {
+    let Some(root) = common::corpus() else {
+        return Vec::new();
+    };
     let names = [
         "delta_binary_packed.parquet",
         "delta_byte_array.parquet",
@@ -678,13 +719,22 @@ fn parquet_testing_files() {
         "byte_stream_split.zstd.parquet",
         "byte_stream_split_extended.gzip.parquet",
     ];
+    let mut out = Vec::new();
     for name in names {
         let path = root.join("data").join(name);
-        let Ok(file) = std::fs::read(&path) else {
-            common::skip(&format!("{} is absent", path.display()));
-            continue;
-        };
-        let file = Bytes::from(file);
+        match std::fs::read(&path) {
+            Ok(file) => out.push((name, Bytes::from(file))),
+            Err(e) => common::skip(&format!("{}: {e}", path.display())),
+        }
+    }
+    out
+}
+
+/// Every chunk of the corpus files whose pages all use these encodings, compared with arrow-rs's
+/// physical column reader.
+#[test]
+fn parquet_testing_files() {
+    for (name, file) in corpus_files() {
         let all = chunks(&file);
         assert!(!all.is_empty(), "{name}: no chunk uses the encodings under test");
         for chunk in &all {
@@ -806,62 +856,193 @@ fn code(e: ErrorCode) -> u32 {
     e as u32
 }
 
+/// A DELTA_BINARY_PACKED header: `block` values per block in `minis` miniblocks, `total` values, the
+/// first `first` (zigzag already applied).
+fn dbp_header(block: u64, minis: u64, total: u64, first: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for mut v in [block, minis, total, first] {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    out
+}
+
+/// Pages crafted to meet one check each: (what, page, the page's error and detail after all steps).
+fn crafted_pages() -> Vec<(String, Chunk, (u32, u32))> {
+    use ErrorCode::*;
+    let header = |total: u64, first: u64| dbp_header(128, 4, total, first);
+    // One block: min delta 0, widths [w, 0, 0, 0], 32 deltas of w bits all ones.
+    let block = |w: u8| {
+        let mut b = header(3, 0);
+        b.extend_from_slice(&[0, w, 0, 0, 0]);
+        b.extend(std::iter::repeat_n(0xff, 32 * w as usize / 8));
+        b
+    };
+    let mut out = vec![
+        (
+            "DBP on BYTE_ARRAY",
+            one_page(pt::BYTE_ARRAY, enc::DELTA_BINARY_PACKED, &header(1, 0), 1),
+            (code(BadEncoding), pt::BYTE_ARRAY),
+        ),
+        (
+            "total below the values",
+            one_page(pt::INT32, enc::DELTA_BINARY_PACKED, &header(3, 0), 5),
+            (code(ShortPage), 3),
+        ),
+        (
+            "empty stream",
+            one_page(pt::INT32, enc::DELTA_BINARY_PACKED, &[], 0),
+            (code(Overrun), 0),
+        ),
+        (
+            "block size 0",
+            one_page(pt::INT64, enc::DELTA_BINARY_PACKED, &dbp_header(0, 4, 1, 0), 1),
+            (code(BadDeltaHeader), 0),
+        ),
+        (
+            "16 values per miniblock",
+            one_page(pt::INT64, enc::DELTA_BINARY_PACKED, &dbp_header(128, 8, 1, 0), 1),
+            (code(BadDeltaHeader), 2),
+        ),
+        (
+            "ULEB over 10 bytes",
+            one_page(pt::INT64, enc::DELTA_BINARY_PACKED, &[0xff; 12], 1),
+            (code(BadDeltaHeader), 0),
+        ),
+        (
+            "INT32 first value",
+            one_page(pt::INT32, enc::DELTA_BINARY_PACKED, &header(1, 1 << 32), 1),
+            (code(BadDeltaHeader), 4),
+        ),
+        (
+            "INT64 first value",
+            one_page(pt::INT64, enc::DELTA_BINARY_PACKED, &header(1, 1 << 32), 1),
+            (0, 0),
+        ),
+        (
+            "DLBA on INT64",
+            one_page(pt::INT64, enc::DELTA_LENGTH_BYTE_ARRAY, &header(1, 0), 1),
+            (code(BadEncoding), pt::INT64),
+        ),
+        (
+            "one empty string",
+            one_page(pt::BYTE_ARRAY, enc::DELTA_LENGTH_BYTE_ARRAY, &header(1, 0), 1),
+            (0, 0),
+        ),
+        (
+            "DBA on FLBA",
+            one_page(pt::FIXED_LEN_BYTE_ARRAY, enc::DELTA_BYTE_ARRAY, &header(1, 0), 1),
+            (code(BadEncoding), pt::FIXED_LEN_BYTE_ARRAY),
+        ),
+        // 7 bytes hold a DOUBLE stream of 0 values, INT32 streams of 1.
+        (
+            "BSS DOUBLE short",
+            one_page(pt::DOUBLE, enc::BYTE_STREAM_SPLIT, &[0; 7], 1),
+            (code(Overrun), 0),
+        ),
+        (
+            "BSS INT32",
+            one_page(pt::INT32, enc::BYTE_STREAM_SPLIT, &[0; 7], 1),
+            (0, 0),
+        ),
+        (
+            "BSS BOOLEAN",
+            one_page(pt::BOOLEAN, enc::BYTE_STREAM_SPLIT, &[0; 7], 1),
+            (code(BadEncoding), pt::BOOLEAN),
+        ),
+    ]
+    .into_iter()
+    .map(|(what, page, e)| (what.to_string(), page, e))
+    .collect::<Vec<_>>();
+    for (physical, bits) in [(pt::INT32, 32u8), (pt::INT64, 64)] {
+        for w in [bits - 1, bits, bits + 1, 255] {
+            let want = if w > bits {
+                (code(BadBitWidth), u32::from(w))
+            } else {
+                (0, 0)
+            };
+            out.push((
+                format!("width {w} of {bits}"),
+                one_page(physical, enc::DELTA_BINARY_PACKED, &block(w), 3),
+                want,
+            ));
+        }
+    }
+    // One length of 3 and two bytes: value 0 overruns.
+    let mut dlba = header(1, 6);
+    dlba.extend_from_slice(b"ab");
+    out.push((
+        "DLBA bytes short".into(),
+        one_page(pt::BYTE_ARRAY, enc::DELTA_LENGTH_BYTE_ARRAY, &dlba, 1),
+        (code(Overrun), 0),
+    ));
+    // A negative length (-1: zigzag 1).
+    let mut neg = header(1, 1);
+    neg.extend_from_slice(b"abc");
+    out.push((
+        "DLBA negative length".into(),
+        one_page(pt::BYTE_ARRAY, enc::DELTA_LENGTH_BYTE_ARRAY, &neg, 1),
+        (code(Overrun), 0),
+    ));
+    // Lengths declaring 2^60 values in blocks of 2^31 (widths 0): finding their end costs bytes, not time.
+    let mut huge = dbp_header(1 << 31, 1, 1 << 60, 0);
+    for _ in 0..50 {
+        huge.extend_from_slice(&[0, 0]);
+    }
+    out.push((
+        "DLBA huge count".into(),
+        one_page(pt::BYTE_ARRAY, enc::DELTA_LENGTH_BYTE_ARRAY, &huge, 3),
+        (code(Overrun), huge.len() as u32),
+    ));
+    out.push((
+        "DBP huge count".into(),
+        one_page(pt::INT64, enc::DELTA_BINARY_PACKED, &huge, 3),
+        (0, 0),
+    ));
+    // DELTA_BYTE_ARRAY whose first prefix is 1 (zigzag 2).
+    let mut dba = header(1, 2);
+    dba.extend(header(1, 0));
+    out.push((
+        "DBA first prefix".into(),
+        one_page(pt::BYTE_ARRAY, enc::DELTA_BYTE_ARRAY, &dba, 1),
+        (code(BadPrefix), 0),
+    ));
+    // Values "a", "aa", "aa", ... (prefix 1, suffix "a") but a prefix of 3 at `bad`, about the kernels'
+    // chunk boundaries: longer than the previous value.
+    for bad in [1usize, 31, 32, 63, 64, 65, 255, 256, 257, 1023, 1024] {
+        let n = bad + 10;
+        let prefixes: Vec<i64> = (0..n).map(|k| if k == bad { 3 } else { i64::from(k > 0) }).collect();
+        let mut page = delta::encode_delta_binary_packed(&prefixes, 128, 4, 32, 0);
+        page.extend(delta::encode_delta_binary_packed(&vec![1; n], 128, 4, 32, 0));
+        page.extend(std::iter::repeat_n(b'a', n));
+        let want = (code(BadPrefix), bad as u32);
+        out.push((
+            format!("DBA prefix at {bad}"),
+            one_page(pt::BYTE_ARRAY, enc::DELTA_BYTE_ARRAY, &page, n),
+            want,
+        ));
+    }
+    // Two prefix lengths (0, 0: a block of width 0) but three suffixes.
+    let mut prefixes = header(2, 0);
+    prefixes.extend_from_slice(&[0, 0, 0, 0, 0]);
+    let mut mismatch = prefixes.clone();
+    mismatch.extend(header(3, 0));
+    out.push((
+        "DBA count mismatch".into(),
+        one_page(pt::BYTE_ARRAY, enc::DELTA_BYTE_ARRAY, &mismatch, 2),
+        (code(BadDeltaHeader), prefixes.len() as u32),
+    ));
+    out
+}
+
 #[test]
 fn descriptor_errors() {
-    // A DELTA_BINARY_PACKED header: block 128, 4 miniblocks, `total` values, first value 0.
-    let header = |total: u8| vec![0x80, 0x01, 0x04, total, 0x00];
-    let e = |c: Chunk| run_hostile(&c)[0];
-    assert_eq!(
-        e(one_page(pt::BYTE_ARRAY, enc::DELTA_BINARY_PACKED, &header(1), 1)),
-        (code(ErrorCode::BadEncoding), pt::BYTE_ARRAY)
-    );
-    assert_eq!(
-        e(one_page(pt::INT32, enc::DELTA_BINARY_PACKED, &header(3), 5)),
-        (code(ErrorCode::ShortPage), 3)
-    );
-    assert_eq!(
-        e(one_page(pt::INT32, enc::DELTA_BINARY_PACKED, &[], 0)),
-        (code(ErrorCode::Overrun), 0)
-    );
-    assert_eq!(
-        e(one_page(pt::INT64, enc::DELTA_LENGTH_BYTE_ARRAY, &header(1), 1)),
-        (code(ErrorCode::BadEncoding), pt::INT64)
-    );
-    // One length of 0 with no more bytes: an empty string.
-    assert_eq!(
-        e(one_page(pt::BYTE_ARRAY, enc::DELTA_LENGTH_BYTE_ARRAY, &header(1), 1)),
-        (0, 0)
-    );
-    // One length of 3 (first value zigzag 6) and two bytes: the value at index 0 overruns.
-    let mut dlba = header(1);
-    dlba[4] = 6;
-    dlba.extend_from_slice(b"ab");
-    assert_eq!(
-        e(one_page(pt::BYTE_ARRAY, enc::DELTA_LENGTH_BYTE_ARRAY, &dlba, 1)),
-        (code(ErrorCode::Overrun), 0)
-    );
-    // DELTA_BYTE_ARRAY whose first prefix is 1.
-    let mut dba = header(1);
-    dba[4] = 2;
-    dba.extend(header(1));
-    assert_eq!(
-        e(one_page(pt::BYTE_ARRAY, enc::DELTA_BYTE_ARRAY, &dba, 1)),
-        (code(ErrorCode::BadPrefix), 0)
-    );
-    assert_eq!(
-        e(one_page(pt::FIXED_LEN_BYTE_ARRAY, enc::DELTA_BYTE_ARRAY, &dba, 1)),
-        (code(ErrorCode::BadEncoding), pt::FIXED_LEN_BYTE_ARRAY)
-    );
-    // BYTE_STREAM_SPLIT: 7 bytes hold one DOUBLE stream of 0 values, INT32 streams of 1.
-    assert_eq!(
-        e(one_page(pt::DOUBLE, enc::BYTE_STREAM_SPLIT, &[0; 7], 1)),
-        (code(ErrorCode::Overrun), 0)
-    );
-    assert_eq!(e(one_page(pt::INT32, enc::BYTE_STREAM_SPLIT, &[0; 7], 1)), (0, 0));
-    assert_eq!(
-        e(one_page(pt::BOOLEAN, enc::BYTE_STREAM_SPLIT, &[0; 7], 1)),
-        (code(ErrorCode::BadEncoding), pt::BOOLEAN)
-    );
+    for (what, page, want) in crafted_pages() {
+        assert_eq!(run_hostile(&page)[0], want, "{what}");
+    }
 }
 
 #[test]
@@ -921,4 +1102,45 @@ fn copy_checks_offsets_rows_and_prefixes() {
     step.arena.write(addr, &[1000u32]);
     step.copy();
     assert_eq!(step.errors()[0], (code(ErrorCode::BadPrefix), present[3] as u32));
+}
+
+/// A required DELTA_BYTE_ARRAY column of `n` values "b", "bb", ..., 40 b's, "b", ... (each value but
+/// every 40th: the previous one as prefix and one byte of suffix).
+fn growing_dba_chunk(n: usize) -> Chunk {
+    let len = |k: usize| (1 + k % 40) as i64;
+    let prefixes: Vec<i64> = (0..n)
+        .map(|k| if k == 0 { 0 } else { len(k - 1).min(len(k)) })
+        .collect();
+    let suffixes: Vec<i64> = (0..n).map(|k| len(k) - prefixes[k]).collect();
+    let mut page = delta::encode_delta_binary_packed(&prefixes, 128, 4, 32, 0);
+    page.extend(delta::encode_delta_binary_packed(&suffixes, 128, 4, 32, 0));
+    page.extend(std::iter::repeat_n(b'b', suffixes.iter().sum::<i64>() as usize));
+    one_page(pt::BYTE_ARRAY, enc::DELTA_BYTE_ARRAY, &page, n)
+}
+
+/// Sets value `k`'s prefix (after the lengths step) one past the previous value's length, still within
+/// its own.
+fn lengthen_prefix(step: &mut Step, k: u64) {
+    let lens: Vec<u32> = step.arena.read(step.col.str_len + (k - 1) * 4, 2).unwrap();
+    assert!(lens[1] > lens[0]);
+    step.arena.write(step.col.dense + k * 4, &[lens[0] + 1]);
+}
+
+#[test]
+fn copy_checks_prefixes_across_windows() {
+    let chunk = growing_dba_chunk(600);
+    let mut step = Step::new(&chunk);
+    step.decode_values();
+    step.offsets();
+    step.copy();
+    let want: Rows = (0..600).map(|k| Some(vec![b'b'; 1 + k % 40])).collect();
+    assert_eq!(step.rows(), want);
+    for bad in [1u64, 31, 32, 63, 64, 65, 255, 256, 257, 512] {
+        let mut step = Step::new(&chunk);
+        step.decode_values();
+        step.offsets();
+        lengthen_prefix(&mut step, bad);
+        step.copy();
+        assert_eq!(step.errors()[0], (code(ErrorCode::BadPrefix), bad as u32), "at {bad}");
+    }
 }

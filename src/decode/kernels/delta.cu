@@ -213,7 +213,9 @@ __device__ bool dbp_begin(DbpState& s, const u8* base, u64 len, u64 start, u64 c
         }
     }
     __syncthreads();
-    return s.err == 0;
+    const bool ok = s.err == 0;
+    __syncthreads();  // all have read s.err before thread 0 walks on (and may set it)
+    return ok;
 }
 
 // Collective: values k0 .. min(k0 + blockDim.x, count) - 1, one per thread (thread t gets value k0 + t
@@ -276,7 +278,9 @@ __device__ bool dbp_finish(DbpState& s, u64 decoded, bool to_end) {
         s.end = s.in_block ? s.mini_data + dbp_mini_bytes(s) : s.header_end;
     }
     __syncthreads();
-    return s.err == 0;
+    const bool ok = s.err == 0;
+    __syncthreads();  // all have read s.err before thread 0 may start another stream in s
+    return ok;
 }
 
 // Collective: decodes `count` values of the DELTA_BINARY_PACKED stream at `start` of (base, len),
@@ -320,9 +324,20 @@ __device__ inline void dbp_report(PageDesc* page, const DbpState& s) {
     if (threadIdx.x == 0 && s.err != 0) page_error(page, s.err, s.err_detail);
 }
 
-// Whether this block decodes the page: of `encoding`, no error yet. Uniform across the block.
-__device__ inline bool delta_page(const PageDesc* page, u32 encoding) {
-    return page->encoding == encoding && page->error == 0;
+#define PT_BIT(t) (1u << (t))
+
+// The page this block decodes, or null: null for a page of another encoding or one with an error
+// already, and (recording BAD_ENCODING, detail the type) for one whose physical type is not in the
+// mask `physicals` of PT_BIT()s. Uniform across the block.
+__device__ inline PageDesc* delta_page(PageDesc* pages, u32 n, u32 encoding, u32 physicals) {
+    if (blockIdx.x >= n) return nullptr;
+    PageDesc* page = &pages[blockIdx.x];
+    if (page->encoding != encoding || page->error != 0) return nullptr;
+    if (page->physical > 31 || (PT_BIT(page->physical) & physicals) == 0) {
+        if (threadIdx.x == 0) page_error(page, ERR_BAD_ENCODING, page->physical);
+        return nullptr;
+    }
+    return page;
 }
 
 // ---- kernels ----
@@ -331,16 +346,10 @@ __device__ inline bool delta_page(const PageDesc* page, u32 encoding) {
 // dense + (row_start + k) * dense_width (4 or 8 bytes). Another type: BAD_ENCODING (detail: the type).
 extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
 gp_delta_binary_packed(PageDesc* pages, u32 n, ColumnDesc* cols) {
-    if (blockIdx.x >= n) return;
-    PageDesc* page = &pages[blockIdx.x];
-    if (!delta_page(page, ENC_DELTA_BINARY_PACKED)) return;
-    const u32 phys = page->physical;
-    if (phys != PT_INT32 && phys != PT_INT64) {
-        if (threadIdx.x == 0) page_error(page, ERR_BAD_ENCODING, phys);
-        return;
-    }
+    PageDesc* page = delta_page(pages, n, ENC_DELTA_BINARY_PACKED, PT_BIT(PT_INT32) | PT_BIT(PT_INT64));
+    if (!page) return;
     const ColumnDesc* col = &cols[page->column];
-    const u32 bits = phys == PT_INT32 ? 32 : 64;
+    const u32 bits = page->physical == PT_INT32 ? 32 : 64;
     __shared__ DbpState s;
     DenseSink sink{(u8*)col->dense, col->dense_width, page->row_start, bits / 8};
     if (!dbp_decode(s, (const u8*)page->values, page->values_len, 0, page->num_non_null, bits, false, ~0ull,
@@ -401,13 +410,8 @@ __device__ void delta_lengths_to_sources(PageDesc* page, const ColumnDesc* col, 
 // (its length) and str_src[row_start + k] (the address of its bytes). Another type: BAD_ENCODING.
 extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
 gp_delta_length_byte_array(PageDesc* pages, u32 n, ColumnDesc* cols) {
-    if (blockIdx.x >= n) return;
-    PageDesc* page = &pages[blockIdx.x];
-    if (!delta_page(page, ENC_DELTA_LENGTH_BYTE_ARRAY)) return;
-    if (page->physical != PT_BYTE_ARRAY) {
-        if (threadIdx.x == 0) page_error(page, ERR_BAD_ENCODING, page->physical);
-        return;
-    }
+    PageDesc* page = delta_page(pages, n, ENC_DELTA_LENGTH_BYTE_ARRAY, PT_BIT(PT_BYTE_ARRAY));
+    if (!page) return;
     const ColumnDesc* col = &cols[page->column];
     __shared__ DbpState s;
     __shared__ u64 slot;
@@ -426,13 +430,8 @@ gp_delta_length_byte_array(PageDesc* pages, u32 n, ColumnDesc* cols) {
 // str_len = prefix + suffix length, str_src = the address of the suffix's bytes.
 extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
 gp_delta_byte_array_lengths(PageDesc* pages, u32 n, ColumnDesc* cols) {
-    if (blockIdx.x >= n) return;
-    PageDesc* page = &pages[blockIdx.x];
-    if (!delta_page(page, ENC_DELTA_BYTE_ARRAY)) return;
-    if (page->physical != PT_BYTE_ARRAY) {
-        if (threadIdx.x == 0) page_error(page, ERR_BAD_ENCODING, page->physical);
-        return;
-    }
+    PageDesc* page = delta_page(pages, n, ENC_DELTA_BYTE_ARRAY, PT_BIT(PT_BYTE_ARRAY));
+    if (!page) return;
     const ColumnDesc* col = &cols[page->column];
     const u8* values = (const u8*)page->values;
     const u64 len = page->values_len, count = page->num_non_null;
@@ -464,13 +463,8 @@ gp_delta_byte_array_lengths(PageDesc* pages, u32 n, ColumnDesc* cols) {
 // value's or the previous value's length.
 extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
 gp_delta_byte_array_copy(PageDesc* pages, u32 n, ColumnDesc* cols) {
-    if (blockIdx.x >= n) return;
-    PageDesc* page = &pages[blockIdx.x];
-    if (!delta_page(page, ENC_DELTA_BYTE_ARRAY)) return;
-    if (page->physical != PT_BYTE_ARRAY) {
-        if (threadIdx.x == 0) page_error(page, ERR_BAD_ENCODING, page->physical);
-        return;
-    }
+    PageDesc* page = delta_page(pages, n, ENC_DELTA_BYTE_ARRAY, PT_BIT(PT_BYTE_ARRAY));
+    if (!page) return;
     const ColumnDesc* col = &cols[page->column];
     const u64 row0 = page->row_start, rows = page->num_values, count = page->num_non_null;
     const i32* vidx = (const i32*)col->vidx;
@@ -556,19 +550,14 @@ gp_delta_byte_array_copy(PageDesc* pages, u32 n, ColumnDesc* cols) {
 // Thread per value: for each byte stream the warp reads consecutive bytes.
 extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
 gp_byte_stream_split(PageDesc* pages, u32 n, ColumnDesc* cols) {
-    if (blockIdx.x >= n) return;
-    PageDesc* page = &pages[blockIdx.x];
-    if (!delta_page(page, ENC_BYTE_STREAM_SPLIT)) return;
+    PageDesc* page = delta_page(pages, n, ENC_BYTE_STREAM_SPLIT,
+                                PT_BIT(PT_FLOAT) | PT_BIT(PT_DOUBLE) | PT_BIT(PT_INT32) | PT_BIT(PT_INT64) |
+                                    PT_BIT(PT_FIXED_LEN_BYTE_ARRAY));
+    if (!page) return;
     const ColumnDesc* col = &cols[page->column];
     const u32 w = page->type_len, phys = page->physical;
-    bool ok;
-    switch (phys) {
-        case PT_FLOAT: case PT_INT32: ok = w == 4; break;
-        case PT_DOUBLE: case PT_INT64: ok = w == 8; break;
-        case PT_FIXED_LEN_BYTE_ARRAY: ok = w > 0; break;
-        default: ok = false;
-    }
-    if (!ok || w > col->dense_width) {
+    const u32 want = phys == PT_FLOAT || phys == PT_INT32 ? 4 : phys == PT_FIXED_LEN_BYTE_ARRAY ? w : 8;
+    if (w == 0 || w != want || w > col->dense_width) {
         if (threadIdx.x == 0) page_error(page, ERR_BAD_ENCODING, phys);
         return;
     }

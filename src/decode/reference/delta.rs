@@ -5,10 +5,11 @@
 //! [`delta_byte_array_lengths`], [`delta_byte_array_copy`], [`byte_stream_split`]) run over the same
 //! descriptors as their kernels and write the same outputs, error codes and details; each skips pages
 //! of other encodings and pages that already carry an error. On an error a page's outputs are
-//! unspecified (the kernel may have written part of them; the reference writes none of that step's).
+//! unspecified (kernel and reference may each have written part of them, not necessarily the same).
 //! The stand-alone decoders ([`decode_delta_binary_packed_i64`] and friends) decode a byte slice, for
-//! tests and fuzzing. Nothing here panics or allocates in proportion to a number read from the stream:
-//! work is bounded by the caller's value count and the stream's length.
+//! tests and fuzzing, and [`encode_delta_binary_packed`] crafts streams. Nothing here panics or
+//! allocates in proportion to a number read from the stream: work is bounded by the caller's value
+//! count (a page's `num_non_null`) and the stream's length.
 //!
 //! # DELTA_BINARY_PACKED as decoded here (arrow-rs's reader, plus a few limits)
 //! - Header: block size, miniblocks per block, total value count (ULEB128), first value (zigzag
@@ -32,6 +33,24 @@
 //!   starts after. The stand-alone decoders and the byte-array steps find it after all the header's
 //!   values (walking, without decoding, past those they do not need); the INT32/INT64 step does not
 //!   need it and reads no further than its last value.
+//!
+//! # Byte arrays
+//! DELTA_LENGTH_BYTE_ARRAY: `num_non_null` lengths (a DELTA_BINARY_PACKED stream of INT32), then the
+//! bytes from the lengths' end. DELTA_BYTE_ARRAY: prefix lengths, then a DELTA_LENGTH_BYTE_ARRAY block of
+//! suffixes, whose header must declare as many values as the prefixes' (arrow-rs's check). Stream
+//! errors come first; then value by value (lowest index first): a prefix that is negative or longer than
+//! the previous value ([`ErrorCode::BadPrefix`]; the first value's previous value is empty), then a
+//! length that is negative or whose bytes run past the values ([`ErrorCode::Overrun`]); the detail is
+//! the value's index.
+//!
+//! # Where this differs from arrow-rs
+//! - Block sizes of 0 or above 2^31 are refused.
+//! - When a length stream declares more values than `num_non_null`, the extra lengths are walked to find
+//!   the stream's end but not checked (arrow-rs's reader decodes and checks them all).
+//! - A DELTA_BYTE_ARRAY prefix longer than the previous value is an error, as in arrow-rs's generic
+//!   decoder; its Arrow array reader silently keeps the shorter previous value.
+//! - BYTE_STREAM_SPLIT: as arrow-rs, each byte stream is `values_len / type_len` bytes long (a length
+//!   not a multiple of the width is accepted), and must hold `num_non_null` values.
 //!
 //! Every offset in an error detail counts from the page's `values`.
 
@@ -297,7 +316,8 @@ fn dbp(
 }
 
 /// Decodes `count` INT64 values from a DELTA_BINARY_PACKED stream; also returns the stream's end (the
-/// byte after the last miniblock holding one of the header's values).
+/// byte after the last miniblock holding one of the header's values; past `bytes.len()` when only that
+/// miniblock's padding is missing, which is accepted).
 pub fn decode_delta_binary_packed_i64(bytes: &[u8], count: usize) -> Result<(Vec<i64>, usize), ErrorCode> {
     let d = dbp(bytes, 0, count as u64, 64, true, None).map_err(|e| e.0)?;
     Ok((d.values.into_iter().map(|x| x as i64).collect(), d.end as usize))
@@ -639,76 +659,94 @@ pub fn byte_stream_split(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Colu
     );
 }
 
+/// Appends `v` as ULEB128.
+fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// Encodes `values` as DELTA_BINARY_PACKED, for tests (crafting streams arrow-rs's writer does not
+/// produce) and fuzzing: written from the format's description, independently of the decoder. The
+/// values wrap in `bits` (32 or 64; INT32 values are taken as their low 32 bits); blocks of
+/// `block_size` values in `miniblocks` miniblocks; the unused miniblocks of the last block get width
+/// `unused_width` (0 as writers do; readers must accept any) and no bytes.
+///
+/// # Panics
+/// If the layout is invalid (`block_size` not a multiple of 128 split into miniblocks of a multiple
+/// of 32 values).
+pub fn encode_delta_binary_packed(
+    values: &[i64],
+    block_size: usize,
+    miniblocks: usize,
+    bits: u32,
+    unused_width: u8,
+) -> Vec<u8> {
+    assert!(
+        block_size > 0 && block_size.is_multiple_of(128) && miniblocks > 0 && block_size.is_multiple_of(miniblocks)
+    );
+    let vpm = block_size / miniblocks;
+    assert!(vpm.is_multiple_of(32));
+    let zigzag = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
+    let mut out = Vec::new();
+    put_uleb(&mut out, block_size as u64);
+    put_uleb(&mut out, miniblocks as u64);
+    put_uleb(&mut out, values.len() as u64);
+    put_uleb(&mut out, zigzag(values.first().copied().unwrap_or(0)));
+    let deltas: Vec<i64> = values
+        .windows(2)
+        .map(|w| match bits {
+            32 => i64::from((w[1] as i32).wrapping_sub(w[0] as i32)),
+            _ => w[1].wrapping_sub(w[0]),
+        })
+        .collect();
+    for block in deltas.chunks(block_size) {
+        let min = block.iter().copied().min().unwrap_or(0);
+        put_uleb(&mut out, zigzag(min));
+        let rel: Vec<u64> = block
+            .iter()
+            .map(|&d| match bits {
+                32 => u64::from((d as i32).wrapping_sub(min as i32) as u32),
+                _ => d.wrapping_sub(min) as u64,
+            })
+            .collect();
+        let used: Vec<&[u64]> = rel.chunks(vpm).collect();
+        let widths: Vec<u8> = (0..miniblocks)
+            .map(|m| match used.get(m) {
+                Some(vals) => (64 - vals.iter().max().unwrap_or(&0).leading_zeros()) as u8,
+                None => unused_width,
+            })
+            .collect();
+        out.extend_from_slice(&widths);
+        for (vals, &w) in used.iter().zip(&widths) {
+            let mut packed = vec![0u8; vpm * w as usize / 8];
+            for (i, &v) in vals.iter().enumerate() {
+                for b in 0..w as usize {
+                    if v >> b & 1 == 1 {
+                        let bit = i * w as usize + b;
+                        packed[bit / 8] |= 1 << (bit % 8);
+                    }
+                }
+            }
+            out.extend_from_slice(&packed);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(b);
-                return;
-            }
-            out.push(b | 0x80);
-        }
-    }
-
     fn zz(v: i64) -> u64 {
         ((v << 1) ^ (v >> 63)) as u64
-    }
-
-    /// A DELTA_BINARY_PACKED encoder written from the format's description, independent of the decoder:
-    /// `values` wrapping in `bits`, blocks of `block_size` values in `minis` miniblocks; the unused
-    /// miniblocks of the last block get width `unused_width` and no bytes.
-    fn encode(values: &[i64], block_size: usize, minis: usize, bits: u32, unused_width: u8) -> Vec<u8> {
-        let mut out = Vec::new();
-        put_uleb(&mut out, block_size as u64);
-        put_uleb(&mut out, minis as u64);
-        put_uleb(&mut out, values.len() as u64);
-        put_uleb(&mut out, zz(values.first().copied().unwrap_or(0)));
-        let vpm = block_size / minis;
-        let deltas: Vec<i64> = values
-            .windows(2)
-            .map(|w| match bits {
-                32 => i64::from((w[1] as i32).wrapping_sub(w[0] as i32)),
-                _ => w[1].wrapping_sub(w[0]),
-            })
-            .collect();
-        for block in deltas.chunks(block_size) {
-            let min = *block.iter().min().unwrap();
-            put_uleb(&mut out, zz(min));
-            let rel: Vec<u64> = block
-                .iter()
-                .map(|&d| match bits {
-                    32 => u64::from((d as i32).wrapping_sub(min as i32) as u32),
-                    _ => d.wrapping_sub(min) as u64,
-                })
-                .collect();
-            let minis_used: Vec<&[u64]> = rel.chunks(vpm).collect();
-            let widths: Vec<u8> = (0..minis)
-                .map(|m| match minis_used.get(m) {
-                    Some(vals) => (64 - vals.iter().max().unwrap().leading_zeros()) as u8,
-                    None => unused_width,
-                })
-                .collect();
-            out.extend_from_slice(&widths);
-            for (vals, &w) in minis_used.iter().zip(&widths) {
-                let mut packed = vec![0u8; vpm * w as usize / 8];
-                for (i, &v) in vals.iter().enumerate() {
-                    for b in 0..w as usize {
-                        if v >> b & 1 == 1 {
-                            let bit = i * w as usize + b;
-                            packed[bit / 8] |= 1 << (bit % 8);
-                        }
-                    }
-                }
-                out.extend_from_slice(&packed);
-            }
-        }
-        out
     }
 
     /// Deterministic pseudo-random numbers (xorshift), for test data.
@@ -742,12 +780,12 @@ mod tests {
         for n in [0usize, 1, 2, 31, 32, 33, 128, 129, 200, 1000, 2049] {
             for (seed, values) in sample_i64(n, n as u64 + 1).into_iter().enumerate() {
                 for (block, minis) in LAYOUTS {
-                    let bytes = encode(&values, block, minis, 64, 0);
+                    let bytes = encode_delta_binary_packed(&values, block, minis, 64, 0);
                     let (got, end) = decode_delta_binary_packed_i64(&bytes, n).unwrap();
                     assert_eq!(got, values, "n {n} sample {seed} layout {block}/{minis}");
                     assert_eq!(end, bytes.len());
                     let v32: Vec<i64> = values.iter().map(|&v| i64::from(v as i32)).collect();
-                    let bytes = encode(&v32, block, minis, 32, 0);
+                    let bytes = encode_delta_binary_packed(&v32, block, minis, 32, 0);
                     let (got, end) = decode_delta_binary_packed_i32(&bytes, n).unwrap();
                     assert_eq!(got.iter().map(|&v| i64::from(v)).collect::<Vec<_>>(), v32);
                     assert_eq!(end, bytes.len());
@@ -759,7 +797,7 @@ mod tests {
     #[test]
     fn fewer_values_than_the_header_and_the_stream_end() {
         let values: Vec<i64> = (0..1000).map(|i| i * i).collect();
-        let mut bytes = encode(&values, 128, 4, 64, 0);
+        let mut bytes = encode_delta_binary_packed(&values, 128, 4, 64, 0);
         let len = bytes.len();
         bytes.extend_from_slice(b"tail");
         let (got, end) = decode_delta_binary_packed_i64(&bytes, 10).unwrap();
@@ -774,7 +812,7 @@ mod tests {
     #[test]
     fn unused_miniblocks_may_have_any_width() {
         let values: Vec<i64> = (0..40).map(|i| i * 7).collect();
-        let bytes = encode(&values, 128, 4, 64, 200);
+        let bytes = encode_delta_binary_packed(&values, 128, 4, 64, 200);
         let (got, end) = decode_delta_binary_packed_i64(&bytes, 40).unwrap();
         assert_eq!((got, end), (values, bytes.len()));
     }
@@ -909,7 +947,7 @@ mod tests {
             (sample_i64(300, 9)[1].clone(), 64),
             (sample_i64(300, 9)[0].iter().map(|&v| i64::from(v as i32)).collect(), 32),
         ] {
-            let bytes = encode(&values, 128, 4, bits, 0);
+            let bytes = encode_delta_binary_packed(&values, 128, 4, bits, 0);
             // Once a cut is accepted (it removes only the last miniblock's padding: arrow-rs accepts
             // that too), every longer one is.
             let mut first_ok = None;
@@ -937,7 +975,7 @@ mod tests {
 
     fn dlba(values: &[&[u8]]) -> Vec<u8> {
         let lens: Vec<i64> = values.iter().map(|v| v.len() as i64).collect();
-        let mut out = encode(&lens, 128, 4, 32, 0);
+        let mut out = encode_delta_binary_packed(&lens, 128, 4, 32, 0);
         for v in values {
             out.extend_from_slice(v);
         }
@@ -954,7 +992,7 @@ mod tests {
             suffixes.push(&v[p..]);
             prev = v;
         }
-        let mut out = encode(&prefixes, 128, 4, 32, 0);
+        let mut out = encode_delta_binary_packed(&prefixes, 128, 4, 32, 0);
         out.extend(dlba(&suffixes));
         out
     }
@@ -990,24 +1028,24 @@ mod tests {
     fn bad_byte_arrays() {
         use ErrorCode::*;
         let count = |bytes: &[u8], n| length_block(bytes, 0, n, None).map(|v| v.len());
-        let mut neg = encode(&[3, -1, 2], 128, 4, 32, 0);
+        let mut neg = encode_delta_binary_packed(&[3, -1, 2], 128, 4, 32, 0);
         neg.extend_from_slice(b"abcde");
         assert_eq!(count(&neg, 3), Err((Overrun, 1)), "negative length");
-        let mut short = encode(&[3, 1, 2], 128, 4, 32, 0);
+        let mut short = encode_delta_binary_packed(&[3, 1, 2], 128, 4, 32, 0);
         short.extend_from_slice(b"abcde");
         assert_eq!(count(&short, 3), Err((Overrun, 2)), "bytes past the end");
         short.push(b'f');
         assert_eq!(count(&short, 3), Ok(3));
         // Prefix lengths [1, ...]: the first value has no previous one.
-        let mut p0 = encode(&[1, 0], 128, 4, 32, 0);
+        let mut p0 = encode_delta_binary_packed(&[1, 0], 128, 4, 32, 0);
         p0.extend(dlba(&[b"a", b"b"]));
         assert_eq!(dba_lengths(&p0, 2).map(|v| v.len()), Err((BadPrefix, 0)));
         // A prefix longer than the previous value.
-        let mut long = encode(&[0, 3], 128, 4, 32, 0);
+        let mut long = encode_delta_binary_packed(&[0, 3], 128, 4, 32, 0);
         long.extend(dlba(&[b"ab", b"c"]));
         assert_eq!(dba_lengths(&long, 2).map(|v| v.len()), Err((BadPrefix, 1)));
         // Prefix and suffix streams disagree on the count.
-        let prefix = encode(&[0, 0], 128, 4, 32, 0);
+        let prefix = encode_delta_binary_packed(&[0, 0], 128, 4, 32, 0);
         let mut mismatch = prefix.clone();
         mismatch.extend(dlba(&[b"a", b"b", b"c"]));
         assert_eq!(
@@ -1050,7 +1088,7 @@ mod tests {
             let n = values.len();
             let refs: Vec<Vec<u8>> = values.iter().map(|v| v.to_le_bytes()[..(*v as usize % 9)].to_vec()).collect();
             let refs: Vec<&[u8]> = refs.iter().map(Vec::as_slice).collect();
-            for mut bytes in [encode(&values, block, minis, 64, 0), dlba(&refs), dba(&refs)] {
+            for mut bytes in [encode_delta_binary_packed(&values, block, minis, 64, 0), dlba(&refs), dba(&refs)] {
                 for &(at, x) in &flips {
                     if !bytes.is_empty() {
                         let i = at % bytes.len();
@@ -1076,10 +1114,10 @@ mod tests {
         #[test]
         fn any_values_round_trip(values in proptest::collection::vec(any::<i64>(), 0..600), layout in 0usize..LAYOUTS.len()) {
             let (block, minis) = LAYOUTS[layout];
-            let bytes = encode(&values, block, minis, 64, 0);
+            let bytes = encode_delta_binary_packed(&values, block, minis, 64, 0);
             prop_assert_eq!(decode_delta_binary_packed_i64(&bytes, values.len()), Ok((values.clone(), bytes.len())));
             let v32: Vec<i64> = values.iter().map(|&v| i64::from(v as i32)).collect();
-            let bytes = encode(&v32, block, minis, 32, 0);
+            let bytes = encode_delta_binary_packed(&v32, block, minis, 32, 0);
             let got = decode_delta_binary_packed_i32(&bytes, values.len()).map(|(v, e)| (v.iter().map(|&x| i64::from(x)).collect::<Vec<_>>(), e));
             prop_assert_eq!(got, Ok((v32, bytes.len())));
         }
