@@ -1144,3 +1144,185 @@ fn copy_checks_prefixes_across_windows() {
         assert_eq!(step.errors()[0], (code(ErrorCode::BadPrefix), bad as u32), "at {bad}");
     }
 }
+
+// ---- Cases for the CPU emulation of the kernels (tests/emulate/delta_emu.cpp) ----
+
+fn hex(b: &[u8]) -> String {
+    if b.is_empty() {
+        return "-".into();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn joined<T: ToString>(v: &[T]) -> String {
+    v.iter().map(T::to_string).collect::<Vec<_>>().join(" ")
+}
+
+/// Appends one case: a chunk's pages, then what the references give after the value steps (errors,
+/// `dense`, `str_len`, `str_src` relative to the page's values, -1 where unset) and, for byte arrays,
+/// after `mutate` (the prefixes it changed, `vidx`, offsets and capacity the copy step gets) and the
+/// copy step (errors, characters).
+fn emulation_case(out: &mut String, name: &str, chunk: &Chunk, mutate: &dyn Fn(&mut Step)) {
+    use std::fmt::Write;
+    let mut step = Step::new(chunk);
+    let rows = step.col.num_rows as usize;
+    let dense_len = (rows * step.col.dense_width as usize) as u64;
+    let errors = |step: &Step| joined(&step.errors().iter().flat_map(|e| [e.0, e.1]).collect::<Vec<_>>());
+    writeln!(out, "CASE {name}").unwrap();
+    let c = &step.col;
+    writeln!(
+        out,
+        "COL {} {} {} {rows} {}",
+        chunk.physical, chunk.type_len, chunk.max_def, c.dense_width
+    )
+    .unwrap();
+    for (p, raw) in step.pages.iter().zip(&chunk.pages) {
+        let (e, n, k, r) = (p.encoding, p.num_values, p.num_non_null, p.row_start);
+        writeln!(out, "PAGE {e} {n} {k} {r} {}", hex(&raw.values)).unwrap();
+    }
+    step.decode_values();
+    writeln!(out, "ERR {}", errors(&step)).unwrap();
+    writeln!(out, "DENSE {}", hex(step.arena.get(step.col.dense, dense_len).unwrap())).unwrap();
+    writeln!(
+        out,
+        "STRLEN {}",
+        joined(&step.arena.read::<u32>(step.col.str_len, rows).unwrap())
+    )
+    .unwrap();
+    let srcs: Vec<u64> = step.arena.read(step.col.str_src, rows).unwrap();
+    let rel: Vec<i64> = (0..rows)
+        .map(|at| {
+            let page = step
+                .pages
+                .iter()
+                .find(|p| (p.row_start..p.row_start + p.num_non_null).contains(&(at as u32)));
+            match page {
+                Some(p) if (p.values..=p.values + p.values_len).contains(&srcs[at]) => (srcs[at] - p.values) as i64,
+                _ => -1,
+            }
+        })
+        .collect();
+    writeln!(out, "SRC {}", joined(&rel)).unwrap();
+    if chunk.physical == pt::BYTE_ARRAY {
+        step.offsets();
+        let before = step.arena.read::<u32>(step.col.dense, rows).unwrap();
+        mutate(&mut step);
+        let after = step.arena.read::<u32>(step.col.dense, rows).unwrap();
+        for k in (0..rows).filter(|&k| before[k] != after[k]) {
+            writeln!(out, "PATCH {k} {}", after[k]).unwrap();
+        }
+        writeln!(out, "VIDX {}", joined(&step.vidx())).unwrap();
+        let offsets: Vec<i32> = step.arena.read(step.col.out_offsets, rows + 1).unwrap();
+        writeln!(out, "OFFSETS {}", joined(&offsets)).unwrap();
+        writeln!(out, "CAP {}", step.col.chars_capacity).unwrap();
+        step.copy();
+        writeln!(out, "ERR2 {}", errors(&step)).unwrap();
+        let total = offsets[rows].max(0) as u64;
+        writeln!(
+            out,
+            "OUT {}",
+            hex(step.arena.get(step.col.out_values, total).unwrap_or(&[]))
+        )
+        .unwrap();
+    }
+    writeln!(out, "END").unwrap();
+}
+
+/// Writes the cases `tests/emulate/delta_emu.cpp` runs the kernels on (to the file named by
+/// `GP_DELTA_CASES`): every chunk of the files the tests above write and read, the crafted pages, cut,
+/// flipped and random pages, and mutations before the copy step. See that file.
+#[test]
+#[ignore = "writes the CPU emulation's cases; run by hand"]
+fn emulation_cases() {
+    let Some(path) = std::env::var_os("GP_DELTA_CASES") else {
+        common::skip("GP_DELTA_CASES names no file to write");
+        return;
+    };
+    let mut out = String::new();
+    let none = |_: &mut Step| {};
+    let written = [dbp_files(), byte_array_files(), byte_stream_split_files()]
+        .into_iter()
+        .flatten();
+    let files = written
+        .map(|w| (w.what, w.file))
+        .chain(corpus_files().into_iter().map(|(n, f)| (n.to_string(), f)));
+    for (what, file) in files {
+        for (i, c) in chunks(&file).iter().enumerate() {
+            emulation_case(&mut out, &format!("{}#{i}", what.replace(' ', "")), c, &none);
+        }
+    }
+    for (what, page, _) in crafted_pages() {
+        emulation_case(&mut out, &what.replace(' ', "_"), &page, &none);
+    }
+    let mut r = rng(5);
+    for (ci, chunk) in sample_chunks().iter().enumerate() {
+        let len = chunk.pages[0].values.len();
+        for cut in (0..len).step_by(1 + len / 150) {
+            let mut c = chunk.clone();
+            c.pages[0].values.truncate(cut);
+            emulation_case(&mut out, &format!("cut{ci}_{cut}"), &c, &none);
+        }
+        for f in 0..200 {
+            let mut c = chunk.clone();
+            for _ in 0..1 + r() % 3 {
+                let v = &mut c.pages[0].values;
+                let i = (r() % v.len() as u64) as usize;
+                v[i] ^= 1 << (r() % 8);
+            }
+            emulation_case(&mut out, &format!("flip{ci}_{f}"), &c, &none);
+        }
+    }
+    let kinds = [
+        (pt::INT32, enc::DELTA_BINARY_PACKED),
+        (pt::INT64, enc::DELTA_BINARY_PACKED),
+        (pt::BYTE_ARRAY, enc::DELTA_LENGTH_BYTE_ARRAY),
+        (pt::BYTE_ARRAY, enc::DELTA_BYTE_ARRAY),
+        (pt::FLOAT, enc::BYTE_STREAM_SPLIT),
+        (pt::BYTE_ARRAY, enc::DELTA_BINARY_PACKED),
+    ];
+    for t in 0..400 {
+        let (n, len) = ((r() % 300) as usize, (r() % 200) as usize);
+        let values: Vec<u8> = (0..len)
+            .map(|_| if r().is_multiple_of(3) { 0 } else { r() as u8 })
+            .collect();
+        let (physical, encoding) = kinds[t % kinds.len()];
+        emulation_case(
+            &mut out,
+            &format!("random{t}"),
+            &one_page(physical, encoding, &values, n),
+            &none,
+        );
+    }
+    let dba = &sample_chunks()[3];
+    for m in 0..40usize {
+        let mutate = move |step: &mut Step| {
+            let rows = step.col.num_rows as usize;
+            match m % 4 {
+                0 => {
+                    let mut o: Vec<i32> = step.arena.read(step.col.out_offsets, rows + 1).unwrap();
+                    o[1 + m * 13 % rows] += 1;
+                    step.arena.write(step.col.out_offsets, &o);
+                }
+                1 => step.col.chars_capacity -= (m as u64) % 5 + 1,
+                2 => {
+                    let mut v = step.vidx();
+                    let i = m * 29 % rows;
+                    v[i] = if v[i] < 0 { 0 } else { v[i] + 1 };
+                    step.arena.write(step.col.vidx, &v);
+                }
+                _ => {
+                    step.arena
+                        .write(step.col.dense + (m * 31 % 300) as u64 * 4, &[(m as u32) % 12]);
+                }
+            }
+        };
+        emulation_case(&mut out, &format!("copy_mutation{m}"), dba, &mutate);
+    }
+    let growing = growing_dba_chunk(600);
+    emulation_case(&mut out, "growing", &growing, &none);
+    for bad in [1u64, 31, 32, 63, 64, 65, 255, 256, 257, 512] {
+        let lengthen = move |s: &mut Step| lengthen_prefix(s, bad);
+        emulation_case(&mut out, &format!("growing_prefix{bad}"), &growing, &lengthen);
+    }
+    std::fs::write(&path, out).unwrap();
+}
