@@ -186,11 +186,13 @@ pub enum Key {
     MemoryLimit,
     /// `--nvcomp`, `GPU_PARQUET_NVCOMP`: nvCOMP 5's library, or a directory holding it.
     Nvcomp,
+    /// `--decode-steps`, `GPU_PARQUET_DECODE_STEPS`: the fewest steps a GPU decode cuts a read into.
+    DecodeSteps,
 }
 
 impl Key {
     /// Every key, in the README's order.
-    pub const ALL: [Key; 12] = [
+    pub const ALL: [Key; 13] = [
         Key::CompatMode,
         Key::Threads,
         Key::TaskSize,
@@ -203,6 +205,7 @@ impl Key {
         Key::Device,
         Key::MemoryLimit,
         Key::Nvcomp,
+        Key::DecodeSteps,
     ];
 
     /// The environment variable.
@@ -220,6 +223,7 @@ impl Key {
             Key::Device => "GPU_PARQUET_DEVICE",
             Key::MemoryLimit => "GPU_PARQUET_MEMORY_LIMIT_MB",
             Key::Nvcomp => "GPU_PARQUET_NVCOMP",
+            Key::DecodeSteps => "GPU_PARQUET_DECODE_STEPS",
         }
     }
 
@@ -238,6 +242,7 @@ impl Key {
             Key::Device => "--device",
             Key::MemoryLimit => "--memory-limit-mb",
             Key::Nvcomp => "--nvcomp",
+            Key::DecodeSteps => "--decode-steps",
         }
     }
 
@@ -264,6 +269,7 @@ impl Key {
             Key::BounceBuffers => Some((2, 64)),
             Key::Device => Some((0, 1023)),
             Key::MemoryLimit => Some((1, 1 << 30)),
+            Key::DecodeSteps => Some((1, 4096)),
             _ => None,
         }
     }
@@ -338,6 +344,9 @@ pub struct Settings {
     /// Folder of the GPU decoder's compiled-kernel cache: `GPU_PARQUET_KERNEL_CACHE` (`off`: none),
     /// else `$XDG_CACHE_HOME/gpu-parquet`, else `$HOME/.cache/gpu-parquet`.
     pub kernel_cache: Option<PathBuf>,
+    /// The fewest steps a GPU decode cuts a whole read into (while each stays over 256 MiB), so the
+    /// next step's reads overlap this step's decode (`None`: 8).
+    pub decode_steps: Option<usize>,
 }
 
 impl Settings {
@@ -408,6 +417,7 @@ impl Settings {
             Key::SerializeStats => p.serialize_stats = parse_bool(raw)?,
             Key::Device => self.device = key.parse_number(raw)? as usize,
             Key::MemoryLimit => self.memory_limit = Some(key.parse_number(raw)?),
+            Key::DecodeSteps => self.decode_steps = Some(key.parse_number(raw)? as usize),
             Key::Nvcomp => self.nvcomp = Some(PathBuf::from(raw.trim())),
         }
         Ok(())

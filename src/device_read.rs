@@ -202,7 +202,8 @@ impl Reader {
         }
         let total: u64 = need.iter().map(|n| n.1).sum();
         let half = budget / 2;
-        let target = half.min((total / MIN_STEPS).max(MIN_STEP_BYTES));
+        let steps = self.decode_steps.map_or(MIN_STEPS, |s| s as u64);
+        let target = half.min((total / steps).max(MIN_STEP_BYTES));
         let mut steps: Vec<Vec<usize>> = Vec::new();
         let mut used = 0u64;
         for (rg, bytes) in need {

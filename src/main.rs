@@ -101,6 +101,12 @@ struct IoArgs {
     /// of the GPU's free memory.
     #[arg(long, allow_hyphen_values = true)]
     memory_limit_mb: Option<String>,
+    /// The fewest steps a GPU decode cuts a read into (the next step is read while one is decoded).
+    #[arg(long, allow_hyphen_values = true)]
+    decode_steps: Option<String>,
+    /// nvCOMP 5's `libnvcomp.so.5`, or a directory holding it (default: Python installs, then the system).
+    #[arg(long)]
+    nvcomp: Option<String>,
 }
 
 impl IoArgs {
@@ -113,6 +119,8 @@ impl IoArgs {
             (Key::TaskSize, &self.task_size_mb),
             (Key::SmallRead, &self.small_read_kb),
             (Key::MemoryLimit, &self.memory_limit_mb),
+            (Key::DecodeSteps, &self.decode_steps),
+            (Key::Nvcomp, &self.nvcomp),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.clone().map(|v| (k, v)))

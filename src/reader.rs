@@ -48,6 +48,7 @@ pub struct ReaderBuilder {
     memory_limit: Option<u64>,
     io: Option<Arc<AnyBackend>>,
     decoder: DecoderOptions,
+    decode_steps: Option<usize>,
 }
 
 impl ReaderBuilder {
@@ -63,6 +64,7 @@ impl ReaderBuilder {
             memory_limit: None,
             io: None,
             decoder: DecoderOptions::default(),
+            decode_steps: None,
         }
     }
 
@@ -119,6 +121,14 @@ impl ReaderBuilder {
         self.device = settings.device;
         self.memory_limit = settings.memory_limit;
         self.decoder = settings.decoder_options();
+        self.decode_steps = settings.decode_steps;
+        self
+    }
+
+    /// The fewest steps [`Reader::read_device`] cuts a whole read into (default 8), each step's
+    /// decode overlapping the next step's reads.
+    pub fn with_decode_steps(mut self, steps: usize) -> Self {
+        self.decode_steps = Some(steps.max(1));
         self
     }
 
@@ -160,6 +170,7 @@ impl ReaderBuilder {
             policy: self.policy,
             memory_limit: self.memory_limit,
             decoder: self.decoder,
+            decode_steps: self.decode_steps,
             gpu_decoder: std::sync::OnceLock::new(),
         })
     }
@@ -187,6 +198,7 @@ pub struct Reader {
     pub(crate) policy: IoPolicy,
     pub(crate) memory_limit: Option<u64>,
     pub(crate) decoder: DecoderOptions,
+    pub(crate) decode_steps: Option<usize>,
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
 }
 

@@ -166,12 +166,8 @@ impl DeviceExecutor<'_> {
             .collect();
         let addr = self.upload(&v)?;
         let n = v.len() as u32;
-        self.launch_raw(
-            "gp_validate_compressed",
-            n.div_ceil(128),
-            128,
-            &[Arg::U64(addr), Arg::U32(n)],
-        )?;
+        // One warp per body (the kernel's first lane walks it).
+        self.launch_raw("gp_validate_compressed", n, 32, &[Arg::U64(addr), Arg::U32(n)])?;
         let back: Vec<ValidateItem> = self.read(addr, v.len())?;
         self.free(addr);
         let failed: Vec<(usize, u32)> = todo
