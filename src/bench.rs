@@ -284,12 +284,32 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
 /// decode alone with the chunks already in device memory. The first decode is checked against
 /// arrow-rs on its first step's row groups (a benchmark of wrong values is worthless).
 fn decode_rows(file: &Path, opts: &BenchOptions, reps: usize, cold: bool) -> Vec<BenchRow> {
+    let mut rows = decode_rows_with(file, opts, reps, cold, opts.decoder.trust_compressed);
+    // A compressed file also gets the rows without the pre-check of compressed pages (trusted files).
+    let compressed = crate::ParquetSource::open(file).is_ok_and(|s| {
+        s.metadata().row_groups().iter().any(|g| {
+            g.columns()
+                .iter()
+                .any(|c| c.compression() != parquet::basic::Compression::UNCOMPRESSED)
+        })
+    });
+    if compressed && !opts.decoder.trust_compressed {
+        rows.extend(decode_rows_with(file, opts, reps, false, true));
+    }
+    rows
+}
+
+/// The decode rows with the pre-check of compressed pages on (`trust` false) or off.
+fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, trust: bool) -> Vec<BenchRow> {
     let build = || {
         let mut b = crate::Reader::builder(file)
             .with_projection(opts.columns.clone())
             .with_device(opts.device)
             .with_policy(opts.policy.clone())
-            .with_decoder_options(opts.decoder.clone());
+            .with_decoder_options(crate::decode::gpu::DecoderOptions {
+                trust_compressed: trust,
+                ..opts.decoder.clone()
+            });
         if let Some(m) = opts.memory_limit {
             b = b.with_memory_limit(m);
         }
@@ -307,11 +327,12 @@ fn decode_rows(file: &Path, opts: &BenchOptions, reps: usize, cold: bool) -> Vec
         .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)
         .sum();
     let backend = reader.io().name();
+    let trusted = if trust { ", trusted: no pre-check" } else { "" };
     let mut rows = Vec::new();
     let mut first = true;
     let mut check_note = None;
     let mut row = measure(
-        format!("decode: file -> device columns ({backend})"),
+        format!("decode: file -> device columns ({backend}{trusted})"),
         bytes,
         reps,
         cold,
@@ -332,7 +353,7 @@ fn decode_rows(file: &Path, opts: &BenchOptions, reps: usize, cold: bool) -> Vec
     rows.push(row);
 
     // Decode alone: the chunks read once, then decoded `reps` times.
-    let mut alone = BenchRow::blank("decode only (chunks already in device memory)", bytes);
+    let mut alone = BenchRow::blank(format!("decode only (chunks already in device memory{trusted})"), bytes);
     let res = (|| -> Result<()> {
         let chunks = reader.read()?;
         let decoder = reader.gpu_decoder()?;

@@ -188,11 +188,13 @@ pub enum Key {
     Nvcomp,
     /// `--decode-steps`, `GPU_PARQUET_DECODE_STEPS`: the fewest steps a GPU decode cuts a read into.
     DecodeSteps,
+    /// `--trust-compressed`, `GPU_PARQUET_TRUST_COMPRESSED`: 0 or 1 (skip the pre-check before nvCOMP).
+    TrustCompressed,
 }
 
 impl Key {
     /// Every key, in the README's order.
-    pub const ALL: [Key; 13] = [
+    pub const ALL: [Key; 14] = [
         Key::CompatMode,
         Key::Threads,
         Key::TaskSize,
@@ -206,6 +208,7 @@ impl Key {
         Key::MemoryLimit,
         Key::Nvcomp,
         Key::DecodeSteps,
+        Key::TrustCompressed,
     ];
 
     /// The environment variable.
@@ -224,6 +227,7 @@ impl Key {
             Key::MemoryLimit => "GPU_PARQUET_MEMORY_LIMIT_MB",
             Key::Nvcomp => "GPU_PARQUET_NVCOMP",
             Key::DecodeSteps => "GPU_PARQUET_DECODE_STEPS",
+            Key::TrustCompressed => "GPU_PARQUET_TRUST_COMPRESSED",
         }
     }
 
@@ -243,6 +247,7 @@ impl Key {
             Key::MemoryLimit => "--memory-limit-mb",
             Key::Nvcomp => "--nvcomp",
             Key::DecodeSteps => "--decode-steps",
+            Key::TrustCompressed => "--trust-compressed",
         }
     }
 
@@ -347,6 +352,8 @@ pub struct Settings {
     /// The fewest steps a GPU decode cuts a whole read into (while each stays over 256 MiB), so the
     /// next step's reads overlap this step's decode (`None`: 8).
     pub decode_steps: Option<usize>,
+    /// Hand compressed bodies to nvCOMP without the GPU pre-check (trusted files only).
+    pub trust_compressed: bool,
 }
 
 impl Settings {
@@ -400,6 +407,7 @@ impl Settings {
         crate::decode::gpu::DecoderOptions {
             kernel_cache: self.kernel_cache.clone(),
             nvcomp: self.nvcomp_search(),
+            trust_compressed: self.trust_compressed,
         }
     }
 
@@ -418,6 +426,7 @@ impl Settings {
             Key::Device => self.device = key.parse_number(raw)? as usize,
             Key::MemoryLimit => self.memory_limit = Some(key.parse_number(raw)?),
             Key::DecodeSteps => self.decode_steps = Some(key.parse_number(raw)? as usize),
+            Key::TrustCompressed => self.trust_compressed = parse_bool(raw)?,
             Key::Nvcomp => self.nvcomp = Some(PathBuf::from(raw.trim())),
         }
         Ok(())

@@ -107,6 +107,10 @@ struct IoArgs {
     /// nvCOMP 5's `libnvcomp.so.5`, or a directory holding it (default: Python installs, then the system).
     #[arg(long)]
     nvcomp: Option<String>,
+    /// Hand compressed pages to nvCOMP without checking them first (trusted files only: nvCOMP's
+    /// behaviour on corrupt input is undefined).
+    #[arg(long)]
+    trust_compressed: bool,
 }
 
 impl IoArgs {
@@ -127,6 +131,9 @@ impl IoArgs {
         .collect();
         if self.direct {
             f.push((Key::Direct, "1".into()));
+        }
+        if self.trust_compressed {
+            f.push((Key::TrustCompressed, "1".into()));
         }
         f
     }

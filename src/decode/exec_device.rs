@@ -31,6 +31,8 @@ pub struct DeviceExecutor<'a> {
     peak_bytes: u64,
     /// Statuses of the bodies the last pre-check refused (for the report's reason).
     last_precheck: Vec<u32>,
+    /// Whether bodies are checked before nvCOMP sees them.
+    precheck: bool,
 }
 
 impl<'a> DeviceExecutor<'a> {
@@ -51,7 +53,14 @@ impl<'a> DeviceExecutor<'a> {
             live_bytes: 0,
             peak_bytes: 0,
             last_precheck: Vec::new(),
+            precheck: true,
         }
+    }
+
+    /// Whether compressed bodies are checked on the GPU before nvCOMP sees them (default: yes).
+    pub fn with_precheck(mut self, on: bool) -> Self {
+        self.precheck = on;
+        self
     }
 
     /// Most bytes this executor held at once (outputs handed over included).
@@ -373,7 +382,11 @@ impl Executor for DeviceExecutor<'_> {
             }
             // Every body is checked on the GPU before nvCOMP sees it; one that fails goes to the host
             // decompressor, which is safe on any input and has the last word.
-            let failed = self.validate(codec, items, &todo)?;
+            let failed = if self.precheck {
+                self.validate(codec, items, &todo)?
+            } else {
+                Vec::new()
+            };
             if !failed.is_empty() {
                 // Say how they failed, and whether the host reference of the check agrees (a page the
                 // GPU refuses but the reference passes would be a decoder bug, worth seeing).

@@ -30,6 +30,11 @@ pub struct DecoderOptions {
     pub kernel_cache: Option<PathBuf>,
     /// Where to look for nvCOMP.
     pub nvcomp: NvcompSearch,
+    /// Skip the GPU pre-check of compressed bodies (`gp_validate_compressed`) and hand them to nvCOMP
+    /// directly. Only for files from a trusted writer: nvCOMP's behaviour on corrupt input is undefined
+    /// (it was seen reading far out of bounds, which ends the process's use of the GPU). nvCOMP's
+    /// statuses and output sizes are still checked.
+    pub trust_compressed: bool,
 }
 
 /// How the decoder's pieces were obtained, for the report.
@@ -45,6 +50,8 @@ pub struct DecoderSetup {
     pub kernels_from: String,
     /// nvCOMP's version and file, or why it is not used.
     pub nvcomp: String,
+    /// Whether compressed bodies are checked on the GPU before nvCOMP (off: `trust_compressed`).
+    pub precheck: bool,
 }
 
 /// Decodes fetched column chunks on one GPU.
@@ -54,6 +61,7 @@ pub struct GpuDecoder {
     kernels: Arc<KernelModule>,
     nvcomp: std::result::Result<Arc<Nvcomp>, String>,
     setup: DecoderSetup,
+    trust_compressed: bool,
 }
 
 impl GpuDecoder {
@@ -75,6 +83,7 @@ impl GpuDecoder {
                 ModuleOrigin::DiskCache => "disk cache".into(),
                 ModuleOrigin::Memory => "memory".into(),
             },
+            precheck: !options.trust_compressed,
             nvcomp: match &nvcomp {
                 Ok(n) => format!("{} ({})", n.library().version(), n.library().file().display()),
                 Err(why) => format!("not used: {why}"),
@@ -85,6 +94,7 @@ impl GpuDecoder {
             kernels,
             nvcomp,
             setup,
+            trust_compressed: options.trust_compressed,
         })
     }
 
@@ -121,7 +131,8 @@ impl GpuDecoder {
             self.kernels.clone(),
             self.nvcomp.clone(),
             Some(chunks),
-        );
+        )
+        .with_precheck(!self.trust_compressed);
         let (batch, stats) = decode_step(
             &mut exec,
             source,
