@@ -298,7 +298,17 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// Uploads `data` into a new buffer ordered on `stream`.
     pub fn from_host(stream: &Stream, data: &[T]) -> Result<Self> {
-        let buf = Self::alloc(stream, data.len())?;
+        Self::alloc(stream, data.len())?.filled_from(stream, data)
+    }
+
+    /// Uploads `data` into a new buffer from the device's stream-ordered pool ([`Self::alloc_pooled`]).
+    pub fn from_host_pooled(stream: &Stream, data: &[T]) -> Result<Self> {
+        Self::alloc_pooled(stream, data.len())?.filled_from(stream, data)
+    }
+
+    /// Copies `data` (exactly this buffer's length) in, on `stream`, and returns the buffer.
+    fn filled_from(self, stream: &Stream, data: &[T]) -> Result<Self> {
+        let buf = self;
         if !data.is_empty() {
             guard("copying host memory to the device", || {
                 stream.context().bind()?;

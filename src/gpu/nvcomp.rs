@@ -861,7 +861,9 @@ impl Nvcomp {
             words[3 * n + i] = it.dst_capacity as u64;
         }
         bytemuck::cast_slice_mut::<u64, i32>(&mut words[5 * n..])[..n].fill(STATUS_NOT_WRITTEN);
-        let args = DeviceBuffer::<u64>::from_host(stream, &words)?;
+        // Pool memory: a `cuMemFree` here would wait for the whole device, including the next step's
+        // reads still being copied in.
+        let args = DeviceBuffer::<u64>::from_host_pooled(stream, &words)?;
         let at = |k: usize| args.device_address() + (k * n * 8) as u64;
         let (src_ptrs, src_sizes, dst_ptrs, dst_caps, actual, statuses) = (at(0), at(1), at(2), at(3), at(4), at(5));
         let cu_stream = stream.cuda().cu_stream() as sys::cudaStream_t;
