@@ -42,8 +42,14 @@ impl Arena {
 
     /// A new zeroed region of `len` bytes; its address.
     pub fn alloc(&mut self, len: usize) -> u64 {
+        self.insert(vec![0; len])
+    }
+
+    /// A new region owning `bytes`; its address.
+    fn insert(&mut self, bytes: Vec<u8>) -> u64 {
         let addr = self.next;
-        self.regions.insert(addr, vec![0; len]);
+        let len = bytes.len();
+        self.regions.insert(addr, bytes);
         // A gap after each region, so an overrun is a miss, never a neighbour's bytes.
         self.next = (addr + len as u64 + ALIGN).div_ceil(ALIGN) * ALIGN;
         addr
@@ -51,12 +57,7 @@ impl Arena {
 
     /// A new region holding `bytes`; its address.
     pub fn upload(&mut self, bytes: &[u8]) -> u64 {
-        let addr = self.alloc(bytes.len());
-        self.regions
-            .get_mut(&addr)
-            .expect("just inserted")
-            .copy_from_slice(bytes);
-        addr
+        self.insert(bytes.to_vec())
     }
 
     /// A new region holding `items` as bytes; its address.
