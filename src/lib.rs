@@ -54,3 +54,15 @@ pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;
 pub use plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};
 pub use reader::{ChunkStream, ColumnChunks, Reader, ReaderBuilder};
+
+/// Says why a test skips, on stderr past the test harness's capture (which takes `print!`/`eprint!`
+/// only), so the reason shows in a plain `cargo test` run, as on CI.
+#[cfg(test)]
+pub(crate) fn test_skip(reason: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .map(|n| format!("{n}: "))
+        .unwrap_or_default();
+    let _ = writeln!(std::io::stderr(), "{test}skipped: {reason}");
+}

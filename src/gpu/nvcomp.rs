@@ -1147,7 +1147,7 @@ mod tests {
     fn another_major_version_or_a_missing_symbol_is_refused_by_file_and_version() {
         let dir = tempfile::tempdir().unwrap();
         let Some(v6) = fake_library(dir.path(), "libnvcomp.so.6", 6000, true) else {
-            eprintln!("skipped: no C compiler to build a stand-in library");
+            crate::test_skip("no C compiler to build a stand-in library");
             return;
         };
         let only = |p: &Path| NvcompSearch {
@@ -1186,7 +1186,7 @@ mod tests {
     #[test]
     fn the_wheel_loads_once_and_reports_version_and_alignments() {
         if !wheel_library(Path::new(WHEEL_DIR)).exists() {
-            eprintln!("skipped: no nvCOMP wheel at {WHEEL_DIR}");
+            crate::test_skip(&format!("no nvCOMP wheel at {WHEEL_DIR}"));
             return;
         }
         let search = NvcompSearch {

@@ -278,7 +278,7 @@ mod tests {
     #[test]
     fn compiles_without_a_gpu_where_nvrtc_is_present() {
         if let Err(why) = nvrtc_present() {
-            println!("skipped: {why}");
+            crate::test_skip(&why);
             return;
         }
         let ok = compile(

@@ -74,7 +74,7 @@ mod tests {
     #[test]
     fn kernels_compile() {
         if let Err(why) = nvrtc::nvrtc_present() {
-            println!("skipped: {why}");
+            crate::test_skip(&why);
             return;
         }
         let c = nvrtc::compile(&super::source(), super::PROGRAM_NAME, 90).unwrap_or_else(|e| panic!("{e}"));

@@ -1252,7 +1252,7 @@ fn huge_counts_short_streams() {
 /// results are the same in every byte and field. Skips (saying why) without a C++ compiler.
 fn kernels_match(what: &str, build: impl Fn() -> Step) -> bool {
     if let Err(why) = emu::available() {
-        println!("skipped: {why}");
+        crate::test_skip(&why);
         return false;
     }
     let mut reference = build();

@@ -709,7 +709,7 @@ fn corpus_data() -> Option<PathBuf> {
     ];
     let found = roots.into_iter().flatten().map(|r| r.join("data")).find(|d| d.is_dir());
     if found.is_none() {
-        println!("skipped the parquet-testing corpus: ../shared/parquet-testing/data not found");
+        crate::test_skip("the parquet-testing corpus: ../shared/parquet-testing/data not found");
     }
     found
 }
