@@ -14,7 +14,7 @@ use crate::error::{Error, Location, Result};
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
 use crate::plan::{ReadPlan, RowGroupSelection};
-use crate::reader::{ChunkStream, Reader};
+use crate::reader::{ChunkStream, Reader, pack_consecutive};
 use crate::report::ReadReport;
 
 /// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
@@ -204,32 +204,18 @@ impl Reader {
         let half = budget / 2;
         let steps = self.decode_steps.map_or(MIN_STEPS, |s| s as u64);
         let target = half.min((total / steps).max(MIN_STEP_BYTES));
-        let mut steps: Vec<Vec<usize>> = Vec::new();
-        let mut used = 0u64;
-        for (rg, bytes) in need {
-            if bytes > half {
-                return Err(Error::InvalidRequest {
-                    location: Location {
-                        row_group: Some(rg),
-                        ..self.source.location()
-                    },
-                    message: format!(
-                        "decoding this row group needs about {bytes} bytes of device memory, over half the budget of {budget} bytes (set a larger --memory-limit-mb)"
-                    ),
-                });
-            }
-            match steps.last_mut() {
-                Some(s) if used + bytes <= target => {
-                    s.push(rg);
-                    used += bytes;
-                }
-                _ => {
-                    steps.push(vec![rg]);
-                    used = bytes;
-                }
-            }
+        if let Some(&(rg, bytes)) = need.iter().find(|(_, bytes)| *bytes > half) {
+            return Err(Error::InvalidRequest {
+                location: Location {
+                    row_group: Some(rg),
+                    ..self.source.location()
+                },
+                message: format!(
+                    "decoding this row group needs about {bytes} bytes of device memory, over half the budget of {budget} bytes (set a larger --memory-limit-mb)"
+                ),
+            });
         }
-        Ok(steps)
+        Ok(pack_consecutive(need, target))
     }
 }
 

@@ -329,33 +329,39 @@ impl Reader {
             return Ok(per_group.into_iter().map(|(rg, _)| vec![rg]).collect());
         };
         let budget = limit / 2;
-        let mut out: Vec<Vec<usize>> = Vec::new();
-        let mut used = 0u64;
-        for (rg, bytes) in per_group {
-            if bytes > budget {
-                return Err(Error::InvalidRequest {
-                    location: crate::error::Location {
-                        row_group: Some(rg),
-                        ..self.source.location()
-                    },
-                    message: format!(
-                        "this row group's selected column chunks need {bytes} bytes, over half the memory limit of {limit} bytes (two groups are in memory at once while streaming)"
-                    ),
-                });
+        if let Some(&(rg, bytes)) = per_group.iter().find(|(_, bytes)| *bytes > budget) {
+            return Err(Error::InvalidRequest {
+                location: crate::error::Location {
+                    row_group: Some(rg),
+                    ..self.source.location()
+                },
+                message: format!(
+                    "this row group's selected column chunks need {bytes} bytes, over half the memory limit of {limit} bytes (two groups are in memory at once while streaming)"
+                ),
+            });
+        }
+        Ok(pack_consecutive(per_group, budget))
+    }
+}
+
+/// Consecutive `(row group, bytes)` packed greedily into groups of at most `target` bytes (a group
+/// holds at least one row group, whatever its size).
+pub(crate) fn pack_consecutive(sizes: Vec<(usize, u64)>, target: u64) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut used = 0u64;
+    for (rg, bytes) in sizes {
+        match out.last_mut() {
+            Some(g) if used + bytes <= target => {
+                g.push(rg);
+                used += bytes;
             }
-            match out.last_mut() {
-                Some(g) if used + bytes <= budget => {
-                    g.push(rg);
-                    used += bytes;
-                }
-                _ => {
-                    out.push(vec![rg]);
-                    used = bytes;
-                }
+            _ => {
+                out.push(vec![rg]);
+                used = bytes;
             }
         }
-        Ok(out)
     }
+    out
 }
 
 fn fetch(io: &AnyBackend, source: &ParquetSource, plan: Arc<ReadPlan>, threads: usize) -> Result<ColumnChunks> {

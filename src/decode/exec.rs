@@ -173,8 +173,6 @@ pub trait OwnedBuffer: std::fmt::Debug + Send + Sync {
     }
     /// A host copy of the bytes.
     fn to_host(&self) -> Result<Vec<u8>>;
-    /// Where the bytes are, for consumers of the layout (0 when empty).
-    fn address(&self) -> u64;
 }
 
 impl OwnedBuffer for Vec<u8> {
@@ -184,9 +182,6 @@ impl OwnedBuffer for Vec<u8> {
     fn to_host(&self) -> Result<Vec<u8>> {
         Ok(self.clone())
     }
-    fn address(&self) -> u64 {
-        self.as_ptr() as u64
-    }
 }
 
 impl OwnedBuffer for crate::gpu::DeviceBuffer<u8> {
@@ -195,9 +190,6 @@ impl OwnedBuffer for crate::gpu::DeviceBuffer<u8> {
     }
     fn to_host(&self) -> Result<Vec<u8>> {
         self.copy_to_host()
-    }
-    fn address(&self) -> u64 {
-        self.device_address()
     }
 }
 

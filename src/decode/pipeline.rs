@@ -314,7 +314,7 @@ pub fn decode_step<E: Executor>(
         let counted: Vec<ChunkDesc> = exec.read(d, descs.len())?;
         let mut total = 0u64;
         for (i, c) in counted.iter().enumerate() {
-            check_chunk(c, &chunks[i], &gpu, source, &location)?;
+            check_chunk(c, &chunks[i], &gpu, source)?;
             descs[i].first_page = total as u32;
             descs[i].page_capacity = c.page_count;
             total += c.page_count as u64;
@@ -328,7 +328,7 @@ pub fn decode_step<E: Executor>(
         let filled: Vec<ChunkDesc> = exec.read(d, descs.len())?;
         let infos: Vec<PageInfo> = exec.read(p, total as usize)?;
         for (i, c) in filled.iter().enumerate() {
-            check_chunk(c, &chunks[i], &gpu, source, &location)?;
+            check_chunk(c, &chunks[i], &gpu, source)?;
             if c.page_count != descs[i].page_capacity {
                 return Err(corrupt(
                     source,
@@ -881,33 +881,18 @@ pub fn decode_step<E: Executor>(
                 .map(|v| v.join(", "))
                 .unwrap_or_else(|| "none".into());
         } else {
-            let mut codecs: Vec<String> = row_groups
-                .iter()
-                .flat_map(|&g| {
-                    r.leaves
-                        .iter()
-                        .map(move |&l| format!("{:?}", meta.row_group(g).column(l).compression()))
-                })
-                .collect();
+            let mut codecs: Vec<String> = Vec::new();
+            for &g in row_groups {
+                for &l in &r.leaves {
+                    let chunk = meta.row_group(g).column(l);
+                    codecs.push(format!("{:?}", chunk.compression()));
+                    cs.compressed_bytes += chunk.compressed_size().max(0) as u64;
+                    cs.uncompressed_bytes += chunk.uncompressed_size().max(0) as u64;
+                }
+            }
             codecs.sort();
             codecs.dedup();
             cs.codec = codecs.join(",");
-            cs.compressed_bytes = row_groups
-                .iter()
-                .flat_map(|&g| {
-                    r.leaves
-                        .iter()
-                        .map(move |&l| meta.row_group(g).column(l).compressed_size().max(0) as u64)
-                })
-                .sum();
-            cs.uncompressed_bytes = row_groups
-                .iter()
-                .flat_map(|&g| {
-                    r.leaves
-                        .iter()
-                        .map(move |&l| meta.row_group(g).column(l).uncompressed_size().max(0) as u64)
-                })
-                .sum();
             cs.decompressed_on = "host (arrow-rs)".into();
         }
         cs.decoded_on = match &decoded {
@@ -1003,13 +988,7 @@ fn check_pages<E: Executor>(
 }
 
 /// A chunk's header-pass outcome: an error names the page by its header offset.
-fn check_chunk(
-    c: &ChunkDesc,
-    ch: &ChunkPages,
-    gpu: &[(usize, GpuLeaf)],
-    source: &ParquetSource,
-    _location: &Location,
-) -> Result<()> {
+fn check_chunk(c: &ChunkDesc, ch: &ChunkPages, gpu: &[(usize, GpuLeaf)], source: &ParquetSource) -> Result<()> {
     if c.error == 0 {
         return Ok(());
     }
