@@ -135,31 +135,38 @@ __device__ inline u64 read_bits(const u8* base, u64 len, u64 bit, u32 width) {
     return v;
 }
 
-// Block-wide exclusive prefix sum of one u32 per thread (blockDim.x a multiple of 32, at most 1024).
-// `scratch` needs 32 u32 of shared memory. Returns the thread's exclusive prefix; *total gets the sum.
-__device__ inline u32 block_exclusive_scan(u32 v, u32* scratch, u32* total) {
+// Block-wide inclusive prefix sum of one value per thread, wrapping (blockDim.x a multiple of 32, at
+// most 1024). `scratch` needs 32 T of shared memory; *total (when not null) gets the block's sum. Ends
+// with a barrier, so the caller may reuse `scratch` at once. The one scan of every kernel file.
+template <typename T>
+__device__ inline T block_inclusive_scan(T v, T* scratch, T* total) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    u32 x = v;
+    T x = v;
     for (u32 o = 1; o < 32; o <<= 1) {
-        u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        T y = __shfl_up_sync(0xffffffffu, x, o);
         if (lane >= o) x += y;
     }
     if (lane == 31) scratch[warp] = x;
     __syncthreads();
     if (warp == 0) {
-        u32 w = lane < nwarps ? scratch[lane] : 0;
+        T w = lane < nwarps ? scratch[lane] : 0;
         for (u32 o = 1; o < 32; o <<= 1) {
-            u32 y = __shfl_up_sync(0xffffffffu, w, o);
+            T y = __shfl_up_sync(0xffffffffu, w, o);
             if (lane >= o) w += y;
         }
         scratch[lane] = w;  // inclusive sums of warps
     }
     __syncthreads();
-    u32 warp_prefix = warp == 0 ? 0 : scratch[warp - 1];
-    u32 t = scratch[nwarps - 1];
+    const T r = (warp == 0 ? 0 : scratch[warp - 1]) + x;
+    const T t = scratch[nwarps - 1];
     __syncthreads();  // scratch may be reused by the caller
     if (total) *total = t;
-    return warp_prefix + x - v;
+    return r;
+}
+
+// The exclusive form of block_inclusive_scan for u32 (the thread's prefix without its own value).
+__device__ inline u32 block_exclusive_scan(u32 v, u32* scratch, u32* total) {
+    return block_inclusive_scan<u32>(v, scratch, total) - v;
 }
 
 // Reports each struct's size so the host can check the layout against layout.rs.

@@ -121,28 +121,7 @@ __device__ inline void copy_bytes(u8* dst, const u8* src, u64 n) {
 // Block-wide exclusive prefix sum of one u64 per thread (blockDim.x a multiple of 32). `scratch`
 // needs 32 u64 of shared memory. Returns the thread's exclusive prefix; *total gets the sum.
 __device__ inline u64 block_exclusive_scan_u64(u64 v, u64* scratch, u64* total) {
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    u64 x = v;
-    for (u32 o = 1; o < 32; o <<= 1) {
-        const u64 y = __shfl_up_sync(FULL_MASK, x, o);
-        if (lane >= o) x += y;
-    }
-    if (lane == 31) scratch[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-        u64 w = lane < nwarps ? scratch[lane] : 0;
-        for (u32 o = 1; o < 32; o <<= 1) {
-            const u64 y = __shfl_up_sync(FULL_MASK, w, o);
-            if (lane >= o) w += y;
-        }
-        scratch[lane] = w;
-    }
-    __syncthreads();
-    const u64 warp_prefix = warp == 0 ? 0 : scratch[warp - 1];
-    const u64 t = scratch[nwarps - 1];
-    __syncthreads();
-    if (total) *total = t;
-    return warp_prefix + x - v;
+    return block_inclusive_scan<u64>(v, scratch, total) - v;
 }
 
 // ---- RLE / bit-packed hybrid, decoded a window at a time ----

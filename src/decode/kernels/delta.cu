@@ -32,32 +32,6 @@ __device__ inline void store_le(u8* p, u64 v, u32 width) {
     }
 }
 
-// Block-wide inclusive prefix sum of one u64 per thread (wrapping). `scratch` needs 32 u64 of shared
-// memory. *total gets the block's sum. Ends with a barrier, so scratch can be reused at once.
-__device__ inline u64 block_inclusive_scan_u64(u64 v, u64* scratch, u64* total) {
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    u64 x = v;
-    for (u32 o = 1; o < 32; o <<= 1) {
-        u64 y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
-    if (lane == 31) scratch[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-        u64 w = lane < nwarps ? scratch[lane] : 0;
-        for (u32 o = 1; o < 32; o <<= 1) {
-            u64 y = __shfl_up_sync(0xffffffffu, w, o);
-            if (lane >= o) w += y;
-        }
-        scratch[lane] = w;
-    }
-    __syncthreads();
-    u64 r = (warp == 0 ? 0 : scratch[warp - 1]) + x;
-    *total = scratch[nwarps - 1];
-    __syncthreads();
-    return r;
-}
-
 // The smallest `key` among the threads with `bad` set, or ~0 when none (collective).
 __device__ inline u64 block_first_bad(bool bad, u64 key, u64* slot) {
     if (threadIdx.x == 0) *slot = ~0ull;
@@ -254,7 +228,7 @@ __device__ bool dbp_chunk(DbpState& s, u64 k0, u64 count, u64* carry, u64* value
         d = g.min_delta + read_bits(s.base, s.len, g.bit + (u64)(t - g.start) * g.width, g.width);
     }
     u64 total;
-    u64 incl = block_inclusive_scan_u64(d, s.scratch, &total);
+    u64 incl = block_inclusive_scan<u64>(d, s.scratch, &total);
     *value = *carry + incl;
     *carry += total;
     return true;
@@ -389,7 +363,7 @@ __device__ void delta_lengths_to_sources(PageDesc* page, const ColumnDesc* col, 
         const i64 chunk_last = sh_len[n_here - 1];
         const u64 sv = (valid && sl >= 0) ? (u64)sl : 0;
         u64 total;
-        const u64 off = cum + block_inclusive_scan_u64(sv, scratch, &total) - sv;
+        const u64 off = cum + block_inclusive_scan<u64>(sv, scratch, &total) - sv;
         const bool bad_prefix = valid && prefix_dense && (p < 0 || (i64)p > before);
         const bool bad_len = valid && (sl < 0 || off + sv > avail);
         const u64 first = block_first_bad(bad_prefix || bad_len, (k << 1) | (bad_prefix ? 0 : 1), slot);
