@@ -12,7 +12,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use gpu_parquet::gpu::nvcomp::{
-    Codec, DecompressBackend, DecompressItem, DecompressOutcome, Nvcomp, STATUS_NOT_WRITTEN, sys,
+    Codec, DecompressBackend, DecompressItem, DecompressOutcome, Nvcomp, STATUS_NOT_WRITTEN,
 };
 use gpu_parquet::gpu::{DeviceBuffer, GpuContext, Stream};
 use gpu_parquet::{Error, Settings};
@@ -223,34 +223,12 @@ fn a_bad_item_fails_alone() {
     );
     assert_ne!(outcomes[1].status, STATUS_NOT_WRITTEN);
 
-    // Valid data but an output buffer too small for it: the headers promise
-    // nvcompErrorCannotDecompress for every codec; any failure status will do here. Not Snappy nor
-    // LZ4: measured on the H200 with nvCOMP 5.3, its Snappy decoder wrote past the too-small output
-    // (the statuses and sizes of the batch came back as text) and its LZ4 decoder overwrote the
-    // neighbouring page's output, which is why the decoder walks every Snappy and LZ4 stream
-    // (gp_validate_compressed) and only hands nvCOMP bodies whose output size it has checked.
-    {
-        let codec = Codec::Zstd;
-        let inputs: Vec<Vec<u8>> = originals.iter().map(|o| compress(codec, o)).collect();
-        let mut caps = sizes.clone();
-        caps[1] /= 2;
-        let batch = run(&nvcomp, &stream, codec, &inputs, &caps);
-        let outcomes = batch.outcomes.expect("batch runs");
-        assert!(
-            outcomes[0].is_success() && outcomes[2].is_success(),
-            "{codec}: {outcomes:?}"
-        );
-        assert!(
-            batch.outputs[0] == originals[0] && batch.outputs[2] == originals[2],
-            "{codec}"
-        );
-        let status = outcomes[1].status;
-        assert!(
-            status != sys::NVCOMP_SUCCESS && status != STATUS_NOT_WRITTEN,
-            "{codec}: {status}"
-        );
-        eprintln!("{codec}, output too small: {}", nvcomp.library().status_string(status));
-    }
+    // Not tested: valid data with an output buffer too small for it. The headers promise
+    // nvcompErrorCannotDecompress for every codec, but on the H200 with nvCOMP 5.3 Snappy wrote past the
+    // output (the batch's statuses and sizes came back as text), and LZ4 and zstd overwrote the
+    // neighbouring page's output. So the decoder never gives nvCOMP a body whose output size it has not
+    // proven: Snappy and LZ4 streams are walked, zstd frames must carry their content size, gzip its
+    // ISIZE (gp_validate_compressed); anything else is decompressed on the host.
 }
 
 #[test]

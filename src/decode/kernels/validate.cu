@@ -4,7 +4,7 @@
 // step walk in parallel on every SM, and a walk never diverges from another in the same warp.
 //   SNAPPY, LZ4_RAW: the whole stream is walked: every literal and match inside the input, every match
 //     offset inside what was produced, the output exactly the declared size, the input used up.
-//   ZSTD: the frame magic number, and the frame content size, where the frame header gives it, equal
+//   ZSTD: the frame magic number, and the frame content size, which the frame header must give, equal
 //     to the declared size.
 //   GZIP: the member header (1f 8b 08), and ISIZE (the last 4 bytes) equal to the declared size modulo
 //     2^32; a body of several members fails this check and goes to the host decompressor.
@@ -136,7 +136,9 @@ __device__ inline u32 validate_zstd(const u8* s, u64 n, u64 want) {
     p += dict_bytes;
     const u32 fcs_bytes = fcs_flag == 0 ? (single ? 1 : 0) : (fcs_flag == 1 ? 2 : (fcs_flag == 2 ? 4 : 8));
     if (p + fcs_bytes > n) return VALIDATE_TRUNCATED;
-    if (fcs_bytes == 0) return VALIDATE_OK;  // the size is not in the header: nvCOMP's status and size decide
+    // No content size in the header: nothing proves the output fits (nvCOMP's zstd decoder was seen
+    // writing past a too-small output), so the host decompresses it.
+    if (fcs_bytes == 0) return VALIDATE_WRONG_SIZE;
     u64 fcs = 0;
     for (u32 i = 0; i < fcs_bytes; i++) fcs |= (u64)s[p + i] << (8 * i);
     if (fcs_bytes == 2) fcs += 256;

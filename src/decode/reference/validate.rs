@@ -179,7 +179,8 @@ fn zstd(s: &[u8], want: u64) -> u32 {
         return st::TRUNCATED;
     }
     if fcs_bytes == 0 {
-        return st::OK;
+        // No content size: nothing proves the output fits, so the host decompresses it.
+        return st::WRONG_SIZE;
     }
     let mut fcs = le(s, p, fcs_bytes);
     if fcs_bytes == 2 {
@@ -252,6 +253,16 @@ mod tests {
             assert_eq!(validate_one(codec::GZIP, &g, n as u64), st::OK, "gzip {n}");
             assert_eq!(validate_one(codec::GZIP, &g, n as u64 + 3), st::WRONG_SIZE);
         }
+    }
+
+    #[test]
+    fn zstd_frames_without_a_content_size_go_to_the_host() {
+        let data = sample(10_000);
+        let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        enc.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut enc, &data).unwrap();
+        let z = enc.finish().unwrap();
+        assert_eq!(validate_one(codec::ZSTD, &z, 10_000), st::WRONG_SIZE);
     }
 
     #[test]
