@@ -9,7 +9,7 @@ use parquet::basic::Compression;
 use rayon::prelude::*;
 
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
-use crate::decode::layout::{ValidateItem, validate_codec};
+use crate::decode::layout::{ValidateItem, validate_codec, validate_status};
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
@@ -29,8 +29,6 @@ pub struct DeviceExecutor<'a> {
     owned: BTreeMap<u64, DeviceBuffer<u8>>,
     live_bytes: u64,
     peak_bytes: u64,
-    /// Statuses of the bodies the last pre-check refused (for the report's reason).
-    last_precheck: Vec<u32>,
     /// Whether bodies are checked before nvCOMP sees them.
     precheck: bool,
 }
@@ -52,7 +50,6 @@ impl<'a> DeviceExecutor<'a> {
             owned: BTreeMap::new(),
             live_bytes: 0,
             peak_bytes: 0,
-            last_precheck: Vec::new(),
             precheck: true,
         }
     }
@@ -155,10 +152,10 @@ fn validate_codec_of(codec: Compression) -> Option<u32> {
 }
 
 impl DeviceExecutor<'_> {
-    /// Runs `gp_validate_compressed` over `items[todo]`; the indices that failed.
-    fn validate(&mut self, codec: Compression, items: &[Decompress], todo: &[usize]) -> Result<Vec<usize>> {
+    /// Runs `gp_validate_compressed` over `items[todo]`; the indices that failed, with their statuses.
+    fn validate(&mut self, codec: Compression, items: &[Decompress], todo: &[usize]) -> Result<Vec<(usize, u32)>> {
         let Some(id) = validate_codec_of(codec) else {
-            return Ok(todo.to_vec());
+            return Ok(todo.iter().map(|&i| (i, validate_status::BAD_HEADER)).collect());
         };
         if todo.is_empty() {
             return Ok(Vec::new());
@@ -179,14 +176,12 @@ impl DeviceExecutor<'_> {
         self.launch_raw("gp_validate_compressed", n, 32, &[Arg::U64(addr), Arg::U32(n)])?;
         let back: Vec<ValidateItem> = self.read(addr, v.len())?;
         self.free(addr);
-        let failed: Vec<(usize, u32)> = todo
+        Ok(todo
             .iter()
             .zip(back)
-            .filter(|(_, b)| b.status != 0)
+            .filter(|(_, b)| b.status != validate_status::OK)
             .map(|(&i, b)| (i, b.status))
-            .collect();
-        self.last_precheck = failed.iter().map(|&(_, st)| st).collect();
-        Ok(failed.into_iter().map(|(i, _)| i).collect())
+            .collect())
     }
 
     /// Decompresses `items[todo]` with nvCOMP. Inputs not aligned as the codec requires (page bodies
@@ -391,13 +386,12 @@ impl Executor for DeviceExecutor<'_> {
                 // Say how they failed, and whether the host reference of the check agrees (a page the
                 // GPU refuses but the reference passes would be a decoder bug, worth seeing).
                 let mut by: BTreeMap<&str, usize> = BTreeMap::new();
-                for &st in &self.last_precheck {
-                    *by.entry(crate::decode::layout::validate_status::describe(st))
-                        .or_default() += 1;
+                for &(_, st) in &failed {
+                    *by.entry(validate_status::describe(st)).or_default() += 1;
                 }
                 let id = validate_codec_of(codec).unwrap_or(0);
                 let mut reference_passes = 0;
-                for &i in failed.iter().take(16) {
+                for &(i, _) in failed.iter().take(16) {
                     let body = self.read::<u8>(items[i].src, items[i].src_len)?;
                     if crate::decode::reference::validate::validate_one(id, &body, items[i].dst_len as u64) == 0 {
                         reference_passes += 1;
@@ -408,7 +402,8 @@ impl Executor for DeviceExecutor<'_> {
                     failed.len(),
                     failed.len().min(16)
                 ));
-                todo.retain(|i| !failed.contains(i));
+                let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
+                todo.retain(|i| !refused.contains(i));
             }
             if !todo.is_empty() {
                 let outcomes = self.nvcomp_batch(nv, *c, items, &todo)?;
