@@ -75,6 +75,38 @@ pub struct StepSummary {
     /// Time the decode waited for this step's reads.
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub io_wait: Duration,
+    /// When this step's reads ran, from the start of the read.
+    pub read_window: Window,
+    /// When this step was decoded (from taking its chunks to its columns being ready).
+    pub decode_window: Window,
+}
+
+/// A span of time from the start of a read, in seconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Window {
+    /// Start, seconds from the start of the read.
+    pub from: f64,
+    /// End, seconds from the start of the read.
+    pub to: f64,
+}
+
+impl Window {
+    fn between(origin: Instant, from: Instant, to: Instant) -> Self {
+        let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
+        Self {
+            from: secs(from),
+            to: secs(to),
+        }
+    }
+
+    fn len(&self) -> f64 {
+        (self.to - self.from).max(0.0)
+    }
+
+    /// Seconds this window shares with `other`.
+    fn overlap(&self, other: &Window) -> f64 {
+        (self.to.min(other.to) - self.from.max(other.from)).max(0.0)
+    }
 }
 
 impl Reader {
@@ -127,6 +159,7 @@ impl Reader {
         for (k, fetched) in stream.enumerate() {
             let chunks = fetched?;
             let io_wait = waited.elapsed();
+            let decode_from = Instant::now();
             let AnyBuffer::Device(buffer) = &chunks.buffer else {
                 return Err(Error::device("GPU decoder", "the backend returned host memory"));
             };
@@ -148,6 +181,8 @@ impl Reader {
                 chunk_bytes: chunk_bytes[k],
                 stats,
                 io_wait,
+                read_window: Window::between(started, chunks.fetched.start, chunks.fetched.end),
+                decode_window: Window::between(started, decode_from, Instant::now()),
             });
             io_plans.push(chunks.plan.clone());
             io_logs.push(chunks.log.clone());
@@ -345,6 +380,19 @@ impl DecodeReport {
             ms(self.wall),
             self.gbps(),
             ms(self.steps.iter().map(|s| s.io_wait).sum()),
+        ));
+        let reading: f64 = self.steps.iter().map(|s| s.read_window.len()).sum();
+        let decoding: f64 = self.steps.iter().map(|s| s.decode_window.len()).sum();
+        let overlapped: f64 = self
+            .steps
+            .iter()
+            .flat_map(|d| self.steps.iter().map(move |r| d.decode_window.overlap(&r.read_window)))
+            .sum();
+        out.push_str(&format!(
+            "steps: reads {:.1} ms, decodes {:.1} ms, of which {:.1} ms while reads ran\n",
+            reading * 1e3,
+            decoding * 1e3,
+            overlapped * 1e3
         ));
         out.push_str(&format!(
             "device memory: output {} bytes, peak {} bytes tracked / {} measured, budget {} bytes\n",

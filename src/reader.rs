@@ -365,10 +365,13 @@ pub(crate) fn pack_consecutive(sizes: Vec<(usize, u64)>, target: u64) -> Vec<Vec
 }
 
 fn fetch(io: &AnyBackend, source: &ParquetSource, plan: Arc<ReadPlan>, threads: usize) -> Result<ColumnChunks> {
+    let started = std::time::Instant::now();
     let f = io.fetch(source, &plan)?;
+    let fetched = started..std::time::Instant::now();
     let report = ReadReport::build(&source.path().display().to_string(), &plan, &f.log);
     Ok(ColumnChunks {
         buffer: f.buffer,
+        fetched,
         plan,
         report,
         log: f.log,
@@ -382,6 +385,8 @@ fn fetch(io: &AnyBackend, source: &ParquetSource, plan: Arc<ReadPlan>, threads: 
 #[derive(Debug)]
 pub struct ColumnChunks {
     pub(crate) buffer: AnyBuffer,
+    /// When the fetch started and when its bytes were in place.
+    pub(crate) fetched: std::ops::Range<std::time::Instant>,
     pub(crate) plan: Arc<ReadPlan>,
     pub(crate) report: ReadReport,
     pub(crate) log: IoLog,
