@@ -84,6 +84,20 @@ pub enum Kernel {
         /// `u64`.
         count: u64,
     },
+    /// Checks that every string of a column is UTF-8: the first failing byte position is min'ed into
+    /// the `u64` at `result` (which starts at `u64::MAX`).
+    ValidateUtf8 {
+        /// `u8[n]`, the characters.
+        chars: u64,
+        /// Characters.
+        n: u64,
+        /// `i32[rows + 1]`, the Arrow offsets.
+        offsets: u64,
+        /// Rows.
+        rows: u64,
+        /// `u64`.
+        result: u64,
+    },
     /// A value conversion of `n` rows ([`Conversion`]).
     Convert {
         /// Which.
@@ -314,6 +328,13 @@ impl Executor for HostExecutor {
                 let before: u64 = a.read::<u64>(count, 1).and_then(|v| v.first().copied()).unwrap_or(0);
                 a.write(count, &[before + set]);
             }
+            Kernel::ValidateUtf8 {
+                chars,
+                n,
+                offsets,
+                rows,
+                result,
+            } => reference::core::validate_utf8_at(a, chars, n, offsets, rows, result),
             Kernel::Convert { op, src, n, dst } => reference::convert::convert(a, op, src, n, dst),
         }
         Ok(())

@@ -340,6 +340,22 @@ impl Executor for DeviceExecutor<'_> {
                 let grid = n.div_ceil(256).min(65_535) as u32;
                 self.launch_raw("gp_pack_bits", grid, 256, &[U64(bytes), U64(n), U64(words), U64(count)])
             }
+            Kernel::ValidateUtf8 {
+                chars,
+                n,
+                offsets,
+                rows,
+                result,
+            } => {
+                // Grid-stride over bytes and rows; a few waves of blocks are enough to fill the GPU.
+                let grid = n.max(rows).div_ceil(256).clamp(1, 4096) as u32;
+                self.launch_raw(
+                    "gp_validate_utf8",
+                    grid,
+                    256,
+                    &[U64(chars), U64(n), U64(offsets), U64(rows), U64(result)],
+                )
+            }
             Kernel::Convert { op, src, n, dst } => {
                 let grid = n.div_ceil(256).min(65_535) as u32;
                 self.launch_raw("gp_convert", grid, 256, &[U32(op as u32), U64(src), U64(n), U64(dst)])

@@ -702,6 +702,7 @@ pub fn decode_step<E: Executor>(
                 run(exec, PageKernel::DeltaByteArrayCopy)?;
             }
             check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
+            check_utf8(exec, &cols, &kept, &pages, &origins, source, &gpu)?;
         }
     }
 
@@ -952,6 +953,74 @@ fn kernel_error(source: &ParquetSource, gpu: &[(usize, GpuLeaf)], o: &PageOrigin
     }
 }
 
+/// Checks the string columns (Arrow `Utf8`, as arrow-rs refuses a string that is not UTF-8) on the
+/// device, one launch per column and one read for all; a failure names the page of the first bad row.
+fn check_utf8<E: Executor>(
+    exec: &mut E,
+    cols: &[ColumnDesc],
+    kept: &[usize],
+    pages: &[PageDesc],
+    origins: &[PageOrigin],
+    source: &ParquetSource,
+    gpu: &[(usize, GpuLeaf)],
+) -> Result<()> {
+    let strings: Vec<usize> = (0..cols.len())
+        .filter(|&k| matches!(gpu[kept[k]].1.data_type, DataType::Utf8 | DataType::LargeUtf8))
+        .collect();
+    if strings.is_empty() {
+        return Ok(());
+    }
+    let results = exec.alloc(strings.len() * 8)?;
+    exec.write(results, &vec![u64::MAX; strings.len()])?;
+    for (i, &k) in strings.iter().enumerate() {
+        let c = &cols[k];
+        exec.launch(Kernel::ValidateUtf8 {
+            chars: c.out_values,
+            n: c.chars_capacity,
+            offsets: c.out_offsets,
+            rows: c.num_rows,
+            result: results + 8 * i as u64,
+        })?;
+    }
+    let bad: Vec<u64> = exec.read(results, strings.len())?;
+    exec.free(results);
+    let Some((i, &at)) = bad.iter().enumerate().find(|(_, b)| **b != u64::MAX) else {
+        return Ok(());
+    };
+    let k = strings[i];
+    let c = &cols[k];
+    // The row holding byte `at`: the last row whose string starts at or before it and is not empty.
+    let offsets: Vec<i32> = exec.read(c.out_offsets, c.num_rows as usize + 1)?;
+    let row = offsets[1..].partition_point(|&o| (o as i64) <= at as i64) as u32;
+    let page = pages
+        .iter()
+        .position(|p| p.column == k as u32 && p.row_start <= row && row - p.row_start < p.num_values);
+    let message =
+        format!("a string that is not valid UTF-8 (byte {at} of the step's characters, row {row} of the step)");
+    Err(match page {
+        Some(pi) => {
+            let o = &origins[pi];
+            Error::CorruptPage {
+                location: Location::chunk(
+                    &source.location().file,
+                    source.column_path(gpu[o.column].1.leaf),
+                    o.row_group,
+                ),
+                page: Some(o.page),
+                message,
+            }
+        }
+        None => Error::CorruptPage {
+            location: Location {
+                column: Some(source.column_path(gpu[kept[k]].1.leaf)),
+                ..source.location()
+            },
+            page: None,
+            message,
+        },
+    })
+}
+
 /// Reads the step's page and column error flags once; the first page error (in page order) wins.
 #[allow(clippy::too_many_arguments)]
 fn check_pages<E: Executor>(
@@ -1071,6 +1140,15 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
                         ));
                     }
                     return bad(format!("encoding {e} is not valid for this column's type"));
+                }
+                // Values outside parquet.thrift's Encoding make the header invalid even where the
+                // column has no levels to decode (arrow-rs refuses the page the same way).
+                let known = |e: i32| e == 0 || (2..=9).contains(&e);
+                if p.page_type == 0 && !(known(p.def_level_encoding) && known(p.rep_level_encoding)) {
+                    return bad(format!(
+                        "level encodings {} and {} (not Parquet encodings)",
+                        p.def_level_encoding, p.rep_level_encoding
+                    ));
                 }
                 if p.page_type == 0 && leaf.max_def > 0 && p.def_level_encoding as u32 != encoding::RLE {
                     return Ok(Some(format!(

@@ -226,12 +226,14 @@ pub(crate) fn run_emulated(step: &Step) -> Emulated {
         .map(|c| {
             let n = r.u64() as usize;
             let chars = r.take(n).to_vec();
+            let utf8 = r.u64();
             let valid_bits = r.bits().filter(|_| c.out_valid != 0);
             let value_bits = r.bits().filter(|_| c.physical == pt::BOOLEAN);
             ColumnOut {
                 values: chars,
                 valid_bits,
                 value_bits,
+                utf8_first_bad: (c.physical == pt::BYTE_ARRAY).then_some(utf8),
                 ..ColumnOut::default()
             }
         })
@@ -300,6 +302,10 @@ pub(crate) fn assert_same(what: &str, reference: &Step, outs: &[ColumnOut], emu:
         assert_eq!(
             outs[c].value_bits, emu.outs[c].value_bits,
             "{what}: column {c} value bits"
+        );
+        assert_eq!(
+            outs[c].utf8_first_bad, emu.outs[c].utf8_first_bad,
+            "{what}: column {c} UTF-8 check"
         );
     }
     for (addr, bytes) in &emu.regions {

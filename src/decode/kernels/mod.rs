@@ -27,8 +27,9 @@
 //! | | host: read `out_offsets[num_rows]` of each BYTE_ARRAY column without `error`, allocate that many characters (`out_values`, `chars_capacity`) | | | |
 //! | 8 | `gp_copy_strings(PageDesc*, u32 n, const ColumnDesc*)` | n × 256 | `str_src`, `str_len`, `out_offsets` | `out_values` (characters) |
 //! | 9 | `gp_pack_bits(const u8*, u64 len, u32* words, u64* set)` | any × 256 (grid-stride) | validity or boolean bytes | `ceil(len/32)` words, `*set += ` set bits |
+//! | 10 | `gp_validate_utf8(const u8* chars, u64 n, const i32* offsets, u64 rows, u64* first_bad)` (string columns) | any × any (grid-stride) | `out_values`, `out_offsets` | `*first_bad` min= first byte failing UTF-8 |
 //!
-//! `t` is a `u64[n]` scratch buffer. Blocks of other sizes trap (except 1 and 9). Every page error is
+//! `t` is a `u64[n]` scratch buffer. Blocks of other sizes trap (except 1, 9 and 10). Every page error is
 //! in `PageDesc::error` / `error_detail`, dictionary errors in `DictDesc`, offset overflow in
 //! `ColumnDesc::error`; a later kernel skips a page already in error, and the result, errors included,
 //! is deterministic and equal to the references'. The tests run these kernels on a CPU emulation

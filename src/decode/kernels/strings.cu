@@ -282,3 +282,73 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
         page_error(pg, (u32)(first_bad & 0xffffffffu), (u32)(first_bad >> 32));
     }
 }
+
+namespace gpcore {
+
+// Bytes of the UTF-8 sequence a lead byte starts (1 for ASCII), 0 for a byte no sequence starts with
+// (a continuation byte, C0, C1, F5..FF).
+__device__ inline u32 utf8_len(u8 b) {
+    if (b < 0x80) return 1;
+    if (b < 0xC2) return 0;
+    if (b < 0xE0) return 2;
+    if (b < 0xF0) return 3;
+    if (b < 0xF5) return 4;
+    return 0;
+}
+
+__device__ inline bool utf8_cont(u8 b) { return (b & 0xC0) == 0x80; }
+
+// Whether byte p of chars[0, n) is where it may be in valid UTF-8: a lead byte followed by its whole,
+// shortest-form, non-surrogate sequence of at most U+10FFFF; or a continuation byte that a lead byte
+// at most 3 before it (with only continuation bytes between) claims.
+__device__ inline bool utf8_ok_at(const u8* chars, u64 n, u64 p) {
+    const u8 b = chars[p];
+    if (utf8_cont(b)) {
+        for (u64 k = 1; k <= 3 && k <= p; k++) {
+            const u8 q = chars[p - k];
+            if (!utf8_cont(q)) return utf8_len(q) > k;
+        }
+        return false;
+    }
+    const u32 len = utf8_len(b);
+    if (len == 0 || p + len > n) return false;
+    for (u32 k = 1; k < len; k++)
+        if (!utf8_cont(chars[p + k])) return false;
+    if (len >= 3) {
+        const u8 c = chars[p + 1];
+        if (b == 0xE0 && c < 0xA0) return false;  // overlong
+        if (b == 0xED && c > 0x9F) return false;  // surrogate
+        if (b == 0xF0 && c < 0x90) return false;  // overlong
+        if (b == 0xF4 && c > 0x8F) return false;  // over U+10FFFF
+    }
+    return true;
+}
+
+}  // namespace gpcore
+
+// Grid-stride over the characters of one string column (any grid, any block). Every string is valid
+// UTF-8 exactly when every byte passes utf8_ok_at and no string starts on a continuation byte. The
+// first failing byte position (a string starting on a continuation byte fails at its first byte) is
+// atomicMin'ed into *first_bad, which the host sets to ~0 first. Reads only chars[0, n) and
+// offsets[0, rows].
+// Host reference: reference/core.rs (validate_utf8).
+extern "C" __global__ void gp_validate_utf8(const u8* chars, u64 n, const i32* offsets, u64 rows, u64* first_bad) {
+    using namespace gpcore;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 bad = ~0ull;
+    for (u64 p = start; p < n; p += stride) {
+        if (!utf8_ok_at(chars, n, p)) {
+            bad = p;
+            break;  // later bytes of this thread only come after it
+        }
+    }
+    for (u64 r = start; r < rows; r += stride) {
+        const i32 o = offsets[r];
+        if (o >= 0 && (u64)o < n && offsets[r + 1] > o && utf8_cont(chars[o])) {
+            bad = bad < (u64)o ? bad : (u64)o;
+            break;
+        }
+    }
+    if (bad != ~0ull) atomicMin(first_bad, bad);
+}

@@ -851,3 +851,69 @@ pub fn pack_bits(arena: &mut Arena, bytes_addr: u64, n: u64, words_addr: u64) ->
     }
     words.iter().map(|w| u64::from(w.count_ones())).sum()
 }
+
+/// Bytes of the UTF-8 sequence lead byte `b` starts (1 for ASCII), 0 for a byte none starts with.
+fn utf8_len(b: u8) -> u64 {
+    match b {
+        0x00..=0x7f => 1,
+        0xc2..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf4 => 4,
+        _ => 0,
+    }
+}
+
+fn utf8_cont(b: u8) -> bool {
+    b & 0xc0 == 0x80
+}
+
+/// Whether byte `p` of `chars` is where it may be in valid UTF-8 (`gp_validate_utf8`'s per-byte test).
+fn utf8_ok_at(chars: &[u8], p: usize) -> bool {
+    let b = chars[p];
+    if utf8_cont(b) {
+        for k in 1..=3.min(p) {
+            let q = chars[p - k];
+            if !utf8_cont(q) {
+                return utf8_len(q) > k as u64;
+            }
+        }
+        return false;
+    }
+    let len = utf8_len(b) as usize;
+    if len == 0 || p + len > chars.len() || !chars[p + 1..p + len].iter().all(|&c| utf8_cont(c)) {
+        return false;
+    }
+    let c = chars.get(p + 1).copied().unwrap_or(0);
+    !(len >= 3
+        && ((b == 0xe0 && c < 0xa0) || (b == 0xed && c > 0x9f) || (b == 0xf0 && c < 0x90) || (b == 0xf4 && c > 0x8f)))
+}
+
+/// `gp_validate_utf8`: the first byte position of `chars` where UTF-8 fails (a byte out of place, or
+/// a non-empty string starting on a continuation byte), or `u64::MAX` when every string
+/// `chars[offsets[r]..offsets[r + 1]]` is valid UTF-8.
+pub fn validate_utf8(chars: &[u8], offsets: &[i32]) -> u64 {
+    let bytes = (0..chars.len())
+        .find(|&p| !utf8_ok_at(chars, p))
+        .map_or(u64::MAX, |p| p as u64);
+    let starts = offsets
+        .windows(2)
+        .filter(|w| w[0] >= 0 && (w[0] as usize) < chars.len() && w[1] > w[0] && utf8_cont(chars[w[0] as usize]))
+        .map(|w| w[0] as u64)
+        .next()
+        .unwrap_or(u64::MAX);
+    bytes.min(starts)
+}
+
+/// [`validate_utf8`] over arena buffers: `n` characters at `chars`, `rows + 1` offsets at `offsets`;
+/// the result at `result` (left alone if a buffer is not in the arena, a caller's bug).
+pub fn validate_utf8_at(arena: &mut Arena, chars: u64, n: u64, offsets: u64, rows: u64, result: u64) {
+    let (Some(c), Some(o)) = (arena.get(chars, n), arena.read::<i32>(offsets, rows as usize + 1)) else {
+        return;
+    };
+    let bad = validate_utf8(c, &o);
+    let before = arena
+        .read::<u64>(result, 1)
+        .and_then(|v| v.first().copied())
+        .unwrap_or(u64::MAX);
+    arena.write(result, &[before.min(bad)]);
+}

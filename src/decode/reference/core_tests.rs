@@ -156,6 +156,50 @@ proptest! {
     }
 }
 
+/// Rows over `chars` cut at `cuts` (sorted, deduplicated, inside), as Arrow offsets.
+fn cut_rows(chars: &[u8], cuts: &[usize]) -> Vec<i32> {
+    let mut at: Vec<usize> = cuts.iter().map(|c| c % (chars.len() + 1)).collect();
+    at.sort_unstable();
+    let mut offsets = vec![0i32];
+    offsets.extend(at.iter().map(|&c| c as i32));
+    offsets.push(chars.len() as i32);
+    offsets
+}
+
+fn all_rows_utf8(chars: &[u8], offsets: &[i32]) -> bool {
+    offsets
+        .windows(2)
+        .all(|w| std::str::from_utf8(&chars[w[0] as usize..w[1] as usize]).is_ok())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Valid text cut into rows anywhere (mid-character too): the check fails exactly when some row
+    /// is not UTF-8 by itself, as `std::str::from_utf8` (and so arrow-rs) says.
+    #[test]
+    fn utf8_check_agrees_with_std_on_cut_text(text in "\\PC{0,24}", cuts in proptest::collection::vec(any::<usize>(), 0..6)) {
+        let chars = text.as_bytes();
+        let offsets = cut_rows(chars, &cuts);
+        let bad = validate_utf8(chars, &offsets);
+        prop_assert_eq!(bad == u64::MAX, all_rows_utf8(chars, &offsets), "{:?} {:?} -> {}", chars, offsets, bad);
+        prop_assert!(bad == u64::MAX || bad < chars.len() as u64);
+    }
+
+    /// Bytes near UTF-8's edges (continuations, lead bytes, C0/C1, E0/ED/F0/F4 neighbours, F5+).
+    #[test]
+    fn utf8_check_agrees_with_std_on_edge_bytes(
+        chars in proptest::collection::vec(prop_oneof![
+            0x00u8..0x80, 0x80u8..0xc0, 0xc0u8..0xc4, 0xdeu8..0xe2, 0xecu8..0xf5, 0xf3u8..=0xff,
+        ], 0..16),
+        cuts in proptest::collection::vec(any::<usize>(), 0..4),
+    ) {
+        let offsets = cut_rows(&chars, &cuts);
+        let bad = validate_utf8(&chars, &offsets);
+        prop_assert_eq!(bad == u64::MAX, all_rows_utf8(&chars, &offsets), "{:?} {:?} -> {}", chars, offsets, bad);
+    }
+}
+
 #[test]
 fn hybrid_edges() {
     assert_eq!(decode_hybrid(&[], 3, 0), Ok((vec![], 0)));

@@ -37,6 +37,8 @@ pub(crate) struct ColumnOut {
     pub valid_bits: Option<(Vec<u32>, u64)>,
     /// BOOLEAN: `pack_bits` of the value bytes.
     pub value_bits: Option<(Vec<u32>, u64)>,
+    /// BYTE_ARRAY: `validate_utf8` of the characters (the first failing byte, `u64::MAX` for none).
+    pub utf8_first_bad: Option<u64>,
 }
 
 /// Parquet's `Encoding` as the number in the file.
@@ -264,7 +266,9 @@ pub(crate) fn run_core(step: &mut Step) -> Vec<ColumnOut> {
                 out.valid_bits = Some(pack(arena, col.out_valid));
             }
             if byte_array {
-                out.offsets = Some(arena.read(col.out_offsets, n as usize + 1).expect("offsets"));
+                let offsets: Vec<i32> = arena.read(col.out_offsets, n as usize + 1).expect("offsets");
+                out.utf8_first_bad = Some(r::validate_utf8(&out.values, &offsets));
+                out.offsets = Some(offsets);
             }
             if col.physical == pt::BOOLEAN {
                 out.value_bits = Some(pack(arena, col.out_values));

@@ -7,7 +7,8 @@
 //        u32 ndicts DictDesc[] (str_src buffers hold addresses too, and are translated like descriptors)
 //   OUT: "GPEMU1" the regions again (same order; str_src contents translated back to fake addresses,
 //        ~0 for an address in no region), the descriptors (addresses translated back; a BYTE_ARRAY
-//        column's out_values as 0), then per column: u64 nchars chars, u32 nwords words u64 set (validity
+//        column's out_values as 0), then per column: u64 nchars chars, u64 first byte failing
+//        gp_validate_utf8 (~0 for none, and for a column not BYTE_ARRAY), u32 nwords words u64 set (validity
 //        bits; nwords 0 when none), u32 nwords words u64 set (boolean value bits).
 #include "cuda_emu.h"
 
@@ -216,6 +217,15 @@ int main(int argc, char** argv) {
         const ColumnDesc& col = cols[c];
         put<uint64_t>(out, chars[c] ? col.chars_capacity : 0);
         if (chars[c]) std::fwrite(chars[c], 1, col.chars_capacity, out);
+        unsigned long long first_bad = ~0ull;
+        if (col.physical == PT_BYTE_ARRAY && col.error == 0) {
+            // A small grid, so the grid-stride loops stride.
+            const uint64_t work = std::max<uint64_t>(col.chars_capacity, col.num_rows);
+            const unsigned grid = (unsigned)std::min<uint64_t>(3, (work + 63) / 64 + 1);
+            emu::launch(gp_validate_utf8, grid, 64, (const u8*)chars[c], (u64)col.chars_capacity,
+                        (const i32*)to_real(col.out_offsets), (u64)col.num_rows, (u64*)&first_bad);
+        }
+        put<uint64_t>(out, first_bad);
         pack(out, (const uint8_t*)to_real(col.out_valid), col.num_rows, col.out_valid != 0);
         const bool boolean = col.physical == PT_BOOLEAN;
         pack(out, boolean ? (const uint8_t*)to_real(col.out_values) : nullptr, col.num_rows, boolean);
