@@ -80,6 +80,16 @@ pub enum Error {
         got: u64,
     },
 
+    /// The file changed (was truncated, grew or was rewritten) while it was being read: what was read
+    /// may mix two versions, so nothing of it is returned.
+    #[error("{location}: {message}")]
+    FileChanged {
+        /// Where.
+        location: Location,
+        /// What changed.
+        message: String,
+    },
+
     /// The Parquet metadata is not valid for this file (bad offsets, lengths, projection...).
     #[error("{location}: invalid metadata: {message}")]
     InvalidMetadata {

@@ -32,6 +32,8 @@ pub struct ParquetSource {
     metadata: Arc<ParquetMetaData>,
     chunks: Arc<Vec<Vec<CheckedChunk>>>,
     repairs: Arc<Vec<String>>,
+    /// Size and modification time when opened, to notice a file rewritten while it is read.
+    opened_as: Option<(u64, std::time::SystemTime)>,
 }
 
 /// A column chunk whose byte range was checked against the file.
@@ -139,6 +141,8 @@ impl ParquetSource {
             }
             check_overlaps(&path, &metadata, &chunks)?;
         }
+        // Taken after the footer was read: a change from here on is caught by `check_unchanged`.
+        let opened_as = file.metadata().ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
         Ok(Self {
             path,
             file: Arc::new(file),
@@ -146,6 +150,7 @@ impl ParquetSource {
             metadata,
             chunks: Arc::new(chunks),
             repairs: Arc::new(repairs),
+            opened_as,
         })
     }
 
@@ -193,6 +198,31 @@ impl ParquetSource {
     /// A location naming this file.
     pub fn location(&self) -> Location {
         Location::file(&self.path)
+    }
+
+    /// Fails if the open file's size or modification time differ from when it was opened: bytes read
+    /// from a file rewritten in place may mix two versions, and nothing else would notice (page
+    /// checksums are optional). A file replaced by a rename is not a change: the open descriptor still
+    /// reads the old one. Readers call it after every fetch.
+    pub fn check_unchanged(&self) -> Result<()> {
+        let Some((len, modified)) = self.opened_as else {
+            return Ok(());
+        };
+        let now = self
+            .file
+            .metadata()
+            .map_err(|e| Error::io(self.location(), "cannot stat", e))?;
+        let what = if now.len() != len {
+            format!("its size went from {len} to {} bytes", now.len())
+        } else if now.modified().ok() != Some(modified) {
+            "it was modified".to_string()
+        } else {
+            return Ok(());
+        };
+        Err(Error::FileChanged {
+            location: self.location(),
+            message: format!("the file changed while it was being read ({what}); read it again"),
+        })
     }
 }
 

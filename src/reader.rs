@@ -367,6 +367,7 @@ pub(crate) fn pack_consecutive(sizes: Vec<(usize, u64)>, target: u64) -> Vec<Vec
 fn fetch(io: &AnyBackend, source: &ParquetSource, plan: Arc<ReadPlan>, threads: usize) -> Result<ColumnChunks> {
     let started = std::time::Instant::now();
     let f = io.fetch(source, &plan)?;
+    source.check_unchanged()?;
     let fetched = started..std::time::Instant::now();
     let report = ReadReport::build(&source.path().display().to_string(), &plan, &f.log);
     Ok(ColumnChunks {
