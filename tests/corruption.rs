@@ -1,0 +1,649 @@
+//! The corruption suite: files written here with arrow-rs (every route of the decoder: plain,
+//! dictionary, delta, byte stream split, nulls, a list; uncompressed and Snappy; data pages v1 and
+//! v2), then damaged on purpose at known places: truncated at every section boundary, bytes flipped in
+//! the footer, the page headers and the page data, metadata that lies (chunks past the end or
+//! overlapping, negative offsets, huge value and row counts), dictionary-index bit widths over 32 and
+//! 64, page sizes that lie (compressed and uncompressed), and a file changed during the read.
+//!
+//! Every damaged file goes through every decoder this machine has: the host path (host backend,
+//! arrow-rs), the GPU decode pipeline on its host references (`decode_reference`, which CI runs), and
+//! on a GPU machine the GPU decoder itself (else it prints why it skips). Each must give an error
+//! naming the file (and, for damage inside a column chunk, the column and row group where the
+//! decoder can tell), or a table equal to arrow-rs's own read of the same damaged file; never a
+//! panic, never a hang, never a different table.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use arrow::array::{Array, ArrayRef, Float32Array, Int32Array, Int64Array, ListArray, StringArray};
+use arrow::datatypes::{DataType, Field, Int32Type, Schema};
+use arrow::record_batch::RecordBatch;
+use gpu_parquet::decode::gpu::decode_reference;
+use gpu_parquet::decode::reference::page_headers::parse_pages;
+use gpu_parquet::{BackendKind, Error, ParquetSource, PlanOptions, Projection, ReadPlan, Reader, RowGroupSelection};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding};
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, ParquetMetaDataWriter};
+use parquet::file::properties::{WriterProperties, WriterVersion};
+use parquet::schema::types::ColumnPath;
+
+/// Longest a decoder may take on one damaged file (they take milliseconds; this catches hangs).
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+const ROWS: usize = 3000;
+
+fn table() -> RecordBatch {
+    let ids: Int64Array = (0..ROWS as i64).map(|i| i * 7 - 1000).collect();
+    let codes: Int32Array = (0..ROWS as i32).map(|i| i % 37).collect();
+    let deltas: Int32Array = (0..ROWS as i32).map(|i| i * 3 + (i % 5)).collect();
+    let floats: Float32Array = (0..ROWS).map(|i| (i % 4 != 0).then_some(i as f32 * 0.5)).collect();
+    let names: StringArray = (0..ROWS)
+        .map(|i| (i % 6 != 0).then(|| format!("name-{}", i % 23)))
+        .collect();
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>(
+        (0..ROWS).map(|i| (i % 9 != 0).then(|| (0..(i % 4) as i32).map(Some).collect::<Vec<_>>())),
+    );
+    let schema = Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("code", DataType::Int32, false),
+        Field::new("delta", DataType::Int32, false),
+        Field::new("f", DataType::Float32, true),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("list", lists.data_type().clone(), true),
+    ]);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(ids),
+        Arc::new(codes),
+        Arc::new(deltas),
+        Arc::new(floats),
+        Arc::new(names),
+        Arc::new(lists),
+    ];
+    RecordBatch::try_new(Arc::new(schema), columns).expect("batch")
+}
+
+/// The undamaged files: 3 row groups of several pages, uncompressed (v1 pages) and Snappy (v2 pages).
+fn write_base(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (name, compression, version) in [
+        ("plain-v1", Compression::UNCOMPRESSED, WriterVersion::PARQUET_1_0),
+        ("snappy-v2", Compression::SNAPPY, WriterVersion::PARQUET_2_0),
+    ] {
+        let props = WriterProperties::builder()
+            .set_compression(compression)
+            .set_writer_version(version)
+            .set_max_row_group_row_count(Some(ROWS / 3))
+            .set_data_page_row_count_limit(256)
+            .set_write_batch_size(128)
+            .set_column_dictionary_enabled(ColumnPath::from("id"), false)
+            .set_column_dictionary_enabled(ColumnPath::from("delta"), false)
+            .set_column_encoding(ColumnPath::from("delta"), Encoding::DELTA_BINARY_PACKED)
+            .set_column_dictionary_enabled(ColumnPath::from("f"), false)
+            .set_column_encoding(ColumnPath::from("f"), Encoding::BYTE_STREAM_SPLIT)
+            .build();
+        let path = dir.join(format!("{name}.parquet"));
+        let file = std::fs::File::create(&path).expect("create");
+        let batch = table();
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("writer");
+        w.write(&batch).expect("write");
+        w.close().expect("close");
+        out.push(path);
+    }
+    out
+}
+
+/// Where the damage is: the whole file, or one column chunk (leaf column path, row group).
+#[derive(Debug, Clone)]
+enum Scope {
+    File,
+    Chunk(String, usize),
+}
+
+#[derive(Debug)]
+struct Case {
+    name: String,
+    bytes: Vec<u8>,
+    scope: Scope,
+}
+
+/// A page of the base file: its chunk and its header as the parser read it.
+struct PageAt {
+    column: String,
+    row_group: usize,
+    /// File offset of the page header.
+    header: usize,
+    /// File offset of the page body.
+    body: usize,
+    info: gpu_parquet::decode::layout::PageInfo,
+}
+
+fn pages_of(path: &Path, bytes: &[u8]) -> (ParquetSource, Vec<PageAt>) {
+    let source = ParquetSource::open(path).expect("base file opens");
+    let mut pages = Vec::new();
+    for (g, row) in source.checked_chunks().iter().enumerate() {
+        for (c, chunk) in row.iter().enumerate() {
+            let start = chunk.offset as usize;
+            let chunk_bytes = &bytes[start..start + chunk.len as usize];
+            for info in parse_pages(chunk_bytes).expect("base pages parse") {
+                pages.push(PageAt {
+                    column: source.column_path(c),
+                    row_group: g,
+                    header: start + info.header_offset as usize,
+                    body: start + info.data_offset as usize,
+                    info,
+                });
+            }
+        }
+    }
+    (source, pages)
+}
+
+fn footer_start(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+    n - 8 - footer_len
+}
+
+/// The file's bytes before the footer, then `meta` written as its footer.
+fn with_footer(bytes: &[u8], meta: &ParquetMetaData) -> Vec<u8> {
+    let mut out = bytes[..footer_start(bytes)].to_vec();
+    ParquetMetaDataWriter::new(&mut out, meta)
+        .finish()
+        .expect("footer written");
+    out
+}
+
+fn metadata_of(bytes: &[u8]) -> ParquetMetaData {
+    ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::copy_from_slice(bytes))
+        .expect("base footer")
+}
+
+/// The same metadata with column `col` of row group `g` changed by `f`.
+fn lie(
+    meta: &ParquetMetaData,
+    g: usize,
+    col: usize,
+    f: impl FnOnce(
+        parquet::file::metadata::ColumnChunkMetaDataBuilder,
+    ) -> parquet::file::metadata::ColumnChunkMetaDataBuilder,
+) -> ParquetMetaData {
+    let mut groups: Vec<_> = meta.row_groups().to_vec();
+    let mut cols: Vec<_> = groups[g].columns().to_vec();
+    cols[col] = f(cols[col].clone().into_builder()).build().expect("column metadata");
+    groups[g] = groups[g]
+        .clone()
+        .into_builder()
+        .set_column_metadata(cols)
+        .build()
+        .expect("row group metadata");
+    meta.clone().into_builder().set_row_groups(groups).build()
+}
+
+/// Rewrites the zigzag varint of a Thrift compact i32 field at `at` (just after its field header)
+/// to `value` when the new encoding has the same length; `None` otherwise.
+fn patch_varint(bytes: &[u8], at: usize, value: i32) -> Option<Vec<u8>> {
+    let old_len = bytes[at..].iter().position(|b| b & 0x80 == 0)? + 1;
+    let mut z = ((value << 1) ^ (value >> 31)) as u32;
+    let mut enc = Vec::new();
+    loop {
+        if z < 0x80 {
+            enc.push(z as u8);
+            break;
+        }
+        enc.push((z as u8 & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    (enc.len() == old_len).then(|| {
+        let mut out = bytes.to_vec();
+        out[at..at + old_len].copy_from_slice(&enc);
+        out
+    })
+}
+
+fn cases(path: &Path) -> Vec<Case> {
+    let bytes = std::fs::read(path).expect("base bytes");
+    let (source, pages) = pages_of(path, &bytes);
+    let n = bytes.len();
+    let footer = footer_start(&bytes);
+    let mut out = Vec::new();
+    let mut push = |name: String, bytes: Vec<u8>, scope: Scope| out.push(Case { name, bytes, scope });
+
+    // Pages damaged: every page of the middle row group, the first page of each other chunk.
+    let sampled: Vec<&PageAt> = pages
+        .iter()
+        .enumerate()
+        .filter(|(k, p)| {
+            p.row_group == 1 || *k == 0 || pages[k - 1].column != p.column || pages[k - 1].row_group != p.row_group
+        })
+        .map(|(_, p)| p)
+        .collect();
+
+    // Truncation at every section boundary: after the magic, at the sampled pages' headers and
+    // bodies, at the footer, inside the length and the closing magic.
+    let mut cuts = vec![4, footer, n - 8, n - 4, n - 1];
+    for p in &sampled {
+        cuts.extend([p.header, p.body, p.body + p.info.compressed_size as usize / 2]);
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    for cut in cuts {
+        push(format!("truncated at {cut}"), bytes[..cut].to_vec(), Scope::File);
+    }
+
+    // Flipped bytes: every byte of the first three page headers (three masks), then a few bytes of
+    // each sampled page's header and body; the footer at 40 places.
+    for (k, p) in sampled.iter().enumerate() {
+        let (positions, masks): (Vec<usize>, &[u8]) = if k < 3 {
+            ((p.header..p.body).collect(), &[0xff, 0x01, 0x80])
+        } else {
+            (vec![p.header, p.header + 2, p.header + 4, p.body - 1], &[0xff, 0x01])
+        };
+        let body = [p.body, p.body + p.info.compressed_size.max(1) as usize / 2];
+        for (at, masks) in positions
+            .into_iter()
+            .map(|a| (a, masks))
+            .chain(body.map(|a| (a, &[0xffu8][..])))
+        {
+            for &mask in masks {
+                let mut b = bytes.clone();
+                b[at] ^= mask;
+                push(
+                    format!(
+                        "byte {at} ^ {mask:#04x} (page at {} of {} rg {})",
+                        p.header, p.column, p.row_group
+                    ),
+                    b,
+                    Scope::Chunk(p.column.clone(), p.row_group),
+                );
+            }
+        }
+    }
+    for at in (footer..n - 8).step_by(((n - 8 - footer) / 40).max(1)) {
+        let mut b = bytes.clone();
+        b[at] ^= 0xff;
+        push(format!("footer byte {at} ^ 0xff"), b, Scope::File);
+    }
+
+    // Metadata that lies, written as a new footer.
+    let meta = metadata_of(&bytes);
+    let chunk = |g: usize, c: usize| source.checked_chunks()[g][c];
+    let first = meta.row_group(1).column(0).clone();
+    let next = meta.row_group(1).column(1).clone();
+    let lies: Vec<(String, ParquetMetaData, Scope)> = vec![
+        (
+            "chunk offset past the end".into(),
+            lie(&meta, 1, 0, |c| {
+                c.set_data_page_offset(n as i64 + 100).set_dictionary_page_offset(None)
+            }),
+            Scope::Chunk("id".into(), 1),
+        ),
+        (
+            "chunk size past the end".into(),
+            lie(&meta, 1, 0, |c| c.set_total_compressed_size(n as i64)),
+            Scope::Chunk("id".into(), 1),
+        ),
+        (
+            "negative chunk offset".into(),
+            lie(&meta, 1, 0, |c| {
+                c.set_data_page_offset(-5).set_dictionary_page_offset(None)
+            }),
+            Scope::Chunk("id".into(), 1),
+        ),
+        (
+            "chunks overlapping".into(),
+            lie(&meta, 1, 1, |c| {
+                c.set_data_page_offset(first.data_page_offset())
+                    .set_dictionary_page_offset(first.dictionary_page_offset())
+            }),
+            Scope::Chunk("code".into(), 1),
+        ),
+        (
+            "chunk size one byte short".into(),
+            lie(&meta, 1, 1, |c| c.set_total_compressed_size(next.compressed_size() - 1)),
+            Scope::Chunk("code".into(), 1),
+        ),
+        (
+            "huge num_values".into(),
+            lie(&meta, 1, 0, |c| c.set_num_values(1 << 40)),
+            Scope::Chunk("id".into(), 1),
+        ),
+        (
+            "huge row count".into(),
+            {
+                let mut groups: Vec<_> = meta.row_groups().to_vec();
+                groups[1] = groups[1]
+                    .clone()
+                    .into_builder()
+                    .set_num_rows(1 << 40)
+                    .build()
+                    .expect("rg");
+                meta.clone().into_builder().set_row_groups(groups).build()
+            },
+            Scope::File,
+        ),
+        (
+            "row count one short".into(),
+            {
+                let mut groups: Vec<_> = meta.row_groups().to_vec();
+                let rows = groups[2].num_rows();
+                groups[2] = groups[2]
+                    .clone()
+                    .into_builder()
+                    .set_num_rows(rows - 1)
+                    .build()
+                    .expect("rg");
+                meta.clone().into_builder().set_row_groups(groups).build()
+            },
+            Scope::File,
+        ),
+    ];
+    let _ = chunk;
+    for (name, m, scope) in lies {
+        push(name, with_footer(&bytes, &m), scope);
+    }
+
+    // Page contents that lie.
+    for p in &sampled {
+        let scope = Scope::Chunk(p.column.clone(), p.row_group);
+        let i = &p.info;
+        // Dictionary-encoded data pages of a required column in v1 start with the indices' bit width.
+        let dict_data = (i.page_type == 0 || i.page_type == 3) && i.encoding == Encoding::RLE_DICTIONARY as i32;
+        let required = p.column == "code";
+        if dict_data && required && i.is_compressed == 1 && i.page_type == 0 && !path_is_snappy(path) {
+            for width in [0u8, 1, 33, 64, 65, 200, 255] {
+                let mut b = bytes.clone();
+                b[p.body] = width;
+                push(
+                    format!("dictionary index bit width {width} (page at {})", p.header),
+                    b,
+                    scope.clone(),
+                );
+            }
+        }
+        // The header's uncompressed and compressed sizes (fields 2 and 3, each after a 0x15 field
+        // header): off by one and by a lot, where the varint keeps its length.
+        if bytes[p.header + 2] == 0x15 {
+            let at = p.header + 3;
+            for v in [
+                i.uncompressed_size - 1,
+                i.uncompressed_size + 1,
+                i.uncompressed_size * 2,
+                0,
+            ] {
+                if let Some(b) = patch_varint(&bytes, at, v) {
+                    push(
+                        format!(
+                            "uncompressed size {v} for {} (page at {})",
+                            i.uncompressed_size, p.header
+                        ),
+                        b,
+                        scope.clone(),
+                    );
+                }
+            }
+            let len = bytes[at..].iter().position(|b| b & 0x80 == 0).unwrap() + 1;
+            if bytes[at + len] == 0x15 {
+                for v in [i.compressed_size - 1, i.compressed_size + 1, i.compressed_size * 3] {
+                    if let Some(b) = patch_varint(&bytes, at + len + 1, v) {
+                        push(
+                            format!("compressed size {v} for {} (page at {})", i.compressed_size, p.header),
+                            b,
+                            scope.clone(),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn path_is_snappy(path: &Path) -> bool {
+    path.to_string_lossy().contains("snappy")
+}
+
+/// The decoders this machine has.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Decoder {
+    /// Host backend, arrow-rs.
+    Host,
+    /// Host backend, the GPU pipeline on its host references.
+    Reference,
+    /// The GPU decoder (auto backend).
+    Gpu,
+}
+
+fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
+    match decoder {
+        Decoder::Host => Reader::builder(path)
+            .with_backend(BackendKind::Host)
+            .build()?
+            .read_batches()?
+            .concat(),
+        Decoder::Reference => {
+            let source = ParquetSource::open(path)?;
+            let plan = ReadPlan::build(
+                &source,
+                &Projection::All,
+                &RowGroupSelection::All,
+                PlanOptions::default(),
+            )?;
+            let reader = Reader::builder(path).with_backend(BackendKind::Host).build()?;
+            let fetched = reader.read()?.into_buffer();
+            let gpu_parquet::io::select::AnyBuffer::Host(host) = fetched else {
+                unreachable!("the host backend reads into host memory");
+            };
+            let (batch, _) = decode_reference(&source, &plan, &host.into_bytes())?;
+            batch.to_host()
+        }
+        Decoder::Gpu => Reader::builder(path)
+            .with_backend(BackendKind::Auto)
+            .build()?
+            .read_device()?
+            .table
+            .to_host(),
+    }
+}
+
+/// Runs `f` on a thread of its own, failing the test when it takes over [`TIMEOUT`] or panics.
+fn bounded<T: Send + 'static>(what: String, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(TIMEOUT) {
+        Ok(v) => {
+            let _ = t.join();
+            v
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no answer in {TIMEOUT:?} (a hang)"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
+    }
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    cases: usize,
+    refused: usize,
+    same_as_arrow_rs: usize,
+    named_chunk: usize,
+    /// What went wrong, one line per case and decoder.
+    defects: Vec<String>,
+}
+
+fn run_suite(decoders: &[Decoder]) -> Tally {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // One thread per base file.
+    let tallies: Vec<Tally> = std::thread::scope(|s| {
+        let handles: Vec<_> = write_base(dir.path())
+            .into_iter()
+            .map(|base| {
+                let dir = dir.path();
+                s.spawn(move || run_file(&base, dir, decoders))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("suite thread")).collect()
+    });
+    let mut tally = Tally::default();
+    for t in tallies {
+        tally.cases += t.cases;
+        tally.refused += t.refused;
+        tally.same_as_arrow_rs += t.same_as_arrow_rs;
+        tally.named_chunk += t.named_chunk;
+        tally.defects.extend(t.defects);
+    }
+    tally
+}
+
+fn run_file(base: &Path, dir: &Path, decoders: &[Decoder]) -> Tally {
+    let mut tally = Tally::default();
+    let want = common::arrow_rs_read(base).expect("arrow-rs reads the base file");
+    for d in decoders {
+        let got = decode_with(*d, base).unwrap_or_else(|e| panic!("{d:?} on the undamaged {}: {e}", base.display()));
+        assert_eq!(got, want, "{d:?} on the undamaged {}", base.display());
+    }
+    let stem = base.file_stem().expect("name").to_string_lossy().to_string();
+    for (k, case) in cases(base).into_iter().enumerate() {
+        let path = dir.join(format!("{stem}-case-{k}.parquet"));
+        std::fs::write(&path, &case.bytes).expect("write case");
+        let theirs = common::arrow_rs_read(&path);
+        for &d in decoders {
+            let what = format!("{d:?} on {} ({}, {})", case.name, base.display(), path.display());
+            let p = path.clone();
+            let ours = bounded(what.clone(), move || decode_with(d, &p));
+            tally.cases += 1;
+            match ours {
+                Err(e) => {
+                    tally.refused += 1;
+                    let msg = e.to_string();
+                    if matches!(e, Error::DecoderPanic { .. }) && d != Decoder::Host {
+                        tally.defects.push(format!("{what}: our decoder panicked: {msg}"));
+                    }
+                    if !msg.contains(&path.display().to_string()) {
+                        tally
+                            .defects
+                            .push(format!("{what}: the error does not name the file: {msg}"));
+                    }
+                    if let Scope::Chunk(column, g) = &case.scope
+                        && msg.contains(&format!("column '{column}'"))
+                        && msg.contains(&format!("row group {g}"))
+                    {
+                        tally.named_chunk += 1;
+                    }
+                }
+                Ok(batch) => match &theirs {
+                    Ok(t) if &batch == t => tally.same_as_arrow_rs += 1,
+                    Ok(_) => tally
+                        .defects
+                        .push(format!("{what}: decoded, but not as arrow-rs reads the same bytes")),
+                    Err(e) => tally
+                        .defects
+                        .push(format!("{what}: decoded a file arrow-rs refuses ({e})")),
+                },
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+    tally
+}
+
+#[test]
+fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_host_decoders() {
+    let tally = run_suite(&[Decoder::Host, Decoder::Reference]);
+    println!("{tally:#?}");
+    assert!(
+        tally.defects.is_empty(),
+        "{} defects:\n{}",
+        tally.defects.len(),
+        tally.defects.join("\n")
+    );
+    assert!(tally.cases > 1500, "{tally:?}");
+    assert!(
+        tally.refused > tally.cases / 4,
+        "most damage must be noticed: {tally:?}"
+    );
+    assert!(tally.named_chunk > 100, "chunk damage names its chunk: {tally:?}");
+}
+
+#[test]
+fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_gpu() {
+    if let Err(why) = gpu_parquet::gpu::cuda_present() {
+        common::skip(&format!("no CUDA driver ({why})"));
+        return;
+    }
+    if let Err(why) = gpu_parquet::gpu::nvrtc::nvrtc_present() {
+        common::skip(&why);
+        return;
+    }
+    let tally = run_suite(&[Decoder::Gpu]);
+    println!("{tally:#?}");
+    assert!(
+        tally.defects.is_empty(),
+        "{} defects:\n{}",
+        tally.defects.len(),
+        tally.defects.join("\n")
+    );
+    assert!(tally.refused > tally.cases / 4, "{tally:?}");
+}
+
+/// A file rewritten in place, grown or truncated between opening and reading is refused by name:
+/// what was read may mix two versions of the file.
+#[test]
+fn a_file_changed_during_the_read_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = write_base(dir.path()).remove(0);
+    let original = std::fs::read(&base).expect("bytes");
+    type Change = fn(&Path, &[u8]);
+    let changes: [(&str, Change); 3] = [
+        ("rewritten in place, same size", |p, b| {
+            let mut b = b.to_vec();
+            b[100] ^= 1;
+            std::fs::write(p, &b).expect("rewrite");
+            // Make the change visible even where timestamps are coarse.
+            let f = std::fs::File::options().write(true).open(p).expect("open");
+            f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+                .expect("mtime");
+        }),
+        ("grown", |p, b| {
+            let mut b = b.to_vec();
+            b.extend_from_slice(&[0; 100]);
+            std::fs::write(p, &b).expect("grow");
+        }),
+        ("truncated after its chunks", |p, b| {
+            let f = std::fs::File::options().write(true).open(p).expect("open");
+            f.set_len(b.len() as u64 - 4).expect("truncate");
+        }),
+    ];
+    for (what, change) in changes {
+        std::fs::write(&base, &original).expect("restore");
+        let reader = Reader::builder(&base)
+            .with_backend(BackendKind::Host)
+            .build()
+            .expect("opens");
+        change(&base, &original);
+        match reader.read() {
+            Err(Error::FileChanged { location, message }) => {
+                assert_eq!(location.file, base, "{what}");
+                assert!(message.contains("changed"), "{what}: {message}");
+            }
+            Err(e) => panic!("{what}: another error: {e}"),
+            Ok(_) => panic!("{what}: the read succeeded"),
+        }
+        // A fresh reader of the file as it now is reads it (or refuses it for what it is).
+        std::fs::write(&base, &original).expect("restore");
+        assert!(
+            Reader::builder(&base)
+                .with_backend(BackendKind::Host)
+                .build()
+                .expect("opens")
+                .read()
+                .is_ok(),
+            "{what}"
+        );
+    }
+}
