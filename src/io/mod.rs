@@ -13,6 +13,7 @@
 
 pub mod auto;
 pub mod cufile;
+pub mod faults;
 pub mod host;
 pub mod pread;
 pub mod select;

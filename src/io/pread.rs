@@ -1,7 +1,6 @@
 //! Positional reads that either fill their buffer or say why not.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 use crate::error::{Error, Location};
 
@@ -14,7 +13,7 @@ pub fn pread_exact(file: &File, buf: &mut [u8], offset: u64, location: &Location
     let mut calls = 0u64;
     while done < buf.len() {
         calls += 1;
-        match file.read_at(&mut buf[done..], offset + done as u64) {
+        match super::faults::read_at(file, &mut buf[done..], offset + done as u64) {
             Ok(0) => {
                 return Err(Error::ShortRead {
                     location: location.clone(),

@@ -383,7 +383,6 @@ impl Job<'_> {
             && buf.is_aligned(align)
             && self.direct_failed_msg().is_none()
         {
-            use std::os::unix::fs::FileExt;
             let want = n.div_ceil(align) * align;
             let cap = buf.len();
             let dst = &mut buf.as_mut_slice()?[..want.min(cap)];
@@ -391,7 +390,7 @@ impl Job<'_> {
             let mut calls = 0u64;
             while got < n {
                 calls += 1;
-                match f.read_at(&mut dst[got..], offset + got as u64) {
+                match crate::io::faults::read_at(f, &mut dst[got..], offset + got as u64) {
                     Ok(0) => {
                         return Err(Error::ShortRead {
                             location: location(),
