@@ -39,6 +39,8 @@ pub mod conformance;
 pub mod decode;
 pub mod device_read;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod gpu;
 pub mod inspect;
 pub mod io;

@@ -1,0 +1,302 @@
+//! Bodies of the fuzz targets (`fuzz/fuzz_targets/*.rs`), kept in the library so the regression test
+//! (`tests/fuzz_regressions.rs`) replays saved inputs through exactly the code the fuzzer ran.
+//!
+//! Each body takes arbitrary bytes and panics only when it finds a defect: a panic of ours (the
+//! fuzzer reports any panic that `contain_panics` did not turn into an error), a host reference that
+//! disagrees with arrow-rs where both give an answer, or a plan that reaches outside the file. Errors
+//! are the expected outcome on bad input and are not defects.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use bytes::Bytes;
+use parquet::data_type::{ByteArrayType, DataType, Int32Type, Int64Type};
+use parquet::encodings::decoding::{Decoder, DeltaBitPackDecoder, DeltaByteArrayDecoder, DeltaLengthByteArrayDecoder};
+use parquet::encodings::rle::RleDecoder;
+
+use crate::decode::gpu::decode_reference;
+use crate::decode::host::decode_fetched;
+use crate::decode::reference::core::decode_hybrid;
+use crate::decode::reference::delta::{
+    decode_byte_stream_split, decode_delta_binary_packed_i32, decode_delta_binary_packed_i64, decode_delta_byte_array,
+    decode_delta_length_byte_array,
+};
+use crate::decode::reference::page_headers::parse_pages;
+use crate::io::IoBackend;
+use crate::io::host::HostBackend;
+use crate::{ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
+
+/// Values asked of a decoder at most (so one input cannot ask for gigabytes).
+const MAX_VALUES: usize = 1 << 16;
+
+/// Writes `data` to this thread's scratch file (the reader opens files, not memory) and returns its path.
+fn scratch_file(data: &[u8]) -> PathBuf {
+    let dir = std::env::var_os("GPU_PARQUET_FUZZ_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let shm = PathBuf::from("/dev/shm");
+            if shm.is_dir() { shm } else { std::env::temp_dir() }
+        });
+    let path = dir.join(format!(
+        "gpu-parquet-fuzz-{}-{:?}.parquet",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let mut f = std::fs::File::create(&path).expect("scratch file for the fuzzer");
+    f.write_all(data).expect("writing the scratch file");
+    path
+}
+
+/// Footer validation and planning: opening must not panic, and every plan of an opened file must
+/// stay inside the file, give each chunk its own destination bytes and cover each chunk with tasks.
+pub fn footer_plan(data: &[u8]) {
+    let path = scratch_file(data);
+    let Ok(source) = ParquetSource::open(&path) else {
+        return;
+    };
+    let leaves = source.metadata().file_metadata().schema_descr().num_columns();
+    let groups = source.metadata().num_row_groups();
+    // The whole file, then one leaf of one row group (chosen by the input), each with and without
+    // coalescing and alignment.
+    let selections = [
+        (Projection::All, RowGroupSelection::All),
+        (
+            Projection::Leaves(vec![data.len() % leaves.max(1)]),
+            RowGroupSelection::Indices(vec![data.len() % groups.max(1)]),
+        ),
+    ];
+    for (projection, row_groups) in &selections {
+        for options in [
+            PlanOptions::default(),
+            PlanOptions {
+                max_gap: 1 << 20,
+                task_size: 4096,
+                align: true,
+            },
+        ] {
+            let Ok(plan) = ReadPlan::build(&source, projection, row_groups, options) else {
+                continue;
+            };
+            check_plan(&plan, source.len());
+        }
+    }
+}
+
+fn check_plan(plan: &ReadPlan, file_len: u64) {
+    let mut dests: Vec<(u64, u64)> = Vec::new();
+    for c in &plan.chunks {
+        let end = c.offset.checked_add(c.len).expect("chunk end overflows");
+        assert!(end <= file_len, "chunk {c:?} past the file's {file_len} bytes");
+        assert!(c.dest_offset + c.len <= plan.dest_len, "chunk {c:?} past the buffer");
+        dests.push((c.dest_offset, c.dest_offset + c.len));
+        let covered: u64 = plan
+            .tasks
+            .iter()
+            .map(|t| {
+                let lo = t.offset.max(c.offset);
+                let hi = (t.offset + t.len).min(end);
+                hi.saturating_sub(lo)
+            })
+            .sum();
+        assert!(covered >= c.len, "chunk {c:?} not covered by the tasks");
+    }
+    dests.sort_unstable();
+    for w in dests.windows(2) {
+        assert!(w[0].1 <= w[1].0, "chunks share destination bytes: {w:?}");
+    }
+    for t in &plan.tasks {
+        assert!(
+            t.offset + t.len <= file_len.div_ceil(4096) * 4096,
+            "task {t:?} past the file"
+        );
+        assert!(t.dest_offset + t.len <= plan.dest_len, "task {t:?} past the buffer");
+    }
+}
+
+/// The page-header parser's host reference: any bytes as one column chunk. Every page it returns lies
+/// inside the chunk.
+pub fn page_headers(data: &[u8]) {
+    if let Ok(pages) = parse_pages(data) {
+        for p in &pages {
+            assert!(p.header_offset + u64::from(p.header_len) == p.data_offset, "{p:?}");
+            assert!(p.compressed_size >= 0, "{p:?}");
+            assert!(
+                p.data_offset + p.compressed_size as u64 <= data.len() as u64,
+                "{p:?} past the chunk"
+            );
+        }
+    }
+}
+
+/// Splits a fuzz input into a small header (parameters) and the encoded bytes.
+fn params(data: &[u8]) -> Option<(u8, usize, &[u8])> {
+    let (&a, rest) = data.split_first()?;
+    let (&b, rest) = rest.split_first()?;
+    let (&c, rest) = rest.split_first()?;
+    Some((a, (usize::from(b) << 8 | usize::from(c)) % MAX_VALUES, rest))
+}
+
+/// The RLE / bit-packed hybrid decoder (definition and repetition levels, dictionary indices,
+/// booleans) against arrow-rs's `RleDecoder`: where both give `count` values, the same values.
+pub fn hybrid(data: &[u8]) {
+    let Some((width, count, bytes)) = params(data) else {
+        return;
+    };
+    let width = u32::from(width % 34); // over 32 must be refused
+    let ours = decode_hybrid(bytes, width, count);
+    if width > 32 {
+        assert!(ours.is_err(), "bit width {width} accepted");
+        return;
+    }
+    let Ok((values, used)) = ours else {
+        return;
+    };
+    assert_eq!(values.len(), count);
+    assert!(used <= bytes.len());
+    if width == 0 {
+        assert!(values.iter().all(|&v| v == 0));
+        return;
+    }
+    let mut theirs = RleDecoder::new(width as u8);
+    if theirs.set_data(Bytes::copy_from_slice(bytes)).is_err() {
+        return;
+    }
+    let mut out = vec![0u32; count];
+    let got = arrow_rs(|| Ok(theirs.get_batch(&mut out)));
+    if matches!(got, Some(Ok(n)) if n == count) {
+        assert_eq!(values, out, "width {width}, count {count}");
+    }
+}
+
+/// Runs an oracle call into arrow-rs; `None` if it panicked. A panic of arrow-rs is not our defect,
+/// and `contain_panics` keeps it from the fuzzer's panic hook (which would abort even on a caught
+/// panic).
+fn arrow_rs<T>(f: impl FnOnce() -> crate::Result<T>) -> Option<T> {
+    crate::panic_guard::contain_panics(&crate::Location::default(), f).ok()
+}
+
+/// arrow-rs's decoder of `T` over `bytes`: `count` values, or `None` where it refuses, gives fewer or
+/// panics.
+fn arrow_decode<T: DataType>(mut d: impl Decoder<T>, bytes: &[u8], count: usize) -> Option<Vec<T::T>> {
+    arrow_rs(|| {
+        Ok((|| {
+            d.set_data(Bytes::copy_from_slice(bytes), count).ok()?;
+            let mut out = vec![T::T::default(); count];
+            let n = d.get(&mut out).ok()?;
+            (n == count).then_some(out)
+        })())
+    })
+    .flatten()
+}
+
+/// DELTA_BINARY_PACKED (32 and 64 bit), DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT
+/// references against arrow-rs's decoders (byte stream split against its definition).
+pub fn delta(data: &[u8]) {
+    let Some((kind, count, bytes)) = params(data) else {
+        return;
+    };
+    match kind % 5 {
+        0 => {
+            if let Ok((ours, used)) = decode_delta_binary_packed_i64(bytes, count) {
+                assert!(used <= bytes.len());
+                if let Some(theirs) = arrow_decode::<Int64Type>(DeltaBitPackDecoder::new(), bytes, count) {
+                    assert_eq!(ours, theirs);
+                }
+            }
+        }
+        1 => {
+            if let Ok((ours, used)) = decode_delta_binary_packed_i32(bytes, count) {
+                assert!(used <= bytes.len());
+                if let Some(theirs) = arrow_decode::<Int32Type>(DeltaBitPackDecoder::new(), bytes, count) {
+                    assert_eq!(ours, theirs);
+                }
+            }
+        }
+        2 => {
+            if let Ok(ours) = decode_delta_length_byte_array(bytes, count) {
+                assert_eq!(ours.len(), count);
+                if let Some(theirs) = arrow_decode::<ByteArrayType>(DeltaLengthByteArrayDecoder::new(), bytes, count) {
+                    let theirs: Vec<&[u8]> = theirs.iter().map(|b| b.data()).collect();
+                    assert_eq!(ours, theirs);
+                }
+            }
+        }
+        3 => {
+            if let Ok(ours) = decode_delta_byte_array(bytes, count) {
+                assert_eq!(ours.len(), count);
+                if let Some(theirs) = arrow_decode::<ByteArrayType>(DeltaByteArrayDecoder::new(), bytes, count) {
+                    let theirs: Vec<Vec<u8>> = theirs.iter().map(|b| b.data().to_vec()).collect();
+                    assert_eq!(ours, theirs);
+                }
+            }
+        }
+        _ => {
+            // Widths of every physical type byte stream split applies to: 2 (float16), 4, 8, and
+            // FIXED_LEN_BYTE_ARRAY's any.
+            let width = [2usize, 4, 8, 3, 16][count % 5];
+            let count = count.min(bytes.len() / width + 1);
+            if let Ok(ours) = decode_byte_stream_split(bytes, count, width) {
+                assert!(
+                    count * width <= bytes.len(),
+                    "{count} values of {width} bytes from {}",
+                    bytes.len()
+                );
+                // Byte b of value k is at b * stride + k, each stream `len / width` long.
+                let stride = bytes.len() / width;
+                let mut want = vec![0u8; count * width];
+                for k in 0..count {
+                    for b in 0..width {
+                        want[k * width + b] = bytes[b * stride + k];
+                    }
+                }
+                assert_eq!(ours, want);
+            }
+        }
+    }
+}
+
+/// A whole file read on the host path (footer, plan, host backend, arrow-rs decode), and the GPU
+/// decode pipeline run on its host references over the same bytes: no panic of ours, and where both
+/// decode, the same table.
+pub fn whole_file(data: &[u8]) {
+    let path = scratch_file(data);
+    let Ok(source) = ParquetSource::open(&path) else {
+        return;
+    };
+    // A file whose row groups claim more than this many values is left out: the references would
+    // allocate what the footer asks for.
+    let values: i64 = source
+        .metadata()
+        .row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns().iter().map(|c| c.num_values().max(0)))
+        .sum();
+    if values > 1 << 20 {
+        return;
+    }
+    let Ok(plan) = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    ) else {
+        return;
+    };
+    let Ok(backend) = HostBackend::new(1) else {
+        return;
+    };
+    let Ok(fetched) = backend.fetch(&source, &plan) else {
+        return;
+    };
+    let fetched = fetched.buffer.into_bytes();
+    let host = decode_fetched(&source, &plan, &fetched, 1).and_then(|t| t.concat());
+    // Not inside `contain_panics`: a panic of the pipeline is a defect the fuzzer must see.
+    let reference = decode_reference(&source, &plan, &fetched).and_then(|(batch, _)| batch.to_host());
+    if let (Ok(want), Ok(got)) = (host, reference) {
+        assert_eq!(want.schema(), got.schema());
+        assert_eq!(want.num_rows(), got.num_rows());
+        for i in 0..want.num_columns() {
+            assert_eq!(want.column(i).to_data(), got.column(i).to_data(), "column {i}");
+        }
+    }
+}
