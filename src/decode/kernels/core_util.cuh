@@ -133,7 +133,8 @@ __device__ inline u64 block_exclusive_scan_u64(u64 v, u64* scratch, u64* total) 
 // `hybrid_prefix` is the same walk, sequential):
 // - header: ULEB128; low bit 0 = RLE run of (h >> 1) copies of a ceil(width/8)-byte LE value (not
 //   masked); low bit 1 = (h >> 1) groups of 8 bit-packed values, (h >> 1) * width bytes.
-// - a header is read only while values are still wanted; runs of 0 values are skipped.
+// - a header is read only while values are still wanted; a header of 0 ends the stream (as arrow-rs
+//   and Arrow C++ read it: fastparquet pads pages with zeros), a bit-packed run of 0 groups is skipped.
 // - a bit-packed value is decodable when all its bits lie inside the stream (a truncated last run is
 //   fine as long as the wanted values are there); the stream "ends" (overrun) at the first wanted
 //   value it cannot supply: no header, a short RLE value, or a bit-packed value past the end.
@@ -187,6 +188,7 @@ __device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, 
         if (s.run_left == 0) {
             u64 h;
             if (!read_uleb128(base, &s.pos, len, &h)) { s.ended = 1; break; }
+            if (h == 0) { s.ended = 1; break; }  // a zero header ends the stream (see above)
             const u64 n = h >> 1;
             const u32 want = count - s.produced;
             if (h & 1) {

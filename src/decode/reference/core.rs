@@ -120,6 +120,10 @@ impl<'a> HybridReader<'a> {
         let len = self.bytes.len();
         while self.run_left == 0 {
             let h = read_uleb128(self.bytes, &mut self.pos)?;
+            if h == 0 {
+                // A zero header ends the stream, as arrow-rs and Arrow C++ read it.
+                return None;
+            }
             let n = h >> 1;
             if h & 1 == 1 {
                 self.run_left = n.saturating_mul(8);

@@ -207,8 +207,13 @@ fn hybrid_edges() {
     assert_eq!(decode_hybrid(&[2, 1], 33, 1), Err(ErrorCode::BadBitWidth));
     // A varint header of 11 bytes is refused.
     assert_eq!(decode_hybrid(&[0xff; 11], 1, 1), Err(ErrorCode::Overrun));
-    // RLE of width 0: no value bytes; a 0-length run is skipped.
-    assert_eq!(decode_hybrid(&[0, 6], 0, 3), Ok((vec![0, 0, 0], 2)));
+    // RLE of width 0: no value bytes.
+    assert_eq!(decode_hybrid(&[6], 0, 3), Ok((vec![0, 0, 0], 1)));
+    // A zero header (an RLE run of no values) ends the stream, as arrow-rs and Arrow C++ read it;
+    // a bit-packed run of no groups is skipped.
+    assert_eq!(decode_hybrid(&[0, 6], 0, 3), Err(ErrorCode::Overrun));
+    assert_eq!(decode_hybrid(&[6, 0, 6], 0, 3), Ok((vec![0, 0, 0], 1)));
+    assert_eq!(decode_hybrid(&[1, 6], 0, 3), Ok((vec![0, 0, 0], 2)));
     // RLE values are not masked to the width (as the GPU reads them).
     assert_eq!(decode_hybrid(&[4, 0xff], 1, 2), Ok((vec![255, 255], 2)));
     // An RLE value cut short.
