@@ -199,17 +199,17 @@ pub fn delta(data: &[u8]) {
         // The end a DELTA_BINARY_PACKED decode reports may lie past the input when only the last
         // miniblock's padding is missing (accepted, as arrow-rs does), so only the values are compared.
         0 => {
-            if let Ok((ours, _end)) = decode_delta_binary_packed_i64(bytes, count) {
-                if let Some(theirs) = arrow_decode::<Int64Type>(DeltaBitPackDecoder::new(), bytes, count) {
-                    assert_eq!(ours, theirs);
-                }
+            if let Ok((ours, _end)) = decode_delta_binary_packed_i64(bytes, count)
+                && let Some(theirs) = arrow_decode::<Int64Type>(DeltaBitPackDecoder::new(), bytes, count)
+            {
+                assert_eq!(ours, theirs);
             }
         }
         1 => {
-            if let Ok((ours, _end)) = decode_delta_binary_packed_i32(bytes, count) {
-                if let Some(theirs) = arrow_decode::<Int32Type>(DeltaBitPackDecoder::new(), bytes, count) {
-                    assert_eq!(ours, theirs);
-                }
+            if let Ok((ours, _end)) = decode_delta_binary_packed_i32(bytes, count)
+                && let Some(theirs) = arrow_decode::<Int32Type>(DeltaBitPackDecoder::new(), bytes, count)
+            {
+                assert_eq!(ours, theirs);
             }
         }
         2 => {

@@ -112,12 +112,7 @@ fn many_host_readers_on_many_threads_agree_and_account_for_their_own_reads() {
 
 #[test]
 fn many_gpu_readers_on_one_device_agree() {
-    if let Err(why) = gpu_parquet::gpu::cuda_present() {
-        common::skip(&format!("no CUDA driver ({why})"));
-        return;
-    }
-    if let Err(why) = gpu_parquet::gpu::nvrtc::nvrtc_present() {
-        common::skip(&why);
+    if !common::gpu_decoder_available() {
         return;
     }
     let files = Arc::new(files());

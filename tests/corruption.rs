@@ -552,16 +552,20 @@ fn run_file(base: &Path, dir: &Path, decoders: &[Decoder]) -> Tally {
     tally
 }
 
-#[test]
-fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_host_decoders() {
-    let tally = run_suite(&[Decoder::Host, Decoder::Reference]);
-    println!("{tally:#?}");
+fn assert_no_defects(tally: &Tally) {
     assert!(
         tally.defects.is_empty(),
         "{} defects:\n{}",
         tally.defects.len(),
         tally.defects.join("\n")
     );
+}
+
+#[test]
+fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_host_decoders() {
+    let tally = run_suite(&[Decoder::Host, Decoder::Reference]);
+    println!("{tally:#?}");
+    assert_no_defects(&tally);
     assert!(tally.cases > 1500, "{tally:?}");
     assert!(
         tally.refused > tally.cases / 4,
@@ -572,22 +576,12 @@ fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_host_decoders() {
 
 #[test]
 fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_gpu() {
-    if let Err(why) = gpu_parquet::gpu::cuda_present() {
-        common::skip(&format!("no CUDA driver ({why})"));
-        return;
-    }
-    if let Err(why) = gpu_parquet::gpu::nvrtc::nvrtc_present() {
-        common::skip(&why);
+    if !common::gpu_decoder_available() {
         return;
     }
     let tally = run_suite(&[Decoder::Gpu]);
     println!("{tally:#?}");
-    assert!(
-        tally.defects.is_empty(),
-        "{} defects:\n{}",
-        tally.defects.len(),
-        tally.defects.join("\n")
-    );
+    assert_no_defects(&tally);
     assert!(tally.refused > tally.cases / 4, "{tally:?}");
 }
 

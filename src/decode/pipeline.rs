@@ -942,6 +942,11 @@ fn kernel_error(source: &ParquetSource, gpu: &[(usize, GpuLeaf)], o: &PageOrigin
     let what = ErrorCode::from_u32(code)
         .map(ErrorCode::describe)
         .unwrap_or("an unknown decoder error");
+    page_error(source, gpu, o, format!("{what} (decoder code {code}, detail {detail})"))
+}
+
+/// A corrupt page, named by file, column, row group and page.
+fn page_error(source: &ParquetSource, gpu: &[(usize, GpuLeaf)], o: &PageOrigin, message: String) -> Error {
     Error::CorruptPage {
         location: Location::chunk(
             &source.location().file,
@@ -949,7 +954,7 @@ fn kernel_error(source: &ParquetSource, gpu: &[(usize, GpuLeaf)], o: &PageOrigin
             o.row_group,
         ),
         page: Some(o.page),
-        message: format!("{what} (decoder code {code}, detail {detail})"),
+        message,
     }
 }
 
@@ -998,18 +1003,7 @@ fn check_utf8<E: Executor>(
     let message =
         format!("a string that is not valid UTF-8 (byte {at} of the step's characters, row {row} of the step)");
     Err(match page {
-        Some(pi) => {
-            let o = &origins[pi];
-            Error::CorruptPage {
-                location: Location::chunk(
-                    &source.location().file,
-                    source.column_path(gpu[o.column].1.leaf),
-                    o.row_group,
-                ),
-                page: Some(o.page),
-                message,
-            }
-        }
+        Some(pi) => page_error(source, gpu, &origins[pi], message),
         None => Error::CorruptPage {
             location: Location {
                 column: Some(source.column_path(gpu[kept[k]].1.leaf)),

@@ -20,6 +20,20 @@ pub fn skip(reason: &str) {
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+/// Whether the GPU decoder can run here (a CUDA driver and NVRTC); when not, prints why the calling
+/// test skips.
+pub fn gpu_decoder_available() -> bool {
+    if let Err(why) = gpu_parquet::gpu::cuda_present() {
+        skip(&format!("no CUDA driver ({why})"));
+        return false;
+    }
+    if let Err(why) = gpu_parquet::gpu::nvrtc::nvrtc_present() {
+        skip(&why);
+        return false;
+    }
+    true
+}
+
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use gpu_parquet::io::host::HostBackend;
