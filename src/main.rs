@@ -465,8 +465,37 @@ fn main() -> ExitCode {
     match result {
         Ok(text) => emit(&text),
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", one_line(&e.to_string()));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `message` with control characters (a newline or NUL in a column name from a hostile footer, say)
+/// escaped, so an error stays one printable line.
+fn one_line(message: &str) -> String {
+    message
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn errors_stay_one_printable_line() {
+        assert_eq!(
+            one_line("x.parquet, column 'a\nb\0c': bad"),
+            "x.parquet, column 'a\\nb\\u{0}c': bad"
+        );
+        assert_eq!(one_line("plain: ünïcode stays"), "plain: ünïcode stays");
     }
 }
