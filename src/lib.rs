@@ -36,6 +36,7 @@ pub mod check;
 pub mod config;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
+pub mod dataset;
 pub mod decode;
 pub mod device_read;
 pub mod error;

@@ -1,0 +1,510 @@
+//! Datasets: many Parquet files of one schema read as one stream of record batches.
+//!
+//! A dataset is a directory (walked recursively), a glob pattern or a list of files. Every file must
+//! have the same Arrow schema as the first (a mismatch names both files and the column); hidden
+//! entries (names starting with `.` or `_`, such as `_SUCCESS` or `.crc` files) are skipped, as
+//! pyarrow and Spark skip them. In a directory, hive-style partition folders (`key=value/`) become
+//! columns after the file's own: `Int64` when every value of the key is an integer, `Utf8`
+//! otherwise (values percent-decoded; `__HIVE_DEFAULT_PARTITION__` is null), in the order the keys
+//! appear in the path. Every file must have the same keys.
+//!
+//! [`Dataset::batches`] reads the files in path order, one row group (or group of row groups) at a
+//! time, on a background thread that reads and decodes the next group while the caller works on the
+//! current one; each [`Reader`] is configured by the caller (backend, columns, settings).
+//!
+//! ```
+//! use gpu_parquet::dataset::{Dataset, DatasetSource};
+//! use gpu_parquet::BackendKind;
+//! let ds = Dataset::open(DatasetSource::Files(vec![
+//!     "testdata/flat_plain.parquet".into(),
+//!     "testdata/flat_plain.parquet".into(),
+//! ]))?;
+//! let mut rows = 0;
+//! for batch in ds.batches(|b| b.with_backend(BackendKind::Host)) {
+//!     rows += batch?.batch.num_rows();
+//! }
+//! assert_eq!(rows as u64, ds.num_rows());
+//! # Ok::<(), gpu_parquet::Error>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
+
+use arrow::array::{ArrayRef, Int64Array, StringArray, new_null_array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+
+use crate::error::{Error, Location, Result};
+use crate::metadata::ParquetSource;
+use crate::reader::{Reader, ReaderBuilder};
+
+/// Where a dataset's files are.
+#[derive(Debug, Clone)]
+pub enum DatasetSource {
+    /// Every non-hidden file below this directory; `key=value` folders are partitions.
+    Directory(PathBuf),
+    /// The files a glob pattern matches (`data/*.parquet`, `data/**/*.parquet`), in path order.
+    Glob(String),
+    /// These files, in this order.
+    Files(Vec<PathBuf>),
+}
+
+/// One file of a dataset and its partition values (in [`Dataset::partition_fields`] order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its partition values, `None` for a null (`__HIVE_DEFAULT_PARTITION__`).
+    pub partition_values: Vec<Option<String>>,
+}
+
+/// Files of one schema, read as one stream.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    files: Vec<DatasetFile>,
+    rows: Vec<u64>,
+    partitions: Vec<Field>,
+    schema: SchemaRef,
+}
+
+/// A batch of a dataset: which file it came from, and its rows with the partition columns.
+#[derive(Debug, Clone)]
+pub struct DatasetBatch {
+    /// Index into [`Dataset::files`].
+    pub file: usize,
+    /// The rows: the file's selected columns, then the partition columns.
+    pub batch: RecordBatch,
+}
+
+/// The null value of a hive partition.
+const HIVE_NULL: &str = "__HIVE_DEFAULT_PARTITION__";
+
+impl Dataset {
+    /// Lists the files, checks that they share one schema and one set of partition keys, and reads
+    /// each footer (validated as [`ParquetSource::open`] does).
+    pub fn open(source: DatasetSource) -> Result<Self> {
+        let (root, paths) = list_files(&source)?;
+        let mut files = Vec::with_capacity(paths.len());
+        let mut keys: Option<(PathBuf, Vec<String>)> = None;
+        for path in paths {
+            let parts = match &root {
+                Some(r) => partition_segments(r, &path)?,
+                None => Vec::new(),
+            };
+            let names: Vec<String> = parts.iter().map(|(k, _)| k.clone()).collect();
+            match &keys {
+                None => keys = Some((path.clone(), names)),
+                Some((first, want)) if *want != names => {
+                    return Err(Error::InvalidRequest {
+                        location: Location::file(&path),
+                        message: format!(
+                            "its partition keys {names:?} differ from {want:?} of {} (every file of a dataset needs the same keys)",
+                            first.display()
+                        ),
+                    });
+                }
+                Some(_) => {}
+            }
+            files.push(DatasetFile {
+                path,
+                partition_values: parts.into_iter().map(|(_, v)| v).collect(),
+            });
+        }
+        let keys = keys.map(|(_, k)| k).unwrap_or_default();
+
+        let mut file_schema: Option<(PathBuf, SchemaRef)> = None;
+        let mut rows = Vec::with_capacity(files.len());
+        for f in &files {
+            let source = ParquetSource::open(&f.path)?;
+            rows.push(
+                source
+                    .metadata()
+                    .row_groups()
+                    .iter()
+                    .map(|g| g.num_rows().max(0) as u64)
+                    .sum(),
+            );
+            let schema = arrow_schema(&source)?;
+            match &file_schema {
+                None => file_schema = Some((f.path.clone(), schema)),
+                Some((first, want)) => {
+                    if let Some(diff) = schema_difference(want, &schema) {
+                        return Err(Error::InvalidRequest {
+                            location: Location::file(&f.path),
+                            message: format!(
+                                "its schema differs from that of {}, the dataset's first file: {diff}",
+                                first.display()
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        let (_, file_schema) = file_schema.expect("a dataset has at least one file");
+
+        let partitions: Vec<Field> = keys
+            .iter()
+            .enumerate()
+            .map(|(k, key)| {
+                let integers = files
+                    .iter()
+                    .filter_map(|f| f.partition_values[k].as_deref())
+                    .all(|v| v.parse::<i64>().is_ok());
+                Field::new(key, if integers { DataType::Int64 } else { DataType::Utf8 }, true)
+            })
+            .collect();
+        for p in &partitions {
+            if file_schema.field_with_name(p.name()).is_ok() {
+                return Err(Error::InvalidRequest {
+                    location: Location::file(&files[0].path),
+                    message: format!("the partition key '{}' is also a column of the files", p.name()),
+                });
+            }
+        }
+        let mut fields: Vec<Field> = file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.extend(partitions.iter().cloned());
+        Ok(Self {
+            files,
+            rows,
+            partitions,
+            schema: Arc::new(Schema::new(fields)),
+        })
+    }
+
+    /// The files, in the order they are read.
+    pub fn files(&self) -> &[DatasetFile] {
+        &self.files
+    }
+
+    /// The schema of a whole read: the files' columns, then the partition columns.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The partition columns.
+    pub fn partition_fields(&self) -> &[Field] {
+        &self.partitions
+    }
+
+    /// Rows of every file, from the footers.
+    pub fn num_rows(&self) -> u64 {
+        self.rows.iter().sum()
+    }
+
+    /// Reads every file's row groups in order as batches with the partition columns appended. Each
+    /// file's [`Reader`] is built by `configure` from [`Reader::builder`] (choose the backend, the
+    /// columns, the settings there). A background thread reads and decodes the next group while the
+    /// caller holds the current one; dropping the iterator stops it. The first error ends the stream.
+    pub fn batches(&self, configure: impl Fn(ReaderBuilder) -> ReaderBuilder + Send + 'static) -> DatasetBatches {
+        let files = self.files.clone();
+        let partitions = self.partitions.clone();
+        let (tx, rx) = sync_channel::<Result<DatasetBatch>>(1);
+        let worker = std::thread::Builder::new()
+            .name("gpu-parquet-dataset".into())
+            .spawn(move || {
+                for (i, f) in files.iter().enumerate() {
+                    let sent = read_file(i, f, &partitions, &configure, &|b| tx.send(b).is_ok());
+                    if !sent {
+                        return;
+                    }
+                }
+            });
+        match worker {
+            Ok(w) => DatasetBatches {
+                rx: Some(rx),
+                worker: Some(w),
+            },
+            Err(e) => {
+                let (tx, rx) = sync_channel(1);
+                let _ = tx.send(Err(Error::Unavailable {
+                    backend: "dataset".into(),
+                    reason: format!("cannot start the dataset's reading thread: {e}"),
+                }));
+                DatasetBatches {
+                    rx: Some(rx),
+                    worker: None,
+                }
+            }
+        }
+    }
+}
+
+/// Reads file `i` group by group, handing each batch (or the first error) to `send`; false when the
+/// stream should stop (an error was sent, or the receiver is gone).
+fn read_file(
+    i: usize,
+    f: &DatasetFile,
+    partitions: &[Field],
+    configure: &dyn Fn(ReaderBuilder) -> ReaderBuilder,
+    send: &dyn Fn(Result<DatasetBatch>) -> bool,
+) -> bool {
+    let groups = configure(Reader::builder(&f.path)).build().and_then(|r| r.stream());
+    let groups = match groups {
+        Ok(g) => g,
+        Err(e) => {
+            send(Err(e));
+            return false;
+        }
+    };
+    for group in groups {
+        let table = match group.and_then(|g| g.decode()) {
+            Ok(t) => t,
+            Err(e) => {
+                send(Err(e));
+                return false;
+            }
+        };
+        for batch in table.batches {
+            let out = with_partitions(batch, partitions, &f.partition_values, &f.path)
+                .map(|batch| DatasetBatch { file: i, batch });
+            let failed = out.is_err();
+            if !send(out) || failed {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The batches of [`Dataset::batches`].
+#[derive(Debug)]
+pub struct DatasetBatches {
+    rx: Option<Receiver<Result<DatasetBatch>>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Iterator for DatasetBatches {
+    type Item = Result<DatasetBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.rx.as_ref()?.recv().ok()
+    }
+}
+
+impl Drop for DatasetBatches {
+    fn drop(&mut self) {
+        // Closing the channel makes the worker stop at its next send.
+        self.rx.take();
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// `batch` with one constant column per partition appended.
+fn with_partitions(
+    batch: RecordBatch,
+    fields: &[Field],
+    values: &[Option<String>],
+    path: &Path,
+) -> Result<RecordBatch> {
+    if fields.is_empty() {
+        return Ok(batch);
+    }
+    let n = batch.num_rows();
+    let mut schema_fields: Vec<Field> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    for (field, value) in fields.iter().zip(values) {
+        let column: ArrayRef = match (field.data_type(), value) {
+            (t, None) => new_null_array(t, n),
+            (DataType::Int64, Some(v)) => {
+                let v: i64 = v.parse().map_err(|_| Error::InvalidRequest {
+                    location: Location::file(path),
+                    message: format!("partition value '{v}' of '{}' is not an integer", field.name()),
+                })?;
+                Arc::new(Int64Array::from_value(v, n))
+            }
+            (_, Some(v)) => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v.as_str(), n))),
+        };
+        schema_fields.push(field.clone());
+        columns.push(column);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(schema_fields)), columns)
+        .map_err(|e| Error::parquet(Location::file(path), e))
+}
+
+/// The Arrow schema arrow-rs gives the file (the embedded Arrow schema honoured).
+fn arrow_schema(source: &ParquetSource) -> Result<SchemaRef> {
+    let meta = source.metadata().file_metadata();
+    parquet::arrow::parquet_to_arrow_schema(meta.schema_descr(), meta.key_value_metadata())
+        .map(Arc::new)
+        .map_err(|e| Error::parquet(source.location(), e))
+}
+
+/// How `got` differs from `want` (names, types, nullability, in order), or `None`.
+fn schema_difference(want: &Schema, got: &Schema) -> Option<String> {
+    for (i, w) in want.fields().iter().enumerate() {
+        let Some(g) = got.fields().get(i) else {
+            return Some(format!(
+                "it has no column '{}' (it has {} columns, not {})",
+                w.name(),
+                got.fields().len(),
+                want.fields().len()
+            ));
+        };
+        if g.name() != w.name() {
+            return Some(format!("column {i} is '{}' there, '{}' here", w.name(), g.name()));
+        }
+        if g.data_type() != w.data_type() {
+            return Some(format!(
+                "column '{}' is {} there, {} here",
+                w.name(),
+                w.data_type(),
+                g.data_type()
+            ));
+        }
+        if g.is_nullable() != w.is_nullable() {
+            return Some(format!(
+                "column '{}' is {} there, {} here",
+                w.name(),
+                if w.is_nullable() { "nullable" } else { "required" },
+                if g.is_nullable() { "nullable" } else { "required" }
+            ));
+        }
+    }
+    (got.fields().len() > want.fields().len())
+        .then(|| format!("it has an extra column '{}'", got.fields()[want.fields().len()].name()))
+}
+
+/// The files of `source` in read order, and the directory partitions are relative to (if any).
+fn list_files(source: &DatasetSource) -> Result<(Option<PathBuf>, Vec<PathBuf>)> {
+    let (root, mut files) = match source {
+        DatasetSource::Directory(dir) => {
+            let mut out = Vec::new();
+            walk(dir, &mut out)?;
+            out.sort();
+            (Some(dir.clone()), out)
+        }
+        DatasetSource::Glob(pattern) => {
+            let location = Location::file(pattern);
+            let paths = glob::glob(pattern).map_err(|e| Error::InvalidRequest {
+                location: location.clone(),
+                message: format!("not a glob pattern: {e}"),
+            })?;
+            let mut out = Vec::new();
+            for p in paths {
+                let p =
+                    p.map_err(|e| Error::io(location.clone(), "listing the glob's matches", std::io::Error::from(e)))?;
+                if p.is_file() && !is_hidden(&p) {
+                    out.push(p);
+                }
+            }
+            out.sort();
+            (None, out)
+        }
+        DatasetSource::Files(list) => (None, list.clone()),
+    };
+    files.dedup();
+    if files.is_empty() {
+        let what = match source {
+            DatasetSource::Directory(d) => d.display().to_string(),
+            DatasetSource::Glob(g) => g.clone(),
+            DatasetSource::Files(_) => "the list".into(),
+        };
+        return Err(Error::InvalidRequest {
+            location: Location::file(what),
+            message: "no files to read (hidden names, starting with '.' or '_', are skipped)".into(),
+        });
+    }
+    Ok((root, files))
+}
+
+fn is_hidden(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.') || n.starts_with('_'))
+}
+
+/// Every non-hidden regular file below `dir`.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(Location::file(dir), "cannot list the directory", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(Location::file(dir), "cannot list the directory", e))?;
+        let path = entry.path();
+        if is_hidden(&path) {
+            continue;
+        }
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::io(Location::file(&path), "cannot stat", e))?;
+        if kind.is_dir() {
+            walk(&path, out)?;
+        } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The `key=value` folders between `root` and `path`, values percent-decoded (`None` for null).
+fn partition_segments(root: &Path, path: &Path) -> Result<Vec<(String, Option<String>)>> {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let mut out = Vec::new();
+    let dirs: Vec<_> = rel.parent().map(|p| p.components().collect()).unwrap_or_default();
+    for c in dirs {
+        let seg = c.as_os_str().to_string_lossy();
+        let Some((k, v)) = seg.split_once('=') else {
+            continue;
+        };
+        let value = percent_decode(v).ok_or_else(|| Error::InvalidRequest {
+            location: Location::file(path),
+            message: format!("the partition folder '{seg}' is not valid percent-encoded UTF-8"),
+        })?;
+        out.push((k.to_string(), (value != HIVE_NULL).then_some(value)));
+    }
+    Ok(out)
+}
+
+/// Decodes `%XX` escapes (as hive and pyarrow write them); `None` when the result is not UTF-8 or an
+/// escape is malformed.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_decoding_as_hive_writes_it() {
+        assert_eq!(percent_decode("New%20York").as_deref(), Some("New York"));
+        assert_eq!(percent_decode("a%2Fb%3Dc").as_deref(), Some("a/b=c"));
+        assert_eq!(percent_decode("plain").as_deref(), Some("plain"));
+        assert_eq!(percent_decode("bad%2"), None);
+        assert_eq!(percent_decode("bad%zz"), None);
+        assert_eq!(percent_decode("%ff"), None);
+    }
+
+    #[test]
+    fn partition_folders_between_root_and_file() {
+        let root = Path::new("/data");
+        let p = Path::new("/data/year=2024/other/city=New%20York/region=__HIVE_DEFAULT_PARTITION__/f.parquet");
+        assert_eq!(
+            partition_segments(root, p).unwrap(),
+            vec![
+                ("year".to_string(), Some("2024".to_string())),
+                ("city".to_string(), Some("New York".to_string())),
+                ("region".to_string(), None),
+            ]
+        );
+        assert!(
+            partition_segments(root, Path::new("/data/f.parquet"))
+                .unwrap()
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! Datasets (`gpu_parquet::dataset`): a hive-partitioned directory, a glob and a list of files read as
+//! one stream on the host path, equal to the files read one by one with their partition columns
+//! appended; hidden files skipped; schema and partition-key mismatches naming both files; a damaged
+//! file naming itself.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array, StringArray};
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use gpu_parquet::dataset::{Dataset, DatasetSource};
+use gpu_parquet::{BackendKind, Error};
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+
+/// A file of `rows` rows starting at `first`, in row groups of 100.
+fn write(path: &Path, first: i64, rows: i64, float_x: bool) -> RecordBatch {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(first..first + rows));
+    let x: ArrayRef = if float_x {
+        Arc::new(Float64Array::from_iter_values((first..first + rows).map(|i| i as f64)))
+    } else {
+        Arc::new(Int32Array::from_iter_values((first..first + rows).map(|i| i as i32)))
+    };
+    let s: ArrayRef = Arc::new(StringArray::from_iter(
+        (first..first + rows).map(|i| (i % 3 != 0).then(|| format!("s{i}"))),
+    ));
+    let batch = RecordBatch::try_from_iter([("id", ids), ("x", x), ("s", s)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(100))
+        .build();
+    let mut w = ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    batch
+}
+
+fn read_all(
+    ds: &Dataset,
+    configure: fn(gpu_parquet::ReaderBuilder) -> gpu_parquet::ReaderBuilder,
+) -> Result<(RecordBatch, Vec<usize>), Error> {
+    let mut batches = Vec::new();
+    let mut files = Vec::new();
+    for b in ds.batches(configure) {
+        let b = b?;
+        files.push(b.file);
+        batches.push(b.batch);
+    }
+    let schema = batches
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| ds.schema().clone());
+    Ok((concat_batches(&schema, &batches).unwrap(), files))
+}
+
+fn host(b: gpu_parquet::ReaderBuilder) -> gpu_parquet::ReaderBuilder {
+    b.with_backend(BackendKind::Host)
+}
+
+/// `batch` with constant partition columns appended.
+fn with_partitions(batch: &RecordBatch, parts: &[(&str, ArrayRef)]) -> RecordBatch {
+    let mut fields: Vec<Field> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut cols = batch.columns().to_vec();
+    for (name, a) in parts {
+        fields.push(Field::new(*name, a.data_type().clone(), true));
+        cols.push(a.clone());
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap()
+}
+
+#[test]
+fn a_hive_directory_reads_as_its_files_with_partition_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // Written out of order: the dataset reads in path order.
+    let layout: [(&str, i64, i64); 4] = [
+        ("year=2025/city=Paris/part-0.parquet", 1000, 250),
+        ("year=2024/city=New%20York/part-0.parquet", 0, 230),
+        ("year=2024/city=New%20York/part-1.parquet", 230, 20),
+        ("year=2024/city=__HIVE_DEFAULT_PARTITION__/part-0.parquet", 500, 120),
+    ];
+    let mut written = std::collections::BTreeMap::new();
+    for (rel, first, rows) in layout {
+        written.insert(rel.to_string(), write(&root.join(rel), first, rows, false));
+    }
+    // Hidden entries are skipped.
+    std::fs::write(root.join("year=2024/_SUCCESS"), b"").unwrap();
+    std::fs::write(root.join(".hidden.parquet"), b"not parquet").unwrap();
+    std::fs::create_dir_all(root.join("_temporary/x")).unwrap();
+    std::fs::write(root.join("_temporary/x/junk"), b"junk").unwrap();
+
+    let ds = Dataset::open(DatasetSource::Directory(root.to_path_buf())).expect("dataset");
+    let names: Vec<String> = ds
+        .files()
+        .iter()
+        .map(|f| f.path.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        written.keys().cloned().collect::<Vec<_>>(),
+        "files in path order, hidden ones left out"
+    );
+    assert_eq!(ds.num_rows(), 620);
+    let fields: Vec<(String, DataType)> = ds
+        .partition_fields()
+        .iter()
+        .map(|f| (f.name().clone(), f.data_type().clone()))
+        .collect();
+    assert_eq!(
+        fields,
+        vec![("year".into(), DataType::Int64), ("city".into(), DataType::Utf8)]
+    );
+
+    let (got, files) = read_all(&ds, host).expect("read");
+    let mut want = Vec::new();
+    for (rel, batch) in &written {
+        let n = batch.num_rows();
+        let year: i64 = rel[5..9].parse().unwrap();
+        let city: ArrayRef = if rel.contains("__HIVE_DEFAULT_PARTITION__") {
+            arrow::array::new_null_array(&DataType::Utf8, n)
+        } else if rel.contains("Paris") {
+            Arc::new(StringArray::from(vec!["Paris"; n]))
+        } else {
+            Arc::new(StringArray::from(vec!["New York"; n]))
+        };
+        want.push(with_partitions(
+            batch,
+            &[("year", Arc::new(Int64Array::from(vec![year; n]))), ("city", city)],
+        ));
+    }
+    let want = concat_batches(&want[0].schema(), &want).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(got.schema().as_ref(), ds.schema().as_ref());
+    // Several groups per file (row groups of 100), files in order.
+    assert!(
+        files.windows(2).all(|w| w[0] <= w[1]) && files.len() > ds.files().len(),
+        "{files:?}"
+    );
+
+    // A projection: the chosen columns, then the partitions.
+    let (got, _) = read_all(&ds, |b| b.with_backend(BackendKind::Host).with_columns(["s"])).expect("projected read");
+    let names: Vec<String> = got.schema().fields().iter().map(|f| f.name().clone()).collect();
+    assert_eq!(names, ["s", "year", "city"]);
+    assert_eq!(got.column(0).as_ref(), want.column(2).as_ref());
+}
+
+#[test]
+fn globs_and_lists_read_in_their_order_without_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(&dir.path().join("a.parquet"), 0, 150, true);
+    let b = write(&dir.path().join("b.parquet"), 150, 50, true);
+    std::fs::write(dir.path().join("notes.txt"), b"not matched").unwrap();
+    let pattern = format!("{}/*.parquet", dir.path().display());
+    let ds = Dataset::open(DatasetSource::Glob(pattern)).expect("glob");
+    assert!(ds.partition_fields().is_empty());
+    let (got, _) = read_all(&ds, host).unwrap();
+    assert_eq!(got, concat_batches(&a.schema(), &[a.clone(), b.clone()]).unwrap());
+    // A list keeps its order.
+    let ds = Dataset::open(DatasetSource::Files(vec![
+        dir.path().join("b.parquet"),
+        dir.path().join("a.parquet"),
+    ]))
+    .unwrap();
+    let (got, files) = read_all(&ds, host).unwrap();
+    assert_eq!(got, concat_batches(&a.schema(), &[b, a]).unwrap());
+    assert_eq!(files.first(), Some(&0));
+}
+
+fn refused(source: DatasetSource) -> String {
+    match Dataset::open(source) {
+        Ok(_) => panic!("opened"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn mismatches_name_both_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a: PathBuf = dir.path().join("t/a.parquet");
+    let b: PathBuf = dir.path().join("t/b.parquet");
+    write(&a, 0, 10, false);
+    write(&b, 0, 10, true);
+    let msg = refused(DatasetSource::Directory(dir.path().join("t")));
+    assert!(
+        msg.contains(&a.display().to_string()) && msg.contains(&b.display().to_string()),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("'x'") && msg.contains("Int32") && msg.contains("Float64"),
+        "{msg}"
+    );
+
+    let p: PathBuf = dir.path().join("p");
+    let c = p.join("k=1/c.parquet");
+    let d = p.join("k=2/j=3/d.parquet");
+    write(&c, 0, 10, false);
+    write(&d, 0, 10, false);
+    let msg = refused(DatasetSource::Directory(p));
+    assert!(
+        msg.contains(&c.display().to_string()) && msg.contains(&d.display().to_string()),
+        "{msg}"
+    );
+    assert!(msg.contains("partition keys"), "{msg}");
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(empty.join("_x")).unwrap();
+    assert!(refused(DatasetSource::Directory(empty)).contains("no files"));
+}
+
+#[test]
+fn a_damaged_file_names_itself_and_ends_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("a.parquet"), 0, 300, false);
+    let bad = dir.path().join("b.parquet");
+    write(&bad, 300, 300, false);
+    let ds = Dataset::open(DatasetSource::Directory(dir.path().to_path_buf())).unwrap();
+    // Damage a page of b's second row group after the dataset was opened: it fails when read.
+    let mut bytes = std::fs::read(&bad).unwrap();
+    let source = gpu_parquet::ParquetSource::open(&bad).unwrap();
+    let chunk = source.checked_chunks()[1][0];
+    for k in 0..chunk.len.min(24) as usize {
+        bytes[chunk.offset as usize + k] = 0xff;
+    }
+    std::fs::write(&bad, &bytes).unwrap();
+    let results: Vec<_> = ds.batches(host).collect();
+    let last = results
+        .last()
+        .expect("something")
+        .as_ref()
+        .expect_err("the damage is an error");
+    assert!(last.to_string().contains(&bad.display().to_string()), "{last}");
+    let good: usize = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|b| b.batch.num_rows())
+        .sum();
+    assert!(good >= 300, "a's rows came first: {good}");
+    assert!(results.iter().rev().skip(1).all(|r| r.is_ok()), "one error, at the end");
+}
