@@ -969,8 +969,10 @@ fn check_utf8<E: Executor>(
     source: &ParquetSource,
     gpu: &[(usize, GpuLeaf)],
 ) -> Result<()> {
+    // GPU-decoded BYTE_ARRAY columns are Utf8 or Binary (32-bit offsets): any other Arrow type
+    // arrow-rs asks for goes to the host decoder.
     let strings: Vec<usize> = (0..cols.len())
-        .filter(|&k| matches!(gpu[kept[k]].1.data_type, DataType::Utf8 | DataType::LargeUtf8))
+        .filter(|&k| gpu[kept[k]].1.data_type == DataType::Utf8)
         .collect();
     if strings.is_empty() {
         return Ok(());
