@@ -245,3 +245,110 @@ fn staged_backend_under_faults() {
     errors_fail_cleanly_and_the_reader_recovers(BackendKind::Staged);
     no_memory_left_behind(BackendKind::Staged);
 }
+
+/// Snappy-compressed, so the GPU decode goes through nvCOMP (where it is installed).
+fn snappy_sample(dir: &Path) -> std::path::PathBuf {
+    use arrow::array::{Int64Array, StringArray};
+    let n = 60_000i64;
+    let batch = RecordBatch::try_from_iter([
+        (
+            "id",
+            std::sync::Arc::new(Int64Array::from_iter_values(0..n)) as arrow::array::ArrayRef,
+        ),
+        (
+            "s",
+            std::sync::Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("v{}", i % 311)))),
+        ),
+    ])
+    .expect("batch");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(20_000))
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .build();
+    let path = dir.join("snappy.parquet");
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&path).expect("create"),
+        batch.schema(),
+        Some(props),
+    )
+    .expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    path
+}
+
+/// Device memory running out at the first, sixth and thirteenth allocation of a GPU read: a clear
+/// error, then the same reader decodes the whole table, and device memory in use is where it was.
+#[test]
+fn device_out_of_memory_mid_read_fails_cleanly() {
+    let _one = serial();
+    if !common::gpu_decoder_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = sample(dir.path());
+    let want = common::arrow_rs_read(&path).expect("arrow-rs");
+    let reader = Reader::builder(&path)
+        .with_backend(BackendKind::Auto)
+        .build()
+        .expect("reader");
+    let ctx = gpu_parquet::gpu::GpuContext::new(0).expect("GPU 0");
+    // Warm-up: kernels loaded, pools grown.
+    assert_eq!(reader.read_device().expect("read").table.to_host().expect("host"), want);
+    let (free_before, _) = ctx.memory().expect("memory");
+    for after in [0, 5, 12] {
+        let guard = gpu_parquet::gpu::faults::fail_allocations(after, 1);
+        let e = reader.read_device().expect_err("an allocation failed");
+        drop(guard);
+        assert!(e.to_string().contains("out of device memory"), "after {after}: {e}");
+        let again = reader
+            .read_device()
+            .expect("the next read")
+            .table
+            .to_host()
+            .expect("host");
+        assert_eq!(again, want, "after {after}");
+    }
+    let (free_after, _) = ctx.memory().expect("memory");
+    println!("device memory free: {free_before} before, {free_after} after three failed reads");
+    assert!(
+        free_before.abs_diff(free_after) < 64 << 20,
+        "device memory {free_before} -> {free_after}"
+    );
+}
+
+/// nvCOMP reporting an error for some pages: those pages are decompressed on the host instead, the
+/// table is whole and the report says so.
+#[test]
+fn nvcomp_error_statuses_fall_back_to_the_host() {
+    let _one = serial();
+    if !common::gpu_decoder_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = snappy_sample(dir.path());
+    let want = common::arrow_rs_read(&path).expect("arrow-rs");
+    let reader = Reader::builder(&path)
+        .with_backend(BackendKind::Auto)
+        .build()
+        .expect("reader");
+    let clean = reader.read_device().expect("read");
+    if !clean
+        .decode
+        .columns
+        .iter()
+        .any(|c| c.decompressed_on.contains("gpu (nvCOMP)"))
+    {
+        common::skip("nvCOMP is not installed: nothing to fail (set GPU_PARQUET_NVCOMP)");
+        return;
+    }
+    let guard = gpu_parquet::gpu::faults::fail_nvcomp_items(3);
+    let read = reader.read_device().expect("a read with three failed pages");
+    drop(guard);
+    assert_eq!(read.table.to_host().expect("host"), want);
+    let said: Vec<&str> = read.decode.columns.iter().map(|c| c.decompressed_on.as_str()).collect();
+    assert!(
+        said.iter().any(|s| s.contains("retried")),
+        "the report names the retry: {said:?}"
+    );
+}

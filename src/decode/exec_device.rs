@@ -425,6 +425,11 @@ impl Executor for DeviceExecutor<'_> {
                 let outcomes = self.nvcomp_batch(nv, *c, items, &todo)?;
                 let mut rejected = 0;
                 for (&i, o) in todo.iter().zip(outcomes) {
+                    #[cfg(feature = "fault-injection")]
+                    if crate::gpu::faults::nvcomp_item_fails() {
+                        rejected += 1;
+                        continue;
+                    }
                     if o.is_success() && o.actual_len == items[i].dst_len {
                         results[i] = Some(Ok(o.actual_len));
                     } else {

@@ -125,6 +125,15 @@ pub struct DeviceBuffer<T: DeviceRepr = u8> {
     _elem: PhantomData<T>,
 }
 
+/// The error an injected allocation failure gives (as a real one reads).
+#[cfg(feature = "fault-injection")]
+fn injected_oom(bytes: usize, ctx: &GpuContext) -> Error {
+    Error::Device {
+        context: format!("allocating {bytes} bytes on GPU {}", ctx.ordinal()),
+        message: "out of device memory (injected by a test)".into(),
+    }
+}
+
 impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Allocates `len` elements (uninitialised: read only what was written) ordered on `stream`.
     /// Out of memory is an error naming the size and the free memory.
@@ -133,6 +142,10 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| Error::device("allocating device memory", format!("{len} elements overflow usize")))?;
+        #[cfg(feature = "fault-injection")]
+        if bytes > 0 && crate::gpu::faults::allocation_fails() {
+            return Err(injected_oom(bytes, ctx));
+        }
         let ptr = if bytes == 0 {
             0
         } else {
@@ -179,6 +192,10 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             return Self::alloc(stream, 0);
         }
         ctx.ensure_pool_keeps_memory()?;
+        #[cfg(feature = "fault-injection")]
+        if crate::gpu::faults::allocation_fails() {
+            return Err(injected_oom(bytes, ctx));
+        }
         let ptr = guard("allocating device memory", || {
             ctx.bind()?;
             // SAFETY: cuMemAllocAsync returns `bytes` bytes usable in stream order on `stream`; the

@@ -18,6 +18,8 @@
 
 pub mod context;
 pub mod cufile;
+#[cfg(feature = "fault-injection")]
+pub mod faults;
 pub mod memory;
 pub mod nvcomp;
 pub mod nvrtc;
