@@ -80,16 +80,19 @@ fn sample(dir: &Path) -> std::path::PathBuf {
         .set_max_row_group_row_count(Some(25_000))
         .set_dictionary_enabled(false)
         .build();
-    let path = dir.join("sample.parquet");
-    let mut w = parquet::arrow::ArrowWriter::try_new(
-        std::fs::File::create(&path).expect("create"),
-        batch.schema(),
-        Some(props),
-    )
-    .expect("writer");
-    w.write(&batch).expect("write");
+    write_parquet(&dir.join("sample.parquet"), &batch, props)
+}
+
+fn write_parquet(
+    path: &Path,
+    batch: &RecordBatch,
+    props: parquet::file::properties::WriterProperties,
+) -> std::path::PathBuf {
+    let file = std::fs::File::create(path).expect("create");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("writer");
+    w.write(batch).expect("write");
     w.close().expect("close");
-    path
+    path.to_path_buf()
 }
 
 fn reader(path: &Path, backend: BackendKind) -> Reader {
@@ -265,16 +268,23 @@ fn snappy_sample(dir: &Path) -> std::path::PathBuf {
         .set_max_row_group_row_count(Some(20_000))
         .set_compression(parquet::basic::Compression::SNAPPY)
         .build();
-    let path = dir.join("snappy.parquet");
-    let mut w = parquet::arrow::ArrowWriter::try_new(
-        std::fs::File::create(&path).expect("create"),
-        batch.schema(),
-        Some(props),
-    )
-    .expect("writer");
-    w.write(&batch).expect("write");
-    w.close().expect("close");
-    path
+    write_parquet(&dir.join("snappy.parquet"), &batch, props)
+}
+
+/// A file made by `make` in a temporary folder, arrow-rs's table of it and a GPU reader; `None` (the
+/// reason printed) without a GPU decoder.
+fn gpu_case(make: fn(&Path) -> std::path::PathBuf) -> Option<(tempfile::TempDir, RecordBatch, Reader)> {
+    if !common::gpu_decoder_available() {
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = make(dir.path());
+    let want = common::arrow_rs_read(&path).expect("arrow-rs");
+    let reader = Reader::builder(&path)
+        .with_backend(BackendKind::Auto)
+        .build()
+        .expect("reader");
+    Some((dir, want, reader))
 }
 
 /// Device memory running out at the first, sixth and thirteenth allocation of a GPU read: a clear
@@ -282,16 +292,9 @@ fn snappy_sample(dir: &Path) -> std::path::PathBuf {
 #[test]
 fn device_out_of_memory_mid_read_fails_cleanly() {
     let _one = serial();
-    if !common::gpu_decoder_available() {
+    let Some((_dir, want, reader)) = gpu_case(sample) else {
         return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = sample(dir.path());
-    let want = common::arrow_rs_read(&path).expect("arrow-rs");
-    let reader = Reader::builder(&path)
-        .with_backend(BackendKind::Auto)
-        .build()
-        .expect("reader");
+    };
     let ctx = gpu_parquet::gpu::GpuContext::new(0).expect("GPU 0");
     // Warm-up: kernels loaded, pools grown.
     assert_eq!(reader.read_device().expect("read").table.to_host().expect("host"), want);
@@ -322,16 +325,9 @@ fn device_out_of_memory_mid_read_fails_cleanly() {
 #[test]
 fn nvcomp_error_statuses_fall_back_to_the_host() {
     let _one = serial();
-    if !common::gpu_decoder_available() {
+    let Some((_dir, want, reader)) = gpu_case(snappy_sample) else {
         return;
-    }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = snappy_sample(dir.path());
-    let want = common::arrow_rs_read(&path).expect("arrow-rs");
-    let reader = Reader::builder(&path)
-        .with_backend(BackendKind::Auto)
-        .build()
-        .expect("reader");
+    };
     let clean = reader.read_device().expect("read");
     if !clean
         .decode
