@@ -29,7 +29,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, sync_channel};
 
 use arrow::array::{ArrayRef, Int64Array, StringArray, new_null_array};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -37,7 +36,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
-use crate::reader::{Reader, ReaderBuilder};
+use crate::reader::{Background, Reader, ReaderBuilder};
 
 /// Where a dataset's files are.
 #[derive(Debug, Clone)]
@@ -199,34 +198,13 @@ impl Dataset {
     pub fn batches(&self, configure: impl Fn(ReaderBuilder) -> ReaderBuilder + Send + 'static) -> DatasetBatches {
         let files = self.files.clone();
         let partitions = self.partitions.clone();
-        let (tx, rx) = sync_channel::<Result<DatasetBatch>>(1);
-        let worker = std::thread::Builder::new()
-            .name("gpu-parquet-dataset".into())
-            .spawn(move || {
-                for (i, f) in files.iter().enumerate() {
-                    let sent = read_file(i, f, &partitions, &configure, &|b| tx.send(b).is_ok());
-                    if !sent {
-                        return;
-                    }
-                }
-            });
-        match worker {
-            Ok(w) => DatasetBatches {
-                rx: Some(rx),
-                worker: Some(w),
-            },
-            Err(e) => {
-                let (tx, rx) = sync_channel(1);
-                let _ = tx.send(Err(Error::Unavailable {
-                    backend: "dataset".into(),
-                    reason: format!("cannot start the dataset's reading thread: {e}"),
-                }));
-                DatasetBatches {
-                    rx: Some(rx),
-                    worker: None,
+        Background::spawn("gpu-parquet-dataset", 1, move |send| {
+            for (i, f) in files.iter().enumerate() {
+                if !read_file(i, f, &partitions, &configure, send) {
+                    return;
                 }
             }
-        }
+        })
     }
 }
 
@@ -268,29 +246,7 @@ fn read_file(
 }
 
 /// The batches of [`Dataset::batches`].
-#[derive(Debug)]
-pub struct DatasetBatches {
-    rx: Option<Receiver<Result<DatasetBatch>>>,
-    worker: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Iterator for DatasetBatches {
-    type Item = Result<DatasetBatch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.rx.as_ref()?.recv().ok()
-    }
-}
-
-impl Drop for DatasetBatches {
-    fn drop(&mut self) {
-        // Closing the channel makes the worker stop at its next send.
-        self.rx.take();
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
-        }
-    }
-}
+pub type DatasetBatches = Background<DatasetBatch>;
 
 /// `batch` with one constant column per partition appended.
 fn with_partitions(

@@ -449,28 +449,45 @@ impl ColumnChunks {
 
 /// Groups of row groups read one after another, the next read while the current one is in use.
 /// Dropping it stops the reads.
-#[derive(Debug)]
-pub struct ChunkStream {
-    rx: Option<Receiver<Result<ColumnChunks>>>,
-    worker: Option<std::thread::JoinHandle<()>>,
-}
+pub type ChunkStream = Background<ColumnChunks>;
 
 impl ChunkStream {
     pub(crate) fn start(io: Arc<AnyBackend>, source: ParquetSource, plans: Vec<Arc<ReadPlan>>, threads: usize) -> Self {
         // A rendezvous channel: the worker reads group k+1 while the caller holds group k, then waits
         // until the caller takes it, so at most two groups are in memory.
-        let (tx, rx): (SyncSender<Result<ColumnChunks>>, _) = sync_channel(0);
-        let worker = std::thread::Builder::new()
-            .name("gpu-parquet-prefetch".into())
-            .spawn(move || {
-                for plan in plans {
-                    let r = fetch(&io, &source, plan, threads);
-                    let failed = r.is_err();
-                    if tx.send(r).is_err() || failed {
-                        return;
-                    }
+        Background::spawn("gpu-parquet-prefetch", 0, move |send| {
+            for plan in plans {
+                let r = fetch(&io, &source, plan, threads);
+                let failed = r.is_err();
+                if !send(r) || failed {
+                    return;
                 }
-            });
+            }
+        })
+    }
+}
+
+/// Items made one after another on a named background thread, handed over through a channel of
+/// `bound` places (0: the next item is made while the caller holds the current one). Dropping it
+/// closes the channel, which stops the producer at its next hand-over, and joins the thread.
+#[derive(Debug)]
+pub struct Background<T> {
+    rx: Option<Receiver<Result<T>>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<T: Send + 'static> Background<T> {
+    /// Runs `produce` on a thread named `name`; it hands over items with `send`, which says false
+    /// once the receiver is gone. If no thread can be started, the only item is that error.
+    pub(crate) fn spawn(
+        name: &str,
+        bound: usize,
+        produce: impl FnOnce(&dyn Fn(Result<T>) -> bool) + Send + 'static,
+    ) -> Self {
+        let (tx, rx): (SyncSender<Result<T>>, _) = sync_channel(bound);
+        let worker = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || produce(&|item| tx.send(item).is_ok()));
         match worker {
             Ok(w) => Self {
                 rx: Some(rx),
@@ -479,8 +496,8 @@ impl ChunkStream {
             Err(e) => {
                 let (tx, rx) = sync_channel(1);
                 let _ = tx.send(Err(Error::Unavailable {
-                    backend: "stream".into(),
-                    reason: format!("cannot start the prefetch thread: {e}"),
+                    backend: name.into(),
+                    reason: format!("cannot start the thread {name}: {e}"),
                 }));
                 Self {
                     rx: Some(rx),
@@ -491,17 +508,17 @@ impl ChunkStream {
     }
 }
 
-impl Iterator for ChunkStream {
-    type Item = Result<ColumnChunks>;
+impl<T> Iterator for Background<T> {
+    type Item = Result<T>;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.rx.as_ref()?.recv().ok()
     }
 }
 
-impl Drop for ChunkStream {
+impl<T> Drop for Background<T> {
     fn drop(&mut self) {
-        // Closing the channel makes the worker stop after its current read.
+        // Closing the channel makes the worker stop at its next hand-over.
         self.rx.take();
         if let Some(w) = self.worker.take() {
             let _ = w.join();
