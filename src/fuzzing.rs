@@ -51,7 +51,10 @@ fn scratch_file(data: &[u8]) -> PathBuf {
 /// stay inside the file, give each chunk its own destination bytes and cover each chunk with tasks.
 pub fn footer_plan(data: &[u8]) {
     let path = scratch_file(data);
-    let Ok(source) = ParquetSource::open(&path) else {
+    let opened = ParquetSource::open(&path);
+    // Reads go through the open descriptor; the name is not needed any more.
+    let _ = std::fs::remove_file(&path);
+    let Ok(source) = opened else {
         return;
     };
     let leaves = source.metadata().file_metadata().schema_descr().num_columns();
@@ -264,7 +267,9 @@ pub fn delta(data: &[u8]) {
 /// decode, the same table.
 pub fn whole_file(data: &[u8]) {
     let path = scratch_file(data);
-    let Ok(source) = ParquetSource::open(&path) else {
+    let opened = ParquetSource::open(&path);
+    let _ = std::fs::remove_file(&path);
+    let Ok(source) = opened else {
         return;
     };
     // A file whose row groups claim over 2^20 values is left out: the references would allocate what
