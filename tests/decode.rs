@@ -476,7 +476,9 @@ fn corrupted_chunk_bytes_give_located_errors_not_panics() {
         match decode_fetched(&source, &plan, &Bytes::from(bytes), 2) {
             Err(e) => {
                 let named = match &e {
-                    Error::Parquet { location, .. } | Error::DecoderPanic { location, .. } => {
+                    Error::Parquet { location, .. }
+                    | Error::DecoderPanic { location, .. }
+                    | Error::CorruptPage { location, .. } => {
                         location.file == path && location.row_group.is_some() && location.column.is_some()
                     }
                     _ => false,

@@ -324,6 +324,18 @@ pub fn decode_fetched(
     }
 
     let reader = FetchedChunks::new(plan, fetched, source.len(), &location)?;
+    // The page headers once through a linear walk, before arrow-rs's page reader (see
+    // `check_page_headers`); `new` checked every chunk lies in `fetched`.
+    for c in &plan.chunks {
+        let bytes = &fetched[c.dest_offset as usize..(c.dest_offset + c.len) as usize];
+        if let Err((at, why)) = crate::metadata::check_page_headers(bytes) {
+            return Err(Error::CorruptPage {
+                location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
+                page: None,
+                message: format!("the page header at byte {at} of the chunk is not valid Thrift: {why}"),
+            });
+        }
+    }
     let decode_meta = decode_metadata(source)?;
     let arrow_meta = contain_panics(&location, || {
         ArrowReaderMetadata::try_new(decode_meta.clone(), ArrowReaderOptions::new())
