@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine, from the project copy's root, over what tools/prepare_device.sh carried.
+# Runs on the GPU machine, from the project copy's root, over what tools/prepare_device.sh carried
+# (`setup` needs only .wheels/ and the shared benchmark script, so it runs from tools/ in the first call).
 #   setup     nvCOMP into /tmp/site, the two benchmark files into /tmp/bench (about 30 s)
 #   tests     the GPU test binaries (one test thread: they share the device and cuFile's statistics)
 #   sanitize  the same under compute-sanitizer memcheck (leak check) and racecheck: summaries only
@@ -18,7 +19,8 @@ tests="device device_nvcomp device_decode corruption faults concurrency"
 case "${1:-}" in
   setup)
     [ -d /tmp/site/nvidia/libnvcomp ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .wheels/*.whl
-    mkdir -p $F && python3 .device/bench/make_bench_files.py $F >/dev/null && ls -l $F ;;
+    bench=.device/bench/make_bench_files.py; [ -f $bench ] || bench=../shared/bench/make_bench_files.py
+    mkdir -p $F && python3 $bench $F >/dev/null && ls -l $F ;;
   tests)
     for t in $tests; do echo "== $t"; timeout 500 $B/$t --test-threads=1 2>&1 | grep -E "^test |test result|skipped|panicked" | tail -${TAIL:-12}; done ;;
   sanitize)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prepares what a GPU-machine run carries (all under git-ignored .device/ and .wheels/): release builds
 # of the CLI and of the GPU test binaries (stripped), a copy of parquet-testing, the shared benchmark
-# scripts, tools/gpu_machine.sh, and the nvCOMP wheel. Then run, with carry [".device", ".wheels"]:
-#   bash .device/gpu_machine.sh setup && bash .device/gpu_machine.sh tests
+# scripts, tools/gpu_machine.sh, and the nvCOMP wheel. Together they pass one call's 64 MiB carry
+# (about 75 + 28 MB), so they travel in two calls while the machine stays warm (carried paths stay
+# there between calls): first carry [".wheels"] with `bash tools/gpu_machine.sh setup`, then carry
+# [".device"] with `bash .device/gpu_machine.sh tests` (and sanitize, reads, bench).
 # Usage (project root): tools/prepare_device.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
