@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the project copy's root, over what tools/prepare_device.sh carried
-# (`setup` needs only .wheels/ and the shared benchmark script, so it runs from tools/ in the first call).
+# (`setup` does what its carried inputs allow, so it runs from tools/ in the first call, then again).
 #   setup     nvCOMP into /tmp/site, the two benchmark files into /tmp/bench (about 30 s)
 #   tests     the GPU test binaries (one test thread: they share the device and cuFile's statistics)
 #   sanitize  the same under compute-sanitizer memcheck (leak check) and racecheck: summaries only
@@ -18,9 +18,13 @@ F=/tmp/bench
 tests="device device_nvcomp device_decode corruption faults concurrency"
 case "${1:-}" in
   setup)
-    [ -d /tmp/site/nvidia/libnvcomp ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .wheels/*.whl
-    bench=.device/bench/make_bench_files.py; [ -f $bench ] || bench=../shared/bench/make_bench_files.py
-    mkdir -p $F && python3 $bench $F >/dev/null && ls -l $F ;;
+    # Each part where its input was carried: nvCOMP from .wheels/, the bench files from .device/.
+    if [ ! -d /tmp/site/nvidia/libnvcomp ] && ls .wheels/*.whl >/dev/null 2>&1; then
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site .wheels/*.whl && echo "nvCOMP installed"
+    fi
+    if [ -f .device/bench/make_bench_files.py ]; then
+      mkdir -p $F && python3 .device/bench/make_bench_files.py $F >/dev/null && ls -l $F
+    fi ;;
   tests)
     for t in $tests; do echo "== $t"; timeout 500 $B/$t --test-threads=1 2>&1 | grep -E "^test |test result|skipped|panicked" | tail -${TAIL:-12}; done ;;
   sanitize)
