@@ -47,14 +47,19 @@ fn scratch_file(data: &[u8]) -> PathBuf {
     path
 }
 
+/// `data` opened as a Parquet file (through a scratch file, unlinked once open: reads go through the
+/// descriptor), or `None` where it is refused.
+fn open_scratch(data: &[u8]) -> Option<ParquetSource> {
+    let path = scratch_file(data);
+    let opened = ParquetSource::open(&path);
+    let _ = std::fs::remove_file(&path);
+    opened.ok()
+}
+
 /// Footer validation and planning: opening must not panic, and every plan of an opened file must
 /// stay inside the file, give each chunk its own destination bytes and cover each chunk with tasks.
 pub fn footer_plan(data: &[u8]) {
-    let path = scratch_file(data);
-    let opened = ParquetSource::open(&path);
-    // Reads go through the open descriptor; the name is not needed any more.
-    let _ = std::fs::remove_file(&path);
-    let Ok(source) = opened else {
+    let Some(source) = open_scratch(data) else {
         return;
     };
     let leaves = source.metadata().file_metadata().schema_descr().num_columns();
@@ -266,10 +271,7 @@ pub fn delta(data: &[u8]) {
 /// decode pipeline run on its host references over the same bytes: no panic of ours, and where both
 /// decode, the same table.
 pub fn whole_file(data: &[u8]) {
-    let path = scratch_file(data);
-    let opened = ParquetSource::open(&path);
-    let _ = std::fs::remove_file(&path);
-    let Ok(source) = opened else {
+    let Some(source) = open_scratch(data) else {
         return;
     };
     // A file whose row groups claim over 2^20 values is left out: the references would allocate what
