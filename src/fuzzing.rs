@@ -31,12 +31,9 @@ const MAX_VALUES: usize = 1 << 16;
 
 /// Writes `data` to this thread's scratch file (the reader opens files, not memory) and returns its path.
 fn scratch_file(data: &[u8]) -> PathBuf {
-    let dir = std::env::var_os("GPU_PARQUET_FUZZ_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let shm = PathBuf::from("/dev/shm");
-            if shm.is_dir() { shm } else { std::env::temp_dir() }
-        });
+    // Memory-backed where there is /dev/shm (the file is unlinked as soon as it is open).
+    let shm = PathBuf::from("/dev/shm");
+    let dir = if shm.is_dir() { shm } else { PathBuf::from("/tmp") };
     let path = dir.join(format!(
         "gpu-parquet-fuzz-{}-{:?}.parquet",
         std::process::id(),

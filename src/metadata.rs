@@ -227,27 +227,39 @@ impl ParquetSource {
     }
 }
 
+/// The Thrift bytes of a plaintext footer (the file ends in its length and `PAR1`), or `None` for a
+/// file too short to hold one, an encrypted footer (`PARE`) or a length past the file.
+fn read_plain_footer(path: &Path, file: &File, len: u64) -> Result<Option<Vec<u8>>> {
+    use std::os::unix::fs::FileExt;
+    let read = |buf: &mut [u8], at: u64| {
+        file.read_exact_at(buf, at)
+            .map_err(|e| Error::io(Location::file(path), "cannot read the footer", e))
+    };
+    if len < 12 {
+        return Ok(None);
+    }
+    let mut tail = [0u8; 8];
+    read(&mut tail, len - 8)?;
+    let meta_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if &tail[4..] != b"PAR1" || meta_len > len - 12 {
+        return Ok(None);
+    }
+    let mut footer = vec![0u8; meta_len as usize];
+    read(&mut footer, len - 8 - meta_len)?;
+    Ok(Some(footer))
+}
+
 /// Walks a plaintext footer's Thrift once, in time linear in its length, before `parquet` decodes
 /// it: `parquet` 60 skips a list or map of booleans as if its elements took no bytes, so a 1 KiB
 /// footer claiming lists of 2^31 booleans made it loop for seconds (found by the `footer_plan` fuzz
 /// target: 0.8 s for 1,340 bytes; more such lists, minutes). A footer no Thrift writer produces is
 /// refused here, saying why; an encrypted footer, or a file too short to hold one, is left to `parquet`.
 fn refuse_unwalkable_footer(path: &Path, file: &File, len: u64) -> Result<()> {
-    use std::os::unix::fs::FileExt;
     let location = Location::file(path);
-    if len < 12 {
+    let Some(footer) = read_plain_footer(path, file, len)? else {
         return Ok(());
-    }
-    let mut tail = [0u8; 8];
-    file.read_exact_at(&mut tail, len - 8)
-        .map_err(|e| Error::io(location.clone(), "cannot read the footer", e))?;
-    let meta_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-    if &tail[4..] != b"PAR1" || meta_len > len - 12 {
-        return Ok(());
-    }
-    let mut footer = vec![0u8; meta_len as usize];
-    file.read_exact_at(&mut footer, len - 8 - meta_len)
-        .map_err(|e| Error::io(location.clone(), "cannot read the footer", e))?;
+    };
+    let meta_len = footer.len();
     match compact::Reader::new(&footer, 0).fields(0) {
         Ok(_) => Ok(()),
         Err(compact::WalkError::Eof) => Err(Error::invalid_metadata(
@@ -899,21 +911,10 @@ fn reread_footer_without_mistyped_fields(
     file: &File,
     len: u64,
 ) -> Result<Option<(ParquetMetaData, Vec<String>)>> {
-    use std::os::unix::fs::FileExt;
     let location = Location::file(path);
-    if len < 12 {
+    let Some(footer) = read_plain_footer(path, file, len)? else {
         return Ok(None);
-    }
-    let mut tail = [0u8; 8];
-    file.read_exact_at(&mut tail, len - 8)
-        .map_err(|e| Error::io(location.clone(), "cannot read the footer", e))?;
-    let meta_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-    if &tail[4..] != b"PAR1" || meta_len > len - 12 {
-        return Ok(None);
-    }
-    let mut footer = vec![0u8; meta_len as usize];
-    file.read_exact_at(&mut footer, len - 8 - meta_len)
-        .map_err(|e| Error::io(location.clone(), "cannot read the footer", e))?;
+    };
     let mut out = Vec::with_capacity(footer.len());
     let mut dropped = Vec::new();
     match rewrite_footer_struct(

@@ -54,7 +54,7 @@ fn u32_le(b: &[u8]) -> u32 {
 // ---- RLE / bit-packed hybrid ----
 
 /// An unsigned LEB128 varint at `*pos` (at most 10 bytes, as `read_uleb128` in common.cuh).
-fn read_uleb128(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+pub(crate) fn read_uleb128(bytes: &[u8], pos: &mut usize) -> Option<u64> {
     let mut v = 0u64;
     let mut shift = 0u32;
     let mut p = *pos;

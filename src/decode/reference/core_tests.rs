@@ -25,6 +25,7 @@ use proptest::prelude::*;
 
 use super::Arena;
 use super::core::*;
+use super::delta::put_uleb;
 use super::test_pages::{ColumnOut, Step, alloc_column, build_step, run_core};
 use crate::decode::kernels::emu;
 use crate::decode::layout::{ColumnDesc, DictDesc, DictEntry, ErrorCode, PageDesc, encoding as enc, physical as pt};
@@ -48,18 +49,6 @@ impl Rng {
 }
 
 // ---- hand-built hybrid streams ----
-
-fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let b = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(b);
-            return;
-        }
-        out.push(b | 0x80);
-    }
-}
 
 fn put_rle(out: &mut Vec<u8>, count: u64, value: u32, width: u32) {
     put_uleb(out, count << 1);

@@ -660,7 +660,7 @@ pub fn byte_stream_split(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Colu
 }
 
 /// Appends `v` as ULEB128.
-fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_uleb(out: &mut Vec<u8>, mut v: u64) {
     loop {
         let b = (v & 0x7f) as u8;
         v >>= 7;

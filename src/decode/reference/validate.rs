@@ -2,20 +2,8 @@
 //! (nvCOMP's headers make corrupt input undefined behaviour).
 
 use super::Arena;
+use super::core::read_uleb128 as uleb;
 use crate::decode::layout::{ValidateItem, validate_codec as codec, validate_status as st};
-
-fn uleb(s: &[u8], p: &mut usize) -> Option<u64> {
-    let mut v = 0u64;
-    for i in 0..10 {
-        let b = *s.get(*p)?;
-        *p += 1;
-        v |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
 
 fn le(s: &[u8], p: usize, n: usize) -> u64 {
     (0..n).fold(0u64, |v, i| v | (u64::from(s[p + i]) << (8 * i)))
