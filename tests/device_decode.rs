@@ -124,6 +124,68 @@ fn layout_sizes_agree_on_the_device() {
     }
 }
 
+/// `gp_validate_compressed` (Snappy walked by the whole warp) gives the host reference's status on
+/// valid, cut, flipped, padded and random bodies, each in an allocation of its own (so a read past a
+/// body is an error under compute-sanitizer).
+#[test]
+fn compressed_page_check_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::layout::ValidateItem;
+    use gpu_parquet::decode::reference::validate::cases::{expected, kernel_cases};
+    let Some(ctx) = gpu() else { return };
+    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_check", None).expect("kernels");
+    let f = m.function("gp_validate_compressed").expect("kernel");
+    let stream = Stream::new(&ctx).expect("stream");
+    let cases = kernel_cases();
+    let bodies: Vec<DeviceBuffer<u8>> = cases
+        .iter()
+        .map(|(_, _, b)| {
+            if b.is_empty() {
+                DeviceBuffer::<u8>::zeroed(&stream, 1).expect("alloc")
+            } else {
+                DeviceBuffer::from_host(&stream, b).expect("upload")
+            }
+        })
+        .collect();
+    let items: Vec<ValidateItem> = cases
+        .iter()
+        .zip(&bodies)
+        .map(|((codec, want, body), buf)| ValidateItem {
+            src: buf.device_address(),
+            src_len: body.len() as u64,
+            dst_len: *want,
+            codec: *codec,
+            status: u32::MAX,
+        })
+        .collect();
+    let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
+    let (addr, n) = (dev.device_address(), items.len() as u32);
+    let mut b = stream.cuda().launch_builder(&f);
+    b.arg(&addr).arg(&n);
+    // SAFETY: the kernel reads `n` items at `addr` (exactly that many were uploaded) and each item's
+    // `src_len` bytes at its `src`, an allocation of that many bytes (or 1 for an empty body) that lives
+    // until the copy below has waited for the launch; it writes only the items' statuses.
+    unsafe {
+        b.launch(LaunchConfig {
+            grid_dim: (n, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+    .expect("launch");
+    let back: Vec<ValidateItem> = bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"));
+    let want = expected(&cases);
+    for (i, (got, want)) in back.iter().zip(&want).enumerate() {
+        let (codec, declared, body) = &cases[i];
+        assert_eq!(
+            got.status,
+            *want,
+            "case {i}: codec {codec}, {} bytes declaring {declared}",
+            body.len()
+        );
+    }
+    drop(bodies);
+}
+
 #[test]
 fn gpu_decode_equals_arrow_rs_and_the_references_on_every_file() {
     let Some(_ctx) = gpu() else { return };

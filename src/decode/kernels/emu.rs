@@ -21,7 +21,14 @@ use crate::decode::reference::test_pages::{ColumnOut, Step};
 
 /// The files of [`super::SOURCES`] the emulation compiles: the core kernels and what they need (other
 /// kernel files may use CUDA features the emulation does not provide).
-const EMULATED: [&str; 5] = ["common.cuh", "core_util.cuh", "levels.cu", "values.cu", "strings.cu"];
+const EMULATED: [&str; 6] = [
+    "common.cuh",
+    "core_util.cuh",
+    "levels.cu",
+    "values.cu",
+    "strings.cu",
+    "validate.cu",
+];
 
 const EMU_H: &str = include_str!("emu/cuda_emu.h");
 
@@ -181,35 +188,7 @@ pub(crate) fn run_emulated(step: &Step) -> Emulated {
         put_u32(&mut input, count as u32);
         input.extend_from_slice(bytes);
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (in_path, out_path) = (dir.path().join("in"), dir.path().join("out"));
-    std::fs::File::create(&in_path)
-        .and_then(|mut f| f.write_all(&input))
-        .expect("write input");
-    let mut child = Command::new(&bin)
-        .arg(&in_path)
-        .arg(&out_path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the emulation");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if started.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("the emulated kernels ran over two minutes: a barrier not reached by every thread?");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-    }
-    assert!(status.success(), "the emulated kernels failed ({status}):\n{err}");
-    let output = std::fs::read(&out_path).expect("read output");
+    let output = run_driver(&bin, &[], &input);
     let mut r = Reader(&output);
     assert_eq!(r.take(6), b"GPEMU1");
     let mut out_regions = BTreeMap::new();
@@ -246,6 +225,58 @@ pub(crate) fn run_emulated(step: &Step) -> Emulated {
         dicts,
         outs,
     }
+}
+
+/// Runs the driver (`mode` arguments first) on `input`; its output. Panics if it fails (a sanitizer
+/// report, a trap) or runs over two minutes (a barrier not reached by every thread).
+fn run_driver(bin: &std::path::Path, mode: &[&str], input: &[u8]) -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (in_path, out_path) = (dir.path().join("in"), dir.path().join("out"));
+    std::fs::File::create(&in_path)
+        .and_then(|mut f| f.write_all(input))
+        .expect("write input");
+    let mut child = Command::new(bin)
+        .args(mode)
+        .arg(&in_path)
+        .arg(&out_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the emulation");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the emulated kernels ran over two minutes: a barrier not reached by every thread?");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    assert!(status.success(), "the emulated kernels failed ({status}):\n{err}");
+    std::fs::read(&out_path).expect("read output")
+}
+
+/// `gp_validate_compressed` run in the emulation over `(codec, declared uncompressed size, body)`
+/// items, one block of 32 lanes each, every body in an allocation of exactly its size: the statuses.
+pub(crate) fn run_validate_emulated(items: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
+    let bin = driver().expect("emulation available");
+    let mut input = b"GPVAL1".to_vec();
+    put_u32(&mut input, items.len() as u32);
+    for (codec, dst_len, body) in items {
+        put_u32(&mut input, *codec);
+        put_u64(&mut input, *dst_len);
+        put_u64(&mut input, body.len() as u64);
+        input.extend_from_slice(body);
+    }
+    let output = run_driver(&bin, &["validate"], &input);
+    assert_eq!(output.len(), items.len() * 4, "one status per item");
+    bytemuck::pod_collect_to_vec(&output)
 }
 
 /// Names the buffer at `addr` for messages.

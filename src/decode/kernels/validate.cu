@@ -1,9 +1,13 @@
 // Checks compressed page bodies before nvCOMP sees them. nvCOMP's headers make corrupt input undefined
 // behaviour (its Snappy kernel was seen reading gigabytes past its input on a flipped byte), so every
-// body is checked here first. One warp per body, its first lane walking (grid n, block 32): bodies of a
-// step walk in parallel on every SM, and a walk never diverges from another in the same warp.
+// body is checked here first. One warp per body (grid n, block 32): bodies of a step are checked in
+// parallel on every SM.
 //   SNAPPY, LZ4_RAW: the whole stream is walked: every literal and match inside the input, every match
-//     offset inside what was produced, the output exactly the declared size, the input used up.
+//     offset inside what was produced, the output exactly the declared size, the input used up. Snappy
+//     is walked by the whole warp, 32 input bytes at a time (validate_snappy_warp): a walk by one
+//     thread costs a dependent chain of loads and branches per element, and the longest page of a step
+//     (some 40,000 elements) took about 35 ms on the H200, longer than the step's decode. LZ4's
+//     run-length bytes make an element's start unknowable from its neighbours' bytes: its first lane walks.
 //   ZSTD: the frame magic number, and the frame content size, which the frame header must give, equal
 //     to the declared size.
 //   GZIP: the member header (1f 8b 08), and ISIZE (the last 4 bytes) equal to the declared size modulo
@@ -30,58 +34,6 @@ struct ValidateItem {
     u32 status;
 };
 static_assert(sizeof(ValidateItem) == 32, "ValidateItem must match layout.rs");
-
-__device__ inline u32 validate_snappy(const u8* s, u64 n, u64 want) {
-    u64 p = 0, total = 0;
-    // Preamble: the uncompressed length as a varint.
-    if (!read_uleb128(s, &p, n, &total)) return VALIDATE_TRUNCATED;
-    if (total != want) return VALIDATE_WRONG_SIZE;
-    u64 out = 0;
-    while (p < n) {
-        const u8 tag = s[p++];
-        u64 len, offset = 0;
-        switch (tag & 3) {
-        case 0: {
-            u32 l = tag >> 2;
-            if (l >= 60) {
-                const u32 extra = l - 59;
-                if (p + extra > n) return VALIDATE_TRUNCATED;
-                u64 v = 0;
-                for (u32 i = 0; i < extra; i++) v |= (u64)s[p + i] << (8 * i);
-                p += extra;
-                len = v + 1;
-            } else {
-                len = l + 1;
-            }
-            if (len > n - p) return VALIDATE_TRUNCATED;
-            p += len;
-            break;
-        }
-        case 1:
-            if (p + 1 > n) return VALIDATE_TRUNCATED;
-            len = ((tag >> 2) & 7) + 4;
-            offset = ((u64)(tag >> 5) << 8) | s[p];
-            p += 1;
-            break;
-        case 2:
-            if (p + 2 > n) return VALIDATE_TRUNCATED;
-            len = (tag >> 2) + 1;
-            offset = (u64)s[p] | ((u64)s[p + 1] << 8);
-            p += 2;
-            break;
-        default:
-            if (p + 4 > n) return VALIDATE_TRUNCATED;
-            len = (tag >> 2) + 1;
-            offset = (u64)s[p] | ((u64)s[p + 1] << 8) | ((u64)s[p + 2] << 16) | ((u64)s[p + 3] << 24);
-            p += 4;
-            break;
-        }
-        if ((tag & 3) != 0 && (offset == 0 || offset > out)) return VALIDATE_BAD_OFFSET;
-        if (len > want - out) return VALIDATE_WRONG_SIZE;
-        out += len;
-    }
-    return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
-}
 
 __device__ inline u32 validate_lz4_block(const u8* s, u64 n, u64 want) {
     u64 p = 0, out = 0;
@@ -152,14 +104,129 @@ __device__ inline u32 validate_gzip(const u8* s, u64 n, u64 want) {
     return isize == (u32)want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
+// Snappy walked by a warp: each lane decodes the element that would start at p + lane; the elements
+// that really start in the window [p, p + 32) are the chain from lane 0, found by doubling (after round
+// k every element within 2^(k+1) steps of lane 0 is marked; an element takes at least 2 bytes, so 5
+// rounds reach them all); a prefix sum of their output lengths gives each match the output before it.
+// The first failing element in stream order decides the status, as in the serial walk of the reference
+// (reference/validate.rs). The window then moves past the chain's last element (at least 32 bytes on).
+__device__ inline u32 warp_or(u32 v) {
+#if __CUDA_ARCH__ >= 800
+    return __reduce_or_sync(gpcore::FULL_MASK, v);
+#else
+    for (int o = 16; o > 0; o >>= 1) v |= __shfl_xor_sync(gpcore::FULL_MASK, v, o);
+    return v;
+#endif
+}
+
+__device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
+    const u32 lane = threadIdx.x & 31;
+    u64 p = 0, total = 0;
+    u32 st = VALIDATE_OK;
+    if (lane == 0) {
+        if (!read_uleb128(s, &p, n, &total)) st = VALIDATE_TRUNCATED;
+        else if (total != want) st = VALIDATE_WRONG_SIZE;
+    }
+    st = __shfl_sync(gpcore::FULL_MASK, st, 0);
+    if (st != VALIDATE_OK) return st;
+    p = __shfl_sync(gpcore::FULL_MASK, p, 0);
+    u64 out = 0;
+    while (p < n) {
+        // This lane's element, if one starts at q.
+        const u64 q = p + lane;
+        const bool inside = q < n;
+        u64 len = 0, offset = 0, adv = 0;
+        u32 err = VALIDATE_OK;
+        bool copy = false;
+        if (inside) {
+            const u8 tag = s[q];
+            u64 r = q + 1;
+            switch (tag & 3) {
+            case 0: {
+                const u32 l = tag >> 2;
+                if (l >= 60) {
+                    const u32 extra = l - 59;
+                    if (r + extra > n) { err = VALIDATE_TRUNCATED; break; }
+                    u64 v = 0;
+                    for (u32 i = 0; i < extra; i++) v |= (u64)s[r + i] << (8 * i);
+                    r += extra;
+                    len = v + 1;
+                } else {
+                    len = l + 1;
+                }
+                if (len > n - r) { err = VALIDATE_TRUNCATED; break; }
+                r += len;
+                break;
+            }
+            case 1:
+                if (r + 1 > n) { err = VALIDATE_TRUNCATED; break; }
+                len = ((tag >> 2) & 7) + 4;
+                offset = ((u64)(tag >> 5) << 8) | s[r];
+                r += 1;
+                copy = true;
+                break;
+            case 2:
+                if (r + 2 > n) { err = VALIDATE_TRUNCATED; break; }
+                len = (tag >> 2) + 1;
+                offset = (u64)s[r] | ((u64)s[r + 1] << 8);
+                r += 2;
+                copy = true;
+                break;
+            default:
+                if (r + 4 > n) { err = VALIDATE_TRUNCATED; break; }
+                len = (tag >> 2) + 1;
+                offset = (u64)s[r] | ((u64)s[r + 1] << 8) | ((u64)s[r + 2] << 16) | ((u64)s[r + 3] << 24);
+                r += 4;
+                copy = true;
+                break;
+            }
+            adv = r - q;
+        }
+        // The next element's lane; 32: outside the window, or none (the input ends, or this one fails).
+        u32 jump = (!inside || err != VALIDATE_OK || adv >= 32 - lane) ? 32u : lane + (u32)adv;
+        u32 chain = 1u;
+        for (int k = 0; k < 5; k++) {
+            const bool on = (chain >> lane) & 1u;
+            chain |= warp_or(on && jump < 32 ? 1u << jump : 0u);
+            const u32 further = __shfl_sync(gpcore::FULL_MASK, jump, jump & 31u);
+            jump = jump < 32 ? further : 32u;
+        }
+        // A chain that reaches the input's end marks a lane past it: no element there.
+        const u32 members = chain & __ballot_sync(gpcore::FULL_MASK, inside);
+        const bool member = (members >> lane) & 1u;
+        // Output before this element: `out` plus the lengths of the members before it.
+        u64 sum = member ? len : 0;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u64 y = __shfl_up_sync(gpcore::FULL_MASK, sum, o);
+            if (lane >= (u32)o) sum += y;
+        }
+        const u64 before = out + sum - (member ? len : 0);
+        u32 mine = err;
+        if (mine == VALIDATE_OK && copy && (offset == 0 || offset > before)) mine = VALIDATE_BAD_OFFSET;
+        if (mine == VALIDATE_OK && len > want - before) mine = VALIDATE_WRONG_SIZE;
+        const u32 failing = __ballot_sync(gpcore::FULL_MASK, member && mine != VALIDATE_OK);
+        if (failing != 0) return __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
+        const u32 last = 31 - __clz(members);
+        out += __shfl_sync(gpcore::FULL_MASK, sum, last);
+        p += last + __shfl_sync(gpcore::FULL_MASK, adv, last);
+    }
+    return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
+}
+
 extern "C" __global__ void gp_validate_compressed(ValidateItem* items, u32 n) {
     const u32 i = blockIdx.x;
-    if (i >= n || threadIdx.x != 0) return;
-    ValidateItem it = items[i];
+    if (i >= n) return;
+    const ValidateItem it = items[i];
     const u8* s = (const u8*)it.src;
+    if (it.codec == CODEC_SNAPPY) {
+        // The whole warp (the codec is the block's, so every lane is here).
+        const u32 st = validate_snappy_warp(s, it.src_len, it.dst_len);
+        if (threadIdx.x == 0) items[i].status = st;
+        return;
+    }
+    if (threadIdx.x != 0) return;
     u32 st;
     switch (it.codec) {
-    case CODEC_SNAPPY: st = validate_snappy(s, it.src_len, it.dst_len); break;
     case CODEC_LZ4_RAW: st = validate_lz4_block(s, it.src_len, it.dst_len); break;
     case CODEC_ZSTD: st = validate_zstd(s, it.src_len, it.dst_len); break;
     case CODEC_GZIP: st = validate_gzip(s, it.src_len, it.dst_len); break;

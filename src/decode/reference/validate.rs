@@ -213,16 +213,100 @@ pub fn validate_compressed(arena: &Arena, items: &mut [ValidateItem]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
+/// Test bodies shared by the reference's tests, the kernel emulation and the GPU tests.
+#[cfg(any(test, feature = "conformance"))]
+pub mod cases {
+    use super::{codec, validate_one};
 
-    fn sample(n: usize) -> Vec<u8> {
+    /// Bytes that Snappy and LZ4 compress somewhat.
+    pub fn sample(n: usize) -> Vec<u8> {
         (0..n)
             .map(|i| ((i * 7919) % 251) as u8 ^ if i % 97 < 40 { 0 } else { (i / 97) as u8 })
             .collect()
     }
+
+    /// Bodies for comparing the kernel with this reference: streams of data that compress little,
+    /// well and very well, at sizes around the kernel's 32-byte window; each cut at many points, with
+    /// bytes flipped, with bytes appended, and declared one byte long or short; random bytes after a
+    /// valid preamble; LZ4 and zstd items among them (the kernel walks Snappy with the whole warp and
+    /// the others with one lane).
+    pub fn kernel_cases() -> Vec<(u32, u64, Vec<u8>)> {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut cases = Vec::new();
+        for n in [0usize, 1, 2, 31, 32, 33, 63, 64, 65, 100, 1000, 4097, 70_000] {
+            let datas: Vec<Vec<u8>> = vec![
+                sample(n),
+                (0..n).map(|_| next() as u8).collect(),
+                (0..n).map(|i| ((i / 8) as u64).to_le_bytes()[i % 8]).collect(),
+                vec![7u8; n],
+            ];
+            for data in datas {
+                let sn = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+                let lz = lz4_flex::block::compress(&data);
+                let m = n as u64;
+                cases.push((codec::SNAPPY, m, sn.clone()));
+                cases.push((codec::SNAPPY, m + 1, sn.clone()));
+                cases.push((codec::SNAPPY, m.saturating_sub(1), sn.clone()));
+                cases.push((codec::LZ4_RAW, m, lz.clone()));
+                let step = (sn.len() / 40).max(1);
+                for cut in (0..sn.len()).step_by(step) {
+                    cases.push((codec::SNAPPY, m, sn[..cut].to_vec()));
+                }
+                for _ in 0..12 {
+                    let mut f = sn.clone();
+                    if !f.is_empty() {
+                        let at = next() as usize % f.len();
+                        f[at] ^= 1 << (next() % 8);
+                        if next() % 2 == 0 {
+                            let at = next() as usize % f.len();
+                            f[at] = next() as u8;
+                        }
+                    }
+                    cases.push((codec::SNAPPY, m, f));
+                    let mut g = lz.clone();
+                    if !g.is_empty() {
+                        let at = next() as usize % g.len();
+                        g[at] ^= 1 << (next() % 8);
+                    }
+                    cases.push((codec::LZ4_RAW, m, g));
+                }
+                let mut longer = sn.clone();
+                longer.extend_from_slice(&[0x04, b'x', 0x09]);
+                cases.push((codec::SNAPPY, m, longer));
+            }
+        }
+        for len in [1usize, 5, 40, 300, 5000] {
+            let mut b = Vec::new();
+            let declared = next() % 10_000;
+            crate::decode::reference::delta::put_uleb(&mut b, declared);
+            b.extend((0..len).map(|_| next() as u8));
+            cases.push((codec::SNAPPY, declared, b));
+        }
+        let z = zstd::bulk::compress(&sample(5000), 3).unwrap();
+        cases.push((codec::ZSTD, 5000, z));
+        cases
+    }
+
+    /// `validate_one` over [`kernel_cases`]: what the kernel must give.
+    pub fn expected(cases: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
+        cases
+            .iter()
+            .map(|(c, want, body)| validate_one(*c, body, *want))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cases::{kernel_cases, sample};
+    use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn valid_streams_pass() {
@@ -298,5 +382,32 @@ mod tests {
                 prop_assert!(out.map(|o| o.len() == 4096).unwrap_or(false));
             }
         }
+    }
+
+    #[test]
+    fn the_kernel_gives_the_reference_status_on_every_body() {
+        if let Err(why) = crate::decode::kernels::emu::available() {
+            println!("skipped: {why}");
+            return;
+        }
+        let cases = kernel_cases();
+        let got = crate::decode::kernels::emu::run_validate_emulated(&cases);
+        let mut passed = 0;
+        for ((codec_id, want, body), status) in cases.iter().zip(got) {
+            let expected = validate_one(*codec_id, body, *want);
+            passed += (expected == st::OK) as usize;
+            assert_eq!(
+                status,
+                expected,
+                "codec {codec_id}, {} bytes declaring {want}",
+                body.len()
+            );
+        }
+        // Both outcomes are exercised.
+        assert!(
+            passed > 50 && passed < cases.len() / 2,
+            "{passed} of {} passed",
+            cases.len()
+        );
     }
 }

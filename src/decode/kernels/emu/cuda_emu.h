@@ -277,7 +277,13 @@ inline unsigned __ballot_sync(unsigned, int pred) {
     return m;
 }
 
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+    return emu::exchange(v, (threadIdx.x % 32) ^ (unsigned)lane_mask);
+}
+
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
     const unsigned long long v = ((unsigned long long)hi << 32) | lo;

@@ -1,7 +1,7 @@
 // Runs the core decode pipeline on the CPU emulation (cuda_emu.h) over a step dumped by the
 // `kernels::emu` tests, exactly as an orchestrator would launch it, and dumps the result back.
 //
-// Usage: driver IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
+// Usage: driver IN OUT, or driver validate IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
 // Formats (little endian), addresses being the Rust arena's fake ones:
 //   IN:  "GPEMU1" u32 nregions {u64 addr, u64 len, bytes} u32 npages PageDesc[] u32 ncols ColumnDesc[]
 //        u32 ndicts DictDesc[] (str_src buffers hold addresses too, and are translated like descriptors)
@@ -10,6 +10,8 @@
 //        column's out_values as 0), then per column: u64 nchars chars, u64 first byte failing
 //        gp_validate_utf8 (~0 for none, and for a column not BYTE_ARRAY), u32 nwords words u64 set (validity
 //        bits; nwords 0 when none), u32 nwords words u64 set (boolean value bits).
+//   validate IN:  "GPVAL1" u32 n {u32 codec, u64 declared uncompressed size, u64 len, bytes}
+//   validate OUT: u32 status per item (gp_validate_compressed, one block of 32 lanes per item)
 #include "cuda_emu.h"
 
 #include KERNELS_CU
@@ -115,7 +117,37 @@ void pack(FILE* out, const uint8_t* bytes, uint64_t n, bool present) {
 
 }  // namespace
 
+// gp_validate_compressed over items read from `in_path`, each body in an allocation of exactly its
+// size (so ASan sees a read past it).
+int validate_main(const char* in_path, const char* out_path) {
+    FILE* in = std::fopen(in_path, "rb");
+    if (!in) return 2;
+    char magic[6];
+    if (std::fread(magic, 1, 6, in) != 6 || std::memcmp(magic, "GPVAL1", 6) != 0) return 2;
+    const uint32_t n = get<uint32_t>(in);
+    std::vector<ValidateItem> items(n);
+    std::vector<uint8_t*> bodies(n, nullptr);
+    for (uint32_t i = 0; i < n; i++) {
+        items[i].codec = get<uint32_t>(in);
+        items[i].dst_len = get<uint64_t>(in);
+        items[i].src_len = get<uint64_t>(in);
+        bodies[i] = (uint8_t*)std::malloc(items[i].src_len ? items[i].src_len : 1);
+        if (items[i].src_len && std::fread(bodies[i], 1, items[i].src_len, in) != items[i].src_len) return 4;
+        items[i].src = (u64)bodies[i];
+        items[i].status = ~0u;
+    }
+    std::fclose(in);
+    if (n) emu::launch(gp_validate_compressed, n, 32, items.data(), n);
+    FILE* out = std::fopen(out_path, "wb");
+    if (!out) return 2;
+    for (const auto& it : items) put<uint32_t>(out, it.status);
+    std::fclose(out);
+    for (uint8_t* b : bodies) std::free(b);
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;
