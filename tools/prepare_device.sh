@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prepares what a GPU-machine run carries (all under git-ignored .device/ and .wheels/): release builds
 # of the CLI and of the GPU test binaries (stripped), a copy of parquet-testing, the shared benchmark
-# scripts, tools/gpu_machine.sh, and the nvCOMP wheel. Together they pass one call's 64 MiB carry
-# (about 75 + 28 MB), so they travel in two calls while the machine stays warm (carried paths stay
-# there between calls): first carry [".wheels"] with `bash tools/gpu_machine.sh setup`, then carry
-# [".device"] with `bash .device/gpu_machine.sh tests` (and sanitize, reads, bench).
+# scripts, tools/gpu_machine.sh, and the nvCOMP wheel. .device/ (about 75 MB) is packed with gzip into
+# .devpack/device.tar.gz (about 27 MB) so that it and .wheels/ (28 MB) fit one call's 64 MiB carry:
+# carry [".devpack", ".wheels"] and run
+#   tar xzf .devpack/device.tar.gz && bash .device/gpu_machine.sh setup && bash .device/gpu_machine.sh tests
+# (then sanitize, reads, bench in later calls while the machine stays warm: carried paths stay there).
 # Usage (project root): tools/prepare_device.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,4 +27,5 @@ if ! ls .wheels/nvidia_libnvcomp_cu13-*.whl >/dev/null 2>&1; then
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
     -d .wheels nvidia-libnvcomp-cu13==5.3.0.16
 fi
-du -sh .device .wheels
+mkdir -p .devpack && tar czf .devpack/device.tar.gz .device
+du -sh .devpack .wheels

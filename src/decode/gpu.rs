@@ -52,6 +52,10 @@ pub struct DecoderSetup {
     pub nvcomp: String,
     /// Whether compressed bodies are checked on the GPU before nvCOMP (off: `trust_compressed`).
     pub precheck: bool,
+    /// Time to set the decoder up, all in: the kernels (compiled, or found and loaded) and nvCOMP
+    /// (found and loaded). Paid once per reader, and not part of any read's wall time.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub total_time: Duration,
 }
 
 /// Decodes fetched column chunks on one GPU.
@@ -68,6 +72,7 @@ impl GpuDecoder {
     /// Compiles (or finds) the kernels for `ctx`'s device and loads nvCOMP. Fails only when the
     /// kernels cannot be had (no NVRTC, a compile error); a missing nvCOMP means host decompression.
     pub fn new(ctx: &Arc<GpuContext>, options: &DecoderOptions) -> Result<Self> {
+        let started = std::time::Instant::now();
         let kernels = KernelModule::load(
             ctx,
             &kernels::source(),
@@ -84,6 +89,7 @@ impl GpuDecoder {
                 ModuleOrigin::Memory => "memory".into(),
             },
             precheck: !options.trust_compressed,
+            total_time: started.elapsed(),
             nvcomp: match &nvcomp {
                 Ok(n) => format!("{} ({})", n.library().version(), n.library().file().display()),
                 Err(why) => format!("not used: {why}"),

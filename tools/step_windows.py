@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Prints the steps of a GPU decode from `gpu-parquet read FILE --json` (stdin): when each step's reads
+and decode ran (ms from the start of the read), the decode's wait for its reads, and where the decode's
+time went (headers, decompression, kernels)."""
+import json
+import sys
+
+r = json.load(sys.stdin)
+d = r["decode"]
+print(f"wall {d['wall'] * 1e3:.1f} ms, {len(d['steps'])} steps, setup {d.get('setup')}")
+print(f"{'step':>4} {'MB':>7} {'read from':>9} {'to':>7} {'decode from':>11} {'to':>7} {'wait':>6} {'headers':>7} {'decomp':>7} {'kernels':>7}")
+for k, s in enumerate(d["steps"]):
+    rw, dw, st = s["read_window"], s["decode_window"], s["stats"]
+    print(
+        f"{k:>4} {s['chunk_bytes'] / 1e6:>7.1f} {rw['from'] * 1e3:>9.1f} {rw['to'] * 1e3:>7.1f} "
+        f"{dw['from'] * 1e3:>11.1f} {dw['to'] * 1e3:>7.1f} {s['io_wait'] * 1e3:>6.1f} "
+        f"{st['headers_time'] * 1e3:>7.1f} {st['decompress_time'] * 1e3:>7.1f} {st['decode_time'] * 1e3:>7.1f}"
+    )
