@@ -1,24 +1,37 @@
 //! [`Reader::read_device`]: file → decoded device columns, pipelined. The selection is cut into steps
-//! (consecutive row groups within the memory budget); while the GPU decodes step k, the backend reads
-//! step k+1 on the prefetch thread ([`Reader::stream`]'s machinery), so I/O and decode overlap.
+//! (consecutive row groups within the memory budget); reading threads fetch the next steps while
+//! decoding threads decode the ones read, so I/O overlaps decode, reads overlap each other's ramps,
+//! and steps' GPU work overlaps ([`Pipeline`]).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::channel;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::decode::gpu::{DecoderSetup, GpuDecoder};
+use crate::decode::pipeline::ColumnRoute;
 use crate::decode::pipeline::{ColumnStepStats, StepStats, route_columns};
-use crate::decode::table::DeviceTable;
+use crate::decode::table::{DeviceBatch, DeviceTable};
 use crate::error::{Error, Location, Result};
+use crate::gpu::guard;
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
 use crate::plan::{ReadPlan, RowGroupSelection};
-use crate::reader::{ChunkStream, Reader, pack_consecutive};
+use crate::reader::{ColumnChunks, Reader, fetch, pack_consecutive};
 use crate::report::ReadReport;
 
 /// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
 const MIN_STEPS: u64 = 8;
+/// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read or being
+/// decoded. Measured on the H200 (snappy benchmark file, 9 steps): one step's GPU work is a chain of
+/// latencies (the longest page's walk by one warp, in the pre-check and in nvCOMP; a few
+/// synchronisations) of about 35 ms that leaves most of the GPU idle, so several steps decode at once.
+const STEPS_IN_FLIGHT: usize = 5;
+/// Steps read at once, at most: a step's reads start while the previous step's last reads and copies
+/// drain (each staged worker moves on as soon as it is free), which a step-by-step read leaves idle.
+const FETCHES: usize = 2;
 /// Smallest step worth its fixed costs (launches, a few synchronisations).
 const MIN_STEP_BYTES: u64 = 256 << 20;
 /// Bytes of temporaries per row and column (value indices, validity bytes, dense values, string
@@ -137,7 +150,7 @@ impl Reader {
         let (free_before, _) = ctx.memory()?;
         let budget = self.memory_limit.unwrap_or(free_before / 2);
         let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
-        let steps = self.decode_steps(budget)?;
+        let (steps, in_flight) = self.decode_steps(budget)?;
         let mut plans = Vec::with_capacity(steps.len());
         for g in &steps {
             plans.push(Arc::new(ReadPlan::build(
@@ -148,7 +161,8 @@ impl Reader {
             )?));
         }
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
-        let stream = ChunkStream::start(self.io.clone(), self.source.clone(), plans, self.policy.threads);
+        let pipeline = Pipeline::new(in_flight);
+        let outcomes = pipeline.run(self, &decoder, &schema, &routes, &plans, started)?;
         let mut batches = Vec::with_capacity(steps.len());
         let mut summaries = Vec::with_capacity(steps.len());
         let mut io_plans = Vec::with_capacity(steps.len());
@@ -156,40 +170,24 @@ impl Reader {
         let mut output_bytes = 0u64;
         let mut peak_tracked = 0u64;
         let mut peak_measured = 0u64;
-        let mut waited = Instant::now();
-        for (k, fetched) in stream.enumerate() {
-            let chunks = fetched?;
-            let io_wait = waited.elapsed();
-            let decode_from = Instant::now();
-            let AnyBuffer::Device(buffer) = &chunks.buffer else {
-                return Err(Error::device("GPU decoder", "the backend returned host memory"));
-            };
-            let (batch, stats, step_peak) = decoder.decode(
-                &self.source,
-                &schema,
-                &routes,
-                &chunks.plan,
-                buffer,
-                self.policy.threads,
-            )?;
-            let next_chunks = chunk_bytes.get(k + 1).copied().unwrap_or(0);
-            peak_tracked = peak_tracked.max(output_bytes + step_peak + chunk_bytes[k] + next_chunks);
-            output_bytes += batch.memory_size() as u64;
-            let (free_now, _) = ctx.memory()?;
-            peak_measured = peak_measured.max(free_before.saturating_sub(free_now));
+        for (k, o) in outcomes.into_iter().enumerate() {
+            // Outputs of the steps before, this step's temporaries and outputs, and the chunks of the
+            // steps held at its end (each in-flight step counted at the largest step's chunks).
+            let held = chunk_bytes.iter().copied().max().unwrap_or(0) * o.held_steps as u64;
+            peak_tracked = peak_tracked.max(output_bytes + o.step_peak * pipeline.decoders as u64 + held);
+            output_bytes += o.batch.memory_size() as u64;
+            peak_measured = peak_measured.max(free_before.saturating_sub(o.free_after));
             summaries.push(StepSummary {
-                row_groups: chunks.plan.row_groups.clone(),
+                row_groups: o.plan.row_groups.clone(),
                 chunk_bytes: chunk_bytes[k],
-                stats,
-                io_wait,
-                read_window: Window::between(started, chunks.fetched.start, chunks.fetched.end),
-                decode_window: Window::between(started, decode_from, Instant::now()),
+                stats: o.stats,
+                io_wait: o.io_wait,
+                read_window: o.read_window,
+                decode_window: o.decode_window,
             });
-            io_plans.push(chunks.plan.clone());
-            io_logs.push(chunks.log.clone());
-            batches.push(batch);
-            drop(chunks);
-            waited = Instant::now();
+            io_plans.push(o.plan);
+            io_logs.push(o.log);
+            batches.push(o.batch);
         }
         if batches.len() != steps.len() {
             return Err(Error::device("GPU decoder", "the read stopped before its last step"));
@@ -221,10 +219,11 @@ impl Reader {
         })
     }
 
-    /// Consecutive selected row groups cut into steps: each within half the budget (a step is decoded
-    /// while the next is read), and at least [`MIN_STEPS`] of them when they stay over
-    /// [`MIN_STEP_BYTES`]. A row group over half the budget alone is an error naming it.
-    fn decode_steps(&self, budget: u64) -> Result<Vec<Vec<usize>>> {
+    /// Consecutive selected row groups cut into steps, and how many steps may be held at once. Steps
+    /// are cut to a [`STEPS_IN_FLIGHT`]th of the budget (and at least [`MIN_STEPS`] of them when they
+    /// stay over [`MIN_STEP_BYTES`]); a row group over half the budget alone is an error naming it, and
+    /// larger row groups mean fewer steps in flight (two at least: one read while one is decoded).
+    fn decode_steps(&self, budget: u64) -> Result<(Vec<Vec<usize>>, usize)> {
         let meta = self.source.metadata();
         let mut need: Vec<(usize, u64)> = Vec::new();
         for &rg in &self.plan.row_groups {
@@ -238,8 +237,6 @@ impl Reader {
         }
         let total: u64 = need.iter().map(|n| n.1).sum();
         let half = budget / 2;
-        let steps = self.decode_steps.map_or(MIN_STEPS, |s| s as u64);
-        let target = half.min((total / steps).max(MIN_STEP_BYTES));
         if let Some(&(rg, bytes)) = need.iter().find(|(_, bytes)| *bytes > half) {
             return Err(Error::InvalidRequest {
                 location: Location {
@@ -251,8 +248,248 @@ impl Reader {
                 ),
             });
         }
-        Ok(pack_consecutive(need, target))
+        let steps = self.decode_steps.map_or(MIN_STEPS, |s| s as u64);
+        let share = budget / STEPS_IN_FLIGHT as u64;
+        let target = share.min((total / steps).max(MIN_STEP_BYTES)).max(1);
+        let cut = pack_consecutive(need.clone(), target);
+        let largest = cut
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|rg| need.iter().find(|n| n.0 == *rg).map_or(0, |n| n.1))
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let in_flight = ((budget / largest) as usize).clamp(2, STEPS_IN_FLIGHT);
+        Ok((cut, in_flight))
     }
+}
+
+/// One decoded step, from a decoding thread.
+struct StepOutcome {
+    plan: Arc<ReadPlan>,
+    log: IoLog,
+    batch: DeviceBatch,
+    stats: StepStats,
+    /// Most device memory the step's decode held beyond its chunks.
+    step_peak: u64,
+    io_wait: Duration,
+    read_window: Window,
+    decode_window: Window,
+    /// Free device memory when the step was decoded.
+    free_after: u64,
+    /// Steps held in memory then (this one included).
+    held_steps: usize,
+}
+
+/// Places for steps in device memory: a reading thread takes one before it reads a step, a decoding
+/// thread gives it back once the step's chunks are dropped.
+struct Places {
+    free: Mutex<usize>,
+    changed: Condvar,
+    total: usize,
+}
+
+impl Places {
+    fn new(total: usize) -> Self {
+        Self {
+            free: Mutex::new(total),
+            changed: Condvar::new(),
+            total,
+        }
+    }
+
+    /// Waits for a place; false once `stop` is set.
+    fn take(&self, stop: &AtomicBool) -> bool {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            if *free > 0 {
+                *free -= 1;
+                return true;
+            }
+            free = self.changed.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn give(&self) {
+        *self.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.changed.notify_all();
+    }
+
+    /// Wakes the waiting threads (to see `stop`).
+    fn wake(&self) {
+        let _free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        self.changed.notify_all();
+    }
+
+    fn held(&self) -> usize {
+        self.total - *self.free.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The threads of one read: `fetchers` read steps in order, each after taking a place among the
+/// `in_flight` steps memory holds; `decoders` decode steps as they arrive, in whatever order, and give
+/// their places back. The first failure stops both sides; it is the error of the earliest failed step.
+struct Pipeline {
+    fetchers: usize,
+    decoders: usize,
+    in_flight: usize,
+}
+
+impl Pipeline {
+    fn new(in_flight: usize) -> Self {
+        let in_flight = in_flight.max(2);
+        let fetchers = FETCHES.min(in_flight - 1);
+        Self {
+            fetchers,
+            decoders: in_flight - fetchers,
+            in_flight,
+        }
+    }
+
+    fn run(
+        &self,
+        reader: &Reader,
+        decoder: &GpuDecoder,
+        schema: &arrow::datatypes::SchemaRef,
+        routes: &[ColumnRoute],
+        plans: &[Arc<ReadPlan>],
+        started: Instant,
+    ) -> Result<Vec<StepOutcome>> {
+        let n = plans.len();
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let places = Places::new(self.in_flight);
+        let (tx, rx) = channel::<(usize, Result<ColumnChunks>)>();
+        let rx = Mutex::new(rx);
+        let results: Mutex<Vec<Option<Result<StepOutcome>>>> = Mutex::new((0..n).map(|_| None).collect());
+        let fail = |k: usize, e: Error| {
+            stop.store(true, Ordering::SeqCst);
+            places.wake();
+            results.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(Err(e));
+        };
+        std::thread::scope(|s| {
+            for _ in 0..self.fetchers {
+                let tx = tx.clone();
+                let (next, stop, places, fail) = (&next, &stop, &places, &fail);
+                s.spawn(move || {
+                    while places.take(stop) {
+                        let k = next.fetch_add(1, Ordering::SeqCst);
+                        if k >= n {
+                            places.give();
+                            return;
+                        }
+                        let r = guard("reading a step", || {
+                            fetch(&reader.io, &reader.source, plans[k].clone(), reader.policy.threads)
+                        });
+                        match r {
+                            Ok(chunks) => {
+                                if tx.send((k, Ok(chunks))).is_err() {
+                                    return;
+                                }
+                            }
+                            Err(e) => {
+                                places.give();
+                                fail(k, e);
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            for _ in 0..self.decoders {
+                let (rx, stop, places, fail, results) = (&rx, &stop, &places, &fail, &results);
+                s.spawn(move || {
+                    let mut waited = Instant::now();
+                    loop {
+                        let item = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok((k, fetched)) = item else { return };
+                        let io_wait = waited.elapsed();
+                        if stop.load(Ordering::SeqCst) {
+                            drop(fetched);
+                            places.give();
+                            continue;
+                        }
+                        let r = guard("decoding a step", || {
+                            let chunks = fetched?;
+                            decode_one(reader, decoder, schema, routes, chunks, started, io_wait)
+                        });
+                        // The step's chunks are dropped (decode_one owns them): its place is free.
+                        let held = places.held();
+                        places.give();
+                        match r {
+                            Ok(mut o) => {
+                                o.held_steps = held;
+                                results.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(Ok(o));
+                            }
+                            Err(e) => fail(k, e),
+                        }
+                        waited = Instant::now();
+                    }
+                });
+            }
+        });
+        let mut out = Vec::with_capacity(n);
+        let mut missing = false;
+        for r in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            match r {
+                Some(Ok(o)) => out.push(o),
+                Some(Err(e)) => return Err(e),
+                None => missing = true,
+            }
+        }
+        if missing {
+            return Err(Error::device("GPU decoder", "the read stopped before its last step"));
+        }
+        Ok(out)
+    }
+}
+
+/// Decodes one fetched step (on its chunks' stream) and drops its chunks.
+fn decode_one(
+    reader: &Reader,
+    decoder: &GpuDecoder,
+    schema: &arrow::datatypes::SchemaRef,
+    routes: &[ColumnRoute],
+    chunks: ColumnChunks,
+    started: Instant,
+    io_wait: Duration,
+) -> Result<StepOutcome> {
+    let decode_from = Instant::now();
+    let AnyBuffer::Device(buffer) = &chunks.buffer else {
+        return Err(Error::device("GPU decoder", "the backend returned host memory"));
+    };
+    let (batch, stats, step_peak) = decoder.decode(
+        &reader.source,
+        schema,
+        routes,
+        &chunks.plan,
+        buffer,
+        reader.policy.threads,
+    )?;
+    let (free_after, _) = decoder.context().memory()?;
+    let decode_window = Window::between(started, decode_from, Instant::now());
+    let read_window = Window::between(started, chunks.fetched.start, chunks.fetched.end);
+    let (plan, log) = (chunks.plan.clone(), chunks.log.clone());
+    drop(chunks);
+    Ok(StepOutcome {
+        plan,
+        log,
+        batch,
+        stats,
+        step_peak,
+        io_wait,
+        read_window,
+        decode_window,
+        free_after,
+        held_steps: 0,
+    })
 }
 
 /// Per-column figures summed over steps.

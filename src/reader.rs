@@ -364,7 +364,12 @@ pub(crate) fn pack_consecutive(sizes: Vec<(usize, u64)>, target: u64) -> Vec<Vec
     out
 }
 
-fn fetch(io: &AnyBackend, source: &ParquetSource, plan: Arc<ReadPlan>, threads: usize) -> Result<ColumnChunks> {
+pub(crate) fn fetch(
+    io: &AnyBackend,
+    source: &ParquetSource,
+    plan: Arc<ReadPlan>,
+    threads: usize,
+) -> Result<ColumnChunks> {
     let started = std::time::Instant::now();
     let f = io.fetch(source, &plan)?;
     source.check_unchanged()?;
