@@ -1,7 +1,7 @@
 //! [`Reader::read_device`]: file → decoded device columns, pipelined. The selection is cut into steps
-//! (consecutive row groups within the memory budget); reading threads fetch the next steps while
-//! decoding threads decode the ones read, so I/O overlaps decode, reads overlap each other's ramps,
-//! and steps' GPU work overlaps ([`Pipeline`]).
+//! (consecutive row groups within the memory budget); a reading thread fetches the next steps while
+//! decoding threads decode the ones read, so I/O overlaps decode and steps' GPU work overlaps
+//! ([`Pipeline`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
@@ -24,14 +24,15 @@ use crate::report::ReadReport;
 
 /// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
 const MIN_STEPS: u64 = 8;
-/// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read or being
-/// decoded. Measured on the H200 (snappy benchmark file, 9 steps): one step's GPU work is a chain of
+/// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read and waiting,
+/// or being decoded. Measured on the H200 (snappy benchmark file, 9 steps): one step's GPU work is a chain of
 /// latencies (the longest page's walk by one warp, in the pre-check and in nvCOMP; a few
 /// synchronisations) of about 35 ms that leaves most of the GPU idle, so several steps decode at once.
 const STEPS_IN_FLIGHT: usize = 5;
-/// Steps read at once, at most: a step's reads start while the previous step's last reads and copies
-/// drain (each staged worker moves on as soon as it is free), which a step-by-step read leaves idle.
-const FETCHES: usize = 2;
+/// Steps read at once. One: a step's read is already spread over the backend's threads, and two at
+/// once were measured slower on the H200 (plain benchmark file: two 345 MB steps in 32 ms together
+/// against 10 ms each one after the other).
+const FETCHES: usize = 1;
 /// Smallest step worth its fixed costs (launches, a few synchronisations).
 const MIN_STEP_BYTES: u64 = 256 << 20;
 /// Bytes of temporaries per row and column (value indices, validity bytes, dense values, string
