@@ -190,11 +190,13 @@ pub enum Key {
     DecodeSteps,
     /// `--trust-compressed`, `GPU_PARQUET_TRUST_COMPRESSED`: 0 or 1 (skip the pre-check before nvCOMP).
     TrustCompressed,
+    /// `--decode-threads`, `GPU_PARQUET_DECODE_THREADS`: steps a GPU decode decodes at once.
+    DecodeThreads,
 }
 
 impl Key {
     /// Every key, in the README's order.
-    pub const ALL: [Key; 14] = [
+    pub const ALL: [Key; 15] = [
         Key::CompatMode,
         Key::Threads,
         Key::TaskSize,
@@ -208,6 +210,7 @@ impl Key {
         Key::MemoryLimit,
         Key::Nvcomp,
         Key::DecodeSteps,
+        Key::DecodeThreads,
         Key::TrustCompressed,
     ];
 
@@ -227,6 +230,7 @@ impl Key {
             Key::MemoryLimit => "GPU_PARQUET_MEMORY_LIMIT_MB",
             Key::Nvcomp => "GPU_PARQUET_NVCOMP",
             Key::DecodeSteps => "GPU_PARQUET_DECODE_STEPS",
+            Key::DecodeThreads => "GPU_PARQUET_DECODE_THREADS",
             Key::TrustCompressed => "GPU_PARQUET_TRUST_COMPRESSED",
         }
     }
@@ -247,6 +251,7 @@ impl Key {
             Key::MemoryLimit => "--memory-limit-mb",
             Key::Nvcomp => "--nvcomp",
             Key::DecodeSteps => "--decode-steps",
+            Key::DecodeThreads => "--decode-threads",
             Key::TrustCompressed => "--trust-compressed",
         }
     }
@@ -352,6 +357,8 @@ pub struct Settings {
     /// The fewest steps a GPU decode cuts a whole read into (while each stays over 256 MiB), so the
     /// next step's reads overlap this step's decode (`None`: 8).
     pub decode_steps: Option<usize>,
+    /// Steps a GPU decode decodes at once (`None`: 2, fewer where memory allows only one).
+    pub decode_threads: Option<usize>,
     /// Hand compressed bodies to nvCOMP without the GPU pre-check (trusted files only).
     pub trust_compressed: bool,
 }
@@ -426,6 +433,7 @@ impl Settings {
             Key::Device => self.device = key.parse_number(raw)? as usize,
             Key::MemoryLimit => self.memory_limit = Some(key.parse_number(raw)?),
             Key::DecodeSteps => self.decode_steps = Some(key.parse_number(raw)? as usize),
+            Key::DecodeThreads => self.decode_threads = Some(key.parse_number(raw)? as usize),
             Key::TrustCompressed => self.trust_compressed = parse_bool(raw)?,
             Key::Nvcomp => self.nvcomp = Some(PathBuf::from(raw.trim())),
         }

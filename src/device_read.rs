@@ -24,11 +24,14 @@ use crate::report::ReadReport;
 
 /// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
 const MIN_STEPS: u64 = 8;
-/// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read and waiting,
-/// or being decoded. Measured on the H200 (snappy benchmark file, 9 steps): one step's GPU work is a chain of
-/// latencies (the longest page's walk by one warp, in the pre-check and in nvCOMP; a few
-/// synchronisations) of about 35 ms that leaves most of the GPU idle, so several steps decode at once.
+/// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read and waiting
+/// (the reads run ahead of the decode), or being decoded.
 const STEPS_IN_FLIGHT: usize = 5;
+/// Steps decoded at once by default. Measured on the H200 (`bench --no-cold --staged-threads 12`, one
+/// run, file to decoded device columns): plain 78.2 / 77.2 / 86.8 ms and snappy 323.7 / 306.9 /
+/// 325.4 ms with 1 / 2 / 4 decoding threads. A snappy step's GPU work is a chain of latencies (the
+/// longest page walked by one warp in the pre-check and in nvCOMP) that a second step fills in part.
+const DECODERS: usize = 2;
 /// Steps read at once. One: a step's read is already spread over the backend's threads, and two at
 /// once were measured slower on the H200 (plain benchmark file: two 345 MB steps in 32 ms together
 /// against 10 ms each one after the other).
@@ -162,7 +165,7 @@ impl Reader {
             )?));
         }
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
-        let pipeline = Pipeline::new(in_flight);
+        let pipeline = Pipeline::new(in_flight, self.decode_threads);
         let outcomes = pipeline.run(self, &decoder, &schema, &routes, &plans, started)?;
         let mut batches = Vec::with_capacity(steps.len());
         let mut summaries = Vec::with_capacity(steps.len());
@@ -343,12 +346,13 @@ struct Pipeline {
 }
 
 impl Pipeline {
-    fn new(in_flight: usize) -> Self {
+    fn new(in_flight: usize, decoders: Option<usize>) -> Self {
         let in_flight = in_flight.max(2);
         let fetchers = FETCHES.min(in_flight - 1);
+        let most = in_flight - fetchers;
         Self {
             fetchers,
-            decoders: in_flight - fetchers,
+            decoders: decoders.unwrap_or(DECODERS).clamp(1, most),
             in_flight,
         }
     }

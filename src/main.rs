@@ -104,6 +104,9 @@ struct IoArgs {
     /// The fewest steps a GPU decode cuts a read into (the next step is read while one is decoded).
     #[arg(long, allow_hyphen_values = true)]
     decode_steps: Option<String>,
+    /// Steps a GPU decode decodes at once (default 2; 1 where the memory budget holds only two steps).
+    #[arg(long, allow_hyphen_values = true)]
+    decode_threads: Option<String>,
     /// nvCOMP 5's `libnvcomp.so.5`, or a directory holding it (default: Python installs, then the system).
     #[arg(long)]
     nvcomp: Option<String>,
@@ -124,6 +127,7 @@ impl IoArgs {
             (Key::SmallRead, &self.small_read_kb),
             (Key::MemoryLimit, &self.memory_limit_mb),
             (Key::DecodeSteps, &self.decode_steps),
+            (Key::DecodeThreads, &self.decode_threads),
             (Key::Nvcomp, &self.nvcomp),
         ]
         .into_iter()

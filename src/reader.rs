@@ -49,6 +49,7 @@ pub struct ReaderBuilder {
     io: Option<Arc<AnyBackend>>,
     decoder: DecoderOptions,
     decode_steps: Option<usize>,
+    decode_threads: Option<usize>,
 }
 
 impl ReaderBuilder {
@@ -65,6 +66,7 @@ impl ReaderBuilder {
             io: None,
             decoder: DecoderOptions::default(),
             decode_steps: None,
+            decode_threads: None,
         }
     }
 
@@ -122,6 +124,14 @@ impl ReaderBuilder {
         self.memory_limit = settings.memory_limit;
         self.decoder = settings.decoder_options();
         self.decode_steps = settings.decode_steps;
+        self.decode_threads = settings.decode_threads;
+        self
+    }
+
+    /// Steps [`Reader::read_device`] decodes at once (default 2; 1 where the memory budget holds only
+    /// two steps: one read, one decoded).
+    pub fn with_decode_threads(mut self, threads: usize) -> Self {
+        self.decode_threads = Some(threads.max(1));
         self
     }
 
@@ -171,6 +181,7 @@ impl ReaderBuilder {
             memory_limit: self.memory_limit,
             decoder: self.decoder,
             decode_steps: self.decode_steps,
+            decode_threads: self.decode_threads,
             gpu_decoder: std::sync::OnceLock::new(),
         })
     }
@@ -199,6 +210,7 @@ pub struct Reader {
     pub(crate) memory_limit: Option<u64>,
     pub(crate) decoder: DecoderOptions,
     pub(crate) decode_steps: Option<usize>,
+    pub(crate) decode_threads: Option<usize>,
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
 }
 
