@@ -38,6 +38,7 @@ pub mod config;
 pub mod conformance;
 pub mod dataset;
 pub mod decode;
+pub mod device_ffi;
 pub mod device_read;
 pub mod error;
 #[cfg(feature = "fuzzing")]

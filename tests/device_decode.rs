@@ -385,3 +385,51 @@ fn bad_and_corrupted_files_give_errors_not_crashes() {
         inputs.len()
     );
 }
+
+/// The Arrow C Device Data Interface export of a GPU-decoded batch: a CUDA device array on this GPU
+/// whose buffer addresses are the decoder's own device buffers (no copy), whose `sync_event` is a
+/// recorded event, and whose bytes, copied back from those addresses, are arrow-rs's values.
+#[test]
+fn the_device_export_hands_out_the_decoded_buffers() {
+    use gpu_parquet::device_ffi::ARROW_DEVICE_CUDA;
+    let Some(ctx) = gpu() else { return };
+    let path = common::testdata_dir().join("flat_snappy_dict.parquet");
+    let read = Reader::builder(&path)
+        .with_backend(BackendKind::Auto)
+        .with_decoder_options(options())
+        .build()
+        .expect("reader")
+        .read_device()
+        .expect("GPU read");
+    let want = read.table.to_host_batches().expect("host copy").remove(0);
+    let batch = read.table.batches.into_iter().next().expect("a batch");
+    let addresses: Vec<u64> = batch.columns.iter().map(|c| c.array.buffers[0].device_address()).collect();
+    let lens: Vec<usize> = batch.columns.iter().map(|c| c.array.buffers[0].len()).collect();
+    let (_schema, device) = batch.into_device_array().expect("export");
+    assert_eq!(device.device_type, ARROW_DEVICE_CUDA);
+    assert_eq!(device.device_id, ctx.ordinal() as i64);
+    assert!(!device.sync_event.is_null());
+    assert_eq!(device.array.n_children as usize, want.num_columns());
+    // SAFETY: sync_event points to a live CUevent (kept by the export until release); the children
+    // are n_children valid arrays whose buffers hold n_buffers addresses.
+    unsafe {
+        let event = *(device.sync_event as *const cudarc::driver::sys::CUevent);
+        assert_eq!(cudarc::driver::sys::cuEventSynchronize(event), cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+        for (i, (&addr, &len)) in addresses.iter().zip(&lens).enumerate() {
+            let child = &**device.array.children.add(i);
+            assert!(child.n_buffers >= 2, "column {i}");
+            assert_eq!(*child.buffers.add(1) as u64, addr, "column {i}: the decoder's buffer, not a copy");
+            assert_eq!(child.length as usize, want.num_rows());
+            let mut host = vec![0u8; len];
+            ctx.bind().expect("bind");
+            assert_eq!(
+                cudarc::driver::sys::cuMemcpyDtoH_v2(host.as_mut_ptr() as *mut _, addr, len),
+                cudarc::driver::sys::CUresult::CUDA_SUCCESS
+            );
+            let expect = want.column(i).to_data();
+            let values = &expect.buffers()[0];
+            assert_eq!(&host[..values.len()], values.as_slice(), "column {i} values");
+        }
+    }
+    drop(device);
+}

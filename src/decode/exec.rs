@@ -187,6 +187,9 @@ pub trait OwnedBuffer: std::fmt::Debug + Send + Sync {
     }
     /// A host copy of the bytes.
     fn to_host(&self) -> Result<Vec<u8>>;
+    /// The address of the first byte, in the memory the buffer lives in (host or device): what an
+    /// Arrow C Device Data Interface export hands out.
+    fn address(&self) -> u64;
 }
 
 impl OwnedBuffer for Vec<u8> {
@@ -196,6 +199,9 @@ impl OwnedBuffer for Vec<u8> {
     fn to_host(&self) -> Result<Vec<u8>> {
         Ok(self.clone())
     }
+    fn address(&self) -> u64 {
+        self.as_ptr() as u64
+    }
 }
 
 impl OwnedBuffer for crate::gpu::DeviceBuffer<u8> {
@@ -204,6 +210,9 @@ impl OwnedBuffer for crate::gpu::DeviceBuffer<u8> {
     }
     fn to_host(&self) -> Result<Vec<u8>> {
         self.copy_to_host()
+    }
+    fn address(&self) -> u64 {
+        self.device_address()
     }
 }
 
