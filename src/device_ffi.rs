@@ -61,6 +61,15 @@ pub struct FFI_ArrowArray {
     pub private_data: *mut c_void,
 }
 
+// SAFETY: an exported array is plain data plus a release callback that frees memory the export
+// owns (kept alive by reference counts that are thread-safe); the specification lets it move between
+// threads, and nothing here ties it to the creating one.
+unsafe impl Send for FFI_ArrowArray {}
+// SAFETY: as for FFI_ArrowArray; `sync_event` points into memory the export owns.
+unsafe impl Send for FFI_ArrowDeviceArray {}
+// SAFETY: the stream's private data is Send (its batch source is `Send`); callbacks take it by pointer.
+unsafe impl Send for FFI_ArrowDeviceArrayStream {}
+
 impl FFI_ArrowArray {
     /// A released (empty) array, as a stream's end is written.
     pub fn empty() -> Self {
@@ -183,13 +192,20 @@ fn export_array<B: OwnedBuffer>(a: &DeviceArray<B>, owner: &Arc<dyn Any + Send +
     ) {
         return Err(Error::device(
             "exporting decoded columns",
-            format!("{} arrays are not exported (the decoder does not produce them)", a.data_type),
+            format!(
+                "{} arrays are not exported (the decoder does not produce them)",
+                a.data_type
+            ),
         ));
     }
     let mut buffers: Vec<*const c_void> = Vec::new();
     // The null type has no buffers at all; every other type starts with its validity bitmap.
     if a.data_type != DataType::Null {
-        buffers.push(a.validity.as_ref().map_or(std::ptr::null(), |v| v.address() as *const c_void));
+        buffers.push(
+            a.validity
+                .as_ref()
+                .map_or(std::ptr::null(), |v| v.address() as *const c_void),
+        );
         buffers.extend(a.buffers.iter().map(|b| b.address() as *const c_void));
     }
     let children = a
@@ -254,7 +270,7 @@ unsafe impl Sync for SyncEvent {}
 
 /// The batch and its event, owned by the export.
 struct Exported<B: OwnedBuffer> {
-    batch: DeviceBatch<B>,
+    batch: Arc<DeviceBatch<B>>,
     /// Kept alive for `sync_event`, never read here.
     _sync: Option<SyncEvent>,
 }
@@ -267,7 +283,7 @@ fn struct_schema(schema: &SchemaRef) -> Result<FFI_ArrowSchema> {
 }
 
 fn export_owned<B: OwnedBuffer + 'static>(
-    batch: DeviceBatch<B>,
+    batch: Arc<DeviceBatch<B>>,
     device_type: ArrowDeviceType,
     device_id: i64,
     sync: Option<SyncEvent>,
@@ -300,24 +316,32 @@ impl DeviceBatch<DeviceBuffer<u8>> {
     /// Exports the batch as a CUDA device array (a struct array of the columns) and its schema,
     /// without copying: an event is recorded on the decode's stream for the consumer to wait on.
     pub fn into_device_array(self) -> Result<(FFI_ArrowSchema, FFI_ArrowDeviceArray)> {
-        let schema = struct_schema(&self.schema)?;
-        let first = self
-            .columns
-            .iter()
-            .find_map(|c| first_buffer(&c.array))
-            .map(|b| (b.stream().clone(), b.context().clone()));
-        let (sync, device_id) = match first {
-            Some((stream, ctx)) => {
-                let event = Event::new(&ctx)?;
-                stream.record(&event)?;
-                let handle = Box::new(event.cuda().cu_event());
-                (Some(SyncEvent { _event: event, handle }), ctx.ordinal() as i64)
-            }
-            // No buffer at all (no column, or only empty null columns): nothing to wait for.
-            None => (None, 0),
-        };
-        Ok((schema, export_owned(self, ARROW_DEVICE_CUDA, device_id, sync)?))
+        export_device_batch(Arc::new(self))
     }
+}
+
+/// [`DeviceBatch::into_device_array`] of a shared batch (exported as often as wanted; each export
+/// keeps the batch alive until its release).
+pub fn export_device_batch(
+    batch: Arc<DeviceBatch<DeviceBuffer<u8>>>,
+) -> Result<(FFI_ArrowSchema, FFI_ArrowDeviceArray)> {
+    let schema = struct_schema(&batch.schema)?;
+    let first = batch
+        .columns
+        .iter()
+        .find_map(|c| first_buffer(&c.array))
+        .map(|b| (b.stream().clone(), b.context().clone()));
+    let (sync, device_id) = match first {
+        Some((stream, ctx)) => {
+            let event = Event::new(&ctx)?;
+            stream.record(&event)?;
+            let handle = Box::new(event.cuda().cu_event());
+            (Some(SyncEvent { _event: event, handle }), ctx.ordinal() as i64)
+        }
+        // No buffer at all (no column, or only empty null columns): nothing to wait for.
+        None => (None, 0),
+    };
+    Ok((schema, export_owned(batch, ARROW_DEVICE_CUDA, device_id, sync)?))
 }
 
 fn first_buffer<B: OwnedBuffer>(a: &DeviceArray<B>) -> Option<&B> {
@@ -332,7 +356,7 @@ impl DeviceBatch<Vec<u8>> {
     /// its schema: the same export as the GPU's, for tests and host consumers.
     pub fn into_device_array(self) -> Result<(FFI_ArrowSchema, FFI_ArrowDeviceArray)> {
         let schema = struct_schema(&self.schema)?;
-        Ok((schema, export_owned(self, ARROW_DEVICE_CPU, -1, None)?))
+        Ok((schema, export_owned(Arc::new(self), ARROW_DEVICE_CPU, -1, None)?))
     }
 }
 
@@ -441,16 +465,7 @@ fn export_stream(
 impl DeviceTable<DeviceBuffer<u8>> {
     /// Exports the table as a CUDA device array stream, one array per decoded batch (step).
     pub fn into_device_stream(self) -> FFI_ArrowDeviceArrayStream {
-        let mut batches: VecDeque<_> = self.batches.into();
-        export_stream(
-            self.schema,
-            ARROW_DEVICE_CUDA,
-            Box::new(move || {
-                batches
-                    .pop_front()
-                    .map(|b| b.into_device_array().map(|(_, a)| a))
-            }),
-        )
+        export_device_batches(self.schema, self.batches.into_iter().map(Arc::new).collect())
     }
 }
 
@@ -461,13 +476,32 @@ impl DeviceTable<Vec<u8>> {
         export_stream(
             self.schema,
             ARROW_DEVICE_CPU,
-            Box::new(move || {
-                batches
-                    .pop_front()
-                    .map(|b| b.into_device_array().map(|(_, a)| a))
-            }),
+            Box::new(move || batches.pop_front().map(|b| b.into_device_array().map(|(_, a)| a))),
         )
     }
+}
+
+/// A CUDA device array stream over shared batches, each exported when the consumer asks for it.
+pub fn export_device_batches(
+    schema: SchemaRef,
+    batches: Vec<Arc<DeviceBatch<DeviceBuffer<u8>>>>,
+) -> FFI_ArrowDeviceArrayStream {
+    let mut batches: VecDeque<_> = batches.into();
+    export_stream(
+        schema,
+        ARROW_DEVICE_CUDA,
+        Box::new(move || batches.pop_front().map(|b| export_device_batch(b).map(|(_, a)| a))),
+    )
+}
+
+/// A device array stream over arrays already exported (all on `device_type`), described by `schema`.
+pub fn export_arrays(
+    schema: SchemaRef,
+    device_type: ArrowDeviceType,
+    arrays: Vec<FFI_ArrowDeviceArray>,
+) -> FFI_ArrowDeviceArrayStream {
+    let mut arrays: VecDeque<_> = arrays.into();
+    export_stream(schema, device_type, Box::new(move || arrays.pop_front().map(Ok)))
 }
 
 #[cfg(test)]

@@ -403,7 +403,11 @@ fn the_device_export_hands_out_the_decoded_buffers() {
         .expect("GPU read");
     let want = read.table.to_host_batches().expect("host copy").remove(0);
     let batch = read.table.batches.into_iter().next().expect("a batch");
-    let addresses: Vec<u64> = batch.columns.iter().map(|c| c.array.buffers[0].device_address()).collect();
+    let addresses: Vec<u64> = batch
+        .columns
+        .iter()
+        .map(|c| c.array.buffers[0].device_address())
+        .collect();
     let lens: Vec<usize> = batch.columns.iter().map(|c| c.array.buffers[0].len()).collect();
     let (_schema, device) = batch.into_device_array().expect("export");
     assert_eq!(device.device_type, ARROW_DEVICE_CUDA);
@@ -414,11 +418,18 @@ fn the_device_export_hands_out_the_decoded_buffers() {
     // are n_children valid arrays whose buffers hold n_buffers addresses.
     unsafe {
         let event = *(device.sync_event as *const cudarc::driver::sys::CUevent);
-        assert_eq!(cudarc::driver::sys::cuEventSynchronize(event), cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+        assert_eq!(
+            cudarc::driver::sys::cuEventSynchronize(event),
+            cudarc::driver::sys::CUresult::CUDA_SUCCESS
+        );
         for (i, (&addr, &len)) in addresses.iter().zip(&lens).enumerate() {
             let child = &**device.array.children.add(i);
             assert!(child.n_buffers >= 2, "column {i}");
-            assert_eq!(*child.buffers.add(1) as u64, addr, "column {i}: the decoder's buffer, not a copy");
+            assert_eq!(
+                *child.buffers.add(1) as u64,
+                addr,
+                "column {i}: the decoder's buffer, not a copy"
+            );
             assert_eq!(child.length as usize, want.num_rows());
             let mut host = vec![0u8; len];
             ctx.bind().expect("bind");

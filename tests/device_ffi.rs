@@ -84,12 +84,29 @@ fn an_exported_batch_imports_equal_to_arrow_rs() {
     for path in files {
         let (batch, want) = decoded(&path, RowGroupSelection::All);
         let (schema, device) = batch.into_device_array().expect("export");
-        assert_eq!(device.array.n_children as usize, want.num_columns(), "{}", path.display());
+        assert_eq!(
+            device.array.n_children as usize,
+            want.num_columns(),
+            "{}",
+            path.display()
+        );
         let got = import_batch(&schema, device);
         assert_eq!(got.num_rows(), want.num_rows(), "{}", path.display());
         for (i, f) in want.schema().fields().iter().enumerate() {
-            assert_eq!(got.schema().field(i).data_type(), f.data_type(), "{}: {}", path.display(), f.name());
-            assert_eq!(got.column(i).to_data(), want.column(i).to_data(), "{}: {}", path.display(), f.name());
+            assert_eq!(
+                got.schema().field(i).data_type(),
+                f.data_type(),
+                "{}: {}",
+                path.display(),
+                f.name()
+            );
+            assert_eq!(
+                got.column(i).to_data(),
+                want.column(i).to_data(),
+                "{}: {}",
+                path.display(),
+                f.name()
+            );
         }
     }
 }
