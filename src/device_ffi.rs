@@ -275,8 +275,8 @@ struct Exported<B: OwnedBuffer> {
     _sync: Option<SyncEvent>,
 }
 
-/// The schema of a batch exported as a struct array.
-fn struct_schema(schema: &SchemaRef) -> Result<FFI_ArrowSchema> {
+/// The C schema of a batch exported as a struct array (its fields the columns).
+pub fn struct_schema(schema: &SchemaRef) -> Result<FFI_ArrowSchema> {
     let dt = DataType::Struct(schema.fields().clone());
     let field = Field::new("", dt, false).with_metadata(schema.metadata().clone());
     FFI_ArrowSchema::try_from(&field).map_err(|e| Error::device("exporting the schema", e))

@@ -87,9 +87,7 @@ impl Table {
 }
 
 fn struct_schema(schema: &SchemaRef) -> PyResult<FFI_ArrowSchema> {
-    let field = arrow::datatypes::Field::new("", arrow::datatypes::DataType::Struct(schema.fields().clone()), false)
-        .with_metadata(schema.metadata().clone());
-    FFI_ArrowSchema::try_from(&field).map_err(|e| PyValueError::new_err(e.to_string()))
+    device_ffi::struct_schema(schema).map_err(err)
 }
 
 #[pymethods]
