@@ -6,6 +6,8 @@
 #   sanitize  the same under compute-sanitizer memcheck (leak check) and racecheck: summaries only
 #   reads     `read` of both benchmark files, 3 times each: the decode report's totals and step windows
 #   bench     `bench` of both files (hot and cold)
+#   python    the Python package's wheel (.devpack/) into /tmp/site, its pytest suite, and the pylibcudf
+#             import check (python/gpu_checks/pylibcudf_import.py; needs cuDF installed in /tmp/site)
 # State lives in /tmp, which goes when the machine is released (about 30 s idle).
 set -uo pipefail
 here=$PWD
@@ -39,5 +41,9 @@ case "${1:-}" in
     done; done ;;
   bench)
     for f in plain snappy; do $B/gpu-parquet bench $F/$f.parquet --reps 5 ${EXTRA:-}; done ;;
-  *) sed -n 2,9p "$0"; exit 2 ;;
+  python)
+    python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .devpack/gpu_parquet-*.whl
+    python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -3
+    python3 python/gpu_checks/pylibcudf_import.py testdata/*.parquet $F/plain.parquet ;;
+  *) sed -n 2,11p "$0"; exit 2 ;;
 esac

@@ -28,4 +28,7 @@ if ! ls .wheels/nvidia_libnvcomp_cu13-*.whl >/dev/null 2>&1; then
     -d .wheels nvidia-libnvcomp-cu13==5.3.0.16
 fi
 mkdir -p .devpack && tar czf .devpack/device.tar.gz .device
+# The Python package's wheel (release), for `gpu_machine.sh python`.
+rm -f .devpack/gpu_parquet-*.whl
+python3 -m maturin build --release --quiet -m python/Cargo.toml -o .devpack
 du -sh .devpack .wheels
