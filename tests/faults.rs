@@ -280,8 +280,14 @@ fn gpu_case(make: fn(&Path) -> std::path::PathBuf) -> Option<(tempfile::TempDir,
     let dir = tempfile::tempdir().expect("tempdir");
     let path = make(dir.path());
     let want = common::arrow_rs_read(&path).expect("arrow-rs");
+    // The decoder finds nvCOMP and the kernel cache where the environment says (GPU_PARQUET_NVCOMP,
+    // PYTHONPATH), as the CLI's does; without it nvCOMP is looked for only in the default places.
+    let options = gpu_parquet::Settings::from_env(&[])
+        .expect("settings")
+        .decoder_options();
     let reader = Reader::builder(&path)
         .with_backend(BackendKind::Auto)
+        .with_decoder_options(options)
         .build()
         .expect("reader");
     Some((dir, want, reader))

@@ -409,5 +409,6 @@ mod tests {
             "{passed} of {} passed",
             cases.len()
         );
+        println!("kernel = reference on {} bodies, {passed} of them valid", cases.len());
     }
 }
