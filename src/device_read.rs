@@ -8,6 +8,7 @@ use std::sync::mpsc::channel;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use parquet::file::metadata::ParquetMetaData;
 use serde::Serialize;
 
 use crate::decode::gpu::{DecoderSetup, GpuDecoder};
@@ -18,8 +19,8 @@ use crate::error::{Error, Location, Result};
 use crate::gpu::guard;
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
-use crate::plan::{ReadPlan, RowGroupSelection};
-use crate::reader::{ColumnChunks, Reader, fetch, pack_consecutive};
+use crate::plan::{ChunkRange, ReadPlan, RowGroupSelection};
+use crate::reader::{ColumnChunks, Reader, fetch, pack_consecutive, split_balanced};
 use crate::report::ReadReport;
 
 /// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
@@ -36,6 +37,16 @@ const DECODERS: usize = 2;
 /// once were measured slower on the H200 (plain benchmark file: two 345 MB steps in 32 ms together
 /// against 10 ms each one after the other).
 const FETCHES: usize = 1;
+/// The GPU time of a step with compressed pages is bound by its longest page, whatever the step's size:
+/// nvCOMP and the pre-check each give a page to one warp. Measured on the H200 (snappy benchmark file,
+/// ncu, pages of up to 845 kB): nvCOMP's Snappy about 25 ns and the warp pre-check of a Snappy body
+/// about 41 ns per compressed byte of the longest page.
+const NVCOMP_NS_PER_BYTE: f64 = 25.0;
+const PRECHECK_NS_PER_BYTE: f64 = 41.0;
+/// Staged reads while decoding runs, as measured in the pipeline on the H200 (345 MB steps in 7.5-8 ms).
+const PIPELINE_READ_BYTES_PER_NS: f64 = 45.0;
+/// Data pages are assumed this long where no offset index says (writers' usual limit).
+const ASSUMED_PAGE_BYTES: u64 = 1 << 20;
 /// Smallest step worth its fixed costs (launches, a few synchronisations).
 const MIN_STEP_BYTES: u64 = 256 << 20;
 /// Bytes of temporaries per row and column (value indices, validity bytes, dense values, string
@@ -96,6 +107,33 @@ pub struct StepSummary {
     pub read_window: Window,
     /// When this step was decoded (from taking its chunks to its columns being ready).
     pub decode_window: Window,
+    /// Inside the read window: the backend's own wall time, when its first read started and when its
+    /// last bytes were in place (from the backend's start), so fixed costs per step show apart from
+    /// the transfer (allocation and report before, thread start before the first read, drain after).
+    pub backend: BackendTimes,
+}
+
+/// A step's backend timings, in seconds from the backend's start.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct BackendTimes {
+    /// The backend's wall time (`IoLog::wall`).
+    pub wall: f64,
+    /// Start of its earliest task.
+    pub first_read: f64,
+    /// End of its latest task.
+    pub last_done: f64,
+}
+
+impl BackendTimes {
+    fn of(log: &IoLog) -> Self {
+        let first = log.tasks.iter().map(|t| t.start).min().unwrap_or_default();
+        let last = log.tasks.iter().map(|t| t.end).max().unwrap_or_default();
+        Self {
+            wall: log.wall.as_secs_f64(),
+            first_read: first.as_secs_f64(),
+            last_done: last.as_secs_f64(),
+        }
+    }
 }
 
 /// A span of time from the start of a read, in seconds.
@@ -154,7 +192,7 @@ impl Reader {
         let (free_before, _) = ctx.memory()?;
         let budget = self.memory_limit.unwrap_or(free_before / 2);
         let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
-        let (steps, in_flight) = self.decode_steps(budget)?;
+        let (steps, in_flight) = self.decode_steps(budget, &decoder)?;
         let mut plans = Vec::with_capacity(steps.len());
         for g in &steps {
             plans.push(Arc::new(ReadPlan::build(
@@ -188,6 +226,7 @@ impl Reader {
                 io_wait: o.io_wait,
                 read_window: o.read_window,
                 decode_window: o.decode_window,
+                backend: BackendTimes::of(&o.log),
             });
             io_plans.push(o.plan);
             io_logs.push(o.log);
@@ -227,7 +266,7 @@ impl Reader {
     /// are cut to a [`STEPS_IN_FLIGHT`]th of the budget (and at least [`MIN_STEPS`] of them when they
     /// stay over [`MIN_STEP_BYTES`]); a row group over half the budget alone is an error naming it, and
     /// larger row groups mean fewer steps in flight (two at least: one read while one is decoded).
-    fn decode_steps(&self, budget: u64) -> Result<(Vec<Vec<usize>>, usize)> {
+    fn decode_steps(&self, budget: u64, decoder: &GpuDecoder) -> Result<(Vec<Vec<usize>>, usize)> {
         let meta = self.source.metadata();
         let mut need: Vec<(usize, u64)> = Vec::new();
         for &rg in &self.plan.row_groups {
@@ -252,23 +291,83 @@ impl Reader {
                 ),
             });
         }
-        let steps = self.decode_steps.map_or(MIN_STEPS, |s| s as u64);
-        let share = budget / STEPS_IN_FLIGHT as u64;
-        let target = share.min((total / steps).max(MIN_STEP_BYTES)).max(1);
-        let cut = pack_consecutive(need.clone(), target);
-        let largest = cut
-            .iter()
-            .map(|g| {
-                g.iter()
-                    .map(|rg| need.iter().find(|n| n.0 == *rg).map_or(0, |n| n.1))
-                    .sum::<u64>()
-            })
-            .max()
-            .unwrap_or(0)
-            .max(1);
+        let steps = self
+            .decode_steps
+            .map_or_else(|| self.steps_for_latency(decoder), |s| s as u64);
+        let share = (budget / STEPS_IN_FLIGHT as u64).max(1);
+        // As many steps as asked (fewer when they would fall under MIN_STEP_BYTES), of even size;
+        // more when even steps would not fit the budget's share.
+        let steps = steps.min((total / MIN_STEP_BYTES).max(1));
+        let bytes_of = |g: &Vec<usize>| -> u64 {
+            g.iter()
+                .map(|rg| need.iter().find(|n| n.0 == *rg).map_or(0, |n| n.1))
+                .sum()
+        };
+        let even = split_balanced(&need, steps as usize);
+        let cut = if even.iter().all(|g| bytes_of(g) <= share) {
+            even
+        } else {
+            pack_consecutive(need.clone(), share)
+        };
+        let largest = cut.iter().map(bytes_of).max().unwrap_or(0).max(1);
         let in_flight = ((budget / largest) as usize).clamp(2, STEPS_IN_FLIGHT);
         Ok((cut, in_flight))
     }
+}
+
+impl Reader {
+    /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection).
+    fn steps_for_latency(&self, decoder: &GpuDecoder) -> u64 {
+        if !decoder.has_nvcomp() {
+            return MIN_STEPS;
+        }
+        let longest = longest_page_ns(self.source.metadata(), &self.plan.chunks, decoder.prechecks());
+        steps_for_latency(self.plan.dest_len, longest, self.decode_threads.unwrap_or(DECODERS))
+    }
+}
+
+/// The GPU time a step costs at least, in nanoseconds: its longest compressed page, which nvCOMP (and
+/// the pre-check, for Snappy and LZ4 bodies when `prechecked`) give to one warp. Zero without
+/// compressed pages. A dictionary page's size is its chunk's start to its first data page; data pages'
+/// come from the offset index, or are taken as [`ASSUMED_PAGE_BYTES`] (capped at the chunk) without one.
+pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], prechecked: bool) -> f64 {
+    use parquet::basic::Compression;
+    let mut longest = 0f64;
+    for c in chunks {
+        let chunk = meta.row_group(c.row_group).column(c.column);
+        let walked = match chunk.compression() {
+            Compression::UNCOMPRESSED => continue,
+            Compression::SNAPPY | Compression::LZ4 | Compression::LZ4_RAW => prechecked,
+            _ => false,
+        };
+        let dictionary = (chunk.data_page_offset() - crate::metadata::chunk_start(chunk)).max(0) as u64;
+        let data = match meta.page_index().and_then(|p| p.offset_index(c.row_group, c.column)) {
+            Some(oi) => oi
+                .page_locations()
+                .iter()
+                .map(|l| l.compressed_page_size.max(0) as u64)
+                .max()
+                .unwrap_or(0),
+            None => ASSUMED_PAGE_BYTES.min(chunk.compressed_size().max(0) as u64),
+        };
+        let per_byte = NVCOMP_NS_PER_BYTE + if walked { PRECHECK_NS_PER_BYTE } else { 0.0 };
+        longest = longest.max(dictionary.max(data) as f64 * per_byte);
+    }
+    longest
+}
+
+/// Steps for a read of `read_bytes` whose steps each cost at least `longest_ns` of GPU time. Without
+/// such a floor, [`MIN_STEPS`]: reads bound the read, and more steps overlap more of them. With one,
+/// each step costs about that much however small it is, so about as many steps as the reads can hide
+/// (the reads' time over one step's floor, times the decoding threads), and two at least so that
+/// reading overlaps decoding. Measured on the H200 (snappy benchmark file, `read`, one run): 1 / 2-3 /
+/// 4 / 10 steps took 131 / 149-151 / 165 / 335 ms with the pre-check; 4 steps 100 ms without it.
+pub(crate) fn steps_for_latency(read_bytes: u64, longest_ns: f64, decoders: usize) -> u64 {
+    if longest_ns <= 0.0 {
+        return MIN_STEPS;
+    }
+    let read_ns = read_bytes as f64 / PIPELINE_READ_BYTES_PER_NS;
+    ((read_ns * decoders.max(1) as f64 / longest_ns).ceil() as u64).clamp(2, MIN_STEPS)
 }
 
 /// One decoded step, from a decoding thread.
@@ -389,9 +488,17 @@ impl Pipeline {
                             places.give();
                             return;
                         }
+                        let placed = started.elapsed();
                         let r = guard("reading a step", || {
                             fetch(&reader.io, &reader.source, plans[k].clone(), reader.policy.threads)
                         });
+                        if crate::io::staged::trace_fetches() {
+                            eprintln!(
+                                "trace step {k}: place taken at {:.2} ms, fetch returned at {:.2} ms",
+                                placed.as_secs_f64() * 1e3,
+                                started.elapsed().as_secs_f64() * 1e3
+                            );
+                        }
                         match r {
                             Ok(chunks) => {
                                 if tx.send((k, Ok(chunks))).is_err() {
@@ -650,5 +757,45 @@ impl DecodeReport {
             self.setup.nvcomp
         ));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Projection;
+
+    fn chunks_of(path: &str) -> (crate::ParquetSource, ReadPlan) {
+        let source = crate::ParquetSource::open(path).unwrap();
+        let plan = ReadPlan::build(&source, &Projection::All, &RowGroupSelection::All, Default::default()).unwrap();
+        (source, plan)
+    }
+
+    #[test]
+    fn only_compressed_pages_set_a_floor_and_the_pre_check_raises_it() {
+        let (plain, plan) = chunks_of("testdata/flat_plain.parquet");
+        assert_eq!(longest_page_ns(plain.metadata(), &plan.chunks, true), 0.0);
+        let (snappy, plan) = chunks_of("testdata/flat_snappy_dict.parquet");
+        let trusted = longest_page_ns(snappy.metadata(), &plan.chunks, false);
+        let checked = longest_page_ns(snappy.metadata(), &plan.chunks, true);
+        assert!(trusted > 0.0, "{trusted}");
+        let ratio = checked / trusted;
+        let want = (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE) / NVCOMP_NS_PER_BYTE;
+        assert!((ratio - want).abs() < 1e-9, "{ratio} against {want}");
+    }
+
+    #[test]
+    fn fewer_steps_the_longer_a_step_must_take() {
+        // Reads alone bound the read: the most steps.
+        assert_eq!(steps_for_latency(3 << 30, 0.0, 2), MIN_STEPS);
+        // The snappy benchmark file: 1.63 GB of chunks, 845 kB pages with the pre-check: two steps.
+        let floor = 845e3 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
+        assert_eq!(steps_for_latency(1_631_856_109, floor, 2), 2);
+        // Without it, the reads hide more steps: 1.63 GB read in 36 ms, 21 ms a step, two decoders.
+        assert_eq!(steps_for_latency(1_631_856_109, 845e3 * NVCOMP_NS_PER_BYTE, 2), 4);
+        // Tiny pages: as many steps as without a floor, never more.
+        assert_eq!(steps_for_latency(3 << 30, 1.0, 2), MIN_STEPS);
+        // A huge floor still leaves two steps, so that reading overlaps decoding.
+        assert_eq!(steps_for_latency(1 << 20, 1e12, 1), 2);
     }
 }

@@ -376,6 +376,29 @@ pub(crate) fn pack_consecutive(sizes: Vec<(usize, u64)>, target: u64) -> Vec<Vec
     out
 }
 
+/// Consecutive `(row group, bytes)` cut into at most `groups` groups of about equal bytes: each row
+/// group goes to the group its middle byte falls in. Unlike [`pack_consecutive`] with a target of
+/// the total over `groups`, uneven row groups never spill into one more, small, group (a step with a
+/// compressed page costs about as much however small it is).
+pub(crate) fn split_balanced(sizes: &[(usize, u64)], groups: usize) -> Vec<Vec<usize>> {
+    let total: u128 = sizes.iter().map(|s| s.1 as u128).sum();
+    let groups = groups.max(1) as u128;
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut before = 0u128;
+    let mut current = None;
+    for &(rg, bytes) in sizes {
+        let middle = before + bytes as u128 / 2;
+        let k = (middle * groups).checked_div(total).unwrap_or(0).min(groups - 1);
+        if current != Some(k) {
+            out.push(Vec::new());
+            current = Some(k);
+        }
+        out.last_mut().expect("pushed above").push(rg);
+        before += bytes as u128;
+    }
+    out
+}
+
 pub(crate) fn fetch(
     io: &AnyBackend,
     source: &ParquetSource,
@@ -540,5 +563,37 @@ impl<T> Drop for Background<T> {
         if let Some(w) = self.worker.take() {
             let _ = w.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizes(bytes: &[u64]) -> Vec<(usize, u64)> {
+        bytes.iter().copied().enumerate().collect()
+    }
+
+    #[test]
+    fn balanced_splits_give_the_groups_asked_for_in_order() {
+        // Fifty slightly uneven row groups in two: two groups, not the three a greedy packing to
+        // half the total gives.
+        let uneven: Vec<u64> = (0..50).map(|i| 32_000_000 + (i % 3) * 100_000).collect();
+        let total: u64 = uneven.iter().sum();
+        assert_eq!(pack_consecutive(sizes(&uneven), total / 2).len(), 3);
+        let two = split_balanced(&sizes(&uneven), 2);
+        assert_eq!(two.len(), 2);
+        assert_eq!(two.concat(), (0..50).collect::<Vec<_>>());
+        assert!(two[0].len().abs_diff(two[1].len()) <= 1, "{two:?}");
+        // Never more groups than asked, nor than row groups; every row group once, in order.
+        for groups in 1..12 {
+            let cut = split_balanced(&sizes(&[5, 1, 1, 1, 9, 2, 2]), groups);
+            assert!(cut.len() <= groups.min(7), "{groups}: {cut:?}");
+            assert_eq!(cut.concat(), (0..7).collect::<Vec<_>>());
+            assert!(cut.iter().all(|g| !g.is_empty()));
+        }
+        // Empty row groups and an empty file.
+        assert_eq!(split_balanced(&sizes(&[0, 0, 0]), 2), vec![vec![0, 1, 2]]);
+        assert!(split_balanced(&[], 3).is_empty());
     }
 }

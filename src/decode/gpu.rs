@@ -104,6 +104,16 @@ impl GpuDecoder {
         })
     }
 
+    /// Whether nvCOMP decompresses on the GPU (else compressed pages are inflated on the host).
+    pub fn has_nvcomp(&self) -> bool {
+        self.nvcomp.is_ok()
+    }
+
+    /// Whether compressed bodies are checked on the GPU before nvCOMP sees them.
+    pub fn prechecks(&self) -> bool {
+        self.setup.precheck
+    }
+
     /// How the kernels and nvCOMP were obtained.
     pub fn setup(&self) -> &DecoderSetup {
         &self.setup
