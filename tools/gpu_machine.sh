@@ -3,8 +3,14 @@
 # (`setup` does what its carried inputs allow, so it runs from tools/ in the first call, then again).
 #   setup     nvCOMP into /tmp/site, the two benchmark files into /tmp/bench (about 30 s)
 #   tests     the GPU test binaries (one test thread: they share the device and cuFile's statistics)
-#   sanitize  the same under compute-sanitizer memcheck (leak check) and racecheck: summaries only
+#   sanitize  the same under compute-sanitizer memcheck (leak check) and racecheck (our gp_* kernels):
+#             summaries only; `sanitize "BIN ..."` for chosen binaries
+#   memcheck  memcheck of one test binary (`memcheck BIN [FILTER]`) with every report's first lines
 #   reads     `read` of both benchmark files, 3 times each: the decode report's totals and step windows
+#   steps     one `read --json` of each file through tools/step_windows.py (each step's windows)
+#   analytics examples/analytics_job on the plain benchmark file (GPU kernel against arrow's compute)
+#   paths     examples/compare_paths on the plain file: as the machine is (cuFile refused), then with the
+#             udev data that lets cuFile register files (DEVICE.md), so its compat mode runs
 #   bench     `bench` of both files (hot and cold)
 #   python    the Python package's wheel (.devpack/) into /tmp/site, its pytest suite, and the pylibcudf
 #             import check (python/gpu_checks/pylibcudf_import.py; needs cuDF installed in /tmp/site)
@@ -33,8 +39,25 @@ case "${1:-}" in
     cs=/usr/local/cuda/bin/compute-sanitizer
     for t in ${2:-device_decode faults}; do
       echo "== memcheck $t"; timeout 550 $cs --tool memcheck --leak-check full $B/$t --test-threads=1 2>&1 | grep -E "ERROR SUMMARY|LEAK SUMMARY|test result" | tail -4
-      echo "== racecheck $t"; timeout 550 $cs --tool racecheck $B/$t --test-threads=1 2>&1 | grep -E "RACECHECK SUMMARY|ERROR SUMMARY|test result" | tail -3
+      # Racecheck looks at shared memory: our kernels only (gp_*), nvCOMP's run uninstrumented.
+      echo "== racecheck $t"; timeout 550 $cs --tool racecheck --kernel-name kns=gp_ $B/$t --test-threads=1 2>&1 | grep -E "RACECHECK SUMMARY|ERROR SUMMARY|test result" | tail -3
     done ;;
+  memcheck)
+    # Each report with its first frames that name a library or function (nvCOMP's, cuFile's or ours).
+    cs=/usr/local/cuda/bin/compute-sanitizer
+    timeout 550 $cs --tool memcheck --leak-check full --print-limit 20 $B/$2 --test-threads=1 ${3:-} 2>&1 \
+      | grep -E "^=========|test result" | grep -vE "Host Frame: +in (device|faults|corruption|concurrency|libc)" \
+      | sed -E 's/ \[0x[0-9a-f]+\]//' | cut -c1-160 | head -${HEAD:-80} ;;
+  steps)
+    for f in plain snappy; do
+      $B/gpu-parquet read $F/$f.parquet --json ${EXTRA:-} | python3 tools/step_windows.py
+    done ;;
+  paths)
+    $B/compare_paths $F/plain.parquet --reps 3
+    mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
+    echo "== with /run/udev/data/b254:0"; $B/compare_paths $F/plain.parquet --reps 3 --no-cold ;;
+  analytics)
+    $B/analytics_job $F/plain.parquet 0.5 ;;
   reads)
     for f in plain snappy; do for i in 1 2 3; do
       $B/gpu-parquet read $F/$f.parquet ${EXTRA:-} 2>&1 | grep -E "^decoded|^steps|^device memory"

@@ -204,8 +204,17 @@ impl StagedBackend {
                 .collect()
         });
         // Later work on the buffer's stream (a copy back, a decode kernel) comes after every copy.
+        let workers_done = t0.elapsed();
         for w in &self.workers[..nthreads] {
             dest.join(&w.lock().unwrap_or_else(|p| p.into_inner()).stream)?;
+        }
+        if trace_fetches() {
+            eprintln!(
+                "trace staged: {} pieces on {nthreads} threads, workers done at {:.2} ms, streams joined at {:.2} ms",
+                pieces.len(),
+                workers_done.as_secs_f64() * 1e3,
+                t0.elapsed().as_secs_f64() * 1e3
+            );
         }
         let mut pieces_done = Vec::with_capacity(pieces.len());
         for r in results {
@@ -217,6 +226,13 @@ impl StagedBackend {
         }
         Ok((records, notes))
     }
+}
+
+/// Whether `GPU_PARQUET_TRACE_FETCH` is set: a developer's diagnostic that prints each staged fetch's
+/// phases to stderr (where the time between the last copy and the fetch's return goes).
+pub(crate) fn trace_fetches() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))
 }
 
 /// Where `file_offset` falls within a page: where a piece's bytes start in its bounce buffer. Zero
