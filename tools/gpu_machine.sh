@@ -67,6 +67,7 @@ case "${1:-}" in
   python)
     python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .devpack/gpu_parquet-*.whl
     python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -3
-    python3 python/gpu_checks/pylibcudf_import.py testdata/*.parquet $F/plain.parquet ;;
+    # KvikIO (inside cuDF) in its POSIX mode: cuFile is refused on this machine anyway (DEVICE.md).
+    KVIKIO_COMPAT_MODE=ON python3 python/gpu_checks/pylibcudf_import.py testdata/*.parquet $F/plain.parquet ;;
   *) sed -n 2,11p "$0"; exit 2 ;;
 esac
