@@ -63,6 +63,8 @@ pub struct DatasetFile {
 pub struct Dataset {
     files: Vec<DatasetFile>,
     rows: Vec<u64>,
+    /// Per file, each row group's uncompressed bytes (`total_byte_size`): how work is shared out.
+    row_group_bytes: Vec<Vec<u64>>,
     partitions: Vec<Field>,
     schema: SchemaRef,
 }
@@ -114,8 +116,17 @@ impl Dataset {
 
         let mut file_schema: Option<(PathBuf, SchemaRef)> = None;
         let mut rows = Vec::with_capacity(files.len());
+        let mut row_group_bytes = Vec::with_capacity(files.len());
         for f in &files {
             let source = ParquetSource::open(&f.path)?;
+            row_group_bytes.push(
+                source
+                    .metadata()
+                    .row_groups()
+                    .iter()
+                    .map(|g| g.total_byte_size().max(0) as u64)
+                    .collect(),
+            );
             rows.push(
                 source
                     .metadata()
@@ -166,9 +177,15 @@ impl Dataset {
         Ok(Self {
             files,
             rows,
+            row_group_bytes,
             partitions,
             schema: Arc::new(Schema::new(fields)),
         })
+    }
+
+    /// Per file, each row group's uncompressed bytes (the footer's `total_byte_size`).
+    pub fn row_group_bytes(&self) -> &[Vec<u64>] {
+        &self.row_group_bytes
     }
 
     /// The files, in the order they are read.
@@ -249,7 +266,7 @@ fn read_file(
 pub type DatasetBatches = Background<DatasetBatch>;
 
 /// `batch` with one constant column per partition appended.
-fn with_partitions(
+pub(crate) fn with_partitions(
     batch: RecordBatch,
     fields: &[Field],
     values: &[Option<String>],

@@ -48,6 +48,7 @@ pub mod inspect;
 pub mod io;
 pub mod ipc_file;
 pub mod metadata;
+pub mod multi_device;
 pub mod panic_guard;
 pub mod plan;
 pub mod reader;

@@ -241,3 +241,83 @@ fn a_damaged_file_names_itself_and_ends_the_stream() {
     assert!(good >= 300, "a's rows came first: {good}");
     assert!(results.iter().rev().skip(1).all(|r| r.is_ok()), "one error, at the end");
 }
+
+/// Several GPUs (or the same GPU twice): the dataset shared out by row groups, decoded on each GPU,
+/// gathered in dataset order, equals the host read; every row group read once; the GPUs' counters
+/// add up to the files' chunk bytes, all through the staged path. Without a GPU the read is refused
+/// plainly (this part runs in CI).
+#[test]
+fn several_gpus_read_the_dataset_as_the_host_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (rel, first, rows) in [
+        ("year=2024/part-0.parquet", 0, 430),
+        ("year=2024/part-1.parquet", 430, 70),
+        ("year=2025/part-0.parquet", 1000, 310),
+    ] {
+        write(&root.join(rel), first, rows, true);
+    }
+    let ds = Dataset::open(DatasetSource::Directory(root.to_path_buf())).expect("dataset");
+    let (want, _) = read_all(&ds, host).expect("host read");
+    if !common::gpu_decoder_available() {
+        let e = ds.read_devices(&[0], |b| b).expect_err("no GPU here");
+        assert!(matches!(e, Error::Unavailable { .. }), "{e}");
+        assert!(e.to_string().contains("GPU 0"), "{e}");
+        return;
+    }
+    let chunk_bytes: u64 = ds
+        .files()
+        .iter()
+        .map(|f| {
+            let r = gpu_parquet::Reader::builder(&f.path)
+                .with_backend(BackendKind::Host)
+                .build()
+                .unwrap();
+            r.plan().chunks.iter().map(|c| c.len).sum::<u64>()
+        })
+        .sum();
+    let visible = gpu_parquet::gpu::GpuContext::device_count();
+    let e = ds.read_devices(&[visible], |b| b).expect_err("one GPU too many");
+    assert!(e.to_string().contains(&format!("GPU {visible}")), "{e}");
+    for devices in [vec![0], vec![0, 0, 0], (0..visible).collect::<Vec<_>>()] {
+        let r = ds
+            .read_devices(&devices, |b| b.with_backend(BackendKind::Staged))
+            .unwrap_or_else(|e| panic!("{devices:?}: {e}"));
+        let got = r.to_host(&ds).expect("to host");
+        let got = concat_batches(&want.schema(), &got).expect("one schema");
+        assert_eq!(got, want, "{devices:?}");
+        assert_eq!(r.num_rows() as u64, ds.num_rows());
+        let mut seen: Vec<(usize, usize)> = Vec::new();
+        for (share, &device) in r.devices.iter().zip(&devices) {
+            assert_eq!(share.device, device);
+            for p in &share.parts {
+                seen.extend(p.part.row_groups.iter().map(|&rg| (p.part.file, rg)));
+                for b in &p.read.table.batches {
+                    let buffer = &b.columns[0].array.buffers[0];
+                    assert_eq!(buffer.context().ordinal(), device, "decoded on the GPU its share names");
+                }
+            }
+        }
+        let every: Vec<(usize, usize)> = ds
+            .row_group_bytes()
+            .iter()
+            .enumerate()
+            .flat_map(|(f, g)| (0..g.len()).map(move |rg| (f, rg)))
+            .collect();
+        assert_eq!(seen, every, "{devices:?}: each row group once, in dataset order");
+        let useful: u64 = r
+            .devices
+            .iter()
+            .flat_map(|d| &d.parts)
+            .map(|p| p.read.io.useful_bytes)
+            .sum();
+        assert_eq!(useful, chunk_bytes, "{devices:?}: the chunks' bytes, each once");
+        let counts = r.counts();
+        assert!(counts.total_bytes() >= chunk_bytes, "{devices:?}");
+        assert_eq!(
+            counts.bytes[gpu_parquet::io::IoPath::Staged.index()],
+            counts.total_bytes()
+        );
+        assert!(r.cufile_stats_check.is_none());
+    }
+}

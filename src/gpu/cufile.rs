@@ -347,6 +347,12 @@ impl CufileDriver {
         NVFS_LOADED.get().copied()
     }
 
+    /// The driver some part of this process holds open now, if any (to read the process's
+    /// statistics around work that several readers share).
+    pub fn current() -> Option<Arc<Self>> {
+        DRIVER.lock().unwrap_or_else(|p| p.into_inner()).upgrade()
+    }
+
     /// Whether some part of this process holds the driver open now.
     pub fn is_open() -> bool {
         DRIVER.lock().unwrap_or_else(|p| p.into_inner()).strong_count() > 0
