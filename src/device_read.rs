@@ -20,7 +20,7 @@ use crate::gpu::guard;
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
 use crate::plan::{ChunkRange, ReadPlan, RowGroupSelection};
-use crate::reader::{ColumnChunks, Reader, fetch, pack_consecutive, split_balanced};
+use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch, pack_consecutive, split_balanced};
 use crate::report::ReadReport;
 
 /// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
@@ -203,7 +203,13 @@ impl Reader {
             )?));
         }
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
-        let pipeline = Pipeline::new(in_flight, self.decode_threads);
+        let progress = ProgressCounter::new(
+            self.progress.clone(),
+            plans.len(),
+            self.plan.num_rows(self.source.metadata()),
+            self.plan.useful_bytes(),
+        );
+        let pipeline = Pipeline::new(in_flight, self.decode_threads, progress);
         let outcomes = pipeline.run(self, &decoder, &schema, &routes, &plans, started)?;
         let mut batches = Vec::with_capacity(steps.len());
         let mut summaries = Vec::with_capacity(steps.len());
@@ -442,10 +448,12 @@ struct Pipeline {
     fetchers: usize,
     decoders: usize,
     in_flight: usize,
+    /// Told of each step decoded.
+    progress: ProgressCounter,
 }
 
 impl Pipeline {
-    fn new(in_flight: usize, decoders: Option<usize>) -> Self {
+    fn new(in_flight: usize, decoders: Option<usize>, progress: ProgressCounter) -> Self {
         let in_flight = in_flight.max(2);
         let fetchers = FETCHES.min(in_flight - 1);
         let most = in_flight - fetchers;
@@ -453,6 +461,7 @@ impl Pipeline {
             fetchers,
             decoders: decoders.unwrap_or(DECODERS).clamp(1, most),
             in_flight,
+            progress,
         }
     }
 
@@ -465,6 +474,7 @@ impl Pipeline {
         plans: &[Arc<ReadPlan>],
         started: Instant,
     ) -> Result<Vec<StepOutcome>> {
+        let progress = &self.progress;
         let n = plans.len();
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
@@ -538,6 +548,7 @@ impl Pipeline {
                         match r {
                             Ok(mut o) => {
                                 o.held_steps = held;
+                                progress.step_done(o.batch.num_rows as u64, o.plan.useful_bytes());
                                 results.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(Ok(o));
                             }
                             Err(e) => fail(k, e),

@@ -58,7 +58,7 @@ pub use config::{BackendKind, CompatMode, IoPolicy, Settings};
 pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;
 pub use plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};
-pub use reader::{ChunkStream, ColumnChunks, Reader, ReaderBuilder};
+pub use reader::{ChunkStream, ColumnChunks, Progress, Reader, ReaderBuilder};
 
 /// Says why a test skips, on stderr past the test harness's capture (which takes `print!`/`eprint!`
 /// only), so the reason shows in a plain `cargo test` run, as on CI.

@@ -14,6 +14,7 @@
 
 use std::ops::Range;
 
+use parquet::file::metadata::ParquetMetaData;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -197,6 +198,15 @@ impl ReadPlan {
             row_groups,
             options,
         }
+    }
+
+    /// Rows of the selected row groups (as the footer gives them; negative counts as 0).
+    pub fn num_rows(&self, meta: &ParquetMetaData) -> u64 {
+        self.row_groups
+            .iter()
+            .filter_map(|&g| meta.row_groups().get(g))
+            .map(|g| g.num_rows().max(0) as u64)
+            .sum()
     }
 
     /// Total bytes of the needed chunks (excluding gaps and alignment padding).

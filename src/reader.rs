@@ -50,6 +50,72 @@ pub struct ReaderBuilder {
     decoder: DecoderOptions,
     decode_steps: Option<usize>,
     decode_threads: Option<usize>,
+    progress: Option<ProgressHook>,
+}
+
+/// Where a read stands: handed to the [`ReaderBuilder::with_progress`] callback after each step (a
+/// GPU read's decode steps, in the order they finish) and once when a raw or host read is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Steps done, of `steps`.
+    pub steps_done: usize,
+    /// Steps in the read.
+    pub steps: usize,
+    /// Rows of the steps done, of `rows`.
+    pub rows_done: u64,
+    /// Rows selected.
+    pub rows: u64,
+    /// Column-chunk bytes of the steps done, of `bytes`.
+    pub bytes_done: u64,
+    /// Column-chunk bytes selected.
+    pub bytes: u64,
+}
+
+/// A progress callback (shared with the threads of a read; called from them).
+#[derive(Clone)]
+pub struct ProgressHook(pub Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl std::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
+}
+
+/// Counts finished steps for a [`ProgressHook`] (steps finish out of order on several threads).
+pub(crate) struct ProgressCounter {
+    hook: Option<ProgressHook>,
+    done: std::sync::Mutex<Progress>,
+}
+
+impl ProgressCounter {
+    pub(crate) fn new(hook: Option<ProgressHook>, steps: usize, rows: u64, bytes: u64) -> Self {
+        let done = Progress {
+            steps_done: 0,
+            steps,
+            rows_done: 0,
+            rows,
+            bytes_done: 0,
+            bytes,
+        };
+        Self {
+            hook,
+            done: std::sync::Mutex::new(done),
+        }
+    }
+
+    /// One step of `rows` rows and `bytes` bytes is done: tells the callback, if any.
+    pub(crate) fn step_done(&self, rows: u64, bytes: u64) {
+        let Some(hook) = &self.hook else { return };
+        let now = {
+            let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
+            d.steps_done += 1;
+            d.rows_done += rows;
+            d.bytes_done += bytes;
+            *d
+        };
+        // A panicking callback must not take the read down with it.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (hook.0)(now)));
+    }
 }
 
 impl ReaderBuilder {
@@ -67,7 +133,15 @@ impl ReaderBuilder {
             decoder: DecoderOptions::default(),
             decode_steps: None,
             decode_threads: None,
+            progress: None,
         }
+    }
+
+    /// Calls `f` as the read goes: after each decode step of a GPU read, and once when a raw or host
+    /// read is done ([`Progress`]). It runs on the read's threads, so it should be quick.
+    pub fn with_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(ProgressHook(Arc::new(f)));
+        self
     }
 
     /// Columns by name: top-level names, or dotted paths to nested leaves (`point.x`).
@@ -182,6 +256,7 @@ impl ReaderBuilder {
             decoder: self.decoder,
             decode_steps: self.decode_steps,
             decode_threads: self.decode_threads,
+            progress: self.progress,
             gpu_decoder: std::sync::OnceLock::new(),
         })
     }
@@ -211,6 +286,7 @@ pub struct Reader {
     pub(crate) decoder: DecoderOptions,
     pub(crate) decode_steps: Option<usize>,
     pub(crate) decode_threads: Option<usize>,
+    pub(crate) progress: Option<ProgressHook>,
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
 }
 
@@ -267,7 +343,10 @@ impl Reader {
                 ),
             });
         }
-        fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)
+        let chunks = fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)?;
+        let (rows, bytes) = (self.plan.num_rows(self.source.metadata()), self.plan.useful_bytes());
+        ProgressCounter::new(self.progress.clone(), 1, rows, bytes).step_done(rows, bytes);
+        Ok(chunks)
     }
 
     /// Reads and decodes the selection on the host into Arrow record batches (row groups in order).

@@ -444,3 +444,46 @@ fn the_device_export_hands_out_the_decoded_buffers() {
     }
     drop(device);
 }
+
+/// A GPU read in several steps tells its progress callback once per step: steps, rows and bytes add up
+/// to the read's.
+#[test]
+fn a_gpu_read_reports_progress_per_step() {
+    let Some(_ctx) = gpu() else { return };
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let path = "testdata/flat_snappy_dict.parquet";
+    // A budget a fifth of which holds one row group's decode but not two (the reader's estimate:
+    // chunk, twice the uncompressed bytes, 21 bytes of temporaries per value): one step per row group.
+    let source = ParquetSource::open(path).expect("open");
+    let need = source
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| {
+            g.columns()
+                .iter()
+                .map(|c| c.compressed_size() as u64 + 2 * c.uncompressed_size() as u64 + g.num_rows() as u64 * 21)
+                .sum::<u64>()
+        })
+        .max()
+        .unwrap();
+    let reader = Reader::builder(path)
+        .with_decoder_options(options())
+        .with_memory_limit(5 * need + 4096)
+        .with_progress(move |p| s.lock().unwrap().push(p))
+        .build()
+        .expect("reader");
+    let read = reader.read_device().expect("read");
+    let seen = seen.lock().unwrap();
+    let steps = read.table.batches.len();
+    assert!(steps > 1, "the file has several row groups: {steps} steps");
+    assert_eq!(seen.len(), steps, "{seen:?}");
+    for (k, p) in seen.iter().enumerate() {
+        assert_eq!((p.steps_done, p.steps), (k + 1, steps));
+    }
+    let last = seen.last().unwrap();
+    assert_eq!(last.rows_done, read.table.num_rows() as u64);
+    assert_eq!(last.rows, last.rows_done);
+    assert_eq!(last.bytes_done, reader.plan().useful_bytes());
+}

@@ -119,3 +119,26 @@ fn conformance_catches_a_backend_accepting_a_short_destination() {
     let err = conformance::check_fetch_into(&backend, &mixed).expect_err("must be detected");
     assert!(err.contains("one byte too small"), "{err}");
 }
+
+/// A host read tells its progress callback once, when it is done, with the selection's rows and bytes.
+#[test]
+fn a_host_read_reports_its_progress_once_done() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let reader = gpu_parquet::Reader::builder("testdata/flat_snappy_dict.parquet")
+        .with_backend(gpu_parquet::BackendKind::Host)
+        .with_row_groups([1])
+        .with_progress(move |p| s.lock().unwrap().push(p))
+        .build()
+        .unwrap();
+    let table = reader.read_batches().unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let p = seen[0];
+    assert_eq!((p.steps_done, p.steps), (1, 1));
+    assert_eq!(p.rows_done, table.num_rows() as u64);
+    assert_eq!(p.rows, p.rows_done);
+    assert!(p.rows < 2400, "one row group of the file's: {p:?}");
+    assert_eq!(p.bytes_done, reader.plan().useful_bytes());
+    assert_eq!(p.bytes, p.bytes_done);
+}

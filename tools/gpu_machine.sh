@@ -8,6 +8,8 @@
 #   memcheck  memcheck of one test binary (`memcheck BIN [FILTER]`) with every report's first lines
 #   reads     `read` of both benchmark files, 3 times each: the decode report's totals and step windows
 #   steps     one `read --json` of each file through tools/step_windows.py (each step's windows)
+#   pypaths   examples/compare_paths.py on the plain file (KvikIO ON/OFF/AUTO, cuDF where installed,
+#             gpu_parquet): as the machine is, then with the udev data that lets cuFile register files
 #   multi     examples/multi_gpu on the dataset of both benchmark files (DEVICES, default every GPU;
 #             on one GPU, 0,0 puts two shares on it), and the dataset test binary
 #   analytics examples/analytics_job on the plain benchmark file (GPU kernel against arrow's compute)
@@ -58,6 +60,11 @@ case "${1:-}" in
     $B/compare_paths $F/plain.parquet --reps 3
     mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
     echo "== with /run/udev/data/b254:0"; $B/compare_paths $F/plain.parquet --reps 3 --no-cold ;;
+  pypaths)
+    python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .devpack/gpu_parquet-*.whl
+    python3 examples/compare_paths.py $F/plain.parquet --reps ${REPS:-3}
+    mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
+    echo "== with /run/udev/data/b254:0"; python3 examples/compare_paths.py $F/plain.parquet --reps ${REPS:-3} ;;
   multi)
     $B/dataset --test-threads=1 2>&1 | grep -E "^test |skipped|test result"
     $B/multi_gpu $F/plain.parquet $F/snappy.parquet --devices ${DEVICES:-0,0} --reps 3 ;;

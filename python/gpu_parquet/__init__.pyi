@@ -1,5 +1,5 @@
 from os import PathLike
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 class GpuParquetError(RuntimeError): ...
 
@@ -34,5 +34,6 @@ def read(
     steps: Optional[int] = None,
     trust_compressed: bool = False,
     nvcomp: Optional[str] = None,
+    progress: Union[bool, Callable[[dict[str, int]], None], None] = None,
 ) -> Table: ...
 def check(directory: Optional[Union[str, PathLike[str]]] = None, device: int = 0) -> dict[str, Any]: ...

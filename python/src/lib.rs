@@ -221,7 +221,7 @@ impl Table {
 /// Reads a Parquet file: onto the GPU (decoded there) where the backend reads into device memory,
 /// else into host memory (decoded by arrow-rs). Settings not given come from `GPU_PARQUET_*`.
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit_mb=None, steps=None, trust_compressed=false, nvcomp=None))]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit_mb=None, steps=None, trust_compressed=false, nvcomp=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
@@ -236,7 +236,9 @@ fn read(
     steps: Option<usize>,
     trust_compressed: bool,
     nvcomp: Option<String>,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Table> {
+    let progress = progress_hook(&path, progress)?;
     let mut flags: Vec<(Key, String)> = Vec::new();
     if let Some(d) = device {
         flags.push((Key::Device, d.to_string()));
@@ -274,6 +276,9 @@ fn read(
         if let Some(g) = row_groups {
             builder = builder.with_row_groups(g);
         }
+        if let Some(p) = progress {
+            builder = builder.with_progress(p);
+        }
         let reader = builder.build().map_err(err)?;
         let on_gpu = decode == "gpu" || (decode == "auto" && reader.io().is_device());
         if on_gpu {
@@ -301,6 +306,59 @@ fn read(
             })
         }
     })
+}
+
+/// `progress=True`: a line on stderr rewritten after each step; a callable: called with a dict
+/// (`steps_done`, `steps`, `rows_done`, `rows`, `bytes_done`, `bytes`) from the read's threads, the GIL
+/// taken for the call (an exception it raises is reported as unraisable, and the read goes on).
+type ProgressFn = Box<dyn Fn(gpu_parquet::Progress) + Send + Sync>;
+
+fn progress_hook(path: &std::path::Path, progress: Option<Bound<'_, PyAny>>) -> PyResult<Option<ProgressFn>> {
+    let Some(p) = progress else { return Ok(None) };
+    if p.is_instance_of::<pyo3::types::PyBool>() {
+        if !p.extract::<bool>()? {
+            return Ok(None);
+        }
+        let name = path.display().to_string();
+        return Ok(Some(Box::new(move |p: gpu_parquet::Progress| {
+            eprint!(
+                "\rgpu_parquet: {name}: step {}/{}, {:.2}/{:.2} GB, {}/{} rows",
+                p.steps_done,
+                p.steps,
+                p.bytes_done as f64 / 1e9,
+                p.bytes as f64 / 1e9,
+                p.rows_done,
+                p.rows
+            );
+            if p.steps_done == p.steps {
+                eprintln!();
+            }
+        })));
+    }
+    if !p.is_callable() {
+        return Err(PyValueError::new_err(
+            "progress: expected True, False, None or a callable taking a dict",
+        ));
+    }
+    let callback: Py<PyAny> = p.unbind();
+    Ok(Some(Box::new(move |p: gpu_parquet::Progress| {
+        Python::attach(|py| {
+            let call = || -> PyResult<()> {
+                let d = pyo3::types::PyDict::new(py);
+                d.set_item("steps_done", p.steps_done)?;
+                d.set_item("steps", p.steps)?;
+                d.set_item("rows_done", p.rows_done)?;
+                d.set_item("rows", p.rows)?;
+                d.set_item("bytes_done", p.bytes_done)?;
+                d.set_item("bytes", p.bytes)?;
+                callback.call1(py, (d,))?;
+                Ok(())
+            };
+            if let Err(e) = call() {
+                e.write_unraisable(py, Some(callback.bind(py)));
+            }
+        })
+    })))
 }
 
 /// What this machine offers (GPU, cuFile, nvidia-fs, O_DIRECT in `directory`), as JSON text.

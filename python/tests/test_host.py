@@ -163,3 +163,34 @@ def test_reads_on_threads_agree():
 def test_check_describes_the_machine():
     c = gpu_parquet.check(str(TESTDATA))
     assert isinstance(c, dict) and c
+
+
+def test_progress_callback_sees_the_whole_read():
+    path = TESTDATA / "flat_snappy_dict.parquet"
+    seen = []
+    t = gpu_parquet.read(path, backend="host", row_groups=[0, 2], progress=seen.append)
+    assert len(seen) == 1
+    p = seen[0]
+    assert (p["steps_done"], p["steps"]) == (1, 1)
+    assert p["rows_done"] == p["rows"] == t.num_rows
+    assert p["bytes_done"] == p["bytes"] == t.report["useful_bytes"] > 0
+
+
+def test_progress_true_writes_a_line_and_bad_values_are_refused(capfd):
+    path = TESTDATA / "flat_plain.parquet"
+    gpu_parquet.read(path, backend="host", progress=True)
+    err = capfd.readouterr().err
+    assert "step 1/1" in err and "flat_plain.parquet" in err, err
+    gpu_parquet.read(path, backend="host", progress=False)
+    assert capfd.readouterr().err == ""
+    with pytest.raises(ValueError, match="progress"):
+        gpu_parquet.read(path, backend="host", progress="yes")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_failing_progress_callback_does_not_fail_the_read():
+    def boom(_):
+        raise RuntimeError("callback failed")
+
+    t = gpu_parquet.read(TESTDATA / "flat_plain.parquet", backend="host", progress=boom)
+    assert t.num_rows > 0
