@@ -118,7 +118,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     for batch in &read.table.batches {
         let column = |name: &str| -> Result<&DeviceArray, Box<dyn std::error::Error>> {
-            let c = batch.columns.iter().find(|c| c.name == name).ok_or(format!("no column {name}"))?;
+            let c = batch
+                .columns
+                .iter()
+                .find(|c| c.name == name)
+                .ok_or(format!("no column {name}"))?;
             Ok(&c.array)
         };
         let (k, v, f) = (column(&key)?, column(&value)?, column(&cond)?);
@@ -182,7 +186,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         kernel_time.as_secs_f64() * 1e3,
         got.len()
     );
-    let in_range: Groups = want.iter().filter(|(k, _)| (0..GROUPS as i32).contains(k)).map(|(k, v)| (*k, *v)).collect();
+    let in_range: Groups = want
+        .iter()
+        .filter(|(k, _)| (0..GROUPS as i32).contains(k))
+        .map(|(k, v)| (*k, *v))
+        .collect();
     let mut worst = 0f64;
     for (k, (s, c)) in &in_range {
         let (gs, gc) = got.get(k).copied().unwrap_or((0.0, 0));
@@ -192,14 +200,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         worst = worst.max((gs - s).abs() / s.abs().max(1e-300));
     }
     if got.len() != in_range.len() || worst > 1e-9 {
-        return Err(format!("GPU and host differ: {} against {} groups, worst relative sum error {worst:e}", got.len(), in_range.len()).into());
+        return Err(format!(
+            "GPU and host differ: {} against {} groups, worst relative sum error {worst:e}",
+            got.len(),
+            in_range.len()
+        )
+        .into());
     }
     println!("checked: every group's count equal to the host's, sums within {worst:.1e} relative");
     Ok(())
 }
 
 /// The query on the host: arrow-rs's read, arrow's filter kernel, then a hash aggregation.
-fn host_query(file: &str, settings: &Settings, columns: [&String; 3], threshold: f32) -> Result<Groups, Box<dyn std::error::Error>> {
+fn host_query(
+    file: &str,
+    settings: &Settings,
+    columns: [&String; 3],
+    threshold: f32,
+) -> Result<Groups, Box<dyn std::error::Error>> {
     let chunks = Reader::builder(file)
         .with_settings(settings)
         .with_backend(BackendKind::Host)
@@ -210,12 +228,18 @@ fn host_query(file: &str, settings: &Settings, columns: [&String; 3], threshold:
     let mut groups = Groups::new();
     for batch in &table.batches {
         let col = |name: &str| batch.column_by_name(name).ok_or(format!("no column {name}"));
-        let cond = col(columns[2])?.as_primitive_opt::<Float32Type>().ok_or("the filter column is not float32")?;
+        let cond = col(columns[2])?
+            .as_primitive_opt::<Float32Type>()
+            .ok_or("the filter column is not float32")?;
         let mask = arrow::compute::kernels::cmp::gt(cond, &arrow::array::Float32Array::new_scalar(threshold))?;
         let keys = filter(col(columns[0])?, &mask)?;
         let values = filter(col(columns[1])?, &mask)?;
-        let keys = keys.as_primitive_opt::<Int32Type>().ok_or("the group column is not int32")?;
-        let values = values.as_primitive_opt::<Float64Type>().ok_or("the sum column is not float64")?;
+        let keys = keys
+            .as_primitive_opt::<Int32Type>()
+            .ok_or("the group column is not int32")?;
+        let values = values
+            .as_primitive_opt::<Float64Type>()
+            .ok_or("the sum column is not float64")?;
         for i in 0..keys.len() {
             if keys.is_null(i) {
                 continue;
