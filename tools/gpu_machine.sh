@@ -10,6 +10,8 @@
 #   steps     one `read --json` of each file through tools/step_windows.py (each step's windows)
 #   pypaths   examples/compare_paths.py on the plain file (KvikIO ON/OFF/AUTO, cuDF where installed,
 #             gpu_parquet): as the machine is, then with the udev data that lets cuFile register files
+#   dask      examples/dask_read.py on both benchmark files (dask.distributed from .devpack/dask/;
+#             WORKERS, default one per GPU), equal to pyarrow's single-process read
 #   multi     examples/multi_gpu on the dataset of both benchmark files (DEVICES, default every GPU;
 #             on one GPU, 0,0 puts two shares on it), and the dataset test binary
 #   analytics examples/analytics_job on the plain benchmark file (GPU kernel against arrow's compute)
@@ -65,6 +67,9 @@ case "${1:-}" in
     python3 examples/compare_paths.py $F/plain.parquet --reps ${REPS:-3}
     mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
     echo "== with /run/udev/data/b254:0"; python3 examples/compare_paths.py $F/plain.parquet --reps ${REPS:-3} ;;
+  dask)
+    python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .devpack/gpu_parquet-*.whl .devpack/dask/*.whl
+    python3 examples/dask_read.py $F/plain.parquet $F/snappy.parquet ${WORKERS:+--workers $WORKERS} ;;
   multi)
     $B/dataset --test-threads=1 2>&1 | grep -E "^test |skipped|test result"
     $B/multi_gpu $F/plain.parquet $F/snappy.parquet --devices ${DEVICES:-0,0} --reps 3 ;;

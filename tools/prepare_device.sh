@@ -33,4 +33,10 @@ mkdir -p .devpack && tar czf .devpack/device.tar.gz .device
 # The Python package's wheel (release), for `gpu_machine.sh python`.
 rm -f .devpack/gpu_parquet-*.whl
 python3 -m maturin build --release --quiet -m python/Cargo.toml -o .devpack
+# dask.distributed and its dependencies (pure Python but for a few, about 5 MB) for examples/dask_read.py.
+if ! ls .devpack/dask/distributed-*.whl >/dev/null 2>&1; then
+  python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    --platform any -d .devpack/dask dask==2026.8.0 distributed==2026.8.0
+fi
 du -sh .devpack .wheels
