@@ -5,9 +5,11 @@ what the seed's verification procedure did by hand (did the bytes go through nvi
 compat mode, or neither?).
 
 Raw rows read every column chunk into one device buffer (as cuDF's reader does) and count the chunks'
-bytes; decoded rows count the row groups' uncompressed bytes (cuDF's measure). Best of REPS hot reads.
+bytes; decoded rows count the row groups' uncompressed bytes (cuDF's measure). Best of REPS hot reads;
+a row's cuFile statistics cover all its reads (one warm-up and REPS timed).
 Each row's cuFile statistics (level 3, summed over GPUs: nvfs reads, POSIX reads, bytes) are taken
-before and after its reads, through cuda.bindings.cufile; where those cannot be read, the row says why.
+before and after its reads through gpu_parquet.CufileStats (or cuda.bindings.cufile); where none can
+be read, the row says why.
 
 Usage: examples/compare_paths.py FILE [--reps N]
 Needs cupy and pyarrow; kvikio, pylibcudf, cuda-bindings and gpu_parquet each where installed (a row
@@ -22,6 +24,8 @@ import pyarrow.parquet as pq
 ap = argparse.ArgumentParser()
 ap.add_argument("file")
 ap.add_argument("--reps", type=int, default=3)
+ap.add_argument("--kvikio-threads", type=int, default=16, help="KvikIO's thread pool (its best on the H200: 16)")
+ap.add_argument("--kvikio-task-mib", type=int, default=16, help="KvikIO's task size")
 args = ap.parse_args()
 
 md = pq.ParquetFile(args.file).metadata
@@ -36,47 +40,59 @@ decoded_bytes = sum(md.row_group(g).total_byte_size for g in range(md.num_row_gr
 
 
 class CufileStats:
-    """cuFile's level-3 statistics (summed over GPUs) through cuda.bindings.cufile, or why not."""
+    """cuFile's level-3 statistics (summed over GPUs), or why there are none: through
+    gpu_parquet.CufileStats (the libcufile that gpu_parquet and KvikIO load from the CUDA toolkit), else
+    through cuda.bindings.cufile (which may load a libcufile of its own, whose counters would then miss
+    the other libraries' reads)."""
 
     def __init__(self):
-        self.why = None
+        self.why, self.source = None, None
+        errors = []
         try:
-            from cuda.bindings import cufile
+            import gpu_parquet
 
-            self.cufile = cufile
-            cufile.driver_open()
-            cufile.set_stats_level(3)
-            cufile.stats_start()
-            self.snapshot()
-        except Exception as e:  # noqa: BLE001 - any failure means: no statistics, say why
-            self.why = f"{type(e).__name__}: {e}"
+            self.ours = gpu_parquet.CufileStats()
+            self.take = lambda: self.ours.snapshot()
+            self.source = "gpu_parquet.CufileStats"
+        except Exception as e:  # noqa: BLE001 - try the next source, keep the reason
+            errors.append(f"gpu_parquet: {type(e).__name__}: {e}")
+            try:
+                from cuda.bindings import cufile
 
-    def snapshot(self):
-        s = self.cufile.StatsLevel3()
-        self.cufile.get_stats_l3(s.ptr)
-        gpus = s.per_gpu_stats
-        n = max(int(s.num_gpus), 1)
-        total = lambda field: int(sum(int(x) for x in list(getattr(gpus, field))[:n]))  # noqa: E731
-        return {k: total(k) for k in ("n_nvfs_reads", "n_posix_reads", "read_bytes")}
+                cufile.driver_open()
+                cufile.set_stats_level(3)
+                cufile.stats_start()
+
+                def take():
+                    s = cufile.StatsLevel3()
+                    cufile.get_stats_l3(s.ptr)
+                    g = s.per_gpu_stats
+                    n = max(int(s.num_gpus), 1)
+                    total = lambda f: int(sum(int(x) for x in list(getattr(g, f))[:n]))  # noqa: E731
+                    return {"nvfs_reads": total("n_nvfs_reads"), "posix_reads": total("n_posix_reads"),
+                            "read_bytes": total("read_bytes")}
+
+                self.take = take
+                self.take()
+                self.source = "cuda.bindings.cufile"
+            except Exception as e2:  # noqa: BLE001
+                errors.append(f"cuda.bindings: {type(e2).__name__}: {e2}")
+                self.why = "; ".join(errors)
 
     def around(self, fn):
         """Runs fn, returns (its result, the statistics' change or why there is none)."""
         if self.why:
-            return fn(), self.why
-        try:
-            before = self.snapshot()
-        except Exception as e:  # noqa: BLE001
-            return fn(), f"{type(e).__name__}: {e}"
+            return fn(), "no cuFile statistics"
+        before = self.take()
         out = fn()
-        after = self.snapshot()
-        d = {k: after[k] - before[k] for k in before}
-        return out, f"nvfs {d['n_nvfs_reads']} reads, POSIX {d['n_posix_reads']} reads, {d['read_bytes'] / 1e6:.1f} MB"
+        after = self.take()
+        d = {k: after[k] - before[k] for k in ("nvfs_reads", "posix_reads", "read_bytes")}
+        return out, f"nvfs {d['nvfs_reads']} reads, POSIX {d['posix_reads']} reads, {d['read_bytes'] / 1e6:.1f} MB"
 
 
 stats = CufileStats()
 print(f"{args.file}: {raw_bytes / 1e6:.1f} MB of column chunks, {decoded_bytes / 1e6:.1f} MB uncompressed; best of {args.reps} hot reads")
-if stats.why:
-    print(f"cuFile statistics: unavailable ({stats.why})")
+print(f"cuFile statistics: {stats.source or 'unavailable (' + stats.why + ')'}")
 print(f"{'path':<30} {'hot ms':>9} {'GB/s':>8}  cuFile statistics over the row / what the path says")
 
 
@@ -130,12 +146,17 @@ try:
 
     for mode in ("ON", "OFF", "AUTO"):
         def read_in(mode=mode):
-            kvikio.defaults.set({"compat_mode": getattr(kvikio.CompatMode, mode)})
+            kvikio.defaults.set({"compat_mode": getattr(kvikio.CompatMode, mode), "num_threads": args.kvikio_threads,
+                                 "task_size": args.kvikio_task_mib << 20})
             kvikio_read()
 
         def where(mode=mode):
-            with kvikio.CuFile(args.file, "r") as f:
-                return f"kvikio {kvikio.__version__}: compat mode preferred: {f.is_compat_mode_preferred()}"
+            try:
+                setting = kvikio.defaults.get("compat_mode")
+            except Exception:  # noqa: BLE001 - older KvikIO: no generic getter
+                setting = mode
+            return (f"kvikio {kvikio.__version__}, compat_mode setting {setting}, {args.kvikio_threads} threads, "
+                    f"{args.kvikio_task_mib} MiB tasks")
 
         row(f"kvikio compat={mode}", raw_bytes, read_in, where)
 except ImportError as e:

@@ -9,9 +9,9 @@ path counters; ``Table.to_arrow()`` gives a ``pyarrow.Table``. Reads release the
 
 import json as _json
 
-from ._gpu_parquet import GpuParquetError, Table, check_json as _check_json, read
+from ._gpu_parquet import CufileStats, GpuParquetError, Table, check_json as _check_json, read
 
-__all__ = ["GpuParquetError", "Table", "check", "read"]
+__all__ = ["CufileStats", "GpuParquetError", "Table", "check", "read"]
 
 
 def check(directory=None, device=0):

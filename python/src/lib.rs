@@ -270,6 +270,9 @@ fn read(
     }
     py.detach(move || -> PyResult<Table> {
         let mut builder = Reader::builder(&path).with_settings(&settings).with_backend(kind);
+        if let Some(io) = shared_backend(kind, &settings) {
+            builder = builder.with_io(io);
+        }
         if let Some(c) = columns {
             builder = builder.with_columns(c);
         }
@@ -306,6 +309,23 @@ fn read(
             })
         }
     })
+}
+
+/// The backend of the last read with the same kind, device and I/O policy, built on first use and kept
+/// for the process: its pinned buffers, threads and cuFile driver are reused, since building them costs
+/// more than reading a few hundred MB. `None` when it cannot be built (the read then builds its own and
+/// reports why, naming the file).
+fn shared_backend(kind: BackendKind, settings: &Settings) -> Option<Arc<gpu_parquet::io::select::AnyBackend>> {
+    type Cache = Vec<(String, Arc<gpu_parquet::io::select::AnyBackend>)>;
+    static BACKENDS: std::sync::Mutex<Cache> = std::sync::Mutex::new(Vec::new());
+    let key = format!("{kind:?}|{}|{:?}", settings.device, settings.policy);
+    let mut cache = BACKENDS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, b)) = cache.iter().find(|(k, _)| *k == key) {
+        return Some(b.clone());
+    }
+    let b = Arc::new(gpu_parquet::io::select::AnyBackend::new(kind, &settings.policy, settings.device).ok()?);
+    cache.push((key, b.clone()));
+    Some(b)
 }
 
 /// `progress=True`: a line on stderr rewritten after each step; a callable: called with a dict
@@ -361,6 +381,40 @@ fn progress_hook(path: &std::path::Path, progress: Option<Bound<'_, PyAny>>) -> 
     })))
 }
 
+/// cuFile's own level-3 statistics (summed over GPUs) as the libcufile this package uses counts them:
+/// for comparing another library's reads in the same process (KvikIO loads the same libcufile). The
+/// object holds the cuFile driver open (statistics start when it opens and end when it closes).
+#[pyclass(module = "gpu_parquet", name = "CufileStats", frozen)]
+struct CufileStats {
+    driver: Arc<gpu_parquet::gpu::cufile::CufileDriver>,
+}
+
+#[pymethods]
+impl CufileStats {
+    #[new]
+    #[pyo3(signature = (device=0))]
+    fn new(py: Python<'_>, device: usize) -> PyResult<Self> {
+        py.detach(|| {
+            let ctx = gpu_parquet::gpu::GpuContext::new(device).map_err(err)?;
+            let params = gpu_parquet::gpu::cufile::CufileParams::default();
+            let driver = gpu_parquet::gpu::cufile::CufileDriver::open(&ctx, &params).map_err(err)?;
+            driver.stats().map_err(err)?;
+            Ok(Self { driver })
+        })
+    }
+
+    /// The counters now: `total_reads`, `nvfs_reads`, `posix_reads`, `read_bytes`.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let s = self.driver.stats().map_err(err)?;
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("total_reads", s.total_reads)?;
+        d.set_item("nvfs_reads", s.nvfs_reads)?;
+        d.set_item("posix_reads", s.posix_reads)?;
+        d.set_item("read_bytes", s.read_bytes)?;
+        Ok(d)
+    }
+}
+
 /// What this machine offers (GPU, cuFile, nvidia-fs, O_DIRECT in `directory`), as JSON text.
 #[pyfunction]
 #[pyo3(signature = (directory=None, device=0))]
@@ -378,6 +432,7 @@ fn _gpu_parquet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(check_json, m)?)?;
     m.add_class::<Table>()?;
+    m.add_class::<CufileStats>()?;
     m.add("GpuParquetError", m.py().get_type::<GpuParquetError>())?;
     Ok(())
 }

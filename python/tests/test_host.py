@@ -194,3 +194,15 @@ def test_a_failing_progress_callback_does_not_fail_the_read():
 
     t = gpu_parquet.read(TESTDATA / "flat_plain.parquet", backend="host", progress=boom)
     assert t.num_rows > 0
+
+
+def test_cufile_stats_without_a_gpu_is_a_clear_error():
+    try:
+        stats = gpu_parquet.CufileStats()
+    except gpu_parquet.GpuParquetError as e:
+        assert "cuFile" in str(e) or "CUDA" in str(e) or "libcu" in str(e), str(e)
+        return
+    # A machine with cuFile: the counters are there and never go down.
+    first = stats.snapshot()
+    assert set(first) == {"total_reads", "nvfs_reads", "posix_reads", "read_bytes"}
+    assert all(v >= 0 for v in first.values())
