@@ -138,7 +138,8 @@ impl ReaderBuilder {
     }
 
     /// Calls `f` as the read goes: after each decode step of a GPU read, and once when a raw or host
-    /// read is done ([`Progress`]). It runs on the read's threads, so it should be quick.
+    /// read is done ([`Progress`]). It runs on the read's threads, so it should be quick. Not called by
+    /// [`Reader::stream`], whose caller sees each group as it comes.
     pub fn with_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(ProgressHook(Arc::new(f)));
         self
