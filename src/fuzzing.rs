@@ -19,7 +19,7 @@ use crate::decode::host::decode_fetched;
 use crate::decode::reference::core::decode_hybrid;
 use crate::decode::reference::delta::{
     decode_byte_stream_split, decode_delta_binary_packed_i32, decode_delta_binary_packed_i64, decode_delta_byte_array,
-    decode_delta_length_byte_array,
+    decode_delta_length_byte_array, delta_lengths_claimed_within,
 };
 use crate::decode::reference::page_headers::parse_pages;
 use crate::io::IoBackend;
@@ -221,6 +221,10 @@ pub fn delta(data: &[u8]) {
                 assert_eq!(ours, theirs);
             }
         }
+        // arrow-rs's byte-array decoders allocate as many lengths as the header claims before reading
+        // any (an abort for 2^40 of them): the host path refuses such pages before arrow-rs sees them
+        // (`check_delta_lengths`), so the oracle is only asked about counts the page can hold.
+        2 | 3 if delta_lengths_claimed_within(bytes, count as u64, kind % 5 == 3).is_err() => {}
         2 => {
             if let Ok(ours) = decode_delta_length_byte_array(bytes, count) {
                 assert_eq!(ours.len(), count);

@@ -1072,6 +1072,96 @@ pub(crate) fn check_page_headers(chunk: &[u8]) -> std::result::Result<(), (usize
     Ok(())
 }
 
+/// A data page of a chunk, as far as its header says (see [`data_pages`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DataPageHead {
+    /// Where its header starts in the chunk.
+    pub offset: usize,
+    /// Where its body starts in the chunk.
+    pub body_start: usize,
+    /// The body's length in the chunk (`compressed_page_size`).
+    pub body_len: usize,
+    /// `uncompressed_page_size`.
+    pub uncompressed_len: usize,
+    /// `num_values` (nulls included).
+    pub num_values: i64,
+    /// The values' encoding (Thrift enum value).
+    pub encoding: i64,
+    /// Data page v2: the level sections' lengths (before the values, never compressed) and whether the
+    /// values are compressed. `None` for v1 pages, whose whole body is compressed.
+    pub v2: Option<(usize, usize, bool)>,
+    /// Data page v1: whether both level encodings are RLE (each level section then starts with its
+    /// 4-byte length); false for the deprecated BIT_PACKED levels.
+    pub v1_levels_rle: bool,
+}
+
+/// The data pages of one column chunk's bytes, header by header, as far as the headers can be walked
+/// (a header that cannot be read ends the list: `check_page_headers` and `parquet` report those).
+pub(crate) fn data_pages(chunk: &[u8]) -> Vec<DataPageHead> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while pos < chunk.len() {
+        let mut r = compact::Reader::new(chunk, pos);
+        let Ok(fields) = r.fields(1) else { break };
+        let int = |f: &compact::Field| compact::Reader::new(chunk, f.value.start).zigzag().ok();
+        let get = |fields: &[compact::Field], id: i16| {
+            fields.iter().find(|f| f.id == id && f.ty == compact::I32).and_then(int)
+        };
+        let (Some(page_type), Some(unc), Some(body)) = (get(&fields, 1), get(&fields, 2), get(&fields, 3)) else {
+            break;
+        };
+        let (Ok(unc), Ok(body)) = (usize::try_from(unc), usize::try_from(body)) else {
+            break;
+        };
+        let body_start = r.pos;
+        let inner = |id: i16| {
+            fields
+                .iter()
+                .find(|f| f.id == id && f.ty == compact::STRUCT)
+                .and_then(|h| compact::Reader::new(chunk, h.value.start).fields(2).ok())
+        };
+        let head = match page_type {
+            DATA_PAGE => inner(5).and_then(|h| {
+                Some(DataPageHead {
+                    offset: pos,
+                    body_start,
+                    body_len: body,
+                    uncompressed_len: unc,
+                    num_values: get(&h, 1)?,
+                    encoding: get(&h, 2)?,
+                    v2: None,
+                    // RLE is 3; a missing field reads as RLE, as parquet does.
+                    v1_levels_rle: get(&h, 3).is_none_or(|e| e == 3) && get(&h, 4).is_none_or(|e| e == 3),
+                })
+            }),
+            DATA_PAGE_V2 => inner(8).and_then(|h| {
+                let compressed = !h.iter().any(|f| f.id == 7 && f.ty == compact::BOOL_FALSE);
+                Some(DataPageHead {
+                    offset: pos,
+                    body_start,
+                    body_len: body,
+                    uncompressed_len: unc,
+                    num_values: get(&h, 1)?,
+                    encoding: get(&h, 4)?,
+                    v2: Some((
+                        usize::try_from(get(&h, 5)?).ok()?,
+                        usize::try_from(get(&h, 6)?).ok()?,
+                        compressed,
+                    )),
+                    v1_levels_rle: true,
+                })
+            }),
+            _ => None,
+        };
+        out.extend(head);
+        match body_start.checked_add(body) {
+            Some(next) if next > pos => pos = next,
+            _ => break,
+        }
+    }
+    out
+}
+
 /// For a chunk at `[start, start + len)` whose first page is a dictionary page: that page header's
 /// length, when the chunk's pages, walked header by header, end exactly that many bytes past `len`
 /// (and not at `len`) and their data pages hold the chunk's `num_values`. `None` otherwise, or when

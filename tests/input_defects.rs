@@ -483,3 +483,55 @@ fn an_opened_source_keeps_no_nonblocking_flag() {
     assert!(flags >= 0);
     assert_eq!(flags & libc::O_NONBLOCK, 0, "O_NONBLOCK left set");
 }
+
+// ---- A DELTA_LENGTH_BYTE_ARRAY page that claims 2^48 lengths -----------------------------------------
+
+/// parquet 60.1.0 allocates a vector of as many lengths as a DELTA_LENGTH_BYTE_ARRAY page's header
+/// claims before reading any: a 171-byte file claiming 2^48 of them aborted the process ("memory
+/// allocation of 281474976710652 bytes failed"). The host path now refuses the page, naming it, before
+/// arrow-rs sees it; the same file with an honest count reads as written.
+#[test]
+fn a_delta_length_page_claiming_more_lengths_than_values_is_refused_not_an_abort() {
+    use arrow::array::StringArray;
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::Encoding;
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let batch = RecordBatch::try_new(
+        Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
+            "s",
+            arrow::datatypes::DataType::Utf8,
+            false,
+        )])),
+        vec![Arc::new(StringArray::from(vec!["abcdefg"]))],
+    )
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_column_encoding("s".into(), Encoding::DELTA_LENGTH_BYTE_ARRAY)
+        .set_statistics_enabled(EnabledStatistics::None)
+        .build();
+    let honest = dir.path().join("honest.parquet");
+    let mut w = ArrowWriter::try_new(std::fs::File::create(&honest).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    assert_eq!(read_all(&honest).expect("the honest file reads"), batch);
+
+    // The lengths' header (block 128, 4 miniblocks, 1 value, first length 7) and the value, rewritten
+    // in the same bytes: 2^48 - 1 values claimed, first length 1, value "a".
+    let bytes = std::fs::read(&honest).unwrap();
+    let lying = patched(
+        &bytes,
+        &[&[0x80, 0x01, 0x04, 0x01, 0x0e][..], b"abcdefg"].concat(),
+        &[&[0x80, 0x01, 0x04, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f, 0x02][..], b"a"].concat(),
+    );
+    let path = dir.path().join("lying.parquet");
+    std::fs::write(&path, lying).unwrap();
+    let e = read_all(&path).expect_err("refused");
+    let msg = e.to_string();
+    assert!(matches!(e, Error::CorruptPage { .. }), "{msg}");
+    assert!(msg.contains("column 's'") && msg.contains("page 0"), "{msg}");
+    assert!(msg.contains("DELTA_LENGTH_BYTE_ARRAY lengths claim 281474976710655 values"), "{msg}");
+}

@@ -336,6 +336,20 @@ pub fn decode_fetched(
             });
         }
     }
+    for c in &plan.chunks {
+        let bytes = &fetched[c.dest_offset as usize..(c.dest_offset + c.len) as usize];
+        let column = meta.row_group(c.row_group).column(c.column);
+        let leaf = schema_descr.column(c.column);
+        let levels = (leaf.max_rep_level() > 0, leaf.max_def_level() > 0);
+        let limit = column.num_values().max(0);
+        if let Err((page, why)) = check_delta_lengths(bytes, column.compression(), levels, limit) {
+            return Err(Error::CorruptPage {
+                location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
+                page: Some(page),
+                message: why,
+            });
+        }
+    }
     let decode_meta = decode_metadata(source)?;
     let arrow_meta = contain_panics(&location, || {
         ArrowReaderMetadata::try_new(decode_meta.clone(), ArrowReaderOptions::new())
@@ -483,4 +497,93 @@ fn in_row_group(location: &Location, g: usize) -> Location {
         row_group: Some(g),
         ..location.clone()
     }
+}
+
+/// DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY pages checked before arrow-rs decodes them: parquet
+/// 60.1.0 allocates a vector of as many lengths as the page's DELTA_BINARY_PACKED header claims (up to
+/// 2^63) before reading any, so a 171-byte file claiming 2^48 lengths aborted the process ("memory
+/// allocation of 281474976710652 bytes failed"; found by the `delta` fuzz target). Each claimed count
+/// must be at most the page's `num_values` and the chunk's (`limit`). `levels`: whether the column has
+/// repetition and definition levels (a v1 page's values follow them). `Err((page, why))`, pages counted
+/// from 0 among the chunk's data pages; a page whose body cannot be decompressed is left to arrow-rs,
+/// which reports it before it reads any lengths.
+fn check_delta_lengths(
+    chunk: &[u8],
+    codec: parquet::basic::Compression,
+    levels: (bool, bool),
+    limit: i64,
+) -> std::result::Result<(), (usize, String)> {
+    const DELTA_LENGTH_BYTE_ARRAY: i64 = 6;
+    const DELTA_BYTE_ARRAY: i64 = 7;
+    for (k, page) in crate::metadata::data_pages(chunk).iter().enumerate() {
+        if page.encoding != DELTA_LENGTH_BYTE_ARRAY && page.encoding != DELTA_BYTE_ARRAY {
+            continue;
+        }
+        let Some(body) = page
+            .body_start
+            .checked_add(page.body_len)
+            .and_then(|end| chunk.get(page.body_start..end))
+        else {
+            continue;
+        };
+        let values: std::borrow::Cow<[u8]> = match page.v2 {
+            Some((def, rep, compressed)) => {
+                let Some(levels_len) = def.checked_add(rep).filter(|&n| n <= body.len()) else {
+                    continue;
+                };
+                let rest = &body[levels_len..];
+                if compressed && codec != parquet::basic::Compression::UNCOMPRESSED {
+                    match crate::decode::decompress::decompress_host(
+                        codec,
+                        rest,
+                        page.uncompressed_len.saturating_sub(levels_len),
+                    ) {
+                        Ok(v) => v.into(),
+                        Err(_) => continue,
+                    }
+                } else {
+                    rest.into()
+                }
+            }
+            None if !page.v1_levels_rle => continue,
+            None => {
+                let body: std::borrow::Cow<[u8]> = if codec == parquet::basic::Compression::UNCOMPRESSED {
+                    body.into()
+                } else {
+                    match crate::decode::decompress::decompress_host(codec, body, page.uncompressed_len) {
+                        Ok(v) => v.into(),
+                        Err(_) => continue,
+                    }
+                };
+                // v1 levels (RLE): a 4-byte length, then that many bytes, for each kind present.
+                let mut at = 0usize;
+                let mut skipped = true;
+                for present in [levels.0, levels.1] {
+                    if !present {
+                        continue;
+                    }
+                    match body.get(at..at + 4) {
+                        Some(n) => at += 4 + u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize,
+                        None => skipped = false,
+                    }
+                }
+                if !skipped || at > body.len() {
+                    continue;
+                }
+                match body {
+                    std::borrow::Cow::Borrowed(b) => b[at..].into(),
+                    std::borrow::Cow::Owned(v) => v[at..].to_vec().into(),
+                }
+            }
+        };
+        let most = page.num_values.min(limit).max(0) as u64;
+        crate::decode::reference::delta::delta_lengths_claimed_within(&values, most, page.encoding == DELTA_BYTE_ARRAY)
+            .map_err(|why| {
+                (
+                    k,
+                    format!("{why}: its num_values is {}, its chunk's {limit}", page.num_values),
+                )
+            })?;
+    }
+    Ok(())
 }

@@ -740,6 +740,53 @@ pub fn encode_delta_binary_packed(
     out
 }
 
+/// The value count a DELTA_BINARY_PACKED header claims (block size, miniblocks per block, then the
+/// count, as ULEB128 varints), or `None` where the header cannot be read.
+pub fn delta_header_count(bytes: &[u8]) -> Option<u64> {
+    let mut at = 0usize;
+    let mut varint = || -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *bytes.get(at)?;
+            at += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    };
+    varint()?;
+    varint()?;
+    varint()
+}
+
+/// Whether the lengths of a DELTA_LENGTH_BYTE_ARRAY page's values (`prefixed` false), or the prefix and
+/// suffix lengths of a DELTA_BYTE_ARRAY page's (`prefixed` true), claim at most `most` values in their
+/// DELTA_BINARY_PACKED headers. A header that cannot be read passes (the decoders report it); prefix
+/// lengths that cannot be decoded do not (the suffix header cannot be found). `Err` says which claim.
+pub fn delta_lengths_claimed_within(values: &[u8], most: u64, prefixed: bool) -> Result<(), String> {
+    let check = |bytes: &[u8], what: &str| match delta_header_count(bytes) {
+        Some(n) if n > most => Err(format!(
+            "the {what} claim {n} values, more than the page holds ({most})"
+        )),
+        other => Ok(other),
+    };
+    if !prefixed {
+        return check(values, "DELTA_LENGTH_BYTE_ARRAY lengths").map(drop);
+    }
+    let Some(prefixes) = check(values, "DELTA_BYTE_ARRAY prefix lengths")? else {
+        return Ok(());
+    };
+    // The suffix lengths' header follows the prefix lengths, decoded as the GPU decoder decodes them.
+    let (_, end) = decode_delta_binary_packed_i32(values, prefixes as usize)
+        .map_err(|e| format!("the DELTA_BYTE_ARRAY prefix lengths cannot be decoded ({e:?})"))?;
+    match values.get(end..) {
+        Some(rest) => check(rest, "DELTA_BYTE_ARRAY suffix lengths").map(drop),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -774,6 +821,26 @@ mod tests {
     }
 
     const LAYOUTS: [(usize, usize); 6] = [(128, 4), (128, 1), (256, 8), (1024, 4), (128, 2), (512, 16)];
+
+    #[test]
+    fn claimed_length_counts_beyond_the_page_are_refused() {
+        // DELTA_BINARY_PACKED headers: block 128, 4 miniblocks, the count, first value 0 (one value:
+        // no blocks follow).
+        let header = |count: &[u8]| [&[0x80, 0x01, 0x04][..], count, &[0x00]].concat();
+        let huge = [0xff, 0xff, 0xff, 0xff, 0xff, 0x0f];
+        assert!(delta_lengths_claimed_within(&header(&[0x01]), 1, false).is_ok());
+        let e = delta_lengths_claimed_within(&header(&huge), 1, false).unwrap_err();
+        assert!(e.contains("DELTA_LENGTH_BYTE_ARRAY lengths claim 549755813887 values"), "{e}");
+        // DELTA_BYTE_ARRAY: the suffix lengths' header after one prefix length.
+        let fine = [header(&[0x01]), header(&[0x01])].concat();
+        assert!(delta_lengths_claimed_within(&fine, 1, true).is_ok());
+        let e = delta_lengths_claimed_within(&[header(&[0x01]), header(&huge)].concat(), 1, true).unwrap_err();
+        assert!(e.contains("suffix lengths claim"), "{e}");
+        let e = delta_lengths_claimed_within(&[header(&huge), header(&[0x01])].concat(), 1, true).unwrap_err();
+        assert!(e.contains("prefix lengths claim"), "{e}");
+        // Unreadable headers are left to the decoders.
+        assert!(delta_lengths_claimed_within(&[0x80], 1, false).is_ok());
+    }
 
     #[test]
     fn round_trips_i64_and_i32() {
