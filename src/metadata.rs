@@ -1120,36 +1120,27 @@ pub(crate) fn data_pages(chunk: &[u8]) -> Vec<DataPageHead> {
                 .find(|f| f.id == id && f.ty == compact::STRUCT)
                 .and_then(|h| compact::Reader::new(chunk, h.value.start).fields(2).ok())
         };
+        let page = |num_values, encoding, v2, v1_levels_rle| DataPageHead {
+            offset: pos,
+            body_start,
+            body_len: body,
+            uncompressed_len: unc,
+            num_values,
+            encoding,
+            v2,
+            v1_levels_rle,
+        };
         let head = match page_type {
+            // Level encodings: RLE is 3; a missing field reads as RLE, as parquet does.
             DATA_PAGE => inner(5).and_then(|h| {
-                Some(DataPageHead {
-                    offset: pos,
-                    body_start,
-                    body_len: body,
-                    uncompressed_len: unc,
-                    num_values: get(&h, 1)?,
-                    encoding: get(&h, 2)?,
-                    v2: None,
-                    // RLE is 3; a missing field reads as RLE, as parquet does.
-                    v1_levels_rle: get(&h, 3).is_none_or(|e| e == 3) && get(&h, 4).is_none_or(|e| e == 3),
-                })
+                let rle = get(&h, 3).is_none_or(|e| e == 3) && get(&h, 4).is_none_or(|e| e == 3);
+                Some(page(get(&h, 1)?, get(&h, 2)?, None, rle))
             }),
             DATA_PAGE_V2 => inner(8).and_then(|h| {
                 let compressed = !h.iter().any(|f| f.id == 7 && f.ty == compact::BOOL_FALSE);
-                Some(DataPageHead {
-                    offset: pos,
-                    body_start,
-                    body_len: body,
-                    uncompressed_len: unc,
-                    num_values: get(&h, 1)?,
-                    encoding: get(&h, 4)?,
-                    v2: Some((
-                        usize::try_from(get(&h, 5)?).ok()?,
-                        usize::try_from(get(&h, 6)?).ok()?,
-                        compressed,
-                    )),
-                    v1_levels_rle: true,
-                })
+                let def = usize::try_from(get(&h, 5)?).ok()?;
+                let rep = usize::try_from(get(&h, 6)?).ok()?;
+                Some(page(get(&h, 1)?, get(&h, 4)?, Some((def, rep, compressed)), true))
             }),
             _ => None,
         };

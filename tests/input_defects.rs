@@ -525,7 +525,11 @@ fn a_delta_length_page_claiming_more_lengths_than_values_is_refused_not_an_abort
     let lying = patched(
         &bytes,
         &[&[0x80, 0x01, 0x04, 0x01, 0x0e][..], b"abcdefg"].concat(),
-        &[&[0x80, 0x01, 0x04, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f, 0x02][..], b"a"].concat(),
+        &[
+            &[0x80, 0x01, 0x04, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x3f, 0x02][..],
+            b"a",
+        ]
+        .concat(),
     );
     let path = dir.path().join("lying.parquet");
     std::fs::write(&path, lying).unwrap();
@@ -533,5 +537,8 @@ fn a_delta_length_page_claiming_more_lengths_than_values_is_refused_not_an_abort
     let msg = e.to_string();
     assert!(matches!(e, Error::CorruptPage { .. }), "{msg}");
     assert!(msg.contains("column 's'") && msg.contains("page 0"), "{msg}");
-    assert!(msg.contains("DELTA_LENGTH_BYTE_ARRAY lengths claim 281474976710655 values"), "{msg}");
+    assert!(
+        msg.contains("DELTA_LENGTH_BYTE_ARRAY lengths claim 281474976710655 values"),
+        "{msg}"
+    );
 }

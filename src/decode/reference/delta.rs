@@ -830,7 +830,10 @@ mod tests {
         let huge = [0xff, 0xff, 0xff, 0xff, 0xff, 0x0f];
         assert!(delta_lengths_claimed_within(&header(&[0x01]), 1, false).is_ok());
         let e = delta_lengths_claimed_within(&header(&huge), 1, false).unwrap_err();
-        assert!(e.contains("DELTA_LENGTH_BYTE_ARRAY lengths claim 549755813887 values"), "{e}");
+        assert!(
+            e.contains("DELTA_LENGTH_BYTE_ARRAY lengths claim 549755813887 values"),
+            "{e}"
+        );
         // DELTA_BYTE_ARRAY: the suffix lengths' header after one prefix length.
         let fine = [header(&[0x01]), header(&[0x01])].concat();
         assert!(delta_lengths_claimed_within(&fine, 1, true).is_ok());
