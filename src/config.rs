@@ -363,10 +363,19 @@ pub struct Settings {
     pub trust_compressed: bool,
 }
 
+/// Whether `GPU_PARQUET_TRACE_FETCH` is set: a developer's diagnostic, not a setting, that prints each
+/// staged fetch's phases and each pipeline step's fetch to stderr (where the time between the last copy
+/// and the fetch's return goes). Read once per process, here with the settings.
+pub(crate) fn trace_fetches() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))
+}
+
 impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
-    /// place of their variables. The only environment read of the library.
+    /// place of their variables. The only environment read of the library besides the developer's
+    /// [`trace_fetches`] switch.
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }

@@ -502,7 +502,7 @@ impl Pipeline {
                         let r = guard("reading a step", || {
                             fetch(&reader.io, &reader.source, plans[k].clone(), reader.policy.threads)
                         });
-                        if crate::io::staged::trace_fetches() {
+                        if crate::config::trace_fetches() {
                             eprintln!(
                                 "trace step {k}: place taken at {:.2} ms, fetch returned at {:.2} ms",
                                 placed.as_secs_f64() * 1e3,

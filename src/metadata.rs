@@ -1049,34 +1049,70 @@ fn page_head(buf: &[u8], fields: &[compact::Field], header_len: u64) -> Option<P
 /// their elements took no bytes, so an 11 KB file whose page header declares such a list took 5.7 s
 /// to refuse in a release build (found by the `whole_file` fuzz target). `Err((offset, why))` for a
 /// header no Thrift writer produces, at `offset` in `chunk`; anything else (a truncated header, a
-/// size the walk cannot follow) is left to `parquet`, which reports it.
-pub(crate) fn check_page_headers(chunk: &[u8]) -> std::result::Result<(), (usize, String)> {
+/// size the walk cannot follow) ends the walk and is left to `parquet`, which reports it. `Ok` holds
+/// the data pages walked past, for the checks that read their bodies.
+pub(crate) fn check_page_headers(chunk: &[u8]) -> std::result::Result<Vec<DataPageHead>, (usize, String)> {
+    let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < chunk.len() {
         let mut r = compact::Reader::new(chunk, pos);
         let fields = match r.fields(0) {
             Ok(f) => f,
             Err(compact::WalkError::Malformed(m)) => return Err((pos, m)),
-            Err(compact::WalkError::Eof) => return Ok(()),
+            Err(compact::WalkError::Eof) => return Ok(out),
         };
-        let size = fields
-            .iter()
-            .find(|f| f.id == 3 && f.ty == compact::I32)
-            .and_then(|f| compact::Reader::new(chunk, f.value.start).zigzag().ok())
-            .and_then(|v| usize::try_from(v).ok());
-        match size.and_then(|n| r.pos.checked_add(n)) {
+        let int = |f: &compact::Field| compact::Reader::new(chunk, f.value.start).zigzag().ok();
+        let get = |fields: &[compact::Field], id: i16| {
+            fields.iter().find(|f| f.id == id && f.ty == compact::I32).and_then(int)
+        };
+        let Some(body) = get(&fields, 3).and_then(|v| usize::try_from(v).ok()) else {
+            return Ok(out);
+        };
+        let body_start = r.pos;
+        let inner = |id: i16| {
+            fields
+                .iter()
+                .find(|f| f.id == id && f.ty == compact::STRUCT)
+                .and_then(|h| compact::Reader::new(chunk, h.value.start).fields(1).ok())
+        };
+        let unc = get(&fields, 2).and_then(|v| usize::try_from(v).ok());
+        let page = |num_values, encoding, v2, v1_levels_rle| {
+            Some(DataPageHead {
+                body_start,
+                body_len: body,
+                uncompressed_len: unc?,
+                num_values,
+                encoding,
+                v2,
+                v1_levels_rle,
+            })
+        };
+        let head = match get(&fields, 1) {
+            // Level encodings: RLE is 3; a missing field reads as RLE, as parquet does.
+            Some(DATA_PAGE) => inner(5).and_then(|h| {
+                let rle = get(&h, 3).is_none_or(|e| e == 3) && get(&h, 4).is_none_or(|e| e == 3);
+                page(get(&h, 1)?, get(&h, 2)?, None, rle)
+            }),
+            Some(DATA_PAGE_V2) => inner(8).and_then(|h| {
+                let compressed = !h.iter().any(|f| f.id == 7 && f.ty == compact::BOOL_FALSE);
+                let def = usize::try_from(get(&h, 5)?).ok()?;
+                let rep = usize::try_from(get(&h, 6)?).ok()?;
+                page(get(&h, 1)?, get(&h, 4)?, Some((def, rep, compressed)), true)
+            }),
+            _ => None,
+        };
+        out.extend(head);
+        match body_start.checked_add(body) {
             Some(next) if next > pos => pos = next,
-            _ => return Ok(()),
+            _ => return Ok(out),
         }
     }
-    Ok(())
+    Ok(out)
 }
 
-/// A data page of a chunk, as far as its header says (see [`data_pages`]).
+/// A data page of a chunk, as far as its header says (from [`check_page_headers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DataPageHead {
-    /// Where its header starts in the chunk.
-    pub offset: usize,
     /// Where its body starts in the chunk.
     pub body_start: usize,
     /// The body's length in the chunk (`compressed_page_size`).
@@ -1093,64 +1129,6 @@ pub(crate) struct DataPageHead {
     /// Data page v1: whether both level encodings are RLE (each level section then starts with its
     /// 4-byte length); false for the deprecated BIT_PACKED levels.
     pub v1_levels_rle: bool,
-}
-
-/// The data pages of one column chunk's bytes, header by header, as far as the headers can be walked
-/// (a header that cannot be read ends the list: `check_page_headers` and `parquet` report those).
-pub(crate) fn data_pages(chunk: &[u8]) -> Vec<DataPageHead> {
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    while pos < chunk.len() {
-        let mut r = compact::Reader::new(chunk, pos);
-        let Ok(fields) = r.fields(1) else { break };
-        let int = |f: &compact::Field| compact::Reader::new(chunk, f.value.start).zigzag().ok();
-        let get = |fields: &[compact::Field], id: i16| {
-            fields.iter().find(|f| f.id == id && f.ty == compact::I32).and_then(int)
-        };
-        let (Some(page_type), Some(unc), Some(body)) = (get(&fields, 1), get(&fields, 2), get(&fields, 3)) else {
-            break;
-        };
-        let (Ok(unc), Ok(body)) = (usize::try_from(unc), usize::try_from(body)) else {
-            break;
-        };
-        let body_start = r.pos;
-        let inner = |id: i16| {
-            fields
-                .iter()
-                .find(|f| f.id == id && f.ty == compact::STRUCT)
-                .and_then(|h| compact::Reader::new(chunk, h.value.start).fields(2).ok())
-        };
-        let page = |num_values, encoding, v2, v1_levels_rle| DataPageHead {
-            offset: pos,
-            body_start,
-            body_len: body,
-            uncompressed_len: unc,
-            num_values,
-            encoding,
-            v2,
-            v1_levels_rle,
-        };
-        let head = match page_type {
-            // Level encodings: RLE is 3; a missing field reads as RLE, as parquet does.
-            DATA_PAGE => inner(5).and_then(|h| {
-                let rle = get(&h, 3).is_none_or(|e| e == 3) && get(&h, 4).is_none_or(|e| e == 3);
-                Some(page(get(&h, 1)?, get(&h, 2)?, None, rle))
-            }),
-            DATA_PAGE_V2 => inner(8).and_then(|h| {
-                let compressed = !h.iter().any(|f| f.id == 7 && f.ty == compact::BOOL_FALSE);
-                let def = usize::try_from(get(&h, 5)?).ok()?;
-                let rep = usize::try_from(get(&h, 6)?).ok()?;
-                Some(page(get(&h, 1)?, get(&h, 4)?, Some((def, rep, compressed)), true))
-            }),
-            _ => None,
-        };
-        out.extend(head);
-        match body_start.checked_add(body) {
-            Some(next) if next > pos => pos = next,
-            _ => break,
-        }
-    }
-    out
 }
 
 /// For a chunk at `[start, start + len)` whose first page is a dictionary page: that page header's

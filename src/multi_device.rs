@@ -22,7 +22,7 @@ use crate::device_read::DeviceRead;
 use crate::error::{Error, Location, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::cufile::CufileDriver;
-use crate::reader::{Reader, ReaderBuilder};
+use crate::reader::{Reader, ReaderBuilder, share_of_middle};
 use crate::report::{PathCounts, StatsCheck};
 
 /// A stretch of one file's row groups given to one GPU.
@@ -49,12 +49,9 @@ pub fn spread_row_groups(sizes: &[Vec<u64>], devices: usize) -> Vec<Vec<Part>> {
     let mut index = 0usize;
     for (file, groups) in sizes.iter().enumerate() {
         for (rg, &bytes) in groups.iter().enumerate() {
-            let middle = before + bytes as u128 / 2;
             // Without bytes at all (empty row groups only), share by count instead.
-            let k = (middle * devices as u128)
-                .checked_div(total)
-                .map_or(index * devices / count.max(1), |k| k as usize)
-                .min(devices - 1);
+            let k = share_of_middle(before, bytes, total, devices)
+                .unwrap_or((index * devices / count.max(1)).min(devices - 1));
             before += bytes as u128;
             index += 1;
             let share = &mut shares[k];
@@ -140,7 +137,7 @@ impl MultiDeviceRead {
     pub fn counts(&self) -> PathCounts {
         let mut total = PathCounts::default();
         for d in &self.devices {
-            add_counts(&mut total, &d.counts);
+            total.add_all(&d.counts);
         }
         total
     }
@@ -163,13 +160,6 @@ impl MultiDeviceRead {
             }
         }
         Ok(out)
-    }
-}
-
-fn add_counts(total: &mut PathCounts, c: &PathCounts) {
-    for i in 0..total.bytes.len() {
-        total.bytes[i] += c.bytes[i];
-        total.reads[i] += c.reads[i];
     }
 }
 
@@ -228,7 +218,7 @@ impl Dataset {
                         let mut counts = PathCounts::default();
                         for (part, reader) in built {
                             let read = reader.read_device()?;
-                            add_counts(&mut counts, &read.io.total);
+                            counts.add_all(&read.io.total);
                             parts.push(PartRead { part, read });
                         }
                         Ok(DeviceShareRead {

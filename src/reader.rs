@@ -345,8 +345,10 @@ impl Reader {
             });
         }
         let chunks = fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)?;
-        let (rows, bytes) = (self.plan.num_rows(self.source.metadata()), self.plan.useful_bytes());
-        ProgressCounter::new(self.progress.clone(), 1, rows, bytes).step_done(rows, bytes);
+        if self.progress.is_some() {
+            let (rows, bytes) = (self.plan.num_rows(self.source.metadata()), self.plan.useful_bytes());
+            ProgressCounter::new(self.progress.clone(), 1, rows, bytes).step_done(rows, bytes);
+        }
         Ok(chunks)
     }
 
@@ -467,8 +469,7 @@ pub(crate) fn split_balanced(sizes: &[(usize, u64)], groups: usize) -> Vec<Vec<u
     let mut before = 0u128;
     let mut current = None;
     for &(rg, bytes) in sizes {
-        let middle = before + bytes as u128 / 2;
-        let k = (middle * groups).checked_div(total).unwrap_or(0).min(groups - 1);
+        let k = share_of_middle(before, bytes, total, groups as usize).unwrap_or(0);
         if current != Some(k) {
             out.push(Vec::new());
             current = Some(k);
@@ -477,6 +478,15 @@ pub(crate) fn split_balanced(sizes: &[(usize, u64)], groups: usize) -> Vec<Vec<u
         before += bytes as u128;
     }
     out
+}
+
+/// Which of `groups` equal shares of `total` bytes holds the middle byte of `bytes` bytes that start
+/// `before` bytes in (the last share at most); `None` when `total` is 0.
+pub(crate) fn share_of_middle(before: u128, bytes: u64, total: u128, groups: usize) -> Option<usize> {
+    let middle = before + bytes as u128 / 2;
+    (middle * groups.max(1) as u128)
+        .checked_div(total)
+        .map(|k| (k as usize).min(groups.max(1) - 1))
 }
 
 pub(crate) fn fetch(

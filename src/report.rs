@@ -55,6 +55,12 @@ impl PathCounts {
     pub fn total_reads(&self) -> u64 {
         self.reads.iter().sum()
     }
+    /// Adds `other`'s bytes and reads, path by path.
+    pub fn add_all(&mut self, other: &PathCounts) {
+        for p in IoPath::ALL {
+            self.add(p, other.bytes[p.index()], other.reads[p.index()]);
+        }
+    }
     fn add(&mut self, path: IoPath, bytes: u64, reads: u64) {
         self.bytes[path.index()] += bytes;
         self.reads[path.index()] += reads;

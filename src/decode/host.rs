@@ -24,6 +24,7 @@
 //!   row group) would decode to no rows at all; the row groups' counts describe what their pages hold,
 //!   and batch sizes are bounded by [`MAX_BATCH_ROWS`] anyway.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -33,6 +34,7 @@ use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use bytes::{Buf, Bytes};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{FileMetaData, ParquetMetaData, ParquetMetaDataBuilder};
 use parquet::file::reader::{ChunkReader, Length};
@@ -326,23 +328,27 @@ pub fn decode_fetched(
     let reader = FetchedChunks::new(plan, fetched, source.len(), &location)?;
     // The page headers once through a linear walk, before arrow-rs's page reader (see
     // `check_page_headers`); `new` checked every chunk lies in `fetched`.
+    let mut pages = Vec::with_capacity(plan.chunks.len());
     for c in &plan.chunks {
         let bytes = &fetched[c.dest_offset as usize..(c.dest_offset + c.len) as usize];
-        if let Err((at, why)) = crate::metadata::check_page_headers(bytes) {
-            return Err(Error::CorruptPage {
-                location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
-                page: None,
-                message: format!("the page header at byte {at} of the chunk is not valid Thrift: {why}"),
-            });
+        match crate::metadata::check_page_headers(bytes) {
+            Ok(p) => pages.push(p),
+            Err((at, why)) => {
+                return Err(Error::CorruptPage {
+                    location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
+                    page: None,
+                    message: format!("the page header at byte {at} of the chunk is not valid Thrift: {why}"),
+                });
+            }
         }
     }
-    for c in &plan.chunks {
+    for (c, pages) in plan.chunks.iter().zip(&pages) {
         let bytes = &fetched[c.dest_offset as usize..(c.dest_offset + c.len) as usize];
         let column = meta.row_group(c.row_group).column(c.column);
         let leaf = schema_descr.column(c.column);
         let levels = (leaf.max_rep_level() > 0, leaf.max_def_level() > 0);
         let limit = column.num_values().max(0);
-        if let Err((page, why)) = check_delta_lengths(bytes, column.compression(), levels, limit) {
+        if let Err((page, why)) = check_delta_lengths(bytes, pages, column.compression(), levels, limit) {
             return Err(Error::CorruptPage {
                 location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
                 page: Some(page),
@@ -509,13 +515,14 @@ fn in_row_group(location: &Location, g: usize) -> Location {
 /// which reports it before it reads any lengths.
 fn check_delta_lengths(
     chunk: &[u8],
-    codec: parquet::basic::Compression,
+    pages: &[crate::metadata::DataPageHead],
+    codec: Compression,
     levels: (bool, bool),
     limit: i64,
 ) -> std::result::Result<(), (usize, String)> {
     const DELTA_LENGTH_BYTE_ARRAY: i64 = 6;
     const DELTA_BYTE_ARRAY: i64 = 7;
-    for (k, page) in crate::metadata::data_pages(chunk).iter().enumerate() {
+    for (k, page) in pages.iter().enumerate() {
         if page.encoding != DELTA_LENGTH_BYTE_ARRAY && page.encoding != DELTA_BYTE_ARRAY {
             continue;
         }
@@ -526,64 +533,68 @@ fn check_delta_lengths(
         else {
             continue;
         };
-        let values: std::borrow::Cow<[u8]> = match page.v2 {
+        // The page's bytes as decompressed, and where its values start in them.
+        let (bytes, start) = match page.v2 {
             Some((def, rep, compressed)) => {
                 let Some(levels_len) = def.checked_add(rep).filter(|&n| n <= body.len()) else {
                     continue;
                 };
-                let rest = &body[levels_len..];
-                if compressed && codec != parquet::basic::Compression::UNCOMPRESSED {
-                    match crate::decode::decompress::decompress_host(
-                        codec,
-                        rest,
-                        page.uncompressed_len.saturating_sub(levels_len),
-                    ) {
-                        Ok(v) => v.into(),
-                        Err(_) => continue,
-                    }
+                if !compressed {
+                    (Cow::Borrowed(body), levels_len)
                 } else {
-                    rest.into()
+                    let unc = page.uncompressed_len.saturating_sub(levels_len);
+                    let Some(values) = inflate(codec, &body[levels_len..], unc) else {
+                        continue;
+                    };
+                    (values, 0)
                 }
             }
             None if !page.v1_levels_rle => continue,
             None => {
-                let body: std::borrow::Cow<[u8]> = if codec == parquet::basic::Compression::UNCOMPRESSED {
-                    body.into()
-                } else {
-                    match crate::decode::decompress::decompress_host(codec, body, page.uncompressed_len) {
-                        Ok(v) => v.into(),
-                        Err(_) => continue,
-                    }
-                };
-                // v1 levels (RLE): a 4-byte length, then that many bytes, for each kind present.
-                let mut at = 0usize;
-                let mut skipped = true;
-                for present in [levels.0, levels.1] {
-                    if !present {
-                        continue;
-                    }
-                    match body.get(at..at + 4) {
-                        Some(n) => at += 4 + u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize,
-                        None => skipped = false,
-                    }
-                }
-                if !skipped || at > body.len() {
+                let Some(bytes) = inflate(codec, body, page.uncompressed_len) else {
                     continue;
-                }
-                match body {
-                    std::borrow::Cow::Borrowed(b) => b[at..].into(),
-                    std::borrow::Cow::Owned(v) => v[at..].to_vec().into(),
-                }
+                };
+                let Some(start) = v1_values_start(&bytes, levels) else {
+                    continue;
+                };
+                (bytes, start)
             }
         };
         let most = page.num_values.min(limit).max(0) as u64;
-        crate::decode::reference::delta::delta_lengths_claimed_within(&values, most, page.encoding == DELTA_BYTE_ARRAY)
-            .map_err(|why| {
-                (
-                    k,
-                    format!("{why}: its num_values is {}, its chunk's {limit}", page.num_values),
-                )
-            })?;
+        crate::decode::reference::delta::delta_lengths_claimed_within(
+            &bytes[start..],
+            most,
+            page.encoding == DELTA_BYTE_ARRAY,
+        )
+        .map_err(|why| {
+            (
+                k,
+                format!("{why}: its num_values is {}, its chunk's {limit}", page.num_values),
+            )
+        })?;
     }
     Ok(())
+}
+
+/// A page body as its codec decompresses it (borrowed when uncompressed); `None` where it cannot be.
+fn inflate(codec: Compression, body: &[u8], uncompressed_len: usize) -> Option<Cow<'_, [u8]>> {
+    if codec == Compression::UNCOMPRESSED {
+        return Some(Cow::Borrowed(body));
+    }
+    crate::decode::decompress::decompress_host(codec, body, uncompressed_len)
+        .ok()
+        .map(Cow::Owned)
+}
+
+/// Where a v1 page's values start: past an RLE level section (a 4-byte length, then that many bytes)
+/// for each of repetition and definition levels the column has; `None` past the end.
+fn v1_values_start(body: &[u8], (repeated, defined): (bool, bool)) -> Option<usize> {
+    let mut at = 0usize;
+    for present in [repeated, defined] {
+        if present {
+            let n = body.get(at..at.checked_add(4)?)?;
+            at = at.checked_add(4 + u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize)?;
+        }
+    }
+    (at <= body.len()).then_some(at)
 }

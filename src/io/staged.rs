@@ -208,7 +208,7 @@ impl StagedBackend {
         for w in &self.workers[..nthreads] {
             dest.join(&w.lock().unwrap_or_else(|p| p.into_inner()).stream)?;
         }
-        if trace_fetches() {
+        if crate::config::trace_fetches() {
             eprintln!(
                 "trace staged: {} pieces on {nthreads} threads, workers done at {:.2} ms, streams joined at {:.2} ms",
                 pieces.len(),
@@ -226,13 +226,6 @@ impl StagedBackend {
         }
         Ok((records, notes))
     }
-}
-
-/// Whether `GPU_PARQUET_TRACE_FETCH` is set: a developer's diagnostic that prints each staged fetch's
-/// phases to stderr (where the time between the last copy and the fetch's return goes).
-pub(crate) fn trace_fetches() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))
 }
 
 /// Where `file_offset` falls within a page: where a piece's bytes start in its bounce buffer. Zero
