@@ -106,12 +106,19 @@ __device__ inline u32 validate_gzip(const u8* s, u64 n, u64 want) {
 
 // Snappy walked by a warp: each lane decodes the element that would start at p + lane; the elements
 // that really start in the window [p, p + 32) are the chain from lane 0, found by doubling (after round
-// k every element within 2^(k+1) steps of lane 0 is marked; an element takes at least 2 bytes, so at
-// most 16 start in a window and 4 rounds reach them all). Where a window could fail, a prefix sum of the
+// k each lane knows the next 2^k elements of its chain; an element takes at least 2 bytes, so at most 16
+// start in a window and 4 rounds reach them all). Where a window could fail, a prefix sum of the
 // elements' output lengths gives each match the output before it, and the first failing element in
 // stream order decides the status, as in the serial walk of the reference (reference/validate.rs). The
-// window then moves past the chain's last element (at least 32 bytes on). About 1.4 us a window on the
-// H200 before the fast path and the prefetch (one window costs several dependent shuffles).
+// window then moves past the chain's last element (at least 32 bytes on).
+// The bytes come from a stage in shared memory, refilled SNAPPY_STAGE bytes at a time with 16-byte loads:
+// read straight from global memory, each lane's element (a tag and up to 4 more bytes, read in branches
+// that diverge by element kind) cost several dependent load latencies a window, about 1.3 us a window on
+// the H200 (35 ms for a 1 MB page); here a window reads 5 bytes per lane from shared memory, branch-free.
+#define SNAPPY_STAGE 2048u
+// The window's element headers reach at most 32 + 4 bytes from its start.
+#define SNAPPY_WINDOW_BYTES 36u
+
 __device__ inline u32 warp_or(u32 v) {
 #if __CUDA_ARCH__ >= 800
     return __reduce_or_sync(gpcore::FULL_MASK, v);
@@ -130,85 +137,107 @@ __device__ inline u32 warp_add(u32 v) {
 #endif
 }
 
+// Fills the stage with body bytes [b, b + have), have = min(SNAPPY_STAGE, n - b), b at most p and
+// within 15 bytes of it so that s + b is 16-byte aligned where that stays inside the body (b = p
+// otherwise: byte loads). Every lane's loads are issued before any is stored, so a refill waits for one
+// memory latency. Called by the whole warp.
+__device__ inline void snappy_stage_fill(const u8* s, u64 n, u64 p, u8* st, u64* b, u32* have) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 mis = (u32)((u64)(s + p) & 15);
+    __syncwarp();  // every lane is done with the old stage
+    if (p >= mis) {
+        const u64 from = p - mis;
+        const u32 cnt = (u32)min((u64)SNAPPY_STAGE, n - from);
+        const uint4* src = (const uint4*)(s + from);
+        const u32 vecs = cnt / 16;
+        uint4 v[SNAPPY_STAGE / 16 / 32];
+#pragma unroll
+        for (u32 k = 0; k < SNAPPY_STAGE / 16 / 32; k++) {
+            const u32 j = lane + 32 * k;
+            if (j < vecs) v[k] = src[j];
+        }
+#pragma unroll
+        for (u32 k = 0; k < SNAPPY_STAGE / 16 / 32; k++) {
+            const u32 j = lane + 32 * k;
+            if (j < vecs) ((uint4*)st)[j] = v[k];
+        }
+        for (u32 j = vecs * 16 + lane; j < cnt; j += 32) st[j] = s[from + j];
+        *b = from;
+        *have = cnt;
+    } else {
+        const u32 cnt = (u32)min((u64)SNAPPY_STAGE, n - p);
+        for (u32 j = lane; j < cnt; j += 32) st[j] = s[p + j];
+        *b = p;
+        *have = cnt;
+    }
+    __syncwarp();  // the new stage is visible to every lane
+}
+
 __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
+    __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
+    u8* st = (u8*)stage_words;
     const u32 lane = threadIdx.x & 31;
     u64 p = 0, total = 0;
-    u32 st = VALIDATE_OK;
+    u32 status = VALIDATE_OK;
     if (lane == 0) {
-        if (!read_uleb128(s, &p, n, &total)) st = VALIDATE_TRUNCATED;
-        else if (total != want) st = VALIDATE_WRONG_SIZE;
+        if (!read_uleb128(s, &p, n, &total)) status = VALIDATE_TRUNCATED;
+        else if (total != want) status = VALIDATE_WRONG_SIZE;
     }
-    st = __shfl_sync(gpcore::FULL_MASK, st, 0);
-    if (st != VALIDATE_OK) return st;
+    status = __shfl_sync(gpcore::FULL_MASK, status, 0);
+    if (status != VALIDATE_OK) return status;
     p = __shfl_sync(gpcore::FULL_MASK, p, 0);
+    u64 b = 0;     // the stage holds body bytes [b, b + have)
+    u32 have = 0;
     u64 out = 0;
     while (p < n) {
-#ifdef __CUDA_ARCH__
-        // The walk's cost is its chain of dependent steps: have the bytes a few windows on in L1 when
-        // the walk gets there (a copy-heavy stream moves 32-40 bytes a window).
-        if (lane == 0 && p + 512 < n) asm volatile("prefetch.global.L1 [%0];" ::"l"(s + p + 512));
-#endif
-        // This lane's element, if one starts at q.
+        if (p < b || min(p + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, p, st, &b, &have);
+        // This lane's element, if one starts at q: its tag and the 4 bytes after it (0 past the end).
         const u64 q = p + lane;
         const bool inside = q < n;
-        u64 len = 0, offset = 0, adv = 0;
-        u32 err = VALIDATE_OK;
-        bool copy = false;
-        if (inside) {
-            const u8 tag = s[q];
-            u64 r = q + 1;
-            switch (tag & 3) {
-            case 0: {
-                const u32 l = tag >> 2;
-                if (l >= 60) {
-                    const u32 extra = l - 59;
-                    if (r + extra > n) { err = VALIDATE_TRUNCATED; break; }
-                    u64 v = 0;
-                    for (u32 i = 0; i < extra; i++) v |= (u64)s[r + i] << (8 * i);
-                    r += extra;
-                    len = v + 1;
-                } else {
-                    len = l + 1;
-                }
-                if (len > n - r) { err = VALIDATE_TRUNCATED; break; }
-                r += len;
-                break;
-            }
-            case 1:
-                if (r + 1 > n) { err = VALIDATE_TRUNCATED; break; }
-                len = ((tag >> 2) & 7) + 4;
-                offset = ((u64)(tag >> 5) << 8) | s[r];
-                r += 1;
-                copy = true;
-                break;
-            case 2:
-                if (r + 2 > n) { err = VALIDATE_TRUNCATED; break; }
-                len = (tag >> 2) + 1;
-                offset = (u64)s[r] | ((u64)s[r + 1] << 8);
-                r += 2;
-                copy = true;
-                break;
-            default:
-                if (r + 4 > n) { err = VALIDATE_TRUNCATED; break; }
-                len = (tag >> 2) + 1;
-                offset = (u64)s[r] | ((u64)s[r + 1] << 8) | ((u64)s[r + 2] << 16) | ((u64)s[r + 3] << 24);
-                r += 4;
-                copy = true;
-                break;
-            }
-            adv = r - q;
+        u32 t[5];
+#pragma unroll
+        for (u32 k = 0; k < 5; k++) {
+            // Below b + have whenever below n: the stage covers the window's 36 bytes or the body's end.
+            const u32 at = (u32)min(q + k - b, (u64)SNAPPY_STAGE - 1);
+            t[k] = q + k < n ? st[at] : 0u;
         }
+        const u32 tag = t[0], kind = tag & 3;
+        const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
+        const u32 head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
+        const u64 le4 = (u64)t[1] | ((u64)t[2] << 8) | ((u64)t[3] << 16) | ((u64)t[4] << 24);
+        const bool copy = kind != 0;
+        u64 len, offset;
+        if (kind == 0) {
+            len = literal_len_bytes ? (le4 & ((1ull << (8 * literal_len_bytes)) - 1)) + 1 : (tag >> 2) + 1;
+            offset = 0;
+        } else if (kind == 1) {
+            len = ((tag >> 2) & 7) + 4;
+            offset = ((u64)(tag >> 5) << 8) | t[1];
+        } else {
+            len = (tag >> 2) + 1;
+            offset = kind == 2 ? (le4 & 0xffff) : le4;
+        }
+        u32 err = VALIDATE_OK;
+        if (!inside) err = VALIDATE_OK;
+        else if (head > n - q) err = VALIDATE_TRUNCATED;
+        else if (!copy && len > n - q - head) err = VALIDATE_TRUNCATED;
+        const u64 adv = copy ? head : head + len;
         // The next element's lane; 32: outside the window, or none (the input ends, or this one fails).
         u32 jump = (!inside || err != VALIDATE_OK || adv >= 32 - lane) ? 32u : lane + (u32)adv;
-        u32 chain = 1u;
+        // Doubling: `chain` is this lane's element and the ones after it, `jump` the lane 2^k on.
+        u32 chain = 1u << lane;
+#pragma unroll
         for (int k = 0; k < 4; k++) {
-            const bool on = (chain >> lane) & 1u;
-            chain |= warp_or(on && jump < 32 ? 1u << jump : 0u);
-            const u32 further = __shfl_sync(gpcore::FULL_MASK, jump, jump & 31u);
-            jump = jump < 32 ? further : 32u;
+            const u32 src = jump & 31u;
+            const u32 their_chain = __shfl_sync(gpcore::FULL_MASK, chain, src);
+            const u32 their_jump = __shfl_sync(gpcore::FULL_MASK, jump, src);
+            if (jump < 32) {
+                chain |= their_chain;
+                jump = their_jump;
+            }
         }
         // A chain that reaches the input's end marks a lane past it: no element there.
-        const u32 members = chain & __ballot_sync(gpcore::FULL_MASK, inside);
+        const u32 members = __shfl_sync(gpcore::FULL_MASK, chain, 0) & __ballot_sync(gpcore::FULL_MASK, inside);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
         // Fast path, almost every window: no member fails, every match offset is within the output
@@ -219,9 +248,10 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
         const u64 produced = ((u64)warp_add((u32)(mlen >> 16)) << 16) + warp_add((u32)(mlen & 0xffff));
         const bool doubt = member && (err != VALIDATE_OK || len >= (1ull << 31) ||
                                       (copy && (offset == 0 || offset > out)));
+        const u64 last_adv = __shfl_sync(gpcore::FULL_MASK, adv, last);
         if (__ballot_sync(gpcore::FULL_MASK, doubt) == 0 && produced <= want - out) {
             out += produced;
-            p += last + __shfl_sync(gpcore::FULL_MASK, adv, last);
+            p += last + last_adv;
             continue;
         }
         // Exact path (a failing window, or a match near the start of the output): the output before
@@ -238,7 +268,7 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
         const u32 failing = __ballot_sync(gpcore::FULL_MASK, member && mine != VALIDATE_OK);
         if (failing != 0) return __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
         out += __shfl_sync(gpcore::FULL_MASK, sum, last);
-        p += last + __shfl_sync(gpcore::FULL_MASK, adv, last);
+        p += last + last_adv;
     }
     return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }

@@ -251,6 +251,8 @@ T exchange(T v, unsigned src_lane) {
 }  // namespace emu
 
 inline void __syncthreads() { emu::barrier_wait(emu::sched.block); }
+// A barrier of the warp's 32 fibers (the kernels call it with the full mask).
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::barrier_wait(emu::warp_barrier()); }
 
 [[noreturn]] inline void __trap() {
     std::fprintf(stderr, "emu: __trap\n");
