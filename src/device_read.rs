@@ -40,9 +40,10 @@ const FETCHES: usize = 1;
 /// The GPU time of a step with compressed pages is bound by its longest page, whatever the step's size:
 /// nvCOMP and the pre-check each give a page to one warp. Measured on the H200 (snappy benchmark file,
 /// ncu, pages of up to 845 kB): nvCOMP's Snappy about 25 ns and the warp pre-check of a Snappy body
-/// about 41 ns per compressed byte of the longest page.
+/// about 29 ns per compressed byte of the longest page (the whole file in one step: 21.5 and 24.7 ms;
+/// the pre-check took 41 ns before it staged its bytes in shared memory).
 const NVCOMP_NS_PER_BYTE: f64 = 25.0;
-const PRECHECK_NS_PER_BYTE: f64 = 41.0;
+const PRECHECK_NS_PER_BYTE: f64 = 29.0;
 /// Staged reads while decoding runs, as measured in the pipeline on the H200 (345 MB steps in 7.5-8 ms).
 const PIPELINE_READ_BYTES_PER_NS: f64 = 45.0;
 /// Data pages are assumed this long where no offset index says (writers' usual limit).
@@ -366,8 +367,9 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], pre
 /// such a floor, [`MIN_STEPS`]: reads bound the read, and more steps overlap more of them. With one,
 /// each step costs about that much however small it is, so about as many steps as the reads can hide
 /// (the reads' time over one step's floor, times the decoding threads), and two at least so that
-/// reading overlaps decoding. Measured on the H200 (snappy benchmark file, `read`, one run): 1 / 2-3 /
-/// 4 / 10 steps took 131 / 149-151 / 165 / 335 ms with the pre-check; 4 steps 100 ms without it.
+/// reading overlaps decoding. Measured on the H200 (snappy benchmark file, `read`, one run, two each):
+/// 1 / 2 / 3 / 4 / 6 steps took 124-134 / 117 / 124-131 / 135-145 / 166-186 ms with the pre-check;
+/// without it, 4 steps (its default) took 95 ms.
 pub(crate) fn steps_for_latency(read_bytes: u64, longest_ns: f64, decoders: usize) -> u64 {
     if longest_ns <= 0.0 {
         return MIN_STEPS;
