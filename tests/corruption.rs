@@ -31,8 +31,16 @@ use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, ParquetMet
 use parquet::file::properties::{WriterProperties, WriterVersion};
 use parquet::schema::types::ColumnPath;
 
-/// Longest a decoder may take on one damaged file (they take milliseconds; this catches hangs).
+/// Longest a decoder may take on one damaged file (they take milliseconds; this catches hangs), unless
+/// `GPU_PARQUET_TEST_TIMEOUT_S` says otherwise (compute-sanitizer slows every launch).
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn timeout() -> Duration {
+    std::env::var("GPU_PARQUET_TEST_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(TIMEOUT, Duration::from_secs)
+}
 
 const ROWS: usize = 3000;
 
@@ -450,18 +458,19 @@ fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
     }
 }
 
-/// Runs `f` on a thread of its own, failing the test when it takes over [`TIMEOUT`] or panics.
+/// Runs `f` on a thread of its own, failing the test when it takes over [`timeout`] or panics.
 fn bounded<T: Send + 'static>(what: String, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
     let t = std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    match rx.recv_timeout(TIMEOUT) {
+    let limit = timeout();
+    match rx.recv_timeout(limit) {
         Ok(v) => {
             let _ = t.join();
             v
         }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no answer in {TIMEOUT:?} (a hang)"),
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no answer in {limit:?} (a hang)"),
         Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
     }
 }
@@ -508,7 +517,8 @@ fn run_file(base: &Path, dir: &Path, decoders: &[Decoder]) -> Tally {
         assert_eq!(got, want, "{d:?} on the undamaged {}", base.display());
     }
     let stem = base.file_stem().expect("name").to_string_lossy().to_string();
-    for (k, case) in cases(base).into_iter().enumerate() {
+    let (shard, shards) = shard();
+    for (k, case) in cases(base).into_iter().enumerate().filter(|(k, _)| k % shards == shard) {
         let path = dir.join(format!("{stem}-case-{k}.parquet"));
         std::fs::write(&path, &case.bytes).expect("write case");
         let theirs = common::arrow_rs_read(&path);
@@ -552,6 +562,21 @@ fn run_file(base: &Path, dir: &Path, decoders: &[Decoder]) -> Tally {
     tally
 }
 
+/// `GPU_PARQUET_TEST_SHARD=K/N` runs the cases whose number is K modulo N (default 0/1: all): under
+/// compute-sanitizer the GPU suite outlasts one call on the GPU machine, so it runs in shards.
+fn shard() -> (usize, usize) {
+    let Ok(v) = std::env::var("GPU_PARQUET_TEST_SHARD") else {
+        return (0, 1);
+    };
+    let parsed = v
+        .split_once('/')
+        .and_then(|(k, n)| Some((k.parse::<usize>().ok()?, n.parse::<usize>().ok()?)));
+    match parsed {
+        Some((k, n)) if n > 0 && k < n => (k, n),
+        _ => panic!("GPU_PARQUET_TEST_SHARD={v}: want K/N with K < N"),
+    }
+}
+
 fn assert_no_defects(tally: &Tally) {
     assert!(
         tally.defects.is_empty(),
@@ -566,12 +591,15 @@ fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_host_decoders() {
     let tally = run_suite(&[Decoder::Host, Decoder::Reference]);
     println!("{tally:#?}");
     assert_no_defects(&tally);
-    assert!(tally.cases > 1500, "{tally:?}");
+    assert!(tally.cases > 1500 / shard().1, "{tally:?}");
     assert!(
         tally.refused > tally.cases / 4,
         "most damage must be noticed: {tally:?}"
     );
-    assert!(tally.named_chunk > 100, "chunk damage names its chunk: {tally:?}");
+    assert!(
+        tally.named_chunk > 100 / shard().1,
+        "chunk damage names its chunk: {tally:?}"
+    );
 }
 
 #[test]
