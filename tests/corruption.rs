@@ -24,7 +24,9 @@ use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use arrow::record_batch::RecordBatch;
 use gpu_parquet::decode::gpu::decode_reference;
 use gpu_parquet::decode::reference::page_headers::parse_pages;
-use gpu_parquet::{BackendKind, Error, ParquetSource, PlanOptions, Projection, ReadPlan, Reader, RowGroupSelection};
+use gpu_parquet::{
+    BackendKind, Error, IoPolicy, ParquetSource, PlanOptions, Projection, ReadPlan, Reader, RowGroupSelection,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, ParquetMetaDataWriter};
@@ -422,8 +424,18 @@ enum Decoder {
     Host,
     /// Host backend, the GPU pipeline on its host references.
     Reference,
-    /// The GPU decoder (auto backend).
-    Gpu,
+    /// The GPU decoder, its chunks read by one of the GPU backends.
+    Gpu(GpuBackend),
+}
+
+/// The backends that read into device memory.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum GpuBackend {
+    Staged,
+    /// Staged with `O_DIRECT` (aligned reads, partial blocks trimmed).
+    StagedDirect,
+    /// cuFile (nvidia-fs or its compat mode), where it registers the files.
+    Cufile,
 }
 
 fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
@@ -449,8 +461,15 @@ fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
             let (batch, _) = decode_reference(&source, &plan, &host.into_bytes())?;
             batch.to_host()
         }
-        Decoder::Gpu => Reader::builder(path)
-            .with_backend(BackendKind::Auto)
+        Decoder::Gpu(backend) => Reader::builder(path)
+            .with_backend(match backend {
+                GpuBackend::Staged | GpuBackend::StagedDirect => BackendKind::Staged,
+                GpuBackend::Cufile => BackendKind::Cufile,
+            })
+            .with_policy(IoPolicy {
+                direct_io: backend == GpuBackend::StagedDirect,
+                ..IoPolicy::default()
+            })
             .build()?
             .read_device()?
             .table
@@ -607,7 +626,16 @@ fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_gpu() {
     if !common::gpu_decoder_available() {
         return;
     }
-    let tally = run_suite(&[Decoder::Gpu]);
+    let mut decoders = vec![Decoder::Gpu(GpuBackend::Staged), Decoder::Gpu(GpuBackend::StagedDirect)];
+    // cuFile joins where it reads an undamaged file (it refuses to register files on machines
+    // without nvidia-fs or the udev data its compat mode needs).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = write_base(dir.path()).remove(0);
+    match decode_with(Decoder::Gpu(GpuBackend::Cufile), &base) {
+        Ok(_) => decoders.push(Decoder::Gpu(GpuBackend::Cufile)),
+        Err(e) => println!("skipped for cuFile: it does not read here ({e})"),
+    }
+    let tally = run_suite(&decoders);
     println!("{tally:#?}");
     assert_no_defects(&tally);
     assert!(tally.refused > tally.cases / 4, "{tally:?}");
