@@ -179,3 +179,36 @@ fn a_stream_hands_out_every_batch_then_its_end() {
     }
     drop(stream);
 }
+
+/// Every bitmap a batch holds (validity, boolean values, children's too) is a multiple of 64 bytes,
+/// zero past its last byte in use: cuDF's import copies validity bitmaps rounded up to 64 bytes (a copy
+/// past a device allocation's end fails), and consumers read bitmaps in whole words.
+#[test]
+fn bitmaps_are_padded_to_64_bytes() {
+    use gpu_parquet::decode::table::DeviceArray;
+    fn check(a: &DeviceArray<Vec<u8>>, what: &str, seen: &mut usize) {
+        let used = a.len.div_ceil(8);
+        let mut bitmaps: Vec<(&str, &Vec<u8>)> = a.validity.iter().map(|v| ("validity", v)).collect();
+        if a.data_type == arrow::datatypes::DataType::Boolean {
+            bitmaps.push(("boolean values", &a.buffers[0]));
+        }
+        for (name, b) in bitmaps {
+            assert_eq!(b.len() % 64, 0, "{what}: {name} of {} bytes", b.len());
+            assert!(b.len() >= used, "{what}: {name} shorter than its bits");
+            assert!(b[used..].iter().all(|&x| x == 0), "{what}: {name} padding not zeroed");
+            *seen += 1;
+        }
+        for c in &a.children {
+            check(c, what, seen);
+        }
+    }
+    let mut seen = 0;
+    for path in files() {
+        let (batch, _) = decoded(&path, RowGroupSelection::All);
+        for c in &batch.columns {
+            check(&c.array, &format!("{}: {}", path.display(), c.name), &mut seen);
+        }
+    }
+    // Nullable and boolean columns, decoded by the kernels' references and uploaded from arrow-rs.
+    assert!(seen > 10, "{seen} bitmaps checked");
+}

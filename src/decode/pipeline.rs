@@ -19,6 +19,7 @@ use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kern
 use crate::decode::layout::{
     ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PageDesc, PageInfo, encoding, physical,
 };
+use crate::decode::table::BITMAP_PADDING;
 use crate::decode::table::{DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
@@ -713,7 +714,11 @@ pub fn decode_step<E: Executor>(
     }
     let mut bitmaps: Vec<(u64, u64)> = Vec::with_capacity(cols.len());
     for (k, c) in cols.iter().enumerate() {
+        // Bitmaps are allocated to a multiple of 64 bytes (zeroed past the last word), as Arrow
+        // recommends: cuDF's import copies a validity bitmap rounded up to 64 bytes, and a copy past
+        // the end of a stream-ordered allocation fails (cudaErrorInvalidValue).
         let words = (num_rows.div_ceil(32) * 4) as usize;
+        let words = words.next_multiple_of(BITMAP_PADDING);
         let validity = if c.out_valid != 0 {
             let w = exec.alloc(words)?;
             exec.launch(Kernel::PackBits {

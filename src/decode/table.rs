@@ -20,7 +20,8 @@ pub struct DeviceArray<B: OwnedBuffer = crate::gpu::DeviceBuffer<u8>> {
     pub len: usize,
     /// Nulls.
     pub null_count: usize,
-    /// LSB-first validity bitmap (at least `ceil(len / 8)` bytes); `None` when there is no null.
+    /// LSB-first validity bitmap (at least `ceil(len / 8)` bytes, a multiple of [`BITMAP_PADDING`]);
+    /// `None` when there is no null.
     pub validity: Option<B>,
     /// The type's buffers, in Arrow's order.
     pub buffers: Vec<B>,
@@ -150,6 +151,18 @@ impl<B: OwnedBuffer> DeviceTable<B> {
     }
 }
 
+/// Bitmaps (validity, boolean values) are allocated to a multiple of this many bytes, zeroed past their
+/// last bit, as Arrow recommends: consumers read them in whole words, and cuDF's import copies a
+/// validity bitmap rounded up to 64 bytes.
+pub const BITMAP_PADDING: usize = 64;
+
+fn padded_bitmap(bytes: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(bytes.len().next_multiple_of(BITMAP_PADDING));
+    v.extend_from_slice(bytes);
+    v.resize(bytes.len().next_multiple_of(BITMAP_PADDING).max(BITMAP_PADDING), 0);
+    v
+}
+
 /// Uploads a host array (decoded by arrow-rs) into `alloc`'s buffers, keeping its layout.
 pub fn upload_array<B: OwnedBuffer>(
     array: &ArrayData,
@@ -168,13 +181,20 @@ pub fn upload_array<B: OwnedBuffer>(
         array
     };
     let validity = match data.nulls() {
-        Some(n) if n.null_count() > 0 => Some(upload(n.buffer().as_slice())?),
+        Some(n) if n.null_count() > 0 => Some(upload(&padded_bitmap(n.buffer().as_slice()))?),
         _ => None,
     };
+    let is_boolean = data.data_type() == &DataType::Boolean;
     let buffers = data
         .buffers()
         .iter()
-        .map(|b| upload(b.as_slice()))
+        .map(|b| {
+            if is_boolean {
+                upload(&padded_bitmap(b.as_slice()))
+            } else {
+                upload(b.as_slice())
+            }
+        })
         .collect::<Result<Vec<_>>>()?;
     let children = data
         .child_data()
