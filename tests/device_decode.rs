@@ -186,6 +186,103 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
     drop(bodies);
 }
 
+/// The Snappy check split across warps (`gp_validate_snappy_split`), at segment sizes that split the
+/// test bodies many ways, gives the reference's status on every body, each body in an allocation of
+/// exactly its size (compute-sanitizer sees a read past it).
+#[test]
+fn split_snappy_check_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::layout::{SNAPPY_SEGMENT_RECORD_BYTES, SnappySplitBody, ValidateItem, validate_codec};
+    use gpu_parquet::decode::reference::validate::cases::{expected, split_cases};
+    let Some(ctx) = gpu() else { return };
+    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_check", None).expect("kernels");
+    let f = m.function("gp_validate_snappy_split").expect("kernel");
+    let stream = Stream::new(&ctx).expect("stream");
+    let cases: Vec<_> = split_cases()
+        .into_iter()
+        .filter(|c| c.0 == validate_codec::SNAPPY)
+        .collect();
+    let want = expected(&cases);
+    let bodies: Vec<DeviceBuffer<u8>> = cases
+        .iter()
+        .map(|(_, _, b)| {
+            if b.is_empty() {
+                DeviceBuffer::<u8>::zeroed(&stream, 1).expect("alloc")
+            } else {
+                DeviceBuffer::from_host(&stream, b).expect("upload")
+            }
+        })
+        .collect();
+    for segment in [64u64, 300, 4096, 65536] {
+        let items: Vec<ValidateItem> = cases
+            .iter()
+            .zip(&bodies)
+            .map(|((codec, want, body), buf)| ValidateItem {
+                src: buf.device_address(),
+                src_len: body.len() as u64,
+                dst_len: *want,
+                codec: *codec,
+                status: u32::MAX,
+            })
+            .collect();
+        let mut split = Vec::new();
+        let mut segment_item: Vec<u32> = Vec::new();
+        for (k, it) in items.iter().enumerate() {
+            let count = it.src_len.div_ceil(segment).max(1);
+            split.push(SnappySplitBody {
+                first_segment: segment_item.len() as u32,
+                segments: count as u32,
+                ..Default::default()
+            });
+            segment_item.extend(std::iter::repeat_n(k as u32, count as usize));
+        }
+        let dev_items = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
+        let dev_split = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&split)).expect("bodies");
+        let dev_of = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&segment_item)).expect("of");
+        let records =
+            DeviceBuffer::<u8>::zeroed(&stream, segment_item.len() * SNAPPY_SEGMENT_RECORD_BYTES).expect("records");
+        let (a_items, a_of, a_split, a_rec) = (
+            dev_items.device_address(),
+            dev_of.device_address(),
+            dev_split.device_address(),
+            records.device_address(),
+        );
+        let mut b = stream.cuda().launch_builder(&f);
+        b.arg(&a_items).arg(&a_of).arg(&a_split).arg(&a_rec).arg(&segment);
+        // SAFETY: one block per segment, as many as `segment_item` holds; the kernel reads the items,
+        // segment owners and bodies uploaded above (each index below their counts, as built here),
+        // each body's `src_len` bytes at its `src` (an allocation of that size, or 1 byte for an empty
+        // one), and writes one record per segment into `records` (sized for them), the items'
+        // statuses and the bodies' counters; everything lives until the copies below wait for it.
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (segment_item.len() as u32, 1, 1),
+                block_dim: (32, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .expect("launch");
+        let back: Vec<ValidateItem> = bytemuck::pod_collect_to_vec(&dev_items.copy_to_host().expect("copy"));
+        let outcomes: Vec<SnappySplitBody> = bytemuck::pod_collect_to_vec(&dev_split.copy_to_host().expect("copy"));
+        for (i, (got, want)) in back.iter().zip(&want).enumerate() {
+            assert_eq!(
+                got.status,
+                *want,
+                "segments of {segment}, case {i}: {} bytes declaring {}",
+                cases[i].2.len(),
+                cases[i].1
+            );
+        }
+        let split_bodies: Vec<_> = outcomes.iter().filter(|o| o.segments > 1).collect();
+        println!(
+            "segments of {segment}: {} bodies split, {} walked exactly, {} segments walked again",
+            split_bodies.len(),
+            split_bodies.iter().filter(|o| o.outcome & 0xff != 0).count(),
+            split_bodies.iter().map(|o| o.outcome >> 8).sum::<u32>()
+        );
+    }
+    drop(bodies);
+}
+
 #[test]
 fn gpu_decode_equals_arrow_rs_and_the_references_on_every_file() {
     let Some(_ctx) = gpu() else { return };
