@@ -371,23 +371,11 @@ pub(crate) fn trace_fetches() -> bool {
     *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))
 }
 
-/// Bytes of a Snappy body each warp of the pre-check walks (`GPU_PARQUET_SNAPPY_SEGMENT_KB`, a
-/// developer's tuning switch like [`trace_fetches`]; default 64 KiB, at least 1 KiB).
-pub(crate) fn snappy_segment_bytes() -> u64 {
-    static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *BYTES.get_or_init(|| {
-        std::env::var("GPU_PARQUET_SNAPPY_SEGMENT_KB")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map_or(64 << 10, |kb| kb.max(1) << 10)
-    })
-}
-
 impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
     /// place of their variables. The only environment read of the library besides the developer's
-    /// [`trace_fetches`] and [`snappy_segment_bytes`] switches.
+    /// [`trace_fetches`] switch.
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }

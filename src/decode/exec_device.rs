@@ -9,9 +9,7 @@ use parquet::basic::Compression;
 use rayon::prelude::*;
 
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
-use crate::decode::layout::{
-    SNAPPY_SEGMENT_RECORD_BYTES, SnappySplitBody, ValidateItem, validate_codec, validate_status,
-};
+use crate::decode::layout::{ValidateItem, validate_codec, validate_status};
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
@@ -174,59 +172,10 @@ impl DeviceExecutor<'_> {
             .collect();
         let addr = self.upload(&v)?;
         let n = v.len() as u32;
-        let mut scratch = Vec::new();
-        if id == validate_codec::SNAPPY {
-            // Long bodies split across warps (see gp_validate_snappy_split), one warp per segment.
-            let segment = crate::config::snappy_segment_bytes();
-            let mut bodies = Vec::with_capacity(v.len());
-            let mut segment_item: Vec<u32> = Vec::new();
-            for (k, it) in v.iter().enumerate() {
-                let count = it.src_len.div_ceil(segment).max(1);
-                bodies.push(SnappySplitBody {
-                    first_segment: segment_item.len() as u32,
-                    segments: count as u32,
-                    ..Default::default()
-                });
-                segment_item.extend(std::iter::repeat_n(k as u32, count as usize));
-            }
-            let bodies_addr = self.upload(&bodies)?;
-            let items_of = self.upload(&segment_item)?;
-            let records = self.alloc(segment_item.len() * SNAPPY_SEGMENT_RECORD_BYTES)?;
-            scratch = vec![bodies_addr, items_of, records];
-            self.launch_raw(
-                "gp_validate_snappy_split",
-                segment_item.len() as u32,
-                32,
-                &[
-                    Arg::U64(addr),
-                    Arg::U64(items_of),
-                    Arg::U64(bodies_addr),
-                    Arg::U64(records),
-                    Arg::U64(segment),
-                ],
-            )?;
-        } else {
-            // One warp per body (the kernel's first lane walks it).
-            self.launch_raw("gp_validate_compressed", n, 32, &[Arg::U64(addr), Arg::U32(n)])?;
-        }
+        // One warp per body (the kernel's first lane walks it).
+        self.launch_raw("gp_validate_compressed", n, 32, &[Arg::U64(addr), Arg::U32(n)])?;
         let back: Vec<ValidateItem> = self.read(addr, v.len())?;
         self.free(addr);
-        if crate::config::trace_fetches() && !scratch.is_empty() {
-            let bodies: Vec<SnappySplitBody> = self.read(scratch[0], v.len())?;
-            let split: Vec<&SnappySplitBody> = bodies.iter().filter(|b| b.segments > 1).collect();
-            eprintln!(
-                "trace snappy pre-check: {} bodies, {} split into {} segments: {} proven by the joined walks, {} walked exactly, {} segments walked again",
-                bodies.len(),
-                split.len(),
-                split.iter().map(|b| b.segments as u64).sum::<u64>(),
-                split.iter().filter(|b| b.outcome & 0xff == 0).count(),
-                split.iter().filter(|b| b.outcome & 0xff != 0).count(),
-                split.iter().map(|b| (b.outcome >> 8) as u64).sum::<u64>()
-            );
-        }
-        for a in scratch {
-            self.free(a);
-        }
         Ok(todo
             .iter()
             .zip(back)

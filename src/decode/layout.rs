@@ -223,24 +223,6 @@ pub struct ValidateItem {
     pub status: u32,
 }
 
-/// One Snappy body of `gp_validate_snappy_split`: where its segments are, and (out) how it was decided.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct SnappySplitBody {
-    /// Index of its first segment (its segments are consecutive).
-    pub first_segment: u32,
-    /// Segments (1: the body is walked by one warp).
-    pub segments: u32,
-    /// Segments walked, counted by the kernel (zero from the host).
-    pub arrived: u32,
-    /// Out: 0 when the joined walks proved the body valid, else the reason it went to the exact walk;
-    /// in bits 8 and up, the segments the join walked again.
-    pub outcome: u32,
-}
-
-/// Bytes of the kernel's per-segment record (`SnappySegment` in validate.cu).
-pub const SNAPPY_SEGMENT_RECORD_BYTES: usize = 3096;
-
 /// `ValidateItem::codec` values.
 pub mod validate_codec {
     /// Snappy (raw, as Parquet stores it).
@@ -433,20 +415,6 @@ mod tests {
         for ((name, want), got) in LAYOUT_SIZES.iter().zip(host) {
             assert_eq!(*want, got, "{name}");
         }
-    }
-
-    /// The Snappy split's structs, whose sizes validate.cu asserts at compile time.
-    #[test]
-    fn snappy_split_layout_matches_the_kernel_source() {
-        let (_, cu) = crate::decode::kernels::SOURCES
-            .iter()
-            .find(|(name, _)| *name == "validate.cu")
-            .expect("validate.cu");
-        assert!(cu.contains(&format!(
-            "sizeof(SnappySplitBody) == {}",
-            std::mem::size_of::<SnappySplitBody>()
-        )));
-        assert!(cu.contains(&format!("sizeof(SnappySegment) == {SNAPPY_SEGMENT_RECORD_BYTES}")));
     }
 
     #[test]

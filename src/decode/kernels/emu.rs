@@ -265,32 +265,7 @@ fn run_driver(bin: &std::path::Path, mode: &[&str], input: &[u8]) -> Vec<u8> {
 /// `gp_validate_compressed` run in the emulation over `(codec, declared uncompressed size, body)`
 /// items, one block of 32 lanes each, every body at the end of its allocation: the statuses.
 pub(crate) fn run_validate_emulated(items: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
-    let output = run_driver(
-        &driver().expect("emulation available"),
-        &["validate"],
-        &validate_input(items),
-    );
-    assert_eq!(output.len(), items.len() * 4, "one status per item");
-    bytemuck::pod_collect_to_vec(&output)
-}
-
-/// As [`run_validate_emulated`], Snappy bodies through `gp_validate_snappy_split` with segments of
-/// `segment_bytes`: the statuses, and per item the split's outcome (0, or the `SNAPPY_UNPROVEN_*` reason
-/// it went to the exact walk; segments walked again in bits 8 and up).
-pub(crate) fn run_validate_split_emulated(items: &[(u32, u64, Vec<u8>)], segment_bytes: u64) -> (Vec<u32>, Vec<u32>) {
-    let seg = segment_bytes.to_string();
-    let output = run_driver(
-        &driver().expect("emulation available"),
-        &["validate-split", &seg],
-        &validate_input(items),
-    );
-    assert_eq!(output.len(), items.len() * 8, "a status and an exact flag per item");
-    let words: Vec<u32> = bytemuck::pod_collect_to_vec(&output);
-    let (status, exact) = words.split_at(items.len());
-    (status.to_vec(), exact.to_vec())
-}
-
-fn validate_input(items: &[(u32, u64, Vec<u8>)]) -> Vec<u8> {
+    let bin = driver().expect("emulation available");
     let mut input = b"GPVAL1".to_vec();
     put_u32(&mut input, items.len() as u32);
     for (codec, dst_len, body) in items {
@@ -299,7 +274,9 @@ fn validate_input(items: &[(u32, u64, Vec<u8>)]) -> Vec<u8> {
         put_u64(&mut input, body.len() as u64);
         input.extend_from_slice(body);
     }
-    input
+    let output = run_driver(&bin, &["validate"], &input);
+    assert_eq!(output.len(), items.len() * 4, "one status per item");
+    bytemuck::pod_collect_to_vec(&output)
 }
 
 /// Names the buffer at `addr` for messages.

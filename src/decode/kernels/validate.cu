@@ -173,77 +173,9 @@ __device__ inline void snappy_stage_fill(const u8* s, u64 n, u64 p, u8* st, u64*
     __syncwarp();  // the new stage is visible to every lane
 }
 
-// The element that would start at q (one lane's guess in a window at p): its output length, match
-// offset, bytes taken, and whether it fits the input. Read from the stage (bytes [b, b + have)), which
-// covers the window's SNAPPY_WINDOW_BYTES or the body's end.
-struct SnappyElement {
-    u64 len;
-    u64 offset;
-    u64 adv;
-    u32 err;
-    bool copy;
-    bool inside;
-};
-
-__device__ inline SnappyElement snappy_element_at(u64 q, u64 n, u64 b, const u8* st) {
-    SnappyElement e;
-    e.inside = q < n;
-    u32 t[5];
-#pragma unroll
-    for (u32 k = 0; k < 5; k++) {
-        // Below b + have whenever below n (see above); the clamp keeps the index inside the stage.
-        const u32 at = (u32)min(q + k - b, (u64)SNAPPY_STAGE - 1);
-        t[k] = q + k < n ? st[at] : 0u;
-    }
-    const u32 tag = t[0], kind = tag & 3;
-    const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
-    const u32 head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
-    const u64 le4 = (u64)t[1] | ((u64)t[2] << 8) | ((u64)t[3] << 16) | ((u64)t[4] << 24);
-    e.copy = kind != 0;
-    if (kind == 0) {
-        e.len = literal_len_bytes ? (le4 & ((1ull << (8 * literal_len_bytes)) - 1)) + 1 : (tag >> 2) + 1;
-        e.offset = 0;
-    } else if (kind == 1) {
-        e.len = ((tag >> 2) & 7) + 4;
-        e.offset = ((u64)(tag >> 5) << 8) | t[1];
-    } else {
-        e.len = (tag >> 2) + 1;
-        e.offset = kind == 2 ? (le4 & 0xffff) : le4;
-    }
-    e.err = VALIDATE_OK;
-    if (e.inside && head > n - q) e.err = VALIDATE_TRUNCATED;
-    else if (e.inside && !e.copy && e.len > n - q - head) e.err = VALIDATE_TRUNCATED;
-    e.adv = e.copy ? head : head + e.len;
-    return e;
-}
-
-// The lanes at which elements start in the window, following the chain from lane 0 by doubling: each
-// lane knows its element and the ones after it, `jump` the lane 2^k elements on.
-__device__ inline u32 snappy_chain(const SnappyElement& e, u32 lane) {
-    u32 jump = (!e.inside || e.err != VALIDATE_OK || e.adv >= 32 - lane) ? 32u : lane + (u32)e.adv;
-    u32 chain = 1u << lane;
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const u32 src = jump & 31u;
-        const u32 their_chain = __shfl_sync(gpcore::FULL_MASK, chain, src);
-        const u32 their_jump = __shfl_sync(gpcore::FULL_MASK, jump, src);
-        if (jump < 32) {
-            chain |= their_chain;
-            jump = their_jump;
-        }
-    }
-    // A chain that reaches the input's end marks a lane past it: no element there.
-    return __shfl_sync(gpcore::FULL_MASK, chain, 0) & __ballot_sync(gpcore::FULL_MASK, e.inside);
-}
-
-// The sum over the warp of a value below 2^31 per lane (as two 32-bit sums of 16-bit halves).
-__device__ inline u64 warp_sum_small(u64 v) {
-    return ((u64)warp_add((u32)(v >> 16)) << 16) + warp_add((u32)(v & 0xffff));
-}
-
-// The whole stream walked by one warp, exactly as the reference walks it (status included). `st` is
-// the block's stage (SNAPPY_STAGE bytes of shared memory).
-__device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want, u8* st) {
+__device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
+    __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
+    u8* st = (u8*)stage_words;
     const u32 lane = threadIdx.x & 31;
     u64 p = 0, total = 0;
     u32 status = VALIDATE_OK;
@@ -259,25 +191,68 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want, u8* st) {
     u64 out = 0;
     while (p < n) {
         if (p < b || min(p + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, p, st, &b, &have);
-        const SnappyElement e = snappy_element_at(p + lane, n, b, st);
-        const u32 members = snappy_chain(e, lane);
+        // This lane's element, if one starts at q: its tag and the 4 bytes after it (0 past the end).
+        const u64 q = p + lane;
+        const bool inside = q < n;
+        u32 t[5];
+#pragma unroll
+        for (u32 k = 0; k < 5; k++) {
+            // Below b + have whenever below n: the stage covers the window's 36 bytes or the body's end.
+            const u32 at = (u32)min(q + k - b, (u64)SNAPPY_STAGE - 1);
+            t[k] = q + k < n ? st[at] : 0u;
+        }
+        const u32 tag = t[0], kind = tag & 3;
+        const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
+        const u32 head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
+        const u64 le4 = (u64)t[1] | ((u64)t[2] << 8) | ((u64)t[3] << 16) | ((u64)t[4] << 24);
+        const bool copy = kind != 0;
+        u64 len, offset;
+        if (kind == 0) {
+            len = literal_len_bytes ? (le4 & ((1ull << (8 * literal_len_bytes)) - 1)) + 1 : (tag >> 2) + 1;
+            offset = 0;
+        } else if (kind == 1) {
+            len = ((tag >> 2) & 7) + 4;
+            offset = ((u64)(tag >> 5) << 8) | t[1];
+        } else {
+            len = (tag >> 2) + 1;
+            offset = kind == 2 ? (le4 & 0xffff) : le4;
+        }
+        u32 err = VALIDATE_OK;
+        if (!inside) err = VALIDATE_OK;
+        else if (head > n - q) err = VALIDATE_TRUNCATED;
+        else if (!copy && len > n - q - head) err = VALIDATE_TRUNCATED;
+        const u64 adv = copy ? head : head + len;
+        // The next element's lane; 32: outside the window, or none (the input ends, or this one fails).
+        u32 jump = (!inside || err != VALIDATE_OK || adv >= 32 - lane) ? 32u : lane + (u32)adv;
+        // Doubling: `chain` is this lane's element and the ones after it, `jump` the lane 2^k on.
+        u32 chain = 1u << lane;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const u32 src = jump & 31u;
+            const u32 their_chain = __shfl_sync(gpcore::FULL_MASK, chain, src);
+            const u32 their_jump = __shfl_sync(gpcore::FULL_MASK, jump, src);
+            if (jump < 32) {
+                chain |= their_chain;
+                jump = their_jump;
+            }
+        }
+        // A chain that reaches the input's end marks a lane past it: no element there.
+        const u32 members = __shfl_sync(gpcore::FULL_MASK, chain, 0) & __ballot_sync(gpcore::FULL_MASK, inside);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
         // Fast path, almost every window: no member fails, every match offset is within the output
         // before the window (so within the output before it), and the window's output fits the
         // declared size. Member lengths are below 2^31 here (a literal within the input, a match of at
-        // most 64).
-        const u64 mlen = member ? e.len : 0;
-        const bool doubt = member && (e.err != VALIDATE_OK || e.len >= (1ull << 31) ||
-                                      (e.copy && (e.offset == 0 || e.offset > out)));
-        const u64 last_adv = __shfl_sync(gpcore::FULL_MASK, e.adv, last);
-        if (__ballot_sync(gpcore::FULL_MASK, doubt) == 0) {
-            const u64 produced = warp_sum_small(mlen);
-            if (produced <= want - out) {
-                out += produced;
-                p += last + last_adv;
-                continue;
-            }
+        // most 64), so their sum is taken as two 32-bit sums of 16-bit halves.
+        const u64 mlen = member ? len : 0;
+        const u64 produced = ((u64)warp_add((u32)(mlen >> 16)) << 16) + warp_add((u32)(mlen & 0xffff));
+        const bool doubt = member && (err != VALIDATE_OK || len >= (1ull << 31) ||
+                                      (copy && (offset == 0 || offset > out)));
+        const u64 last_adv = __shfl_sync(gpcore::FULL_MASK, adv, last);
+        if (__ballot_sync(gpcore::FULL_MASK, doubt) == 0 && produced <= want - out) {
+            out += produced;
+            p += last + last_adv;
+            continue;
         }
         // Exact path (a failing window, or a match near the start of the output): the output before
         // each element from a prefix sum, and the first failing element's status.
@@ -287,233 +262,15 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want, u8* st) {
             if (lane >= (u32)o) sum += y;
         }
         const u64 before = out + sum - mlen;
-        u32 mine = e.err;
-        if (mine == VALIDATE_OK && e.copy && (e.offset == 0 || e.offset > before)) mine = VALIDATE_BAD_OFFSET;
-        if (mine == VALIDATE_OK && e.len > want - before) mine = VALIDATE_WRONG_SIZE;
+        u32 mine = err;
+        if (mine == VALIDATE_OK && copy && (offset == 0 || offset > before)) mine = VALIDATE_BAD_OFFSET;
+        if (mine == VALIDATE_OK && len > want - before) mine = VALIDATE_WRONG_SIZE;
         const u32 failing = __ballot_sync(gpcore::FULL_MASK, member && mine != VALIDATE_OK);
         if (failing != 0) return __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
         out += __shfl_sync(gpcore::FULL_MASK, sum, last);
         p += last + last_adv;
     }
     return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
-}
-
-// ---- One Snappy body split across warps ----
-// A warp walks a 1 MB page in about 25 ms on the H200: a chain of dependent steps, longer than the rest
-// of a step's decode. So a long body is cut into segments of `segment_bytes`, each walked by a warp of
-// its own at the same time. Only segment 0 knows where its first element starts; warp w > 0 starts at
-// its segment's first byte and walks on as if an element started there, noting, for every element
-// start it meets in its first SNAPPY_SYNC_BYTES, the output before it and the largest
-// (offset - output before it) of the matches from there on. A parse that meets the true one follows it
-// from then on (both are the same deterministic walk), and parses from nearby starts meet within a few
-// elements. The last warp of a body to finish joins the segments in order: the true parse leaves
-// segment w - 1 at the first element start at or past segment w's first byte, which must be one the
-// walk of segment w met; from there its output and its matches' reach are known, and every match must
-// reach no further back than the output before it. Anything else (a segment's walk that failed, a
-// start it did not meet, a match reaching too far, an output or end not as declared) sends the body to
-// the exact walk above, which gives the reference's status; a body passes only when the joined walk
-// proves what the exact walk checks.
-#define SNAPPY_SYNC_BYTES 256u
-#define SNAPPY_NO_REACH ((i64)(-9223372036854775807ll - 1))
-
-struct SnappySplitBody {
-    u32 first_segment;  // its first segment's index
-    u32 segments;
-    u32 arrived;  // segments walked (atomic; zero from the host)
-    u32 outcome;  // out: 0 or the SNAPPY_UNPROVEN_* reason it went to the exact walk, | segments walked again << 8
-};
-static_assert(sizeof(SnappySplitBody) == 16, "SnappySplitBody must match layout.rs");
-
-struct SnappySegment {
-    u64 exit;      // the first element start at or past the segment's end
-    u64 produced;  // output of the walk
-    u32 broken;    // the walk met an element it cannot pass (outside the input, offset 0, too long)
-    u32 produced_at[SNAPPY_SYNC_BYTES];  // 1 + the output before an element start there, 0 when none
-    i64 reach_from[SNAPPY_SYNC_BYTES];   // the largest (offset - output before it) of the matches from
-                                         // there on (SNAPPY_NO_REACH when none)
-};
-static_assert(sizeof(SnappySegment) == 3096, "SnappySegment must match layout.rs");
-
-__device__ inline i64 warp_max_i64(i64 v) {
-    for (int o = 16; o > 0; o >>= 1) {
-        const i64 y = __shfl_xor_sync(gpcore::FULL_MASK, v, o);
-        v = y > v ? y : v;
-    }
-    return v;
-}
-
-// The walk of [start, end) of a body, as if an element started at `start`, into `out`.
-__device__ void snappy_walk_segment(const u8* s, u64 n, u64 want, u64 start, u64 end, SnappySegment* out, u8* st,
-                                    i64* reach_sh, u32* at_sh) {
-    const u32 lane = threadIdx.x & 31;
-    for (u32 j = lane; j < SNAPPY_SYNC_BYTES; j += 32) {
-        reach_sh[j] = SNAPPY_NO_REACH;
-        at_sh[j] = 0;
-    }
-    __syncwarp();
-    u64 p = start, produced = 0, b = 0;
-    u32 have = 0, broken = 0;
-    i64 reach_after = SNAPPY_NO_REACH;  // this lane's, for elements past the sync bytes
-    while (p < end) {
-        if (p < b || min(p + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, p, st, &b, &have);
-        const u64 q = p + lane;
-        const SnappyElement e = snappy_element_at(q, n, b, st);
-        const u32 members = snappy_chain(e, lane) & __ballot_sync(gpcore::FULL_MASK, q < end);
-        const bool member = (members >> lane) & 1u;
-        const u32 last = 31 - __clz(members);
-        const bool bad = member && (e.err != VALIDATE_OK || e.len >= (1ull << 31) || (e.copy && e.offset == 0));
-        if (__ballot_sync(gpcore::FULL_MASK, bad) != 0) {
-            broken = 1;
-            break;
-        }
-        const u64 mlen = member ? e.len : 0;
-        const bool in_sync = member && q - start < SNAPPY_SYNC_BYTES;
-        const bool near = member && e.copy && e.offset > produced;
-        if (__ballot_sync(gpcore::FULL_MASK, in_sync || near) != 0) {
-            // Exact: the output before each element, from a prefix sum.
-            u64 sum = mlen;
-            for (int o = 1; o < 32; o <<= 1) {
-                const u64 y = __shfl_up_sync(gpcore::FULL_MASK, sum, o);
-                if (lane >= (u32)o) sum += y;
-            }
-            const u64 before = produced + sum - mlen;
-            const i64 reach = e.copy ? (i64)e.offset - (i64)before : SNAPPY_NO_REACH;
-            if (in_sync) {
-                at_sh[q - start] = (u32)before + 1;  // before <= want < 2^31
-                reach_sh[q - start] = reach;
-            } else if (member && reach > reach_after) {
-                reach_after = reach;
-            }
-        } else if (member && e.copy) {
-            // The output before the window bounds the output before the match from below.
-            const i64 reach = (i64)e.offset - (i64)produced;
-            if (reach > reach_after) reach_after = reach;
-        }
-        produced += warp_sum_small(mlen);
-        if (produced > want) {
-            broken = 1;
-            break;
-        }
-        p += last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
-    }
-    __syncwarp();
-    // reach_from: a suffix maximum over the sync bytes (8 per lane), folded with the reach past them.
-    const i64 after_all = warp_max_i64(reach_after);
-    i64 local[SNAPPY_SYNC_BYTES / 32];
-    i64 lane_max = SNAPPY_NO_REACH;
-#pragma unroll
-    for (u32 k = 0; k < SNAPPY_SYNC_BYTES / 32; k++) {
-        local[k] = reach_sh[lane * (SNAPPY_SYNC_BYTES / 32) + k];
-        if (local[k] > lane_max) lane_max = local[k];
-    }
-    i64 suffix = lane_max;  // over this lane and the ones after it
-    for (int o = 1; o < 32; o <<= 1) {
-        const i64 y = __shfl_down_sync(gpcore::FULL_MASK, suffix, o);
-        if (lane + (u32)o < 32 && y > suffix) suffix = y;
-    }
-    i64 run = __shfl_down_sync(gpcore::FULL_MASK, suffix, 1);
-    if (lane == 31) run = SNAPPY_NO_REACH;
-    if (after_all > run) run = after_all;
-#pragma unroll
-    for (int k = SNAPPY_SYNC_BYTES / 32 - 1; k >= 0; k--) {
-        if (local[k] > run) run = local[k];
-        out->reach_from[lane * (SNAPPY_SYNC_BYTES / 32) + k] = run;
-    }
-    for (u32 j = lane; j < SNAPPY_SYNC_BYTES; j += 32) out->produced_at[j] = at_sh[j];
-    if (lane == 0) {
-        out->exit = p;
-        out->produced = produced;
-        out->broken = broken;
-    }
-}
-
-// Joins the segments' walks, by the whole of the body's last warp. Where the true parse enters a
-// segment at a start that segment's walk did not meet (or past its sync bytes: a long literal across
-// the boundary), this warp walks the segment again from there. SNAPPY_PROVEN when the walks prove the
-// body valid, else why not (the body then goes to the exact walk); `*rewalked` counts the walks again.
-#define SNAPPY_PROVEN 0u
-#define SNAPPY_UNPROVEN_BROKEN 1u  // a walk met an element it cannot pass
-#define SNAPPY_UNPROVEN_REACH 2u   // a match reaches further back than the output before it
-#define SNAPPY_UNPROVEN_END 3u     // the walk does not end at the input's end with the declared size
-__device__ u32 snappy_join(const u8* s, SnappySegment* segs, u32 count, u64 p0, u64 segment_bytes, u64 n, u64 want,
-                           u8* st, i64* reach_sh, u32* at_sh, u32* rewalked) {
-    u64 at = p0, base = 0;
-    for (u32 w = 0; w < count; w++) {
-        SnappySegment* g = &segs[w];
-        u64 start = w == 0 ? p0 : w * segment_bytes;
-        const u64 end = w + 1 == count ? n : min((u64)(w + 1) * segment_bytes, n);
-        if (at >= end) continue;  // an element from before covers the whole segment
-        const bool met = __ldcg(&g->broken) == 0 && at >= start && at - start < SNAPPY_SYNC_BYTES &&
-                         __ldcg(&g->produced_at[at - start]) != 0;
-        if (!met) {
-            snappy_walk_segment(s, n, want, at, end, g, st, reach_sh, at_sh);
-            __syncwarp();
-            start = at;
-            *rewalked += 1;
-        }
-        if (__ldcg(&g->broken) != 0) return SNAPPY_UNPROVEN_BROKEN;
-        const u64 before = __ldcg(&g->produced_at[at - start]) - 1;
-        const i64 reach = __ldcg(&g->reach_from[at - start]);
-        if (reach != SNAPPY_NO_REACH && reach + (i64)before > (i64)base) return SNAPPY_UNPROVEN_REACH;
-        base += __ldcg(&g->produced) - before;
-        at = __ldcg(&g->exit);
-    }
-    return at == n && base == want ? SNAPPY_PROVEN : SNAPPY_UNPROVEN_END;
-}
-
-// Snappy bodies, each split into segments (`segment_item[g]` is segment g's body; the segments of a
-// body are consecutive, bodies[i].first_segment the first). Grid: one block of 32 per segment.
-extern "C" __global__ void gp_validate_snappy_split(ValidateItem* items, const u32* segment_item,
-                                                    SnappySplitBody* bodies, SnappySegment* segs,
-                                                    u64 segment_bytes) {
-    __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
-    __shared__ i64 reach_sh[SNAPPY_SYNC_BYTES];
-    __shared__ u32 at_sh[SNAPPY_SYNC_BYTES];
-    u8* st = (u8*)stage_words;
-    const u32 lane = threadIdx.x & 31;
-    const u32 g = blockIdx.x;
-    const u32 i = segment_item[g];
-    const ValidateItem it = items[i];
-    const u8* s = (const u8*)it.src;
-    const u64 n = it.src_len, want = it.dst_len;
-    const u32 first = bodies[i].first_segment, count = bodies[i].segments;
-    const u32 w = g - first;
-    if (count <= 1) {
-        const u32 status = validate_snappy_warp(s, n, want, st);
-        if (lane == 0) items[i].status = status;
-        return;
-    }
-    u64 p0 = 0, total = 0;
-    u32 header_ok = 0;
-    if (lane == 0) header_ok = read_uleb128(s, &p0, n, &total) && total == want ? 1u : 0u;
-    header_ok = __shfl_sync(gpcore::FULL_MASK, header_ok, 0);
-    p0 = __shfl_sync(gpcore::FULL_MASK, p0, 0);
-    const u64 start = w == 0 ? p0 : w * segment_bytes;
-    const u64 end = w + 1 == count ? n : min((u64)(w + 1) * segment_bytes, n);
-    SnappySegment* mine = &segs[g];
-    if (header_ok && start < end) {
-        snappy_walk_segment(s, n, want, start, end, mine, st, reach_sh, at_sh);
-    } else if (lane == 0) {
-        mine->broken = 1;
-    }
-    // The last segment of the body to finish joins them (the writes above are made visible first).
-    __threadfence();
-    u32 last = 0;
-    if (lane == 0) last = atomicAdd(&bodies[i].arrived, 1u) + 1 == count ? 1u : 0u;
-    last = __shfl_sync(gpcore::FULL_MASK, last, 0);
-    if (!last) return;
-    __threadfence();
-    u32 rewalked = 0;
-    // A header that does not declare the page's size fails whatever the elements say: the exact walk
-    // names it.
-    const u32 why = header_ok ? snappy_join(s, &segs[first], count, p0, segment_bytes, n, want, st, reach_sh,
-                                            at_sh, &rewalked)
-                              : SNAPPY_UNPROVEN_END;
-    const u32 status = why == SNAPPY_PROVEN ? VALIDATE_OK : validate_snappy_warp(s, n, want, st);
-    if (lane == 0) {
-        items[i].status = status;
-        bodies[i].outcome = why | (min(rewalked, 0xffffffu) << 8);
-    }
 }
 
 extern "C" __global__ void gp_validate_compressed(ValidateItem* items, u32 n) {
@@ -523,8 +280,7 @@ extern "C" __global__ void gp_validate_compressed(ValidateItem* items, u32 n) {
     const u8* s = (const u8*)it.src;
     if (it.codec == CODEC_SNAPPY) {
         // The whole warp (the codec is the block's, so every lane is here).
-        __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
-        const u32 st = validate_snappy_warp(s, it.src_len, it.dst_len, (u8*)stage_words);
+        const u32 st = validate_snappy_warp(s, it.src_len, it.dst_len);
         if (threadIdx.x == 0) items[i].status = st;
         return;
     }

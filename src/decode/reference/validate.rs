@@ -293,25 +293,6 @@ pub mod cases {
         cases
     }
 
-    /// [`kernel_cases`] and longer valid Snappy streams of several kinds (the benchmark's columns
-    /// compress like these): the bodies for the check split across warps.
-    pub fn split_cases() -> Vec<(u32, u64, Vec<u8>)> {
-        let mut cases = kernel_cases();
-        for n in [20_000usize, 100_000] {
-            let ints: Vec<u8> = (0..n / 8)
-                .flat_map(|i| ((i as u64 * 37) % 5000).to_le_bytes())
-                .collect();
-            let words: Vec<u8> = (0..n)
-                .map(|i| b"lorem ipsum dolor sit amet "[(i * 7 / 3) % 27])
-                .collect();
-            for data in [sample(n), ints, words] {
-                let sn = snap::raw::Encoder::new().compress_vec(&data).unwrap();
-                cases.push((codec::SNAPPY, data.len() as u64, sn));
-            }
-        }
-        cases
-    }
-
     /// `validate_one` over [`kernel_cases`]: what the kernel must give.
     pub fn expected(cases: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
         cases
@@ -429,45 +410,5 @@ mod tests {
             cases.len()
         );
         println!("kernel = reference on {} bodies, {passed} of them valid", cases.len());
-    }
-
-    /// The Snappy check split across warps gives the reference's status on every body, whatever the
-    /// segment size; and its segments' walks meet (no fall back to the exact walk) on most valid
-    /// bodies long enough to be split, so that the split is not a slower exact walk in disguise.
-    #[test]
-    fn the_split_snappy_kernel_gives_the_reference_status_on_every_body() {
-        if let Err(why) = crate::decode::kernels::emu::available() {
-            println!("skipped: {why}");
-            return;
-        }
-        let cases = super::cases::split_cases();
-        for segment in [64u64, 300, 4096] {
-            let (got, exact) = crate::decode::kernels::emu::run_validate_split_emulated(&cases, segment);
-            let (mut split_valid, mut walked_exactly, mut rewalked) = (0, 0, 0);
-            let mut why = [0usize; 4];
-            for (((codec_id, want, body), status), outcome) in cases.iter().zip(&got).zip(&exact) {
-                let expected = validate_one(*codec_id, body, *want);
-                assert_eq!(
-                    *status,
-                    expected,
-                    "segments of {segment}: codec {codec_id}, {} bytes declaring {want}",
-                    body.len()
-                );
-                if *codec_id == codec::SNAPPY && expected == st::OK && body.len() as u64 > 4 * segment {
-                    split_valid += 1;
-                    walked_exactly += (outcome & 0xff != 0) as usize;
-                    why[((outcome & 0xff) as usize).min(3)] += 1;
-                    rewalked += (outcome >> 8) as usize;
-                }
-            }
-            println!(
-                "segments of {segment}: {split_valid} valid split bodies, {walked_exactly} walked exactly (by reason: {why:?}), {rewalked} segments walked again"
-            );
-            assert!(split_valid > 10, "{split_valid}");
-            assert!(
-                walked_exactly * 4 < split_valid,
-                "{walked_exactly} of {split_valid} fell back to the exact walk (by reason {why:?})"
-            );
-        }
     }
 }

@@ -280,13 +280,6 @@ inline unsigned __ballot_sync(unsigned, int pred) {
 }
 
 template <class T>
-T __shfl_down_sync(unsigned, T v, unsigned delta) {
-    const unsigned lane = threadIdx.x % 32;
-    const T got = emu::exchange(v, lane + delta < 32 ? lane + delta : lane);
-    return lane + delta < 32 ? got : v;
-}
-
-template <class T>
 T __shfl_xor_sync(unsigned, T v, int lane_mask) {
     return emu::exchange(v, (threadIdx.x % 32) ^ (unsigned)lane_mask);
 }
@@ -313,17 +306,6 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
     const unsigned long long old = *p;
     if (v < old) *p = v;
     return old;
-}
-inline unsigned atomicAdd(unsigned* p, unsigned v) {
-    const unsigned old = *p;
-    *p = old + v;
-    return old;
-}
-// Blocks run one after another here: every write is visible to later blocks.
-inline void __threadfence() {}
-template <class T>
-T __ldcg(const T* p) {
-    return *p;
 }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
     const unsigned long long old = *p;

@@ -12,8 +12,6 @@
 //        bits; nwords 0 when none), u32 nwords words u64 set (boolean value bits).
 //   validate IN:  "GPVAL1" u32 n {u32 codec, u64 declared uncompressed size, u64 len, bytes}
 //   validate OUT: u32 status per item (gp_validate_compressed, one block of 32 lanes per item)
-//   validate-split SEGMENT_BYTES IN OUT: Snappy bodies through gp_validate_snappy_split instead; OUT is then
-//        the statuses, then u32 per item: the split's outcome (SnappySplitBody::outcome)
 #include "cuda_emu.h"
 
 #include KERNELS_CU
@@ -119,9 +117,9 @@ void pack(FILE* out, const uint8_t* bytes, uint64_t n, bool present) {
 
 }  // namespace
 
-// gp_validate_compressed (and gp_validate_snappy_split when `segment_bytes` is not 0) over items read
-// from `in_path`, each body at the end of an allocation (so ASan sees a read past it).
-int validate_main(const char* in_path, const char* out_path, uint64_t segment_bytes) {
+// gp_validate_compressed over items read from `in_path`, each body at the end of an allocation
+// (so ASan sees a read past it).
+int validate_main(const char* in_path, const char* out_path) {
     FILE* in = std::fopen(in_path, "rb");
     if (!in) return 2;
     char magic[6];
@@ -143,52 +141,17 @@ int validate_main(const char* in_path, const char* out_path, uint64_t segment_by
         items[i].status = ~0u;
     }
     std::fclose(in);
-    std::vector<uint32_t> exact(n, 0);
-    if (segment_bytes == 0) {
-        if (n) emu::launch(gp_validate_compressed, n, 32, items.data(), n);
-    } else {
-        // Snappy bodies through gp_validate_snappy_split (segments of `segment_bytes`), the others
-        // through gp_validate_compressed, as the device executor launches them.
-        std::vector<ValidateItem> snappy, other;
-        std::vector<uint32_t> snappy_at, other_at;
-        for (uint32_t i = 0; i < n; i++) {
-            (items[i].codec == CODEC_SNAPPY ? snappy : other).push_back(items[i]);
-            (items[i].codec == CODEC_SNAPPY ? snappy_at : other_at).push_back(i);
-        }
-        if (!other.empty()) emu::launch(gp_validate_compressed, (unsigned)other.size(), 32, other.data(), (u32)other.size());
-        std::vector<SnappySplitBody> split(snappy.size());
-        std::vector<uint32_t> segment_item;
-        for (size_t k = 0; k < snappy.size(); k++) {
-            const uint64_t count = std::max<uint64_t>(1, (snappy[k].src_len + segment_bytes - 1) / segment_bytes);
-            split[k] = SnappySplitBody{(u32)segment_item.size(), (u32)count, 0, 0};
-            for (uint64_t c = 0; c < count; c++) segment_item.push_back((uint32_t)k);
-        }
-        // Exactly as many segment records as segments (ASan sees a write past them).
-        SnappySegment* segs = (SnappySegment*)std::malloc(sizeof(SnappySegment) * std::max<size_t>(1, segment_item.size()));
-        if (!segment_item.empty())
-            emu::launch(gp_validate_snappy_split, (unsigned)segment_item.size(), 32, snappy.data(),
-                        (const u32*)segment_item.data(), split.data(), segs, (u64)segment_bytes);
-        std::free(segs);
-        for (size_t k = 0; k < other.size(); k++) items[other_at[k]] = other[k];
-        for (size_t k = 0; k < snappy.size(); k++) {
-            items[snappy_at[k]] = snappy[k];
-            exact[snappy_at[k]] = split[k].outcome;
-        }
-    }
+    if (n) emu::launch(gp_validate_compressed, n, 32, items.data(), n);
     FILE* out = std::fopen(out_path, "wb");
     if (!out) return 2;
     for (const auto& it : items) put<uint32_t>(out, it.status);
-    if (segment_bytes != 0)
-        for (uint32_t e : exact) put<uint32_t>(out, e);
     std::fclose(out);
     for (uint8_t* b : bodies) std::free(b);
     return 0;
 }
 
 int main(int argc, char** argv) {
-    if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3], 0);
-    if (argc == 5 && std::string(argv[1]) == "validate-split")
-        return validate_main(argv[3], argv[4], std::strtoull(argv[2], nullptr, 10));
+    if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;
