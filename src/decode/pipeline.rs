@@ -23,7 +23,7 @@ use crate::decode::table::BITMAP_PADDING;
 use crate::decode::table::{DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
-use crate::plan::{ChunkRange, ReadPlan};
+use crate::plan::{ChunkRange, PlanOptions, ReadPlan};
 
 /// Largest page the pipeline accepts, compressed or not (arrow-rs's limit is i32 sizes too).
 const MAX_PAGE_BYTES: i64 = i32::MAX as i64;
@@ -805,29 +805,44 @@ pub fn decode_step<E: Executor>(
             .flat_map(|&i| routes[i].leaves.iter().copied())
             .collect();
         let mut sub_chunks = Vec::new();
-        let mut packed = Vec::new();
         for &g in row_groups {
             for &l in &leaves {
                 let c = chunk_of.get(&(g, l)).ok_or_else(|| Error::InvalidRequest {
                     location: Location::chunk(&location.file, source.column_path(l), g),
                     message: "the plan does not fetch this column chunk".into(),
                 })?;
-                let bytes: Vec<u8> = exec.read(chunk_base + c.dest_offset, c.len as usize)?;
-                let mut sc = (*c).clone();
-                sc.dest_offset = packed.len() as u64;
-                packed.extend_from_slice(&bytes);
-                sub_chunks.push(sc);
+                sub_chunks.push((*c).clone());
             }
         }
         let mut sorted_leaves = leaves.clone();
         sorted_leaves.sort_unstable();
+        // The chunks packed end to end in file order, whatever the fetch's layout was (an O_DIRECT
+        // plan pads its chunks to 4 KiB): the sub-plan lays them out that way, then they are copied
+        // to where it says.
         let sub = ReadPlan::from_chunks(
             sub_chunks,
             sorted_leaves,
             row_groups.to_vec(),
             source.len(),
-            plan.options,
+            PlanOptions {
+                align: false,
+                max_gap: 0,
+                ..plan.options
+            },
         );
+        let mut packed = vec![0u8; sub.dest_len as usize];
+        for sc in &sub.chunks {
+            let c = chunk_of[&(sc.row_group, sc.column)];
+            let bytes: Vec<u8> = exec.read(chunk_base + c.dest_offset, c.len as usize)?;
+            let at = sc.dest_offset as usize;
+            packed
+                .get_mut(at..at + bytes.len())
+                .ok_or_else(|| Error::InvalidRequest {
+                    location: Location::chunk(&location.file, sc.column_path.clone(), sc.row_group),
+                    message: "this column chunk overlaps another".into(),
+                })?
+                .copy_from_slice(&bytes);
+        }
         let table = crate::decode::host::decode_fetched(source, &sub, &Bytes::from(packed), host_threads)?;
         let batch = table.concat()?;
         if batch.num_rows() as u64 != num_rows {
