@@ -15,8 +15,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use arrow::array::{Array, ArrayRef, Float32Array, Int32Array, Int64Array, ListArray, StringArray};
@@ -24,6 +24,7 @@ use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use arrow::record_batch::RecordBatch;
 use gpu_parquet::decode::gpu::decode_reference;
 use gpu_parquet::decode::reference::page_headers::parse_pages;
+use gpu_parquet::io::select::AnyBackend;
 use gpu_parquet::{
     BackendKind, Error, IoPolicy, ParquetSource, PlanOptions, Projection, ReadPlan, Reader, RowGroupSelection,
 };
@@ -438,6 +439,35 @@ enum GpuBackend {
     Cufile,
 }
 
+fn policy_of(backend: GpuBackend) -> IoPolicy {
+    IoPolicy {
+        direct_io: backend == GpuBackend::StagedDirect,
+        ..IoPolicy::default()
+    }
+}
+
+/// One backend of each GPU kind for the whole suite, shared by every read (and by the suite's
+/// threads), as a long-running process would: a damaged file must leave it usable for the next one,
+/// and the suite does not pay for pinned buffers and threads on each of its thousands of reads.
+fn shared_backend(backend: GpuBackend) -> Result<Arc<AnyBackend>, Error> {
+    type Backends = Mutex<Vec<(GpuBackend, Arc<AnyBackend>)>>;
+    static BACKENDS: OnceLock<Backends> = OnceLock::new();
+    let mut built = BACKENDS
+        .get_or_init(Backends::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some((_, b)) = built.iter().find(|(k, _)| *k == backend) {
+        return Ok(b.clone());
+    }
+    let kind = match backend {
+        GpuBackend::Staged | GpuBackend::StagedDirect => BackendKind::Staged,
+        GpuBackend::Cufile => BackendKind::Cufile,
+    };
+    let b = Arc::new(AnyBackend::new(kind, &policy_of(backend), 0)?);
+    built.push((backend, b.clone()));
+    Ok(b)
+}
+
 fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
     match decoder {
         Decoder::Host => Reader::builder(path)
@@ -462,14 +492,9 @@ fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
             batch.to_host()
         }
         Decoder::Gpu(backend) => Reader::builder(path)
-            .with_backend(match backend {
-                GpuBackend::Staged | GpuBackend::StagedDirect => BackendKind::Staged,
-                GpuBackend::Cufile => BackendKind::Cufile,
-            })
-            .with_policy(IoPolicy {
-                direct_io: backend == GpuBackend::StagedDirect,
-                ..IoPolicy::default()
-            })
+            .with_io(shared_backend(backend)?)
+            // The plan aligned as the backend's reads are (O_DIRECT).
+            .with_policy(policy_of(backend))
             .build()?
             .read_device()?
             .table
