@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use gpu_parquet::dataset::{Dataset, DatasetSource};
 use gpu_parquet::gpu::GpuContext;
-use gpu_parquet::io::IoPath;
-use gpu_parquet::multi_device::{ATTRIBUTION, MultiDeviceRead};
+use gpu_parquet::multi_device::MultiDeviceRead;
 use gpu_parquet::{BackendKind, Settings};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,10 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if inputs.is_empty() {
         return Err("usage: multi_gpu FILE_OR_DIR... [--devices 0,1] [--reps N] [--backend staged]".into());
     }
-    let source = match inputs.as_slice() {
-        [one] if std::path::Path::new(one.as_str()).is_dir() => DatasetSource::Directory(one.into()),
-        many => DatasetSource::Files(many.iter().map(Into::into).collect()),
-    };
+    let source = DatasetSource::from_args(&inputs);
     let reps: usize = value("--reps").map_or(Ok(3), |r| r.parse())?;
     let backend: BackendKind = value("--backend").as_deref().unwrap_or("auto").parse()?;
     let visible = GpuContext::device_count();
@@ -100,53 +96,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let (_, last) = rows.last().expect("a row");
     println!();
-    println!(
-        "{:<5} {:>10} {:>9} {:>9}  row groups / where the bytes went",
-        "GPU", "rows", "GB", "done ms"
-    );
-    for d in &last.devices {
-        let groups: Vec<String> = d
-            .parts
-            .iter()
-            .map(|p| {
-                format!(
-                    "file {} rg {}..={}",
-                    p.part.file,
-                    p.part.row_groups[0],
-                    p.part.row_groups[p.part.row_groups.len() - 1]
-                )
-            })
-            .collect();
-        let paths: Vec<String> = IoPath::ALL
-            .iter()
-            .filter(|p| d.counts.bytes[p.index()] > 0)
-            .map(|p| {
-                format!(
-                    "{:.1} MB {}, {} reads",
-                    d.counts.bytes[p.index()] as f64 / 1e6,
-                    p.name(),
-                    d.counts.reads[p.index()]
-                )
-            })
-            .collect();
-        println!(
-            "{:<5} {:>10} {:>9.2} {:>9.1}  {} / {}",
-            d.device,
-            d.num_rows(),
-            d.bytes() as f64 / 1e9,
-            ms(d.wall),
-            groups.join(", "),
-            paths.join("; ")
-        );
-    }
-    if let Some(check) = &last.cufile_stats_check {
-        println!(
-            "cuFile's statistics {} the GPUs' counters: {}",
-            if check.agree { "agree with" } else { "DISAGREE with" },
-            check.details.join("; ")
-        );
-    }
-    println!("counters: {ATTRIBUTION}");
+    print!("{}", last.summary().to_table());
     Ok(())
 }
 

@@ -49,6 +49,20 @@ pub enum DatasetSource {
     Files(Vec<PathBuf>),
 }
 
+impl DatasetSource {
+    /// What command-line arguments name: one directory, one glob pattern (it has `*`, `?` or `[`
+    /// and names no existing file), or files in the order given.
+    pub fn from_args<S: AsRef<str>>(args: &[S]) -> Self {
+        match args {
+            [one] if Path::new(one.as_ref()).is_dir() => Self::Directory(one.as_ref().into()),
+            [one] if one.as_ref().contains(['*', '?', '[']) && !Path::new(one.as_ref()).exists() => {
+                Self::Glob(one.as_ref().to_string())
+            }
+            many => Self::Files(many.iter().map(|a| PathBuf::from(a.as_ref())).collect()),
+        }
+    }
+}
+
 /// One file of a dataset and its partition values (in [`Dataset::partition_fields`] order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DatasetFile {

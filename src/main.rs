@@ -1,6 +1,6 @@
 //! The `gpu-parquet` command line: a thin shell over the library. It parses arguments, reads the
 //! environment once ([`Settings::from_env`], with flags in place of their variables), calls the
-//! [`Reader`] (or `inspect`, `check`, `bench`), and prints.
+//! [`Reader`] (or `inspect`, `check`, `bench`, the dataset reader), and prints.
 //!
 //! Errors, argument errors included, print as one line, `error: <message>`, on stderr, with exit
 //! status 1. Output is printed only after every library object is dropped, so the cuFile driver is
@@ -40,6 +40,10 @@ enum Command {
     },
     /// Read column chunks (onto the GPU where there is one) and print the per-column path report.
     Read(ReadArgs),
+    /// Read a dataset (a directory, where `key=value` folders become columns; a glob pattern; or
+    /// several files of one schema) onto one or several GPUs at once, or on the host where there is
+    /// no GPU or with `--backend host`, and print rows, bytes, time and, per GPU, where its bytes went.
+    Dataset(DatasetArgs),
     /// Say what this machine and DIR's file system can do: GPU, cuFile, nvidia-fs, O_DIRECT, verdicts.
     Check {
         /// Directory to try registration and O_DIRECT in.
@@ -173,6 +177,31 @@ struct ReadArgs {
     /// Write the decoded table (what the GPU decoded, on the GPU path) as an Arrow IPC file.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct DatasetArgs {
+    /// A directory, a glob pattern (quoted), or the files, in order.
+    #[arg(required = true)]
+    paths: Vec<String>,
+    /// GPUs to share the row groups across, by ordinal (default: the `--device`); the same ordinal
+    /// twice puts two shares on one GPU.
+    #[arg(long, value_delimiter = ',')]
+    devices: Option<Vec<usize>>,
+    /// Columns to read: top-level names or dotted paths to nested leaves (default: all).
+    #[arg(long, value_delimiter = ',')]
+    columns: Option<Vec<String>>,
+    /// auto (the GPUs; host memory without a GPU), staged, cufile or host.
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    #[command(flatten)]
+    io: IoArgs,
+    /// Check a GPU read against arrow-rs reading every file on the host, value for value.
+    #[arg(long)]
+    verify: bool,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -387,6 +416,125 @@ fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> Str
     }
 }
 
+fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
+    use gpu_parquet::dataset::{Dataset, DatasetSource};
+    let settings = args.io.settings()?;
+    let backend: BackendKind = args.backend.parse().map_err(|message| Error::Config {
+        setting: format!("--backend {}", args.backend),
+        message,
+    })?;
+    let ds = Dataset::open(DatasetSource::from_args(&args.paths))?;
+    let device = settings.device;
+    let columns = args.columns.clone();
+    let configure = move |b: gpu_parquet::ReaderBuilder| {
+        let b = b.with_settings(&settings).with_backend(backend);
+        match &columns {
+            Some(c) => b.with_columns(c.iter().cloned()),
+            None => b,
+        }
+    };
+    let bytes: u64 = ds.row_group_bytes().iter().flatten().sum();
+    // Throughput is over the row groups' uncompressed bytes (all their columns, as `bench` counts).
+    let head = format!(
+        "{} file{}, {} rows, {:.2} MB uncompressed{}",
+        ds.files().len(),
+        if ds.files().len() == 1 { "" } else { "s" },
+        ds.num_rows(),
+        bytes as f64 / 1e6,
+        if args.columns.is_some() { " (all columns)" } else { "" }
+    );
+    let progress = Progress::start("reading the dataset");
+    let gpus = gpu_parquet::gpu::GpuContext::device_count();
+    let no_gpu = || {
+        format!(
+            "no GPU here ({})",
+            gpu_parquet::gpu::cuda_present()
+                .err()
+                .unwrap_or_else(|| "no CUDA device".into())
+        )
+    };
+    if gpus == 0 && backend != BackendKind::Host && (backend != BackendKind::Auto || args.devices.is_some()) {
+        return Err(Error::Unavailable {
+            backend: format!("{backend:?} dataset read").to_lowercase(),
+            reason: format!("{}; --backend host reads the dataset on the CPU", no_gpu()),
+        });
+    }
+    // On the host: asked for, or `auto` without a GPU and without --devices (as `read` does).
+    if backend == BackendKind::Host || gpus == 0 {
+        let why = if backend == BackendKind::Host {
+            "--backend host".to_string()
+        } else {
+            no_gpu()
+        };
+        let started = std::time::Instant::now();
+        let mut rows = 0usize;
+        for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
+            rows += b?.batch.num_rows();
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        drop(progress);
+        let value = serde_json::json!({
+            "files": ds.files().iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>(),
+            "rows": rows,
+            "uncompressed_bytes": bytes,
+            "seconds": seconds,
+            "on": "host",
+            "why": why,
+        });
+        return Ok(render(args.json, &value, || {
+            format!(
+                "{head}\nread and decoded on the host (arrow-rs; {why}): {rows} rows in {:.1} ms ({:.2} GB/s)\n",
+                seconds * 1e3,
+                bytes as f64 / seconds.max(1e-9) / 1e9
+            )
+        }));
+    }
+    let devices = args.devices.clone().unwrap_or_else(|| vec![device]);
+    let read = ds.read_devices(&devices, &configure)?;
+    let mut verified = None;
+    if args.verify {
+        progress.stage("verifying against arrow-rs");
+        let got = read.to_host(&ds)?;
+        let mut want = Vec::new();
+        for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
+            want.push(b?.batch);
+        }
+        let concat = |v: &[arrow::record_batch::RecordBatch]| -> gpu_parquet::Result<_> {
+            arrow::compute::concat_batches(ds.schema(), v).map_err(|e| Error::device("verifying the dataset", e))
+        };
+        if concat(&got)? != concat(&want)? {
+            return Err(Error::device(
+                "verifying the dataset",
+                "the GPU-decoded columns differ from arrow-rs's decode of the same files",
+            ));
+        }
+        verified = Some(read.num_rows());
+    }
+    drop(progress);
+    let summary = read.summary();
+    let mut value = serde_json::to_value(&summary).unwrap_or_default();
+    if let (Some(obj), Some(rows)) = (value.as_object_mut(), verified) {
+        obj.insert(
+            "verified".into(),
+            serde_json::json!({ "rows": rows, "equal_to_arrow_rs": true }),
+        );
+    }
+    Ok(render(args.json, &value, || {
+        let mut text = format!(
+            "{head}\nread and decoded on GPU(s) {devices:?} in {:.1} ms ({:.2} GB/s)\n",
+            summary.seconds * 1e3,
+            summary.bytes as f64 / summary.seconds.max(1e-9) / 1e9
+        );
+        text.push_str(&summary.to_table());
+        if let Some(rows) = verified {
+            text.push_str(&format!(
+                "verified: {rows} rows decoded on the GPU(s) equal arrow-rs's decode, value for value\n"
+            ));
+        }
+        text
+    }))
+}
+
 fn check(dir: PathBuf, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
     let settings = io.settings()?;
     let report = gpu_parquet::check::check(&dir, settings.device, &settings.cufile_config)?;
@@ -454,6 +602,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
         Command::Read(args) => read(args),
+        Command::Dataset(args) => dataset(args),
         Command::Check { dir, io, json } => check(dir, io, json),
         Command::Bench {
             file,

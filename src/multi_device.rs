@@ -122,7 +122,116 @@ pub struct MultiDeviceRead {
 pub const ATTRIBUTION: &str = "per GPU: bytes and reads by path from that GPU's own reads; cuFile's \
 statistics are per process, so they are compared once, over the whole read, with the sum over GPUs";
 
+/// One GPU's line of a [`MultiDeviceSummary`].
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceShareSummary {
+    /// The GPU's ordinal.
+    pub device: usize,
+    /// Its row groups, file by file.
+    pub parts: Vec<Part>,
+    /// Rows it decoded.
+    pub rows: usize,
+    /// Their uncompressed bytes.
+    pub bytes: u64,
+    /// From the start of the read until its last part was decoded.
+    pub seconds: f64,
+    /// Bytes and reads by path.
+    pub counts: PathCounts,
+}
+
+/// What a [`MultiDeviceRead`] did, for reports (`gpu-parquet dataset`, `examples/multi_gpu`).
+#[derive(Debug, Clone, Serialize)]
+pub struct MultiDeviceSummary {
+    /// Rows over all GPUs.
+    pub rows: usize,
+    /// Uncompressed bytes over all GPUs.
+    pub bytes: u64,
+    /// From the first read's start until every GPU was done.
+    pub seconds: f64,
+    /// Per GPU, in the order they were given.
+    pub devices: Vec<DeviceShareSummary>,
+    /// cuFile's statistics checked against the GPUs' counters, when cuFile read.
+    pub cufile_stats_check: Option<StatsCheck>,
+    /// How the counters are attributed ([`ATTRIBUTION`]).
+    pub attribution: &'static str,
+}
+
+impl MultiDeviceSummary {
+    /// One line per GPU (row groups, rows, bytes, when it was done, where its bytes went), then
+    /// cuFile's check and how the counters are attributed.
+    pub fn to_table(&self) -> String {
+        let mut out = format!(
+            "{:<5} {:>10} {:>9} {:>9}  row groups / where the bytes went\n",
+            "GPU", "rows", "GB", "done ms"
+        );
+        for d in &self.devices {
+            let groups: Vec<String> = d
+                .parts
+                .iter()
+                .map(|p| match p.row_groups.as_slice() {
+                    [first, .., last] => format!("file {} rg {first}..={last}", p.file),
+                    [only] => format!("file {} rg {only}", p.file),
+                    [] => format!("file {} no row group", p.file),
+                })
+                .collect();
+            let paths: Vec<String> = crate::io::IoPath::ALL
+                .iter()
+                .filter(|p| d.counts.bytes[p.index()] > 0)
+                .map(|p| {
+                    format!(
+                        "{:.1} MB {}, {} reads",
+                        d.counts.bytes[p.index()] as f64 / 1e6,
+                        p.name(),
+                        d.counts.reads[p.index()]
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "{:<5} {:>10} {:>9.2} {:>9.1}  {} / {}\n",
+                d.device,
+                d.rows,
+                d.bytes as f64 / 1e9,
+                d.seconds * 1e3,
+                groups.join(", "),
+                paths.join("; ")
+            ));
+        }
+        if let Some(check) = &self.cufile_stats_check {
+            out.push_str(&format!(
+                "cuFile's statistics {} the GPUs' counters: {}\n",
+                if check.agree { "agree with" } else { "DISAGREE with" },
+                check.details.join("; ")
+            ));
+        }
+        out.push_str(&format!("counters: {}\n", self.attribution));
+        out
+    }
+}
+
 impl MultiDeviceRead {
+    /// What the read did, per GPU and in all.
+    pub fn summary(&self) -> MultiDeviceSummary {
+        MultiDeviceSummary {
+            rows: self.num_rows(),
+            bytes: self.bytes(),
+            seconds: self.wall.as_secs_f64(),
+            devices: self
+                .devices
+                .iter()
+                .map(|d| DeviceShareSummary {
+                    device: d.device,
+                    parts: d.parts.iter().map(|p| p.part.clone()).collect(),
+                    rows: d.num_rows(),
+                    bytes: d.bytes(),
+                    seconds: d.wall.as_secs_f64(),
+                    counts: d.counts,
+                })
+                .collect(),
+            cufile_stats_check: self.cufile_stats_check.clone(),
+            attribution: ATTRIBUTION,
+        }
+    }
+
     /// Rows over all GPUs.
     pub fn num_rows(&self) -> usize {
         self.devices.iter().map(DeviceShareRead::num_rows).sum()
@@ -267,6 +376,65 @@ impl Dataset {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_summary_table_has_a_line_per_gpu_with_its_row_groups_and_paths() {
+        let mut counts = PathCounts::default();
+        counts.bytes[crate::io::IoPath::Staged.index()] = 2_500_000;
+        counts.reads[crate::io::IoPath::Staged.index()] = 3;
+        let share = |device, parts: Vec<Part>| DeviceShareSummary {
+            device,
+            rows: 100,
+            bytes: parts.iter().map(|p| p.bytes).sum(),
+            parts,
+            seconds: 0.012,
+            counts,
+        };
+        let s = MultiDeviceSummary {
+            rows: 200,
+            bytes: 30,
+            seconds: 0.02,
+            devices: vec![
+                share(
+                    0,
+                    vec![Part {
+                        file: 0,
+                        row_groups: vec![0, 1, 2],
+                        bytes: 10,
+                    }],
+                ),
+                share(
+                    1,
+                    vec![
+                        Part {
+                            file: 0,
+                            row_groups: vec![3],
+                            bytes: 10,
+                        },
+                        Part {
+                            file: 1,
+                            row_groups: vec![0, 1],
+                            bytes: 10,
+                        },
+                    ],
+                ),
+            ],
+            cufile_stats_check: None,
+            attribution: ATTRIBUTION,
+        };
+        let t = s.to_table();
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        assert!(
+            lines[1].starts_with('0') && lines[1].contains("file 0 rg 0..=2 / 2.5 MB staged, 3 reads"),
+            "{t}"
+        );
+        assert!(
+            lines[2].starts_with('1') && lines[2].contains("file 0 rg 3, file 1 rg 0..=1"),
+            "{t}"
+        );
+        assert!(lines[3].starts_with("counters: per GPU"), "{t}");
+    }
 
     fn flatten(shares: &[Vec<Part>]) -> Vec<(usize, usize)> {
         shares

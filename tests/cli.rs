@@ -949,3 +949,94 @@ fn bench_on_a_small_file_is_legible_and_its_json_plain() {
     );
     assert_eq!(r.json()["cold"], false);
 }
+
+/// `dataset`: several files, a glob and a hive directory read as one dataset (on the host here: the
+/// JSON says where and why), every row once, partition folders counted in; a schema mismatch and a
+/// GPU asked for where there is none are one error line each.
+#[test]
+fn dataset_reads_files_globs_and_hive_directories() {
+    let plain = testdata("flat_plain.parquet");
+    let rows_of = |p: &Path| metadata(p).file_metadata().num_rows() as u64;
+    let r = run(&[
+        OsString::from("dataset"),
+        plain.clone().into(),
+        testdata("flat_snappy_dict.parquet").into(),
+        "--backend".into(),
+        "host".into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    let j = r.json();
+    assert_eq!(
+        j["rows"].as_u64(),
+        Some(rows_of(&plain) + rows_of(&testdata("flat_snappy_dict.parquet"))),
+        "{}",
+        r.what
+    );
+    assert_eq!(j["on"], "host", "{}", r.what);
+    assert_eq!(j["files"].as_array().map(Vec::len), Some(2), "{}", r.what);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, year) in ["2024", "2025", "2026"].iter().enumerate() {
+        let d = dir.path().join(format!("year={year}"));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::copy(&plain, d.join(format!("part-{i}.parquet"))).expect("copy");
+    }
+    std::fs::write(dir.path().join("_SUCCESS"), b"").expect("marker");
+    let r = run(&[
+        OsString::from("dataset"),
+        dir.path().into(),
+        "--backend=host".into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    let j = r.json();
+    assert_eq!(j["rows"].as_u64(), Some(3 * rows_of(&plain)), "{}", r.what);
+    assert_eq!(
+        j["files"].as_array().map(Vec::len),
+        Some(3),
+        "{}: _SUCCESS skipped",
+        r.what
+    );
+
+    let glob = format!("{}/year=202[45]/*.parquet", dir.path().display());
+    let r = run(&["dataset", glob.as_str(), "--backend", "host", "--json"]);
+    r.assert_ok();
+    assert_eq!(r.json()["rows"].as_u64(), Some(2 * rows_of(&plain)), "{}", r.what);
+
+    let nested = testdata("nested.parquet");
+    let r = run(&[
+        OsString::from("dataset"),
+        plain.clone().into(),
+        nested.clone().into(),
+        "--backend=host".into(),
+    ]);
+    r.assert_one_error_line(&nested.display().to_string());
+    assert!(
+        r.stderr.contains(&plain.display().to_string()),
+        "{}: {}",
+        r.what,
+        r.stderr
+    );
+
+    if gpu_parquet::gpu::GpuContext::device_count() > 0 {
+        common::skip("this machine has a GPU: `dataset --devices 0` reads on it");
+        return;
+    }
+    let r = run(&[
+        OsString::from("dataset"),
+        plain.clone().into(),
+        "--devices".into(),
+        "0".into(),
+    ]);
+    r.assert_one_error_line("no GPU here");
+    assert!(r.stderr.contains("--backend host"), "{}: {}", r.what, r.stderr);
+    // Without --devices, `auto` reads on the host and says why.
+    let r = run(&[OsString::from("dataset"), plain.into()]);
+    r.assert_ok();
+    assert!(
+        r.stdout.contains("on the host") && r.stdout.contains("no GPU here"),
+        "{}",
+        r.stdout
+    );
+}
