@@ -261,10 +261,7 @@ enum DecodeAt {
 
 fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     let settings = args.io.settings()?;
-    let backend: BackendKind = args.backend.parse().map_err(|message| Error::Config {
-        setting: format!("--backend {}", args.backend),
-        message,
-    })?;
+    let backend = parse_backend(&args.backend)?;
     let mut builder = Reader::builder(&args.file)
         .with_settings(&settings)
         .with_backend(backend);
@@ -379,6 +376,14 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     }
 }
 
+/// `--backend`'s value, or an error naming the flag.
+fn parse_backend(value: &str) -> gpu_parquet::Result<BackendKind> {
+    value.parse().map_err(|message| Error::Config {
+        setting: format!("--backend {value}"),
+        message,
+    })
+}
+
 /// A line added to `read`'s output: JSON key, JSON value, text line.
 type Extra = (&'static str, serde_json::Value, String);
 
@@ -419,10 +424,7 @@ fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> Str
 fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     use gpu_parquet::dataset::{Dataset, DatasetSource};
     let settings = args.io.settings()?;
-    let backend: BackendKind = args.backend.parse().map_err(|message| Error::Config {
-        setting: format!("--backend {}", args.backend),
-        message,
-    })?;
+    let backend = parse_backend(&args.backend)?;
     let ds = Dataset::open(DatasetSource::from_args(&args.paths))?;
     let device = settings.device;
     let columns = args.columns.clone();
