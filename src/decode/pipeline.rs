@@ -19,8 +19,7 @@ use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kern
 use crate::decode::layout::{
     ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PageDesc, PageInfo, encoding, physical,
 };
-use crate::decode::table::BITMAP_PADDING;
-use crate::decode::table::{DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
+use crate::decode::table::{BITMAP_PADDING, DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, PlanOptions, ReadPlan};
@@ -832,7 +831,14 @@ pub fn decode_step<E: Executor>(
         );
         let mut packed = vec![0u8; sub.dest_len as usize];
         for sc in &sub.chunks {
-            let c = chunk_of[&(sc.row_group, sc.column)];
+            // Every sub-plan chunk is one of `chunk_of`'s (cloned above); looked up, not indexed, so that
+            // no path here can panic.
+            let c = chunk_of
+                .get(&(sc.row_group, sc.column))
+                .ok_or_else(|| Error::InvalidRequest {
+                    location: Location::chunk(&location.file, sc.column_path.clone(), sc.row_group),
+                    message: "the plan does not fetch this column chunk".into(),
+                })?;
             let bytes: Vec<u8> = exec.read(chunk_base + c.dest_offset, c.len as usize)?;
             let at = sc.dest_offset as usize;
             packed

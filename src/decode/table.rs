@@ -156,10 +156,10 @@ impl<B: OwnedBuffer> DeviceTable<B> {
 /// validity bitmap rounded up to 64 bytes.
 pub const BITMAP_PADDING: usize = 64;
 
+/// `bytes` followed by zeros up to a non-zero multiple of [`BITMAP_PADDING`].
 fn padded_bitmap(bytes: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(bytes.len().next_multiple_of(BITMAP_PADDING));
-    v.extend_from_slice(bytes);
-    v.resize(bytes.len().next_multiple_of(BITMAP_PADDING).max(BITMAP_PADDING), 0);
+    let mut v = vec![0u8; bytes.len().next_multiple_of(BITMAP_PADDING).max(BITMAP_PADDING)];
+    v[..bytes.len()].copy_from_slice(bytes);
     v
 }
 
