@@ -269,6 +269,63 @@ fn cufile_driver_opens_on_first_use_and_closes_with_its_last_user() {
     assert!(c.driver().stats_enabled || !c.driver().notes.is_empty());
 }
 
+/// The child half of [`a_process_still_holding_the_cufile_driver_exits_cleanly`]: reads through a
+/// cuFile backend where cuFile registers files here, then keeps the backend to the end, as a static
+/// (the Python package's backend cache, a service's) would, and returns.
+#[test]
+#[ignore = "run as a child process by a_process_still_holding_the_cufile_driver_exits_cleanly"]
+fn child_keeps_a_cufile_backend_to_the_end() {
+    let Some(ctx) = gpu() else { return };
+    let Some((b, reg)) = cufile(&ctx, CufileOptions::default()) else {
+        return;
+    };
+    match reg {
+        Ok(()) => {
+            let dir = tempfile::tempdir().expect("scratch");
+            let (_, source, plan) = plan_mixed(dir.path(), PlanOptions::default());
+            b.fetch(&source, &plan).expect("fetch");
+            println!("child: read through cuFile");
+        }
+        Err(refusal) => println!("child: cuFile refused the file ({refusal}); the driver is open"),
+    }
+    std::mem::forget(b);
+}
+
+/// libcufile's own teardown of a driver still open at exit crashed the process after its last line
+/// (SIGSEGV); the driver is closed by our `atexit` handler first.
+#[test]
+fn a_process_still_holding_the_cufile_driver_exits_cleanly() {
+    if let Err(why) = gpu_parquet::gpu::cuda_present() {
+        common::skip(&format!("no CUDA driver ({why})"));
+        return;
+    }
+    if let Err(why) = cf::present() {
+        common::skip(&format!("libcufile absent ({why})"));
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args([
+            "--ignored",
+            "--exact",
+            "child_keeps_a_cufile_backend_to_the_end",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("run the child");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the child exited with {}:\n{text}", out.status);
+    assert!(text.contains("1 passed"), "{text}");
+    // libtest prints the child's lines after its own "test ... " on the same line.
+    for line in text.lines().filter_map(|l| l.find("child: ").map(|at| &l[at..])) {
+        println!("{line}");
+    }
+}
+
 #[test]
 fn auto_prefers_staged_without_nvidia_fs_and_says_why() {
     let Some(ctx) = gpu() else { return };

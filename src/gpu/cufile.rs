@@ -8,7 +8,8 @@
 //! The driver is reference counted ([`CufileDriver::open`] returns an `Arc`): opened on first use,
 //! closed when the last backend, handle or check holding it drops, so no caller has to remember a
 //! shutdown call. Left open, libcufile's own teardown at process exit was seen to crash on the H200
-//! machine. Parameters only take effect before the driver opens, so the first opener's
+//! machine, so a driver still held when the process exits (a backend kept in a static) is closed by
+//! an `atexit` handler first. Parameters only take effect before the driver opens, so the first opener's
 //! [`CufileParams`] hold for as long as the driver stays open.
 //!
 //! libcufile 1.15 itself, on every `cuFileDriverOpen`, allocates 64 KiB of device memory that no
@@ -275,6 +276,46 @@ pub struct CufileDriver {
 /// The driver while someone holds it. The lock also serialises opening against closing.
 static DRIVER: Mutex<Weak<CufileDriver>> = Mutex::new(Weak::new());
 
+/// Set once [`close_at_exit`] has closed a driver that was still held when the process exited.
+static CLOSED_AT_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Closes the driver at process exit when something still holds it (a backend kept in a static, as the
+/// Python package and long-running services keep theirs). libcufile's own teardown of a driver left
+/// open, with statistics on, makes CUDA calls after CUDA's teardown and crashes the process (SIGSEGV
+/// after the last line of output, on the H200 machine; cuDF and KvikIO report the same: NVIDIA/cudf#17121,
+/// rapidsai/kvikio#497). `atexit` handlers and the libraries' own teardown (registered when they were
+/// loaded, before the driver first opened) run last-registered first, so this runs before both.
+extern "C" fn close_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        // Never wait at exit: a thread that died holding the lock, or one opening now, wins.
+        let slot = match DRIVER.try_lock() {
+            Ok(slot) => slot,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        let Some(driver) = slot.upgrade() else { return };
+        if CLOSED_AT_EXIT.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let _ = driver.ctx.bind();
+        // SAFETY: the process is exiting: no read runs on the main thread, and the driver is open (an
+        // `Arc` is held). Handles still registered are left to the process's end, as libcufile's own
+        // teardown would leave them. The call takes no arguments.
+        let _ = unsafe { sys::cuFileDriverClose_v2() };
+        // The Arcs still held are never dropped (statics are not), so `Drop` does not close again.
+        std::mem::forget(driver);
+    });
+}
+
+/// Registers [`close_at_exit`] once per process.
+fn close_driver_at_exit() {
+    static REGISTERED: OnceLock<()> = OnceLock::new();
+    REGISTERED.get_or_init(|| {
+        // SAFETY: `close_at_exit` is an `extern "C" fn()` that never unwinds (it catches panics).
+        unsafe { libc::atexit(close_at_exit) };
+    });
+}
+
 /// Whether nvidia-fs is loaded, once a driver has been opened in this process.
 static NVFS_LOADED: OnceLock<bool> = OnceLock::new();
 
@@ -289,6 +330,7 @@ impl CufileDriver {
             return Ok(d);
         }
         let d = Arc::new(Self::open_now(ctx, params)?);
+        close_driver_at_exit();
         *slot = Arc::downgrade(&d);
         Ok(d)
     }
@@ -388,6 +430,9 @@ impl Drop for CufileDriver {
     fn drop(&mut self) {
         // Hold the lock: an `open` racing with this close must wait for it to finish, then open anew.
         let _slot = DRIVER.lock().unwrap_or_else(|p| p.into_inner());
+        if CLOSED_AT_EXIT.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let _ = std::panic::catch_unwind(|| {
             let _ = self.ctx.bind();
             // No cuFileStatsStop first: with libcufile 1.15, processes that stopped statistics and then
