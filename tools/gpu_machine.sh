@@ -7,6 +7,8 @@
 #             summaries only; `sanitize "BIN ..."` for chosen binaries
 #   memcheck  memcheck of one test binary (`memcheck BIN [FILTER]`) with every report's first lines
 #   reads     `read` of both benchmark files, 3 times each: the decode report's totals and step windows
+#   corrupt   the corruption suite's GPU test over every backend (cuFile with udev data); under a sanitizer
+#   race      racecheck of test binaries (`race "BIN ..."`)
 #   steps     one `read --json` of each file through tools/step_windows.py (each step's windows)
 #   pypaths   examples/compare_paths.py on the plain file (KvikIO ON/OFF/AUTO, cuDF where installed,
 #             gpu_parquet): as the machine is, then with the udev data that lets cuFile register files
@@ -54,6 +56,27 @@ case "${1:-}" in
     timeout 550 $cs --tool memcheck --leak-check full --print-limit 20 $B/$2 --test-threads=1 ${3:-} 2>&1 \
       | grep -E "^=========|test result" | grep -vE "Host Frame: +in (device|faults|corruption|concurrency|libc)" \
       | sed -E 's/ \[0x[0-9a-f]+\]//' | cut -c1-160 | head -${HEAD:-80} ;;
+  corrupt)
+    # The corruption suite's GPU test over staged, staged O_DIRECT and cuFile (its compat mode, with
+    # the udev data that lets it register files: DEVICE.md); `corrupt memcheck|racecheck` under the
+    # sanitizer, with SHARD=K/N and BACKENDS (GPU_PARQUET_TEST_SHARD, GPU_PARQUET_TEST_BACKENDS).
+    mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
+    t=damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_gpu
+    cs=/usr/local/cuda/bin/compute-sanitizer
+    case "${2:-}" in
+      memcheck) run=($cs --tool memcheck --leak-check full) ;;
+      racecheck) run=($cs --tool racecheck --kernel-name kns=gp_) ;;
+      *) run=() ;;
+    esac
+    GPU_PARQUET_TEST_SHARD=${SHARD:-0/1} GPU_PARQUET_TEST_BACKENDS=${BACKENDS:-staged,direct,cufile} GPU_PARQUET_TEST_TIMEOUT_S=300 \
+      timeout ${LIMIT:-550} "${run[@]}" $B/corruption --test-threads=1 --nocapture $t 2>&1 \
+      | grep -E "GPU decoder over|skipped|cases|refused|same_as|named_chunk|defects|SUMMARY|test result|panicked" | head -20 ;;
+  race)
+    # Racecheck (our gp_* kernels) of test binaries, each within LIMIT seconds.
+    cs=/usr/local/cuda/bin/compute-sanitizer
+    for t in ${2:-device device_nvcomp faults concurrency dataset}; do
+      echo "== racecheck $t"; timeout ${LIMIT:-200} $cs --tool racecheck --kernel-name kns=gp_ $B/$t --test-threads=1 ${3:-} 2>&1 | grep -E "RACECHECK SUMMARY|ERROR SUMMARY|test result" | tail -3
+    done ;;
   steps)
     for f in plain snappy; do
       $B/gpu-parquet read $F/$f.parquet --json ${EXTRA:-} | python3 tools/step_windows.py
@@ -72,7 +95,8 @@ case "${1:-}" in
     python3 examples/dask_read.py $F/plain.parquet $F/snappy.parquet ${WORKERS:+--workers $WORKERS} ;;
   multi)
     $B/dataset --test-threads=1 2>&1 | grep -E "^test |skipped|test result"
-    $B/multi_gpu $F/plain.parquet $F/snappy.parquet --devices ${DEVICES:-0,0} --reps 3 ;;
+    $B/multi_gpu $F/plain.parquet $F/snappy.parquet --devices ${DEVICES:-0,0} --reps 3
+    echo "== gpu-parquet dataset"; $B/gpu-parquet dataset $F/plain.parquet $F/snappy.parquet --devices ${DEVICES:-0,0} --verify ;;
   analytics)
     $B/analytics_job $F/plain.parquet 0.5 ;;
   reads)
