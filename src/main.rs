@@ -521,6 +521,17 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
             serde_json::json!({ "rows": rows, "equal_to_arrow_rs": true }),
         );
     }
+    // With --columns, the figures are over the selected columns' chunks, as the GPUs report them.
+    let head = match &args.columns {
+        Some(c) => format!(
+            "{}, of which {:.2} MB in the {} selected column{}",
+            head.trim_end_matches(" (all columns)"),
+            summary.bytes as f64 / 1e6,
+            c.len(),
+            if c.len() == 1 { "" } else { "s" }
+        ),
+        None => head,
+    };
     Ok(render(args.json, &value, || {
         let mut text = format!(
             "{head}\nread and decoded on GPU(s) {devices:?} in {:.1} ms ({:.2} GB/s)\n",

@@ -99,9 +99,10 @@ impl DeviceShareRead {
         self.parts.iter().map(|p| p.read.table.num_rows()).sum()
     }
 
-    /// Uncompressed bytes of its row groups.
+    /// Uncompressed bytes of the column chunks it decoded (the selected columns of its row groups;
+    /// the parts' `bytes`, all columns, are what the shares were balanced by).
     pub fn bytes(&self) -> u64 {
-        self.parts.iter().map(|p| p.part.bytes).sum()
+        self.parts.iter().map(|p| p.read.decode.uncompressed_bytes).sum()
     }
 }
 
