@@ -35,7 +35,11 @@ const STEPS_IN_FLIGHT: usize = 5;
 const DECODERS: usize = 2;
 /// Steps read at once. One: a step's read is already spread over the backend's threads, and two at
 /// once were measured slower on the H200 (plain benchmark file: two 345 MB steps in 32 ms together
-/// against 10 ms each one after the other).
+/// against 10 ms each one after the other; again on 2026-12-01, `read`, 8 steps: 93.0 / 95.6 ms
+/// against 93.2 / 100.6 ms, and 16 steps 99.7 / 104.2 against 115.7 / 115.4). Contexts that block
+/// instead of spinning while they wait (`CU_CTX_SCHED_BLOCKING_SYNC`) were no faster (98.9 / 99.9 ms),
+/// nor was a last step cut into parts of 3, 2 and 1 row groups so that less decode follows the last
+/// read (`bench`, hot: 76.9 / 78.1 ms against 70.0 / 72.2 ms).
 const FETCHES: usize = 1;
 /// The GPU time of a step with compressed pages is bound by its longest page, whatever the step's size:
 /// nvCOMP and the pre-check each give a page to one warp. Measured on the H200 (snappy benchmark file,
