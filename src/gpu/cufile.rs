@@ -298,9 +298,10 @@ extern "C" fn close_at_exit() {
             return;
         }
         let _ = driver.ctx.bind();
-        // SAFETY: the process is exiting: no read runs on the main thread, and the driver is open (an
-        // `Arc` is held). Handles still registered are left to the process's end, as libcufile's own
-        // teardown would leave them. The call takes no arguments.
+        // SAFETY: the driver is open (an `Arc` is held) and this thread is in `exit`, so it runs no read;
+        // a read still running on another thread at exit races the process's teardown whatever we do,
+        // as it would libcufile's own close. Handles still registered are left to the process's end,
+        // as libcufile's own teardown leaves them. The call takes no arguments.
         let _ = unsafe { sys::cuFileDriverClose_v2() };
         // The Arcs still held are never dropped (statics are not), so `Drop` does not close again.
         std::mem::forget(driver);
