@@ -197,16 +197,7 @@ impl Reader {
         let (free_before, _) = ctx.memory()?;
         let budget = self.memory_limit.unwrap_or(free_before / 2);
         let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
-        let (steps, in_flight) = self.decode_steps(budget, &decoder)?;
-        let mut plans = Vec::with_capacity(steps.len());
-        for g in &steps {
-            plans.push(Arc::new(ReadPlan::build(
-                &self.source,
-                &self.columns,
-                &RowGroupSelection::Indices(g.clone()),
-                self.policy.plan_options(),
-            )?));
-        }
+        let (plans, in_flight) = self.step_plans(budget, &decoder)?;
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
         let progress = ProgressCounter::new(
             self.progress.clone(),
@@ -216,10 +207,10 @@ impl Reader {
         );
         let pipeline = Pipeline::new(in_flight, self.decode_threads, progress);
         let outcomes = pipeline.run(self, &decoder, &schema, &routes, &plans, started)?;
-        let mut batches = Vec::with_capacity(steps.len());
-        let mut summaries = Vec::with_capacity(steps.len());
-        let mut io_plans = Vec::with_capacity(steps.len());
-        let mut io_logs = Vec::with_capacity(steps.len());
+        let mut batches = Vec::with_capacity(plans.len());
+        let mut summaries = Vec::with_capacity(plans.len());
+        let mut io_plans = Vec::with_capacity(plans.len());
+        let mut io_logs = Vec::with_capacity(plans.len());
         let mut output_bytes = 0u64;
         let mut peak_tracked = 0u64;
         let mut peak_measured = 0u64;
@@ -243,7 +234,7 @@ impl Reader {
             io_logs.push(o.log);
             batches.push(o.batch);
         }
-        if batches.len() != steps.len() {
+        if batches.len() != plans.len() {
             return Err(Error::device("GPU decoder", "the read stopped before its last step"));
         }
         let (plan, log) = merge_steps(&io_plans, &io_logs);
@@ -271,6 +262,37 @@ impl Reader {
             io,
             decode,
         })
+    }
+
+    /// The read plans of [`Self::decode_steps`]'s steps, and how many steps may be held at once.
+    fn step_plans(&self, budget: u64, decoder: &GpuDecoder) -> Result<(Vec<Arc<ReadPlan>>, usize)> {
+        let (steps, in_flight) = self.decode_steps(budget, decoder)?;
+        let mut plans = Vec::with_capacity(steps.len());
+        for g in steps {
+            plans.push(Arc::new(ReadPlan::build(
+                &self.source,
+                &self.columns,
+                &RowGroupSelection::Indices(g),
+                self.policy.plan_options(),
+            )?));
+        }
+        Ok((plans, in_flight))
+    }
+
+    /// The reads of [`Self::read_device`] alone: its steps fetched one after another as its reading
+    /// thread fetches them, each step's chunks dropped at once, nothing decoded. For benchmarks: the
+    /// pipeline's time against its reads' own tells what decoding beside them costs. Returns the
+    /// steps' file bytes and the merged log.
+    pub fn read_steps_alone(&self) -> Result<(usize, u64, IoLog)> {
+        let decoder = self.gpu_decoder()?;
+        let (free, _) = decoder.context().memory()?;
+        let (plans, _) = self.step_plans(self.memory_limit.unwrap_or(free / 2), &decoder)?;
+        let mut logs = Vec::with_capacity(plans.len());
+        for p in &plans {
+            logs.push(fetch(&self.io, &self.source, p.clone(), self.policy.threads)?.log);
+        }
+        let (plan, log) = merge_steps(&plans, &logs);
+        Ok((plans.len(), plan.useful_bytes(), log))
     }
 
     /// Consecutive selected row groups cut into steps, and how many steps may be held at once. Steps
