@@ -19,7 +19,7 @@ use crate::error::{Error, Location, Result};
 use crate::gpu::guard;
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
-use crate::plan::{ChunkRange, ReadPlan, RowGroupSelection};
+use crate::plan::{ChunkRange, ReadPlan};
 use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch, pack_consecutive, split_balanced};
 use crate::report::ReadReport;
 
@@ -267,16 +267,7 @@ impl Reader {
     /// The read plans of [`Self::decode_steps`]'s steps, and how many steps may be held at once.
     fn step_plans(&self, budget: u64, decoder: &GpuDecoder) -> Result<(Vec<Arc<ReadPlan>>, usize)> {
         let (steps, in_flight) = self.decode_steps(budget, decoder)?;
-        let mut plans = Vec::with_capacity(steps.len());
-        for g in steps {
-            plans.push(Arc::new(ReadPlan::build(
-                &self.source,
-                &self.columns,
-                &RowGroupSelection::Indices(g),
-                self.policy.plan_options(),
-            )?));
-        }
-        Ok((plans, in_flight))
+        Ok((self.plans_of(steps)?, in_flight))
     }
 
     /// The reads of [`Self::read_device`] alone: its steps fetched one after another as its reading
@@ -802,7 +793,7 @@ impl DecodeReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Projection;
+    use crate::plan::{Projection, RowGroupSelection};
 
     fn chunks_of(path: &str) -> (crate::ParquetSource, ReadPlan) {
         let source = crate::ParquetSource::open(path).unwrap();

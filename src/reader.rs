@@ -368,6 +368,22 @@ impl Reader {
         self.read()?.decode()
     }
 
+    /// One read plan (this reader's projection and policy) per group of row groups.
+    pub(crate) fn plans_of(&self, groups: Vec<Vec<usize>>) -> Result<Vec<Arc<ReadPlan>>> {
+        groups
+            .into_iter()
+            .map(|g| {
+                ReadPlan::build(
+                    &self.source,
+                    &self.columns,
+                    &RowGroupSelection::Indices(g),
+                    self.policy.plan_options(),
+                )
+                .map(Arc::new)
+            })
+            .collect()
+    }
+
     /// Reads the selection one group of row groups at a time: one row group per item, or as many
     /// consecutive ones as fit in half the memory limit. The next group's I/O runs on a background
     /// thread while the caller works on the current one. A row group that alone exceeds half the
@@ -388,16 +404,7 @@ impl Reader {
     /// # Ok::<(), gpu_parquet::Error>(())
     /// ```
     pub fn stream(&self) -> Result<ChunkStream> {
-        let groups = self.group_row_groups()?;
-        let mut plans = Vec::with_capacity(groups.len());
-        for g in groups {
-            plans.push(Arc::new(ReadPlan::build(
-                &self.source,
-                &self.columns,
-                &RowGroupSelection::Indices(g),
-                self.policy.plan_options(),
-            )?));
-        }
+        let plans = self.plans_of(self.group_row_groups()?)?;
         Ok(ChunkStream::start(
             self.io.clone(),
             self.source.clone(),
