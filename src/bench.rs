@@ -319,13 +319,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
         Ok(r) => r,
         Err(e) => return vec![BenchRow::failed("decode: file -> device columns", 0, e.to_string())],
     };
-    let meta = reader.source().metadata().clone();
-    let bytes: u64 = reader
-        .plan()
-        .chunks
-        .iter()
-        .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)
-        .sum();
+    let bytes = reader.uncompressed_bytes();
     let backend = reader.io().name();
     let trusted = if trust { ", trusted: no pre-check" } else { "" };
     let mut rows = Vec::new();

@@ -239,13 +239,7 @@ impl Reader {
         }
         let (plan, log) = merge_steps(&io_plans, &io_logs);
         let io = ReadReport::build(&self.source.path().display().to_string(), &plan, &log);
-        let meta = self.source.metadata();
-        let uncompressed_bytes = self
-            .plan
-            .chunks
-            .iter()
-            .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)
-            .sum();
+        let uncompressed_bytes = self.uncompressed_bytes();
         let decode = DecodeReport {
             setup: decoder.setup().clone(),
             columns: sum_columns(&summaries),

@@ -435,15 +435,31 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
             None => b,
         }
     };
-    let bytes: u64 = ds.row_group_bytes().iter().flatten().sum();
-    // Throughput is over the row groups' uncompressed bytes (all their columns, as `bench` counts).
+    let all_bytes: u64 = ds.row_group_bytes().iter().flatten().sum();
+    // Throughput is over the selected column chunks' uncompressed bytes (cuDF's measure, as `read`
+    // and `bench` count it): every column's without --columns.
+    let mut bytes = 0u64;
+    for f in ds.files() {
+        bytes += configure(gpu_parquet::Reader::builder(&f.path))
+            .with_backend(BackendKind::Host)
+            .build()?
+            .uncompressed_bytes();
+    }
     let head = format!(
         "{} file{}, {} rows, {:.2} MB uncompressed{}",
         ds.files().len(),
         if ds.files().len() == 1 { "" } else { "s" },
         ds.num_rows(),
-        bytes as f64 / 1e6,
-        if args.columns.is_some() { " (all columns)" } else { "" }
+        all_bytes as f64 / 1e6,
+        match &args.columns {
+            Some(c) => format!(
+                ", of which {:.2} MB in the {} selected column{}",
+                bytes as f64 / 1e6,
+                c.len(),
+                if c.len() == 1 { "" } else { "s" }
+            ),
+            None => String::new(),
+        }
     );
     let progress = Progress::start("reading the dataset");
     let gpus = gpu_parquet::gpu::GpuContext::device_count();
@@ -526,17 +542,6 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
             serde_json::json!({ "rows": rows, "equal_to_arrow_rs": true }),
         );
     }
-    // With --columns, the figures are over the selected columns' chunks, as the GPUs report them.
-    let head = match &args.columns {
-        Some(c) => format!(
-            "{}, of which {:.2} MB in the {} selected column{}",
-            head.trim_end_matches(" (all columns)"),
-            summary.bytes as f64 / 1e6,
-            c.len(),
-            if c.len() == 1 { "" } else { "s" }
-        ),
-        None => head,
-    };
     Ok(render(args.json, &value, || {
         let mut text = format!(
             "{head}\nread and decoded on GPU(s) {devices:?} in {:.1} ms ({:.2} GB/s)\n",

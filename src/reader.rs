@@ -307,6 +307,17 @@ impl Reader {
         &self.plan
     }
 
+    /// The selected column chunks' uncompressed bytes (their `total_uncompressed_size`): what a
+    /// decode produces from, and what throughput is counted in (cuDF's measure).
+    pub fn uncompressed_bytes(&self) -> u64 {
+        let meta = self.source.metadata();
+        self.plan
+            .chunks
+            .iter()
+            .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)
+            .sum()
+    }
+
     /// The backend (share it with [`ReaderBuilder::with_io`]).
     pub fn io(&self) -> &Arc<AnyBackend> {
         &self.io

@@ -976,6 +976,28 @@ fn dataset_reads_files_globs_and_hive_directories() {
     assert_eq!(j["on"], "host", "{}", r.what);
     assert_eq!(j["files"].as_array().map(Vec::len), Some(2), "{}", r.what);
 
+    // With --columns, the bytes (and so the rate) are the selected chunks' uncompressed bytes.
+    let files = [plain.clone(), testdata("flat_snappy_dict.parquet")];
+    let chunk_bytes = |names: &[&str]| -> u64 {
+        files
+            .iter()
+            .flat_map(|f| metadata(f).row_groups().to_vec())
+            .flat_map(|g| g.columns().to_vec())
+            .filter(|c| names.is_empty() || names.contains(&c.column_path().string().as_str()))
+            .map(|c| c.uncompressed_size() as u64)
+            .sum()
+    };
+    let mut args: Vec<OsString> = vec!["dataset".into()];
+    args.extend(files.iter().map(|f| f.clone().into_os_string()));
+    args.extend(["--backend", "host", "--columns", "id,s"].map(OsString::from));
+    let r = run(&args);
+    r.assert_ok();
+    assert!(r.stdout.contains("in the 2 selected columns"), "{}", r.what);
+    args.push("--json".into());
+    let selected = run(&args).json()["uncompressed_bytes"].as_u64();
+    assert_eq!(selected, Some(chunk_bytes(&["id", "s"])), "{}", r.what);
+    assert_eq!(j["uncompressed_bytes"].as_u64(), Some(chunk_bytes(&[])), "{}", r.what);
+
     let dir = tempfile::tempdir().expect("tempdir");
     for (i, year) in ["2024", "2025", "2026"].iter().enumerate() {
         let d = dir.path().join(format!("year={year}"));
