@@ -208,17 +208,22 @@ impl StagedBackend {
         for w in &self.workers[..nthreads] {
             dest.join(&w.lock().unwrap_or_else(|p| p.into_inner()).stream)?;
         }
-        if crate::config::trace_fetches() {
-            eprintln!(
-                "trace staged: {} pieces on {nthreads} threads, workers done at {:.2} ms, streams joined at {:.2} ms",
-                pieces.len(),
-                workers_done.as_secs_f64() * 1e3,
-                t0.elapsed().as_secs_f64() * 1e3
-            );
-        }
+        let joined = t0.elapsed();
         let mut pieces_done = Vec::with_capacity(pieces.len());
         for r in results {
             pieces_done.extend(r?);
+        }
+        if crate::config::trace_fetches() {
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let starts = pieces_done.iter().map(|r| r.start);
+            eprintln!(
+                "trace staged: {} pieces on {nthreads} threads, first read at {:.2} ms, last read at {:.2} ms, workers done at {:.2} ms, streams joined at {:.2} ms",
+                pieces.len(),
+                ms(starts.clone().min().unwrap_or_default()),
+                ms(starts.max().unwrap_or_default()),
+                ms(workers_done),
+                ms(joined)
+            );
         }
         let records = merge_piece_records(pieces_done);
         if let Some(m) = direct_failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
