@@ -349,18 +349,17 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
     // The pipeline's reads alone (its steps fetched one after another, nothing decoded): what the
     // decode beside them costs the reads, in the same run.
     let mut steps_note = None;
-    let mut read_bytes = 0;
-    let mut reads = measure(String::new(), 0, reps, false, || {
-        let (steps, file_bytes, log) = reader.read_steps_alone()?;
-        steps_note = Some(format!("{steps} steps, as the decode reads them; nothing decoded"));
-        read_bytes = file_bytes;
-        Ok(log)
-    });
-    reads.name = format!("reads alone, in the decode's steps ({backend})");
-    reads.bytes = read_bytes;
-    if let Some(s) = reads.hot_s {
-        reads.hot_gbps = Some(gbps(read_bytes, Duration::from_secs_f64(s)));
-    }
+    let mut reads = measure(
+        format!("reads alone, in the decode's steps ({backend})"),
+        reader.plan().useful_bytes(),
+        reps,
+        false,
+        || {
+            let (steps, log) = reader.read_steps_alone()?;
+            steps_note = Some(format!("{steps} steps, as the decode reads them; nothing decoded"));
+            Ok(log)
+        },
+    );
     reads.note = [reads.note.take(), steps_note]
         .into_iter()
         .flatten()

@@ -195,7 +195,7 @@ impl Reader {
         let started = Instant::now();
         let ctx = decoder.context().clone();
         let (free_before, _) = ctx.memory()?;
-        let budget = self.memory_limit.unwrap_or(free_before / 2);
+        let budget = self.budget(free_before);
         let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
         let (plans, in_flight) = self.step_plans(budget, &decoder)?;
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
@@ -267,17 +267,22 @@ impl Reader {
     /// The reads of [`Self::read_device`] alone: its steps fetched one after another as its reading
     /// thread fetches them, each step's chunks dropped at once, nothing decoded. For benchmarks: the
     /// pipeline's time against its reads' own tells what decoding beside them costs. Returns the
-    /// steps' file bytes and the merged log.
-    pub fn read_steps_alone(&self) -> Result<(usize, u64, IoLog)> {
+    /// number of steps and the merged log (the steps' chunks are the selection's).
+    pub fn read_steps_alone(&self) -> Result<(usize, IoLog)> {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
-        let (plans, _) = self.step_plans(self.memory_limit.unwrap_or(free / 2), &decoder)?;
+        let (plans, _) = self.step_plans(self.budget(free), &decoder)?;
         let mut logs = Vec::with_capacity(plans.len());
         for p in &plans {
             logs.push(fetch(&self.io, &self.source, p.clone(), self.policy.threads)?.log);
         }
-        let (plan, log) = merge_steps(&plans, &logs);
-        Ok((plans.len(), plan.useful_bytes(), log))
+        let (_, log) = merge_steps(&plans, &logs);
+        Ok((plans.len(), log))
+    }
+
+    /// The device-memory budget of a GPU decode: the reader's memory limit, or half of `free`.
+    fn budget(&self, free: u64) -> u64 {
+        self.memory_limit.unwrap_or(free / 2)
     }
 
     /// Consecutive selected row groups cut into steps, and how many steps may be held at once. Steps

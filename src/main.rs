@@ -438,29 +438,24 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     let all_bytes: u64 = ds.row_group_bytes().iter().flatten().sum();
     // Throughput is over the selected column chunks' uncompressed bytes (cuDF's measure, as `read`
     // and `bench` count it): every column's without --columns.
-    let mut bytes = 0u64;
-    for f in ds.files() {
-        bytes += configure(gpu_parquet::Reader::builder(&f.path))
-            .with_backend(BackendKind::Host)
-            .build()?
-            .uncompressed_bytes();
-    }
-    let head = format!(
-        "{} file{}, {} rows, {:.2} MB uncompressed{}",
-        ds.files().len(),
-        if ds.files().len() == 1 { "" } else { "s" },
-        ds.num_rows(),
-        all_bytes as f64 / 1e6,
-        match &args.columns {
-            Some(c) => format!(
-                ", of which {:.2} MB in the {} selected column{}",
-                bytes as f64 / 1e6,
-                c.len(),
-                if c.len() == 1 { "" } else { "s" }
-            ),
-            None => String::new(),
-        }
-    );
+    let head = |bytes: u64| {
+        format!(
+            "{} file{}, {} rows, {:.2} MB uncompressed{}",
+            ds.files().len(),
+            if ds.files().len() == 1 { "" } else { "s" },
+            ds.num_rows(),
+            all_bytes as f64 / 1e6,
+            match &args.columns {
+                Some(c) => format!(
+                    ", of which {:.2} MB in the {} selected column{}",
+                    bytes as f64 / 1e6,
+                    c.len(),
+                    if c.len() == 1 { "" } else { "s" }
+                ),
+                None => String::new(),
+            }
+        )
+    };
     let progress = Progress::start("reading the dataset");
     let gpus = gpu_parquet::gpu::GpuContext::device_count();
     let no_gpu = || {
@@ -484,6 +479,15 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
         } else {
             no_gpu()
         };
+        // The GPU path has these from its decode reports; here each file's plan gives them.
+        let mut bytes = 0u64;
+        for f in ds.files() {
+            bytes += configure(gpu_parquet::Reader::builder(&f.path))
+                .with_backend(BackendKind::Host)
+                .build()?
+                .uncompressed_bytes();
+        }
+        let head = head(bytes);
         let started = std::time::Instant::now();
         let mut rows = 0usize;
         for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
@@ -544,7 +548,8 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     }
     Ok(render(args.json, &value, || {
         let mut text = format!(
-            "{head}\nread and decoded on GPU(s) {devices:?} in {:.1} ms ({:.2} GB/s)\n",
+            "{}\nread and decoded on GPU(s) {devices:?} in {:.1} ms ({:.2} GB/s)\n",
+            head(summary.bytes),
             summary.seconds * 1e3,
             summary.bytes as f64 / summary.seconds.max(1e-9) / 1e9
         );

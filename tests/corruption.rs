@@ -446,12 +446,13 @@ fn policy_of(backend: GpuBackend) -> IoPolicy {
     }
 }
 
+type Backends = Mutex<Vec<(GpuBackend, Arc<AnyBackend>)>>;
+/// The backends [`shared_backend`] built, by kind.
+static BACKENDS: OnceLock<Backends> = OnceLock::new();
+
 /// One backend of each GPU kind for the whole suite, shared by every read (and by the suite's
 /// threads), as a long-running process would: a damaged file must leave it usable for the next one,
 /// and the suite does not pay for pinned buffers and threads on each of its thousands of reads.
-type Backends = Mutex<Vec<(GpuBackend, Arc<AnyBackend>)>>;
-static BACKENDS: OnceLock<Backends> = OnceLock::new();
-
 fn shared_backend(backend: GpuBackend) -> Result<Arc<AnyBackend>, Error> {
     let mut built = BACKENDS
         .get_or_init(Backends::default)

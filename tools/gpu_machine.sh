@@ -32,6 +32,10 @@ export PYTHONPATH=/tmp/site
 B=$here/.device/bin
 F=/tmp/bench
 tests="device device_nvcomp device_decode corruption faults concurrency"
+# The udev data cuFile's compat mode needs before it registers files on this machine (DEVICE.md).
+udev_data() {
+  mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
+}
 case "${1:-}" in
   setup)
     # Each part where its input was carried: nvCOMP from .wheels/, the bench files from .device/.
@@ -60,7 +64,7 @@ case "${1:-}" in
     # The corruption suite's GPU test over staged, staged O_DIRECT and cuFile (its compat mode, with
     # the udev data that lets it register files: DEVICE.md); `corrupt memcheck|racecheck` under the
     # sanitizer, with SHARD=K/N and BACKENDS (GPU_PARQUET_TEST_SHARD, GPU_PARQUET_TEST_BACKENDS).
-    mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
+    udev_data
     t=damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_gpu
     cs=/usr/local/cuda/bin/compute-sanitizer
     case "${2:-}" in
@@ -83,12 +87,12 @@ case "${1:-}" in
     done ;;
   paths)
     $B/compare_paths $F/plain.parquet --reps 3
-    mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
+    udev_data
     echo "== with /run/udev/data/b254:0"; $B/compare_paths $F/plain.parquet --reps 3 --no-cold ;;
   pypaths)
     python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .devpack/gpu_parquet-*.whl
     python3 examples/compare_paths.py $F/plain.parquet --reps ${REPS:-3}
-    mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
+    udev_data
     echo "== with /run/udev/data/b254:0"; python3 examples/compare_paths.py $F/plain.parquet --reps ${REPS:-3} ;;
   dask)
     python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .devpack/gpu_parquet-*.whl .devpack/dask/*.whl
