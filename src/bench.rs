@@ -40,6 +40,8 @@ pub struct BenchOptions {
     pub device: usize,
     /// Also the decode rows: file → decoded device columns, and decode alone.
     pub decode: bool,
+    /// Also the host, staged `O_DIRECT` and cuFile rows (the pinned copy and the staged rows always).
+    pub other_paths: bool,
     /// Device-memory budget of the decode rows (default: the reader's, half the free memory).
     pub memory_limit: Option<u64>,
     /// Where the GPU decoder caches kernels and finds nvCOMP.
@@ -56,6 +58,7 @@ impl Default for BenchOptions {
             policy: IoPolicy::default(),
             device: 0,
             decode: true,
+            other_paths: true,
             memory_limit: None,
             decoder: Default::default(),
         }
@@ -229,8 +232,10 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
         ..opts.policy.clone()
     };
     let mut rows = Vec::new();
-    let host = AnyBackend::new(BackendKind::Host, &opts.policy, opts.device);
-    rows.push(measure_backend("host".into(), host, &source, &plan, reps, cold));
+    if opts.other_paths {
+        let host = AnyBackend::new(BackendKind::Host, &opts.policy, opts.device);
+        rows.push(measure_backend("host".into(), host, &source, &plan, reps, cold));
+    }
 
     let ctx = match GpuContext::new(opts.device) {
         Err(e) => {
@@ -257,22 +262,24 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
             .unwrap_or_else(|_| format!("staged({th} threads)"));
         rows.push(measure_backend(name, b, &source, &plan, reps, cold));
     }
-    // O_DIRECT reads of a 4 KiB-aligned plan, with the most threads: what matters for cold reads.
-    let th = threads.iter().copied().max().unwrap_or(0);
-    let name = format!("staged O_DIRECT({th} threads)");
-    match plan_with(true) {
-        Ok(aligned) => {
-            let b = gpu(BackendKind::Staged, &policy(th, true, CompatMode::On));
-            rows.push(measure_backend(name, b, &source, &aligned, reps, cold));
+    if opts.other_paths {
+        // O_DIRECT reads of a 4 KiB-aligned plan, with the most threads: what matters for cold reads.
+        let th = threads.iter().copied().max().unwrap_or(0);
+        let name = format!("staged O_DIRECT({th} threads)");
+        match plan_with(true) {
+            Ok(aligned) => {
+                let b = gpu(BackendKind::Staged, &policy(th, true, CompatMode::On));
+                rows.push(measure_backend(name, b, &source, &aligned, reps, cold));
+            }
+            Err(e) => rows.push(BenchRow::failed(name, bytes, e.to_string())),
         }
-        Err(e) => rows.push(BenchRow::failed(name, bytes, e.to_string())),
+        let b = gpu(
+            BackendKind::Cufile,
+            &policy(opts.policy.threads, false, CompatMode::Off),
+        );
+        let name = b.as_ref().map(|b| b.name()).unwrap_or_else(|_| "cufile".into());
+        rows.push(measure_backend(name, b, &source, &plan, reps, cold));
     }
-    let b = gpu(
-        BackendKind::Cufile,
-        &policy(opts.policy.threads, false, CompatMode::Off),
-    );
-    let name = b.as_ref().map(|b| b.name()).unwrap_or_else(|_| "cufile".into());
-    rows.push(measure_backend(name, b, &source, &plan, reps, cold));
     if opts.decode {
         rows.extend(decode_rows(file, opts, reps, cold));
     }
@@ -346,25 +353,34 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
         .reduce(|a, b| format!("{a}; {b}"));
     rows.push(row);
 
-    // The pipeline's reads alone (its steps fetched one after another, nothing decoded): what the
-    // decode beside them costs the reads, in the same run.
-    let mut steps_note = None;
-    let mut reads = measure(
-        format!("reads alone, in the decode's steps ({backend})"),
-        reader.plan().useful_bytes(),
-        reps,
-        false,
-        || {
-            let (steps, log) = reader.read_steps_alone()?;
-            steps_note = Some(format!("{steps} steps, as the decode reads them; nothing decoded"));
-            Ok(log)
-        },
-    );
-    reads.note = [reads.note.take(), steps_note]
-        .into_iter()
-        .flatten()
-        .reduce(|a, b| format!("{a}; {b}"));
-    rows.push(reads);
+    // The pipeline's reads alone (its steps fetched as it fetches them, nothing decoded): what the
+    // decode beside them costs the reads, in the same run. On the staged backend also with one call per
+    // step, what the workers going on from step to step save.
+    let per_call_too = reader.io.staged().is_some();
+    for per_call in [false, true].into_iter().take(1 + per_call_too as usize) {
+        let how = match (per_call_too, per_call) {
+            (false, _) => "",
+            (true, false) => ", same workers throughout",
+            (true, true) => ", one call per step",
+        };
+        let mut steps_note = None;
+        let mut reads = measure(
+            format!("reads alone, in the decode's steps ({backend}{how})"),
+            reader.plan().useful_bytes(),
+            reps,
+            false,
+            || {
+                let (steps, log) = reader.read_steps_alone(per_call)?;
+                steps_note = Some(format!("{steps} steps, as the decode reads them; nothing decoded"));
+                Ok(log)
+            },
+        );
+        reads.note = [reads.note.take(), steps_note]
+            .into_iter()
+            .flatten()
+            .reduce(|a, b| format!("{a}; {b}"));
+        rows.push(reads);
+    }
 
     // Decode alone: the chunks read once, then decoded `reps` times.
     let mut alone = BenchRow::blank(format!("decode only (chunks already in device memory{trusted})"), bytes);

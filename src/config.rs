@@ -371,11 +371,19 @@ pub(crate) fn trace_fetches() -> bool {
     *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))
 }
 
+/// Whether `GPU_PARQUET_STEP_FETCH=calls` is set: a developer's switch, not a setting, that makes a GPU
+/// decode's reading thread fetch each step with a call of its own instead of keeping the staged
+/// backend's workers reading from one step into the next (to compare the two in one run).
+pub(crate) fn fetch_step_per_call() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("GPU_PARQUET_STEP_FETCH").is_ok_and(|v| v == "calls"))
+}
+
 impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
     /// place of their variables. The only environment read of the library besides the developer's
-    /// [`trace_fetches`] switch.
+    /// [`trace_fetches`] and [`fetch_step_per_call`] switches.
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }

@@ -3,7 +3,7 @@
 //! decoding threads decode the ones read, so I/O overlaps decode and steps' GPU work overlaps
 //! ([`Pipeline`]).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -20,7 +20,7 @@ use crate::gpu::guard;
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
 use crate::plan::{ChunkRange, ReadPlan};
-use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch, pack_consecutive, split_balanced};
+use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch, fetch_steps, pack_consecutive, split_balanced};
 use crate::report::ReadReport;
 
 /// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
@@ -39,7 +39,9 @@ const DECODERS: usize = 2;
 /// against 93.2 / 100.6 ms, and 16 steps 99.7 / 104.2 against 115.7 / 115.4). Contexts that block
 /// instead of spinning while they wait (`CU_CTX_SCHED_BLOCKING_SYNC`) were no faster (98.9 / 99.9 ms),
 /// nor was a last step cut into parts of 3, 2 and 1 row groups so that less decode follows the last
-/// read (`bench`, hot: 76.9 / 78.1 ms against 70.0 / 72.2 ms).
+/// read (`bench`, hot: 76.9 / 78.1 ms against 70.0 / 72.2 ms). What the gaps between steps cost is
+/// taken away instead by the staged backend's workers going on from one step to the next
+/// ([`fetch_steps`]).
 const FETCHES: usize = 1;
 /// The GPU time of a step with compressed pages is bound by its longest page, whatever the step's size:
 /// nvCOMP and the pre-check each give a page to one warp. Measured on the H200 (snappy benchmark file,
@@ -264,18 +266,52 @@ impl Reader {
         Ok((self.plans_of(steps)?, in_flight))
     }
 
-    /// The reads of [`Self::read_device`] alone: its steps fetched one after another as its reading
-    /// thread fetches them, each step's chunks dropped at once, nothing decoded. For benchmarks: the
-    /// pipeline's time against its reads' own tells what decoding beside them costs. Returns the
-    /// number of steps and the merged log (the steps' chunks are the selection's).
-    pub fn read_steps_alone(&self) -> Result<(usize, IoLog)> {
+    /// The reads of [`Self::read_device`] alone: its steps fetched as its reading thread fetches them
+    /// ([`fetch_steps`]; one call per step when `per_call`), each step's chunks dropped as they come,
+    /// nothing decoded; returns once every copy has finished. For benchmarks: the pipeline's time
+    /// against its reads' own tells what decoding beside them costs. Returns the number of steps and
+    /// the merged log (the steps' chunks are the selection's).
+    pub fn read_steps_alone(&self, per_call: bool) -> Result<(usize, IoLog)> {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
         let (plans, _) = self.step_plans(self.budget(free), &decoder)?;
-        let mut logs = Vec::with_capacity(plans.len());
-        for p in &plans {
-            logs.push(fetch(&self.io, &self.source, p.clone(), self.policy.threads)?.log);
+        let logs: Mutex<Vec<Option<Result<IoLog>>>> = Mutex::new((0..plans.len()).map(|_| None).collect());
+        let deliver = |k: usize, r: Result<ColumnChunks>| {
+            // Dropping the chunks frees their buffer after the copies (stream-ordered).
+            logs.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(r.map(|c| c.log));
+        };
+        if per_call {
+            for (k, p) in plans.iter().enumerate() {
+                let r = fetch(&self.io, &self.source, p.clone(), self.policy.threads);
+                let failed = r.is_err();
+                deliver(k, r);
+                if failed {
+                    break;
+                }
+            }
+        } else {
+            fetch_steps(
+                &self.io,
+                &self.source,
+                &plans,
+                self.policy.threads,
+                &mut |_| true,
+                &deliver,
+            );
         }
+        // A failed step's error, before the steps it stopped.
+        let mut logs = logs.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = logs.iter().position(|l| matches!(l, Some(Err(_))))
+            && let Some(Err(e)) = logs.swap_remove(i)
+        {
+            return Err(e);
+        }
+        let logs = logs
+            .into_iter()
+            .map(|l| l.unwrap_or_else(|| Err(Error::device("reading steps", "a step was not read"))))
+            .collect::<Result<Vec<_>>>()?;
+        // Every copy has finished: the stepped fetch returns once its workers drained their streams,
+        // and a fetch per call waits for its copies.
         let (_, log) = merge_steps(&plans, &logs);
         Ok((plans.len(), log))
     }
@@ -459,11 +495,11 @@ impl Places {
     }
 }
 
-/// The threads of one read: `fetchers` read steps in order, each after taking a place among the
-/// `in_flight` steps memory holds; `decoders` decode steps as they arrive, in whatever order, and give
-/// their places back. The first failure stops both sides; it is the error of the earliest failed step.
+/// The threads of one read: a reading thread fetches steps in order, each after taking a place among
+/// the `in_flight` steps memory holds; `decoders` decode steps as they arrive, in whatever order, and
+/// give their places back. The first failure stops both sides; it is the error of the earliest failed
+/// step.
 struct Pipeline {
-    fetchers: usize,
     decoders: usize,
     in_flight: usize,
     /// Told of each step decoded.
@@ -473,10 +509,8 @@ struct Pipeline {
 impl Pipeline {
     fn new(in_flight: usize, decoders: Option<usize>, progress: ProgressCounter) -> Self {
         let in_flight = in_flight.max(2);
-        let fetchers = FETCHES.min(in_flight - 1);
-        let most = in_flight - fetchers;
+        let most = in_flight - FETCHES.min(in_flight - 1);
         Self {
-            fetchers,
             decoders: decoders.unwrap_or(DECODERS).clamp(1, most),
             in_flight,
             progress,
@@ -494,7 +528,6 @@ impl Pipeline {
     ) -> Result<Vec<StepOutcome>> {
         let progress = &self.progress;
         let n = plans.len();
-        let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let places = Places::new(self.in_flight);
         let (tx, rx) = channel::<(usize, Result<ColumnChunks>)>();
@@ -506,43 +539,55 @@ impl Pipeline {
             results.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(Err(e));
         };
         std::thread::scope(|s| {
-            for _ in 0..self.fetchers {
-                let tx = tx.clone();
-                let (next, stop, places, fail) = (&next, &stop, &places, &fail);
-                s.spawn(move || {
-                    while places.take(stop) {
-                        let k = next.fetch_add(1, Ordering::SeqCst);
-                        if k >= n {
+            // One reading thread (see FETCHES); its fetches hand each step to the decoders, and it
+            // owns the channel's sender, so the decoders end once it has delivered every step.
+            let (stop_r, places_r, fail_r) = (&stop, &places, &fail);
+            s.spawn(move || {
+                let (stop, places, fail) = (stop_r, places_r, fail_r);
+                let trace = crate::config::trace_fetches();
+                let mut admit = |k: usize| {
+                    let taken = places.take(stop);
+                    if trace && taken {
+                        eprintln!(
+                            "trace step {k}: place taken at {:.2} ms",
+                            started.elapsed().as_secs_f64() * 1e3
+                        );
+                    }
+                    taken
+                };
+                let deliver = |k: usize, r: Result<ColumnChunks>| {
+                    if trace {
+                        eprintln!(
+                            "trace step {k}: handed to the decoders at {:.2} ms",
+                            started.elapsed().as_secs_f64() * 1e3
+                        );
+                    }
+                    match r {
+                        Ok(chunks) => {
+                            // The decoders are gone only once the read has stopped.
+                            let _ = tx.send((k, Ok(chunks)));
+                        }
+                        Err(e) => {
                             places.give();
-                            return;
-                        }
-                        let placed = started.elapsed();
-                        let r = guard("reading a step", || {
-                            fetch(&reader.io, &reader.source, plans[k].clone(), reader.policy.threads)
-                        });
-                        if crate::config::trace_fetches() {
-                            eprintln!(
-                                "trace step {k}: place taken at {:.2} ms, fetch returned at {:.2} ms",
-                                placed.as_secs_f64() * 1e3,
-                                started.elapsed().as_secs_f64() * 1e3
-                            );
-                        }
-                        match r {
-                            Ok(chunks) => {
-                                if tx.send((k, Ok(chunks))).is_err() {
-                                    return;
-                                }
-                            }
-                            Err(e) => {
-                                places.give();
-                                fail(k, e);
-                                return;
-                            }
+                            fail(k, e);
                         }
                     }
+                };
+                let read = guard("reading the steps", || {
+                    fetch_steps(
+                        &reader.io,
+                        &reader.source,
+                        plans,
+                        reader.policy.threads,
+                        &mut admit,
+                        &deliver,
+                    );
+                    Ok(())
                 });
-            }
-            drop(tx);
+                if let Err(e) = read {
+                    fail(0, e);
+                }
+            });
             for _ in 0..self.decoders {
                 let (rx, stop, places, fail, results) = (&rx, &stop, &places, &fail, &results);
                 s.spawn(move || {

@@ -507,6 +507,56 @@ pub(crate) fn share_of_middle(before: u128, bytes: u64, total: u128, groups: usi
         .map(|k| (k as usize).min(groups.max(1) - 1))
 }
 
+/// Fetches `plans` in order, as a GPU decode's reading thread does: `admit(k)` is called before step
+/// `k` is read (it may wait for memory; `false` stops), and each step read goes to `deliver`. On the
+/// staged backend the same workers read every step ([`StagedBackend::fetch_steps`]): a step is
+/// delivered, from one of them and in no set order, once its copies are queued (work on its buffer's
+/// stream comes after them); a failed step is delivered as its error and stops the rest. Other
+/// backends, or `GPU_PARQUET_STEP_FETCH=calls`, fetch one step per call, in order, delivered as each
+/// call returns.
+///
+/// [`StagedBackend::fetch_steps`]: crate::io::staged::StagedBackend::fetch_steps
+pub(crate) fn fetch_steps(
+    io: &AnyBackend,
+    source: &ParquetSource,
+    plans: &[Arc<ReadPlan>],
+    threads: usize,
+    admit: &mut dyn FnMut(usize) -> bool,
+    deliver: &(dyn Fn(usize, Result<ColumnChunks>) + Sync),
+) {
+    let Some(staged) = io.staged().filter(|_| !crate::config::fetch_step_per_call()) else {
+        for (k, plan) in plans.iter().enumerate() {
+            if !admit(k) {
+                return;
+            }
+            let r = fetch(io, source, plan.clone(), threads);
+            let failed = r.is_err();
+            deliver(k, r);
+            if failed {
+                return;
+            }
+        }
+        return;
+    };
+    let chunks = |k: usize, f: crate::io::staged::SteppedFetch| -> Result<ColumnChunks> {
+        source.check_unchanged()?;
+        let mut log = f.log;
+        log.notes.splice(0..0, io.notes().iter().cloned());
+        let plan = plans[k].clone();
+        let report = ReadReport::build(&source.path().display().to_string(), &plan, &log);
+        Ok(ColumnChunks {
+            buffer: AnyBuffer::Device(f.buffer),
+            fetched: f.queued,
+            plan,
+            report,
+            log,
+            source: source.clone(),
+            decode_threads: threads,
+        })
+    };
+    staged.fetch_steps(source, plans, admit, &|k, r| deliver(k, r.and_then(|f| chunks(k, f))));
+}
+
 pub(crate) fn fetch(
     io: &AnyBackend,
     source: &ParquetSource,

@@ -354,3 +354,75 @@ fn nvcomp_error_statuses_fall_back_to_the_host() {
         "the report names the retry: {said:?}"
     );
 }
+
+/// A GPU decode read in steps by the staged backend's workers going on from one step to the next
+/// (64 KiB bounce buffers, 3 workers, so neighbouring steps' pieces are in flight together): a read
+/// failing (EIO, early end of file) at the first, fifth or twentieth read ends in a clear error that
+/// names the file, then the same reader decodes the whole table, and device memory in use is where
+/// it was. Its reads alone, stepped either way, move the same bytes in the same steps.
+#[test]
+fn read_errors_in_a_stepped_gpu_read_fail_cleanly() {
+    let _one = serial();
+    if !common::gpu_decoder_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = sample(dir.path());
+    let want = common::arrow_rs_read(&path).expect("arrow-rs");
+    let mut settings = gpu_parquet::Settings::from_env(&[]).expect("settings");
+    settings.policy.bounce_buffer_size = 64 << 10;
+    settings.policy.threads = 3;
+    let reader = Reader::builder(&path)
+        .with_backend(BackendKind::Staged)
+        .with_settings(&settings)
+        .with_memory_limit(24 << 20)
+        .build()
+        .expect("reader");
+    let ctx = gpu_parquet::gpu::GpuContext::new(0).expect("GPU 0");
+    let first = reader.read_device().expect("read");
+    let steps = first.decode.steps.len();
+    assert!(
+        steps >= 2,
+        "{steps} step(s): the budget should cut the read into several"
+    );
+    assert_eq!(first.table.to_host().expect("host"), want);
+    drop(first);
+    let (stepped, per_call) = (
+        reader.read_steps_alone(false).expect("stepped reads"),
+        reader.read_steps_alone(true).expect("a fetch per step"),
+    );
+    let bytes = |log: &gpu_parquet::io::IoLog| log.tasks.iter().map(|t| t.bytes).sum::<u64>();
+    assert_eq!(stepped.0, steps);
+    assert_eq!(per_call.0, steps);
+    assert_eq!(bytes(&stepped.1), bytes(&per_call.1));
+    assert!(bytes(&stepped.1) >= reader.plan().useful_bytes());
+    let (free_before, _) = ctx.memory().expect("memory");
+    for (what, fault) in [("EIO", Fault::Eio), ("early end of file", Fault::Eof)] {
+        for after in [0, 4, 19] {
+            let guard = inject(&path, FaultPlan { fault, after, times: 1 }).expect("arm");
+            let got = reader.read_device();
+            assert_eq!(guard.injected(), 1, "{what} after {after}");
+            drop(guard);
+            let e = got.expect_err("a failed read must fail the decode");
+            let msg = e.to_string();
+            assert!(msg.contains(&path.display().to_string()), "{what} after {after}: {msg}");
+            assert!(
+                msg.contains("offset"),
+                "{what} after {after}: the error names no offset: {msg}"
+            );
+            let again = reader
+                .read_device()
+                .expect("the next read")
+                .table
+                .to_host()
+                .expect("host");
+            assert_eq!(again, want, "after {what} at read {after}");
+        }
+    }
+    let (free_after, _) = ctx.memory().expect("memory");
+    println!("{steps} steps; device memory free: {free_before} before, {free_after} after six failed reads");
+    assert!(
+        free_before.abs_diff(free_after) < 64 << 20,
+        "device memory {free_before} -> {free_after}"
+    );
+}

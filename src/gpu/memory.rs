@@ -478,13 +478,7 @@ impl DeviceWriter<'_> {
 
     /// The device address of `offset .. offset + len`, checked to lie in the buffer.
     fn range(&self, offset: u64, len: u64) -> Result<sys::CUdeviceptr> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(self.base + offset),
-            _ => Err(Error::device(
-                "writing device memory",
-                format!("range {offset} + {len} is outside the buffer of {} bytes", self.len),
-            )),
-        }
+        checked_range(self.base, self.len, offset, len)
     }
 
     /// Queues a copy of `src[range]` to byte `dst_offset` of the buffer on `stream`, after the work
@@ -497,27 +491,9 @@ impl DeviceWriter<'_> {
         range: Range<usize>,
         stream: &Stream,
     ) -> Result<()> {
-        if range.start > range.end || range.end > src.len {
-            return Err(Error::device(
-                "copying pinned memory to the device",
-                format!("range {range:?} is outside the pinned buffer of {} bytes", src.len),
-            ));
-        }
-        let dst = self.range(dst_offset, range.len() as u64)?;
-        stream.wait(&self.ready)?;
-        // A copy queued earlier on another stream may still read `src`: order this one after it, so the
-        // event recorded below covers both.
-        stream.wait(&src.event)?;
-        guard("cuMemcpyHtoDAsync", || {
-            // SAFETY: dst..dst+n lies in the buffer (checked), which `self` keeps borrowed mutably. The
-            // source is page-locked memory of `src`, in bounds (checked); `src.event` is recorded right
-            // after the copy, and PinnedBuffer waits for that event before any write to or free of it.
-            let src_slice = unsafe { std::slice::from_raw_parts(src.ptr.add(range.start), range.len()) };
-            // SAFETY: as above; the stream belongs to the buffer's context (cuda checks it).
-            unsafe { cu::memcpy_htod_async(dst, src_slice, stream.raw.cu_stream()) }
-                .map_err(cuda_err("cuMemcpyHtoDAsync"))
-        })?;
-        stream.record(&src.event)
+        // SAFETY: the buffer at base..base+len is borrowed mutably for the writer's lifetime, so it is
+        // neither freed nor touched by anyone else while the copy is queued.
+        unsafe { queue_pinned_copy(self.base, self.len, &self.ready, dst_offset, src, range, stream) }
     }
 
     /// Makes the buffer's stream wait for the copies queued on `stream` so far, so that work ordered
@@ -543,6 +519,129 @@ impl DeviceWriter<'_> {
     /// The device address of byte 0 (for registering the whole buffer with cuFile).
     pub(crate) fn base(&self) -> sys::CUdeviceptr {
         self.base
+    }
+}
+
+/// The device address of `offset .. offset + n` in the buffer of `len` bytes at `base`, checked.
+fn checked_range(base: sys::CUdeviceptr, len: u64, offset: u64, n: u64) -> Result<sys::CUdeviceptr> {
+    match offset.checked_add(n) {
+        Some(end) if end <= len => Ok(base + offset),
+        _ => Err(Error::device(
+            "writing device memory",
+            format!("range {offset} + {n} is outside the buffer of {len} bytes"),
+        )),
+    }
+}
+
+/// Queues a copy of `src[range]` to `base + dst_offset` on `stream`, after `ready` (the work that
+/// preceded the writes on the destination's stream), and records `src`'s event behind it.
+///
+/// # Safety
+/// `base .. base + len` must be device memory of `stream`'s context that stays allocated, and is
+/// written by no one else, until the copy has finished (callers order the destination's later work
+/// and its free after the copy).
+unsafe fn queue_pinned_copy(
+    base: sys::CUdeviceptr,
+    len: u64,
+    ready: &Event,
+    dst_offset: u64,
+    src: &mut PinnedBuffer,
+    range: Range<usize>,
+    stream: &Stream,
+) -> Result<()> {
+    if range.start > range.end || range.end > src.len {
+        return Err(Error::device(
+            "copying pinned memory to the device",
+            format!("range {range:?} is outside the pinned buffer of {} bytes", src.len),
+        ));
+    }
+    let dst = checked_range(base, len, dst_offset, range.len() as u64)?;
+    stream.wait(ready)?;
+    // A copy queued earlier on another stream may still read `src`: order this one after it, so the
+    // event recorded below covers both.
+    stream.wait(&src.event)?;
+    guard("cuMemcpyHtoDAsync", || {
+        // SAFETY: dst..dst+n lies in the destination (checked), which the caller keeps allocated and
+        // unshared until the copy finishes. The source is page-locked memory of `src`, in bounds
+        // (checked); `src.event` is recorded right after the copy, and PinnedBuffer waits for that
+        // event before any write to or free of it.
+        let src_slice = unsafe { std::slice::from_raw_parts(src.ptr.add(range.start), range.len()) };
+        // SAFETY: as above; the stream belongs to the buffer's context (cuda checks it).
+        unsafe { cu::memcpy_htod_async(dst, src_slice, stream.raw.cu_stream()) }.map_err(cuda_err("cuMemcpyHtoDAsync"))
+    })?;
+    stream.record(&src.event)
+}
+
+/// A device buffer filled by copies that several threads queue on their own streams, for longer
+/// than one borrow lasts: the staged backend's stepped reads hand a step's buffer to its consumer
+/// while the same workers go on filling the next step's. It owns the buffer until
+/// [`FillingBuffer::finish`] hands it back; copies hold a shared lock while they are queued, so the
+/// buffer cannot be taken back during one, and a copy after that fails instead of writing memory
+/// that may have been freed.
+#[derive(Debug)]
+pub struct FillingBuffer {
+    buffer: std::sync::RwLock<Option<DeviceBuffer>>,
+    /// Recorded on the buffer's stream when filling began: copies come after the work before it.
+    ready: Event,
+}
+
+impl FillingBuffer {
+    /// Starts filling `buffer`: copies will come after the work queued on its stream so far.
+    pub fn new(buffer: DeviceBuffer) -> Result<Self> {
+        let ready = Event::new(buffer.context())?;
+        buffer.stream.record(&ready)?;
+        Ok(Self {
+            buffer: std::sync::RwLock::new(Some(buffer)),
+            ready,
+        })
+    }
+
+    /// Queues a copy of `src[range]` to byte `dst_offset` of the buffer on `stream` (as
+    /// [`DeviceWriter::copy_from_pinned`]). Fails once the buffer has been handed back.
+    pub fn copy_from_pinned(
+        &self,
+        dst_offset: u64,
+        src: &mut PinnedBuffer,
+        range: Range<usize>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let held = self.buffer.read().unwrap_or_else(|p| p.into_inner());
+        let Some(buffer) = held.as_ref() else {
+            return Err(Error::device(
+                "copying pinned memory to the device",
+                "the destination buffer was already handed on",
+            ));
+        };
+        // SAFETY: the read lock keeps `finish` from taking the buffer (and so from handing it on to be
+        // freed) while the copy is queued; the caller of `finish` passes the events recorded behind
+        // every copy, so the buffer's later work and its stream-ordered free come after them.
+        unsafe {
+            queue_pinned_copy(
+                buffer.ptr,
+                buffer.len as u64,
+                &self.ready,
+                dst_offset,
+                src,
+                range,
+                stream,
+            )
+        }
+    }
+
+    /// Hands the buffer back, its stream ordered after each event of `copied`, which must be recorded
+    /// behind every copy queued into it (one per stream that copied, after its last copy). Fails when
+    /// it was already handed back.
+    pub fn finish(&self, copied: &[&Event]) -> Result<DeviceBuffer> {
+        let buffer = self
+            .buffer
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| Error::device("handing on a filled buffer", "the buffer was already handed on"))?;
+        for e in copied {
+            buffer.stream.wait(e)?;
+        }
+        Ok(buffer)
     }
 }
 

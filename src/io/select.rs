@@ -213,6 +213,14 @@ impl AnyBackend {
         !matches!(self.inner, Inner::Host(_))
     }
 
+    /// The staged backend, when that is what was chosen (for its stepped fetches).
+    pub(crate) fn staged(&self) -> Option<&StagedBackend> {
+        match &self.inner {
+            Inner::Staged(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The GPU context, for device backends.
     pub fn context(&self) -> Option<&Arc<GpuContext>> {
         match &self.inner {
