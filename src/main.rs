@@ -57,27 +57,7 @@ enum Command {
     },
     /// Read all column chunks of FILE through every available path, hot and cold (cold runs drop the
     /// page cache, which needs root), as a table.
-    Bench {
-        /// The Parquet file.
-        file: PathBuf,
-        /// Hot repetitions per path (the best is reported).
-        #[arg(long, default_value_t = 5)]
-        reps: usize,
-        /// Skip the cold runs.
-        #[arg(long)]
-        no_cold: bool,
-        /// Thread counts to try for the staged path.
-        #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
-        staged_threads: Vec<usize>,
-        /// Leave out the decode rows (file to decoded device columns, and decode alone).
-        #[arg(long)]
-        no_decode: bool,
-        #[command(flatten)]
-        io: IoArgs,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    Bench(BenchArgs),
 }
 
 /// Settings that also have an environment variable (the flag wins); parsed and bounded by the library.
@@ -152,6 +132,33 @@ impl IoArgs {
 }
 
 #[derive(Debug, Args)]
+struct BenchArgs {
+    /// The Parquet file.
+    file: PathBuf,
+    /// Hot repetitions per path (the best is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Skip the cold runs.
+    #[arg(long)]
+    no_cold: bool,
+    /// Thread counts to try for the staged path.
+    #[arg(long, value_delimiter = ',', default_value = "8,12,16")]
+    staged_threads: Vec<usize>,
+    /// Leave out the decode rows (file to decoded device columns, and decode alone).
+    #[arg(long)]
+    no_decode: bool,
+    /// Leave out the host, `O_DIRECT` and cuFile rows: the pinned copy, the staged reads and the
+    /// decode rows only (to compare decode settings quickly).
+    #[arg(long, conflicts_with = "no_decode")]
+    only_decode: bool,
+    #[command(flatten)]
+    io: IoArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
 struct ReadArgs {
     /// The Parquet file.
     file: PathBuf,
@@ -177,6 +184,10 @@ struct ReadArgs {
     /// Write the decoded table (what the GPU decoded, on the GPU path) as an Arrow IPC file.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Read the selection this many times first, in the same process, and report the read after
+    /// them: the figures with memory pools grown and kernels loaded, as `bench`'s hot rows have them.
+    #[arg(long, default_value_t = 0)]
+    warm_up: usize,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -287,6 +298,10 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     };
     let mut extra: Vec<Extra> = Vec::new();
     let (report, decode_report) = if decode == DecodeAt::Gpu {
+        for _ in 0..args.warm_up {
+            progress.stage("warming up: reading and decoding on the GPU");
+            drop(reader.read_device()?);
+        }
         progress.stage("reading and decoding on the GPU");
         let read = reader.read_device()?;
         let mut checked = None;
@@ -322,6 +337,10 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
         }
         (read.io, Some(read.decode))
     } else {
+        for _ in 0..args.warm_up {
+            progress.stage("warming up: reading");
+            drop(reader.read()?);
+        }
         let chunks = reader.read()?;
         if args.verify {
             progress.stage("verifying");
@@ -569,21 +588,24 @@ fn check(dir: PathBuf, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
     Ok(render(json, &report, || report.to_table()))
 }
 
-fn bench(
-    file: PathBuf,
-    reps: usize,
-    no_cold: bool,
-    staged_threads: Vec<usize>,
-    no_decode: bool,
-    io: IoArgs,
-    json: bool,
-) -> gpu_parquet::Result<String> {
+fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
+    let BenchArgs {
+        file,
+        reps,
+        no_cold,
+        staged_threads,
+        no_decode,
+        only_decode,
+        io,
+        json,
+    } = args;
     let settings = io.settings()?;
     let opts = gpu_parquet::bench::BenchOptions {
         reps,
         cold: !no_cold,
         staged_threads,
         decode: !no_decode,
+        other_paths: !only_decode,
         memory_limit: settings.memory_limit,
         decoder: settings.decoder_options(),
         policy: settings.policy,
@@ -632,15 +654,7 @@ fn main() -> ExitCode {
         Command::Read(args) => read(args),
         Command::Dataset(args) => dataset(args),
         Command::Check { dir, io, json } => check(dir, io, json),
-        Command::Bench {
-            file,
-            reps,
-            no_cold,
-            staged_threads,
-            no_decode,
-            io,
-            json,
-        } => bench(file, reps, no_cold, staged_threads, no_decode, io, json),
+        Command::Bench(args) => bench(args),
     };
     // Every reader, backend and cuFile driver is dropped by now; only text is left to print.
     match result {
