@@ -1062,3 +1062,53 @@ fn dataset_reads_files_globs_and_hive_directories() {
         r.stdout
     );
 }
+
+/// `read --warm-up N` reads N times first and reports one read: the same bytes and reads as a read
+/// without it. `bench --only-decode` leaves out the host row.
+#[test]
+fn warm_up_reports_one_read_and_only_decode_leaves_out_the_other_paths() {
+    let file = testdata("nested.parquet");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            OsString::from("read"),
+            file.clone().into(),
+            "--backend".into(),
+            "host".into(),
+            "--json".into(),
+        ];
+        a.extend(extra.iter().map(OsString::from));
+        a
+    };
+    let plain = run(&args(&[]));
+    plain.assert_ok();
+    let warmed = run(&args(&["--warm-up", "3"]));
+    warmed.assert_ok();
+    let (p, w) = (plain.json(), warmed.json());
+    assert_eq!(w["total"], p["total"], "{}", warmed.what);
+    assert_eq!(w["useful_bytes"], p["useful_bytes"], "{}", warmed.what);
+    assert!(
+        as_u64(&w["total"]["reads"]["host"], "host reads") > 0,
+        "{}",
+        warmed.what
+    );
+
+    let all = run(&[
+        OsString::from("bench"),
+        file.clone().into(),
+        "--no-cold".into(),
+        "--reps".into(),
+        "1".into(),
+    ]);
+    all.assert_ok();
+    assert!(all.stdout.lines().any(|l| l.starts_with("host ")), "{}", all.stdout);
+    let only = run(&[
+        OsString::from("bench"),
+        file.clone().into(),
+        "--no-cold".into(),
+        "--reps".into(),
+        "1".into(),
+        "--only-decode".into(),
+    ]);
+    only.assert_ok();
+    assert!(!only.stdout.lines().any(|l| l.starts_with("host ")), "{}", only.stdout);
+}
