@@ -20,7 +20,7 @@ use crate::gpu::guard;
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
 use crate::plan::{ChunkRange, ReadPlan};
-use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch, fetch_steps, pack_consecutive, split_balanced};
+use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch_steps, pack_consecutive, split_balanced};
 use crate::report::ReadReport;
 
 /// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
@@ -280,25 +280,15 @@ impl Reader {
             // Dropping the chunks frees their buffer after the copies (stream-ordered).
             logs.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(r.map(|c| c.log));
         };
-        if per_call {
-            for (k, p) in plans.iter().enumerate() {
-                let r = fetch(&self.io, &self.source, p.clone(), self.policy.threads);
-                let failed = r.is_err();
-                deliver(k, r);
-                if failed {
-                    break;
-                }
-            }
-        } else {
-            fetch_steps(
-                &self.io,
-                &self.source,
-                &plans,
-                self.policy.threads,
-                &mut |_| true,
-                &deliver,
-            );
-        }
+        fetch_steps(
+            &self.io,
+            &self.source,
+            &plans,
+            self.policy.threads,
+            per_call,
+            &mut |_| true,
+            &deliver,
+        );
         // A failed step's error, before the steps it stopped.
         let mut logs = logs.into_inner().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = logs.iter().position(|l| matches!(l, Some(Err(_))))
@@ -579,6 +569,7 @@ impl Pipeline {
                         &reader.source,
                         plans,
                         reader.policy.threads,
+                        false,
                         &mut admit,
                         &deliver,
                     );

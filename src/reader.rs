@@ -512,8 +512,8 @@ pub(crate) fn share_of_middle(before: u128, bytes: u64, total: u128, groups: usi
 /// staged backend the same workers read every step ([`StagedBackend::fetch_steps`]): a step is
 /// delivered, from one of them and in no set order, once its copies are queued (work on its buffer's
 /// stream comes after them); a failed step is delivered as its error and stops the rest. Other
-/// backends, or `GPU_PARQUET_STEP_FETCH=calls`, fetch one step per call, in order, delivered as each
-/// call returns.
+/// backends, `per_call`, or `GPU_PARQUET_STEP_FETCH=calls` fetch one step per call, in order,
+/// delivered as each call returns.
 ///
 /// [`StagedBackend::fetch_steps`]: crate::io::staged::StagedBackend::fetch_steps
 pub(crate) fn fetch_steps(
@@ -521,10 +521,12 @@ pub(crate) fn fetch_steps(
     source: &ParquetSource,
     plans: &[Arc<ReadPlan>],
     threads: usize,
+    per_call: bool,
     admit: &mut dyn FnMut(usize) -> bool,
     deliver: &(dyn Fn(usize, Result<ColumnChunks>) + Sync),
 ) {
-    let Some(staged) = io.staged().filter(|_| !crate::config::fetch_step_per_call()) else {
+    let stepped = !(per_call || crate::config::fetch_step_per_call());
+    let Some(staged) = io.staged().filter(|_| stepped) else {
         for (k, plan) in plans.iter().enumerate() {
             if !admit(k) {
                 return;
@@ -538,21 +540,17 @@ pub(crate) fn fetch_steps(
         }
         return;
     };
-    let chunks = |k: usize, f: crate::io::staged::SteppedFetch| -> Result<ColumnChunks> {
-        source.check_unchanged()?;
+    let chunks = |k: usize, f: crate::io::staged::SteppedFetch| {
         let mut log = f.log;
-        log.notes.splice(0..0, io.notes().iter().cloned());
-        let plan = plans[k].clone();
-        let report = ReadReport::build(&source.path().display().to_string(), &plan, &log);
-        Ok(ColumnChunks {
-            buffer: AnyBuffer::Device(f.buffer),
-            fetched: f.queued,
-            plan,
-            report,
+        io.note_choice(&mut log);
+        ColumnChunks::read(
+            source,
+            plans[k].clone(),
+            AnyBuffer::Device(f.buffer),
             log,
-            source: source.clone(),
-            decode_threads: threads,
-        })
+            f.queued,
+            threads,
+        )
     };
     staged.fetch_steps(source, plans, admit, &|k, r| deliver(k, r.and_then(|f| chunks(k, f))));
 }
@@ -565,18 +563,14 @@ pub(crate) fn fetch(
 ) -> Result<ColumnChunks> {
     let started = std::time::Instant::now();
     let f = io.fetch(source, &plan)?;
-    source.check_unchanged()?;
-    let fetched = started..std::time::Instant::now();
-    let report = ReadReport::build(&source.path().display().to_string(), &plan, &f.log);
-    Ok(ColumnChunks {
-        buffer: f.buffer,
-        fetched,
+    ColumnChunks::read(
+        source,
         plan,
-        report,
-        log: f.log,
-        source: source.clone(),
-        decode_threads: threads,
-    })
+        f.buffer,
+        f.log,
+        started..std::time::Instant::now(),
+        threads,
+    )
 }
 
 /// Column chunks read into memory: the buffer (laid out as the plan says), the plan, the I/O log and
@@ -594,6 +588,29 @@ pub struct ColumnChunks {
 }
 
 impl ColumnChunks {
+    /// The chunks of `plan` fetched into `buffer` over `fetched`, once the file is checked unchanged
+    /// since its metadata was read; the report is built from `log`.
+    fn read(
+        source: &ParquetSource,
+        plan: Arc<ReadPlan>,
+        buffer: AnyBuffer,
+        log: IoLog,
+        fetched: std::ops::Range<std::time::Instant>,
+        decode_threads: usize,
+    ) -> Result<Self> {
+        source.check_unchanged()?;
+        let report = ReadReport::build(&source.path().display().to_string(), &plan, &log);
+        Ok(ColumnChunks {
+            buffer,
+            fetched,
+            plan,
+            report,
+            log,
+            source: source.clone(),
+            decode_threads,
+        })
+    }
+
     /// The bytes: [`AnyBuffer::Device`] on a GPU path, [`AnyBuffer::Host`] on the host path. Chunk `c`
     /// of the plan lies at `c.dest_offset .. c.dest_offset + c.len`.
     pub fn buffer(&self) -> &AnyBuffer {

@@ -213,6 +213,11 @@ impl AnyBackend {
         !matches!(self.inner, Inner::Host(_))
     }
 
+    /// Puts the notes from choosing the backend before `log`'s own (every fetch's log carries them).
+    pub(crate) fn note_choice(&self, log: &mut IoLog) {
+        log.notes.splice(0..0, self.notes.iter().cloned());
+    }
+
     /// The staged backend, when that is what was chosen (for its stepped fetches).
     pub(crate) fn staged(&self) -> Option<&StagedBackend> {
         match &self.inner {
@@ -266,9 +271,7 @@ impl IoBackend for AnyBackend {
                 });
             }
         };
-        let mut notes = self.notes.clone();
-        notes.append(&mut log.notes);
-        log.notes = notes;
+        self.note_choice(&mut log);
         Ok(log)
     }
 }

@@ -265,7 +265,6 @@ impl StagedBackend {
         let t0 = Instant::now();
         let mut notes = Vec::new();
         let direct = plans.first().and_then(|p| self.open_direct(source, p, &mut notes));
-        let notes = notes;
         let feed = Feed::default();
         let abort = AtomicBool::new(false);
         let direct_failed = Mutex::new(None::<String>);
@@ -457,21 +456,13 @@ impl StepWorker<'_> {
                 if abort.load(Ordering::Relaxed) {
                     return Ok(());
                 }
-                let task = &step.plan.tasks[piece.task];
                 let slot = &mut w.slots[turn % nslots];
                 turn += 1;
                 let start = self.t0.elapsed();
-                let n = piece.len as usize;
-                let file_offset = task.offset + piece.offset;
-                let shift = in_page(file_offset);
                 // Waits (in the read) for the copy that last read this bounce buffer.
-                let reads = reading.read(piece.task, file_offset, &mut slot.buf, n)?;
-                step.dest.copy_from_pinned(
-                    task.dest_offset + piece.offset,
-                    &mut slot.buf,
-                    shift..shift + n,
-                    &w.stream,
-                )?;
+                let (reads, dest_offset, held) = reading.read_piece(piece, &mut slot.buf)?;
+                step.dest
+                    .copy_from_pinned(dest_offset, &mut slot.buf, held, &w.stream)?;
                 {
                     let mut copied = step.copied[self.me].lock().unwrap_or_else(|p| p.into_inner());
                     if copied.is_none() {
@@ -656,7 +647,6 @@ impl Job<'_> {
             let Some(piece) = pieces.get(next.fetch_add(1, Ordering::Relaxed)) else {
                 return Ok(());
             };
-            let t = &self.reading.plan.tasks[piece.task];
             // Mark finished copies first, so task end times are not held back until buffer reuse.
             for slot in w.slots.iter_mut() {
                 if let Some(p) = slot.pending
@@ -673,12 +663,9 @@ impl Job<'_> {
                 records[p].end = records[p].end.max(self.t0.elapsed());
             }
             let start = self.t0.elapsed();
-            let n = piece.len as usize;
-            let file_offset = t.offset + piece.offset;
-            let shift = in_page(file_offset);
-            let reads = self.reading.read(piece.task, file_offset, &mut slot.buf, n)?;
+            let (reads, dest_offset, held) = self.reading.read_piece(piece, &mut slot.buf)?;
             self.dest
-                .copy_from_pinned(t.dest_offset + piece.offset, &mut slot.buf, shift..shift + n, &w.stream)?;
+                .copy_from_pinned(dest_offset, &mut slot.buf, held, &w.stream)?;
             slot.pending = Some(records.len());
             records.push(TaskRecord {
                 task: piece.task,
@@ -694,6 +681,17 @@ impl Job<'_> {
 }
 
 impl PieceReader<'_> {
+    /// Reads `piece` into `buf`; returns the read calls made, where the piece goes in the destination,
+    /// and the range of `buf` that holds it.
+    fn read_piece(&self, piece: &Piece, buf: &mut PinnedBuffer) -> Result<(u64, u64, std::ops::Range<usize>)> {
+        let task = &self.plan.tasks[piece.task];
+        let n = piece.len as usize;
+        let file_offset = task.offset + piece.offset;
+        let shift = in_page(file_offset);
+        let reads = self.read(piece.task, file_offset, buf, n)?;
+        Ok((reads, task.dest_offset + piece.offset, shift..shift + n))
+    }
+
     /// Reads `n` bytes at `offset` into the start of `buf`; returns the number of read calls.
     fn read(&self, task: usize, offset: u64, buf: &mut PinnedBuffer, n: usize) -> Result<u64> {
         let location = || task_location(self.source, self.plan, task);
