@@ -379,11 +379,20 @@ pub(crate) fn fetch_step_per_call() -> bool {
     *ON.get_or_init(|| std::env::var("GPU_PARQUET_STEP_FETCH").is_ok_and(|v| v == "calls"))
 }
 
+/// Whether `GPU_PARQUET_SMALL_TRANSFERS=copy-engine` is set: a developer's switch, not a setting, that
+/// makes the GPU decoder move its descriptors and small results with `cuMemcpy`/`cuMemset` (the copy
+/// engines, queued behind the staged reads' copies) instead of its own kernels through mapped host
+/// memory (to compare the two in one run).
+pub(crate) fn small_transfers_on_copy_engine() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("GPU_PARQUET_SMALL_TRANSFERS").is_ok_and(|v| v == "copy-engine"))
+}
+
 impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
     /// place of their variables. The only environment read of the library besides the developer's
-    /// [`trace_fetches`] and [`fetch_step_per_call`] switches.
+    /// [`trace_fetches`], [`fetch_step_per_call`] and [`small_transfers_on_copy_engine`] switches.
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }

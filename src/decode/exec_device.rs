@@ -1,7 +1,7 @@
 //! The GPU executor: device memory on one stream, the NVRTC-compiled kernels, nvCOMP.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytemuck::Pod;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
@@ -11,12 +11,26 @@ use rayon::prelude::*;
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
 use crate::decode::layout::{ValidateItem, validate_codec, validate_status};
 use crate::error::{Error, Result};
-use crate::gpu::nvcomp::{Codec, DecompressItem, Nvcomp};
+use crate::gpu::nvcomp::{BatchTransfers, Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
-use crate::gpu::{DeviceBuffer, Stream, cuda_err, guard};
+use crate::gpu::{DeviceBuffer, MappedStaging, Stream, cuda_err, guard};
 
 /// Threads per block of the page kernels (one block per page).
 const PAGE_BLOCK: u32 = 256;
+
+/// Bytes of mapped host memory an executor moves its descriptors and small results through. A step
+/// of the whole plain benchmark file moves under 1 MiB at once; anything larger (host-decoded columns,
+/// bodies read back for the host decompressor) goes through the copy engines, where bandwidth matters.
+pub const STAGING_BYTES: usize = 4 << 20;
+
+/// Mapped host memory put aside by finished executors, for the next ones (allocating page-locked
+/// memory costs far more than a step's transfers).
+pub type StagingPool = Arc<Mutex<Vec<MappedStaging>>>;
+
+/// Blocks for the transfer kernels: enough to keep PCIe and memory busy, few enough to launch at once.
+fn transfer_grid(bytes: u64) -> u32 {
+    bytes.div_ceil(256 * 16).clamp(1, 1024) as u32
+}
 
 /// Runs a decode step on one GPU.
 #[derive(Debug)]
@@ -31,6 +45,9 @@ pub struct DeviceExecutor<'a> {
     peak_bytes: u64,
     /// Whether bodies are checked before nvCOMP sees them.
     precheck: bool,
+    /// Mapped host memory for small transfers (`None`: they go through the copy engines), and the pool
+    /// it returns to.
+    staging: Option<(MappedStaging, StagingPool)>,
 }
 
 impl<'a> DeviceExecutor<'a> {
@@ -51,7 +68,29 @@ impl<'a> DeviceExecutor<'a> {
             live_bytes: 0,
             peak_bytes: 0,
             precheck: true,
+            staging: None,
         }
+    }
+
+    /// Moves descriptors and small results through mapped host memory from `pool` (or new), with the
+    /// executor's own copy kernel, instead of the copy engines; put back into `pool` on drop. Stays on
+    /// the copy engines where no mapped memory can be had, or under `GPU_PARQUET_SMALL_TRANSFERS=copy-engine`.
+    pub fn with_staging(mut self, pool: &StagingPool) -> Self {
+        if crate::config::small_transfers_on_copy_engine() {
+            return self;
+        }
+        let reused = pool.lock().ok().and_then(|mut p| p.pop());
+        let staging = match reused {
+            Some(mut m) => m.reuse().ok().map(|_| m),
+            None => MappedStaging::new(self.stream.context(), STAGING_BYTES).ok(),
+        };
+        self.staging = staging.map(|m| (m, pool.clone()));
+        self
+    }
+
+    /// Queues `gp_copy_bytes(src, dst, n)`.
+    fn copy_kernel(&self, src: u64, dst: u64, n: u64) -> Result<()> {
+        self.launch_raw("gp_copy_bytes", transfer_grid(n), 256, &[Arg::U64(src), Arg::U64(dst), Arg::U64(n)])
     }
 
     /// Whether compressed bodies are checked on the GPU before nvCOMP sees them (default: yes).
@@ -86,6 +125,17 @@ impl<'a> DeviceExecutor<'a> {
         )
     }
 
+    /// A new allocation of `bytes` bytes (at least 1: every address handed out is a real one), not
+    /// zeroed.
+    fn alloc_uninit(&mut self, bytes: usize) -> Result<u64> {
+        let b = DeviceBuffer::<u8>::alloc_pooled(&self.stream, bytes.max(1))?;
+        let addr = b.device_address();
+        self.live_bytes += b.len() as u64;
+        self.peak_bytes = self.peak_bytes.max(self.live_bytes);
+        self.owned.insert(addr, b);
+        Ok(addr)
+    }
+
     fn launch_raw(&self, name: &str, grid: u32, block: u32, args: &[Arg]) -> Result<()> {
         if grid == 0 {
             return Ok(());
@@ -115,6 +165,32 @@ impl<'a> DeviceExecutor<'a> {
                 .map(|_| ())
                 .map_err(cuda_err(format!("launching {name}")))
         })
+    }
+}
+
+impl BatchTransfers for DeviceExecutor<'_> {
+    fn upload_words(&mut self, words: &[u64]) -> Result<u64> {
+        self.upload(words)
+    }
+
+    fn read_words(&mut self, addr: u64, count: usize) -> Result<Vec<u64>> {
+        self.read(addr, count)
+    }
+
+    fn release(&mut self, addr: u64) {
+        self.free(addr);
+    }
+}
+
+impl Drop for DeviceExecutor<'_> {
+    fn drop(&mut self) {
+        // The mapped memory goes back behind the work queued on it (the next user waits for that).
+        if let Some((mut staging, pool)) = self.staging.take()
+            && staging.set_aside(&self.stream).is_ok()
+            && let Ok(mut p) = pool.lock()
+        {
+            p.push(staging);
+        }
     }
 }
 
@@ -209,14 +285,26 @@ impl DeviceExecutor<'_> {
                 .sum();
             let mut buf = DeviceBuffer::<u8>::alloc_pooled(&self.stream, total as usize)?;
             let mut at = 0u64;
+            let mut copies: Vec<u64> = Vec::with_capacity(3 * misaligned.len());
             for &i in &misaligned {
                 let d = &items[i];
                 let (src, off) = self
                     .find(d.src, d.src_len as u64)
                     .ok_or_else(|| Self::outside(d.src, d.src_len as u64))?;
-                buf.copy_from_device(at as usize, src, off..off + d.src_len)?;
+                if self.staging.is_some() {
+                    // Checked inside its allocation by `find`; copied below by the SMs, in one launch.
+                    copies.extend([d.src, buf.device_address() + at, d.src_len as u64]);
+                } else {
+                    buf.copy_from_device(at as usize, src, off..off + d.src_len)?;
+                }
                 srcs[i] = buf.device_address() + at;
                 at += (d.src_len as u64).div_ceil(256) * 256;
+            }
+            if !copies.is_empty() {
+                let list = self.upload(&copies)?;
+                let n = misaligned.len() as u32;
+                self.launch_raw("gp_copy_batch", n, 256, &[Arg::U64(list), Arg::U32(n)])?;
+                self.free(list);
             }
             scratch = Some(buf);
         }
@@ -229,7 +317,12 @@ impl DeviceExecutor<'_> {
                 dst_capacity: items[i].dst_len,
             })
             .collect();
-        let out = nv.decompress(codec, &self.stream, &batch);
+        let stream = self.stream.clone();
+        let out = if self.staging.is_some() {
+            nv.decompress_with(codec, &stream, &batch, self)
+        } else {
+            nv.decompress(codec, &stream, &batch)
+        };
         drop(scratch);
         out
     }
@@ -239,18 +332,21 @@ impl Executor for DeviceExecutor<'_> {
     type Buffer = DeviceBuffer<u8>;
 
     fn alloc(&mut self, bytes: usize) -> Result<u64> {
-        // Never a zero-length allocation: every address handed out must be a real one.
-        let b = DeviceBuffer::<u8>::zeroed_pooled(&self.stream, bytes.max(1))?;
-        let addr = b.device_address();
-        self.live_bytes += b.len() as u64;
-        self.peak_bytes = self.peak_bytes.max(self.live_bytes);
-        self.owned.insert(addr, b);
+        let addr = self.alloc_uninit(bytes)?;
+        if self.staging.is_some() {
+            // Zeroed by a kernel: a cuMemset may run on a copy engine, behind the staged reads.
+            let n = bytes.max(1) as u64;
+            self.launch_raw("gp_fill_zero", transfer_grid(n), 256, &[Arg::U64(addr), Arg::U64(n)])?;
+        } else if let Some(b) = self.owned.get(&addr) {
+            b.clear()?;
+        }
         Ok(addr)
     }
 
     fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64> {
         let bytes: &[u8] = bytemuck::cast_slice(items);
-        let addr = self.alloc(bytes.len())?;
+        // Every byte is written next: no zeroing first.
+        let addr = self.alloc_uninit(bytes.len())?;
         self.write(addr, items)?;
         Ok(addr)
     }
@@ -262,13 +358,47 @@ impl Executor for DeviceExecutor<'_> {
             .range_mut(..=addr)
             .next_back()
             .ok_or_else(|| Self::outside(addr, bytes.len() as u64))?;
+        let inside = (addr - base).checked_add(bytes.len() as u64).is_some_and(|e| e <= buf.len() as u64);
+        if let Some((staging, _)) = self.staging.as_mut()
+            && inside
+            && !bytes.is_empty()
+            && bytes.len() <= staging.capacity()
+        {
+            let src = match staging.stage(bytes) {
+                Some(src) => src,
+                None => {
+                    staging.recycle(&self.stream)?;
+                    staging.stage(bytes).ok_or_else(|| Self::outside(addr, bytes.len() as u64))?
+                }
+            };
+            return self.copy_kernel(src, addr, bytes.len() as u64);
+        }
         buf.write_at((addr - base) as usize, bytes)
     }
 
     fn read<T: Pod>(&mut self, addr: u64, count: usize) -> Result<Vec<T>> {
         let len = (count * std::mem::size_of::<T>()) as u64;
         let (buf, off) = self.find(addr, len).ok_or_else(|| Self::outside(addr, len))?;
-        let bytes = buf.copy_range_to_host(off..off + len as usize)?;
+        let fits = self.staging.as_ref().is_some_and(|(m, _)| len > 0 && len as usize <= m.capacity());
+        if !fits {
+            let bytes = buf.copy_range_to_host(off..off + len as usize)?;
+            return Ok(bytemuck::pod_collect_to_vec(&bytes));
+        }
+        let Some((staging, _)) = self.staging.as_mut() else {
+            unreachable!("checked above")
+        };
+        let (at, dst) = match staging.reserve(len as usize) {
+            Some(r) => r,
+            None => {
+                staging.recycle(&self.stream)?;
+                staging.reserve(len as usize).ok_or_else(|| Self::outside(addr, len))?
+            }
+        };
+        self.copy_kernel(addr, dst, len)?;
+        let Some((staging, _)) = self.staging.as_mut() else {
+            unreachable!("checked above")
+        };
+        let bytes = staging.read_and_recycle(&self.stream, at, len as usize)?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde::Serialize;
 
 use crate::decode::exec::HostExecutor;
-use crate::decode::exec_device::DeviceExecutor;
+use crate::decode::exec_device::{DeviceExecutor, StagingPool};
 use crate::decode::kernels;
 use crate::decode::pipeline::{ColumnRoute, StepStats, decode_step, route_columns};
 use crate::decode::table::DeviceBatch;
@@ -66,6 +66,8 @@ pub struct GpuDecoder {
     nvcomp: std::result::Result<Arc<Nvcomp>, String>,
     setup: DecoderSetup,
     trust_compressed: bool,
+    /// Mapped host memory the steps' executors move their small transfers through, reused.
+    staging: StagingPool,
 }
 
 impl GpuDecoder {
@@ -101,6 +103,7 @@ impl GpuDecoder {
             nvcomp,
             setup,
             trust_compressed: options.trust_compressed,
+            staging: StagingPool::default(),
         })
     }
 
@@ -148,7 +151,8 @@ impl GpuDecoder {
             self.nvcomp.clone(),
             Some(chunks),
         )
-        .with_precheck(!self.trust_compressed);
+        .with_precheck(!self.trust_compressed)
+        .with_staging(&self.staging);
         let (batch, stats) = decode_step(
             &mut exec,
             source,

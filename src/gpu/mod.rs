@@ -28,7 +28,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 pub use context::{GpuContext, GpuInfo};
-pub use memory::{DeviceBuffer, DeviceWriter, Event, FillingBuffer, PinnedAlloc, PinnedBuffer, Stream};
+pub use memory::{DeviceBuffer, DeviceWriter, Event, FillingBuffer, MappedStaging, PinnedAlloc, PinnedBuffer, Stream};
 
 use crate::error::{Error, Result};
 use crate::panic_guard::panic_message;

@@ -840,6 +840,22 @@ impl Nvcomp {
         stream: &Stream,
         items: &[DecompressItem],
     ) -> Result<Vec<DecompressOutcome>> {
+        let mut transfers = CopyEngineTransfers {
+            stream,
+            buffers: Vec::new(),
+        };
+        self.decompress_with(codec, stream, items, &mut transfers)
+    }
+
+    /// [`Self::decompress`], moving the argument arrays and the results through `transfers` (the GPU
+    /// decoder's own, which keep off the copy engines). Same contract.
+    pub fn decompress_with(
+        &self,
+        codec: Codec,
+        stream: &Stream,
+        items: &[DecompressItem],
+        transfers: &mut dyn BatchTransfers,
+    ) -> Result<Vec<DecompressOutcome>> {
         let opts = self.backend.opts();
         let align = self.lib.required_alignments(codec, opts)?;
         check_items(codec, &align, items)?;
@@ -861,16 +877,32 @@ impl Nvcomp {
             words[3 * n + i] = it.dst_capacity as u64;
         }
         bytemuck::cast_slice_mut::<u64, i32>(&mut words[5 * n..])[..n].fill(STATUS_NOT_WRITTEN);
-        // Pool memory: a `cuMemFree` here would wait for the whole device, including the next step's
-        // reads still being copied in.
-        let args = DeviceBuffer::<u64>::from_host_pooled(stream, &words)?;
-        let at = |k: usize| args.device_address() + (k * n * 8) as u64;
+        let args = transfers.upload_words(&words)?;
+        let result = self.run_batch(codec, stream, (n, max_chunk, total), args, transfers);
+        transfers.release(args);
+        result
+    }
+
+    /// The batch of [`Self::decompress_with`] over its arguments at `args` (laid out as uploaded
+    /// there): `n` items, the largest output capacity and their sum.
+    fn run_batch(
+        &self,
+        codec: Codec,
+        stream: &Stream,
+        (n, max_chunk, total): (usize, usize, usize),
+        args: u64,
+        transfers: &mut dyn BatchTransfers,
+    ) -> Result<Vec<DecompressOutcome>> {
+        let opts = self.backend.opts();
+        let align = self.lib.required_alignments(codec, opts)?;
+        let status_words = n.div_ceil(2);
+        let at = |k: usize| args + (k * n * 8) as u64;
         let (src_ptrs, src_sizes, dst_ptrs, dst_caps, actual, statuses) = (at(0), at(1), at(2), at(3), at(4), at(5));
         let cu_stream = stream.cuda().cu_stream() as sys::cudaStream_t;
 
         stream.context().bind()?;
-        // SAFETY: the context is bound above; the arrays are `args`, n entries each, uploaded on
-        // `stream` (from_host waited for the copy); the chunks they point to are the caller's
+        // SAFETY: the context is bound above; the arrays are `args`, n entries each, uploaded in
+        // `stream`'s order and alive until this returns; the chunks they point to are the caller's
         // (see the contract in the docs), checked non-null and aligned by check_items.
         let temp_bytes = unsafe {
             self.lib.decompress_temp_size_sync(
@@ -887,8 +919,8 @@ impl Nvcomp {
         }
         stream.context().bind()?;
         // SAFETY: the context is bound; every array lies in `args` and the temporary memory in
-        // `temp`, both ordered on `stream` and alive until the copy below has waited for the batch
-        // (and their drops wait for the stream again); sources and destinations are the caller's
+        // `temp`, both ordered on `stream` and alive until the read below has waited for the batch
+        // (`args` is released after it, `temp`'s drop is ordered on the stream); sources and destinations are the caller's
         // (contract in the docs), checked non-empty, non-null and aligned.
         unsafe {
             self.lib.decompress_async(
@@ -906,8 +938,8 @@ impl Nvcomp {
                 cu_stream,
             )
         }?;
-        // Synchronises `stream`: the batch has finished when this returns.
-        let back = args.copy_range_to_host(4 * n..words.len())?;
+        // Waits for `stream`: the batch has finished when this returns.
+        let back = transfers.read_words(at(4), n + status_words)?;
         drop(temp);
         let statuses: &[i32] = &bytemuck::cast_slice::<u64, i32>(&back[n..])[..n];
         Ok(back[..n]
@@ -918,6 +950,47 @@ impl Nvcomp {
                 actual_len: len as usize,
             })
             .collect())
+    }
+}
+
+/// How [`Nvcomp::decompress_with`] moves a batch's argument arrays to the device and its results back.
+pub trait BatchTransfers {
+    /// Device memory, ordered on the batch's stream, holding `words`: its address.
+    fn upload_words(&mut self, words: &[u64]) -> Result<u64>;
+    /// `count` words at `addr` (inside an upload), once the work queued on the stream has finished.
+    fn read_words(&mut self, addr: u64, count: usize) -> Result<Vec<u64>>;
+    /// The upload at `addr` is no longer needed (its later uses are queued on the stream).
+    fn release(&mut self, addr: u64);
+}
+
+/// [`BatchTransfers`] through `cuMemcpy` (the copy engines).
+struct CopyEngineTransfers<'s> {
+    stream: &'s Stream,
+    buffers: Vec<DeviceBuffer<u64>>,
+}
+
+impl BatchTransfers for CopyEngineTransfers<'_> {
+    fn upload_words(&mut self, words: &[u64]) -> Result<u64> {
+        // Pool memory: a `cuMemFree` here would wait for the whole device, including the next step's
+        // reads still being copied in.
+        let b = DeviceBuffer::<u64>::from_host_pooled(self.stream, words)?;
+        let addr = b.device_address();
+        self.buffers.push(b);
+        Ok(addr)
+    }
+
+    fn read_words(&mut self, addr: u64, count: usize) -> Result<Vec<u64>> {
+        let b = self
+            .buffers
+            .iter()
+            .find(|b| addr >= b.device_address() && addr < b.device_address() + b.num_bytes() as u64)
+            .ok_or_else(|| Error::device("reading nvCOMP's results", "an address outside the upload"))?;
+        let first = ((addr - b.device_address()) / 8) as usize;
+        b.copy_range_to_host(first..first + count)
+    }
+
+    fn release(&mut self, addr: u64) {
+        self.buffers.retain(|b| b.device_address() != addr);
     }
 }
 
