@@ -29,9 +29,153 @@ __device__ inline u32 first_page_of(const PageDesc* pages, u32 n, u64 column) {
     return lo;
 }
 
+
+// The same walk, parallel: `walk_plain_byte_arrays` is one thread following the length prefixes, one
+// dependent load per value (a 20,000-value page took about 1.5 ms on the H200, the longest kernel of
+// a plain step). Here the stream is cut into ranges of WALK_RANGE bytes. For each range, the 32 lanes
+// of a warp each follow the chain of prefixes that would start at one of the range's first 32 bytes,
+// up to the range's end: where that chain leaves the range and how many values it passed. The true
+// chain enters a range at one of those bytes whenever the value crossing into it is shorter than 29
+// bytes, and chains from wrong starts mostly stop at once (a "length" read from text or from a length's
+// upper bytes runs past the end). Thread 0 then joins the ranges in order: the true start of each
+// range picks its lane's result (or, when the start lies past the first 32 bytes, thread 0 follows
+// the true chain through that range itself). Last, a thread per range walks its true chain again and
+// emits its values, whose indices the join counted. Ranges are handled WALK_TILE at a time.
+//
+// Same contract as walk_plain_byte_arrays when every value is found (returns NONE, emits each k once).
+// When the join finds the stream short, the sequential walk runs instead and gives the exact index of
+// the first missing value (its emits repeat the parallel ones with the same arguments).
+
+constexpr u32 WALK_RANGE = 512;
+constexpr u32 WALK_TILE = 64;
+constexpr u32 WALK_STOPPED = 0x80000000u;  // in a lane's count: the chain could not read another value
+
+struct ParWalkShared {
+    u32 exit[WALK_TILE * 32];  // per (range, lane): where the chain left the range (or stopped)
+    u32 cnt[WALK_TILE * 32];   // values it passed, | WALK_STOPPED
+    u32 start[WALK_TILE];      // the true chain's first start in the range
+    u32 kbase[WALK_TILE];      // index of that value
+    u32 n[WALK_TILE];          // values of the true chain starting in the range (0: none)
+    u32 cur, done_k, state;    // join's position and index; state: 0 running, 1 all found, 2 short
+};
+
+union WalkSpace {
+    WalkShared seq;
+    ParWalkShared par;
+};
+
+// Follows the chain from p up to `end` (or until a value cannot be read): returns the position it
+// left at and the values it passed (| WALK_STOPPED when it stopped).
+__device__ inline void follow_chain(const u8* base, u32 len, u32 p, u32 end, u32* out_p, u32* out_c) {
+    const u64 lo = (u64)base, hi = lo + len;
+    u32 c = 0;
+    while (p < end) {
+        if (len - p < 4) { c |= WALK_STOPPED; break; }
+        const u32 L = load_u32_in(lo + p, lo, hi);
+        if (L > len - p - 4) { c |= WALK_STOPPED; break; }
+        p += 4 + L;
+        c++;
+    }
+    *out_p = p;
+    *out_c = c;
+}
+
+template <typename Emit>
+__device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len64, u32 count, Emit emit) {
+    ParWalkShared& sh = space.par;
+    const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5, nwarps = blockDim.x >> 5;
+    const u32 len = len64 > 0xffffffffull ? 0xffffffffu : (u32)len64;
+    if (t == 0) {
+        sh.cur = 0;
+        sh.done_k = 0;
+        sh.state = count == 0 ? 1 : 0;
+    }
+    __syncthreads();
+    for (u64 tile = 0; sh.state == 0; tile += (u64)WALK_TILE * WALK_RANGE) {
+        if (tile >= len) {
+            // Every range joined and values are still missing.
+            __syncthreads();
+            if (t == 0) sh.state = 2;
+            __syncthreads();
+            break;
+        }
+        // Each lane's candidate chain, range by range.
+        for (u32 r = warp; r < WALK_TILE; r += nwarps) {
+            const u64 rs = tile + (u64)r * WALK_RANGE;
+            u32 e = 0, c = 0;
+            if (rs < len) {
+                const u32 re = len - rs > WALK_RANGE ? (u32)rs + WALK_RANGE : len;
+                const u64 p = rs + lane;
+                if (p < len) {
+                    follow_chain(base, len, (u32)p, re, &e, &c);
+                } else {
+                    e = len;
+                    c = WALK_STOPPED;
+                }
+            }
+            sh.exit[r * 32 + lane] = e;
+            sh.cnt[r * 32 + lane] = c;
+        }
+        __syncthreads();
+        // Join: the true chain through this tile's ranges.
+        if (t == 0) {
+            u32 p = sh.cur, k = sh.done_k, state = 0;
+            for (u32 r = 0; r < WALK_TILE; r++) {
+                const u64 rs = tile + (u64)r * WALK_RANGE;
+                sh.n[r] = 0;
+                if (state != 0 || rs >= len) continue;
+                if ((u64)p >= rs + WALK_RANGE) continue;  // no value starts in this range
+                const u32 off = p - (u32)rs;
+                u32 e, c;
+                if (off < 32) {
+                    e = sh.exit[r * 32 + off];
+                    c = sh.cnt[r * 32 + off];
+                } else {
+                    const u32 re = len - rs > WALK_RANGE ? (u32)rs + WALK_RANGE : len;
+                    follow_chain(base, len, p, re, &e, &c);
+                }
+                const u32 passed = c & ~WALK_STOPPED;
+                const u32 left = count - k;
+                sh.start[r] = p;
+                sh.kbase[r] = k;
+                sh.n[r] = passed < left ? passed : left;
+                if (passed >= left) {
+                    state = 1;
+                } else if (c & WALK_STOPPED) {
+                    state = 2;
+                }
+                k += sh.n[r];
+                p = e;
+            }
+            sh.cur = p;
+            sh.done_k = k;
+            sh.state = state;
+        }
+        __syncthreads();
+        if (sh.state != 2) {
+            // Emit: a thread per range walks the true chain again.
+            for (u32 r = t; r < WALK_TILE; r += blockDim.x) {
+                u32 p = sh.start[r], k = sh.kbase[r];
+                const u32 n = sh.n[r];
+                const u64 lo = (u64)base, hi = lo + len;
+                for (u32 i = 0; i < n; i++) {
+                    const u32 L = load_u32_in(lo + p, lo, hi);
+                    emit(k + i, p + 4, L);
+                    p += 4 + L;
+                }
+            }
+        }
+        __syncthreads();
+    }
+    const bool short_stream = sh.state == 2;
+    __syncthreads();
+    if (!short_stream) return NONE;
+    return walk_plain_byte_arrays(space.seq, base, len64, count, emit);
+}
+
 }  // namespace gpcore
 
-// Block per dictionary (grid n, block 256, no dynamic shared memory; 12 KiB static). Walks `count`
+// Block per dictionary (grid n, block 256, no dynamic shared memory; 16 KiB static). Walks `count`
 // plain byte arrays (u32 LE length + bytes) of a BYTE_ARRAY dictionary page and writes index[e] =
 // {offset of the bytes from data, length}. A value running past data_len: OVERRUN, detail = entry; the
 // entries before it are written.
@@ -42,9 +186,9 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictD
     DictDesc* d = &dicts[blockIdx.x];
     const DictDesc dd = *d;
     if (dd.error != 0) return;
-    __shared__ WalkShared walk;
+    __shared__ WalkSpace walk;
     DictEntry* index = (DictEntry*)dd.index;
-    const u32 fail = walk_plain_byte_arrays(walk, (const u8*)dd.data, dd.data_len, dd.count,
+    const u32 fail = walk_byte_arrays(walk, (const u8*)dd.data, dd.data_len, dd.count,
                                             [&](u32 k, u32 off, u32 len) {
                                                 DictEntry e;
                                                 e.offset = off;
@@ -54,7 +198,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictD
     if (threadIdx.x == 0 && fail != NONE) dict_error(d, ERR_OVERRUN, fail);
 }
 
-// Block per page (grid n, block 256, no dynamic shared memory; 12 KiB static); BYTE_ARRAY pages. For
+// Block per page (grid n, block 256, no dynamic shared memory; 16 KiB static); BYTE_ARRAY pages. For
 // the page's k-th present value writes str_src[row_start + k] (address of its bytes) and
 // str_len[row_start + k]: PLAIN walks the length-prefixed values (a value past values_len: OVERRUN,
 // detail k, the values before it written); PLAIN_DICTIONARY / RLE_DICTIONARY take the u32 index from
@@ -86,11 +230,11 @@ extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc*
     if (nn == 0) return;
     u64* src = (u64*)col.str_src + page.row_start;
     u32* lens = (u32*)col.str_len + page.row_start;
-    __shared__ WalkShared walk;
+    __shared__ WalkSpace walk;
     __shared__ unsigned long long first_bad;
     if (!dict) {
         const u64 values = page.values;
-        const u32 fail = walk_plain_byte_arrays(walk, (const u8*)values, page.values_len, nn,
+        const u32 fail = walk_byte_arrays(walk, (const u8*)values, page.values_len, nn,
                                                 [&](u32 k, u32 off, u32 len) {
                                                     src[k] = values + off;
                                                     lens[k] = len;

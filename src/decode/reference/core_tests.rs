@@ -1342,7 +1342,7 @@ fn kernels_match_references_on_large_pages() {
 /// Hand-built steps for the edges the written files do not reach.
 fn edge_step(case: u32) -> Step {
     let mut arena = Arena::new();
-    let (mut pages, mut cols, dicts) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pages, mut cols, mut dicts) = (Vec::new(), Vec::new(), Vec::new());
     let col_of = |arena: &mut Arena, physical: u32, type_len: u32, rows: u32, nullable: bool| {
         let mut col = ColumnDesc {
             num_rows: u64::from(rows),
@@ -1502,6 +1502,65 @@ fn edge_step(case: u32) -> Step {
             }
             assert!(arena.write(cols[0].str_src, &srcs) && arena.write(cols[0].str_len, &lens));
         }
+        5 => {
+            // PLAIN strings for the parallel walk (512-byte ranges, 64 to a tile): short values (every
+            // range entered in its first 32 bytes), 30-120 bytes (many entered later), values over a
+            // range long (ranges with no start), binary values full of small "lengths" (chains from
+            // wrong starts that survive), trailing bytes, a stream short by its last value across
+            // tiles, one ending exactly where its last full value does; the same streams as
+            // dictionaries.
+            let shapes: [(u32, fn(&mut Rng, u32) -> u32); 7] = [
+                (3000, |r, _| r.below(21) as u32),
+                (1500, |r, j| if j % 9 == 0 { 0 } else { 30 + r.below(91) as u32 }),
+                (90, |r, _| 600 + r.below(1400) as u32),
+                (2500, |r, _| 4 * r.below(8) as u32),
+                (4000, |r, _| 5 + r.below(13) as u32),
+                (3000, |r, _| r.below(60) as u32),
+                (2000, |r, _| 17 + r.below(3) as u32),
+            ];
+            let mut rng = Rng(5);
+            let rows: u32 = shapes.iter().map(|s| s.0).sum();
+            cols.push(col_of(&mut arena, pt::BYTE_ARRAY, 0, rows, false));
+            let mut row_start = 0;
+            for (k, (n, len_of)) in shapes.into_iter().enumerate() {
+                let mut body = vec![0u8; k % 4]; // unaligned starts
+                let mut last = 0;
+                for j in 0..n {
+                    let len = len_of(&mut rng, j);
+                    last = len;
+                    body.extend_from_slice(&len.to_le_bytes());
+                    for _ in 0..len {
+                        body.push(match k {
+                            3 => [1u8, 0, 0, 0][rng.below(4) as usize],
+                            _ => b'a' + rng.below(26) as u8,
+                        });
+                    }
+                }
+                let head = k % 4;
+                let mut values_len = (body.len() - head) as u64;
+                match k {
+                    4 => body.extend_from_slice(&[7, 0, 0, 0, 1, 2]), // trailing bytes, not values
+                    5 => values_len -= 1,                              // the last value is cut
+                    6 => values_len -= 4 + u64::from(last),            // the last value is missing
+                    _ => {}
+                }
+                let addr = arena.upload(&body);
+                let mut p = page(pt::BYTE_ARRAY, 0, n, 0, 0);
+                p.row_start = row_start;
+                p.values = addr + head as u64;
+                p.values_len = values_len;
+                pages.push(p);
+                row_start += n;
+                let count = if k == 6 { n } else { n.min(1500) };
+                dicts.push(DictDesc {
+                    data: p.values,
+                    data_len: values_len,
+                    index: arena.alloc(count as usize * 8),
+                    count,
+                    ..DictDesc::default()
+                });
+            }
+        }
         _ => unreachable!(),
     }
     Step {
@@ -1514,7 +1573,7 @@ fn edge_step(case: u32) -> Step {
 
 #[test]
 fn kernels_match_references_on_edge_steps() {
-    for case in 0..5 {
+    for case in 0..6 {
         if !kernels_match(&format!("edge step {case}"), || edge_step(case)) {
             return;
         }
@@ -1548,6 +1607,15 @@ fn edge_steps_reach_their_errors() {
     assert!(p.iter().all(|e| e.0.is_none()) && c == [0]);
     let (_, c) = errors(4);
     assert_eq!(c, [ErrorCode::OffsetOverflow as u32]);
+    let (p, _) = errors(5);
+    assert!(p[..5].iter().all(|e| e.0.is_none()), "{p:?}");
+    assert_eq!(p[5], (Some(ErrorCode::Overrun), 2999), "the last value is cut");
+    assert_eq!(p[6], (Some(ErrorCode::Overrun), 1999), "the last value is missing");
+    let mut step = edge_step(5);
+    run_core(&mut step);
+    let dicts: Vec<_> = step.dicts.iter().map(|d| (d.error, d.error_detail)).collect();
+    assert!(dicts[..6].iter().all(|d| d.0 == 0), "{dicts:?}");
+    assert_eq!(dicts[6], (ErrorCode::Overrun as u32, 1999));
 }
 
 /// A step of four columns whose page bodies, dictionaries and some descriptor fields are random:
