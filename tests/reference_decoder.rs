@@ -146,3 +146,54 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
     }
     assert!(host_routed > 0, "some columns went through arrow-rs");
 }
+
+/// Page headers are parsed in one pass once a step has shown how many pages its columns' chunks hold
+/// per byte; the first step, with small pages, runs out of room and counts first. Both decode equal to
+/// arrow-rs.
+#[test]
+fn page_headers_take_one_pass_once_the_hints_have_seen_a_step() {
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::record_batch::RecordBatch;
+    use gpu_parquet::decode::gpu::decode_reference_with;
+    use gpu_parquet::decode::pipeline::PageHints;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+
+    let n = 3000i64;
+    let ids = Int64Array::from_iter_values(0..n);
+    let names = StringArray::from_iter_values((0..n).map(|i| format!("name-{}", i % 97)));
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(ids) as arrow::array::ArrayRef),
+        ("name", Arc::new(names) as arrow::array::ArrayRef),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(100)
+        .set_write_batch_size(100)
+        .build();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+
+    let source = ParquetSource::open(file.path()).unwrap();
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let want = decode_fetched(&source, &plan, &fetched, 2).and_then(|t| t.concat()).unwrap();
+    let hints = PageHints::default();
+    for (run, passes_expected) in [(0, 3), (1, 1)] {
+        let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &hints).unwrap();
+        assert!(stats.columns.iter().all(|c| c.pages >= 30), "{:?}", stats.columns);
+        assert_eq!(passes, passes_expected, "run {run}: page-header passes");
+        let got = batch.to_host().unwrap();
+        assert_eq!(want, got, "run {run}");
+    }
+}

@@ -220,12 +220,22 @@ impl OwnedBuffer for crate::gpu::DeviceBuffer<u8> {
 #[derive(Debug, Default)]
 pub struct HostExecutor {
     arena: Arena,
+    /// Page-header passes run (`gp_page_headers` launches), for tests of the one-pass path.
+    header_passes: usize,
 }
 
 impl HostExecutor {
     /// An empty executor.
     pub fn new() -> Self {
-        HostExecutor { arena: Arena::new() }
+        HostExecutor {
+            arena: Arena::new(),
+            header_passes: 0,
+        }
+    }
+
+    /// Page-header passes run so far.
+    pub fn header_passes(&self) -> usize {
+        self.header_passes
     }
 
     fn missing(addr: u64, what: &str) -> Error {
@@ -276,6 +286,9 @@ impl Executor for HostExecutor {
     }
 
     fn launch(&mut self, kernel: Kernel) -> Result<()> {
+        if matches!(kernel, Kernel::PageHeaders { .. }) {
+            self.header_passes += 1;
+        }
         let a = &mut self.arena;
         match kernel {
             Kernel::PageHeaders { chunks, n, pages } => {

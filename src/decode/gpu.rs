@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::decode::exec::HostExecutor;
 use crate::decode::exec_device::{DeviceExecutor, StagingPool};
 use crate::decode::kernels;
-use crate::decode::pipeline::{ColumnRoute, StepStats, decode_step, route_columns};
+use crate::decode::pipeline::{ColumnRoute, PageHints, StepStats, decode_step, route_columns};
 use crate::decode::table::DeviceBatch;
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{Nvcomp, NvcompSearch};
@@ -68,6 +68,8 @@ pub struct GpuDecoder {
     trust_compressed: bool,
     /// Mapped host memory the steps' executors move their small transfers through, reused.
     staging: StagingPool,
+    /// Pages per chunk byte seen so far, per leaf column (one header pass where they hold).
+    page_hints: PageHints,
 }
 
 impl GpuDecoder {
@@ -104,6 +106,7 @@ impl GpuDecoder {
             setup,
             trust_compressed: options.trust_compressed,
             staging: StagingPool::default(),
+            page_hints: PageHints::default(),
         })
     }
 
@@ -162,6 +165,7 @@ impl GpuDecoder {
             &plan.row_groups,
             chunks.device_address(),
             host_threads,
+            &self.page_hints,
         )?;
         Ok((batch, stats, exec.peak_bytes()))
     }
@@ -174,8 +178,21 @@ pub fn decode_reference(
     plan: &ReadPlan,
     fetched: &Bytes,
 ) -> Result<(DeviceBatch<Vec<u8>>, StepStats)> {
+    // Fresh hints: headers are parsed in one pass only where a page per 32 KiB is room enough.
+    decode_reference_with(source, plan, fetched, &PageHints::default()).map(|(b, s, _)| (b, s))
+}
+
+/// [`decode_reference`] with `hints` carried over from earlier steps; also returns the page-header
+/// passes it ran (1 when the hints held, else 3: the pass that ran out of room, count, fill).
+pub fn decode_reference_with(
+    source: &ParquetSource,
+    plan: &ReadPlan,
+    fetched: &Bytes,
+    hints: &PageHints,
+) -> Result<(DeviceBatch<Vec<u8>>, StepStats, usize)> {
     let (schema, routes) = route_columns(source, &plan.columns)?;
     let mut exec = HostExecutor::new();
     let base = crate::decode::exec::Executor::upload(&mut exec, fetched.as_ref())?;
-    decode_step(&mut exec, source, &schema, &routes, plan, &plan.row_groups, base, 1)
+    let (batch, stats) = decode_step(&mut exec, source, &schema, &routes, plan, &plan.row_groups, base, 1, hints)?;
+    Ok((batch, stats, exec.header_passes()))
 }
