@@ -352,10 +352,7 @@ impl Reader {
                 .map(|rg| need.iter().find(|n| n.0 == *rg).map_or(0, |n| n.1))
                 .sum()
         };
-        let mut even = split_balanced(&need, steps as usize);
-        if self.decode_steps.is_none() && !decoder.has_compressed_floor(self) {
-            shorten_last_step(&mut even);
-        }
+        let even = split_balanced(&need, steps as usize);
         let cut = if even.iter().all(|g| bytes_of(g) <= share) {
             even
         } else {
@@ -364,13 +361,6 @@ impl Reader {
         let largest = cut.iter().map(bytes_of).max().unwrap_or(0).max(1);
         let in_flight = ((budget / largest) as usize).clamp(2, STEPS_IN_FLIGHT);
         Ok((cut, in_flight))
-    }
-}
-
-impl GpuDecoder {
-    /// Whether `reader`'s selection has compressed pages whose decode costs a floor per step.
-    fn has_compressed_floor(&self, reader: &Reader) -> bool {
-        longest_page_ns(reader.source.metadata(), &reader.plan.chunks, self.prechecks()) > 0.0
     }
 }
 
@@ -383,19 +373,6 @@ impl Reader {
         let longest = longest_page_ns(self.source.metadata(), &self.plan.chunks, decoder.prechecks());
         steps_for_latency(self.plan.dest_len, longest, self.decode_threads.unwrap_or(DECODERS))
     }
-}
-
-/// Splits the last step's row groups in two, the second a third of them (at least one): the decode
-/// left after the last read is then that third's, not a whole step's. For reads the reads bound (no
-/// compressed pages: a step's decode costs in proportion to its bytes); where nvCOMP's per-page
-/// latency sets a floor per step, one more step costs that floor again.
-pub(crate) fn shorten_last_step(steps: &mut Vec<Vec<usize>>) {
-    let Some(last) = steps.last_mut() else { return };
-    if last.len() < 2 {
-        return;
-    }
-    let tail = last.split_off(last.len() - (last.len() / 3).max(1));
-    steps.push(tail);
 }
 
 /// The GPU time a step costs at least, in nanoseconds: its longest compressed page, which nvCOMP (and
@@ -885,29 +862,5 @@ mod tests {
         assert_eq!(steps_for_latency(3 << 30, 1.0, 2), MIN_STEPS);
         // A huge floor still leaves two steps, so that reading overlaps decoding.
         assert_eq!(steps_for_latency(1 << 20, 1e12, 1), 2);
-    }
-
-    #[test]
-    fn the_last_step_is_cut_to_a_third() {
-        // The plain benchmark file's 50 row groups in 8 steps: the last 6 become 4 and 2.
-        let mut steps: Vec<Vec<usize>> = (0..8).map(|k| (k * 6..k * 6 + 6).collect()).collect();
-        steps[7].extend([48, 49]);
-        steps[7].truncate(6);
-        shorten_last_step(&mut steps);
-        assert_eq!(steps.len(), 9);
-        assert_eq!(steps[7], vec![42, 43, 44, 45]);
-        assert_eq!(steps[8], vec![46, 47]);
-        let all: Vec<usize> = steps.concat();
-        assert_eq!(all, (0..48).collect::<Vec<_>>(), "every row group once, in order");
-        // Two row groups: one each; one row group, or none: unchanged.
-        let mut two = vec![vec![0, 1]];
-        shorten_last_step(&mut two);
-        assert_eq!(two, vec![vec![0], vec![1]]);
-        let mut one = vec![vec![0], vec![1]];
-        shorten_last_step(&mut one);
-        assert_eq!(one, vec![vec![0], vec![1]]);
-        let mut none: Vec<Vec<usize>> = Vec::new();
-        shorten_last_step(&mut none);
-        assert!(none.is_empty());
     }
 }
