@@ -187,7 +187,9 @@ fn page_headers_take_one_pass_once_the_hints_have_seen_a_step() {
     )
     .unwrap();
     let fetched = host_fetch(&source, &plan, 2).buffer;
-    let want = decode_fetched(&source, &plan, &fetched, 2).and_then(|t| t.concat()).unwrap();
+    let want = decode_fetched(&source, &plan, &fetched, 2)
+        .and_then(|t| t.concat())
+        .unwrap();
     let hints = PageHints::default();
     for (run, passes_expected) in [(0, 3), (1, 1)] {
         let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &hints).unwrap();

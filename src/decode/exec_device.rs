@@ -90,7 +90,12 @@ impl<'a> DeviceExecutor<'a> {
 
     /// Queues `gp_copy_bytes(src, dst, n)`.
     fn copy_kernel(&self, src: u64, dst: u64, n: u64) -> Result<()> {
-        self.launch_raw("gp_copy_bytes", transfer_grid(n), 256, &[Arg::U64(src), Arg::U64(dst), Arg::U64(n)])
+        self.launch_raw(
+            "gp_copy_bytes",
+            transfer_grid(n),
+            256,
+            &[Arg::U64(src), Arg::U64(dst), Arg::U64(n)],
+        )
     }
 
     /// Whether compressed bodies are checked on the GPU before nvCOMP sees them (default: yes).
@@ -358,7 +363,9 @@ impl Executor for DeviceExecutor<'_> {
             .range_mut(..=addr)
             .next_back()
             .ok_or_else(|| Self::outside(addr, bytes.len() as u64))?;
-        let inside = (addr - base).checked_add(bytes.len() as u64).is_some_and(|e| e <= buf.len() as u64);
+        let inside = (addr - base)
+            .checked_add(bytes.len() as u64)
+            .is_some_and(|e| e <= buf.len() as u64);
         if let Some((staging, _)) = self.staging.as_mut()
             && inside
             && !bytes.is_empty()
@@ -368,7 +375,9 @@ impl Executor for DeviceExecutor<'_> {
                 Some(src) => src,
                 None => {
                     staging.recycle(&self.stream)?;
-                    staging.stage(bytes).ok_or_else(|| Self::outside(addr, bytes.len() as u64))?
+                    staging
+                        .stage(bytes)
+                        .ok_or_else(|| Self::outside(addr, bytes.len() as u64))?
                 }
             };
             return self.copy_kernel(src, addr, bytes.len() as u64);
@@ -379,7 +388,10 @@ impl Executor for DeviceExecutor<'_> {
     fn read<T: Pod>(&mut self, addr: u64, count: usize) -> Result<Vec<T>> {
         let len = (count * std::mem::size_of::<T>()) as u64;
         let (buf, off) = self.find(addr, len).ok_or_else(|| Self::outside(addr, len))?;
-        let fits = self.staging.as_ref().is_some_and(|(m, _)| len > 0 && len as usize <= m.capacity());
+        let fits = self
+            .staging
+            .as_ref()
+            .is_some_and(|(m, _)| len > 0 && len as usize <= m.capacity());
         if !fits {
             let bytes = buf.copy_range_to_host(off..off + len as usize)?;
             return Ok(bytemuck::pod_collect_to_vec(&bytes));

@@ -193,6 +193,16 @@ pub fn decode_reference_with(
     let (schema, routes) = route_columns(source, &plan.columns)?;
     let mut exec = HostExecutor::new();
     let base = crate::decode::exec::Executor::upload(&mut exec, fetched.as_ref())?;
-    let (batch, stats) = decode_step(&mut exec, source, &schema, &routes, plan, &plan.row_groups, base, 1, hints)?;
+    let (batch, stats) = decode_step(
+        &mut exec,
+        source,
+        &schema,
+        &routes,
+        plan,
+        &plan.row_groups,
+        base,
+        1,
+        hints,
+    )?;
     Ok((batch, stats, exec.header_passes()))
 }

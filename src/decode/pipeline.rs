@@ -324,9 +324,10 @@ pub fn decode_step<E: Executor>(
             let p = exec.alloc(total as usize * std::mem::size_of::<PageInfo>())?;
             exec.launch(Kernel::PageHeaders { chunks: d, n, pages: p })?;
             let filled: Vec<ChunkDesc> = exec.read(d, descs.len())?;
-            let overflow = filled.iter().zip(&descs).any(|(c, want)| {
-                c.error == ErrorCode::TooManyPages as u32 && c.page_count == want.page_capacity
-            });
+            let overflow = filled
+                .iter()
+                .zip(&descs)
+                .any(|(c, want)| c.error == ErrorCode::TooManyPages as u32 && c.page_count == want.page_capacity);
             if !overflow {
                 let infos: Vec<PageInfo> = exec.read(p, total as usize)?;
                 one_pass = Some((filled, infos));
@@ -1155,7 +1156,13 @@ fn count_then_fill<E: Executor>(
     exec.free(d);
     for (i, c) in filled.iter().enumerate() {
         if c.error == 0 && c.page_count != descs[i].page_capacity {
-            return Err(corrupt(source, gpu, &chunks[i], None, ErrorCode::TooManyPages.describe()));
+            return Err(corrupt(
+                source,
+                gpu,
+                &chunks[i],
+                None,
+                ErrorCode::TooManyPages.describe(),
+            ));
         }
     }
     Ok((filled, infos))

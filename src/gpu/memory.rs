@@ -847,10 +847,8 @@ impl MappedStaging {
             ctx.bind()?;
             // SAFETY: cuMemHostAlloc returns fresh memory of len bytes, owned by the returned value and
             // freed once in Drop. DEVICEMAP: the device may read and write it; PORTABLE: from any context.
-            let ptr = unsafe {
-                cu::malloc_host(len, sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP)
-            }
-            .map_err(cuda_err(format!("cuMemHostAlloc of {len} mapped bytes")))?;
+            let ptr = unsafe { cu::malloc_host(len, sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+                .map_err(cuda_err(format!("cuMemHostAlloc of {len} mapped bytes")))?;
             let mut device: sys::CUdeviceptr = 0;
             // SAFETY: ptr is the mapped allocation just made; the driver writes one address into `device`.
             let got = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, ptr, 0) }

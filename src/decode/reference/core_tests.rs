@@ -1509,7 +1509,8 @@ fn edge_step(case: u32) -> Step {
             // wrong starts that survive), trailing bytes, a stream short by its last value across
             // tiles, one ending exactly where its last full value does; the same streams as
             // dictionaries.
-            let shapes: [(u32, fn(&mut Rng, u32) -> u32); 7] = [
+            type LenOf = fn(&mut Rng, u32) -> u32;
+            let shapes: [(u32, LenOf); 7] = [
                 (3000, |r, _| r.below(21) as u32),
                 (1500, |r, j| if j % 9 == 0 { 0 } else { 30 + r.below(91) as u32 }),
                 (90, |r, _| 600 + r.below(1400) as u32),
@@ -1540,8 +1541,8 @@ fn edge_step(case: u32) -> Step {
                 let mut values_len = (body.len() - head) as u64;
                 match k {
                     4 => body.extend_from_slice(&[7, 0, 0, 0, 1, 2]), // trailing bytes, not values
-                    5 => values_len -= 1,                              // the last value is cut
-                    6 => values_len -= 4 + u64::from(last),            // the last value is missing
+                    5 => values_len -= 1,                             // the last value is cut
+                    6 => values_len -= 4 + u64::from(last),           // the last value is missing
                     _ => {}
                 }
                 let addr = arena.upload(&body);
