@@ -190,11 +190,14 @@ impl BatchTransfers for DeviceExecutor<'_> {
 impl Drop for DeviceExecutor<'_> {
     fn drop(&mut self) {
         // The mapped memory goes back behind the work queued on it (the next user waits for that).
-        if let Some((mut staging, pool)) = self.staging.take()
-            && staging.set_aside(&self.stream).is_ok()
-            && let Ok(mut p) = pool.lock()
-        {
-            p.push(staging);
+        if let Some((mut staging, pool)) = self.staging.take() {
+            if staging.set_aside(&self.stream).is_err() {
+                // No event behind the work: wait for the stream itself before anyone reuses or frees it.
+                let _ = self.stream.synchronize();
+            }
+            if let Ok(mut p) = pool.lock() {
+                p.push(staging);
+            }
         }
     }
 }
@@ -396,21 +399,25 @@ impl Executor for DeviceExecutor<'_> {
             let bytes = buf.copy_range_to_host(off..off + len as usize)?;
             return Ok(bytemuck::pod_collect_to_vec(&bytes));
         }
-        let Some((staging, _)) = self.staging.as_mut() else {
-            unreachable!("checked above")
+        // The range lies inside an allocation of the step (found above): the SMs copy it into a fresh
+        // region of the mapped memory, which is read once the stream has finished.
+        let region = match self.staging.as_mut() {
+            Some((staging, _)) => match staging.reserve(len as usize) {
+                Some(r) => Some(r),
+                None => {
+                    staging.recycle(&self.stream)?;
+                    staging.reserve(len as usize)
+                }
+            },
+            None => None,
         };
-        let (at, dst) = match staging.reserve(len as usize) {
-            Some(r) => r,
-            None => {
-                staging.recycle(&self.stream)?;
-                staging.reserve(len as usize).ok_or_else(|| Self::outside(addr, len))?
-            }
-        };
+        let (at, dst) = region.ok_or_else(|| Self::outside(addr, len))?;
         self.copy_kernel(addr, dst, len)?;
-        let Some((staging, _)) = self.staging.as_mut() else {
-            unreachable!("checked above")
+        let stream = self.stream.clone();
+        let bytes = match self.staging.as_mut() {
+            Some((staging, _)) => staging.read_and_recycle(&stream, at, len as usize)?,
+            None => return Err(Self::outside(addr, len)),
         };
-        let bytes = staging.read_and_recycle(&self.stream, at, len as usize)?;
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 
