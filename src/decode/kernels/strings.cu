@@ -32,31 +32,39 @@ __device__ inline u32 first_page_of(const PageDesc* pages, u32 n, u64 column) {
 
 // The same walk, parallel: `walk_plain_byte_arrays` is one thread following the length prefixes, one
 // dependent load per value (a 20,000-value page took about 1.5 ms on the H200, the longest kernel of
-// a plain step). Here the stream is cut into ranges of WALK_RANGE bytes. For each range, the 32 lanes
-// of a warp each follow the chain of prefixes that would start at one of the range's first 32 bytes,
-// up to the range's end: where that chain leaves the range and how many values it passed. The true
-// chain enters a range at one of those bytes whenever the value crossing into it is shorter than 29
-// bytes, and chains from wrong starts mostly stop at once (a "length" read from text or from a length's
-// upper bytes runs past the end). Thread 0 then joins the ranges in order: the true start of each
-// range picks its lane's result (or, when the start lies past the first 32 bytes, thread 0 follows
-// the true chain through that range itself). Last, a thread per range walks its true chain again and
-// emits its values, whose indices the join counted. Ranges are handled WALK_TILE at a time.
+// a plain step). Here the stream is cut into ranges of WALK_RANGE bytes, WALK_TILE ranges at a time,
+// one thread per range:
+// 1. Each thread tabulates, for each of its range's first 32 bytes taken as a value's start, the chain
+//    of prefixes from there to the range's end: values passed, and where it leaves (as an offset into
+//    the next range's first 32 bytes, FAR beyond them, or STOPPED where a value could not be read).
+//    Candidates are taken from the last byte down, so a chain whose first value ends inside the 32
+//    bytes takes the rest from the entry already made there: the true chain is walked about once, and
+//    a chain from a wrong start mostly stops at its first prefix (a "length" read from text, or from a
+//    length's upper bytes, runs past the end).
+// 2. Thread 0 joins the ranges in order: the true chain enters a range at one of those bytes whenever
+//    the value crossing into it is under 29 bytes; otherwise (and after FAR) it follows the true chain
+//    through that range itself.
+// 3. Each thread emits its range's values, whose indices the join counted.
 //
 // Same contract as walk_plain_byte_arrays when every value is found (returns NONE, emits each k once).
 // When the join finds the stream short, the sequential walk runs instead and gives the exact index of
 // the first missing value (its emits repeat the parallel ones with the same arguments).
 
 constexpr u32 WALK_RANGE = 512;
-constexpr u32 WALK_TILE = 64;
-constexpr u32 WALK_STOPPED = 0x80000000u;  // in a lane's count: the chain could not read another value
+constexpr u32 WALK_TILE = 256;
+constexpr u32 WALK_CANDIDATES = 32;
+// A candidate's table entry (u16): values passed in bits 0-7 (at most WALK_RANGE / 4), the offset of
+// its exit into the next range in bits 8-12, and two flags.
+constexpr u32 CAND_FAR = 0x4000u;      // the exit lies past the next range's first 32 bytes
+constexpr u32 CAND_STOPPED = 0x8000u;  // a value could not be read: the chain ends in the range
+constexpr u32 WALK_STOPPED = 0x80000000u;  // follow_chain's count: the chain stopped
 
 struct ParWalkShared {
-    u32 exit[WALK_TILE * 32];  // per (range, lane): where the chain left the range (or stopped)
-    u32 cnt[WALK_TILE * 32];   // values it passed, | WALK_STOPPED
-    u32 start[WALK_TILE];      // the true chain's first start in the range
-    u32 kbase[WALK_TILE];      // index of that value
-    u32 n[WALK_TILE];          // values of the true chain starting in the range (0: none)
-    u32 cur, done_k, state;    // join's position and index; state: 0 running, 1 all found, 2 short
+    u16 table[WALK_CANDIDATES * WALK_TILE];  // [candidate][range]: conflict-free for a warp's ranges
+    u32 start[WALK_TILE];                    // the true chain's first start in the range
+    u32 kbase[WALK_TILE];                    // index of that value
+    u32 n[WALK_TILE];                        // values of the true chain starting in the range (0: none)
+    u32 cur, done_k, state;                  // join's position and index; 0 running, 1 all found, 2 short
 };
 
 union WalkSpace {
@@ -80,6 +88,12 @@ __device__ inline void follow_chain(const u8* base, u32 len, u32 p, u32 end, u32
     *out_c = c;
 }
 
+// The table entry for a chain that left range [.., re) at `exit` having passed `passed` values.
+__device__ inline u32 cand_exit(u32 passed, u32 exit, u32 re) {
+    const u32 off = exit - re;
+    return passed | (off < WALK_CANDIDATES ? off << 8 : CAND_FAR);
+}
+
 // Asks for the 128-byte line holding p in L1 without waiting for it (nothing in the CPU emulation).
 __device__ inline void prefetch_line(const u8* p) {
 #ifdef __CUDA_ARCH__
@@ -97,8 +111,9 @@ __device__ inline void prefetch_span(const u8* base, u32 len, u64 from, u64 to) 
 template <typename Emit>
 __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len64, u32 count, Emit emit) {
     ParWalkShared& sh = space.par;
-    const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5, nwarps = blockDim.x >> 5;
+    const u32 t = threadIdx.x;
     const u32 len = len64 > 0xffffffffull ? 0xffffffffu : (u32)len64;
+    const u64 lo = (u64)base, hi = lo + len;
     if (t == 0) {
         sh.cur = 0;
         sh.done_k = 0;
@@ -113,56 +128,77 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
             __syncthreads();
             break;
         }
-        // The tile's lines requested at once: the chains' loads then hit L1 instead of waiting for
-        // memory one line after another.
         prefetch_span(base, len, tile, tile + (u64)WALK_TILE * WALK_RANGE + 4);
-        // Each lane's candidate chain, range by range.
-        for (u32 r = warp; r < WALK_TILE; r += nwarps) {
-            const u64 rs = tile + (u64)r * WALK_RANGE;
-            u32 e = 0, c = 0;
-            if (rs < len) {
-                const u32 re = len - rs > WALK_RANGE ? (u32)rs + WALK_RANGE : len;
-                const u64 p = rs + lane;
-                if (p < len) {
-                    follow_chain(base, len, (u32)p, re, &e, &c);
+        // 1. Each range's candidates, from the last byte of its window down.
+        for (u32 r = t; r < WALK_TILE; r += blockDim.x) {
+            const u64 rs64 = tile + (u64)r * WALK_RANGE;
+            if (rs64 >= len) continue;
+            const u32 rs = (u32)rs64;
+            const u32 re = len - rs > WALK_RANGE ? rs + WALK_RANGE : len;
+            for (u32 c = WALK_CANDIDATES; c-- > 0;) {
+                const u64 p64 = (u64)rs + c;
+                u32 e;
+                if (p64 >= re) {
+                    // Past a short last range's end: no value starts here.
+                    e = p64 < len ? cand_exit(0, (u32)p64, re) : CAND_STOPPED;
                 } else {
-                    e = len;
-                    c = WALK_STOPPED;
+                    const u32 p = (u32)p64;
+                    const u32 L = len - p < 4 ? 0xffffffffu : load_u32_in(lo + p, lo, hi);
+                    if (len - p < 4 || L > len - p - 4) {
+                        e = CAND_STOPPED;
+                    } else {
+                        const u32 q = p + 4 + L;  // > p, so its entry (if in the window) is made
+                        if (q < rs + WALK_CANDIDATES) {
+                            e = (u32)sh.table[(q - rs) * WALK_TILE + r] + 1;
+                        } else if (q >= re) {
+                            e = cand_exit(1, q, re);
+                        } else {
+                            u32 x, k;
+                            follow_chain(base, len, q, re, &x, &k);
+                            e = (k & WALK_STOPPED) ? (CAND_STOPPED | ((k & 0xff) + 1)) : cand_exit(k + 1, x, re);
+                        }
+                    }
                 }
+                sh.table[c * WALK_TILE + r] = (u16)e;
             }
-            sh.exit[r * 32 + lane] = e;
-            sh.cnt[r * 32 + lane] = c;
         }
         __syncthreads();
-        // Join: the true chain through this tile's ranges.
+        // 2. Join: the true chain through this tile's ranges.
         if (t == 0) {
             u32 p = sh.cur, k = sh.done_k, state = 0;
             for (u32 r = 0; r < WALK_TILE; r++) {
-                const u64 rs = tile + (u64)r * WALK_RANGE;
+                const u64 rs64 = tile + (u64)r * WALK_RANGE;
                 sh.n[r] = 0;
-                if (state != 0 || rs >= len) continue;
-                if ((u64)p >= rs + WALK_RANGE) continue;  // no value starts in this range
-                const u32 off = p - (u32)rs;
-                u32 e, c;
-                if (off < 32) {
-                    e = sh.exit[r * 32 + off];
-                    c = sh.cnt[r * 32 + off];
+                if (state != 0 || rs64 >= len) continue;
+                if ((u64)p >= rs64 + WALK_RANGE) continue;  // no value starts in this range
+                const u32 rs = (u32)rs64;
+                const u32 re = len - rs > WALK_RANGE ? rs + WALK_RANGE : len;
+                const u32 off = p - rs;
+                u32 passed, exit;
+                bool stopped;
+                const u32 e = off < WALK_CANDIDATES ? sh.table[off * WALK_TILE + r] : CAND_FAR;
+                if (off < WALK_CANDIDATES && (e & CAND_FAR) == 0) {
+                    passed = e & 0xff;
+                    stopped = (e & CAND_STOPPED) != 0;
+                    exit = re + ((e >> 8) & 31);
                 } else {
-                    const u32 re = len - rs > WALK_RANGE ? (u32)rs + WALK_RANGE : len;
-                    follow_chain(base, len, p, re, &e, &c);
+                    // Entered past the window, or leaving far: follow the true chain through the range.
+                    u32 c;
+                    follow_chain(base, len, p, re, &exit, &c);
+                    passed = c & ~WALK_STOPPED;
+                    stopped = (c & WALK_STOPPED) != 0;
                 }
-                const u32 passed = c & ~WALK_STOPPED;
                 const u32 left = count - k;
                 sh.start[r] = p;
                 sh.kbase[r] = k;
                 sh.n[r] = passed < left ? passed : left;
                 if (passed >= left) {
                     state = 1;
-                } else if (c & WALK_STOPPED) {
+                } else if (stopped) {
                     state = 2;
                 }
                 k += sh.n[r];
-                p = e;
+                p = exit;
             }
             sh.cur = p;
             sh.done_k = k;
@@ -170,11 +206,10 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
         }
         __syncthreads();
         if (sh.state != 2) {
-            // Emit: a thread per range walks the true chain again.
+            // 3. Emit: a thread per range walks the true chain again.
             for (u32 r = t; r < WALK_TILE; r += blockDim.x) {
-                u32 p = sh.start[r], k = sh.kbase[r];
-                const u32 n = sh.n[r];
-                const u64 lo = (u64)base, hi = lo + len;
+                u32 p = sh.start[r];
+                const u32 k = sh.kbase[r], n = sh.n[r];
                 for (u32 i = 0; i < n; i++) {
                     const u32 L = load_u32_in(lo + p, lo, hi);
                     emit(k + i, p + 4, L);
@@ -192,7 +227,7 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
 
 }  // namespace gpcore
 
-// Block per dictionary (grid n, block 256, no dynamic shared memory; 16 KiB static). Walks `count`
+// Block per dictionary (grid n, block 256, no dynamic shared memory; 20 KiB static). Walks `count`
 // plain byte arrays (u32 LE length + bytes) of a BYTE_ARRAY dictionary page and writes index[e] =
 // {offset of the bytes from data, length}. A value running past data_len: OVERRUN, detail = entry; the
 // entries before it are written.
@@ -215,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictD
     if (threadIdx.x == 0 && fail != NONE) dict_error(d, ERR_OVERRUN, fail);
 }
 
-// Block per page (grid n, block 256, no dynamic shared memory; 16 KiB static); BYTE_ARRAY pages. For
+// Block per page (grid n, block 256, no dynamic shared memory; 20 KiB static); BYTE_ARRAY pages. For
 // the page's k-th present value writes str_src[row_start + k] (address of its bytes) and
 // str_len[row_start + k]: PLAIN walks the length-prefixed values (a value past values_len: OVERRUN,
 // detail k, the values before it written); PLAIN_DICTIONARY / RLE_DICTIONARY take the u32 index from
