@@ -111,6 +111,11 @@ __device__ inline void coop_copy(u8* __restrict__ dst, const u8* __restrict__ sr
     for (u64 i = (nvec << 4) + lane; i < rest; i += nlanes) dt[i] = st[i];
 }
 
+// One thread copies n bytes (short values).
+__device__ inline void copy_bytes(u8* dst, const u8* src, u64 n) {
+    for (u64 i = 0; i < n; i++) dst[i] = src[i];
+}
+
 // ---- block scans over u64 ----
 
 // Block-wide exclusive prefix sum of one u64 per thread (blockDim.x a multiple of 32). `scratch`

@@ -463,29 +463,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
             }
         }
         const bool long_value = copy && len > 32;
-        // Short values: the warp copies their bytes together, lane b taking bytes b, b + 32, ... of
-        // their concatenation, so that neighbouring lanes read and write neighbouring bytes (a value a
-        // lane, byte by byte, made each store instruction touch 32 scattered places).
-        const u32 slen = copy && !long_value ? len : 0;
-        u32 incl = slen;
-        for (u32 o = 1; o < 32; o <<= 1) {
-            const u32 y = __shfl_up_sync(FULL_MASK, incl, o);
-            if (lane >= o) incl += y;
-        }
-        const u32 excl = incl - slen, total = __shfl_sync(FULL_MASK, incl, 31);
-        for (u32 b0 = 0; b0 < total; b0 += 32) {
-            const u32 b = b0 + lane;
-            // The byte's value: the last lane whose share starts at or before it (a lane with nothing
-            // to copy shares its start with the next lane, which comes later, so it is never chosen
-            // for a byte inside a share).
-            u32 j = 0;
-            for (u32 step = 16; step > 0; step >>= 1) {
-                if (__shfl_sync(FULL_MASK, excl, j + step) <= b) j += step;
-            }
-            const u64 s = __shfl_sync(FULL_MASK, src, j), d = __shfl_sync(FULL_MASK, dst, j);
-            const u32 at = b - __shfl_sync(FULL_MASK, excl, j);
-            if (b < total) ((u8*)d)[at] = ((const u8*)s)[at];
-        }
+        if (copy && !long_value) copy_bytes((u8*)dst, (const u8*)src, len);
         u32 m = __ballot_sync(FULL_MASK, long_value);
         while (m) {
             const u32 l = __ffs(m) - 1;
