@@ -50,18 +50,17 @@ __device__ inline u32 first_page_of(const PageDesc* pages, u32 n, u64 column) {
 // When the join finds the stream short, the sequential walk runs instead and gives the exact index of
 // the first missing value (its emits repeat the parallel ones with the same arguments).
 
-constexpr u32 WALK_RANGE = 2048;
+constexpr u32 WALK_RANGE = 512;
 constexpr u32 WALK_TILE = 256;
 constexpr u32 WALK_CANDIDATES = 32;
-// A candidate's table entry: values passed in bits 0-15 (at most WALK_RANGE / 4), the offset of its
-// exit into the next range in bits 16-20, and two flags.
-constexpr u32 CAND_COUNT = 0xffffu;
-constexpr u32 CAND_FAR = 0x40000000u;      // the exit lies past the next range's first 32 bytes
-constexpr u32 CAND_STOPPED = 0x80000000u;  // a value could not be read: the chain ends in the range
+// A candidate's table entry (u16): values passed in bits 0-7 (at most WALK_RANGE / 4), the offset of
+// its exit into the next range in bits 8-12, and two flags.
+constexpr u32 CAND_FAR = 0x4000u;      // the exit lies past the next range's first 32 bytes
+constexpr u32 CAND_STOPPED = 0x8000u;  // a value could not be read: the chain ends in the range
 constexpr u32 WALK_STOPPED = 0x80000000u;  // follow_chain's count: the chain stopped
 
 struct ParWalkShared {
-    u32 table[WALK_CANDIDATES * WALK_TILE];  // [candidate][range]: conflict-free for a warp's ranges
+    u16 table[WALK_CANDIDATES * WALK_TILE];  // [candidate][range]: conflict-free for a warp's ranges
     u32 start[WALK_TILE];                    // the true chain's first start in the range
     u32 kbase[WALK_TILE];                    // index of that value
     u32 n[WALK_TILE];                        // values of the true chain starting in the range (0: none)
@@ -92,7 +91,7 @@ __device__ inline void follow_chain(const u8* base, u32 len, u32 p, u32 end, u32
 // The table entry for a chain that left range [.., re) at `exit` having passed `passed` values.
 __device__ inline u32 cand_exit(u32 passed, u32 exit, u32 re) {
     const u32 off = exit - re;
-    return passed | (off < WALK_CANDIDATES ? off << 16 : CAND_FAR);
+    return passed | (off < WALK_CANDIDATES ? off << 8 : CAND_FAR);
 }
 
 // Asks for the 128-byte line holding p in L1 without waiting for it (nothing in the CPU emulation).
@@ -150,17 +149,17 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
                     } else {
                         const u32 q = p + 4 + L;  // > p, so its entry (if in the window) is made
                         if (q < rs + WALK_CANDIDATES) {
-                            e = sh.table[(q - rs) * WALK_TILE + r] + 1;
+                            e = (u32)sh.table[(q - rs) * WALK_TILE + r] + 1;
                         } else if (q >= re) {
                             e = cand_exit(1, q, re);
                         } else {
                             u32 x, k;
                             follow_chain(base, len, q, re, &x, &k);
-                            e = (k & WALK_STOPPED) ? (CAND_STOPPED | ((k & CAND_COUNT) + 1)) : cand_exit(k + 1, x, re);
+                            e = (k & WALK_STOPPED) ? (CAND_STOPPED | ((k & 0xff) + 1)) : cand_exit(k + 1, x, re);
                         }
                     }
                 }
-                sh.table[c * WALK_TILE + r] = e;
+                sh.table[c * WALK_TILE + r] = (u16)e;
             }
         }
         __syncthreads();
@@ -179,9 +178,9 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
                 bool stopped;
                 const u32 e = off < WALK_CANDIDATES ? sh.table[off * WALK_TILE + r] : CAND_FAR;
                 if (off < WALK_CANDIDATES && (e & CAND_FAR) == 0) {
-                    passed = e & CAND_COUNT;
+                    passed = e & 0xff;
                     stopped = (e & CAND_STOPPED) != 0;
-                    exit = re + ((e >> 16) & 31);
+                    exit = re + ((e >> 8) & 31);
                 } else {
                     // Entered past the window, or leaving far: follow the true chain through the range.
                     u32 c;
@@ -228,7 +227,7 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
 
 }  // namespace gpcore
 
-// Block per dictionary (grid n, block 256, no dynamic shared memory; 36 KiB static). Walks `count`
+// Block per dictionary (grid n, block 256, no dynamic shared memory; 20 KiB static). Walks `count`
 // plain byte arrays (u32 LE length + bytes) of a BYTE_ARRAY dictionary page and writes index[e] =
 // {offset of the bytes from data, length}. A value running past data_len: OVERRUN, detail = entry; the
 // entries before it are written.
@@ -251,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictD
     if (threadIdx.x == 0 && fail != NONE) dict_error(d, ERR_OVERRUN, fail);
 }
 
-// Block per page (grid n, block 256, no dynamic shared memory; 36 KiB static); BYTE_ARRAY pages. For
+// Block per page (grid n, block 256, no dynamic shared memory; 20 KiB static); BYTE_ARRAY pages. For
 // the page's k-th present value writes str_src[row_start + k] (address of its bytes) and
 // str_len[row_start + k]: PLAIN walks the length-prefixed values (a value past values_len: OVERRUN,
 // detail k, the values before it written); PLAIN_DICTIONARY / RLE_DICTIONARY take the u32 index from
