@@ -1749,6 +1749,104 @@ fn random_pages_never_panic() {
     }
 }
 
+/// A step of one required BYTE_ARRAY column whose PLAIN pages are long streams of random values
+/// (several of the string walk's tiles), each of the same bytes also walked as a dictionary: lengths
+/// from one of five shapes (short, short and long mixed, binary bodies full of small "lengths", all
+/// empty, any up to 600 bytes), and, for some pages, damage: the stream cut anywhere, or one length
+/// prefix overwritten with a random value.
+fn random_string_step(seed: u64) -> Step {
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5eed);
+    let mut arena = Arena::new();
+    let shapes = 1 + rng.below(3) as usize;
+    let mut bodies = Vec::new();
+    for _ in 0..shapes {
+        let n = 500 + rng.below(12_000) as u32;
+        let shape = rng.below(5);
+        let mut body = vec![0u8; rng.below(4) as usize];
+        let head = body.len();
+        let mut prefixes = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let len = match shape {
+                0 => rng.below(24),
+                1 => {
+                    if rng.below(8) == 0 {
+                        300 + rng.below(3000)
+                    } else {
+                        rng.below(40)
+                    }
+                }
+                2 => 4 * rng.below(6),
+                3 => 0,
+                _ => rng.below(600),
+            } as u32;
+            prefixes.push(body.len());
+            body.extend_from_slice(&len.to_le_bytes());
+            for _ in 0..len {
+                body.push(if shape == 2 {
+                    [0u8, 1, 2, 0][rng.below(4) as usize]
+                } else {
+                    rng.next() as u8
+                });
+            }
+        }
+        let mut values_len = (body.len() - head) as u64;
+        match rng.below(4) {
+            0 => values_len = rng.below(values_len + 1),
+            1 => {
+                let at = prefixes[rng.below(n as u64) as usize];
+                let v = (rng.next() as u32) >> (rng.below(32) as u32);
+                body[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            _ => {}
+        }
+        bodies.push((n, head, body, values_len));
+    }
+    let rows: u32 = bodies.iter().map(|b| b.0).sum();
+    let mut col = ColumnDesc {
+        num_rows: u64::from(rows),
+        dense_width: 4,
+        physical: pt::BYTE_ARRAY,
+        ..ColumnDesc::default()
+    };
+    alloc_column(&mut arena, &mut col, false);
+    let (mut pages, mut dicts) = (Vec::new(), Vec::new());
+    let mut row_start = 0;
+    for (n, head, body, values_len) in bodies {
+        let addr = arena.upload(&body);
+        pages.push(PageDesc {
+            num_values: n,
+            physical: pt::BYTE_ARRAY,
+            values: addr + head as u64,
+            values_len,
+            row_start,
+            ..PageDesc::default()
+        });
+        dicts.push(DictDesc {
+            data: addr + head as u64,
+            data_len: values_len,
+            index: arena.alloc(n as usize * 8),
+            count: n,
+            ..DictDesc::default()
+        });
+        row_start += n;
+    }
+    Step {
+        arena,
+        pages,
+        cols: vec![col],
+        dicts,
+    }
+}
+
+#[test]
+fn kernels_match_references_on_random_string_streams() {
+    for seed in 0..12 {
+        if !kernels_match(&format!("random string step {seed}"), || random_string_step(seed)) {
+            return;
+        }
+    }
+}
+
 #[test]
 fn kernels_match_references_on_random_pages() {
     for seed in 0..40 {
