@@ -1089,7 +1089,6 @@ fn check_pages<E: Executor>(
     Ok(())
 }
 
-/// A chunk's header-pass outcome: an error names the page by its header offset.
 /// How many pages to expect per byte of each leaf column's chunks, learnt from the steps decoded so far
 /// (a reader's steps cut the same columns), so that page headers are parsed in one pass.
 #[derive(Debug, Default)]
@@ -1168,6 +1167,7 @@ fn count_then_fill<E: Executor>(
     Ok((filled, infos))
 }
 
+/// A chunk's header-pass outcome: an error names the page by its header offset.
 fn check_chunk(c: &ChunkDesc, ch: &ChunkPages, gpu: &[(usize, GpuLeaf)], source: &ParquetSource) -> Result<()> {
     if c.error == 0 {
         return Ok(());

@@ -878,23 +878,23 @@ impl Nvcomp {
         }
         bytemuck::cast_slice_mut::<u64, i32>(&mut words[5 * n..])[..n].fill(STATUS_NOT_WRITTEN);
         let args = transfers.upload_words(&words)?;
-        let result = self.run_batch(codec, stream, (n, max_chunk, total), args, transfers);
+        let result = self.run_batch(codec, stream, &align, (n, max_chunk, total), args, transfers);
         transfers.release(args);
         result
     }
 
     /// The batch of [`Self::decompress_with`] over its arguments at `args` (laid out as uploaded
-    /// there): `n` items, the largest output capacity and their sum.
+    /// there): `n` items, the largest output capacity and their sum; `align`, the codec's.
     fn run_batch(
         &self,
         codec: Codec,
         stream: &Stream,
+        align: &sys::nvcompAlignmentRequirements_t,
         (n, max_chunk, total): (usize, usize, usize),
         args: u64,
         transfers: &mut dyn BatchTransfers,
     ) -> Result<Vec<DecompressOutcome>> {
         let opts = self.backend.opts();
-        let align = self.lib.required_alignments(codec, opts)?;
         let status_words = n.div_ceil(2);
         let at = |k: usize| args + (k * n * 8) as u64;
         let (src_ptrs, src_sizes, dst_ptrs, dst_caps, actual, statuses) = (at(0), at(1), at(2), at(3), at(4), at(5));
@@ -920,8 +920,9 @@ impl Nvcomp {
         stream.context().bind()?;
         // SAFETY: the context is bound; every array lies in `args` and the temporary memory in
         // `temp`, both ordered on `stream` and alive until the read below has waited for the batch
-        // (`args` is released after it, `temp`'s drop is ordered on the stream); sources and destinations are the caller's
-        // (contract in the docs), checked non-empty, non-null and aligned.
+        // (`args` is released after it, `temp`'s drop is ordered on the stream); sources and
+        // destinations are the caller's (contract in the docs), checked non-empty, non-null and
+        // aligned.
         unsafe {
             self.lib.decompress_async(
                 codec,
