@@ -98,6 +98,50 @@ impl<'a> DeviceExecutor<'a> {
         )
     }
 
+    /// Writes `bytes` at `addr` through the mapped memory (staged there, copied by the SMs, in
+    /// stream order). `false`, with nothing done, without mapped memory, when they exceed it, or when
+    /// `addr` is not inside an owned allocation (the copy-engine path then says why).
+    fn write_staged(&mut self, addr: u64, bytes: &[u8]) -> Result<bool> {
+        let inside = self.owned.range(..=addr).next_back().is_some_and(|(&base, b)| {
+            (addr - base)
+                .checked_add(bytes.len() as u64)
+                .is_some_and(|e| e <= b.len() as u64)
+        });
+        if bytes.is_empty() || !inside {
+            return Ok(false);
+        }
+        let Some((mut staging, pool)) = self.staging.take() else {
+            return Ok(false);
+        };
+        let done = staging.stage(&self.stream, bytes).and_then(|src| match src {
+            Some(src) => self.copy_kernel(src, addr, bytes.len() as u64).map(|_| true),
+            None => Ok(false),
+        });
+        self.staging = Some((staging, pool));
+        done
+    }
+
+    /// `len` bytes at `addr` through the mapped memory: copied there by the SMs, read once the stream
+    /// has finished. `None` without mapped memory, when they exceed it, or when the range is not inside
+    /// an allocation of the step (the copy-engine path then says why).
+    fn read_staged(&mut self, addr: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        if len == 0 || self.staging.is_none() || self.find(addr, len).is_none() {
+            return Ok(None);
+        }
+        let Some((mut staging, pool)) = self.staging.take() else {
+            return Ok(None);
+        };
+        let read = (|| {
+            let Some((at, dst)) = staging.reserve(&self.stream, len as usize)? else {
+                return Ok(None);
+            };
+            self.copy_kernel(addr, dst, len)?;
+            staging.read_and_recycle(&self.stream, at, len as usize).map(Some)
+        })();
+        self.staging = Some((staging, pool));
+        read
+    }
+
     /// Whether compressed bodies are checked on the GPU before nvCOMP sees them (default: yes).
     pub fn with_precheck(mut self, on: bool) -> Self {
         self.precheck = on;
@@ -361,62 +405,25 @@ impl Executor for DeviceExecutor<'_> {
 
     fn write<T: Pod>(&mut self, addr: u64, items: &[T]) -> Result<()> {
         let bytes: &[u8] = bytemuck::cast_slice(items);
+        if self.write_staged(addr, bytes)? {
+            return Ok(());
+        }
         let (&base, buf) = self
             .owned
             .range_mut(..=addr)
             .next_back()
             .ok_or_else(|| Self::outside(addr, bytes.len() as u64))?;
-        let inside = (addr - base)
-            .checked_add(bytes.len() as u64)
-            .is_some_and(|e| e <= buf.len() as u64);
-        if let Some((staging, _)) = self.staging.as_mut()
-            && inside
-            && !bytes.is_empty()
-            && bytes.len() <= staging.capacity()
-        {
-            let src = match staging.stage(bytes) {
-                Some(src) => src,
-                None => {
-                    staging.recycle(&self.stream)?;
-                    staging
-                        .stage(bytes)
-                        .ok_or_else(|| Self::outside(addr, bytes.len() as u64))?
-                }
-            };
-            return self.copy_kernel(src, addr, bytes.len() as u64);
-        }
         buf.write_at((addr - base) as usize, bytes)
     }
 
     fn read<T: Pod>(&mut self, addr: u64, count: usize) -> Result<Vec<T>> {
         let len = (count * std::mem::size_of::<T>()) as u64;
-        let (buf, off) = self.find(addr, len).ok_or_else(|| Self::outside(addr, len))?;
-        let fits = self
-            .staging
-            .as_ref()
-            .is_some_and(|(m, _)| len > 0 && len as usize <= m.capacity());
-        if !fits {
-            let bytes = buf.copy_range_to_host(off..off + len as usize)?;
-            return Ok(bytemuck::pod_collect_to_vec(&bytes));
-        }
-        // The range lies inside an allocation of the step (found above): the SMs copy it into a fresh
-        // region of the mapped memory, which is read once the stream has finished.
-        let region = match self.staging.as_mut() {
-            Some((staging, _)) => match staging.reserve(len as usize) {
-                Some(r) => Some(r),
-                None => {
-                    staging.recycle(&self.stream)?;
-                    staging.reserve(len as usize)
-                }
-            },
-            None => None,
-        };
-        let (at, dst) = region.ok_or_else(|| Self::outside(addr, len))?;
-        self.copy_kernel(addr, dst, len)?;
-        let stream = self.stream.clone();
-        let bytes = match self.staging.as_mut() {
-            Some((staging, _)) => staging.read_and_recycle(&stream, at, len as usize)?,
-            None => return Err(Self::outside(addr, len)),
+        let bytes = match self.read_staged(addr, len)? {
+            Some(bytes) => bytes,
+            None => {
+                let (buf, off) = self.find(addr, len).ok_or_else(|| Self::outside(addr, len))?;
+                buf.copy_range_to_host(off..off + len as usize)?
+            }
         };
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }

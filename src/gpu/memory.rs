@@ -871,11 +871,6 @@ impl MappedStaging {
         })
     }
 
-    /// Bytes in all.
-    pub fn capacity(&self) -> usize {
-        self.len
-    }
-
     /// The next free region of `len` bytes: its offset, or `None` when it does not fit.
     fn take_region(&mut self, len: usize) -> Option<usize> {
         let at = self.used.next_multiple_of(STAGING_ALIGN);
@@ -886,22 +881,39 @@ impl MappedStaging {
         })
     }
 
-    /// Copies `bytes` into a fresh region; the device address of its copy, or `None` when it does
-    /// not fit until the next recycle.
-    pub fn stage(&mut self, bytes: &[u8]) -> Option<u64> {
-        let at = self.take_region(bytes.len())?;
+    /// A fresh region of `len` bytes: when the rest does not hold it, first waits for `stream` (on
+    /// which every use of the regions handed out was queued) and makes every region free. Its offset,
+    /// or `None` when `len` exceeds the capacity.
+    fn region(&mut self, stream: &Stream, len: usize) -> Result<Option<usize>> {
+        if len > self.len {
+            return Ok(None);
+        }
+        if let Some(at) = self.take_region(len) {
+            return Ok(Some(at));
+        }
+        stream.synchronize()?;
+        self.used = 0;
+        Ok(self.take_region(len))
+    }
+
+    /// Copies `bytes` into a fresh region (see [`Self::reserve`] for when it waits for `stream`): the
+    /// device address of its copy, or `None` when they exceed the capacity.
+    pub fn stage(&mut self, stream: &Stream, bytes: &[u8]) -> Result<Option<u64>> {
+        let Some(at) = self.region(stream, bytes.len())? else {
+            return Ok(None);
+        };
         // SAFETY: at..at + bytes.len() lies inside the allocation (take_region checked it) and was never
-        // handed out since the last recycle, which waited for every kernel that used the memory; so no
-        // queued work reads or writes it, and &mut self excludes other host access.
+        // handed out since the regions were last made free, which waited for every kernel that used
+        // the memory; so no queued work reads or writes it, and &mut self excludes other host access.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(at), bytes.len()) };
-        Some(self.device + at as u64)
+        Ok(Some(self.device + at as u64))
     }
 
     /// A fresh region of `len` bytes for the device to write: its offset and device address, or
-    /// `None` when it does not fit until the next recycle.
-    pub fn reserve(&mut self, len: usize) -> Option<(usize, u64)> {
-        let at = self.take_region(len)?;
-        Some((at, self.device + at as u64))
+    /// `None` when `len` exceeds the capacity. When the rest of the memory does not hold it, this first
+    /// waits for `stream`, on which every use of the regions handed out was queued, and frees them all.
+    pub fn reserve(&mut self, stream: &Stream, len: usize) -> Result<Option<(usize, u64)>> {
+        Ok(self.region(stream, len)?.map(|at| (at, self.device + at as u64)))
     }
 
     /// Waits for `stream`, on which every use of the regions handed out was queued, then returns the
@@ -921,13 +933,6 @@ impl MappedStaging {
         let out = unsafe { std::slice::from_raw_parts(self.ptr.add(offset), len) }.to_vec();
         self.used = 0;
         Ok(out)
-    }
-
-    /// Waits for `stream`, on which every use of the regions was queued, and makes every region free.
-    pub fn recycle(&mut self, stream: &Stream) -> Result<()> {
-        stream.synchronize()?;
-        self.used = 0;
-        Ok(())
     }
 
     /// Puts the memory aside behind `stream`'s queued work: [`Self::reuse`] waits for it.
