@@ -388,11 +388,26 @@ pub(crate) fn small_transfers_on_copy_engine() -> bool {
     *ON.get_or_init(|| std::env::var("GPU_PARQUET_SMALL_TRANSFERS").is_ok_and(|v| v == "copy-engine"))
 }
 
+/// Whether Snappy pages go to the decoder's own `gp_unsnap` rather than nvCOMP: by default where
+/// nvCOMP did not load (pre-check and nvCOMP were measured faster on the H200: 34.8 against 42.2 ms of
+/// kernels for the snappy benchmark file in one step). `GPU_PARQUET_SNAPPY=gp_unsnap` or `=nvcomp`, a
+/// developer's switch, chooses one, to compare the two in one run.
+pub(crate) fn snappy_on_own_kernel(nvcomp_loaded: bool) -> bool {
+    static CHOICE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let choice = *CHOICE.get_or_init(|| match std::env::var("GPU_PARQUET_SNAPPY").as_deref() {
+        Ok("gp_unsnap") => Some(true),
+        Ok("nvcomp") => Some(false),
+        _ => None,
+    });
+    choice.unwrap_or(!nvcomp_loaded)
+}
+
 impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
     /// place of their variables. The only environment read of the library besides the developer's
-    /// [`trace_fetches`], [`fetch_step_per_call`] and [`small_transfers_on_copy_engine`] switches.
+    /// [`trace_fetches`], [`fetch_step_per_call`], [`small_transfers_on_copy_engine`] and
+    /// [`snappy_on_own_kernel`] switches.
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }

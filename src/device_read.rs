@@ -50,6 +50,20 @@ const FETCHES: usize = 1;
 /// the pre-check took 41 ns before it staged its bytes in shared memory).
 const NVCOMP_NS_PER_BYTE: f64 = 25.0;
 const PRECHECK_NS_PER_BYTE: f64 = 29.0;
+/// `gp_unsnap` (the decoder's own Snappy kernel, a block per page) per compressed byte of the longest
+/// page: 42.2 ms of ncu time for the snappy benchmark file in one step, whose longest page is 972,546
+/// bytes (H200, 2026-12-01).
+const UNSNAP_NS_PER_BYTE: f64 = 43.0;
+/// Which decoders a step's compressed pages go to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageDecoders {
+    /// nvCOMP loaded (else the host decompresses, but for Snappy under `own_snappy`).
+    pub nvcomp: bool,
+    /// Snappy and LZ4 bodies are walked by the pre-check before nvCOMP.
+    pub prechecked: bool,
+    /// Snappy goes to `gp_unsnap`.
+    pub own_snappy: bool,
+}
 /// Staged reads while decoding runs, as measured in the pipeline on the H200 (345 MB steps in 7.5-8 ms).
 const PIPELINE_READ_BYTES_PER_NS: f64 = 45.0;
 /// Data pages are assumed this long where no offset index says (writers' usual limit).
@@ -367,10 +381,12 @@ impl Reader {
 impl Reader {
     /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection).
     fn steps_for_latency(&self, decoder: &GpuDecoder) -> u64 {
-        if !decoder.has_nvcomp() {
-            return MIN_STEPS;
-        }
-        let longest = longest_page_ns(self.source.metadata(), &self.plan.chunks, decoder.prechecks());
+        let decoders = PageDecoders {
+            nvcomp: decoder.has_nvcomp(),
+            prechecked: decoder.prechecks(),
+            own_snappy: decoder.snappy_on_own_kernel(),
+        };
+        let longest = longest_page_ns(self.source.metadata(), &self.plan.chunks, decoders);
         steps_for_latency(self.plan.dest_len, longest, self.decode_threads.unwrap_or(DECODERS))
     }
 }
@@ -379,15 +395,20 @@ impl Reader {
 /// the pre-check, for Snappy and LZ4 bodies when `prechecked`) give to one warp. Zero without
 /// compressed pages. A dictionary page's size is its chunk's start to its first data page; data pages'
 /// come from the offset index, or are taken as [`ASSUMED_PAGE_BYTES`] (capped at the chunk) without one.
-pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], prechecked: bool) -> f64 {
+pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], decoders: PageDecoders) -> f64 {
     use parquet::basic::Compression;
     let mut longest = 0f64;
     for c in chunks {
         let chunk = meta.row_group(c.row_group).column(c.column);
-        let walked = match chunk.compression() {
+        let per_byte = match chunk.compression() {
             Compression::UNCOMPRESSED => continue,
-            Compression::SNAPPY | Compression::LZ4 | Compression::LZ4_RAW => prechecked,
-            _ => false,
+            Compression::SNAPPY if decoders.own_snappy => UNSNAP_NS_PER_BYTE,
+            // Decompressed on the host: no GPU floor.
+            _ if !decoders.nvcomp => continue,
+            Compression::SNAPPY | Compression::LZ4 | Compression::LZ4_RAW if decoders.prechecked => {
+                NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE
+            }
+            _ => NVCOMP_NS_PER_BYTE,
         };
         let dictionary = (chunk.data_page_offset() - crate::metadata::chunk_start(chunk)).max(0) as u64;
         let data = match meta.page_index().and_then(|p| p.offset_index(c.row_group, c.column)) {
@@ -399,7 +420,6 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], pre
                 .unwrap_or(0),
             None => ASSUMED_PAGE_BYTES.min(chunk.compressed_size().max(0) as u64),
         };
-        let per_byte = NVCOMP_NS_PER_BYTE + if walked { PRECHECK_NS_PER_BYTE } else { 0.0 };
         longest = longest.max(dictionary.max(data) as f64 * per_byte);
     }
     longest
@@ -838,15 +858,33 @@ mod tests {
 
     #[test]
     fn only_compressed_pages_set_a_floor_and_the_pre_check_raises_it() {
+        let with = |nvcomp, prechecked, own_snappy| PageDecoders {
+            nvcomp,
+            prechecked,
+            own_snappy,
+        };
         let (plain, plan) = chunks_of("testdata/flat_plain.parquet");
-        assert_eq!(longest_page_ns(plain.metadata(), &plan.chunks, true), 0.0);
+        assert_eq!(
+            longest_page_ns(plain.metadata(), &plan.chunks, with(true, true, false)),
+            0.0
+        );
         let (snappy, plan) = chunks_of("testdata/flat_snappy_dict.parquet");
-        let trusted = longest_page_ns(snappy.metadata(), &plan.chunks, false);
-        let checked = longest_page_ns(snappy.metadata(), &plan.chunks, true);
+        let trusted = longest_page_ns(snappy.metadata(), &plan.chunks, with(true, false, false));
+        let checked = longest_page_ns(snappy.metadata(), &plan.chunks, with(true, true, false));
         assert!(trusted > 0.0, "{trusted}");
         let ratio = checked / trusted;
         let want = (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE) / NVCOMP_NS_PER_BYTE;
         assert!((ratio - want).abs() < 1e-9, "{ratio} against {want}");
+        // Our own Snappy kernel sets its own floor, with or without nvCOMP; the host sets none.
+        let own = longest_page_ns(snappy.metadata(), &plan.chunks, with(false, true, true));
+        assert!(
+            (own / trusted - UNSNAP_NS_PER_BYTE / NVCOMP_NS_PER_BYTE).abs() < 1e-9,
+            "{own}"
+        );
+        assert_eq!(
+            longest_page_ns(snappy.metadata(), &plan.chunks, with(false, true, false)),
+            0.0
+        );
     }
 
     #[test]

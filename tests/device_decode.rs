@@ -186,6 +186,75 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
     drop(bodies);
 }
 
+/// `gp_unsnap` gives the host reference's status on valid, cut and flipped bodies (Parquet-like pages of
+/// 1 MiB among them), and where it passes exactly the `snap` crate's bytes; each body and each output
+/// in an allocation of its own, the output exactly the declared size (so a read or write past either
+/// is an error under compute-sanitizer).
+#[test]
+fn snappy_decoder_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::layout::UnsnapItem;
+    use gpu_parquet::decode::reference::unsnap::{kernel_cases, unsnap_one};
+    let Some(ctx) = gpu() else { return };
+    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "unsnap_check", None).expect("kernels");
+    let f = m.function("gp_unsnap").expect("kernel");
+    let stream = Stream::new(&ctx).expect("stream");
+    let cases = kernel_cases(1 << 20);
+    let alloc = |bytes: &[u8], len: usize| {
+        if bytes.is_empty() {
+            DeviceBuffer::<u8>::zeroed(&stream, len.max(1)).expect("alloc")
+        } else {
+            DeviceBuffer::from_host(&stream, bytes).expect("upload")
+        }
+    };
+    let bodies: Vec<DeviceBuffer<u8>> = cases.iter().map(|(_, b)| alloc(b, 0)).collect();
+    let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(&[], *want as usize)).collect();
+    let items: Vec<UnsnapItem> = cases
+        .iter()
+        .zip(bodies.iter().zip(&outs))
+        .map(|((want, body), (src, dst))| UnsnapItem {
+            src: src.device_address(),
+            src_len: body.len() as u64,
+            dst: dst.device_address(),
+            dst_len: *want,
+            status: u32::MAX,
+            reserved: 0,
+        })
+        .collect();
+    let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
+    let (addr, n) = (dev.device_address(), items.len() as u32);
+    let mut b = stream.cuda().launch_builder(&f);
+    b.arg(&addr).arg(&n);
+    // SAFETY: the kernel reads `n` items at `addr` (exactly that many were uploaded), each item's
+    // `src_len` bytes at its `src` and writes at most `dst_len` bytes at its `dst`: allocations of that
+    // many bytes (at least 1) that live until the copies below have waited for the launch; it writes
+    // the items' statuses.
+    unsafe {
+        b.launch(LaunchConfig {
+            grid_dim: (n, 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+    .expect("launch");
+    let back: Vec<UnsnapItem> = bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"));
+    let mut passed = 0;
+    for (i, (got, (want, body))) in back.iter().zip(&cases).enumerate() {
+        let (status, bytes) = unsnap_one(body, *want);
+        assert_eq!(got.status, status, "case {i}: {} bytes declaring {want}", body.len());
+        if let Some(bytes) = bytes {
+            passed += 1;
+            let out = outs[i].copy_to_host().expect("copy");
+            let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
+            assert!(
+                first_diff.is_none(),
+                "case {i}: first wrong byte {first_diff:?} of {want}"
+            );
+        }
+    }
+    assert!(passed > 50, "{passed} of {} passed", cases.len());
+    drop((bodies, outs));
+}
+
 #[test]
 fn gpu_decode_equals_arrow_rs_and_the_references_on_every_file() {
     let Some(_ctx) = gpu() else { return };

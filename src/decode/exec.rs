@@ -143,8 +143,8 @@ pub struct Decompress {
 /// Where a batch of pages was decompressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecompressedOn {
-    /// On the GPU by nvCOMP.
-    Gpu,
+    /// On the GPU, by the named decoder (`nvCOMP`, or `gp_unsnap` for Snappy).
+    Gpu(&'static str),
     /// On the host (and uploaded), with the reason.
     Host(String),
 }

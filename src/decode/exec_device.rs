@@ -9,7 +9,7 @@ use parquet::basic::Compression;
 use rayon::prelude::*;
 
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
-use crate::decode::layout::{ValidateItem, validate_codec, validate_status};
+use crate::decode::layout::{UnsnapItem, ValidateItem, validate_codec, validate_status};
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{BatchTransfers, Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
@@ -279,6 +279,13 @@ fn validate_codec_of(codec: Compression) -> Option<u32> {
     })
 }
 
+/// Orders page bodies longest first. A body's decoder (ours, the pre-check's walk, nvCOMP's) is a warp
+/// or a block following one chain through it, so the step's time is at least its longest body's; the
+/// blocks of a launch start in order, so the longest bodies go first rather than in a later wave.
+fn longest_first(todo: &mut [usize], items: &[Decompress]) {
+    todo.sort_by_key(|&i| std::cmp::Reverse(items[i].src_len));
+}
+
 impl DeviceExecutor<'_> {
     /// Runs `gp_validate_compressed` over `items[todo]`; the indices that failed, with their statuses.
     fn validate(&mut self, codec: Compression, items: &[Decompress], todo: &[usize]) -> Result<Vec<(usize, u32)>> {
@@ -310,6 +317,65 @@ impl DeviceExecutor<'_> {
             .filter(|(_, b)| b.status != validate_status::OK)
             .map(|(&i, b)| (i, b.status))
             .collect())
+    }
+
+    /// Runs `gp_unsnap` over `items[todo]` (Snappy bodies, each under 2 GiB); the indices that failed,
+    /// with their statuses (the pre-check's).
+    fn unsnap(&mut self, items: &[Decompress], todo: &[usize]) -> Result<Vec<(usize, u32)>> {
+        if todo.is_empty() {
+            return Ok(Vec::new());
+        }
+        let v: Vec<UnsnapItem> = todo
+            .iter()
+            .map(|&i| UnsnapItem {
+                src: items[i].src,
+                src_len: items[i].src_len as u64,
+                dst: items[i].dst,
+                dst_len: items[i].dst_len as u64,
+                status: u32::MAX,
+                reserved: 0,
+            })
+            .collect();
+        let addr = self.upload(&v)?;
+        let n = v.len() as u32;
+        // One block of 128 threads per body (the kernel traps on another size).
+        self.launch_raw("gp_unsnap", n, 128, &[Arg::U64(addr), Arg::U32(n)])?;
+        let back: Vec<UnsnapItem> = self.read(addr, v.len())?;
+        self.free(addr);
+        Ok(todo
+            .iter()
+            .zip(back)
+            .filter(|(_, b)| b.status != validate_status::OK)
+            .map(|(&i, b)| (i, b.status))
+            .collect())
+    }
+
+    /// Says how `failed` bodies failed a check on the GPU, and whether the host reference of the check
+    /// agrees (a page the GPU refuses but the reference passes would be a decoder bug, worth seeing).
+    fn describe_failures(
+        &mut self,
+        codec: Compression,
+        items: &[Decompress],
+        failed: &[(usize, u32)],
+        what: &str,
+    ) -> Result<String> {
+        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+        for &(_, st) in failed {
+            *by.entry(validate_status::describe(st)).or_default() += 1;
+        }
+        let id = validate_codec_of(codec).unwrap_or(0);
+        let mut reference_passes = 0;
+        for &(i, _) in failed.iter().take(16) {
+            let body = self.read::<u8>(items[i].src, items[i].src_len)?;
+            if crate::decode::reference::validate::validate_one(id, &body, items[i].dst_len as u64) == 0 {
+                reference_passes += 1;
+            }
+        }
+        Ok(format!(
+            "{} page(s) {what} ({by:?}; the host check passes {reference_passes} of the first {})",
+            failed.len(),
+            failed.len().min(16)
+        ))
     }
 
     /// Decompresses `items[todo]` with nvCOMP. Inputs not aligned as the codec requires (page bodies
@@ -538,12 +604,33 @@ impl Executor for DeviceExecutor<'_> {
             (Err(why), _) => Err(format!("nvCOMP unavailable: {why}")),
             (Ok(_), None) => Err(format!("nvCOMP has no {codec} decoder")),
         };
-        let mut on = DecompressedOn::Gpu;
+        // Snappy has a decoder of our own, safe on any input (no pre-check, no nvCOMP): used where
+        // nvCOMP did not load, or when chosen (`crate::config::snappy_on_own_kernel`).
+        let own_snappy = codec == Compression::SNAPPY && crate::config::snappy_on_own_kernel(self.nvcomp.is_ok());
+        let mut on = DecompressedOn::Gpu(if own_snappy { "gp_unsnap" } else { "nvCOMP" });
         let mut host_why: Vec<String> = Vec::new();
-        if let Ok((nv, c)) = &gpu {
+        if own_snappy {
+            let fits = |d: &Decompress| (d.src_len as u64) < 1 << 31 && (d.dst_len as u64) < 1 << 31;
+            let mut todo: Vec<usize> = (0..items.len())
+                .filter(|&i| results[i].is_none() && fits(&items[i]))
+                .collect();
+            longest_first(&mut todo, items);
+            if todo.len() < results.iter().filter(|r| r.is_none()).count() {
+                host_why.push("pages of 2 GiB or more".into());
+            }
+            let failed = self.unsnap(items, &todo)?;
+            if !failed.is_empty() {
+                host_why.push(self.describe_failures(codec, items, &failed, "the GPU Snappy decoder refused")?);
+            }
+            let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
+            for &i in todo.iter().filter(|i| !refused.contains(i)) {
+                results[i] = Some(Ok(items[i].dst_len));
+            }
+        } else if let Ok((nv, c)) = &gpu {
             let mut todo: Vec<usize> = (0..items.len())
                 .filter(|&i| results[i].is_none() && items[i].dst_len as u64 <= c.max_chunk_len())
                 .collect();
+            longest_first(&mut todo, items);
             if todo.len() < results.iter().filter(|r| r.is_none()).count() {
                 host_why.push(format!("pages over nvCOMP's {c} limit"));
             }
@@ -555,25 +642,7 @@ impl Executor for DeviceExecutor<'_> {
                 Vec::new()
             };
             if !failed.is_empty() {
-                // Say how they failed, and whether the host reference of the check agrees (a page the
-                // GPU refuses but the reference passes would be a decoder bug, worth seeing).
-                let mut by: BTreeMap<&str, usize> = BTreeMap::new();
-                for &(_, st) in &failed {
-                    *by.entry(validate_status::describe(st)).or_default() += 1;
-                }
-                let id = validate_codec_of(codec).unwrap_or(0);
-                let mut reference_passes = 0;
-                for &(i, _) in failed.iter().take(16) {
-                    let body = self.read::<u8>(items[i].src, items[i].src_len)?;
-                    if crate::decode::reference::validate::validate_one(id, &body, items[i].dst_len as u64) == 0 {
-                        reference_passes += 1;
-                    }
-                }
-                host_why.push(format!(
-                    "{} page(s) failed the pre-check before nvCOMP ({by:?}; the host check passes {reference_passes} of the first {})",
-                    failed.len(),
-                    failed.len().min(16)
-                ));
+                host_why.push(self.describe_failures(codec, items, &failed, "failed the pre-check before nvCOMP")?);
                 let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
                 todo.retain(|i| !refused.contains(i));
             }
@@ -603,8 +672,8 @@ impl Executor for DeviceExecutor<'_> {
         let host: Vec<usize> = (0..items.len()).filter(|&i| results[i].is_none()).collect();
         if !host.is_empty() {
             on = DecompressedOn::Host(match &gpu {
-                Err(why) => why.clone(),
-                Ok(_) => host_why.join("; "),
+                Err(why) if !own_snappy => why.clone(),
+                _ => host_why.join("; "),
             });
             let mut inputs = Vec::with_capacity(host.len());
             for &i in &host {

@@ -115,6 +115,11 @@ impl GpuDecoder {
         self.nvcomp.is_ok()
     }
 
+    /// Whether Snappy pages go to the decoder's own kernel (`gp_unsnap`) rather than nvCOMP.
+    pub fn snappy_on_own_kernel(&self) -> bool {
+        crate::config::snappy_on_own_kernel(self.has_nvcomp())
+    }
+
     /// Whether compressed bodies are checked on the GPU before nvCOMP sees them.
     pub fn prechecks(&self) -> bool {
         self.setup.precheck

@@ -223,6 +223,25 @@ pub struct ValidateItem {
     pub status: u32,
 }
 
+/// One Snappy page body for `gp_unsnap`: in and out.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct UnsnapItem {
+    /// Address of the compressed bytes.
+    pub src: u64,
+    /// Compressed bytes.
+    pub src_len: u64,
+    /// Address of the output, `dst_len` bytes.
+    pub dst: u64,
+    /// The size the page declares uncompressed.
+    pub dst_len: u64,
+    /// Out: 0 when the body decompressed to exactly `dst_len` bytes, else a [`validate_status`] code
+    /// (the pre-check's on the same body).
+    pub status: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
 /// `ValidateItem::codec` values.
 pub mod validate_codec {
     /// Snappy (raw, as Parquet stores it).
@@ -247,6 +266,9 @@ pub mod validate_status {
     pub const WRONG_SIZE: u32 = 3;
     /// Not this codec's header.
     pub const BAD_HEADER: u32 = 4;
+    /// `gp_unsnap` only: a body or declared size of 2^31 bytes or more (Parquet page sizes are 32-bit
+    /// signed, so no page has one); not decoded on the GPU.
+    pub const TOO_LARGE: u32 = 6;
 
     /// What a status means.
     pub fn describe(status: u32) -> &'static str {
@@ -256,6 +278,7 @@ pub mod validate_status {
             BAD_OFFSET => "a match points before the start of the output",
             WRONG_SIZE => "the stream's size differs from the page header's uncompressed size",
             BAD_HEADER => "not a valid header for this codec",
+            TOO_LARGE => "2 GiB or more, beyond the GPU Snappy decoder's sizes",
             _ => "unknown validation status",
         }
     }
@@ -263,13 +286,14 @@ pub mod validate_status {
 
 /// Sizes in bytes both sides must agree on (checked on the host by a test and on the device by
 /// `gp_layout_sizes`).
-pub const LAYOUT_SIZES: [(&str, usize); 6] = [
+pub const LAYOUT_SIZES: [(&str, usize); 7] = [
     ("ChunkDesc", 40),
     ("PageInfo", 72),
     ("PageDesc", 128),
     ("DictDesc", 40),
     ("ColumnDesc", 88),
     ("ValidateItem", 32),
+    ("UnsnapItem", 40),
 ];
 
 /// A problem a kernel (or its host reference) met, as written to an `error` field.
@@ -411,7 +435,9 @@ mod tests {
             std::mem::size_of::<DictDesc>(),
             std::mem::size_of::<ColumnDesc>(),
             std::mem::size_of::<ValidateItem>(),
+            std::mem::size_of::<UnsnapItem>(),
         ];
+        assert_eq!(host.len(), LAYOUT_SIZES.len());
         for ((name, want), got) in LAYOUT_SIZES.iter().zip(host) {
             assert_eq!(*want, got, "{name}");
         }

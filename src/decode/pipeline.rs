@@ -182,7 +182,8 @@ pub struct ColumnStepStats {
     pub compressed_bytes: u64,
     /// Page bytes after decompression.
     pub uncompressed_bytes: u64,
-    /// Where decompression ran ("gpu (nvCOMP)", "host (<why>)", "none" for uncompressed chunks).
+    /// Where decompression ran ("gpu (nvCOMP)", "gpu (gp_unsnap)" for Snappy, "host (<why>)", "none"
+    /// for uncompressed chunks).
     pub decompressed_on: String,
     /// Where decoding ran ("gpu", or "host (<why>)").
     pub decoded_on: String,
@@ -476,7 +477,7 @@ pub fn decode_step<E: Executor>(
         let batch: Vec<Decompress> = items.iter().map(|x| x.2).collect();
         let (outcomes, on) = exec.decompress(codec, &batch)?;
         let on_s = match on {
-            DecompressedOn::Gpu => "gpu (nvCOMP)".to_string(),
+            DecompressedOn::Gpu(by) => format!("gpu ({by})"),
             DecompressedOn::Host(why) => format!("host ({why})"),
         };
         for ((ci, pi, d), r) in items.iter().zip(outcomes) {

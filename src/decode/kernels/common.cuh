@@ -178,5 +178,6 @@ extern "C" __global__ void gp_layout_sizes(u32* out) {
         out[3] = sizeof(DictDesc);
         out[4] = sizeof(ColumnDesc);
         out[5] = 32;  // ValidateItem: checked by a static_assert in validate.cu
+        out[6] = 40;  // UnsnapItem: likewise in snappy.cu
     }
 }

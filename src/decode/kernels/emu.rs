@@ -21,13 +21,14 @@ use crate::decode::reference::test_pages::{ColumnOut, Step};
 
 /// The files of [`super::SOURCES`] the emulation compiles: the core kernels and what they need (other
 /// kernel files may use CUDA features the emulation does not provide).
-const EMULATED: [&str; 6] = [
+const EMULATED: [&str; 7] = [
     "common.cuh",
     "core_util.cuh",
     "levels.cu",
     "values.cu",
     "strings.cu",
     "validate.cu",
+    "snappy.cu",
 ];
 
 const EMU_H: &str = include_str!("emu/cuda_emu.h");
@@ -277,6 +278,31 @@ pub(crate) fn run_validate_emulated(items: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
     let output = run_driver(&bin, &["validate"], &input);
     assert_eq!(output.len(), items.len() * 4, "one status per item");
     bytemuck::pod_collect_to_vec(&output)
+}
+
+/// `gp_unsnap` run in the emulation over `(declared uncompressed size, body)` items, one block of 128
+/// threads each, every body at the end of its allocation and every output an allocation of exactly the
+/// declared size: each status and output buffer (0xab where nothing was written).
+pub(crate) fn run_unsnap_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
+    let bin = driver().expect("emulation available");
+    let mut input = b"GPUNS1".to_vec();
+    put_u32(&mut input, items.len() as u32);
+    for (dst_len, body) in items {
+        put_u64(&mut input, *dst_len);
+        put_u64(&mut input, body.len() as u64);
+        input.extend_from_slice(body);
+    }
+    let output = run_driver(&bin, &["unsnap"], &input);
+    let mut at = 0usize;
+    let mut back = Vec::with_capacity(items.len());
+    for (dst_len, _) in items {
+        let status = u32::from_le_bytes(output[at..at + 4].try_into().expect("4 bytes"));
+        at += 4;
+        back.push((status, output[at..at + *dst_len as usize].to_vec()));
+        at += *dst_len as usize;
+    }
+    assert_eq!(at, output.len(), "one status and output per item");
+    back
 }
 
 /// Names the buffer at `addr` for messages.

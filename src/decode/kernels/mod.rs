@@ -46,6 +46,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("delta.cu", include_str!("delta.cu")),
     ("convert.cu", include_str!("convert.cu")),
     ("validate.cu", include_str!("validate.cu")),
+    ("snappy.cu", include_str!("snappy.cu")),
     ("transfer.cu", include_str!("transfer.cu")),
 ];
 

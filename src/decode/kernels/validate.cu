@@ -173,82 +173,129 @@ __device__ inline void snappy_stage_fill(const u8* s, u64 n, u64 p, u8* st, u64*
     __syncwarp();  // the new stage is visible to every lane
 }
 
+// One lane's view of a Snappy window: the element that would start at q = p + lane, read from the
+// stage (which covers the window's 36 bytes or the body's end). `err` is TRUNCATED where the element
+// runs past the input; `adv` is its size in the input, header and literal bytes.
+struct SnappyLane {
+    u64 len, offset, adv;
+    u32 head, err;
+    bool copy, inside;
+};
+
+__device__ inline SnappyLane snappy_lane_element(const u8* st, u64 b, u64 n, u64 p) {
+    const u32 lane = threadIdx.x & 31;
+    SnappyLane e;
+    const u64 q = p + lane;
+    e.inside = q < n;
+    u32 t[5];
+#pragma unroll
+    for (u32 k = 0; k < 5; k++) {
+        // Below b + have whenever below n: the stage covers the window's 36 bytes or the body's end.
+        const u32 at = (u32)min(q + k - b, (u64)SNAPPY_STAGE - 1);
+        t[k] = q + k < n ? st[at] : 0u;
+    }
+    const u32 tag = t[0], kind = tag & 3;
+    const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
+    e.head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
+    const u64 le4 = (u64)t[1] | ((u64)t[2] << 8) | ((u64)t[3] << 16) | ((u64)t[4] << 24);
+    e.copy = kind != 0;
+    if (kind == 0) {
+        e.len = literal_len_bytes ? (le4 & ((1ull << (8 * literal_len_bytes)) - 1)) + 1 : (tag >> 2) + 1;
+        e.offset = 0;
+    } else if (kind == 1) {
+        e.len = ((tag >> 2) & 7) + 4;
+        e.offset = ((u64)(tag >> 5) << 8) | t[1];
+    } else {
+        e.len = (tag >> 2) + 1;
+        e.offset = kind == 2 ? (le4 & 0xffff) : le4;
+    }
+    e.err = VALIDATE_OK;
+    if (!e.inside) e.err = VALIDATE_OK;
+    else if (e.head > n - q) e.err = VALIDATE_TRUNCATED;
+    else if (!e.copy && e.len > n - q - e.head) e.err = VALIDATE_TRUNCATED;
+    e.adv = e.copy ? e.head : e.head + e.len;
+    return e;
+}
+
+// The lanes whose elements really start in the window: the chain from lane 0, by doubling. Called by
+// the whole warp.
+__device__ inline u32 snappy_window_members(const SnappyLane& e) {
+    const u32 lane = threadIdx.x & 31;
+    // The next element's lane; 32: outside the window, or none (the input ends, or this one fails).
+    u32 jump = (!e.inside || e.err != VALIDATE_OK || e.adv >= 32 - lane) ? 32u : lane + (u32)e.adv;
+    // Doubling: `chain` is this lane's element and the ones after it, `jump` the lane 2^k on.
+    u32 chain = 1u << lane;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const u32 src = jump & 31u;
+        const u32 their_chain = __shfl_sync(gpcore::FULL_MASK, chain, src);
+        const u32 their_jump = __shfl_sync(gpcore::FULL_MASK, jump, src);
+        if (jump < 32) {
+            chain |= their_chain;
+            jump = their_jump;
+        }
+    }
+    // A chain that reaches the input's end marks a lane past it: no element there.
+    return __shfl_sync(gpcore::FULL_MASK, chain, 0) & __ballot_sync(gpcore::FULL_MASK, e.inside);
+}
+
+// Inclusive prefix sum over the warp.
+__device__ inline u64 warp_inclusive_sum(u64 v) {
+    const u32 lane = threadIdx.x & 31;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u64 y = __shfl_up_sync(gpcore::FULL_MASK, v, o);
+        if (lane >= (u32)o) v += y;
+    }
+    return v;
+}
+
+// The first failing member's status (the serial walk's), or VALIDATE_OK. `before` is the output
+// before this lane's element.
+__device__ inline u32 snappy_first_failure(const SnappyLane& e, bool member, u64 before, u64 want) {
+    u32 mine = e.err;
+    if (mine == VALIDATE_OK && e.copy && (e.offset == 0 || e.offset > before)) mine = VALIDATE_BAD_OFFSET;
+    if (mine == VALIDATE_OK && e.len > want - before) mine = VALIDATE_WRONG_SIZE;
+    const u32 failing = __ballot_sync(gpcore::FULL_MASK, member && mine != VALIDATE_OK);
+    return failing == 0 ? VALIDATE_OK : __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
+}
+
+// The preamble: the declared size, which must be `want`. Sets *p past it. Called by the whole warp.
+__device__ inline u32 snappy_preamble(const u8* s, u64 n, u64 want, u64* p) {
+    u64 at = 0, total = 0;
+    u32 status = VALIDATE_OK;
+    if ((threadIdx.x & 31) == 0) {
+        if (!read_uleb128(s, &at, n, &total)) status = VALIDATE_TRUNCATED;
+        else if (total != want) status = VALIDATE_WRONG_SIZE;
+    }
+    *p = __shfl_sync(gpcore::FULL_MASK, at, 0);
+    return __shfl_sync(gpcore::FULL_MASK, status, 0);
+}
+
 __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
     __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
     u8* st = (u8*)stage_words;
     const u32 lane = threadIdx.x & 31;
-    u64 p = 0, total = 0;
-    u32 status = VALIDATE_OK;
-    if (lane == 0) {
-        if (!read_uleb128(s, &p, n, &total)) status = VALIDATE_TRUNCATED;
-        else if (total != want) status = VALIDATE_WRONG_SIZE;
-    }
-    status = __shfl_sync(gpcore::FULL_MASK, status, 0);
+    u64 p = 0;
+    const u32 status = snappy_preamble(s, n, want, &p);
     if (status != VALIDATE_OK) return status;
-    p = __shfl_sync(gpcore::FULL_MASK, p, 0);
     u64 b = 0;     // the stage holds body bytes [b, b + have)
     u32 have = 0;
     u64 out = 0;
     while (p < n) {
         if (p < b || min(p + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, p, st, &b, &have);
-        // This lane's element, if one starts at q: its tag and the 4 bytes after it (0 past the end).
-        const u64 q = p + lane;
-        const bool inside = q < n;
-        u32 t[5];
-#pragma unroll
-        for (u32 k = 0; k < 5; k++) {
-            // Below b + have whenever below n: the stage covers the window's 36 bytes or the body's end.
-            const u32 at = (u32)min(q + k - b, (u64)SNAPPY_STAGE - 1);
-            t[k] = q + k < n ? st[at] : 0u;
-        }
-        const u32 tag = t[0], kind = tag & 3;
-        const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
-        const u32 head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
-        const u64 le4 = (u64)t[1] | ((u64)t[2] << 8) | ((u64)t[3] << 16) | ((u64)t[4] << 24);
-        const bool copy = kind != 0;
-        u64 len, offset;
-        if (kind == 0) {
-            len = literal_len_bytes ? (le4 & ((1ull << (8 * literal_len_bytes)) - 1)) + 1 : (tag >> 2) + 1;
-            offset = 0;
-        } else if (kind == 1) {
-            len = ((tag >> 2) & 7) + 4;
-            offset = ((u64)(tag >> 5) << 8) | t[1];
-        } else {
-            len = (tag >> 2) + 1;
-            offset = kind == 2 ? (le4 & 0xffff) : le4;
-        }
-        u32 err = VALIDATE_OK;
-        if (!inside) err = VALIDATE_OK;
-        else if (head > n - q) err = VALIDATE_TRUNCATED;
-        else if (!copy && len > n - q - head) err = VALIDATE_TRUNCATED;
-        const u64 adv = copy ? head : head + len;
-        // The next element's lane; 32: outside the window, or none (the input ends, or this one fails).
-        u32 jump = (!inside || err != VALIDATE_OK || adv >= 32 - lane) ? 32u : lane + (u32)adv;
-        // Doubling: `chain` is this lane's element and the ones after it, `jump` the lane 2^k on.
-        u32 chain = 1u << lane;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const u32 src = jump & 31u;
-            const u32 their_chain = __shfl_sync(gpcore::FULL_MASK, chain, src);
-            const u32 their_jump = __shfl_sync(gpcore::FULL_MASK, jump, src);
-            if (jump < 32) {
-                chain |= their_chain;
-                jump = their_jump;
-            }
-        }
-        // A chain that reaches the input's end marks a lane past it: no element there.
-        const u32 members = __shfl_sync(gpcore::FULL_MASK, chain, 0) & __ballot_sync(gpcore::FULL_MASK, inside);
+        const SnappyLane e = snappy_lane_element(st, b, n, p);
+        const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
         // Fast path, almost every window: no member fails, every match offset is within the output
         // before the window (so within the output before it), and the window's output fits the
         // declared size. Member lengths are below 2^31 here (a literal within the input, a match of at
         // most 64), so their sum is taken as two 32-bit sums of 16-bit halves.
-        const u64 mlen = member ? len : 0;
+        const u64 mlen = member ? e.len : 0;
         const u64 produced = ((u64)warp_add((u32)(mlen >> 16)) << 16) + warp_add((u32)(mlen & 0xffff));
-        const bool doubt = member && (err != VALIDATE_OK || len >= (1ull << 31) ||
-                                      (copy && (offset == 0 || offset > out)));
-        const u64 last_adv = __shfl_sync(gpcore::FULL_MASK, adv, last);
+        const bool doubt = member && (e.err != VALIDATE_OK || e.len >= (1ull << 31) ||
+                                      (e.copy && (e.offset == 0 || e.offset > out)));
+        const u64 last_adv = __shfl_sync(gpcore::FULL_MASK, e.adv, last);
         if (__ballot_sync(gpcore::FULL_MASK, doubt) == 0 && produced <= want - out) {
             out += produced;
             p += last + last_adv;
@@ -256,17 +303,9 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
         }
         // Exact path (a failing window, or a match near the start of the output): the output before
         // each element from a prefix sum, and the first failing element's status.
-        u64 sum = mlen;
-        for (int o = 1; o < 32; o <<= 1) {
-            const u64 y = __shfl_up_sync(gpcore::FULL_MASK, sum, o);
-            if (lane >= (u32)o) sum += y;
-        }
-        const u64 before = out + sum - mlen;
-        u32 mine = err;
-        if (mine == VALIDATE_OK && copy && (offset == 0 || offset > before)) mine = VALIDATE_BAD_OFFSET;
-        if (mine == VALIDATE_OK && len > want - before) mine = VALIDATE_WRONG_SIZE;
-        const u32 failing = __ballot_sync(gpcore::FULL_MASK, member && mine != VALIDATE_OK);
-        if (failing != 0) return __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
+        const u64 sum = warp_inclusive_sum(mlen);
+        const u32 failed = snappy_first_failure(e, member, out + sum - mlen, want);
+        if (failed != VALIDATE_OK) return failed;
         out += __shfl_sync(gpcore::FULL_MASK, sum, last);
         p += last + last_adv;
     }

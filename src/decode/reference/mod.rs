@@ -14,6 +14,7 @@ pub mod delta;
 pub mod page_headers;
 #[cfg(test)]
 pub(crate) mod test_pages;
+pub mod unsnap;
 pub mod validate;
 
 use std::collections::BTreeMap;

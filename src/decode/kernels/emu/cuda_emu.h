@@ -297,6 +297,11 @@ inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned val) {
     if (old == cmp) *p = val;
     return old;
 }
+inline unsigned atomicOr(unsigned* p, unsigned v) {
+    const unsigned old = *p;
+    *p = old | v;
+    return old;
+}
 inline unsigned atomicMin(unsigned* p, unsigned v) {
     const unsigned old = *p;
     if (v < old) *p = v;

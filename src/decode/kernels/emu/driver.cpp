@@ -1,7 +1,7 @@
 // Runs the core decode pipeline on the CPU emulation (cuda_emu.h) over a step dumped by the
 // `kernels::emu` tests, exactly as an orchestrator would launch it, and dumps the result back.
 //
-// Usage: driver IN OUT, or driver validate IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
+// Usage: driver IN OUT, driver validate IN OUT, or driver unsnap IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
 // Formats (little endian), addresses being the Rust arena's fake ones:
 //   IN:  "GPEMU1" u32 nregions {u64 addr, u64 len, bytes} u32 npages PageDesc[] u32 ncols ColumnDesc[]
 //        u32 ndicts DictDesc[] (str_src buffers hold addresses too, and are translated like descriptors)
@@ -12,6 +12,8 @@
 //        bits; nwords 0 when none), u32 nwords words u64 set (boolean value bits).
 //   validate IN:  "GPVAL1" u32 n {u32 codec, u64 declared uncompressed size, u64 len, bytes}
 //   validate OUT: u32 status per item (gp_validate_compressed, one block of 32 lanes per item)
+//   unsnap IN:    "GPUNS1" u32 n {u64 declared uncompressed size, u64 len, bytes}
+//   unsnap OUT:   (gp_unsnap, one block of 128 threads per item) per item u32 status, then the output buffer (declared size; 0xab where not written)
 #include "cuda_emu.h"
 
 #include KERNELS_CU
@@ -150,8 +152,46 @@ int validate_main(const char* in_path, const char* out_path) {
     return 0;
 }
 
+// gp_unsnap over items read from `in_path`: each body at the end of an allocation, each output an
+// allocation of exactly its declared size (so ASan sees a read or write past either).
+int unsnap_main(const char* in_path, const char* out_path) {
+    FILE* in = std::fopen(in_path, "rb");
+    if (!in) return 2;
+    char magic[6];
+    if (std::fread(magic, 1, 6, in) != 6 || std::memcmp(magic, "GPUNS1", 6) != 0) return 2;
+    const uint32_t n = get<uint32_t>(in);
+    std::vector<UnsnapItem> items(n);
+    std::vector<uint8_t*> bodies(n, nullptr), outs(n, nullptr);
+    for (uint32_t i = 0; i < n; i++) {
+        items[i].dst_len = get<uint64_t>(in);
+        items[i].src_len = get<uint64_t>(in);
+        const uint64_t shift = i % 16;
+        bodies[i] = (uint8_t*)std::malloc(items[i].src_len + shift + (items[i].src_len + shift == 0));
+        uint8_t* body = bodies[i] + shift;
+        if (items[i].src_len && std::fread(body, 1, items[i].src_len, in) != items[i].src_len) return 4;
+        outs[i] = (uint8_t*)std::malloc(items[i].dst_len ? items[i].dst_len : 1);
+        std::memset(outs[i], 0xab, items[i].dst_len);
+        items[i].src = (u64)body;
+        items[i].dst = (u64)outs[i];
+        items[i].status = ~0u;
+    }
+    std::fclose(in);
+    if (n) emu::launch(gp_unsnap, n, 128, items.data(), n);
+    FILE* out = std::fopen(out_path, "wb");
+    if (!out) return 2;
+    for (uint32_t i = 0; i < n; i++) {
+        put<uint32_t>(out, items[i].status);
+        std::fwrite(outs[i], 1, items[i].dst_len, out);
+    }
+    std::fclose(out);
+    for (uint8_t* b : bodies) std::free(b);
+    for (uint8_t* o : outs) std::free(o);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
+    if (argc == 4 && std::string(argv[1]) == "unsnap") return unsnap_main(argv[2], argv[3]);
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;

@@ -1,0 +1,301 @@
+// Snappy decompression of page bodies, safe on any input: the walk of the pre-check (validate.cu) that
+// also writes the output, so a body is read once, checked as it goes, and needs no nvCOMP.
+// One block of UNSNAP_THREADS per body (grid n). status: the pre-check's status on the same body
+// (reference/validate.rs, validate_one), and when 0 the output is exactly the stream's bytes
+// (reference: the `snap` crate; reference/unsnap.rs). On a failure the output so far is left as it is
+// and the host decoder takes the page. Writes stay inside [dst, dst + dst_len) and reads inside
+// [src, src + src_len) whatever the bytes: every element is checked (literal inside the input, match
+// offset inside what was produced, length inside the declared size) before any byte of it is written.
+//
+// Warp 0 walks the stream in windows of 32 input bytes as the pre-check does (a lane per candidate
+// element, the chain from lane 0 by doubling), gives each element its place in the output (a prefix
+// sum), and gathers windows into a batch of at most UNSNAP_BATCH output bytes. The whole block then
+// resolves the batch, a thread per output byte: a literal byte comes from the input; a match byte from
+// the output before the batch (the last UNSNAP_RING bytes kept in shared memory, older ones read back
+// from the output) or from an earlier byte of the batch, found by pointer jumping (a page of 8-byte
+// sequential values is a literal byte and a 7-byte match of the value before, itself a match: a chain
+// as long as the batch's values, resolved in log2 rounds). A window producing more than a batch (a
+// long literal) is written by warp 0 itself, its elements in order, each by the whole warp.
+// Measured on the H200 (snappy benchmark file): a batch costs a few window walks, so the walk bounds
+// the kernel; see the README ("GPU decode, beside cuDF").
+
+#define UNSNAP_RING 4096u
+// Output bytes resolved together by the block, and its threads.
+#define UNSNAP_BATCH 1024u
+#define UNSNAP_THREADS 128u
+#define UNSNAP_PER_THREAD (UNSNAP_BATCH / UNSNAP_THREADS)
+// A body or declared size of 2^31 bytes or more (Parquet page sizes are 32-bit signed): not decoded
+// here. The host never sends one; the status keeps the kernel's 32-bit window arithmetic honest.
+#define UNSNAP_TOO_LARGE 6u
+#define UNSNAP_DONE 0x80000000u
+
+struct UnsnapItem {
+    u64 src;
+    u64 src_len;
+    u64 dst;
+    u64 dst_len;
+    u32 status;
+    u32 reserved;
+};
+static_assert(sizeof(UnsnapItem) == 40, "UnsnapItem must match layout.rs");
+
+// One output byte at position `at` (< out, the window's start), from the ring when recent enough.
+__device__ inline u8 unsnap_earlier(const u8* ring, const u8* d, u64 out, u64 at) {
+    return out - at <= UNSNAP_RING ? ring[at & (UNSNAP_RING - 1)] : d[at];
+}
+
+// The bytes [out, out + batch_len) of a batch, resolved by the whole block: a thread per output byte
+// (UNSNAP_BATCH / UNSNAP_THREADS each). `starts` marks each element's first byte, `info_*` give each
+// element, by rank, its first byte (| UNSNAP_DONE for a match) and its input position or offset.
+__device__ inline void unsnap_execute(const u8* s, u8* d, u64 out, u32 batch_len, u8* ring, u32* cells,
+                                      const u32* starts, u32* prefix, const u32* info_at,
+                                      const u32* info_src, u32* jump_flag) {
+    const u32 tid = threadIdx.x, lane = tid & 31;
+    if (tid < 32) {
+        // Elements starting before each 32-byte word of the batch.
+        const u32 c = __popc(starts[lane]);
+        u32 incl = c;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u32 y = __shfl_up_sync(gpcore::FULL_MASK, incl, o);
+            if (lane >= (u32)o) incl += y;
+        }
+        prefix[lane] = incl - c;
+    }
+    if (tid == 0) jump_flag[0] = jump_flag[1] = 0;
+    __syncthreads();
+    u32 cell[UNSNAP_PER_THREAD];
+    bool pending = false;
+#pragma unroll
+    for (u32 k = 0; k < UNSNAP_PER_THREAD; k++) {
+        cell[k] = UNSNAP_DONE;
+        const u32 x = tid + UNSNAP_THREADS * k;
+        if (x >= batch_len) continue;
+        const u32 word = x >> 5;
+        const u32 rank = prefix[word] + __popc(starts[word] & (0xffffffffu >> (31 - lane))) - 1;
+        const u32 a = info_at[rank], src = info_src[rank];
+        const u32 first = a & ~UNSNAP_DONE, dx = x - first;
+        if (!(a & UNSNAP_DONE)) {
+            cell[k] = UNSNAP_DONE | s[(u64)src + dx];
+        } else {
+            // The byte dx of a match copies the byte dx mod offset of the offset bytes before it.
+            const u32 rel = dx < src ? dx : dx % src;
+            const long long y = (long long)first - (long long)src + rel;
+            if (y < 0) {
+                cell[k] = UNSNAP_DONE | unsnap_earlier(ring, d, out, out + y);
+            } else {
+                cell[k] = (u32)y << 8;
+                pending = true;
+            }
+        }
+        cells[x] = cell[k];
+    }
+    // Pointer jumping: a pending byte takes its source's cell, a value or the source's own source,
+    // until every byte has a value (each round doubles the hops behind a byte). jump_flag[r & 1] says
+    // whether any byte is pending in round r; the other one is cleared for the next round.
+    for (u32 r = 0;; r++) {
+        if (pending) atomicOr(&jump_flag[r & 1], 1u);
+        __syncthreads();
+        if (!jump_flag[r & 1]) break;
+        if (tid == 0) jump_flag[(r + 1) & 1] = 0;
+        u32 next[UNSNAP_PER_THREAD];
+#pragma unroll
+        for (u32 k = 0; k < UNSNAP_PER_THREAD; k++) {
+            next[k] = cell[k];
+            if (!(cell[k] & UNSNAP_DONE)) next[k] = cells[cell[k] >> 8];
+        }
+        __syncthreads();
+        pending = false;
+#pragma unroll
+        for (u32 k = 0; k < UNSNAP_PER_THREAD; k++) {
+            if (!(cell[k] & UNSNAP_DONE)) {
+                cell[k] = next[k];
+                cells[tid + UNSNAP_THREADS * k] = next[k];
+                pending |= !(next[k] & UNSNAP_DONE);
+            }
+        }
+    }
+    // Every ring read of the batch came before the barrier that ended the loop.
+#pragma unroll
+    for (u32 k = 0; k < UNSNAP_PER_THREAD; k++) {
+        const u32 x = tid + UNSNAP_THREADS * k;
+        if (x < batch_len) {
+            const u8 v = (u8)cell[k];
+            d[out + x] = v;
+            ring[(out + x) & (UNSNAP_RING - 1)] = v;
+        }
+    }
+}
+
+// A window too long for a batch (a long literal), written by warp 0 alone, its elements in order.
+__device__ inline void unsnap_long_window(const u8* s, u8* d, u8* ring, const SnappyLane& e, u32 members,
+                                          u64 before, u64 lit_pos) {
+    const u32 lane = threadIdx.x & 31;
+    for (u32 todo = members; todo; todo &= todo - 1) {
+        const u32 m = __ffs(todo) - 1;
+        const bool copy = __shfl_sync(gpcore::FULL_MASK, e.copy, m);
+        const u64 at = __shfl_sync(gpcore::FULL_MASK, before, m);
+        const u64 len = __shfl_sync(gpcore::FULL_MASK, e.len, m);
+        const u64 src = __shfl_sync(gpcore::FULL_MASK, copy ? e.offset : lit_pos, m);
+        if (!copy) {
+            // Only the literal's last UNSNAP_RING bytes can be read from the ring later; positions
+            // equal modulo the ring fall to the same lane, in order.
+            const u64 ring_from = len > UNSNAP_RING ? len - UNSNAP_RING : 0;
+            u64 j = lane;
+            for (; j + 32 * 7 < len; j += 32 * 8) {
+                u8 v[8];
+#pragma unroll
+                for (u32 u = 0; u < 8; u++) v[u] = s[src + j + 32 * u];
+#pragma unroll
+                for (u32 u = 0; u < 8; u++) {
+                    d[at + j + 32 * u] = v[u];
+                    if (j + 32 * u >= ring_from) ring[(at + j + 32 * u) & (UNSNAP_RING - 1)] = v[u];
+                }
+            }
+            for (; j < len; j += 32) {
+                const u8 v = s[src + j];
+                d[at + j] = v;
+                if (j >= ring_from) ring[(at + j) & (UNSNAP_RING - 1)] = v;
+            }
+        } else {
+            // A match (at most 64 bytes): its bytes read from before it, then written.
+            const u32 off = (u32)src;
+            for (u32 j0 = 0; j0 < (u32)len; j0 += 32) {
+                const u32 j = j0 + lane;
+                u8 v = 0;
+                if (j < len) v = unsnap_earlier(ring, d, at, at - off + (j < off ? j : j % off));
+                __syncwarp();
+                if (j < len) {
+                    d[at + j] = v;
+                    ring[(at + j) & (UNSNAP_RING - 1)] = v;
+                }
+                __syncwarp();
+            }
+        }
+        __syncwarp();  // the element's bytes are visible to the next one's reads
+    }
+}
+
+// Warp 0's state between batches.
+struct UnsnapWalk {
+    u64 p, b, out;
+    u32 have;
+};
+
+// Warp 0 walks windows from w->p, adding each to the batch that starts at w->out while it fits
+// (writing a window too long for any batch itself, when the batch is still empty), and stops before
+// the first window that does not fit (walked again for the next batch), at the input's end, or at a
+// failing element. Returns the batch's length; *done and *status say whether the walk is over and how.
+__device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, UnsnapWalk* w, u8* st, u8* ring,
+                                     u32* starts, u32* info_at, u32* info_src, u64* batch_out, bool* done,
+                                     u32* status) {
+    const u32 lane = threadIdx.x & 31;
+    starts[lane] = 0;
+    __syncwarp();
+    *batch_out = w->out;
+    u32 batch_len = 0, elements = 0;
+    *done = false;
+    *status = VALIDATE_OK;
+    while (w->p < n) {
+        if (w->p < w->b || min(w->p + SNAPPY_WINDOW_BYTES, n) > w->b + w->have)
+            snappy_stage_fill(s, n, w->p, st, &w->b, &w->have);
+        const SnappyLane e = snappy_lane_element(st, w->b, n, w->p);
+        const u32 members = snappy_window_members(e);
+        const bool member = (members >> lane) & 1u;
+        const u32 last = 31 - __clz(members);
+        // Member lengths in 32 bits: a failing member's does not matter (the first failure is all that
+        // counts, and it depends only on the members before it); the others' sum is below 2^31 + 16 * 64.
+        const u32 mlen = member ? (u32)min(e.len, (u64)0x7fffffffu) : 0u;
+        u32 sum = mlen;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u32 y = __shfl_up_sync(gpcore::FULL_MASK, sum, o);
+            if (lane >= (u32)o) sum += y;
+        }
+        const u64 before = w->out + (sum - mlen);
+        const u32 failed = snappy_first_failure(e, member, before, want);
+        if (failed != VALIDATE_OK) {
+            *done = true;
+            *status = failed;
+            return 0;
+        }
+        const u32 produced = __shfl_sync(gpcore::FULL_MASK, sum, last);
+        const u32 count = __popc(members);
+        const u64 advance = last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
+        const u64 lit_pos = w->p + lane + e.head;
+        if (produced <= UNSNAP_BATCH - batch_len) {
+            if (member) {
+                const u32 rank = elements + __popc(members & ((1u << lane) - 1));
+                const u32 at = (u32)(before - *batch_out);
+                atomicOr(&starts[at >> 5], 1u << (at & 31));
+                info_at[rank] = at | (e.copy ? UNSNAP_DONE : 0u);
+                info_src[rank] = e.copy ? (u32)e.offset : (u32)lit_pos;
+            }
+            elements += count;
+            batch_len += produced;
+        } else if (batch_len == 0) {
+            unsnap_long_window(s, d, ring, e, members, before, lit_pos);
+            *batch_out = w->out + produced;
+        } else {
+            break;
+        }
+        w->out += produced;
+        w->p += advance;
+    }
+    if (w->p >= n) {
+        *done = true;
+        *status = w->out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
+    }
+    __syncwarp();
+    return batch_len;
+}
+
+__device__ u32 unsnap_block(const u8* s, u64 n, u8* d, u64 want) {
+    __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
+    __shared__ u8 ring[UNSNAP_RING];
+    __shared__ u32 cells[UNSNAP_BATCH];
+    __shared__ u32 starts[UNSNAP_BATCH / 32], prefix[UNSNAP_BATCH / 32];
+    __shared__ u32 info_at[UNSNAP_BATCH], info_src[UNSNAP_BATCH];
+    __shared__ u32 jump_flag[2];
+    __shared__ u64 ctl_out;
+    __shared__ u32 ctl_len, ctl_done, ctl_status;
+    const u32 tid = threadIdx.x;
+    if (n >= (1ull << 31) || want >= (1ull << 31)) return UNSNAP_TOO_LARGE;
+    UnsnapWalk w = {0, 0, 0, 0};
+    for (;;) {
+        if (tid < 32) {
+            u64 batch_out = 0;
+            bool done = false;
+            u32 status = VALIDATE_OK, len = 0;
+            if (w.p == 0) {
+                status = snappy_preamble(s, n, want, &w.p);
+                done = status != VALIDATE_OK;
+            }
+            if (!done) {
+                len = unsnap_collect(s, n, d, want, &w, (u8*)stage_words, ring, starts, info_at, info_src,
+                                     &batch_out, &done, &status);
+            }
+            if (tid == 0) {
+                ctl_out = batch_out;
+                ctl_len = status == VALIDATE_OK ? len : 0;
+                ctl_done = done;
+                ctl_status = status;
+            }
+        }
+        __syncthreads();
+        const u32 len = ctl_len;
+        const u64 out = ctl_out;
+        const bool done = ctl_done;
+        if (len > 0) unsnap_execute(s, d, out, len, ring, cells, starts, prefix, info_at, info_src, jump_flag);
+        __syncthreads();
+        if (done) break;
+    }
+    return ctl_status;
+}
+
+extern "C" __global__ void __launch_bounds__(UNSNAP_THREADS) gp_unsnap(UnsnapItem* items, u32 n) {
+    if (blockDim.x != UNSNAP_THREADS) __trap();
+    const u32 i = blockIdx.x;
+    if (i >= n) return;
+    const UnsnapItem it = items[i];
+    const u32 st = unsnap_block((const u8*)it.src, it.src_len, (u8*)it.dst, it.dst_len);
+    if (threadIdx.x == 0) items[i].status = st;
+}
