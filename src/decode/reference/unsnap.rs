@@ -129,7 +129,7 @@ mod tests {
             crate::test_skip(&why);
             return;
         }
-        let cases = kernel_cases(150_000);
+        let cases = kernel_cases(60_000);
         let got = crate::decode::kernels::emu::run_unsnap_emulated(&cases);
         let mut passed = 0;
         for (i, ((want, body), (status, out))) in cases.iter().zip(got).enumerate() {
