@@ -124,6 +124,35 @@ fn layout_sizes_agree_on_the_device() {
     }
 }
 
+/// Uploads `items`, launches `f(items, n)` with one block of `block` threads per item, and returns the
+/// items as the kernel left them.
+///
+/// # Safety
+/// Every address in `items` must be memory the kernel may read (and, for outputs, write) for the sizes
+/// the item gives, alive until this returns; `block` must be a size the kernel runs with.
+unsafe fn run_per_item<T: bytemuck::Pod>(
+    stream: &Stream,
+    f: &cudarc::driver::CudaFunction,
+    items: &[T],
+    block: u32,
+) -> Vec<T> {
+    let dev = DeviceBuffer::from_host(stream, bytemuck::cast_slice::<_, u8>(items)).expect("items");
+    let (addr, n) = (dev.device_address(), items.len() as u32);
+    let mut b = stream.cuda().launch_builder(f);
+    b.arg(&addr).arg(&n);
+    // SAFETY: `n` items were uploaded at `addr`, alive until the copy below has waited for the launch;
+    // what they point at is the caller's promise.
+    unsafe {
+        b.launch(LaunchConfig {
+            grid_dim: (n, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+    .expect("launch");
+    bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"))
+}
+
 /// `gp_validate_compressed` (Snappy walked by the whole warp) gives the host reference's status on
 /// valid, cut, flipped, padded and random bodies, each in an allocation of its own (so a read past a
 /// body is an error under compute-sanitizer).
@@ -157,22 +186,10 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
             status: u32::MAX,
         })
         .collect();
-    let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
-    let (addr, n) = (dev.device_address(), items.len() as u32);
-    let mut b = stream.cuda().launch_builder(&f);
-    b.arg(&addr).arg(&n);
-    // SAFETY: the kernel reads `n` items at `addr` (exactly that many were uploaded) and each item's
-    // `src_len` bytes at its `src`, an allocation of that many bytes (or 1 for an empty body) that lives
-    // until the copy below has waited for the launch; it writes only the items' statuses.
-    unsafe {
-        b.launch(LaunchConfig {
-            grid_dim: (n, 1, 1),
-            block_dim: (32, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }
-    .expect("launch");
-    let back: Vec<ValidateItem> = bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"));
+    // SAFETY: the kernel reads each item's `src_len` bytes at its `src`, an allocation of that many
+    // bytes (or 1 for an empty body) in `bodies`, alive until the end of this test; it writes only the
+    // items' statuses.
+    let back: Vec<ValidateItem> = unsafe { run_per_item(&stream, &f, &items, 32) };
     let want = expected(&cases);
     for (i, (got, want)) in back.iter().zip(&want).enumerate() {
         let (codec, declared, body) = &cases[i];
@@ -220,23 +237,10 @@ fn snappy_decoder_equals_the_reference_on_the_device() {
             reserved: 0,
         })
         .collect();
-    let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
-    let (addr, n) = (dev.device_address(), items.len() as u32);
-    let mut b = stream.cuda().launch_builder(&f);
-    b.arg(&addr).arg(&n);
-    // SAFETY: the kernel reads `n` items at `addr` (exactly that many were uploaded), each item's
-    // `src_len` bytes at its `src` and writes at most `dst_len` bytes at its `dst`: allocations of that
-    // many bytes (at least 1) that live until the copies below have waited for the launch; it writes
-    // the items' statuses.
-    unsafe {
-        b.launch(LaunchConfig {
-            grid_dim: (n, 1, 1),
-            block_dim: (128, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }
-    .expect("launch");
-    let back: Vec<UnsnapItem> = bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"));
+    // SAFETY: the kernel reads each item's `src_len` bytes at its `src` and writes at most `dst_len`
+    // bytes at its `dst`: allocations of that many bytes (at least 1) in `bodies` and `outs`, alive until
+    // the end of this test; it writes the items' statuses. 128 threads: the kernel's block.
+    let back: Vec<UnsnapItem> = unsafe { run_per_item(&stream, &f, &items, 128) };
     let mut passed = 0;
     for (i, (got, (want, body))) in back.iter().zip(&cases).enumerate() {
         let (status, bytes) = unsnap_one(body, *want);

@@ -305,18 +305,8 @@ impl DeviceExecutor<'_> {
                 status: u32::MAX,
             })
             .collect();
-        let addr = self.upload(&v)?;
-        let n = v.len() as u32;
-        // One warp per body (the kernel's first lane walks it).
-        self.launch_raw("gp_validate_compressed", n, 32, &[Arg::U64(addr), Arg::U32(n)])?;
-        let back: Vec<ValidateItem> = self.read(addr, v.len())?;
-        self.free(addr);
-        Ok(todo
-            .iter()
-            .zip(back)
-            .filter(|(_, b)| b.status != validate_status::OK)
-            .map(|(&i, b)| (i, b.status))
-            .collect())
+        // One warp per body.
+        self.run_body_kernel("gp_validate_compressed", 32, &v, todo, |b| b.status)
     }
 
     /// Runs `gp_unsnap` over `items[todo]` (Snappy bodies, each under 2 GiB); the indices that failed,
@@ -336,17 +326,30 @@ impl DeviceExecutor<'_> {
                 reserved: 0,
             })
             .collect();
-        let addr = self.upload(&v)?;
-        let n = v.len() as u32;
         // One block of 128 threads per body (the kernel traps on another size).
-        self.launch_raw("gp_unsnap", n, 128, &[Arg::U64(addr), Arg::U32(n)])?;
-        let back: Vec<UnsnapItem> = self.read(addr, v.len())?;
+        self.run_body_kernel("gp_unsnap", 128, &v, todo, |b| b.status)
+    }
+
+    /// Launches `kernel(items, n)`, one block of `block` threads per item, and reads the items back:
+    /// the indices of `todo` (one per item) whose status is not OK, with it.
+    fn run_body_kernel<T: Pod>(
+        &mut self,
+        kernel: &str,
+        block: u32,
+        items: &[T],
+        todo: &[usize],
+        status: impl Fn(&T) -> u32,
+    ) -> Result<Vec<(usize, u32)>> {
+        let addr = self.upload(items)?;
+        let n = items.len() as u32;
+        self.launch_raw(kernel, n, block, &[Arg::U64(addr), Arg::U32(n)])?;
+        let back: Vec<T> = self.read(addr, items.len())?;
         self.free(addr);
         Ok(todo
             .iter()
             .zip(back)
-            .filter(|(_, b)| b.status != validate_status::OK)
-            .map(|(&i, b)| (i, b.status))
+            .map(|(&i, b)| (i, status(&b)))
+            .filter(|&(_, st)| st != validate_status::OK)
             .collect())
     }
 
