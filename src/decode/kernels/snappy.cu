@@ -8,18 +8,20 @@
 // offset inside what was produced, length inside the declared size) before any byte of it is written.
 //
 // Warp 0 walks the stream in windows of 32 input bytes as the pre-check does (a lane per candidate
-// element, the chain from lane 0 by doubling), gives each element its place in the output (a prefix
-// sum), and gathers windows into a batch of at most UNSNAP_BATCH output bytes. The whole block then
-// resolves the batch, a thread per output byte: a literal byte comes from the input; a match byte from
+// element, the chain from lane 0 by doubling) and gathers windows into a batch of at most UNSNAP_BATCH
+// output bytes. The whole block then places the batch's elements and resolves it, a thread per output
+// byte: a literal byte comes from the input; a match byte from
 // the output before the batch (the last UNSNAP_RING bytes kept in shared memory, older ones read back
 // from the output) or from an earlier byte of the batch, found by pointer jumping (a page of 8-byte
 // sequential values is a literal byte and a 7-byte match of the value before, itself a match: a chain
 // as long as the batch's values, resolved in log2 rounds). A window producing more than a batch (a
 // long literal) is written by warp 0 itself, its elements in order, each by the whole warp.
-// Measured on the H200 (snappy benchmark file in one step, ncu): 42.2 ms, against 19.1 ms for the
-// pre-check's walk and 15.7 ms for nvCOMP's Snappy kernel after it. The walk bounds it (a window here
-// also takes a prefix sum and the batch's bookkeeping); so nvCOMP, behind the pre-check, stays the
-// default where it loads (see the README, "GPU decode, beside cuDF").
+// The walk records lengths only; the block places the batch's elements (a scan) before resolving it,
+// so a window that cannot fail costs the walk what it costs the pre-check's fast path.
+// Measured on the H200 (snappy benchmark file in one step, ncu): 41.2 ms, against 19.1 ms for the
+// pre-check's walk and 15.7 ms for nvCOMP's Snappy kernel after it (42.2 ms when the walk placed each
+// element itself). So nvCOMP, behind the pre-check, stays the default where it loads (see the README,
+// "GPU decode, beside cuDF").
 
 #define UNSNAP_RING 4096u
 // Output bytes resolved together by the block, and its threads.
@@ -49,10 +51,39 @@ __device__ inline u8 unsnap_earlier(const u8* ring, const u8* d, u64 out, u64 at
 // The bytes [out, out + batch_len) of a batch, resolved by the whole block: a thread per output byte
 // (UNSNAP_BATCH / UNSNAP_THREADS each). `starts` marks each element's first byte, `info_*` give each
 // element, by rank, its first byte (| UNSNAP_DONE for a match) and its input position or offset.
-__device__ inline void unsnap_execute(const u8* s, u8* d, u64 out, u32 batch_len, u8* ring, u32* cells,
-                                      const u32* starts, u32* prefix, const u32* info_at,
-                                      const u32* info_src, u32* jump_flag) {
-    const u32 tid = threadIdx.x, lane = tid & 31;
+__device__ inline void unsnap_execute(const u8* s, u8* d, u64 out, u32 batch_len, u32 count, u8* ring,
+                                      u32* cells, u32* starts, u32* prefix, u32* info_at,
+                                      const u32* info_src, u32* jump_flag, u32* warp_total) {
+    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    // Each element's first byte, from the lengths the walk left (a scan: UNSNAP_PER_THREAD elements a
+    // thread, then the warps' totals), and a bit at each first byte.
+    u32 mine = 0;
+#pragma unroll
+    for (u32 k = 0; k < UNSNAP_PER_THREAD; k++) {
+        const u32 r = tid * UNSNAP_PER_THREAD + k;
+        if (r < count) mine += info_at[r] & ~UNSNAP_DONE;
+    }
+    u32 incl = mine;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u32 y = __shfl_up_sync(gpcore::FULL_MASK, incl, o);
+        if (lane >= (u32)o) incl += y;
+    }
+    if (lane == 31) warp_total[warp] = incl;
+    if (tid < UNSNAP_BATCH / 32) starts[tid] = 0;
+    __syncthreads();
+    u32 at = incl - mine;
+    for (u32 v = 0; v < warp; v++) at += warp_total[v];
+#pragma unroll
+    for (u32 k = 0; k < UNSNAP_PER_THREAD; k++) {
+        const u32 r = tid * UNSNAP_PER_THREAD + k;
+        if (r < count) {
+            const u32 l = info_at[r];
+            info_at[r] = at | (l & UNSNAP_DONE);
+            atomicOr(&starts[at >> 5], 1u << (at & 31));
+            at += l & ~UNSNAP_DONE;
+        }
+    }
+    __syncthreads();
     if (tid < 32) {
         // Elements starting before each 32-byte word of the batch.
         const u32 c = __popc(starts[lane]);
@@ -186,13 +217,13 @@ struct UnsnapWalk {
 // Warp 0 walks windows from w->p, adding each to the batch that starts at w->out while it fits
 // (writing a window too long for any batch itself, when the batch is still empty), and stops before
 // the first window that does not fit (walked again for the next batch), at the input's end, or at a
-// failing element. Returns the batch's length; *done and *status say whether the walk is over and how.
+// failing element. A batch's elements get their lengths here (info_at: length, | UNSNAP_DONE for a
+// match) and their places from the executors. Returns the batch's length and *count its elements;
+// *done and *status say whether the walk is over and how.
 __device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, UnsnapWalk* w, u8* st, u8* ring,
-                                     u32* starts, u32* info_at, u32* info_src, u64* batch_out, bool* done,
+                                     u32* info_at, u32* info_src, u64* batch_out, u32* count, bool* done,
                                      u32* status) {
     const u32 lane = threadIdx.x & 31;
-    starts[lane] = 0;
-    __syncwarp();
     *batch_out = w->out;
     u32 batch_len = 0, elements = 0;
     *done = false;
@@ -204,37 +235,37 @@ __device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, Unsnap
         const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
-        // Member lengths in 32 bits: a failing member's does not matter (the first failure is all that
-        // counts, and it depends only on the members before it); the others' sum is below 2^31 + 16 * 64.
-        const u32 mlen = member ? (u32)min(e.len, (u64)0x7fffffffu) : 0u;
-        u32 sum = mlen;
-        for (int o = 1; o < 32; o <<= 1) {
-            const u32 y = __shfl_up_sync(gpcore::FULL_MASK, sum, o);
-            if (lane >= (u32)o) sum += y;
+        const u64 mlen = member ? e.len : 0;
+        // As in the pre-check: a window whose members cannot fail (offsets within the output before the
+        // window, the output within the declared size) needs no prefix sum; member lengths are below 2^31
+        // there, so their sum is two 32-bit sums of 16-bit halves.
+        const u64 produced = ((u64)warp_add((u32)(mlen >> 16)) << 16) + warp_add((u32)(mlen & 0xffff));
+        const bool doubt = member && (e.err != VALIDATE_OK || e.len >= (1ull << 31) ||
+                                      (e.copy && (e.offset == 0 || e.offset > w->out)));
+        if (__ballot_sync(gpcore::FULL_MASK, doubt) != 0 || produced > want - w->out) {
+            const u64 sum = warp_inclusive_sum(mlen);
+            const u32 failed = snappy_first_failure(e, member, w->out + sum - mlen, want);
+            if (failed != VALIDATE_OK) {
+                *done = true;
+                *status = failed;
+                return 0;
+            }
         }
-        const u64 before = w->out + (sum - mlen);
-        const u32 failed = snappy_first_failure(e, member, before, want);
-        if (failed != VALIDATE_OK) {
-            *done = true;
-            *status = failed;
-            return 0;
-        }
-        const u32 produced = __shfl_sync(gpcore::FULL_MASK, sum, last);
-        const u32 count = __popc(members);
+        // Every member is inside the input and the declared size from here on, every match offset at
+        // most the output before it (so below 2^31, as are the lengths).
         const u64 advance = last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
         const u64 lit_pos = w->p + lane + e.head;
         if (produced <= UNSNAP_BATCH - batch_len) {
             if (member) {
                 const u32 rank = elements + __popc(members & ((1u << lane) - 1));
-                const u32 at = (u32)(before - *batch_out);
-                atomicOr(&starts[at >> 5], 1u << (at & 31));
-                info_at[rank] = at | (e.copy ? UNSNAP_DONE : 0u);
+                info_at[rank] = (u32)e.len | (e.copy ? UNSNAP_DONE : 0u);
                 info_src[rank] = e.copy ? (u32)e.offset : (u32)lit_pos;
             }
-            elements += count;
-            batch_len += produced;
+            elements += __popc(members);
+            batch_len += (u32)produced;
         } else if (batch_len == 0) {
-            unsnap_long_window(s, d, ring, e, members, before, lit_pos);
+            const u64 sum = warp_inclusive_sum(mlen);
+            unsnap_long_window(s, d, ring, e, members, w->out + sum - mlen, lit_pos);
             *batch_out = w->out + produced;
         } else {
             break;
@@ -246,6 +277,7 @@ __device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, Unsnap
         *done = true;
         *status = w->out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
     }
+    *count = elements;
     __syncwarp();
     return batch_len;
 }
@@ -256,9 +288,9 @@ __device__ u32 unsnap_block(const u8* s, u64 n, u8* d, u64 want) {
     __shared__ u32 cells[UNSNAP_BATCH];
     __shared__ u32 starts[UNSNAP_BATCH / 32], prefix[UNSNAP_BATCH / 32];
     __shared__ u32 info_at[UNSNAP_BATCH], info_src[UNSNAP_BATCH];
-    __shared__ u32 jump_flag[2];
+    __shared__ u32 jump_flag[2], warp_total[UNSNAP_THREADS / 32];
     __shared__ u64 ctl_out;
-    __shared__ u32 ctl_len, ctl_done, ctl_status;
+    __shared__ u32 ctl_len, ctl_count, ctl_done, ctl_status;
     const u32 tid = threadIdx.x;
     if (n >= (1ull << 31) || want >= (1ull << 31)) return UNSNAP_TOO_LARGE;
     UnsnapWalk w = {0, 0, 0, 0};
@@ -266,18 +298,19 @@ __device__ u32 unsnap_block(const u8* s, u64 n, u8* d, u64 want) {
         if (tid < 32) {
             u64 batch_out = 0;
             bool done = false;
-            u32 status = VALIDATE_OK, len = 0;
+            u32 status = VALIDATE_OK, len = 0, count = 0;
             if (w.p == 0) {
                 status = snappy_preamble(s, n, want, &w.p);
                 done = status != VALIDATE_OK;
             }
             if (!done) {
-                len = unsnap_collect(s, n, d, want, &w, (u8*)stage_words, ring, starts, info_at, info_src,
-                                     &batch_out, &done, &status);
+                len = unsnap_collect(s, n, d, want, &w, (u8*)stage_words, ring, info_at, info_src, &batch_out,
+                                     &count, &done, &status);
             }
             if (tid == 0) {
                 ctl_out = batch_out;
                 ctl_len = status == VALIDATE_OK ? len : 0;
+                ctl_count = count;
                 ctl_done = done;
                 ctl_status = status;
             }
@@ -286,7 +319,10 @@ __device__ u32 unsnap_block(const u8* s, u64 n, u8* d, u64 want) {
         const u32 len = ctl_len;
         const u64 out = ctl_out;
         const bool done = ctl_done;
-        if (len > 0) unsnap_execute(s, d, out, len, ring, cells, starts, prefix, info_at, info_src, jump_flag);
+        if (len > 0) {
+            unsnap_execute(s, d, out, len, ctl_count, ring, cells, starts, prefix, info_at, info_src, jump_flag,
+                           warp_total);
+        }
         __syncthreads();
         if (done) break;
     }
