@@ -236,13 +236,9 @@ __device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, Unsnap
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
         const u64 mlen = member ? e.len : 0;
-        // As in the pre-check: a window whose members cannot fail (offsets within the output before the
-        // window, the output within the declared size) needs no prefix sum; member lengths are below 2^31
-        // there, so their sum is two 32-bit sums of 16-bit halves.
-        const u64 produced = ((u64)warp_add((u32)(mlen >> 16)) << 16) + warp_add((u32)(mlen & 0xffff));
-        const bool doubt = member && (e.err != VALIDATE_OK || e.len >= (1ull << 31) ||
-                                      (e.copy && (e.offset == 0 || e.offset > w->out)));
-        if (__ballot_sync(gpcore::FULL_MASK, doubt) != 0 || produced > want - w->out) {
+        // As in the pre-check: a window whose members cannot fail needs no prefix sum.
+        u64 produced;
+        if (snappy_window_doubtful(e, member, w->out, want, &produced)) {
             const u64 sum = warp_inclusive_sum(mlen);
             const u32 failed = snappy_first_failure(e, member, w->out + sum - mlen, want);
             if (failed != VALIDATE_OK) {

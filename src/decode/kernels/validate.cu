@@ -249,6 +249,19 @@ __device__ inline u64 warp_inclusive_sum(u64 v) {
     return v;
 }
 
+// Whether a window needs the exact check (snappy_first_failure) rather than the fast path, taken by
+// almost every window: no member fails, every match offset is within the output before the window (so
+// within the output before it), and the window's output fits the declared size. *produced: the
+// members' output, exact on the fast path, where member lengths are below 2^31 (a literal within the
+// input, a match of at most 64), so that their sum is taken as two 32-bit sums of 16-bit halves.
+__device__ inline bool snappy_window_doubtful(const SnappyLane& e, bool member, u64 out, u64 want, u64* produced) {
+    const u64 mlen = member ? e.len : 0;
+    *produced = ((u64)warp_add((u32)(mlen >> 16)) << 16) + warp_add((u32)(mlen & 0xffff));
+    const bool doubt = member && (e.err != VALIDATE_OK || e.len >= (1ull << 31) ||
+                                  (e.copy && (e.offset == 0 || e.offset > out)));
+    return __ballot_sync(gpcore::FULL_MASK, doubt) != 0 || *produced > want - out;
+}
+
 // The first failing member's status (the serial walk's), or VALIDATE_OK. `before` is the output
 // before this lane's element.
 __device__ inline u32 snappy_first_failure(const SnappyLane& e, bool member, u64 before, u64 want) {
@@ -287,16 +300,11 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
         const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
-        // Fast path, almost every window: no member fails, every match offset is within the output
-        // before the window (so within the output before it), and the window's output fits the
-        // declared size. Member lengths are below 2^31 here (a literal within the input, a match of at
-        // most 64), so their sum is taken as two 32-bit sums of 16-bit halves.
         const u64 mlen = member ? e.len : 0;
-        const u64 produced = ((u64)warp_add((u32)(mlen >> 16)) << 16) + warp_add((u32)(mlen & 0xffff));
-        const bool doubt = member && (e.err != VALIDATE_OK || e.len >= (1ull << 31) ||
-                                      (e.copy && (e.offset == 0 || e.offset > out)));
+        u64 produced;
+        const bool doubtful = snappy_window_doubtful(e, member, out, want, &produced);
         const u64 last_adv = __shfl_sync(gpcore::FULL_MASK, e.adv, last);
-        if (__ballot_sync(gpcore::FULL_MASK, doubt) == 0 && produced <= want - out) {
+        if (!doubtful) {
             out += produced;
             p += last + last_adv;
             continue;
