@@ -391,9 +391,9 @@ impl Reader {
     }
 }
 
-/// The GPU time a step costs at least, in nanoseconds: its longest compressed page, which nvCOMP (and
-/// the pre-check, for Snappy and LZ4 bodies when `prechecked`) give to one warp. Zero without
-/// compressed pages. A dictionary page's size is its chunk's start to its first data page; data pages'
+/// The GPU time a step costs at least, in nanoseconds: its longest compressed page, which each GPU
+/// decompressor of `decoders` (nvCOMP, the pre-check before it for Snappy and LZ4 bodies, or
+/// `gp_unsnap` for Snappy) follows with one warp or block. Zero without pages decompressed on the GPU. A dictionary page's size is its chunk's start to its first data page; data pages'
 /// come from the offset index, or are taken as [`ASSUMED_PAGE_BYTES`] (capped at the chunk) without one.
 pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], decoders: PageDecoders) -> f64 {
     use parquet::basic::Compression;

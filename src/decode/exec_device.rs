@@ -125,7 +125,7 @@ impl<'a> DeviceExecutor<'a> {
     /// has finished. `None` without mapped memory, when they exceed it, or when the range is not inside
     /// an allocation of the step (the copy-engine path then says why).
     fn read_staged(&mut self, addr: u64, len: u64) -> Result<Option<Vec<u8>>> {
-        if len == 0 || self.staging.is_none() || self.find(addr, len).is_none() {
+        if len == 0 || self.find(addr, len).is_none() {
             return Ok(None);
         }
         let Some((mut staging, pool)) = self.staging.take() else {

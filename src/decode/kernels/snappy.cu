@@ -9,15 +9,14 @@
 //
 // Warp 0 walks the stream in windows of 32 input bytes as the pre-check does (a lane per candidate
 // element, the chain from lane 0 by doubling) and gathers windows into a batch of at most UNSNAP_BATCH
-// output bytes. The whole block then places the batch's elements and resolves it, a thread per output
-// byte: a literal byte comes from the input; a match byte from
-// the output before the batch (the last UNSNAP_RING bytes kept in shared memory, older ones read back
-// from the output) or from an earlier byte of the batch, found by pointer jumping (a page of 8-byte
+// output bytes, recording each element's length only, so that a window that cannot fail costs the walk
+// what it costs the pre-check's fast path. The whole block then places the batch's elements (a scan)
+// and resolves it, a thread per output byte: a literal byte comes from the input; a match byte from the
+// output before the batch (the last UNSNAP_RING bytes kept in shared memory, older ones read back from
+// the output) or from an earlier byte of the batch, found by pointer jumping (a page of 8-byte
 // sequential values is a literal byte and a 7-byte match of the value before, itself a match: a chain
 // as long as the batch's values, resolved in log2 rounds). A window producing more than a batch (a
 // long literal) is written by warp 0 itself, its elements in order, each by the whole warp.
-// The walk records lengths only; the block places the batch's elements (a scan) before resolving it,
-// so a window that cannot fail costs the walk what it costs the pre-check's fast path.
 // Measured on the H200 (snappy benchmark file in one step, ncu): 41.2 ms, against 19.1 ms for the
 // pre-check's walk and 15.7 ms for nvCOMP's Snappy kernel after it (42.2 ms when the walk placed each
 // element itself). So nvCOMP, behind the pre-check, stays the default where it loads (see the README,
@@ -43,36 +42,29 @@ struct UnsnapItem {
 };
 static_assert(sizeof(UnsnapItem) == 40, "UnsnapItem must match layout.rs");
 
-// One output byte at position `at` (< out, the window's start), from the ring when recent enough.
+// One output byte at position `at` (< out, where everything before is written: a batch's or an
+// element's start), from the ring when recent enough.
 __device__ inline u8 unsnap_earlier(const u8* ring, const u8* d, u64 out, u64 at) {
     return out - at <= UNSNAP_RING ? ring[at & (UNSNAP_RING - 1)] : d[at];
 }
 
-// The bytes [out, out + batch_len) of a batch, resolved by the whole block: a thread per output byte
-// (UNSNAP_BATCH / UNSNAP_THREADS each). `starts` marks each element's first byte, `info_*` give each
-// element, by rank, its first byte (| UNSNAP_DONE for a match) and its input position or offset.
+// The bytes [out, out + batch_len) of a batch of `count` elements, resolved by the whole block: a
+// thread per output byte (UNSNAP_PER_THREAD each). `info_at` comes with each element's length
+// (| UNSNAP_DONE for a match) and is turned into its first byte in the batch; `info_src` gives its input
+// position (a literal) or offset (a match). `starts` gets a bit at each element's first byte.
 __device__ inline void unsnap_execute(const u8* s, u8* d, u64 out, u32 batch_len, u32 count, u8* ring,
                                       u32* cells, u32* starts, u32* prefix, u32* info_at,
-                                      const u32* info_src, u32* jump_flag, u32* warp_total) {
-    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    // Each element's first byte, from the lengths the walk left (a scan: UNSNAP_PER_THREAD elements a
-    // thread, then the warps' totals), and a bit at each first byte.
+                                      const u32* info_src, u32* jump_flag, u32* scan_scratch) {
+    const u32 tid = threadIdx.x, lane = tid & 31;
+    if (tid < UNSNAP_BATCH / 32) starts[tid] = 0;
+    // Each element's first byte: a scan of the lengths, UNSNAP_PER_THREAD elements a thread.
     u32 mine = 0;
 #pragma unroll
     for (u32 k = 0; k < UNSNAP_PER_THREAD; k++) {
         const u32 r = tid * UNSNAP_PER_THREAD + k;
         if (r < count) mine += info_at[r] & ~UNSNAP_DONE;
     }
-    u32 incl = mine;
-    for (int o = 1; o < 32; o <<= 1) {
-        const u32 y = __shfl_up_sync(gpcore::FULL_MASK, incl, o);
-        if (lane >= (u32)o) incl += y;
-    }
-    if (lane == 31) warp_total[warp] = incl;
-    if (tid < UNSNAP_BATCH / 32) starts[tid] = 0;
-    __syncthreads();
-    u32 at = incl - mine;
-    for (u32 v = 0; v < warp; v++) at += warp_total[v];
+    u32 at = block_exclusive_scan(mine, scan_scratch, nullptr);
 #pragma unroll
     for (u32 k = 0; k < UNSNAP_PER_THREAD; k++) {
         const u32 r = tid * UNSNAP_PER_THREAD + k;
@@ -87,12 +79,7 @@ __device__ inline void unsnap_execute(const u8* s, u8* d, u64 out, u32 batch_len
     if (tid < 32) {
         // Elements starting before each 32-byte word of the batch.
         const u32 c = __popc(starts[lane]);
-        u32 incl = c;
-        for (int o = 1; o < 32; o <<= 1) {
-            const u32 y = __shfl_up_sync(gpcore::FULL_MASK, incl, o);
-            if (lane >= (u32)o) incl += y;
-        }
-        prefix[lane] = incl - c;
+        prefix[lane] = warp_inclusive_sum(c) - c;
     }
     if (tid == 0) jump_flag[0] = jump_flag[1] = 0;
     __syncthreads();
@@ -281,10 +268,10 @@ __device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, Unsnap
 __device__ u32 unsnap_block(const u8* s, u64 n, u8* d, u64 want) {
     __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
     __shared__ u8 ring[UNSNAP_RING];
-    __shared__ u32 cells[UNSNAP_BATCH];
+    __shared__ u32 cells[UNSNAP_BATCH];  // a batch's bytes: UNSNAP_DONE | value, or an earlier byte's index << 8
     __shared__ u32 starts[UNSNAP_BATCH / 32], prefix[UNSNAP_BATCH / 32];
     __shared__ u32 info_at[UNSNAP_BATCH], info_src[UNSNAP_BATCH];
-    __shared__ u32 jump_flag[2], warp_total[UNSNAP_THREADS / 32];
+    __shared__ u32 jump_flag[2], scan_scratch[32];
     __shared__ u64 ctl_out;
     __shared__ u32 ctl_len, ctl_count, ctl_done, ctl_status;
     const u32 tid = threadIdx.x;
@@ -317,7 +304,7 @@ __device__ u32 unsnap_block(const u8* s, u64 n, u8* d, u64 want) {
         const bool done = ctl_done;
         if (len > 0) {
             unsnap_execute(s, d, out, len, ctl_count, ring, cells, starts, prefix, info_at, info_src, jump_flag,
-                           warp_total);
+                           scan_scratch);
         }
         __syncthreads();
         if (done) break;

@@ -240,10 +240,11 @@ __device__ inline u32 snappy_window_members(const SnappyLane& e) {
 }
 
 // Inclusive prefix sum over the warp.
-__device__ inline u64 warp_inclusive_sum(u64 v) {
+template <typename T>
+__device__ inline T warp_inclusive_sum(T v) {
     const u32 lane = threadIdx.x & 31;
     for (int o = 1; o < 32; o <<= 1) {
-        const u64 y = __shfl_up_sync(gpcore::FULL_MASK, v, o);
+        const T y = __shfl_up_sync(gpcore::FULL_MASK, v, o);
         if (lane >= (u32)o) v += y;
     }
     return v;

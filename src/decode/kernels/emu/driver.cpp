@@ -13,7 +13,8 @@
 //   validate IN:  "GPVAL1" u32 n {u32 codec, u64 declared uncompressed size, u64 len, bytes}
 //   validate OUT: u32 status per item (gp_validate_compressed, one block of 32 lanes per item)
 //   unsnap IN:    "GPUNS1" u32 n {u64 declared uncompressed size, u64 len, bytes}
-//   unsnap OUT:   (gp_unsnap, one block of 128 threads per item) per item u32 status, then the output buffer (declared size; 0xab where not written)
+//   unsnap OUT:   per item u32 status, then the output buffer (declared size; 0xab where not
+//                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
 #include "cuda_emu.h"
 
 #include KERNELS_CU
@@ -119,26 +120,47 @@ void pack(FILE* out, const uint8_t* bytes, uint64_t n, bool present) {
 
 }  // namespace
 
-// gp_validate_compressed over items read from `in_path`, each body at the end of an allocation
-// (so ASan sees a read past it).
+// Opens `path` and checks its magic: the file, positioned after the item count *n; nullptr when it
+// cannot be opened or is not one.
+FILE* open_items(const char* path, const char* magic, uint32_t* n) {
+    FILE* in = std::fopen(path, "rb");
+    if (!in) return nullptr;
+    char got[6];
+    if (std::fread(got, 1, 6, in) != 6 || std::memcmp(got, magic, 6) != 0) {
+        std::fclose(in);
+        return nullptr;
+    }
+    *n = get<uint32_t>(in);
+    return in;
+}
+
+// Reads item i's body of `len` bytes into an allocation of its own that ends where the body ends (so
+// ASan sees a read past it), the body starting at every offset modulo 16 (the kernels' 16-byte loads
+// align themselves): the allocation (to free), *body where the bytes are; nullptr on a short read.
+uint8_t* read_body(FILE* in, uint64_t len, uint32_t i, uint8_t** body) {
+    const uint64_t shift = i % 16;
+    uint8_t* alloc = (uint8_t*)std::malloc(len + shift + (len + shift == 0));
+    *body = alloc + shift;
+    if (len && std::fread(*body, 1, len, in) != len) {
+        std::free(alloc);
+        return nullptr;
+    }
+    return alloc;
+}
+
+// gp_validate_compressed over items read from `in_path`, each body at the end of an allocation.
 int validate_main(const char* in_path, const char* out_path) {
-    FILE* in = std::fopen(in_path, "rb");
+    uint32_t n = 0;
+    FILE* in = open_items(in_path, "GPVAL1", &n);
     if (!in) return 2;
-    char magic[6];
-    if (std::fread(magic, 1, 6, in) != 6 || std::memcmp(magic, "GPVAL1", 6) != 0) return 2;
-    const uint32_t n = get<uint32_t>(in);
     std::vector<ValidateItem> items(n);
     std::vector<uint8_t*> bodies(n, nullptr);
     for (uint32_t i = 0; i < n; i++) {
         items[i].codec = get<uint32_t>(in);
         items[i].dst_len = get<uint64_t>(in);
         items[i].src_len = get<uint64_t>(in);
-        // Bodies start at every offset modulo 16 (the kernel's 16-byte loads align themselves), and end
-        // where their allocation ends.
-        const uint64_t shift = i % 16;
-        bodies[i] = (uint8_t*)std::malloc(items[i].src_len + shift + (items[i].src_len + shift == 0));
-        uint8_t* body = bodies[i] + shift;
-        if (items[i].src_len && std::fread(body, 1, items[i].src_len, in) != items[i].src_len) return 4;
+        uint8_t* body = nullptr;
+        if (!(bodies[i] = read_body(in, items[i].src_len, i, &body))) return 4;
         items[i].src = (u64)body;
         items[i].status = ~0u;
     }
@@ -155,20 +177,16 @@ int validate_main(const char* in_path, const char* out_path) {
 // gp_unsnap over items read from `in_path`: each body at the end of an allocation, each output an
 // allocation of exactly its declared size (so ASan sees a read or write past either).
 int unsnap_main(const char* in_path, const char* out_path) {
-    FILE* in = std::fopen(in_path, "rb");
+    uint32_t n = 0;
+    FILE* in = open_items(in_path, "GPUNS1", &n);
     if (!in) return 2;
-    char magic[6];
-    if (std::fread(magic, 1, 6, in) != 6 || std::memcmp(magic, "GPUNS1", 6) != 0) return 2;
-    const uint32_t n = get<uint32_t>(in);
     std::vector<UnsnapItem> items(n);
     std::vector<uint8_t*> bodies(n, nullptr), outs(n, nullptr);
     for (uint32_t i = 0; i < n; i++) {
         items[i].dst_len = get<uint64_t>(in);
         items[i].src_len = get<uint64_t>(in);
-        const uint64_t shift = i % 16;
-        bodies[i] = (uint8_t*)std::malloc(items[i].src_len + shift + (items[i].src_len + shift == 0));
-        uint8_t* body = bodies[i] + shift;
-        if (items[i].src_len && std::fread(body, 1, items[i].src_len, in) != items[i].src_len) return 4;
+        uint8_t* body = nullptr;
+        if (!(bodies[i] = read_body(in, items[i].src_len, i, &body))) return 4;
         outs[i] = (uint8_t*)std::malloc(items[i].dst_len ? items[i].dst_len : 1);
         std::memset(outs[i], 0xab, items[i].dst_len);
         items[i].src = (u64)body;
@@ -176,7 +194,7 @@ int unsnap_main(const char* in_path, const char* out_path) {
         items[i].status = ~0u;
     }
     std::fclose(in);
-    if (n) emu::launch(gp_unsnap, n, 128, items.data(), n);
+    if (n) emu::launch(gp_unsnap, n, UNSNAP_THREADS, items.data(), n);
     FILE* out = std::fopen(out_path, "wb");
     if (!out) return 2;
     for (uint32_t i = 0; i < n; i++) {
