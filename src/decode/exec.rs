@@ -149,6 +149,11 @@ pub enum DecompressedOn {
     Host(String),
 }
 
+/// What the host executor fills [`Executor::alloc_uninit`]'s allocations with: as a length, count or
+/// index it is far out of range (0xA5A5A5A5), as an i32 value index it is negative, as a flag neither 0
+/// nor 1, so a kernel reading a byte no kernel wrote gives an error or a value unequal to arrow-rs's.
+pub const UNINIT_POISON: u8 = 0xA5;
+
 /// Owns a step's memory and runs its kernels.
 pub trait Executor {
     /// The owned buffer type handed out by [`Self::take`].
@@ -156,6 +161,11 @@ pub trait Executor {
 
     /// A new zeroed allocation of `bytes` bytes, owned by the executor until [`Self::take`]n.
     fn alloc(&mut self, bytes: usize) -> Result<u64>;
+    /// A new allocation of `bytes` bytes whose contents are unspecified: for buffers whose every byte
+    /// that is read is written first by a kernel (zeroing the step's outputs cost the GPU about 2 ms a
+    /// step). The host executor fills it with [`UNINIT_POISON`], so that CI catches a read of a byte
+    /// no kernel wrote.
+    fn alloc_uninit(&mut self, bytes: usize) -> Result<u64>;
     /// A new allocation holding `items`.
     fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64>;
     /// Writes `items` at `addr`, inside an allocation of this executor.
@@ -251,6 +261,10 @@ impl Executor for HostExecutor {
 
     fn alloc(&mut self, bytes: usize) -> Result<u64> {
         Ok(self.arena.alloc(bytes))
+    }
+
+    fn alloc_uninit(&mut self, bytes: usize) -> Result<u64> {
+        Ok(self.arena.upload(&vec![UNINIT_POISON; bytes]))
     }
 
     fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64> {

@@ -446,6 +446,8 @@ pub fn decode_step<E: Executor>(
         }
         bodies.push(b);
     }
+    // Zeroed, though every body's output is written by its decompressor: compute-sanitizer's initcheck
+    // then flags reads of nvCOMP's output (by our kernels and nvCOMP's own) as uninitialized.
     let dec_base = if out_total > 0 {
         exec.alloc(out_total as usize)?
     } else {
@@ -540,19 +542,23 @@ pub fn decode_step<E: Executor>(
             physical: leaf.physical,
             ..Default::default()
         };
+        // Not zeroed: gp_levels writes vidx and out_valid for every row, the values kernels every
+        // row of out_values (zeros for a null) and out_offsets up to num_rows, and the value kernels
+        // dense, str_src and str_len for every present value of a page they leave without error,
+        // the only entries read after them (the host executor poisons these buffers to test that).
         if leaf.max_def > 0 {
-            c.vidx = exec.alloc(n * 4)?;
-            c.out_valid = exec.alloc(n)?;
+            c.vidx = exec.alloc_uninit(n * 4)?;
+            c.out_valid = exec.alloc_uninit(n)?;
         }
         if needs_dense {
-            c.dense = exec.alloc(n * dense_width as usize)?;
+            c.dense = exec.alloc_uninit(n * dense_width as usize)?;
         }
         if leaf.physical == physical::BYTE_ARRAY {
-            c.out_offsets = exec.alloc((n + 1) * 4)?;
-            c.str_src = exec.alloc(n * 8)?;
-            c.str_len = exec.alloc(n * 4)?;
+            c.out_offsets = exec.alloc_uninit((n + 1) * 4)?;
+            c.str_src = exec.alloc_uninit(n * 8)?;
+            c.str_len = exec.alloc_uninit(n * 4)?;
         } else {
-            c.out_values = exec.alloc(n * leaf.type_len as usize)?;
+            c.out_values = exec.alloc_uninit(n * leaf.type_len as usize)?;
         }
         cols.push(c);
     }
@@ -705,7 +711,13 @@ pub fn decode_step<E: Executor>(
                 let last: Vec<i32> = exec.read(c.out_offsets + c.num_rows * 4, 1)?;
                 let chars = last.first().copied().unwrap_or(0).max(0) as u64;
                 c.chars_capacity = chars;
-                c.out_values = exec.alloc(chars.max(1) as usize)?;
+                // gp_copy_strings writes every character up to the last offset. With none, the
+                // buffer's one byte is zeroed: to_host() copies it.
+                c.out_values = if chars == 0 {
+                    exec.alloc(1)?
+                } else {
+                    exec.alloc_uninit(chars as usize)?
+                };
             }
             exec.write(cols_addr, &updated)?;
             cols = updated;
@@ -779,7 +791,7 @@ pub fn decode_step<E: Executor>(
             vec![exec.take(bool_values)?]
         } else if let Some(op) = leaf.conversion {
             let (_, dw) = crate::decode::reference::convert::widths(op);
-            let dst = exec.alloc(num_rows as usize * dw)?;
+            let dst = exec.alloc_uninit(num_rows as usize * dw)?;
             exec.launch(Kernel::Convert {
                 op,
                 src: c.out_values,

@@ -1756,7 +1756,7 @@ fn random_pages_never_panic() {
 /// prefix overwritten with a random value.
 fn random_string_step(seed: u64) -> Step {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5eed);
-    let mut arena = Arena::new();
+    let arena = Arena::new();
     let shapes = 1 + rng.below(3) as usize;
     let mut bodies = Vec::new();
     for _ in 0..shapes {
@@ -1801,6 +1801,12 @@ fn random_string_step(seed: u64) -> Step {
         }
         bodies.push((n, head, body, values_len));
     }
+    string_step(arena, bodies)
+}
+
+/// A step of one BYTE_ARRAY column whose pages are `bodies`: (values, bytes before the values, page
+/// bytes, values' length), each also given as a dictionary.
+fn string_step(mut arena: Arena, bodies: Vec<(u32, usize, Vec<u8>, u64)>) -> Step {
     let rows: u32 = bodies.iter().map(|b| b.0).sum();
     let mut col = ColumnDesc {
         num_rows: u64::from(rows),
@@ -1842,6 +1848,54 @@ fn random_string_step(seed: u64) -> Step {
 fn kernels_match_references_on_random_string_streams() {
     for seed in 0..12 {
         if !kernels_match(&format!("random string step {seed}"), || random_string_step(seed)) {
+            return;
+        }
+    }
+}
+
+/// ASCII strings with, at a random character, one byte that is not ASCII (invalid there, or the lead
+/// of a valid two-byte character with its continuation), or none: the UTF-8 check's all-ASCII fast
+/// path must still find the first bad byte wherever it lies in its 16 bytes.
+fn ascii_string_step(seed: u64) -> Step {
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xa5c1);
+    let n = 50 + rng.below(3000) as u32;
+    let mut body = Vec::new();
+    let mut chars = 0u64;
+    let mut lens = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let len = rng.below(40);
+        lens.push(len);
+        chars += len;
+    }
+    let at = rng.below(chars + chars / 4 + 1);
+    let (mut c, two_byte) = (0u64, rng.below(3) == 0);
+    for len in lens {
+        body.extend_from_slice(&(len as u32).to_le_bytes());
+        let mut k = 0;
+        while k < len {
+            if c == at && two_byte && k + 1 < len {
+                body.extend_from_slice("é".as_bytes());
+                k += 2;
+                c += 2;
+                continue;
+            }
+            body.push(if c == at {
+                0x80 | rng.next() as u8
+            } else {
+                0x20 + rng.below(0x5f) as u8
+            });
+            k += 1;
+            c += 1;
+        }
+    }
+    let values_len = body.len() as u64;
+    string_step(Arena::new(), vec![(n, 0, body, values_len)])
+}
+
+#[test]
+fn kernels_match_references_on_mostly_ascii_strings() {
+    for seed in 0..60 {
+        if !kernels_match(&format!("ASCII string step {seed}"), || ascii_string_step(seed)) {
             return;
         }
     }

@@ -20,6 +20,8 @@
 #include KERNELS_CU
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -101,6 +103,18 @@ void translate(DictDesc& d, uint64_t (*t)(uint64_t)) {
     d.index = t(d.index);
 }
 
+// A malloc'd copy of n bytes at offset `at` of a block of exactly at + n bytes (so AddressSanitizer
+// sees a read past them); malloc's blocks are 16-aligned.
+uint8_t* aligned_copy(const void* bytes, uint64_t n, uint64_t at) {
+    uint8_t* block = (uint8_t*)std::malloc(at + n ? at + n : 1);
+    if (((uintptr_t)block & 15) != 0) {
+        std::fprintf(stderr, "malloc gave a block that is not 16-aligned\n");
+        std::abort();
+    }
+    if (n) std::memcpy(block + at, bytes, n);
+    return block;
+}
+
 // Packs n bytes with gp_pack_bits on a deliberately small grid (so the grid-stride loop strides).
 void pack(FILE* out, const uint8_t* bytes, uint64_t n, bool present) {
     if (!present) {
@@ -109,10 +123,22 @@ void pack(FILE* out, const uint8_t* bytes, uint64_t n, bool present) {
         return;
     }
     const uint32_t nwords = (uint32_t)((n + 31) / 32);
-    std::vector<uint32_t> words(nwords ? nwords : 1, 0xdeadbeefu);
-    unsigned long long set = 0;
+    // The kernel has a path for 16-aligned bytes and one for any other: both run, on copies, and must
+    // agree (the reference then checks the result).
+    std::vector<uint32_t> words(nwords ? nwords : 1, 0xdeadbeefu), words_odd(words);
+    unsigned long long set = 0, set_odd = 0;
+    uint8_t* aligned = aligned_copy(bytes, n, 0);
+    uint8_t* odd = aligned_copy(bytes, n, 1);
     const unsigned grid = n == 0 ? 0 : (unsigned)std::min<uint64_t>(3, (n + 255) / 256);
-    emu::launch(gp_pack_bits, grid, 256, bytes, (u64)n, words.data(), (u64*)&set);
+    emu::launch(gp_pack_bits, grid, 256, (const u8*)aligned, (u64)n, words.data(), (u64*)&set);
+    emu::launch(gp_pack_bits, grid, 256, (const u8*)odd + 1, (u64)n, words_odd.data(), (u64*)&set_odd);
+    std::free(aligned);
+    std::free(odd);
+    if (words != words_odd || set != set_odd) {
+        std::fprintf(stderr, "gp_pack_bits: the aligned and unaligned paths disagree (n = %llu)\n",
+                     (unsigned long long)n);
+        std::abort();
+    }
     put<uint32_t>(out, nwords);
     std::fwrite(words.data(), 4, nwords, out);
     put<uint64_t>(out, set);
@@ -316,8 +342,22 @@ int main(int argc, char** argv) {
             // A small grid, so the grid-stride loops stride.
             const uint64_t work = std::max<uint64_t>(col.chars_capacity, col.num_rows);
             const unsigned grid = (unsigned)std::min<uint64_t>(3, (work + 63) / 64 + 1);
-            emu::launch(gp_validate_utf8, grid, 64, (const u8*)chars[c], (u64)col.chars_capacity,
+            // The 16-aligned path and the other one, on copies, must agree.
+            const uint64_t cap = col.chars_capacity;
+            uint8_t* aligned = aligned_copy(chars[c], cap, 0);
+            uint8_t* odd = aligned_copy(chars[c], cap, 1);
+            emu::launch(gp_validate_utf8, grid, 64, (const u8*)aligned, (u64)cap,
                         (const i32*)to_real(col.out_offsets), (u64)col.num_rows, (u64*)&first_bad);
+            unsigned long long first_bad_odd = ~0ull;
+            emu::launch(gp_validate_utf8, grid, 64, (const u8*)odd + 1, (u64)cap,
+                        (const i32*)to_real(col.out_offsets), (u64)col.num_rows, (u64*)&first_bad_odd);
+            std::free(aligned);
+            std::free(odd);
+            if (first_bad != first_bad_odd) {
+                std::fprintf(stderr, "gp_validate_utf8: the aligned and unaligned paths disagree (%llu, %llu)\n",
+                             first_bad, first_bad_odd);
+                std::abort();
+            }
         }
         put<uint64_t>(out, first_bad);
         pack(out, (const uint8_t*)to_real(col.out_valid), col.num_rows, col.out_valid != 0);
