@@ -162,8 +162,8 @@ pub trait Executor {
     /// A new zeroed allocation of `bytes` bytes, owned by the executor until [`Self::take`]n.
     fn alloc(&mut self, bytes: usize) -> Result<u64>;
     /// A new allocation of `bytes` bytes whose contents are unspecified: for buffers whose every byte
-    /// that is read is written first by a kernel (zeroing the step's outputs cost the GPU about 2 ms a
-    /// step). The host executor fills it with [`UNINIT_POISON`], so that CI catches a read of a byte
+    /// that is read is written first by a kernel (zeroing them took 1-2 ms of a whole-file step on
+    /// the H200). The host executor fills it with [`UNINIT_POISON`], so that CI catches a read of a byte
     /// no kernel wrote.
     fn alloc_uninit(&mut self, bytes: usize) -> Result<u64>;
     /// A new allocation holding `items`.

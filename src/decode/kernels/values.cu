@@ -224,9 +224,8 @@ __device__ inline u32 nonzero_bits16(uint4 v) {
 // bit i of the LSB-first bitmap `words` (ceil(n / 32) u32, the last one's tail bits 0) = bytes[i] != 0;
 // the number of set bits is added to *set_count (which the caller zeroes). With `bytes` 16-aligned, a
 // warp takes 512 bytes a step, 16 a lane (one 16-byte load), and lane pairs join their halves of a
-// word (a byte a lane and a ballot per 32 bytes took 1.3 ms, in ncu on the H200, for the plain
-// benchmark file's 350 MB of validity bytes);
-// otherwise one ballot per 32 bytes.
+// word; otherwise a ballot per 32 bytes (which took 1.3 ms, in ncu on the H200, for the plain
+// benchmark file's 350 MB of validity bytes, against 0.28 ms for the 16-byte path).
 extern "C" __global__ void gp_pack_bits(const u8* bytes, u64 n, u32* words, u64* set_count) {
     const u32 lane = threadIdx.x & 31;
     u64 local = 0;
