@@ -199,3 +199,53 @@ fn page_headers_take_one_pass_once_the_hints_have_seen_a_step() {
         assert_eq!(want, got, "run {run}");
     }
 }
+
+/// A step of no rows (a file whose row groups are all empty) decodes to empty columns equal to
+/// arrow-rs's: its string columns' offsets are `[0]`, with no page to write them.
+#[test]
+fn a_step_of_empty_row_groups_decodes_like_arrow_rs() {
+    use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+    use std::sync::Arc;
+
+    let schema =
+        parse_message_type("message m { optional binary s (UTF8); required binary r (UTF8); optional int64 v; }")
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for groups in [vec![0usize], vec![0, 0]] {
+        let path = dir.path().join(format!("empty-{}.parquet", groups.len()));
+        let file = std::fs::File::create(&path).unwrap();
+        let props = Arc::new(WriterProperties::builder().build());
+        let mut w = SerializedFileWriter::new(file, Arc::new(schema.clone()), props).unwrap();
+        for _ in &groups {
+            let mut rg = w.next_row_group().unwrap();
+            let mut k = 0;
+            while let Some(mut col) = rg.next_column().unwrap() {
+                match k {
+                    0 | 1 => {
+                        let none: [ByteArray; 0] = [];
+                        col.typed::<ByteArrayType>()
+                            .write_batch(&none, Some(&[]), None)
+                            .unwrap();
+                    }
+                    _ => {
+                        col.typed::<Int64Type>().write_batch(&[], Some(&[]), None).unwrap();
+                    }
+                }
+                col.close().unwrap();
+                k += 1;
+            }
+            rg.close().unwrap();
+        }
+        w.close().unwrap();
+        let mut tally = Tally::default();
+        check_file(&path, &mut tally);
+        assert_eq!(tally.equal, 1, "{}: {tally:?}", path.display());
+        assert!(
+            tally.gpu_columns >= 2,
+            "the string columns take the GPU route: {tally:?}"
+        );
+    }
+}

@@ -554,7 +554,12 @@ pub fn decode_step<E: Executor>(
             c.dense = exec.alloc_uninit(n * dense_width as usize)?;
         }
         if leaf.physical == physical::BYTE_ARRAY {
-            c.out_offsets = exec.alloc_uninit((n + 1) * 4)?;
+            // offsets[0] is written by the column's first page; a step of no rows has none.
+            c.out_offsets = if n == 0 {
+                exec.alloc(4)?
+            } else {
+                exec.alloc_uninit((n + 1) * 4)?
+            };
             c.str_src = exec.alloc_uninit(n * 8)?;
             c.str_len = exec.alloc_uninit(n * 4)?;
         } else {
@@ -786,7 +791,13 @@ pub fn decode_step<E: Executor>(
             None
         };
         let buffers = if leaf.physical == physical::BYTE_ARRAY {
-            vec![exec.take(c.out_offsets)?, exec.take(c.out_values)?]
+            // A step of no rows has no pages, so the characters were never allocated.
+            let chars = if c.out_values == 0 {
+                exec.alloc(1)?
+            } else {
+                c.out_values
+            };
+            vec![exec.take(c.out_offsets)?, exec.take(chars)?]
         } else if leaf.physical == physical::BOOLEAN {
             vec![exec.take(bool_values)?]
         } else if let Some(op) = leaf.conversion {
