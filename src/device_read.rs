@@ -393,8 +393,9 @@ impl Reader {
 
 /// The GPU time a step costs at least, in nanoseconds: its longest compressed page, which each GPU
 /// decompressor of `decoders` (nvCOMP, the pre-check before it for Snappy and LZ4 bodies, or
-/// `gp_unsnap` for Snappy) follows with one warp or block. Zero without pages decompressed on the GPU. A dictionary page's size is its chunk's start to its first data page; data pages'
-/// come from the offset index, or are taken as [`ASSUMED_PAGE_BYTES`] (capped at the chunk) without one.
+/// `gp_unsnap` for Snappy) follows with one warp or block. Zero without pages decompressed on the GPU.
+/// A dictionary page's size is its chunk's start to its first data page; data pages' come from the
+/// offset index, or are taken as [`ASSUMED_PAGE_BYTES`] (capped at the chunk) without one.
 pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], decoders: PageDecoders) -> f64 {
     use parquet::basic::Compression;
     let mut longest = 0f64;

@@ -164,7 +164,8 @@ pub trait Executor {
     /// A new allocation of `bytes` bytes whose contents are unspecified: for buffers whose every byte
     /// that is read is written first by a kernel (zeroing them took 1-2 ms of a whole-file step on
     /// the H200). The host executor fills it with [`UNINIT_POISON`], so that CI catches a read of a byte
-    /// no kernel wrote.
+    /// no kernel wrote. An empty one has no byte to read; where it is backed by one (the device's
+    /// allocations are at least 1 byte, which `to_host()` copies), that byte is zeroed.
     fn alloc_uninit(&mut self, bytes: usize) -> Result<u64>;
     /// A new allocation holding `items`.
     fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64>;

@@ -716,13 +716,8 @@ pub fn decode_step<E: Executor>(
                 let last: Vec<i32> = exec.read(c.out_offsets + c.num_rows * 4, 1)?;
                 let chars = last.first().copied().unwrap_or(0).max(0) as u64;
                 c.chars_capacity = chars;
-                // gp_copy_strings writes every character up to the last offset. With none, the
-                // buffer's one byte is zeroed: to_host() copies it.
-                c.out_values = if chars == 0 {
-                    exec.alloc(1)?
-                } else {
-                    exec.alloc_uninit(chars as usize)?
-                };
+                // gp_copy_strings writes every character up to the last offset.
+                c.out_values = exec.alloc_uninit(chars as usize)?;
             }
             exec.write(cols_addr, &updated)?;
             cols = updated;

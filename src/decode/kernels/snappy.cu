@@ -205,7 +205,7 @@ struct UnsnapWalk {
 // (writing a window too long for any batch itself, when the batch is still empty), and stops before
 // the first window that does not fit (walked again for the next batch), at the input's end, or at a
 // failing element. A batch's elements get their lengths here (info_at: length, | UNSNAP_DONE for a
-// match) and their places from the executors. Returns the batch's length and *count its elements;
+// match) and their places in unsnap_execute. Returns the batch's length and *count its elements;
 // *done and *status say whether the walk is over and how.
 __device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, UnsnapWalk* w, u8* st, u8* ring,
                                      u32* info_at, u32* info_src, u64* batch_out, u32* count, bool* done,

@@ -103,14 +103,21 @@ void translate(DictDesc& d, uint64_t (*t)(uint64_t)) {
     d.index = t(d.index);
 }
 
-// A malloc'd copy of n bytes at offset `at` of a block of exactly at + n bytes (so AddressSanitizer
-// sees a read past them); malloc's blocks are 16-aligned.
-uint8_t* aligned_copy(const void* bytes, uint64_t n, uint64_t at) {
-    uint8_t* block = (uint8_t*)std::malloc(at + n ? at + n : 1);
+// A malloc'd block of exactly at + len bytes (at least 1), for len bytes at offset `at`: they end where
+// the block ends (so AddressSanitizer sees a read past them), and malloc's blocks are 16-aligned (so
+// their alignment is at's).
+uint8_t* alloc_ending_at(uint64_t at, uint64_t len) {
+    uint8_t* block = (uint8_t*)std::malloc(at + len ? at + len : 1);
     if (((uintptr_t)block & 15) != 0) {
         std::fprintf(stderr, "malloc gave a block that is not 16-aligned\n");
         std::abort();
     }
+    return block;
+}
+
+// A copy of n bytes at offset `at` of an alloc_ending_at block (the block, to free).
+uint8_t* copy_ending_at(const void* bytes, uint64_t n, uint64_t at) {
+    uint8_t* block = alloc_ending_at(at, n);
     if (n) std::memcpy(block + at, bytes, n);
     return block;
 }
@@ -127,8 +134,8 @@ void pack(FILE* out, const uint8_t* bytes, uint64_t n, bool present) {
     // agree (the reference then checks the result).
     std::vector<uint32_t> words(nwords ? nwords : 1, 0xdeadbeefu), words_odd(words);
     unsigned long long set = 0, set_odd = 0;
-    uint8_t* aligned = aligned_copy(bytes, n, 0);
-    uint8_t* odd = aligned_copy(bytes, n, 1);
+    uint8_t* aligned = copy_ending_at(bytes, n, 0);
+    uint8_t* odd = copy_ending_at(bytes, n, 1);
     const unsigned grid = n == 0 ? 0 : (unsigned)std::min<uint64_t>(3, (n + 255) / 256);
     emu::launch(gp_pack_bits, grid, 256, (const u8*)aligned, (u64)n, words.data(), (u64*)&set);
     emu::launch(gp_pack_bits, grid, 256, (const u8*)odd + 1, (u64)n, words_odd.data(), (u64*)&set_odd);
@@ -165,7 +172,7 @@ FILE* open_items(const char* path, const char* magic, uint32_t* n) {
 // align themselves): the allocation (to free), *body where the bytes are; nullptr on a short read.
 uint8_t* read_body(FILE* in, uint64_t len, uint32_t i, uint8_t** body) {
     const uint64_t shift = i % 16;
-    uint8_t* alloc = (uint8_t*)std::malloc(len + shift + (len + shift == 0));
+    uint8_t* alloc = alloc_ending_at(shift, len);
     *body = alloc + shift;
     if (len && std::fread(*body, 1, len, in) != len) {
         std::free(alloc);
@@ -344,8 +351,8 @@ int main(int argc, char** argv) {
             const unsigned grid = (unsigned)std::min<uint64_t>(3, (work + 63) / 64 + 1);
             // The 16-aligned path and the other one, on copies, must agree.
             const uint64_t cap = col.chars_capacity;
-            uint8_t* aligned = aligned_copy(chars[c], cap, 0);
-            uint8_t* odd = aligned_copy(chars[c], cap, 1);
+            uint8_t* aligned = copy_ending_at(chars[c], cap, 0);
+            uint8_t* odd = copy_ending_at(chars[c], cap, 1);
             emu::launch(gp_validate_utf8, grid, 64, (const u8*)aligned, (u64)cap,
                         (const i32*)to_real(col.out_offsets), (u64)col.num_rows, (u64*)&first_bad);
             unsigned long long first_bad_odd = ~0ull;
