@@ -388,18 +388,68 @@ pub(crate) fn small_transfers_on_copy_engine() -> bool {
     *ON.get_or_init(|| std::env::var("GPU_PARQUET_SMALL_TRANSFERS").is_ok_and(|v| v == "copy-engine"))
 }
 
-/// Whether Snappy pages go to the decoder's own `gp_unsnap` rather than nvCOMP: by default where
-/// nvCOMP did not load (pre-check and nvCOMP were measured faster on the H200: 34.8 against 42.2 ms of
-/// kernels for the snappy benchmark file in one step). `GPU_PARQUET_SNAPPY=gp_unsnap` or `=nvcomp`, a
-/// developer's switch, chooses one, to compare the two in one run.
+/// `GPU_PARQUET_SNAPPY`, a developer's switch to compare the GPU Snappy decoders in one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SnappyChoice {
+    /// Unset: long compressible bodies to the wide decoder, the rest to nvCOMP (or `gp_unsnap`
+    /// where nvCOMP did not load).
+    Default,
+    /// `gp_unsnap`: every body to `gp_unsnap`.
+    Unsnap,
+    /// `nvcomp`: every body to nvCOMP, after the pre-check.
+    Nvcomp,
+    /// `gp_wsnap`: every body to the wide decoder.
+    Wide,
+}
+
+fn snappy_choice() -> SnappyChoice {
+    static CHOICE: std::sync::OnceLock<SnappyChoice> = std::sync::OnceLock::new();
+    *CHOICE.get_or_init(|| match std::env::var("GPU_PARQUET_SNAPPY").as_deref() {
+        Ok("gp_unsnap") => SnappyChoice::Unsnap,
+        Ok("nvcomp") => SnappyChoice::Nvcomp,
+        Ok("gp_wsnap") => SnappyChoice::Wide,
+        _ => SnappyChoice::Default,
+    })
+}
+
+/// Whether the Snappy bodies the wide decoder does not take go to the decoder's own `gp_unsnap`
+/// rather than nvCOMP: by default where nvCOMP did not load (pre-check and nvCOMP were measured faster
+/// on the H200: 34.8 against 42.2 ms of kernels for the snappy benchmark file in one step).
+/// `GPU_PARQUET_SNAPPY=gp_unsnap` or `=nvcomp` chooses one for every body.
 pub(crate) fn snappy_on_own_kernel(nvcomp_loaded: bool) -> bool {
-    static CHOICE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    let choice = *CHOICE.get_or_init(|| match std::env::var("GPU_PARQUET_SNAPPY").as_deref() {
-        Ok("gp_unsnap") => Some(true),
-        Ok("nvcomp") => Some(false),
-        _ => None,
-    });
-    choice.unwrap_or(!nvcomp_loaded)
+    match snappy_choice() {
+        SnappyChoice::Unsnap => true,
+        SnappyChoice::Nvcomp => false,
+        SnappyChoice::Default | SnappyChoice::Wide => !nvcomp_loaded,
+    }
+}
+
+/// Smallest compressed body the wide Snappy decoder takes by default: below it the one-warp decoders'
+/// chain is short.
+pub(crate) const WIDE_SNAPPY_MIN_BYTES: usize = 64 << 10;
+/// Largest compressed body it takes by default: its join is one thread per body, a segment per 2 KiB.
+pub(crate) const WIDE_SNAPPY_MAX_BYTES: usize = 16 << 20;
+
+/// Whether the wide Snappy decoder (`kernels/snappy_wide.cu`) takes a body of `src_len` bytes that
+/// declares `dst_len`. By default one of [`WIDE_SNAPPY_MIN_BYTES`] to [`WIDE_SNAPPY_MAX_BYTES`] that
+/// compresses by a sixteenth or more: its chain of elements is long (a body that does not compress is
+/// a few long literals, which nvCOMP copies quickly, and would cost the wide decoder 5 bytes of
+/// scratch per output byte for nothing). `GPU_PARQUET_SNAPPY=gp_wsnap`: every body it can take
+/// (under 2 GiB); `=gp_unsnap` or `=nvcomp`: none.
+pub(crate) fn snappy_wide_takes(src_len: usize, dst_len: usize) -> bool {
+    let fits = (src_len as u64) < 1 << 31 && (dst_len as u64) < 1 << 31 && dst_len > 0 && src_len > 0;
+    match snappy_choice() {
+        SnappyChoice::Wide => fits,
+        SnappyChoice::Unsnap | SnappyChoice::Nvcomp => false,
+        // Not by default yet: on the H200 it made the snappy benchmark file slower (see the README).
+        SnappyChoice::Default => false && fits && (WIDE_SNAPPY_MIN_BYTES..=WIDE_SNAPPY_MAX_BYTES).contains(&src_len)
+                && dst_len >= src_len + src_len / 16,
+    }
+}
+
+/// Whether the wide Snappy decoder is in use at all (for the step model).
+pub(crate) fn snappy_wide_on() -> bool {
+    matches!(snappy_choice(), SnappyChoice::Wide)
 }
 
 impl Settings {

@@ -54,6 +54,10 @@ const PRECHECK_NS_PER_BYTE: f64 = 29.0;
 /// page: 42.2 ms of ncu time for the snappy benchmark file in one step, whose longest page is 972,546
 /// bytes (H200, 2026-12-01).
 const UNSNAP_NS_PER_BYTE: f64 = 43.0;
+/// The wide Snappy decoder (`kernels/snappy_wide.cu`), which takes the long Snappy pages that
+/// compress, per compressed byte of the longest page (a floor for the pages it leaves to the others,
+/// whose chains are short). PLACEHOLDER, to be measured.
+const WSNAP_NS_PER_BYTE: f64 = 3.0;
 /// Which decoders a step's compressed pages go to.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PageDecoders {
@@ -63,6 +67,8 @@ pub(crate) struct PageDecoders {
     pub prechecked: bool,
     /// Snappy goes to `gp_unsnap`.
     pub own_snappy: bool,
+    /// Long Snappy pages that compress go to the wide decoder.
+    pub wide_snappy: bool,
 }
 /// Staged reads while decoding runs, as measured in the pipeline on the H200 (345 MB steps in 7.5-8 ms).
 const PIPELINE_READ_BYTES_PER_NS: f64 = 45.0;
@@ -385,6 +391,7 @@ impl Reader {
             nvcomp: decoder.has_nvcomp(),
             prechecked: decoder.prechecks(),
             own_snappy: decoder.snappy_on_own_kernel(),
+            wide_snappy: crate::config::snappy_wide_on(),
         };
         let longest = longest_page_ns(self.source.metadata(), &self.plan.chunks, decoders);
         steps_for_latency(self.plan.dest_len, longest, self.decode_threads.unwrap_or(DECODERS))
@@ -403,6 +410,7 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], dec
         let chunk = meta.row_group(c.row_group).column(c.column);
         let per_byte = match chunk.compression() {
             Compression::UNCOMPRESSED => continue,
+            Compression::SNAPPY if decoders.wide_snappy => WSNAP_NS_PER_BYTE,
             Compression::SNAPPY if decoders.own_snappy => UNSNAP_NS_PER_BYTE,
             // Decompressed on the host: no GPU floor.
             _ if !decoders.nvcomp => continue,
@@ -863,6 +871,7 @@ mod tests {
             nvcomp,
             prechecked,
             own_snappy,
+            wide_snappy: false,
         };
         let (plain, plan) = chunks_of("testdata/flat_plain.parquet");
         assert_eq!(
@@ -886,6 +895,15 @@ mod tests {
             longest_page_ns(snappy.metadata(), &plan.chunks, with(false, true, false)),
             0.0
         );
+        // The wide Snappy decoder sets the lowest floor, nvCOMP or not.
+        for nvcomp in [true, false] {
+            let wide = PageDecoders {
+                wide_snappy: true,
+                ..with(nvcomp, true, !nvcomp)
+            };
+            let wide = longest_page_ns(snappy.metadata(), &plan.chunks, wide);
+            assert!((wide / trusted - WSNAP_NS_PER_BYTE / NVCOMP_NS_PER_BYTE).abs() < 1e-9, "{wide}");
+        }
     }
 
     #[test]

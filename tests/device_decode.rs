@@ -259,6 +259,97 @@ fn snappy_decoder_equals_the_reference_on_the_device() {
     drop((bodies, outs));
 }
 
+/// The wide Snappy decoder (`kernels/snappy_wide.cu`, launched as `layout::wsnap` says) gives the host
+/// reference's status on valid, cut and flipped bodies (Parquet-like pages of 1 MiB, and streams whose
+/// elements cross its segments in every way), and where it passes exactly the `snap` crate's bytes;
+/// each body, output and scratch region in an allocation of its own (so a read or write past any is an
+/// error under compute-sanitizer).
+#[test]
+fn wide_snappy_decoder_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::layout::{WsnapItem, wsnap};
+    use gpu_parquet::decode::reference::unsnap::{kernel_cases, unsnap_one, wide_cases};
+    let Some(ctx) = gpu() else { return };
+    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "wsnap_check", None).expect("kernels");
+    let stream = Stream::new(&ctx).expect("stream");
+    let mut cases = kernel_cases(1 << 20);
+    cases.extend(wide_cases(1 << 20));
+    let alloc = |len: usize| DeviceBuffer::<u8>::zeroed(&stream, len.max(1)).expect("alloc");
+    let bodies: Vec<DeviceBuffer<u8>> = cases
+        .iter()
+        .map(|(_, b)| if b.is_empty() { alloc(1) } else { DeviceBuffer::from_host(&stream, b).expect("upload") })
+        .collect();
+    let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(*want as usize)).collect();
+    let mut items: Vec<WsnapItem> = cases
+        .iter()
+        .zip(bodies.iter().zip(&outs))
+        .map(|((want, body), (src, dst))| WsnapItem {
+            src: src.device_address(),
+            src_len: body.len() as u64,
+            dst: dst.device_address(),
+            dst_len: *want,
+            ..Default::default()
+        })
+        .collect();
+    let plan = wsnap::plan(&mut items, 0);
+    // Each scratch region on its own, of exactly its size.
+    let mut scratch = Vec::new();
+    for it in &mut items {
+        let s = wsnap::Scratch::of(it.src_len, it.dst_len);
+        for (field, bytes) in [(&mut it.table, s.table), (&mut it.segs, s.segs), (&mut it.ptr, s.ptr), (&mut it.kind, s.kind)] {
+            let b = alloc(bytes as usize);
+            *field = b.device_address();
+            scratch.push(b);
+        }
+    }
+    let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
+    let flags = alloc(4 * plan.rounds as usize);
+    let (addr, n, flags_addr) = (dev.device_address(), items.len() as u32, flags.device_address());
+    let launch = |name: &str, grid: u32, block: u32, round: Option<u32>| {
+        let f = m.function(name).expect("kernel");
+        let mut b = stream.cuda().launch_builder(&f);
+        b.arg(&addr).arg(&n);
+        if let Some(r) = &round {
+            b.arg(&flags_addr).arg(r);
+        }
+        // SAFETY: `n` items at `addr`, each naming its body, output and scratch regions of the sizes
+        // `wsnap::Scratch::of` gives (allocations alive until the copies below have waited for the
+        // launches), and `flags` holds `plan.rounds` u32s; the grids and blocks are the plan's.
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (grid, 1, 1),
+                block_dim: (block, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .expect("launch");
+    };
+    launch("gp_wsnap_tabulate", plan.seg_blocks, 128, None);
+    launch("gp_wsnap_join", n.div_ceil(128), 128, None);
+    launch("gp_wsnap_emit", plan.seg_blocks, 128, None);
+    launch("gp_wsnap_finish", n, 32, None);
+    for r in 0..plan.rounds {
+        launch("gp_wsnap_jump", plan.byte_blocks, 256, Some(r));
+    }
+    launch("gp_wsnap_gather", plan.byte_blocks, 256, None);
+    let back: Vec<WsnapItem> = bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"));
+    let (mut passed, mut failed) = (0, 0);
+    for (i, (got, (want, body))) in back.iter().zip(&cases).enumerate() {
+        let (status, bytes) = unsnap_one(body, *want);
+        assert_eq!(got.status, status, "case {i}: {} bytes declaring {want}", body.len());
+        if let Some(bytes) = bytes {
+            passed += 1;
+            assert_eq!(got.unresolved, 0, "case {i}");
+            let out = outs[i].copy_to_host().expect("copy");
+            let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
+            assert!(first_diff.is_none(), "case {i}: first wrong byte {first_diff:?} of {want}");
+        } else {
+            failed += 1;
+        }
+    }
+    assert!(passed > 50 && failed > 50, "{passed} passed, {failed} failed of {}", cases.len());
+    drop((bodies, outs, scratch, flags));
+}
+
 #[test]
 fn gpu_decode_equals_arrow_rs_and_the_references_on_every_file() {
     let Some(_ctx) = gpu() else { return };

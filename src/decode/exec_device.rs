@@ -9,7 +9,7 @@ use parquet::basic::Compression;
 use rayon::prelude::*;
 
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
-use crate::decode::layout::{UnsnapItem, ValidateItem, validate_codec, validate_status};
+use crate::decode::layout::{UnsnapItem, ValidateItem, WsnapItem, validate_codec, validate_status, wsnap};
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{BatchTransfers, Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
@@ -279,6 +279,11 @@ fn validate_codec_of(codec: Compression) -> Option<u32> {
     })
 }
 
+/// Scratch of one batch of the wide Snappy decoder: 5 bytes per output byte and a sixth of the input,
+/// so about 50 MB of output a batch (the snappy benchmark file's dictionary pages of a step fit in
+/// one or two).
+const WSNAP_BATCH_SCRATCH: u64 = 256 << 20;
+
 /// Orders page bodies longest first. A body's decoder (ours, the pre-check's walk, nvCOMP's) is a warp
 /// or a block following one chain through it, so the step's time is at least its longest body's; the
 /// blocks of a launch start in order, so the longest bodies go first rather than in a later wave.
@@ -328,6 +333,73 @@ impl DeviceExecutor<'_> {
             .collect();
         // One block of 128 threads per body (the kernel traps on another size).
         self.run_body_kernel("gp_unsnap", 128, &v, todo, |b| b.status)
+    }
+
+    /// Runs the wide Snappy decoder (`kernels/snappy_wide.cu`) over `items[todo]` (bodies and outputs
+    /// under 2 GiB), in batches whose scratch stays under [`WSNAP_BATCH_SCRATCH`] (a body over it goes
+    /// alone); the indices that failed, with their statuses (the pre-check's).
+    fn wide_unsnap(&mut self, items: &[Decompress], todo: &[usize]) -> Result<Vec<(usize, u32)>> {
+        let mut failed = Vec::new();
+        let mut batch: Vec<usize> = Vec::new();
+        let mut bytes = 0u64;
+        for &i in todo {
+            let s = wsnap::Scratch::of(items[i].src_len as u64, items[i].dst_len as u64).total();
+            if !batch.is_empty() && bytes + s > WSNAP_BATCH_SCRATCH {
+                failed.extend(self.wide_unsnap_batch(items, &batch)?);
+                batch.clear();
+                bytes = 0;
+            }
+            batch.push(i);
+            bytes += s;
+        }
+        if !batch.is_empty() {
+            failed.extend(self.wide_unsnap_batch(items, &batch)?);
+        }
+        Ok(failed)
+    }
+
+    /// One batch of [`Self::wide_unsnap`], launched as `layout::wsnap` describes.
+    fn wide_unsnap_batch(&mut self, items: &[Decompress], batch: &[usize]) -> Result<Vec<(usize, u32)>> {
+        use Arg::{U32, U64};
+        let mut v: Vec<WsnapItem> = batch
+            .iter()
+            .map(|&i| WsnapItem {
+                src: items[i].src,
+                src_len: items[i].src_len as u64,
+                dst: items[i].dst,
+                dst_len: items[i].dst_len as u64,
+                ..Default::default()
+            })
+            .collect();
+        let sized = wsnap::plan(&mut v, 0);
+        // Every scratch byte a kernel reads is written first by an earlier one.
+        let scratch = self.alloc_uninit(sized.scratch as usize)?;
+        let plan = wsnap::plan(&mut v, scratch);
+        let flags = self.alloc(plan.rounds as usize * 4)?;
+        let addr = self.upload(&v)?;
+        let n = v.len() as u32;
+        let args = [U64(addr), U32(n)];
+        self.launch_raw("gp_wsnap_tabulate", plan.seg_blocks, 128, &args)?;
+        self.launch_raw("gp_wsnap_join", n.div_ceil(128), 128, &args)?;
+        self.launch_raw("gp_wsnap_emit", plan.seg_blocks, 128, &args)?;
+        self.launch_raw("gp_wsnap_finish", n, 32, &args)?;
+        for r in 0..plan.rounds {
+            self.launch_raw("gp_wsnap_jump", plan.byte_blocks, 256, &[U64(addr), U32(n), U64(flags), U32(r)])?;
+        }
+        self.launch_raw("gp_wsnap_gather", plan.byte_blocks, 256, &args)?;
+        let back: Vec<WsnapItem> = self.read(addr, v.len())?;
+        for a in [addr, flags, scratch] {
+            self.free(a);
+        }
+        Ok(batch
+            .iter()
+            .zip(back)
+            .filter_map(|(&i, b)| match (b.status, b.unresolved) {
+                (validate_status::OK, 0) => None,
+                (validate_status::OK, _) => Some((i, validate_status::UNRESOLVED)),
+                (st, _) => Some((i, st)),
+            })
+            .collect())
     }
 
     /// Launches `kernel(items, n)`, one block of `block` threads per item, and reads the items back:
@@ -618,18 +690,51 @@ impl Executor for DeviceExecutor<'_> {
             (Err(why), _) => Err(format!("nvCOMP unavailable: {why}")),
             (Ok(_), None) => Err(format!("nvCOMP has no {codec} decoder")),
         };
-        // Snappy has a decoder of our own, safe on any input (no pre-check, no nvCOMP): used where
-        // nvCOMP did not load, or when chosen (`crate::config::snappy_on_own_kernel`).
-        let own_snappy = codec == Compression::SNAPPY && crate::config::snappy_on_own_kernel(self.nvcomp.is_ok());
-        let mut on = DecompressedOn::Gpu(if own_snappy { "gp_unsnap" } else { "nvCOMP" });
+        // Snappy has decoders of our own, safe on any input (no pre-check, no nvCOMP): the wide one
+        // for long bodies that compress (`crate::config::snappy_wide_takes`), whose chain of elements
+        // a one-warp decoder follows for longest; `gp_unsnap` for the rest where nvCOMP did not load,
+        // or when chosen (`crate::config::snappy_on_own_kernel`).
         let mut host_why: Vec<String> = Vec::new();
+        let mut wide_ran = false;
+        // Bodies the wide decoder refused: the host's, past the other GPU decoders (the pre-check would
+        // refuse them too).
+        let mut host_only = vec![false; items.len()];
+        if codec == Compression::SNAPPY {
+            let todo: Vec<usize> = (0..items.len())
+                .filter(|&i| results[i].is_none() && crate::config::snappy_wide_takes(items[i].src_len, items[i].dst_len))
+                .collect();
+            if !todo.is_empty() {
+                wide_ran = true;
+                let failed = self.wide_unsnap(items, &todo)?;
+                if !failed.is_empty() {
+                    host_why.push(self.describe_failures(codec, items, &failed, "the wide GPU Snappy decoder refused")?);
+                }
+                let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
+                for &i in &todo {
+                    if refused.contains(&i) {
+                        host_only[i] = true;
+                    } else {
+                        results[i] = Some(Ok(items[i].dst_len));
+                    }
+                }
+            }
+        }
+        let own_snappy = codec == Compression::SNAPPY && crate::config::snappy_on_own_kernel(self.nvcomp.is_ok());
+        let others = (0..items.len()).any(|i| results[i].is_none() && !host_only[i]);
+        let mut on = DecompressedOn::Gpu(match (wide_ran, others, own_snappy) {
+            (true, false, _) => "gp_wsnap",
+            (true, true, true) => "gp_wsnap + gp_unsnap",
+            (true, true, false) => "gp_wsnap + nvCOMP",
+            (false, _, true) => "gp_unsnap",
+            (false, _, false) => "nvCOMP",
+        });
         if own_snappy {
             let fits = |d: &Decompress| (d.src_len as u64) < 1 << 31 && (d.dst_len as u64) < 1 << 31;
             let mut todo: Vec<usize> = (0..items.len())
-                .filter(|&i| results[i].is_none() && fits(&items[i]))
+                .filter(|&i| results[i].is_none() && !host_only[i] && fits(&items[i]))
                 .collect();
             longest_first(&mut todo, items);
-            if todo.len() < results.iter().filter(|r| r.is_none()).count() {
+            if todo.len() < (0..items.len()).filter(|&i| results[i].is_none() && !host_only[i]).count() {
                 host_why.push("pages of 2 GiB or more".into());
             }
             let failed = self.unsnap(items, &todo)?;
@@ -642,10 +747,10 @@ impl Executor for DeviceExecutor<'_> {
             }
         } else if let Ok((nv, c)) = &gpu {
             let mut todo: Vec<usize> = (0..items.len())
-                .filter(|&i| results[i].is_none() && items[i].dst_len as u64 <= c.max_chunk_len())
+                .filter(|&i| results[i].is_none() && !host_only[i] && items[i].dst_len as u64 <= c.max_chunk_len())
                 .collect();
             longest_first(&mut todo, items);
-            if todo.len() < results.iter().filter(|r| r.is_none()).count() {
+            if todo.len() < (0..items.len()).filter(|&i| results[i].is_none() && !host_only[i]).count() {
                 host_why.push(format!("pages over nvCOMP's {c} limit"));
             }
             // Every body is checked on the GPU before nvCOMP sees it; one that fails goes to the host

@@ -242,6 +242,141 @@ pub struct UnsnapItem {
     pub reserved: u32,
 }
 
+/// One Snappy page body for the wide decoder (`kernels/snappy_wide.cu`): in, scratch and out. The
+/// host fills everything but `produced`, `status` (set to `u32::MAX`) and `unresolved` (0), laying
+/// the scratch out with [`wsnap`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct WsnapItem {
+    /// Address of the compressed bytes.
+    pub src: u64,
+    /// Compressed bytes (under 2^31).
+    pub src_len: u64,
+    /// Address of the output, `dst_len` bytes.
+    pub dst: u64,
+    /// The size the page declares uncompressed (under 2^31).
+    pub dst_len: u64,
+    /// Scratch: [`wsnap::Scratch::table`] bytes.
+    pub table: u64,
+    /// Scratch: [`wsnap::Scratch::segs`] bytes.
+    pub segs: u64,
+    /// Scratch: [`wsnap::Scratch::ptr`] bytes.
+    pub ptr: u64,
+    /// Scratch: [`wsnap::Scratch::kind`] bytes.
+    pub kind: u64,
+    /// Out: the output the stream's elements add up to (saturating).
+    pub produced: u64,
+    /// The body's first block in the segment kernels' grid (tabulate, emit).
+    pub seg_block0: u32,
+    /// The body's first block in the byte kernels' grid (jump, gather).
+    pub byte_block0: u32,
+    /// Out: 0 when the body decompressed to exactly `dst_len` bytes, else a [`validate_status`] code
+    /// (the pre-check's on the same body).
+    pub status: u32,
+    /// Out: match bytes left unresolved after the jump rounds (0, or the body is refused).
+    pub unresolved: u32,
+}
+
+/// Geometry of the wide Snappy decoder (twin of the `WSNAP_*` constants of `snappy_wide.cu`): the
+/// scratch each body needs and the blocks each kernel takes. The launch order, for items laid out by
+/// [`wsnap::plan`]: `gp_wsnap_tabulate(items, n)` and later `gp_wsnap_emit(items, n)` over
+/// `seg_blocks` × 128; `gp_wsnap_join(items, n)` over ceil(n/128) × 128; `gp_wsnap_finish(items, n)`
+/// over n × 32; `gp_wsnap_jump(items, n, flags, r)` for r in 0..rounds over `byte_blocks` × 256, with
+/// `flags` `rounds` zeroed u32s; `gp_wsnap_gather(items, n)` over `byte_blocks` × 256.
+pub mod wsnap {
+    /// Input bytes of a segment.
+    pub const SEG: u64 = 2048;
+    /// Candidate starts tabulated per segment.
+    pub const CAND: u64 = 32;
+    /// Segments (warps) per block of the segment kernels.
+    pub const SEG_WARPS: u64 = 4;
+    /// Output bytes per block of the byte kernels.
+    pub const BLOCK_BYTES: u64 = 256 * 16;
+    /// Where each scratch region starts within a body's scratch.
+    const ALIGN: u64 = 256;
+
+    /// Scratch bytes of one body, each region 256-byte aligned.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Scratch {
+        /// `{u32 exit, u32 output}` for each candidate of each segment.
+        pub table: u64,
+        /// 16 bytes per segment.
+        pub segs: u64,
+        /// A `u32` per output byte.
+        pub ptr: u64,
+        /// A byte per output byte, rounded up to 16 (read 16 at a time).
+        pub kind: u64,
+    }
+
+    impl Scratch {
+        /// For a body of `src_len` bytes declaring `dst_len`.
+        pub fn of(src_len: u64, dst_len: u64) -> Self {
+            let segs = src_len.div_ceil(SEG).max(1);
+            Scratch {
+                table: segs * CAND * 8,
+                segs: segs * 16,
+                ptr: dst_len.max(1) * 4,
+                kind: dst_len.max(1).div_ceil(16) * 16,
+            }
+        }
+
+        /// All four regions, each rounded up to 256 bytes.
+        pub fn total(&self) -> u64 {
+            [self.table, self.segs, self.ptr, self.kind]
+                .iter()
+                .map(|b| b.div_ceil(ALIGN) * ALIGN)
+                .sum()
+        }
+    }
+
+    /// The launch plan of a batch of bodies.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Plan {
+        /// Blocks of the segment kernels.
+        pub seg_blocks: u32,
+        /// Blocks of the byte kernels.
+        pub byte_blocks: u32,
+        /// Jump rounds: enough for a chain as long as the longest output (each round at least doubles
+        /// the hops behind every byte).
+        pub rounds: u32,
+        /// Scratch bytes in all.
+        pub scratch: u64,
+    }
+
+    /// Fills `items`' block numbers and scratch addresses (from `scratch_base`, laid out body after
+    /// body), `status` = `u32::MAX`, `unresolved` = `produced` = 0; `src`, `src_len`, `dst`, `dst_len`
+    /// must be set. Bodies and outputs must be under 2^31 bytes.
+    pub fn plan(items: &mut [super::WsnapItem], scratch_base: u64) -> Plan {
+        let (mut seg_blocks, mut byte_blocks, mut at, mut longest) = (0u64, 0u64, scratch_base, 1u64);
+        for it in items.iter_mut() {
+            it.seg_block0 = seg_blocks as u32;
+            it.byte_block0 = byte_blocks as u32;
+            seg_blocks += it.src_len.div_ceil(SEG).div_ceil(SEG_WARPS).max(1);
+            byte_blocks += it.dst_len.div_ceil(BLOCK_BYTES).max(1);
+            let s = Scratch::of(it.src_len, it.dst_len);
+            for (field, bytes) in [
+                (&mut it.table, s.table),
+                (&mut it.segs, s.segs),
+                (&mut it.ptr, s.ptr),
+                (&mut it.kind, s.kind),
+            ] {
+                *field = at;
+                at += bytes.div_ceil(ALIGN) * ALIGN;
+            }
+            it.status = u32::MAX;
+            it.unresolved = 0;
+            it.produced = 0;
+            longest = longest.max(it.dst_len);
+        }
+        Plan {
+            seg_blocks: seg_blocks as u32,
+            byte_blocks: byte_blocks as u32,
+            rounds: 65 - longest.leading_zeros(),
+            scratch: at - scratch_base,
+        }
+    }
+}
+
 /// `ValidateItem::codec` values.
 pub mod validate_codec {
     /// Snappy (raw, as Parquet stores it).
@@ -269,6 +404,9 @@ pub mod validate_status {
     /// `gp_unsnap` only: a body or declared size of 2^31 bytes or more (Parquet page sizes are 32-bit
     /// signed, so no page has one); not decoded on the GPU.
     pub const TOO_LARGE: u32 = 6;
+    /// The wide Snappy decoder only: match bytes left unresolved after its jump rounds (a bug, never
+    /// seen; the host decompresses the page).
+    pub const UNRESOLVED: u32 = 7;
 
     /// What a status means.
     pub fn describe(status: u32) -> &'static str {
@@ -279,6 +417,7 @@ pub mod validate_status {
             WRONG_SIZE => "the stream's size differs from the page header's uncompressed size",
             BAD_HEADER => "not a valid header for this codec",
             TOO_LARGE => "2 GiB or more, beyond the GPU Snappy decoder's sizes",
+            UNRESOLVED => "match bytes left unresolved by the wide GPU Snappy decoder",
             _ => "unknown validation status",
         }
     }
@@ -286,7 +425,7 @@ pub mod validate_status {
 
 /// Sizes in bytes both sides must agree on (checked on the host by a test and on the device by
 /// `gp_layout_sizes`).
-pub const LAYOUT_SIZES: [(&str, usize); 7] = [
+pub const LAYOUT_SIZES: [(&str, usize); 8] = [
     ("ChunkDesc", 40),
     ("PageInfo", 72),
     ("PageDesc", 128),
@@ -294,6 +433,7 @@ pub const LAYOUT_SIZES: [(&str, usize); 7] = [
     ("ColumnDesc", 88),
     ("ValidateItem", 32),
     ("UnsnapItem", 40),
+    ("WsnapItem", 88),
 ];
 
 /// A problem a kernel (or its host reference) met, as written to an `error` field.
@@ -436,6 +576,7 @@ mod tests {
             std::mem::size_of::<ColumnDesc>(),
             std::mem::size_of::<ValidateItem>(),
             std::mem::size_of::<UnsnapItem>(),
+            std::mem::size_of::<WsnapItem>(),
         ];
         assert_eq!(host.len(), LAYOUT_SIZES.len());
         for ((name, want), got) in LAYOUT_SIZES.iter().zip(host) {

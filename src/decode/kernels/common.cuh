@@ -179,5 +179,6 @@ extern "C" __global__ void gp_layout_sizes(u32* out) {
         out[4] = sizeof(ColumnDesc);
         out[5] = 32;  // ValidateItem: checked by a static_assert in validate.cu
         out[6] = 40;  // UnsnapItem: likewise in snappy.cu
+        out[7] = 88;  // WsnapItem: likewise in snappy_wide.cu
     }
 }

@@ -21,7 +21,7 @@ use crate::decode::reference::test_pages::{ColumnOut, Step};
 
 /// The files of [`super::SOURCES`] the emulation compiles: the core kernels and what they need (other
 /// kernel files may use CUDA features the emulation does not provide).
-const EMULATED: [&str; 7] = [
+const EMULATED: [&str; 8] = [
     "common.cuh",
     "core_util.cuh",
     "levels.cu",
@@ -29,6 +29,7 @@ const EMULATED: [&str; 7] = [
     "strings.cu",
     "validate.cu",
     "snappy.cu",
+    "snappy_wide.cu",
 ];
 
 const EMU_H: &str = include_str!("emu/cuda_emu.h");
@@ -302,6 +303,52 @@ pub(crate) fn run_unsnap_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>
         at += *dst_len as usize;
     }
     assert_eq!(at, output.len(), "one status and output per item");
+    back
+}
+
+/// The wide Snappy decoder (`snappy_wide.cu`) run in the emulation over `(declared uncompressed size,
+/// body)` items laid out by [`wsnap::plan`](crate::decode::layout::wsnap::plan), every body, output and
+/// scratch region an allocation of exactly its size: each status, unresolved count and output buffer
+/// (0xab where nothing was written).
+pub(crate) fn run_wsnap_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, u32, Vec<u8>)> {
+    use crate::decode::layout::{WsnapItem, wsnap};
+    let bin = driver().expect("emulation available");
+    let mut descs: Vec<WsnapItem> = items
+        .iter()
+        .map(|(dst_len, body)| WsnapItem {
+            src_len: body.len() as u64,
+            dst_len: *dst_len,
+            ..Default::default()
+        })
+        .collect();
+    let plan = wsnap::plan(&mut descs, 0);
+    let mut input = b"GPWS01".to_vec();
+    put_u32(&mut input, items.len() as u32);
+    put_u32(&mut input, plan.seg_blocks);
+    put_u32(&mut input, plan.byte_blocks);
+    put_u32(&mut input, plan.rounds);
+    for ((dst_len, body), d) in items.iter().zip(&descs) {
+        put_u64(&mut input, *dst_len);
+        put_u32(&mut input, d.seg_block0);
+        put_u32(&mut input, d.byte_block0);
+        let s = wsnap::Scratch::of(d.src_len, d.dst_len);
+        for bytes in [s.table, s.segs, s.ptr, s.kind] {
+            put_u64(&mut input, bytes);
+        }
+        put_u64(&mut input, body.len() as u64);
+        input.extend_from_slice(body);
+    }
+    let output = run_driver(&bin, &["wsnap"], &input);
+    let mut at = 0usize;
+    let mut back = Vec::with_capacity(items.len());
+    for (dst_len, _) in items {
+        let word = |at: usize| u32::from_le_bytes(output[at..at + 4].try_into().expect("4 bytes"));
+        let (status, unresolved) = (word(at), word(at + 4));
+        at += 8;
+        back.push((status, unresolved, output[at..at + *dst_len as usize].to_vec()));
+        at += *dst_len as usize;
+    }
+    assert_eq!(at, output.len(), "one status, count and output per item");
     back
 }
 

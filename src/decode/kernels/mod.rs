@@ -47,6 +47,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("convert.cu", include_str!("convert.cu")),
     ("validate.cu", include_str!("validate.cu")),
     ("snappy.cu", include_str!("snappy.cu")),
+    ("snappy_wide.cu", include_str!("snappy_wide.cu")),
     ("transfer.cu", include_str!("transfer.cu")),
 ];
 

@@ -102,6 +102,65 @@ pub fn kernel_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
     cases
 }
 
+/// Bodies for the wide decoder beyond [`kernel_cases`], of about `big` bytes: streams whose elements cross its 2 KiB
+/// segments in every way (literals of 33-80 bytes, so that the chain enters a segment past its 32
+/// tabulated starts; literals spanning several segments; runs), matches chained across segments,
+/// whole, cut and flipped at many places (a failure in each segment, so the first in stream order
+/// must win).
+#[cfg(any(test, feature = "conformance"))]
+pub fn wide_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut cases = Vec::new();
+    for round in 0..6 {
+        let mut data: Vec<u8> = Vec::new();
+        while data.len() < big {
+            match next() % 5 {
+                0 | 1 => {
+                    let len = 33 + next() as usize % 48;
+                    data.extend((0..len).map(|_| next() as u8));
+                }
+                2 if data.len() > 16 => {
+                    let back = 1 + next() as usize % data.len().min(20_000);
+                    let from = data.len() - back;
+                    for i in 0..(4 + next() as usize % 70) {
+                        data.push(data[from + i]);
+                    }
+                }
+                3 if round % 2 == 0 => data.extend((0..3000 + next() as usize % 3000).map(|_| next() as u8)),
+                _ => {
+                    // Sequential 8-byte values: a literal byte and a 7-byte match each.
+                    let v = data.len() as u64 / 8;
+                    data.extend((v..v + 8).flat_map(|v| v.to_le_bytes()));
+                }
+            }
+        }
+        let sn = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        let n = data.len() as u64;
+        cases.push((n, sn.clone()));
+        for _ in 0..6 {
+            let mut f = sn.clone();
+            let at = next() as usize % f.len();
+            f[at] ^= 1 << (next() % 8);
+            cases.push((n, f));
+            cases.push((n, sn[..next() as usize % sn.len()].to_vec()));
+        }
+        // Two failures: the earlier one's status must be given.
+        let mut f = sn.clone();
+        let (a, b) = (next() as usize % f.len(), next() as usize % f.len());
+        f[a] = 0xff;
+        f[b] ^= 0x80;
+        cases.push((n, f));
+    }
+    cases
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +204,33 @@ mod tests {
             }
         }
         assert!(passed > 50, "{passed} of {} passed", cases.len());
+    }
+
+    /// The wide decoder (`snappy_wide.cu`), on the CPU emulation (ASan: no read or write outside the
+    /// body, the declared output or its scratch), gives the reference's status on every body, the
+    /// reference's bytes where it passes, and leaves no match byte unresolved.
+    #[test]
+    fn the_wide_decoder_matches_the_reference_on_every_body() {
+        if let Err(why) = crate::decode::kernels::emu::available() {
+            crate::test_skip(&why);
+            return;
+        }
+        let mut cases = kernel_cases(60_000);
+        cases.extend(wide_cases(40_000));
+        let got = crate::decode::kernels::emu::run_wsnap_emulated(&cases);
+        let (mut passed, mut failed) = (0, 0);
+        for (i, ((want, body), (status, unresolved, out))) in cases.iter().zip(got).enumerate() {
+            let (expected, bytes) = unsnap_one(body, *want);
+            assert_eq!(status, expected, "case {i}: {} bytes declaring {want}", body.len());
+            if let Some(bytes) = bytes {
+                passed += 1;
+                assert_eq!(unresolved, 0, "case {i}");
+                let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
+                assert!(first_diff.is_none(), "case {i}: first wrong byte {first_diff:?} of {want}");
+            } else {
+                failed += 1;
+            }
+        }
+        assert!(passed > 50 && failed > 50, "{passed} passed, {failed} failed of {}", cases.len());
     }
 }

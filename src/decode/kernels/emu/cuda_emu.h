@@ -312,6 +312,11 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
     if (v < old) *p = v;
     return old;
 }
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+    const unsigned old = *p;
+    *p = old + v;
+    return old;
+}
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
     const unsigned long long old = *p;
     *p = old + v;

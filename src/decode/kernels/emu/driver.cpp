@@ -15,6 +15,11 @@
 //   unsnap IN:    "GPUNS1" u32 n {u64 declared uncompressed size, u64 len, bytes}
 //   unsnap OUT:   per item u32 status, then the output buffer (declared size; 0xab where not
 //                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
+//   wsnap IN:     "GPWS01" u32 n, u32 seg_blocks, u32 byte_blocks, u32 rounds, then per item {u64
+//                 declared size, u32 seg_block0, u32 byte_block0, u64 table, segs, ptr, kind (scratch
+//                 sizes), u64 len, bytes} (layout.rs, wsnap::plan)
+//   wsnap OUT:    per item u32 status, u32 unresolved, then the output buffer (0xab where not written)
+//                 (the wide Snappy decoder's kernels, in layout.rs's order)
 #include "cuda_emu.h"
 
 #include KERNELS_CU
@@ -240,7 +245,68 @@ int unsnap_main(const char* in_path, const char* out_path) {
     return 0;
 }
 
+// The wide Snappy decoder over items read from `in_path`, launched as layout.rs's wsnap describes:
+// each body, output and scratch region an allocation of exactly its size (scratch poisoned with 0xa5,
+// as a device allocation is not zeroed).
+int wsnap_main(const char* in_path, const char* out_path) {
+    uint32_t n = 0;
+    FILE* in = open_items(in_path, "GPWS01", &n);
+    if (!in) return 2;
+    const uint32_t seg_blocks = get<uint32_t>(in), byte_blocks = get<uint32_t>(in), rounds = get<uint32_t>(in);
+    std::vector<WsnapItem> items(n);
+    std::vector<uint8_t*> owned;
+    std::vector<uint8_t*> outs(n, nullptr);
+    for (uint32_t i = 0; i < n; i++) {
+        WsnapItem& it = items[i];
+        std::memset(&it, 0, sizeof it);
+        it.dst_len = get<uint64_t>(in);
+        it.seg_block0 = get<uint32_t>(in);
+        it.byte_block0 = get<uint32_t>(in);
+        for (u64* region : {&it.table, &it.segs, &it.ptr, &it.kind}) {
+            const uint64_t bytes = get<uint64_t>(in);
+            uint8_t* r = alloc_ending_at(0, bytes);
+            std::memset(r, 0xa5, bytes);
+            owned.push_back(r);
+            *region = (u64)r;
+        }
+        it.src_len = get<uint64_t>(in);
+        uint8_t* body = nullptr;
+        uint8_t* alloc = read_body(in, it.src_len, i, &body);
+        if (!alloc) return 4;
+        owned.push_back(alloc);
+        outs[i] = alloc_ending_at(0, it.dst_len);
+        std::memset(outs[i], 0xab, it.dst_len);
+        owned.push_back(outs[i]);
+        it.src = (u64)body;
+        it.dst = (u64)outs[i];
+        it.status = ~0u;
+    }
+    std::fclose(in);
+    uint32_t* flags = (uint32_t*)alloc_ending_at(0, 4ull * rounds);
+    std::memset(flags, 0, 4ull * rounds);
+    if (n) {
+        emu::launch(gp_wsnap_tabulate, seg_blocks, WSNAP_SEG_WARPS * 32, items.data(), n);
+        emu::launch(gp_wsnap_join, (n + 127) / 128, 128, items.data(), n);
+        emu::launch(gp_wsnap_emit, seg_blocks, WSNAP_SEG_WARPS * 32, items.data(), n);
+        emu::launch(gp_wsnap_finish, n, 32, items.data(), n);
+        for (uint32_t r = 0; r < rounds; r++) emu::launch(gp_wsnap_jump, byte_blocks, WSNAP_BYTE_THREADS, items.data(), n, flags, r);
+        emu::launch(gp_wsnap_gather, byte_blocks, WSNAP_BYTE_THREADS, items.data(), n);
+    }
+    FILE* out = std::fopen(out_path, "wb");
+    if (!out) return 2;
+    for (uint32_t i = 0; i < n; i++) {
+        put<uint32_t>(out, items[i].status);
+        put<uint32_t>(out, items[i].unresolved);
+        std::fwrite(outs[i], 1, items[i].dst_len, out);
+    }
+    std::fclose(out);
+    std::free(flags);
+    for (uint8_t* b : owned) std::free(b);
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 4 && std::string(argv[1]) == "wsnap") return wsnap_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "unsnap") return unsnap_main(argv[2], argv[3]);
     if (argc != 3) return 2;

@@ -1,0 +1,402 @@
+// Snappy decompression of long page bodies by many warps each ("wide"), safe on any input. A Snappy
+// stream is a chain: an element's start is known only once the one before it is parsed, and a match
+// copies bytes produced before it. The pre-check, nvCOMP and gp_unsnap follow that chain with one warp
+// or block per body, so a step lasts at least as long as its longest body takes them: on the snappy
+// benchmark file the 1 MB dictionary pages (260,000 elements) took 19 ms to check and 16 ms in nvCOMP.
+// Here both chains are cut into parallel work:
+//
+//   1. gp_wsnap_tabulate: the stream (after its preamble) is cut into segments of WSNAP_SEG input
+//      bytes, a warp per segment. Lane c follows the chain that would start at the segment's byte c
+//      to the first element starting past the segment, and records where that is and the output its
+//      elements produce. The true chain enters a segment at one of its first WSNAP_CAND bytes unless
+//      the element crossing into it is longer than that.
+//   2. gp_wsnap_join: a thread per body follows the true chain from segment to segment through the
+//      table (walking a segment itself when the chain enters it past the candidates), giving each
+//      segment its first element and the output before it.
+//   3. gp_wsnap_emit: a warp per segment walks its elements 32 input bytes at a time (the pre-check's
+//      window walk), checks each element as the pre-check does (in the input, match offset inside
+//      the output so far, length inside the declared size), and writes literal bytes to the output
+//      and, for each match byte, the position it copies (`ptr`) and a mark (`kind` 1).
+//   4. gp_wsnap_finish: a warp per body takes the first segment's failure in stream order (the
+//      pre-check's status), or checks the total against the declared size.
+//   5. gp_wsnap_jump, rounds: pointer jumping. A match byte whose source is a literal byte takes it as
+//      final (WSNAP_TERM); otherwise it takes its source's pointer, so each round at least doubles the
+//      hops behind it. A round that finds nothing pending lets the next ones return at once.
+//   6. gp_wsnap_gather: each match byte copies its literal byte.
+//
+// Status (WsnapItem::status) is the pre-check's on the same body (reference/validate.rs), and when 0
+// the output is the stream's bytes (reference/unsnap.rs: the `snap` crate); `unresolved` counts match
+// bytes left pending (never, given enough rounds; the host refuses the body if not 0). Reads stay
+// inside [src, src + src_len) and the scratch, writes inside [dst, dst + dst_len) and the scratch,
+// whatever the bytes: an element is checked before any byte of it is written, and later kernels skip
+// a body whose status is not 0. Positions are 32-bit: bodies and outputs are under 2^31 bytes.
+// Launch geometry and scratch sizes: layout.rs (wsnap). Blocks: tabulate and emit WSNAP_SEG_WARPS
+// warps, one per segment; jump and gather WSNAP_BYTE_THREADS threads of WSNAP_BYTES_PER_THREAD bytes;
+// a body's blocks start at its seg_block0 / byte_block0.
+
+#define WSNAP_SEG 2048u
+#define WSNAP_CAND 32u
+#define WSNAP_SEG_WARPS 4u
+#define WSNAP_BYTE_THREADS 256u
+#define WSNAP_BYTES_PER_THREAD 16u
+#define WSNAP_BLOCK_BYTES (WSNAP_BYTE_THREADS * WSNAP_BYTES_PER_THREAD)
+// A segment entry: no element starts in the segment. A table exit: the chain runs past the input.
+#define WSNAP_NONE 0xffffffffu
+// A pointer to a literal byte of the output: final.
+#define WSNAP_TERM 0x80000000u
+// Elements producing more bytes than this are written by the whole warp.
+#define WSNAP_LONG 32u
+
+struct WsnapItem {
+    u64 src;
+    u64 src_len;
+    u64 dst;
+    u64 dst_len;
+    u64 table;     // WSNAP_CAND {u32 exit, u32 output} per segment
+    u64 segs;      // a WsnapSeg per segment
+    u64 ptr;       // a u32 per output byte
+    u64 kind;      // a u8 per output byte
+    u64 produced;  // out (join): the chain's output in all, saturating
+    u32 seg_block0;
+    u32 byte_block0;
+    u32 status;
+    u32 unresolved;
+};
+static_assert(sizeof(WsnapItem) == 88, "WsnapItem must match layout.rs");
+
+struct WsnapSeg {
+    u32 entry;     // the first element's input position, or WSNAP_NONE
+    u32 status;    // the first failing element's, or 0
+    u64 out_base;  // the output before the first element
+};
+
+// The body whose blocks include `block`: the last with first block <= block (they increase).
+__device__ inline u32 wsnap_body(const WsnapItem* items, u32 n, u32 block, bool bytes) {
+    u32 lo = 0, hi = n;
+    while (hi - lo > 1) {
+        const u32 mid = (lo + hi) / 2;
+        const u32 b0 = bytes ? items[mid].byte_block0 : items[mid].seg_block0;
+        if (b0 <= block) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// The preamble (the declared size, which must be `want`) as the pre-check reads it; *p past it.
+__device__ inline u32 wsnap_preamble(const u8* s, u64 n, u64 want, u64* p) {
+    u64 at = 0, total = 0;
+    if (!read_uleb128(s, &at, n, &total)) return VALIDATE_TRUNCATED;
+    if (total != want) return VALIDATE_WRONG_SIZE;
+    *p = at;
+    return VALIDATE_OK;
+}
+
+// The number of segments of a body whose stream starts at p0.
+__device__ inline u64 wsnap_segments(u64 n, u64 p0) { return (n - p0 + WSNAP_SEG - 1) / WSNAP_SEG; }
+
+// The element at q < n, by one thread: false if it runs past the input (the pre-check's TRUNCATED);
+// else its size in the input (*adv) and its output (*len).
+__device__ inline bool wsnap_element(const u8* s, u64 n, u64 q, u64* adv, u64* len) {
+    const u32 tag = s[q], kind = tag & 3;
+    if (kind == 0) {
+        const u32 l = tag >> 2;
+        u64 head = 1, bytes;
+        if (l >= 60) {
+            const u32 extra = l - 59;
+            if (extra > n - q - 1) return false;
+            u64 v = 0;
+            for (u32 k = 0; k < extra; k++) v |= (u64)s[q + 1 + k] << (8 * k);
+            head += extra;
+            bytes = v + 1;
+        } else {
+            bytes = l + 1;
+        }
+        if (bytes > n - q - head) return false;
+        *adv = head + bytes;
+        *len = bytes;
+        return true;
+    }
+    const u64 head = kind == 1 ? 2 : (kind == 2 ? 3 : 5);
+    if (head > n - q) return false;
+    *adv = head;
+    *len = kind == 1 ? ((tag >> 2) & 7) + 4 : (tag >> 2) + 1;
+    return true;
+}
+
+// Follows the chain from q to the first element starting at or past `end`: *q there (UINT64_MAX when
+// an element runs past the input), *out += the output of the elements passed.
+__device__ inline void wsnap_follow(const u8* s, u64 n, u64 end, u64* q, u64* out) {
+    u64 at = *q, produced = *out;
+    while (at < end) {
+        u64 adv, len;
+        if (!wsnap_element(s, n, at, &adv, &len)) {
+            at = ~0ull;
+            break;
+        }
+        at += adv;
+        produced += len;
+    }
+    *q = at;
+    *out = produced;
+}
+
+extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabulate(const WsnapItem* items, u32 n) {
+    if (blockDim.x != WSNAP_SEG_WARPS * 32) __trap();
+    const WsnapItem it = items[wsnap_body(items, n, blockIdx.x, false)];
+    const u8* s = (const u8*)it.src;
+    u64 p0;
+    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
+    const u64 k = (u64)(blockIdx.x - it.seg_block0) * WSNAP_SEG_WARPS + threadIdx.x / 32;
+    if (k >= wsnap_segments(it.src_len, p0)) return;
+    const u32 lane = threadIdx.x & 31;
+    const u64 start = p0 + k * WSNAP_SEG, end = min(start + WSNAP_SEG, it.src_len);
+    // At most WSNAP_SEG elements of under 2^33 bytes each: no overflow.
+    u64 q = start + lane, out = 0;
+    wsnap_follow(s, it.src_len, end, &q, &out);
+    u32* t = (u32*)it.table + 2 * (k * WSNAP_CAND + lane);
+    // An exit is at most the input's end (under 2^31) plus a lane, or the chain ran past the input.
+    t[0] = q == ~0ull ? WSNAP_NONE : (u32)q;
+    t[1] = (u32)min(out, (u64)0xffffffffu);
+}
+
+extern "C" __global__ void gp_wsnap_join(WsnapItem* items, u32 n) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const WsnapItem it = items[i];
+    const u8* s = (const u8*)it.src;
+    u64 p0;
+    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
+    const u64 segs = wsnap_segments(it.src_len, p0);
+    WsnapSeg* sg = (WsnapSeg*)it.segs;
+    const u32* table = (const u32*)it.table;
+    // q: the true chain's next element (UINT64_MAX once an element ran past the input); out: the
+    // output before it (a sum of saturated 32-bit counts: no overflow, and over want if any saturated).
+    u64 q = p0, out = 0;
+    for (u64 k = 0; k < segs; k++) {
+        const u64 start = p0 + k * WSNAP_SEG, end = min(start + WSNAP_SEG, it.src_len);
+        WsnapSeg g;
+        g.status = VALIDATE_OK;
+        g.out_base = out;
+        g.entry = q < end ? (u32)q : WSNAP_NONE;
+        sg[k] = g;
+        if (q >= end) continue;  // a long literal covers the segment, or the chain has ended
+        const u64 c = q - start;  // q >= start: the previous segment's chain left it at its end or later
+        if (c < WSNAP_CAND) {
+            const u32 exit = table[2 * (k * WSNAP_CAND + c)];
+            out += table[2 * (k * WSNAP_CAND + c) + 1];
+            q = exit == WSNAP_NONE ? ~0ull : (u64)exit;
+        } else {
+            wsnap_follow(s, it.src_len, end, &q, &out);
+        }
+    }
+    items[i].produced = out;
+}
+
+// One lane's element of a window of 32 input bytes starting at p, read from global memory; elements
+// starting at or past `limit` (the segment's end) are not the segment's (`inside` false).
+__device__ inline SnappyLane wsnap_lane_element(const u8* s, u64 n, u64 p, u64 limit) {
+    const u32 lane = threadIdx.x & 31;
+    SnappyLane e;
+    const u64 q = p + lane;
+    e.inside = q < limit;
+    u32 t[5];
+#pragma unroll
+    for (u32 k = 0; k < 5; k++) t[k] = e.inside && q + k < n ? s[q + k] : 0u;
+    const u32 tag = t[0], kind = tag & 3;
+    const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
+    e.head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
+    const u64 le4 = (u64)t[1] | ((u64)t[2] << 8) | ((u64)t[3] << 16) | ((u64)t[4] << 24);
+    e.copy = kind != 0;
+    if (kind == 0) {
+        e.len = literal_len_bytes ? (le4 & ((1ull << (8 * literal_len_bytes)) - 1)) + 1 : (tag >> 2) + 1;
+        e.offset = 0;
+    } else if (kind == 1) {
+        e.len = ((tag >> 2) & 7) + 4;
+        e.offset = ((u64)(tag >> 5) << 8) | t[1];
+    } else {
+        e.len = (tag >> 2) + 1;
+        e.offset = kind == 2 ? (le4 & 0xffff) : le4;
+    }
+    e.err = VALIDATE_OK;
+    if (!e.inside) e.err = VALIDATE_OK;
+    else if (e.head > n - q) e.err = VALIDATE_TRUNCATED;
+    else if (!e.copy && e.len > n - q - e.head) e.err = VALIDATE_TRUNCATED;
+    e.adv = e.copy ? e.head : e.head + e.len;
+    return e;
+}
+
+// Byte j of an element starting at output position o: a literal byte, or a match byte's source.
+__device__ inline void wsnap_write(const u8* lit, u64 offset, bool copy, u32 o, u32 j, u8* d, u32* ptr, u8* kind) {
+    const u32 x = o + j;
+    if (copy) {
+        ptr[x] = x - (u32)offset;
+        kind[x] = 1;
+    } else {
+        d[x] = lit[j];
+        kind[x] = 0;
+    }
+}
+
+// The elements of one segment from `entry` (a true element start) with `out` bytes before it, by the
+// whole warp: checked, then written. Returns the first failing element's status, or 0.
+__device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u64 out, u64 limit, u8* d,
+                                         u32* ptr, u8* kind) {
+    const u32 lane = threadIdx.x & 31;
+    while (q < limit) {
+        const SnappyLane e = wsnap_lane_element(s, n, q, limit);
+        const u32 members = snappy_window_members(e);
+        const bool member = (members >> lane) & 1u;
+        const u32 last = 31 - __clz(members);
+        const u64 mlen = member ? e.len : 0;
+        const u64 sum = warp_inclusive_sum(mlen);
+        const u64 before = out + sum - mlen;
+        // The pre-check's checks, in its order (snappy_first_failure); `before` may exceed want only
+        // after an element that already failed.
+        u32 mine = VALIDATE_OK;
+        if (member) {
+            if (e.err != VALIDATE_OK) mine = e.err;
+            else if (e.copy && (e.offset == 0 || e.offset > before)) mine = VALIDATE_BAD_OFFSET;
+            else if (before > want || e.len > want - before) mine = VALIDATE_WRONG_SIZE;
+        }
+        const u32 failing = __ballot_sync(gpcore::FULL_MASK, mine != VALIDATE_OK);
+        if (failing) return __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
+        // Every member is inside the input and the declared output: positions fit 32 bits.
+        const u8* lit = s + q + lane + e.head;
+        if (member && e.len <= WSNAP_LONG) {
+            for (u32 j = 0; j < (u32)e.len; j++) wsnap_write(lit, e.offset, e.copy, (u32)before, j, d, ptr, kind);
+        }
+        u32 longs = __ballot_sync(gpcore::FULL_MASK, member && e.len > WSNAP_LONG);
+        while (longs) {
+            const u32 src = __ffs(longs) - 1;
+            longs &= longs - 1;
+            const u32 o = (u32)__shfl_sync(gpcore::FULL_MASK, before, src);
+            const u32 len = (u32)__shfl_sync(gpcore::FULL_MASK, e.len, src);
+            const u64 offset = __shfl_sync(gpcore::FULL_MASK, e.offset, src);
+            const bool copy = __shfl_sync(gpcore::FULL_MASK, (u32)e.copy, src) != 0;
+            const u8* from = s + q + src + __shfl_sync(gpcore::FULL_MASK, e.head, src);
+            for (u32 j = lane; j < len; j += 32) wsnap_write(from, offset, copy, o, j, d, ptr, kind);
+        }
+        out += __shfl_sync(gpcore::FULL_MASK, sum, 31);
+        q += last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
+    }
+    return VALIDATE_OK;
+}
+
+extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_emit(const WsnapItem* items, u32 n) {
+    if (blockDim.x != WSNAP_SEG_WARPS * 32) __trap();
+    const WsnapItem it = items[wsnap_body(items, n, blockIdx.x, false)];
+    const u8* s = (const u8*)it.src;
+    u64 p0;
+    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
+    const u64 k = (u64)(blockIdx.x - it.seg_block0) * WSNAP_SEG_WARPS + threadIdx.x / 32;
+    if (k >= wsnap_segments(it.src_len, p0)) return;  // warp-uniform
+    WsnapSeg* g = (WsnapSeg*)it.segs + k;
+    const u64 end = min(p0 + (k + 1) * WSNAP_SEG, it.src_len);
+    const u32 entry = g->entry;
+    u32 status = VALIDATE_OK;
+    if (entry != WSNAP_NONE) {
+        status = wsnap_emit_segment(s, it.src_len, it.dst_len, entry, g->out_base, end, (u8*)it.dst,
+                                    (u32*)it.ptr, (u8*)it.kind);
+    }
+    if ((threadIdx.x & 31) == 0) g->status = status;
+}
+
+extern "C" __global__ void gp_wsnap_finish(WsnapItem* items, u32 n) {
+    if (blockDim.x != 32) __trap();
+    const u32 i = blockIdx.x, lane = threadIdx.x;
+    if (i >= n) return;
+    const WsnapItem it = items[i];
+    u64 p0 = 0;
+    u32 status = wsnap_preamble((const u8*)it.src, it.src_len, it.dst_len, &p0);
+    if (status == VALIDATE_OK) {
+        const u64 segs = wsnap_segments(it.src_len, p0);
+        const WsnapSeg* sg = (const WsnapSeg*)it.segs;
+        for (u64 base = 0; base < segs; base += 32) {
+            const u32 mine = base + lane < segs ? sg[base + lane].status : VALIDATE_OK;
+            const u32 failing = __ballot_sync(gpcore::FULL_MASK, mine != VALIDATE_OK);
+            if (failing) {
+                status = __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
+                break;
+            }
+        }
+        if (status == VALIDATE_OK && it.produced != it.dst_len) status = VALIDATE_WRONG_SIZE;
+    }
+    if (lane == 0) items[i].status = status;
+}
+
+// This thread's WSNAP_BYTES_PER_THREAD marks from x (x < want), 0 past want.
+__device__ inline void wsnap_marks(const u8* kind, u64 x, u64 want, u8* m) {
+    if (x + WSNAP_BYTES_PER_THREAD <= want) {
+        const uint4 v = *(const uint4*)(kind + x);
+        const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (u32 j = 0; j < 16; j++) m[j] = (u8)(w[j / 4] >> (8 * (j % 4)));
+    } else {
+#pragma unroll
+        for (u32 j = 0; j < 16; j++) m[j] = x + j < want ? kind[x + j] : 0;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(WSNAP_BYTE_THREADS) gp_wsnap_jump(const WsnapItem* items, u32 n, u32* flags, u32 round) {
+    if (blockDim.x != WSNAP_BYTE_THREADS) __trap();
+    // Nothing was pending after the round before: done (block-uniform).
+    if (round > 0 && *(volatile const u32*)&flags[round - 1] == 0) return;
+    const WsnapItem it = items[wsnap_body(items, n, blockIdx.x, true)];
+    if (it.status != VALIDATE_OK) return;
+    __shared__ u32 any;
+    if (threadIdx.x == 0) any = 0;
+    __syncthreads();
+    const u64 x = (u64)(blockIdx.x - it.byte_block0) * WSNAP_BLOCK_BYTES + threadIdx.x * WSNAP_BYTES_PER_THREAD;
+    u32* ptr = (u32*)it.ptr;
+    const u8* kind = (const u8*)it.kind;
+    bool pending = false;
+    if (x < it.dst_len) {
+        u8 m[WSNAP_BYTES_PER_THREAD];
+        wsnap_marks(kind, x, it.dst_len, m);
+        for (u32 j = 0; j < WSNAP_BYTES_PER_THREAD; j++) {
+            if (!m[j]) continue;
+            const u32 v = ptr[x + j];
+            if (v & WSNAP_TERM) continue;
+            // v < x + j: a match copies from before itself. Another thread may be updating ptr[v]: either
+            // value is a pointer along the same chain.
+            if (kind[v] == 0) {
+                ptr[x + j] = v | WSNAP_TERM;
+            } else {
+                const u32 w = ptr[v];
+                ptr[x + j] = w;
+                if (!(w & WSNAP_TERM)) pending = true;
+            }
+        }
+    }
+    if (pending) any = 1;
+    __syncthreads();
+    if (threadIdx.x == 0 && any) atomicOr(&flags[round], 1u);
+}
+
+extern "C" __global__ void __launch_bounds__(WSNAP_BYTE_THREADS) gp_wsnap_gather(WsnapItem* items, u32 n) {
+    if (blockDim.x != WSNAP_BYTE_THREADS) __trap();
+    const u32 i = wsnap_body(items, n, blockIdx.x, true);
+    const WsnapItem it = items[i];
+    if (it.status != VALIDATE_OK) return;
+    __shared__ u32 left;
+    if (threadIdx.x == 0) left = 0;
+    __syncthreads();
+    const u64 x = (u64)(blockIdx.x - it.byte_block0) * WSNAP_BLOCK_BYTES + threadIdx.x * WSNAP_BYTES_PER_THREAD;
+    const u32* ptr = (const u32*)it.ptr;
+    u8* d = (u8*)it.dst;
+    u32 mine = 0;
+    if (x < it.dst_len) {
+        u8 m[WSNAP_BYTES_PER_THREAD];
+        wsnap_marks((const u8*)it.kind, x, it.dst_len, m);
+        for (u32 j = 0; j < WSNAP_BYTES_PER_THREAD; j++) {
+            if (!m[j]) continue;
+            const u32 v = ptr[x + j];
+            // A final pointer names a literal byte, written by gp_wsnap_emit and never by this kernel.
+            if (v & WSNAP_TERM) d[x + j] = d[v & ~WSNAP_TERM];
+            else mine++;
+        }
+    }
+    if (mine) atomicAdd(&left, mine);
+    __syncthreads();
+    if (threadIdx.x == 0 && left) atomicAdd(&items[i].unresolved, left);
+}
