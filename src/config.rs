@@ -391,8 +391,7 @@ pub(crate) fn small_transfers_on_copy_engine() -> bool {
 /// `GPU_PARQUET_SNAPPY`, a developer's switch to compare the GPU Snappy decoders in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SnappyChoice {
-    /// Unset: long compressible bodies to the wide decoder, the rest to nvCOMP (or `gp_unsnap`
-    /// where nvCOMP did not load).
+    /// Unset: nvCOMP after the pre-check (`gp_unsnap` where nvCOMP did not load).
     Default,
     /// `gp_unsnap`: every body to `gp_unsnap`.
     Unsnap,
@@ -400,6 +399,9 @@ enum SnappyChoice {
     Nvcomp,
     /// `gp_wsnap`: every body to the wide decoder.
     Wide,
+    /// `gp_wsnap_long`: long bodies that compress to the wide decoder ([`wide_takes_long`]), the rest
+    /// as by default.
+    WideLong,
 }
 
 fn snappy_choice() -> SnappyChoice {
@@ -408,6 +410,7 @@ fn snappy_choice() -> SnappyChoice {
         Ok("gp_unsnap") => SnappyChoice::Unsnap,
         Ok("nvcomp") => SnappyChoice::Nvcomp,
         Ok("gp_wsnap") => SnappyChoice::Wide,
+        Ok("gp_wsnap_long") => SnappyChoice::WideLong,
         _ => SnappyChoice::Default,
     })
 }
@@ -420,36 +423,35 @@ pub(crate) fn snappy_on_own_kernel(nvcomp_loaded: bool) -> bool {
     match snappy_choice() {
         SnappyChoice::Unsnap => true,
         SnappyChoice::Nvcomp => false,
-        SnappyChoice::Default | SnappyChoice::Wide => !nvcomp_loaded,
+        SnappyChoice::Default | SnappyChoice::Wide | SnappyChoice::WideLong => !nvcomp_loaded,
     }
 }
 
-/// Smallest compressed body the wide Snappy decoder takes by default: below it the one-warp decoders'
-/// chain is short.
-pub(crate) const WIDE_SNAPPY_MIN_BYTES: usize = 64 << 10;
-/// Largest compressed body it takes by default: its join is one thread per body, a segment per 2 KiB.
-pub(crate) const WIDE_SNAPPY_MAX_BYTES: usize = 16 << 20;
-
 /// Whether the wide Snappy decoder (`kernels/snappy_wide.cu`) takes a body of `src_len` bytes that
-/// declares `dst_len`. By default one of [`WIDE_SNAPPY_MIN_BYTES`] to [`WIDE_SNAPPY_MAX_BYTES`] that
-/// compresses by a sixteenth or more: its chain of elements is long (a body that does not compress is
-/// a few long literals, which nvCOMP copies quickly, and would cost the wide decoder 5 bytes of
-/// scratch per output byte for nothing). `GPU_PARQUET_SNAPPY=gp_wsnap`: every body it can take
-/// (under 2 GiB); `=gp_unsnap` or `=nvcomp`: none.
+/// declares `dst_len`: under `GPU_PARQUET_SNAPPY=gp_wsnap` every body it can take (under 2 GiB), under
+/// `=gp_wsnap_long` those [`wide_takes_long`] says. Not by default: its work grows with a body's bytes
+/// where the one-warp decoders' time grows with the longest body, and on the H200 it made the snappy
+/// benchmark file slower (see the README, "GPU decode, beside cuDF").
 pub(crate) fn snappy_wide_takes(src_len: usize, dst_len: usize) -> bool {
     let fits = (src_len as u64) < 1 << 31 && (dst_len as u64) < 1 << 31 && dst_len > 0 && src_len > 0;
     match snappy_choice() {
         SnappyChoice::Wide => fits,
-        SnappyChoice::Unsnap | SnappyChoice::Nvcomp => false,
-        // Not by default yet: on the H200 it made the snappy benchmark file slower (see the README).
-        SnappyChoice::Default => false && fits && (WIDE_SNAPPY_MIN_BYTES..=WIDE_SNAPPY_MAX_BYTES).contains(&src_len)
-                && dst_len >= src_len + src_len / 16,
+        SnappyChoice::WideLong => fits && wide_takes_long(src_len, dst_len),
+        _ => false,
     }
+}
+
+/// A body whose chain of elements is long: 64 KiB to 16 MiB compressed (its join is one warp per body,
+/// a segment per 2 KiB), compressing by a sixteenth or more (a body that does not compress is a few
+/// long literals, which nvCOMP copies quickly, and would cost the wide decoder 5 bytes of scratch per
+/// output byte for nothing).
+pub(crate) fn wide_takes_long(src_len: usize, dst_len: usize) -> bool {
+    ((64 << 10)..=(16 << 20)).contains(&src_len) && dst_len >= src_len + src_len / 16
 }
 
 /// Whether the wide Snappy decoder is in use at all (for the step model).
 pub(crate) fn snappy_wide_on() -> bool {
-    matches!(snappy_choice(), SnappyChoice::Wide)
+    matches!(snappy_choice(), SnappyChoice::Wide | SnappyChoice::WideLong)
 }
 
 impl Settings {

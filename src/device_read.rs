@@ -54,10 +54,6 @@ const PRECHECK_NS_PER_BYTE: f64 = 29.0;
 /// page: 42.2 ms of ncu time for the snappy benchmark file in one step, whose longest page is 972,546
 /// bytes (H200, 2026-12-01).
 const UNSNAP_NS_PER_BYTE: f64 = 43.0;
-/// The wide Snappy decoder (`kernels/snappy_wide.cu`), which takes the long Snappy pages that
-/// compress, per compressed byte of the longest page (a floor for the pages it leaves to the others,
-/// whose chains are short). PLACEHOLDER, to be measured.
-const WSNAP_NS_PER_BYTE: f64 = 3.0;
 /// Which decoders a step's compressed pages go to.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PageDecoders {
@@ -67,7 +63,7 @@ pub(crate) struct PageDecoders {
     pub prechecked: bool,
     /// Snappy goes to `gp_unsnap`.
     pub own_snappy: bool,
-    /// Long Snappy pages that compress go to the wide decoder.
+    /// Snappy goes to the wide decoder, whose time grows with a step's bytes, not its longest page.
     pub wide_snappy: bool,
 }
 /// Staged reads while decoding runs, as measured in the pipeline on the H200 (345 MB steps in 7.5-8 ms).
@@ -410,7 +406,7 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], dec
         let chunk = meta.row_group(c.row_group).column(c.column);
         let per_byte = match chunk.compression() {
             Compression::UNCOMPRESSED => continue,
-            Compression::SNAPPY if decoders.wide_snappy => WSNAP_NS_PER_BYTE,
+            Compression::SNAPPY if decoders.wide_snappy => continue,
             Compression::SNAPPY if decoders.own_snappy => UNSNAP_NS_PER_BYTE,
             // Decompressed on the host: no GPU floor.
             _ if !decoders.nvcomp => continue,
@@ -895,14 +891,13 @@ mod tests {
             longest_page_ns(snappy.metadata(), &plan.chunks, with(false, true, false)),
             0.0
         );
-        // The wide Snappy decoder sets the lowest floor, nvCOMP or not.
+        // The wide Snappy decoder sets none, nvCOMP or not.
         for nvcomp in [true, false] {
             let wide = PageDecoders {
                 wide_snappy: true,
                 ..with(nvcomp, true, !nvcomp)
             };
-            let wide = longest_page_ns(snappy.metadata(), &plan.chunks, wide);
-            assert!((wide / trusted - WSNAP_NS_PER_BYTE / NVCOMP_NS_PER_BYTE).abs() < 1e-9, "{wide}");
+            assert_eq!(longest_page_ns(snappy.metadata(), &plan.chunks, wide), 0.0);
         }
     }
 

@@ -375,16 +375,21 @@ impl DeviceExecutor<'_> {
         // Every scratch byte a kernel reads is written first by an earlier one.
         let scratch = self.alloc_uninit(sized.scratch as usize)?;
         let plan = wsnap::plan(&mut v, scratch);
-        let flags = self.alloc(plan.rounds as usize * 4)?;
+        let flags = self.alloc(plan.flag_words as usize * 4)?;
         let addr = self.upload(&v)?;
         let n = v.len() as u32;
         let args = [U64(addr), U32(n)];
         self.launch_raw("gp_wsnap_tabulate", plan.seg_blocks, 128, &args)?;
-        self.launch_raw("gp_wsnap_join", n.div_ceil(128), 128, &args)?;
+        self.launch_raw("gp_wsnap_join", n, 32, &args)?;
         self.launch_raw("gp_wsnap_emit", plan.seg_blocks, 128, &args)?;
         self.launch_raw("gp_wsnap_finish", n, 32, &args)?;
         for r in 0..plan.rounds {
-            self.launch_raw("gp_wsnap_jump", plan.byte_blocks, 256, &[U64(addr), U32(n), U64(flags), U32(r)])?;
+            self.launch_raw(
+                "gp_wsnap_jump",
+                plan.byte_blocks,
+                256,
+                &[U64(addr), U32(n), U64(flags), U32(r)],
+            )?;
         }
         self.launch_raw("gp_wsnap_gather", plan.byte_blocks, 256, &args)?;
         let back: Vec<WsnapItem> = self.read(addr, v.len())?;
@@ -690,10 +695,9 @@ impl Executor for DeviceExecutor<'_> {
             (Err(why), _) => Err(format!("nvCOMP unavailable: {why}")),
             (Ok(_), None) => Err(format!("nvCOMP has no {codec} decoder")),
         };
-        // Snappy has decoders of our own, safe on any input (no pre-check, no nvCOMP): the wide one
-        // for long bodies that compress (`crate::config::snappy_wide_takes`), whose chain of elements
-        // a one-warp decoder follows for longest; `gp_unsnap` for the rest where nvCOMP did not load,
-        // or when chosen (`crate::config::snappy_on_own_kernel`).
+        // Snappy has decoders of our own, safe on any input (no pre-check, no nvCOMP): the wide one,
+        // when chosen (`crate::config::snappy_wide_takes`: it was slower on the H200); `gp_unsnap`
+        // where nvCOMP did not load, or when chosen (`crate::config::snappy_on_own_kernel`).
         let mut host_why: Vec<String> = Vec::new();
         let mut wide_ran = false;
         // Bodies the wide decoder refused: the host's, past the other GPU decoders (the pre-check would
@@ -701,13 +705,20 @@ impl Executor for DeviceExecutor<'_> {
         let mut host_only = vec![false; items.len()];
         if codec == Compression::SNAPPY {
             let todo: Vec<usize> = (0..items.len())
-                .filter(|&i| results[i].is_none() && crate::config::snappy_wide_takes(items[i].src_len, items[i].dst_len))
+                .filter(|&i| {
+                    results[i].is_none() && crate::config::snappy_wide_takes(items[i].src_len, items[i].dst_len)
+                })
                 .collect();
             if !todo.is_empty() {
                 wide_ran = true;
                 let failed = self.wide_unsnap(items, &todo)?;
                 if !failed.is_empty() {
-                    host_why.push(self.describe_failures(codec, items, &failed, "the wide GPU Snappy decoder refused")?);
+                    host_why.push(self.describe_failures(
+                        codec,
+                        items,
+                        &failed,
+                        "the wide GPU Snappy decoder refused",
+                    )?);
                 }
                 let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
                 for &i in &todo {
@@ -734,7 +745,11 @@ impl Executor for DeviceExecutor<'_> {
                 .filter(|&i| results[i].is_none() && !host_only[i] && fits(&items[i]))
                 .collect();
             longest_first(&mut todo, items);
-            if todo.len() < (0..items.len()).filter(|&i| results[i].is_none() && !host_only[i]).count() {
+            if todo.len()
+                < (0..items.len())
+                    .filter(|&i| results[i].is_none() && !host_only[i])
+                    .count()
+            {
                 host_why.push("pages of 2 GiB or more".into());
             }
             let failed = self.unsnap(items, &todo)?;
@@ -750,7 +765,11 @@ impl Executor for DeviceExecutor<'_> {
                 .filter(|&i| results[i].is_none() && !host_only[i] && items[i].dst_len as u64 <= c.max_chunk_len())
                 .collect();
             longest_first(&mut todo, items);
-            if todo.len() < (0..items.len()).filter(|&i| results[i].is_none() && !host_only[i]).count() {
+            if todo.len()
+                < (0..items.len())
+                    .filter(|&i| results[i].is_none() && !host_only[i])
+                    .count()
+            {
                 host_why.push(format!("pages over nvCOMP's {c} limit"));
             }
             // Every body is checked on the GPU before nvCOMP sees it; one that fails goes to the host

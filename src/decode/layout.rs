@@ -280,9 +280,9 @@ pub struct WsnapItem {
 /// Geometry of the wide Snappy decoder (twin of the `WSNAP_*` constants of `snappy_wide.cu`): the
 /// scratch each body needs and the blocks each kernel takes. The launch order, for items laid out by
 /// [`wsnap::plan`]: `gp_wsnap_tabulate(items, n)` and later `gp_wsnap_emit(items, n)` over
-/// `seg_blocks` × 128; `gp_wsnap_join(items, n)` over ceil(n/128) × 128; `gp_wsnap_finish(items, n)`
-/// over n × 32; `gp_wsnap_jump(items, n, flags, r)` for r in 0..rounds over `byte_blocks` × 256, with
-/// `flags` `rounds` zeroed u32s; `gp_wsnap_gather(items, n)` over `byte_blocks` × 256.
+/// `seg_blocks` × 128; `gp_wsnap_join(items, n)` and `gp_wsnap_finish(items, n)`
+/// over n × 32 each; `gp_wsnap_jump(items, n, flags, r)` for r in 0..rounds over `byte_blocks` × 256, with
+/// `flags` `flag_words` zeroed u32s; `gp_wsnap_gather(items, n)` over `byte_blocks` × 256.
 pub mod wsnap {
     /// Input bytes of a segment.
     pub const SEG: u64 = 2048;
@@ -291,7 +291,9 @@ pub mod wsnap {
     /// Segments (warps) per block of the segment kernels.
     pub const SEG_WARPS: u64 = 4;
     /// Output bytes per block of the byte kernels.
-    pub const BLOCK_BYTES: u64 = 256 * 16;
+    pub const BLOCK_BYTES: u64 = 256 * 16 * 4;
+    /// Jump rounds at most: the first words of the flags.
+    pub const MAX_ROUNDS: u32 = 32;
     /// Where each scratch region starts within a body's scratch.
     const ALIGN: u64 = 256;
 
@@ -336,9 +338,11 @@ pub mod wsnap {
         pub seg_blocks: u32,
         /// Blocks of the byte kernels.
         pub byte_blocks: u32,
-        /// Jump rounds: enough for a chain as long as the longest output (each round at least doubles
-        /// the hops behind every byte).
+        /// Jump rounds: enough for a chain of as many hops as the most segments of a body (each hop
+        /// goes back a segment or more, and each round at least doubles the hops behind a byte).
         pub rounds: u32,
+        /// `u32` words of the flags buffer (zeroed): [`MAX_ROUNDS`], then one per byte block.
+        pub flag_words: u64,
         /// Scratch bytes in all.
         pub scratch: u64,
     }
@@ -347,7 +351,7 @@ pub mod wsnap {
     /// body), `status` = `u32::MAX`, `unresolved` = `produced` = 0; `src`, `src_len`, `dst`, `dst_len`
     /// must be set. Bodies and outputs must be under 2^31 bytes.
     pub fn plan(items: &mut [super::WsnapItem], scratch_base: u64) -> Plan {
-        let (mut seg_blocks, mut byte_blocks, mut at, mut longest) = (0u64, 0u64, scratch_base, 1u64);
+        let (mut seg_blocks, mut byte_blocks, mut at, mut most_segs) = (0u64, 0u64, scratch_base, 1u64);
         for it in items.iter_mut() {
             it.seg_block0 = seg_blocks as u32;
             it.byte_block0 = byte_blocks as u32;
@@ -366,12 +370,13 @@ pub mod wsnap {
             it.status = u32::MAX;
             it.unresolved = 0;
             it.produced = 0;
-            longest = longest.max(it.dst_len);
+            most_segs = most_segs.max(it.src_len.div_ceil(SEG));
         }
         Plan {
             seg_blocks: seg_blocks as u32,
             byte_blocks: byte_blocks as u32,
-            rounds: 65 - longest.leading_zeros(),
+            rounds: (66 - most_segs.leading_zeros()).min(MAX_ROUNDS),
+            flag_words: u64::from(MAX_ROUNDS) + byte_blocks,
             scratch: at - scratch_base,
         }
     }

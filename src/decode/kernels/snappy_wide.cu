@@ -3,26 +3,34 @@
 // copies bytes produced before it. The pre-check, nvCOMP and gp_unsnap follow that chain with one warp
 // or block per body, so a step lasts at least as long as its longest body takes them: on the snappy
 // benchmark file the 1 MB dictionary pages (260,000 elements) took 19 ms to check and 16 ms in nvCOMP.
-// Here both chains are cut into parallel work:
+// Here both chains are cut into parallel work (but its total work is larger: measured on the H200 it
+// is slower on that file than the pre-check and nvCOMP, and is used only when chosen; see the README,
+// "Eighth session"):
 //
 //   1. gp_wsnap_tabulate: the stream (after its preamble) is cut into segments of WSNAP_SEG input
-//      bytes, a warp per segment. Lane c follows the chain that would start at the segment's byte c
-//      to the first element starting past the segment, and records where that is and the output its
-//      elements produce. The true chain enters a segment at one of its first WSNAP_CAND bytes unless
-//      the element crossing into it is longer than that.
-//   2. gp_wsnap_join: a thread per body follows the true chain from segment to segment through the
-//      table (walking a segment itself when the chain enters it past the candidates), giving each
-//      segment its first element and the output before it.
+//      bytes, a warp per segment. For each of the segment's first WSNAP_CAND bytes taken as an element
+//      start, it finds where that chain first leaves the segment and the output its elements produce,
+//      32 input bytes at a time: the warp parses the element at every byte of a window and, by
+//      doubling, where the chain from each byte leaves the window. The true chain enters a segment at
+//      one of its first WSNAP_CAND bytes unless the element crossing into it is longer than that.
+//   2. gp_wsnap_join: a warp per body follows the true chain from segment to segment through the table
+//      (rows staged in shared memory 32 segments at a time; lane 0 walks a segment itself when the
+//      chain enters it past the candidates), giving each segment its first element and the output
+//      before it.
 //   3. gp_wsnap_emit: a warp per segment walks its elements 32 input bytes at a time (the pre-check's
-//      window walk), checks each element as the pre-check does (in the input, match offset inside
-//      the output so far, length inside the declared size), and writes literal bytes to the output
-//      and, for each match byte, the position it copies (`ptr`) and a mark (`kind` 1).
+//      window walk) and checks each as the pre-check does (in the input, match offset inside the
+//      output so far, length inside the declared size). Then it writes literals, and matches in order,
+//      a match byte copying its source byte when that lies in the segment's own output (or its
+//      pointer, when that byte waits itself); a source before the segment is another warp's, maybe not
+//      written yet: the byte gets a pointer to it (`ptr`) and waits (`kind` 1).
 //   4. gp_wsnap_finish: a warp per body takes the first segment's failure in stream order (the
 //      pre-check's status), or checks the total against the declared size.
-//   5. gp_wsnap_jump, rounds: pointer jumping. A match byte whose source is a literal byte takes it as
-//      final (WSNAP_TERM); otherwise it takes its source's pointer, so each round at least doubles the
-//      hops behind it. A round that finds nothing pending lets the next ones return at once.
-//   6. gp_wsnap_gather: each match byte copies its literal byte.
+//   5. gp_wsnap_jump, rounds, over the bytes left waiting: pointer jumping. A byte whose source has
+//      been written (kind 0) takes it as final (WSNAP_TERM); otherwise it takes its source's pointer,
+//      so each round at least doubles the hops behind it. Each hop goes back a segment or more, so
+//      log2(segments) + 1 rounds suffice. A round that finds nothing waiting lets the next ones return
+//      at once, and a block with nothing waiting skips the later rounds.
+//   6. gp_wsnap_gather: each waiting byte copies the byte it ends at.
 //
 // Status (WsnapItem::status) is the pre-check's on the same body (reference/validate.rs), and when 0
 // the output is the stream's bytes (reference/unsnap.rs: the `snap` crate); `unresolved` counts match
@@ -31,15 +39,18 @@
 // whatever the bytes: an element is checked before any byte of it is written, and later kernels skip
 // a body whose status is not 0. Positions are 32-bit: bodies and outputs are under 2^31 bytes.
 // Launch geometry and scratch sizes: layout.rs (wsnap). Blocks: tabulate and emit WSNAP_SEG_WARPS
-// warps, one per segment; jump and gather WSNAP_BYTE_THREADS threads of WSNAP_BYTES_PER_THREAD bytes;
+// warps, one per segment; jump and gather WSNAP_BYTE_THREADS threads of 16 * WSNAP_CHUNKS bytes;
 // a body's blocks start at its seg_block0 / byte_block0.
 
 #define WSNAP_SEG 2048u
 #define WSNAP_CAND 32u
 #define WSNAP_SEG_WARPS 4u
 #define WSNAP_BYTE_THREADS 256u
-#define WSNAP_BYTES_PER_THREAD 16u
-#define WSNAP_BLOCK_BYTES (WSNAP_BYTE_THREADS * WSNAP_BYTES_PER_THREAD)
+// Output bytes a thread of the byte kernels takes, in chunks of 16.
+#define WSNAP_CHUNKS 4u
+#define WSNAP_BLOCK_BYTES (WSNAP_BYTE_THREADS * 16u * WSNAP_CHUNKS)
+// Jump rounds at most (flags words before the blocks' own).
+#define WSNAP_MAX_ROUNDS 32u
 // A segment entry: no element starts in the segment. A table exit: the chain runs past the input.
 #define WSNAP_NONE 0xffffffffu
 // A pointer to a literal byte of the output: final.
@@ -140,58 +151,6 @@ __device__ inline void wsnap_follow(const u8* s, u64 n, u64 end, u64* q, u64* ou
     *out = produced;
 }
 
-extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabulate(const WsnapItem* items, u32 n) {
-    if (blockDim.x != WSNAP_SEG_WARPS * 32) __trap();
-    const WsnapItem it = items[wsnap_body(items, n, blockIdx.x, false)];
-    const u8* s = (const u8*)it.src;
-    u64 p0;
-    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
-    const u64 k = (u64)(blockIdx.x - it.seg_block0) * WSNAP_SEG_WARPS + threadIdx.x / 32;
-    if (k >= wsnap_segments(it.src_len, p0)) return;
-    const u32 lane = threadIdx.x & 31;
-    const u64 start = p0 + k * WSNAP_SEG, end = min(start + WSNAP_SEG, it.src_len);
-    // At most WSNAP_SEG elements of under 2^33 bytes each: no overflow.
-    u64 q = start + lane, out = 0;
-    wsnap_follow(s, it.src_len, end, &q, &out);
-    u32* t = (u32*)it.table + 2 * (k * WSNAP_CAND + lane);
-    // An exit is at most the input's end (under 2^31) plus a lane, or the chain ran past the input.
-    t[0] = q == ~0ull ? WSNAP_NONE : (u32)q;
-    t[1] = (u32)min(out, (u64)0xffffffffu);
-}
-
-extern "C" __global__ void gp_wsnap_join(WsnapItem* items, u32 n) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const WsnapItem it = items[i];
-    const u8* s = (const u8*)it.src;
-    u64 p0;
-    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
-    const u64 segs = wsnap_segments(it.src_len, p0);
-    WsnapSeg* sg = (WsnapSeg*)it.segs;
-    const u32* table = (const u32*)it.table;
-    // q: the true chain's next element (UINT64_MAX once an element ran past the input); out: the
-    // output before it (a sum of saturated 32-bit counts: no overflow, and over want if any saturated).
-    u64 q = p0, out = 0;
-    for (u64 k = 0; k < segs; k++) {
-        const u64 start = p0 + k * WSNAP_SEG, end = min(start + WSNAP_SEG, it.src_len);
-        WsnapSeg g;
-        g.status = VALIDATE_OK;
-        g.out_base = out;
-        g.entry = q < end ? (u32)q : WSNAP_NONE;
-        sg[k] = g;
-        if (q >= end) continue;  // a long literal covers the segment, or the chain has ended
-        const u64 c = q - start;  // q >= start: the previous segment's chain left it at its end or later
-        if (c < WSNAP_CAND) {
-            const u32 exit = table[2 * (k * WSNAP_CAND + c)];
-            out += table[2 * (k * WSNAP_CAND + c) + 1];
-            q = exit == WSNAP_NONE ? ~0ull : (u64)exit;
-        } else {
-            wsnap_follow(s, it.src_len, end, &q, &out);
-        }
-    }
-    items[i].produced = out;
-}
-
 // One lane's element of a window of 32 input bytes starting at p, read from global memory; elements
 // starting at or past `limit` (the segment's end) are not the segment's (`inside` false).
 __device__ inline SnappyLane wsnap_lane_element(const u8* s, u64 n, u64 p, u64 limit) {
@@ -225,23 +184,136 @@ __device__ inline SnappyLane wsnap_lane_element(const u8* s, u64 n, u64 p, u64 l
     return e;
 }
 
-// Byte j of an element starting at output position o: a literal byte, or a match byte's source.
-__device__ inline void wsnap_write(const u8* lit, u64 offset, bool copy, u32 o, u32 j, u8* d, u32* ptr, u8* kind) {
-    const u32 x = o + j;
-    if (copy) {
-        ptr[x] = x - (u32)offset;
-        kind[x] = 1;
-    } else {
-        d[x] = lit[j];
-        kind[x] = 0;
+// Minimum over the warp.
+__device__ inline u32 wsnap_warp_min(u32 v) {
+    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(gpcore::FULL_MASK, v, o));
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabulate(const WsnapItem* items, u32 n) {
+    if (blockDim.x != WSNAP_SEG_WARPS * 32) __trap();
+    const WsnapItem it = items[wsnap_body(items, n, blockIdx.x, false)];
+    const u8* s = (const u8*)it.src;
+    u64 p0;
+    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
+    const u64 k = (u64)(blockIdx.x - it.seg_block0) * WSNAP_SEG_WARPS + threadIdx.x / 32;
+    if (k >= wsnap_segments(it.src_len, p0)) return;  // warp-uniform
+    const u32 lane = threadIdx.x & 31;
+    // Positions fit 32 bits: bodies are under 2^31 bytes.
+    const u32 start = (u32)(p0 + k * WSNAP_SEG), end = (u32)min((u64)start + WSNAP_SEG, it.src_len);
+    // This lane as a candidate: the chain from start + lane, its next element at `at` (past the segment,
+    // or WSNAP_NONE once an element ran past the input) and the output before it.
+    u32 at = start + lane;
+    u64 out = 0;
+    // Windows of 32 input bytes from the lowest candidate still inside: the whole warp parses the
+    // element at each byte of the window and, by doubling, where the chain from each byte leaves the
+    // window and the output on the way; each candidate inside the window takes its byte's result.
+    // Every candidate in [b, b + 32) leaves it, so the lowest rises by 32 or more a window.
+    u32 b = wsnap_warp_min(at < end ? at : WSNAP_NONE);
+    while (b != WSNAP_NONE) {
+        const SnappyLane e = wsnap_lane_element(s, it.src_len, b, end);
+        // To: the lane of the next element inside the window, or 32 once the chain has left it, at
+        // `exit` (an input position; WSNAP_NONE when an element runs past the input).
+        u32 to;
+        u32 exit = b + lane;
+        u64 acc = 0;
+        if (!e.inside) {
+            to = 32;  // at or past the segment's end: no element here, the chain stops
+        } else if (e.err != VALIDATE_OK) {
+            to = 32;
+            exit = WSNAP_NONE;
+        } else {
+            acc = e.len;
+            if (e.adv < 32 - lane) {
+                to = lane + (u32)e.adv;
+            } else {
+                to = 32;
+                exit = (u32)(b + lane + e.adv);  // at most the input's end
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 5; r++) {
+            const u32 src = to & 31;
+            const u32 their_to = __shfl_sync(gpcore::FULL_MASK, to, src);
+            const u32 their_exit = __shfl_sync(gpcore::FULL_MASK, exit, src);
+            const u64 their_acc = __shfl_sync(gpcore::FULL_MASK, acc, src);
+            if (to < 32) {
+                to = their_to;
+                exit = their_exit;
+                acc += their_acc;
+            }
+        }
+        const bool mine = at != WSNAP_NONE && at >= b && at - b < 32 && at < end;
+        const u32 from = mine ? at - b : 0;
+        const u32 x = __shfl_sync(gpcore::FULL_MASK, exit, from);
+        const u64 o = __shfl_sync(gpcore::FULL_MASK, acc, from);
+        if (mine) {
+            at = x;
+            out += o;
+        }
+        b = wsnap_warp_min(at != WSNAP_NONE && at < end ? at : WSNAP_NONE);
     }
+    u32* t = (u32*)it.table + 2 * (k * WSNAP_CAND + lane);
+    t[0] = at;
+    t[1] = (u32)min(out, (u64)0xffffffffu);
+}
+
+extern "C" __global__ void gp_wsnap_join(WsnapItem* items, u32 n) {
+    if (blockDim.x != 32) __trap();
+    const u32 i = blockIdx.x, lane = threadIdx.x;
+    if (i >= n) return;
+    const WsnapItem it = items[i];
+    const u8* s = (const u8*)it.src;
+    u64 p0;
+    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
+    const u64 segs = wsnap_segments(it.src_len, p0);
+    WsnapSeg* sg = (WsnapSeg*)it.segs;
+    const uint2* table = (const uint2*)it.table;
+    // The table rows of 32 segments at a time, loaded by the whole warp, so that the chain's walk from
+    // row to row (lane 0) reads shared memory rather than waiting on global loads one after another.
+    __shared__ uint2 rows[32 * WSNAP_CAND];
+    // q: the true chain's next element (UINT64_MAX once an element ran past the input); out: the
+    // output before it (a sum of saturated 32-bit counts: no overflow, and over want if any saturated).
+    u64 q = p0, out = 0;
+    for (u64 k0 = 0; k0 < segs; k0 += 32) {
+        const u64 rows_here = min((u64)32, segs - k0);
+        __syncwarp();
+        for (u32 r = 0; r < rows_here; r++) rows[r * WSNAP_CAND + lane] = table[(k0 + r) * WSNAP_CAND + lane];
+        __syncwarp();
+        if (lane == 0) {
+            for (u32 r = 0; r < rows_here; r++) {
+                const u64 k = k0 + r;
+                const u64 start = p0 + k * WSNAP_SEG, end = min(start + WSNAP_SEG, it.src_len);
+                WsnapSeg g;
+                g.status = VALIDATE_OK;
+                g.out_base = out;
+                g.entry = q < end ? (u32)q : WSNAP_NONE;
+                sg[k] = g;
+                if (q >= end) continue;  // a long literal covers the segment, or the chain has ended
+                const u64 c = q - start;  // q >= start: the chain left the segment before at its end or later
+                if (c < WSNAP_CAND) {
+                    const uint2 t = rows[r * WSNAP_CAND + c];
+                    out += t.y;
+                    q = t.x == WSNAP_NONE ? ~0ull : (u64)t.x;
+                } else {
+                    wsnap_follow(s, it.src_len, end, &q, &out);
+                }
+            }
+        }
+    }
+    if (lane == 0) items[i].produced = out;
 }
 
 // The elements of one segment from `entry` (a true element start) with `out` bytes before it, by the
-// whole warp: checked, then written. Returns the first failing element's status, or 0.
+// whole warp: checked, then written in order. A literal's bytes go to the output (`kind` 0). A match
+// byte copies the byte its offset names, which comes before it: from this segment's output, written
+// already, it takes that byte (or, if that byte is itself waiting, its pointer); from before the
+// segment (another warp's, maybe not written yet) it takes a pointer to it, and waits (`kind` 1) for
+// the jump rounds. Returns the first failing element's status, or 0.
 __device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u64 out, u64 limit, u8* d,
                                          u32* ptr, u8* kind) {
     const u32 lane = threadIdx.x & 31;
+    const u32 base = (u32)min(out, want);  // the segment's first output byte
     while (q < limit) {
         const SnappyLane e = wsnap_lane_element(s, n, q, limit);
         const u32 members = snappy_window_members(e);
@@ -260,21 +332,52 @@ __device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u6
         }
         const u32 failing = __ballot_sync(gpcore::FULL_MASK, mine != VALIDATE_OK);
         if (failing) return __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
-        // Every member is inside the input and the declared output: positions fit 32 bits.
-        const u8* lit = s + q + lane + e.head;
-        if (member && e.len <= WSNAP_LONG) {
-            for (u32 j = 0; j < (u32)e.len; j++) wsnap_write(lit, e.offset, e.copy, (u32)before, j, d, ptr, kind);
+        // Every member is inside the input and the declared output: positions fit 32 bits. Literals
+        // first, each by its own lane (a long one by the whole warp): they depend on nothing.
+        const u32 o = (u32)before;
+        if (member && !e.copy && e.len <= WSNAP_LONG) {
+            const u8* lit = s + q + lane + e.head;
+            for (u32 j = 0; j < (u32)e.len; j++) {
+                d[o + j] = lit[j];
+                kind[o + j] = 0;
+            }
         }
-        u32 longs = __ballot_sync(gpcore::FULL_MASK, member && e.len > WSNAP_LONG);
+        u32 longs = __ballot_sync(gpcore::FULL_MASK, member && !e.copy && e.len > WSNAP_LONG);
         while (longs) {
             const u32 src = __ffs(longs) - 1;
             longs &= longs - 1;
-            const u32 o = (u32)__shfl_sync(gpcore::FULL_MASK, before, src);
+            const u32 at = __shfl_sync(gpcore::FULL_MASK, o, src);
             const u32 len = (u32)__shfl_sync(gpcore::FULL_MASK, e.len, src);
-            const u64 offset = __shfl_sync(gpcore::FULL_MASK, e.offset, src);
-            const bool copy = __shfl_sync(gpcore::FULL_MASK, (u32)e.copy, src) != 0;
-            const u8* from = s + q + src + __shfl_sync(gpcore::FULL_MASK, e.head, src);
-            for (u32 j = lane; j < len; j += 32) wsnap_write(from, offset, copy, o, j, d, ptr, kind);
+            const u8* lit = s + q + src + __shfl_sync(gpcore::FULL_MASK, e.head, src);
+            for (u32 j = lane; j < len; j += 32) {
+                d[at + j] = lit[j];
+                kind[at + j] = 0;
+            }
+        }
+        __syncwarp();
+        // Matches in order, each by the whole warp: a byte j of a match of offset `off` copies the byte
+        // j mod off of the off bytes before the match, all written before it.
+        u32 matches = __ballot_sync(gpcore::FULL_MASK, member && e.copy);
+        while (matches) {
+            const u32 src = __ffs(matches) - 1;
+            matches &= matches - 1;
+            const u32 at = __shfl_sync(gpcore::FULL_MASK, o, src);
+            const u32 len = (u32)__shfl_sync(gpcore::FULL_MASK, e.len, src);
+            const u32 off = (u32)__shfl_sync(gpcore::FULL_MASK, e.offset, src);
+            for (u32 j = lane; j < len; j += 32) {
+                const u32 x = at + j, from = at - off + (j < off ? j : j % off);
+                if (from < base) {
+                    ptr[x] = from;
+                    kind[x] = 1;
+                } else if (kind[from]) {
+                    ptr[x] = ptr[from];
+                    kind[x] = 1;
+                } else {
+                    d[x] = d[from];
+                    kind[x] = 0;
+                }
+            }
+            __syncwarp();
         }
         out += __shfl_sync(gpcore::FULL_MASK, sum, 31);
         q += last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
@@ -324,9 +427,9 @@ extern "C" __global__ void gp_wsnap_finish(WsnapItem* items, u32 n) {
     if (lane == 0) items[i].status = status;
 }
 
-// This thread's WSNAP_BYTES_PER_THREAD marks from x (x < want), 0 past want.
+// The 16 marks from x (x < want), 0 past want.
 __device__ inline void wsnap_marks(const u8* kind, u64 x, u64 want, u8* m) {
-    if (x + WSNAP_BYTES_PER_THREAD <= want) {
+    if (x + 16 <= want) {
         const uint4 v = *(const uint4*)(kind + x);
         const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -337,28 +440,39 @@ __device__ inline void wsnap_marks(const u8* kind, u64 x, u64 want, u8* m) {
     }
 }
 
+// The first byte of chunk c (of 16 bytes) of this thread: the block's chunks interleaved by thread, so
+// that a warp's loads are contiguous.
+__device__ inline u64 wsnap_chunk(const WsnapItem& it, u32 c) {
+    return (u64)(blockIdx.x - it.byte_block0) * WSNAP_BLOCK_BYTES + ((u64)c * WSNAP_BYTE_THREADS + threadIdx.x) * 16;
+}
+
+// flags: WSNAP_MAX_ROUNDS words, one per round (set when a byte is still waiting after it), then one
+// per block of the grid (set when a byte of that block is).
 extern "C" __global__ void __launch_bounds__(WSNAP_BYTE_THREADS) gp_wsnap_jump(const WsnapItem* items, u32 n, u32* flags, u32 round) {
-    if (blockDim.x != WSNAP_BYTE_THREADS) __trap();
-    // Nothing was pending after the round before: done (block-uniform).
+    if (blockDim.x != WSNAP_BYTE_THREADS || round >= WSNAP_MAX_ROUNDS) __trap();
+    // Nothing was waiting after the round before, anywhere or in this block: done (block-uniform).
     if (round > 0 && *(volatile const u32*)&flags[round - 1] == 0) return;
     const WsnapItem it = items[wsnap_body(items, n, blockIdx.x, true)];
     if (it.status != VALIDATE_OK) return;
+    u32* block_flag = &flags[WSNAP_MAX_ROUNDS + blockIdx.x];
+    if (round > 0 && *(volatile const u32*)block_flag == 0) return;
     __shared__ u32 any;
     if (threadIdx.x == 0) any = 0;
     __syncthreads();
-    const u64 x = (u64)(blockIdx.x - it.byte_block0) * WSNAP_BLOCK_BYTES + threadIdx.x * WSNAP_BYTES_PER_THREAD;
     u32* ptr = (u32*)it.ptr;
     const u8* kind = (const u8*)it.kind;
     bool pending = false;
-    if (x < it.dst_len) {
-        u8 m[WSNAP_BYTES_PER_THREAD];
+    for (u32 c = 0; c < WSNAP_CHUNKS; c++) {
+        const u64 x = wsnap_chunk(it, c);
+        if (x >= it.dst_len) break;
+        u8 m[16];
         wsnap_marks(kind, x, it.dst_len, m);
-        for (u32 j = 0; j < WSNAP_BYTES_PER_THREAD; j++) {
+        for (u32 j = 0; j < 16; j++) {
             if (!m[j]) continue;
             const u32 v = ptr[x + j];
             if (v & WSNAP_TERM) continue;
-            // v < x + j: a match copies from before itself. Another thread may be updating ptr[v]: either
-            // value is a pointer along the same chain.
+            // v < x + j: a match copies from before itself. Another thread may be updating ptr[v]:
+            // either value is a pointer along the same chain.
             if (kind[v] == 0) {
                 ptr[x + j] = v | WSNAP_TERM;
             } else {
@@ -370,7 +484,10 @@ extern "C" __global__ void __launch_bounds__(WSNAP_BYTE_THREADS) gp_wsnap_jump(c
     }
     if (pending) any = 1;
     __syncthreads();
-    if (threadIdx.x == 0 && any) atomicOr(&flags[round], 1u);
+    if (threadIdx.x == 0) {
+        *block_flag = any;
+        if (any) atomicOr(&flags[round], 1u);
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(WSNAP_BYTE_THREADS) gp_wsnap_gather(WsnapItem* items, u32 n) {
@@ -381,17 +498,18 @@ extern "C" __global__ void __launch_bounds__(WSNAP_BYTE_THREADS) gp_wsnap_gather
     __shared__ u32 left;
     if (threadIdx.x == 0) left = 0;
     __syncthreads();
-    const u64 x = (u64)(blockIdx.x - it.byte_block0) * WSNAP_BLOCK_BYTES + threadIdx.x * WSNAP_BYTES_PER_THREAD;
     const u32* ptr = (const u32*)it.ptr;
     u8* d = (u8*)it.dst;
     u32 mine = 0;
-    if (x < it.dst_len) {
-        u8 m[WSNAP_BYTES_PER_THREAD];
+    for (u32 c = 0; c < WSNAP_CHUNKS; c++) {
+        const u64 x = wsnap_chunk(it, c);
+        if (x >= it.dst_len) break;
+        u8 m[16];
         wsnap_marks((const u8*)it.kind, x, it.dst_len, m);
-        for (u32 j = 0; j < WSNAP_BYTES_PER_THREAD; j++) {
+        for (u32 j = 0; j < 16; j++) {
             if (!m[j]) continue;
             const u32 v = ptr[x + j];
-            // A final pointer names a literal byte, written by gp_wsnap_emit and never by this kernel.
+            // A final pointer names a byte written by gp_wsnap_emit (kind 0), never by this kernel.
             if (v & WSNAP_TERM) d[x + j] = d[v & ~WSNAP_TERM];
             else mine++;
         }

@@ -160,7 +160,6 @@ pub fn wide_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
     cases
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,11 +225,18 @@ mod tests {
                 passed += 1;
                 assert_eq!(unresolved, 0, "case {i}");
                 let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
-                assert!(first_diff.is_none(), "case {i}: first wrong byte {first_diff:?} of {want}");
+                assert!(
+                    first_diff.is_none(),
+                    "case {i}: first wrong byte {first_diff:?} of {want}"
+                );
             } else {
                 failed += 1;
             }
         }
-        assert!(passed > 50 && failed > 50, "{passed} passed, {failed} failed of {}", cases.len());
+        assert!(
+            passed > 50 && failed > 50,
+            "{passed} passed, {failed} failed of {}",
+            cases.len()
+        );
     }
 }

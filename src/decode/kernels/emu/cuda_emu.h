@@ -53,6 +53,9 @@ struct dim3 {
 struct alignas(16) uint4 {
     unsigned x, y, z, w;
 };
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
 
 // Set by the scheduler before it resumes a fiber.
 inline dim3 threadIdx, blockIdx, blockDim, gridDim;

@@ -282,11 +282,12 @@ int wsnap_main(const char* in_path, const char* out_path) {
         it.status = ~0u;
     }
     std::fclose(in);
-    uint32_t* flags = (uint32_t*)alloc_ending_at(0, 4ull * rounds);
-    std::memset(flags, 0, 4ull * rounds);
+    const uint64_t flag_words = WSNAP_MAX_ROUNDS + byte_blocks;
+    uint32_t* flags = (uint32_t*)alloc_ending_at(0, 4 * flag_words);
+    std::memset(flags, 0, 4 * flag_words);
     if (n) {
         emu::launch(gp_wsnap_tabulate, seg_blocks, WSNAP_SEG_WARPS * 32, items.data(), n);
-        emu::launch(gp_wsnap_join, (n + 127) / 128, 128, items.data(), n);
+        emu::launch(gp_wsnap_join, n, 32, items.data(), n);
         emu::launch(gp_wsnap_emit, seg_blocks, WSNAP_SEG_WARPS * 32, items.data(), n);
         emu::launch(gp_wsnap_finish, n, 32, items.data(), n);
         for (uint32_t r = 0; r < rounds; r++) emu::launch(gp_wsnap_jump, byte_blocks, WSNAP_BYTE_THREADS, items.data(), n, flags, r);
