@@ -445,8 +445,16 @@ pub(crate) fn snappy_wide_takes(src_len: usize, dst_len: usize) -> bool {
 /// a segment per 2 KiB), compressing by a sixteenth or more (a body that does not compress is a few
 /// long literals, which nvCOMP copies quickly, and would cost the wide decoder 5 bytes of scratch per
 /// output byte for nothing).
+/// `GPU_PARQUET_WSNAP_MIN_KIB` (a developer's switch) moves the lower bound.
 pub(crate) fn wide_takes_long(src_len: usize, dst_len: usize) -> bool {
-    ((64 << 10)..=(16 << 20)).contains(&src_len) && dst_len >= src_len + src_len / 16
+    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let min = *MIN.get_or_init(|| {
+        std::env::var("GPU_PARQUET_WSNAP_MIN_KIB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .map_or(64 << 10, |k| k << 10)
+    });
+    (min..=(16 << 20)).contains(&src_len) && dst_len >= src_len + src_len / 16
 }
 
 /// Whether the wide Snappy decoder is in use at all (for the step model).
