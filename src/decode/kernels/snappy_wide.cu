@@ -105,6 +105,15 @@ __device__ inline u32 wsnap_preamble(const u8* s, u64 n, u64 want, u64* p) {
 // The number of segments of a body whose stream starts at p0.
 __device__ inline u64 wsnap_segments(u64 n, u64 p0) { return (n - p0 + WSNAP_SEG - 1) / WSNAP_SEG; }
 
+// The body and segment of this warp in a segment kernel (tabulate, emit), with the stream's start p0;
+// false when the body's preamble fails or the warp has no segment (warp-uniform).
+__device__ inline bool wsnap_this_segment(const WsnapItem* items, u32 n, WsnapItem* it, u64* p0, u64* k) {
+    *it = items[wsnap_body(items, n, blockIdx.x, false)];
+    if (wsnap_preamble((const u8*)it->src, it->src_len, it->dst_len, p0) != VALIDATE_OK) return false;
+    *k = (u64)(blockIdx.x - it->seg_block0) * WSNAP_SEG_WARPS + threadIdx.x / 32;
+    return *k < wsnap_segments(it->src_len, *p0);
+}
+
 // The element at q < n, by one thread: false if it runs past the input (the pre-check's TRUNCATED);
 // else its size in the input (*adv) and its output (*len).
 __device__ inline bool wsnap_element(const u8* s, u64 n, u64 q, u64* adv, u64* len) {
@@ -154,34 +163,12 @@ __device__ inline void wsnap_follow(const u8* s, u64 n, u64 end, u64* q, u64* ou
 // One lane's element of a window of 32 input bytes starting at p, read from global memory; elements
 // starting at or past `limit` (the segment's end) are not the segment's (`inside` false).
 __device__ inline SnappyLane wsnap_lane_element(const u8* s, u64 n, u64 p, u64 limit) {
-    const u32 lane = threadIdx.x & 31;
-    SnappyLane e;
-    const u64 q = p + lane;
-    e.inside = q < limit;
+    const u64 q = p + (threadIdx.x & 31);
+    const bool inside = q < limit;  // limit <= n
     u32 t[5];
 #pragma unroll
-    for (u32 k = 0; k < 5; k++) t[k] = e.inside && q + k < n ? s[q + k] : 0u;
-    const u32 tag = t[0], kind = tag & 3;
-    const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
-    e.head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
-    const u64 le4 = (u64)t[1] | ((u64)t[2] << 8) | ((u64)t[3] << 16) | ((u64)t[4] << 24);
-    e.copy = kind != 0;
-    if (kind == 0) {
-        e.len = literal_len_bytes ? (le4 & ((1ull << (8 * literal_len_bytes)) - 1)) + 1 : (tag >> 2) + 1;
-        e.offset = 0;
-    } else if (kind == 1) {
-        e.len = ((tag >> 2) & 7) + 4;
-        e.offset = ((u64)(tag >> 5) << 8) | t[1];
-    } else {
-        e.len = (tag >> 2) + 1;
-        e.offset = kind == 2 ? (le4 & 0xffff) : le4;
-    }
-    e.err = VALIDATE_OK;
-    if (!e.inside) e.err = VALIDATE_OK;
-    else if (e.head > n - q) e.err = VALIDATE_TRUNCATED;
-    else if (!e.copy && e.len > n - q - e.head) e.err = VALIDATE_TRUNCATED;
-    e.adv = e.copy ? e.head : e.head + e.len;
-    return e;
+    for (u32 k = 0; k < 5; k++) t[k] = inside && q + k < n ? s[q + k] : 0u;
+    return snappy_element(t, n, q, inside);
 }
 
 // Minimum over the warp.
@@ -192,12 +179,10 @@ __device__ inline u32 wsnap_warp_min(u32 v) {
 
 extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabulate(const WsnapItem* items, u32 n) {
     if (blockDim.x != WSNAP_SEG_WARPS * 32) __trap();
-    const WsnapItem it = items[wsnap_body(items, n, blockIdx.x, false)];
+    WsnapItem it;
+    u64 p0, k;
+    if (!wsnap_this_segment(items, n, &it, &p0, &k)) return;  // warp-uniform
     const u8* s = (const u8*)it.src;
-    u64 p0;
-    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
-    const u64 k = (u64)(blockIdx.x - it.seg_block0) * WSNAP_SEG_WARPS + threadIdx.x / 32;
-    if (k >= wsnap_segments(it.src_len, p0)) return;  // warp-uniform
     const u32 lane = threadIdx.x & 31;
     // Positions fit 32 bits: bodies are under 2^31 bytes.
     const u32 start = (u32)(p0 + k * WSNAP_SEG), end = (u32)min((u64)start + WSNAP_SEG, it.src_len);
@@ -387,12 +372,10 @@ __device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u6
 
 extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_emit(const WsnapItem* items, u32 n) {
     if (blockDim.x != WSNAP_SEG_WARPS * 32) __trap();
-    const WsnapItem it = items[wsnap_body(items, n, blockIdx.x, false)];
+    WsnapItem it;
+    u64 p0, k;
+    if (!wsnap_this_segment(items, n, &it, &p0, &k)) return;  // warp-uniform
     const u8* s = (const u8*)it.src;
-    u64 p0;
-    if (wsnap_preamble(s, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
-    const u64 k = (u64)(blockIdx.x - it.seg_block0) * WSNAP_SEG_WARPS + threadIdx.x / 32;
-    if (k >= wsnap_segments(it.src_len, p0)) return;  // warp-uniform
     WsnapSeg* g = (WsnapSeg*)it.segs + k;
     const u64 end = min(p0 + (k + 1) * WSNAP_SEG, it.src_len);
     const u32 entry = g->entry;

@@ -173,27 +173,20 @@ __device__ inline void snappy_stage_fill(const u8* s, u64 n, u64 p, u8* st, u64*
     __syncwarp();  // the new stage is visible to every lane
 }
 
-// One lane's view of a Snappy window: the element that would start at q = p + lane, read from the
-// stage (which covers the window's 36 bytes or the body's end). `err` is TRUNCATED where the element
-// runs past the input; `adv` is its size in the input, header and literal bytes.
+// One lane's view of a Snappy window: the element that would start at q = p + lane. `err` is
+// TRUNCATED where the element runs past the input; `adv` is its size in the input, header and literal
+// bytes.
 struct SnappyLane {
     u64 len, offset, adv;
     u32 head, err;
     bool copy, inside;
 };
 
-__device__ inline SnappyLane snappy_lane_element(const u8* st, u64 b, u64 n, u64 p) {
-    const u32 lane = threadIdx.x & 31;
+// The element at q whose first 5 bytes (0 past the input's n bytes) are t; `inside`: whether an
+// element may start at q (then q < n).
+__device__ inline SnappyLane snappy_element(const u32* t, u64 n, u64 q, bool inside) {
     SnappyLane e;
-    const u64 q = p + lane;
-    e.inside = q < n;
-    u32 t[5];
-#pragma unroll
-    for (u32 k = 0; k < 5; k++) {
-        // Below b + have whenever below n: the stage covers the window's 36 bytes or the body's end.
-        const u32 at = (u32)min(q + k - b, (u64)SNAPPY_STAGE - 1);
-        t[k] = q + k < n ? st[at] : 0u;
-    }
+    e.inside = inside;
     const u32 tag = t[0], kind = tag & 3;
     const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
     e.head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
@@ -215,6 +208,20 @@ __device__ inline SnappyLane snappy_lane_element(const u8* st, u64 b, u64 n, u64
     else if (!e.copy && e.len > n - q - e.head) e.err = VALIDATE_TRUNCATED;
     e.adv = e.copy ? e.head : e.head + e.len;
     return e;
+}
+
+// This lane's element of the window at p, read from the stage (which covers the window's 36 bytes or
+// the body's end).
+__device__ inline SnappyLane snappy_lane_element(const u8* st, u64 b, u64 n, u64 p) {
+    const u64 q = p + (threadIdx.x & 31);
+    u32 t[5];
+#pragma unroll
+    for (u32 k = 0; k < 5; k++) {
+        // Below b + have whenever below n: the stage covers the window's 36 bytes or the body's end.
+        const u32 at = (u32)min(q + k - b, (u64)SNAPPY_STAGE - 1);
+        t[k] = q + k < n ? st[at] : 0u;
+    }
+    return snappy_element(t, n, q, q < n);
 }
 
 // The lanes whose elements really start in the window: the chain from lane 0, by doubling. Called by
