@@ -160,6 +160,40 @@ pub fn wide_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
     cases
 }
 
+/// Asserts that a wide decoder run over `cases` gave the reference's status on every body (`status(i)`:
+/// status and unresolved count), and where a body passes, no unresolved byte and exactly the reference's
+/// bytes (`output(i)`, asked only then); and that over 50 bodies passed and over 50 failed.
+#[cfg(any(test, feature = "conformance"))]
+pub fn assert_wide_matches_reference(
+    cases: &[(u64, Vec<u8>)],
+    status: impl Fn(usize) -> (u32, u32),
+    output: impl Fn(usize) -> Vec<u8>,
+) {
+    let (mut passed, mut failed) = (0, 0);
+    for (i, (want, body)) in cases.iter().enumerate() {
+        let (expected, bytes) = unsnap_one(body, *want);
+        let (got, unresolved) = status(i);
+        assert_eq!(got, expected, "case {i}: {} bytes declaring {want}", body.len());
+        if let Some(bytes) = bytes {
+            passed += 1;
+            assert_eq!(unresolved, 0, "case {i}");
+            let out = output(i);
+            let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
+            assert!(
+                first_diff.is_none(),
+                "case {i}: first wrong byte {first_diff:?} of {want}"
+            );
+        } else {
+            failed += 1;
+        }
+    }
+    assert!(
+        passed > 50 && failed > 50,
+        "{passed} passed, {failed} failed of {}",
+        cases.len()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,26 +251,6 @@ mod tests {
         let mut cases = kernel_cases(60_000);
         cases.extend(wide_cases(40_000));
         let got = crate::decode::kernels::emu::run_wsnap_emulated(&cases);
-        let (mut passed, mut failed) = (0, 0);
-        for (i, ((want, body), (status, unresolved, out))) in cases.iter().zip(got).enumerate() {
-            let (expected, bytes) = unsnap_one(body, *want);
-            assert_eq!(status, expected, "case {i}: {} bytes declaring {want}", body.len());
-            if let Some(bytes) = bytes {
-                passed += 1;
-                assert_eq!(unresolved, 0, "case {i}");
-                let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
-                assert!(
-                    first_diff.is_none(),
-                    "case {i}: first wrong byte {first_diff:?} of {want}"
-                );
-            } else {
-                failed += 1;
-            }
-        }
-        assert!(
-            passed > 50 && failed > 50,
-            "{passed} passed, {failed} failed of {}",
-            cases.len()
-        );
+        assert_wide_matches_reference(&cases, |i| (got[i].0, got[i].1), |i| got[i].2.clone());
     }
 }
