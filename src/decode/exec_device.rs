@@ -279,9 +279,9 @@ fn validate_codec_of(codec: Compression) -> Option<u32> {
     })
 }
 
-/// Scratch of one batch of the wide Snappy decoder: 5 bytes per output byte and a sixth of the input,
-/// so about 50 MB of output a batch (the snappy benchmark file's dictionary pages of a step fit in
-/// one or two).
+/// Scratch of one batch of the wide Snappy decoder: 5 bytes per output byte and an eighth of the
+/// input, so about 50 MB of output a batch. It is not in the step model's estimate; a step's measured
+/// peak includes it.
 const WSNAP_BATCH_SCRATCH: u64 = 256 << 20;
 
 /// Orders page bodies longest first. A body's decoder (ours, the pre-check's walk, nvCOMP's) is a warp
