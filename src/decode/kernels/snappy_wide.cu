@@ -53,9 +53,9 @@
 #define WSNAP_MAX_ROUNDS 32u
 // A segment entry: no element starts in the segment. A table exit: the chain runs past the input.
 #define WSNAP_NONE 0xffffffffu
-// A pointer to a literal byte of the output: final.
+// A pointer to an output byte written by gp_wsnap_emit (kind 0): final.
 #define WSNAP_TERM 0x80000000u
-// Elements producing more bytes than this are written by the whole warp.
+// Literals longer than this are written by the whole warp (matches always are).
 #define WSNAP_LONG 32u
 
 struct WsnapItem {
