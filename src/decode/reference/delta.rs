@@ -796,19 +796,8 @@ mod tests {
         ((v << 1) ^ (v >> 63)) as u64
     }
 
-    /// Deterministic pseudo-random numbers (xorshift), for test data.
-    fn rng(seed: u64) -> impl FnMut() -> u64 {
-        let mut x = seed | 1;
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
-    }
-
     fn sample_i64(n: usize, seed: u64) -> Vec<Vec<i64>> {
-        let mut r = rng(seed);
+        let mut r = super::super::xorshift(seed | 1);
         let extremes = [i64::MIN, i64::MAX, 0, -1, 1, i64::MIN + 1, i64::MAX - 1];
         vec![
             (0..n).map(|i| extremes[i % extremes.len()]).collect(),
@@ -1068,7 +1057,7 @@ mod tests {
     }
 
     fn strings(n: usize, seed: u64) -> Vec<Vec<u8>> {
-        let mut r = rng(seed);
+        let mut r = super::super::xorshift(seed | 1);
         (0..n)
             .map(|i| match r() % 5 {
                 0 => Vec::new(),

@@ -17,6 +17,17 @@ pub(crate) mod test_pages;
 pub mod unsnap;
 pub mod validate;
 
+/// A xorshift64 generator from `seed` (not 0): the reproducible bytes of the kernels' test bodies.
+#[cfg(any(test, feature = "conformance"))]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 use std::collections::BTreeMap;
 
 use bytemuck::Pod;

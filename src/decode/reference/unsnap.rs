@@ -29,13 +29,7 @@ pub fn unsnap_one(body: &[u8], dst_len: u64) -> (u32, Option<Vec<u8>>) {
 /// kernel's 4 KiB ring), whole, cut and with bytes changed.
 #[cfg(any(test, feature = "conformance"))]
 pub fn kernel_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = super::xorshift(0x2545_f491_4f6c_dd1du64);
     let mut cases: Vec<(u64, Vec<u8>)> = super::validate::cases::kernel_cases()
         .into_iter()
         .filter(|(c, _, _)| *c == validate_codec::SNAPPY)
@@ -74,7 +68,7 @@ pub fn kernel_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
     let mut mixed = Vec::with_capacity(big);
     while mixed.len() < big {
         let len = [37usize, 300, 5000, 12][next() as usize % 4];
-        if mixed.len() > 100 && next() % 2 == 0 {
+        if mixed.len() > 100 && next().is_multiple_of(2) {
             let back = 1 + next() as usize % mixed.len().min(60_000);
             let from = mixed.len() - back;
             for i in 0..len {
@@ -109,13 +103,7 @@ pub fn kernel_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
 /// must win).
 #[cfg(any(test, feature = "conformance"))]
 pub fn wide_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = super::xorshift(0x9e37_79b9_7f4a_7c15u64);
     let mut cases = Vec::new();
     for round in 0..6 {
         let mut data: Vec<u8> = Vec::new();

@@ -231,13 +231,7 @@ pub mod cases {
     /// valid preamble; LZ4 and zstd items among them (the kernel walks Snappy with the whole warp and
     /// the others with one lane).
     pub fn kernel_cases() -> Vec<(u32, u64, Vec<u8>)> {
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = super::super::xorshift(0x9e37_79b9_7f4a_7c15u64);
         let mut cases = Vec::new();
         for n in [0usize, 1, 2, 31, 32, 33, 63, 64, 65, 100, 1000, 4097, 70_000] {
             let datas: Vec<Vec<u8>> = vec![
@@ -263,7 +257,7 @@ pub mod cases {
                     if !f.is_empty() {
                         let at = next() as usize % f.len();
                         f[at] ^= 1 << (next() % 8);
-                        if next() % 2 == 0 {
+                        if next().is_multiple_of(2) {
                             let at = next() as usize % f.len();
                             f[at] = next() as u8;
                         }
