@@ -391,7 +391,9 @@ pub(crate) fn small_transfers_on_copy_engine() -> bool {
 /// `GPU_PARQUET_SNAPPY`, a developer's switch to compare the GPU Snappy decoders in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SnappyChoice {
-    /// Unset: nvCOMP after the pre-check (`gp_unsnap` where nvCOMP did not load).
+    /// Unset: the longest bodies of a step to the wide decoder where that shortens the step
+    /// ([`crate::decode::snappy_route`]), the rest to nvCOMP after the pre-check (`gp_unsnap` where
+    /// nvCOMP did not load).
     Default,
     /// `gp_unsnap`: every body to `gp_unsnap`.
     Unsnap,
@@ -399,9 +401,6 @@ enum SnappyChoice {
     Nvcomp,
     /// `gp_wsnap`: every body to the wide decoder.
     Wide,
-    /// `gp_wsnap_long`: long bodies that compress to the wide decoder ([`wide_takes_long`]), the rest
-    /// as by default.
-    WideLong,
 }
 
 fn snappy_choice() -> SnappyChoice {
@@ -410,7 +409,6 @@ fn snappy_choice() -> SnappyChoice {
         Ok("gp_unsnap") => SnappyChoice::Unsnap,
         Ok("nvcomp") => SnappyChoice::Nvcomp,
         Ok("gp_wsnap") => SnappyChoice::Wide,
-        Ok("gp_wsnap_long") => SnappyChoice::WideLong,
         _ => SnappyChoice::Default,
     })
 }
@@ -423,52 +421,36 @@ pub(crate) fn snappy_on_own_kernel(nvcomp_loaded: bool) -> bool {
     match snappy_choice() {
         SnappyChoice::Unsnap => true,
         SnappyChoice::Nvcomp => false,
-        SnappyChoice::Default | SnappyChoice::Wide | SnappyChoice::WideLong => !nvcomp_loaded,
+        SnappyChoice::Default | SnappyChoice::Wide => !nvcomp_loaded,
     }
 }
 
-/// Whether the wide Snappy decoder (`kernels/snappy_wide.cu`) takes a body of `src_len` bytes that
-/// declares `dst_len`: under `GPU_PARQUET_SNAPPY=gp_wsnap` every body it can take (under 2 GiB), under
-/// `=gp_wsnap_long` those [`wide_takes_long`] says. Not by default: its work grows with a body's bytes
-/// where the one-warp decoders' time grows with the longest body, and on the H200 it made the snappy
-/// benchmark file slower (see the README, "GPU decode, beside cuDF").
-pub(crate) fn snappy_wide_takes(src_len: usize, dst_len: usize) -> bool {
-    let fits = (src_len as u64) < 1 << 31 && (dst_len as u64) < 1 << 31 && dst_len > 0 && src_len > 0;
+/// Which Snappy bodies the wide decoder (`kernels/snappy_wide.cu`) takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WideSnappy {
+    /// None (`GPU_PARQUET_SNAPPY=gp_unsnap` or `=nvcomp`).
+    Off,
+    /// A step's longest bodies, where that shortens the step ([`crate::decode::snappy_route`]): by
+    /// default.
+    Longest,
+    /// Every body it can take (`GPU_PARQUET_SNAPPY=gp_wsnap`).
+    All,
+}
+
+pub(crate) fn snappy_wide() -> WideSnappy {
     match snappy_choice() {
-        SnappyChoice::Wide => fits,
-        SnappyChoice::WideLong => fits && wide_takes_long(src_len, dst_len),
-        _ => false,
+        SnappyChoice::Default => WideSnappy::Longest,
+        SnappyChoice::Wide => WideSnappy::All,
+        SnappyChoice::Unsnap | SnappyChoice::Nvcomp => WideSnappy::Off,
     }
-}
-
-/// A body whose chain of elements is long: 64 KiB to 16 MiB compressed (its join is one warp per body,
-/// a segment per 2 KiB), compressing by a sixteenth or more (a body that does not compress is a few
-/// long literals, which nvCOMP copies quickly, and would cost the wide decoder 5 bytes of scratch per
-/// output byte for nothing).
-/// `GPU_PARQUET_WSNAP_MIN_KIB` (a developer's switch) moves the lower bound.
-pub(crate) fn wide_takes_long(src_len: usize, dst_len: usize) -> bool {
-    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let min = *MIN.get_or_init(|| {
-        std::env::var("GPU_PARQUET_WSNAP_MIN_KIB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .map_or(64 << 10, |k| k << 10)
-    });
-    (min..=(16 << 20)).contains(&src_len) && dst_len >= src_len + src_len / 16
-}
-
-/// Whether the wide Snappy decoder is in use at all (for the step model).
-pub(crate) fn snappy_wide_on() -> bool {
-    matches!(snappy_choice(), SnappyChoice::Wide | SnappyChoice::WideLong)
 }
 
 impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
     /// place of their variables. The only environment read of the library besides the developer's
-    /// [`trace_fetches`], [`fetch_step_per_call`], [`small_transfers_on_copy_engine`],
-    /// `GPU_PARQUET_SNAPPY` ([`snappy_on_own_kernel`], [`snappy_wide_takes`]) and
-    /// `GPU_PARQUET_WSNAP_MIN_KIB` ([`wide_takes_long`]) switches.
+    /// [`trace_fetches`], [`fetch_step_per_call`], [`small_transfers_on_copy_engine`] and
+    /// `GPU_PARQUET_SNAPPY` ([`snappy_on_own_kernel`], [`snappy_wide`]) switches.
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }

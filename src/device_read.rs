@@ -11,9 +11,13 @@ use std::time::{Duration, Instant};
 use parquet::file::metadata::ParquetMetaData;
 use serde::Serialize;
 
+use crate::config::WideSnappy;
 use crate::decode::gpu::{DecoderSetup, GpuDecoder};
 use crate::decode::pipeline::ColumnRoute;
 use crate::decode::pipeline::{ColumnStepStats, StepStats, route_columns};
+// A one-warp decompressor's cost per compressed byte of a step's longest page bounds the step's GPU
+// time, whatever its size (measured in `snappy_route`).
+use crate::decode::snappy_route::{NVCOMP_NS_PER_BYTE, PRECHECK_NS_PER_BYTE, UNSNAP_NS_PER_BYTE, WIDE_MIN_SRC};
 use crate::decode::table::{DeviceBatch, DeviceTable};
 use crate::error::{Error, Location, Result};
 use crate::gpu::guard;
@@ -30,9 +34,15 @@ const MIN_STEPS: u64 = 8;
 const STEPS_IN_FLIGHT: usize = 5;
 /// Steps decoded at once by default. Measured on the H200 (`bench --no-cold --staged-threads 12`, one
 /// run, file to decoded device columns): plain 78.2 / 77.2 / 86.8 ms and snappy 323.7 / 306.9 /
-/// 325.4 ms with 1 / 2 / 4 decoding threads. A snappy step's GPU work is a chain of latencies (the
-/// longest page walked by one warp in the pre-check and in nvCOMP) that a second step fills in part.
+/// 325.4 ms with 1 / 2 / 4 decoding threads. Again on 2026-12-02 (`read --warm-up 2`, two rounds
+/// alternating): plain 70.6 / 87.4 ms with 2, 74.7 / 71.6 ms with 4 (within the noise).
 const DECODERS: usize = 2;
+/// ... where a step's GPU time has a floor ([`longest_page_ns`]): its work is then a chain of
+/// latencies (its longest pages, each walked by one warp in the pre-check and in nvCOMP) that other
+/// steps at once fill. Snappy benchmark file, same runs, its long pages on the wide decoder: 64.6 /
+/// 73.6 ms with 2 (6 steps), 58.4 / 60.5 ms with 4 (8 steps); earlier that day, 8 steps, 75.4 ms with
+/// 2 and 54.4 / 57.8 / 61.2 ms with 4 (asked for 4, 6, 8: [`STEPS_IN_FLIGHT`] allows 4).
+const DECODERS_WITH_FLOOR: usize = 4;
 /// Steps read at once. One: a step's read is already spread over the backend's threads, and two at
 /// once were measured slower on the H200 (plain benchmark file: two 345 MB steps in 32 ms together
 /// against 10 ms each one after the other; again on 2026-12-01, `read`, 8 steps: 93.0 / 95.6 ms
@@ -43,17 +53,6 @@ const DECODERS: usize = 2;
 /// taken away instead by the staged backend's workers going on from one step to the next
 /// ([`fetch_steps`]).
 const FETCHES: usize = 1;
-/// The GPU time of a step with compressed pages is bound by its longest page, whatever the step's size:
-/// nvCOMP and the pre-check each give a page to one warp. Measured on the H200 (snappy benchmark file,
-/// ncu, pages of up to 845 kB): nvCOMP's Snappy about 25 ns and the warp pre-check of a Snappy body
-/// about 29 ns per compressed byte of the longest page (the whole file in one step: 21.5 and 24.7 ms;
-/// the pre-check took 41 ns before it staged its bytes in shared memory).
-const NVCOMP_NS_PER_BYTE: f64 = 25.0;
-const PRECHECK_NS_PER_BYTE: f64 = 29.0;
-/// `gp_unsnap` (the decoder's own Snappy kernel, a block per page) per compressed byte of the longest
-/// page: 42.2 ms of ncu time for the snappy benchmark file in one step, whose longest page is 972,546
-/// bytes (H200, 2026-12-01).
-const UNSNAP_NS_PER_BYTE: f64 = 43.0;
 /// Which decoders a step's compressed pages go to.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PageDecoders {
@@ -63,8 +62,9 @@ pub(crate) struct PageDecoders {
     pub prechecked: bool,
     /// Snappy goes to `gp_unsnap`.
     pub own_snappy: bool,
-    /// Snappy goes to the wide decoder, whose time grows with a step's bytes, not its longest page.
-    pub wide_snappy: bool,
+    /// Which Snappy bodies go to the wide decoder, whose time grows with a step's bytes, not its
+    /// longest page.
+    pub wide_snappy: WideSnappy,
 }
 /// Staged reads while decoding runs, as measured in the pipeline on the H200 (345 MB steps in 7.5-8 ms).
 const PIPELINE_READ_BYTES_PER_NS: f64 = 45.0;
@@ -223,7 +223,8 @@ impl Reader {
             self.plan.num_rows(self.source.metadata()),
             self.plan.useful_bytes(),
         );
-        let pipeline = Pipeline::new(in_flight, self.decode_threads, progress);
+        let decoders = self.decoders(self.step_floor_ns(&decoder));
+        let pipeline = Pipeline::new(in_flight, decoders, progress);
         let outcomes = pipeline.run(self, &decoder, &schema, &routes, &plans, started)?;
         let mut batches = Vec::with_capacity(plans.len());
         let mut summaries = Vec::with_capacity(plans.len());
@@ -381,22 +382,35 @@ impl Reader {
 }
 
 impl Reader {
-    /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection).
-    fn steps_for_latency(&self, decoder: &GpuDecoder) -> u64 {
+    /// The GPU time a step of this selection costs at least ([`longest_page_ns`]).
+    fn step_floor_ns(&self, decoder: &GpuDecoder) -> f64 {
         let decoders = PageDecoders {
             nvcomp: decoder.has_nvcomp(),
             prechecked: decoder.prechecks(),
             own_snappy: decoder.snappy_on_own_kernel(),
-            wide_snappy: crate::config::snappy_wide_on(),
+            wide_snappy: crate::config::snappy_wide(),
         };
-        let longest = longest_page_ns(self.source.metadata(), &self.plan.chunks, decoders);
-        steps_for_latency(self.plan.dest_len, longest, self.decode_threads.unwrap_or(DECODERS))
+        longest_page_ns(self.source.metadata(), &self.plan.chunks, decoders)
+    }
+
+    /// Steps decoded at once: as asked, else [`DECODERS_WITH_FLOOR`] where steps have a floor and
+    /// [`DECODERS`] where they do not.
+    fn decoders(&self, floor_ns: f64) -> usize {
+        self.decode_threads
+            .unwrap_or(if floor_ns > 0.0 { DECODERS_WITH_FLOOR } else { DECODERS })
+    }
+
+    /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection).
+    fn steps_for_latency(&self, decoder: &GpuDecoder) -> u64 {
+        let floor = self.step_floor_ns(decoder);
+        steps_for_latency(self.plan.dest_len, floor, self.decoders(floor))
     }
 }
 
 /// The GPU time a step costs at least, in nanoseconds: its longest compressed page, which each GPU
 /// decompressor of `decoders` (nvCOMP, the pre-check before it for Snappy and LZ4 bodies, or
-/// `gp_unsnap` for Snappy) follows with one warp or block. Zero without pages decompressed on the GPU.
+/// `gp_unsnap` for Snappy) follows with one warp or block, Snappy pages no longer than the wide
+/// decoder leaves them (none when it takes every one). Zero without pages decompressed on the GPU.
 /// A dictionary page's size is its chunk's start to its first data page; data pages' come from the
 /// offset index, or are taken as [`ASSUMED_PAGE_BYTES`] (capped at the chunk) without one.
 pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], decoders: PageDecoders) -> f64 {
@@ -406,7 +420,7 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], dec
         let chunk = meta.row_group(c.row_group).column(c.column);
         let per_byte = match chunk.compression() {
             Compression::UNCOMPRESSED => continue,
-            Compression::SNAPPY if decoders.wide_snappy => continue,
+            Compression::SNAPPY if decoders.wide_snappy == WideSnappy::All => continue,
             Compression::SNAPPY if decoders.own_snappy => UNSNAP_NS_PER_BYTE,
             // Decompressed on the host: no GPU floor.
             _ if !decoders.nvcomp => continue,
@@ -425,7 +439,13 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], dec
                 .unwrap_or(0),
             None => ASSUMED_PAGE_BYTES.min(chunk.compressed_size().max(0) as u64),
         };
-        longest = longest.max(dictionary.max(data) as f64 * per_byte);
+        let mut page = dictionary.max(data);
+        // Snappy pages past the wide decoder's lower bound are the ones it takes when they are
+        // longer than the rest of their step (when they are not, throughput bounds the step anyway).
+        if chunk.compression() == Compression::SNAPPY && decoders.wide_snappy == WideSnappy::Longest {
+            page = page.min(WIDE_MIN_SRC as u64);
+        }
+        longest = longest.max(page as f64 * per_byte);
     }
     longest
 }
@@ -522,11 +542,11 @@ struct Pipeline {
 }
 
 impl Pipeline {
-    fn new(in_flight: usize, decoders: Option<usize>, progress: ProgressCounter) -> Self {
+    fn new(in_flight: usize, decoders: usize, progress: ProgressCounter) -> Self {
         let in_flight = in_flight.max(2);
         let most = in_flight - FETCHES.min(in_flight - 1);
         Self {
-            decoders: decoders.unwrap_or(DECODERS).clamp(1, most),
+            decoders: decoders.clamp(1, most),
             in_flight,
             progress,
         }
@@ -867,7 +887,7 @@ mod tests {
             nvcomp,
             prechecked,
             own_snappy,
-            wide_snappy: false,
+            wide_snappy: WideSnappy::Off,
         };
         let (plain, plan) = chunks_of("testdata/flat_plain.parquet");
         assert_eq!(
@@ -891,14 +911,56 @@ mod tests {
             longest_page_ns(snappy.metadata(), &plan.chunks, with(false, true, false)),
             0.0
         );
-        // The wide Snappy decoder sets none, nvCOMP or not.
+        // The wide Snappy decoder on every body sets none, nvCOMP or not; on the longest only, it
+        // leaves this file's short pages (all under its bound) their floor.
         for nvcomp in [true, false] {
-            let wide = PageDecoders {
-                wide_snappy: true,
+            let on = |wide_snappy| PageDecoders {
+                wide_snappy,
                 ..with(nvcomp, true, !nvcomp)
             };
-            assert_eq!(longest_page_ns(snappy.metadata(), &plan.chunks, wide), 0.0);
+            let off = longest_page_ns(snappy.metadata(), &plan.chunks, on(WideSnappy::Off));
+            assert!(off > 0.0);
+            assert_eq!(
+                longest_page_ns(snappy.metadata(), &plan.chunks, on(WideSnappy::Longest)),
+                off
+            );
+            assert_eq!(
+                longest_page_ns(snappy.metadata(), &plan.chunks, on(WideSnappy::All)),
+                0.0
+            );
         }
+    }
+
+    #[test]
+    fn the_wide_decoder_caps_a_long_snappy_page_floor_at_its_lower_bound() {
+        use arrow::array::Int64Array;
+        use parquet::file::properties::WriterProperties;
+        // One Snappy data page of 300,000 incompressible values (2.4 MB), with an offset index.
+        let mut next = crate::decode::reference::xorshift(7);
+        let values = Int64Array::from_iter_values((0..300_000).map(|_| next() as i64));
+        let batch = arrow::record_batch::RecordBatch::try_from_iter([("v", Arc::new(values) as _)]).unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .set_dictionary_enabled(false)
+            .set_data_page_size_limit(64 << 20)
+            .set_write_batch_size(1 << 20)
+            .build();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let (source, plan) = chunks_of(file.path().to_str().unwrap());
+        let with = |wide_snappy| PageDecoders {
+            nvcomp: true,
+            prechecked: true,
+            own_snappy: false,
+            wide_snappy,
+        };
+        let per_byte = NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE;
+        let off = longest_page_ns(source.metadata(), &plan.chunks, with(WideSnappy::Off));
+        assert!(off > 2.4e6 * per_byte, "{off}");
+        let longest = longest_page_ns(source.metadata(), &plan.chunks, with(WideSnappy::Longest));
+        assert_eq!(longest, WIDE_MIN_SRC as f64 * per_byte);
     }
 
     #[test]

@@ -88,7 +88,7 @@ struct IoArgs {
     /// The fewest steps a GPU decode cuts a read into (the next step is read while one is decoded).
     #[arg(long, allow_hyphen_values = true)]
     decode_steps: Option<String>,
-    /// Steps a GPU decode decodes at once (default 2; 1 where the memory budget holds only two steps).
+    /// Steps a GPU decode decodes at once (default 4 where compressed pages set a step a floor of GPU time, else 2; 1 where the memory budget holds only two steps).
     #[arg(long, allow_hyphen_values = true)]
     decode_threads: Option<String>,
     /// nvCOMP 5's `libnvcomp.so.5`, or a directory holding it (default: Python installs, then the system).

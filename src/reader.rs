@@ -203,8 +203,9 @@ impl ReaderBuilder {
         self
     }
 
-    /// Steps [`Reader::read_device`] decodes at once (default 2; 1 where the memory budget holds only
-    /// two steps: one read, one decoded).
+    /// Steps [`Reader::read_device`] decodes at once (default 4 where compressed pages give a step a
+    /// floor of GPU time, else 2; at most the steps held at once less the one being read, so 1 where
+    /// the memory budget holds only two steps).
     pub fn with_decode_threads(mut self, threads: usize) -> Self {
         self.decode_threads = Some(threads.max(1));
         self

@@ -292,6 +292,37 @@ fn longest_first(todo: &mut [usize], items: &[Decompress]) {
 }
 
 impl DeviceExecutor<'_> {
+    /// The Snappy bodies of `items` still without a result that the wide decoder takes: the longest
+    /// where that shortens the batch (given the decoder the others go to), or every one when chosen.
+    fn wide_snappy_bodies(
+        &self,
+        items: &[Decompress],
+        results: &[Option<std::result::Result<usize, String>>],
+        own_snappy: bool,
+    ) -> Vec<usize> {
+        use crate::config::WideSnappy;
+        use crate::decode::snappy_route as route;
+        let open: Vec<usize> = (0..items.len()).filter(|&i| results[i].is_none()).collect();
+        // The wide decoder's offsets are 32-bit.
+        let fits = |d: &Decompress| (d.src_len as u64) < 1 << 31 && (d.dst_len as u64) < 1 << 31;
+        match crate::config::snappy_wide() {
+            WideSnappy::Off => Vec::new(),
+            WideSnappy::All => open.into_iter().filter(|&i| fits(&items[i])).collect(),
+            WideSnappy::Longest => {
+                let chain = if own_snappy {
+                    route::CHAIN_NS_PER_BYTE_UNSNAP
+                } else if self.precheck {
+                    route::CHAIN_NS_PER_BYTE_PRECHECKED
+                } else {
+                    route::CHAIN_NS_PER_BYTE_NVCOMP
+                };
+                let bodies: Vec<(usize, usize)> = open.iter().map(|&i| (items[i].src_len, items[i].dst_len)).collect();
+                let wide = route::wide_bodies(&bodies, chain);
+                open.into_iter().zip(wide).filter(|&(_, w)| w).map(|(i, _)| i).collect()
+            }
+        }
+    }
+
     /// Runs `gp_validate_compressed` over `items[todo]`; the indices that failed, with their statuses.
     fn validate(&mut self, codec: Compression, items: &[Decompress], todo: &[usize]) -> Result<Vec<(usize, u32)>> {
         let Some(id) = validate_codec_of(codec) else {
@@ -695,20 +726,18 @@ impl Executor for DeviceExecutor<'_> {
             (Err(why), _) => Err(format!("nvCOMP unavailable: {why}")),
             (Ok(_), None) => Err(format!("nvCOMP has no {codec} decoder")),
         };
-        // Snappy has decoders of our own, safe on any input (no pre-check, no nvCOMP): the wide one,
-        // when chosen (`crate::config::snappy_wide_takes`: it was slower on the H200); `gp_unsnap`
-        // where nvCOMP did not load, or when chosen (`crate::config::snappy_on_own_kernel`).
+        // Snappy has decoders of our own, safe on any input (no pre-check, no nvCOMP): the wide one
+        // for the longest bodies where that shortens the step (`snappy_route`), or for every body when
+        // chosen (`crate::config::snappy_wide`); `gp_unsnap` where nvCOMP did not load, or when chosen
+        // (`crate::config::snappy_on_own_kernel`).
         let mut host_why: Vec<String> = Vec::new();
         let mut wide_ran = false;
         // Bodies the wide decoder refused: the host's, past the other GPU decoders (the pre-check would
         // refuse them too).
         let mut host_only = vec![false; items.len()];
+        let own_snappy = codec == Compression::SNAPPY && crate::config::snappy_on_own_kernel(self.nvcomp.is_ok());
         if codec == Compression::SNAPPY {
-            let todo: Vec<usize> = (0..items.len())
-                .filter(|&i| {
-                    results[i].is_none() && crate::config::snappy_wide_takes(items[i].src_len, items[i].dst_len)
-                })
-                .collect();
+            let todo = self.wide_snappy_bodies(items, &results, own_snappy);
             if !todo.is_empty() {
                 wide_ran = true;
                 let failed = self.wide_unsnap(items, &todo)?;
@@ -730,7 +759,6 @@ impl Executor for DeviceExecutor<'_> {
                 }
             }
         }
-        let own_snappy = codec == Compression::SNAPPY && crate::config::snappy_on_own_kernel(self.nvcomp.is_ok());
         let others = (0..items.len()).any(|i| results[i].is_none() && !host_only[i]);
         let mut on = DecompressedOn::Gpu(match (wide_ran, others, own_snappy) {
             (true, false, _) => "gp_wsnap",

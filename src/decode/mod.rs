@@ -14,6 +14,7 @@ pub mod kernels;
 pub mod layout;
 pub mod pipeline;
 pub mod reference;
+pub mod snappy_route;
 pub mod table;
 
 pub use host::{DecodedTable, decode_fetched};
