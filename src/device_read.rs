@@ -47,7 +47,10 @@ const DECODERS_WITH_FLOOR: usize = 4;
 /// once were measured slower on the H200 (plain benchmark file: two 345 MB steps in 32 ms together
 /// against 10 ms each one after the other; again on 2026-12-01, `read`, 8 steps: 93.0 / 95.6 ms
 /// against 93.2 / 100.6 ms, and 16 steps 99.7 / 104.2 against 115.7 / 115.4). Contexts that block
-/// instead of spinning while they wait (`CU_CTX_SCHED_BLOCKING_SYNC`) were no faster (98.9 / 99.9 ms),
+/// instead of spinning while they wait (`CU_CTX_SCHED_BLOCKING_SYNC`) were no faster (98.9 / 99.9 ms;
+/// again on 2026-12-02 with four decoding threads, three rounds, snappy auto / spin / yield / blocking
+/// 53.8-58.2 / 55.3-56.2 / 53.8-57.8 / 52.8-60.2 ms, plain 64.6-66.3 / 61.5-63.7 / 62.3-64.8 /
+/// 65.0-75.6 ms),
 /// nor was a last step cut into parts of 3, 2 and 1 row groups so that less decode follows the last
 /// read (`bench`, hot: 76.9 / 78.1 ms against 70.0 / 72.2 ms). What the gaps between steps cost is
 /// taken away instead by the staged backend's workers going on from one step to the next
