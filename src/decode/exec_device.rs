@@ -9,7 +9,9 @@ use parquet::basic::Compression;
 use rayon::prelude::*;
 
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
-use crate::decode::layout::{UnsnapItem, ValidateItem, WsnapItem, validate_codec, validate_status, wsnap};
+use crate::decode::layout::{
+    UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, validate_codec, validate_status, wsnap,
+};
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{BatchTransfers, Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
@@ -341,8 +343,9 @@ impl DeviceExecutor<'_> {
                 status: u32::MAX,
             })
             .collect();
-        // One warp per body.
-        self.run_body_kernel("gp_validate_compressed", 32, &v, todo, |b| b.status)
+        // One warp per body, VALIDATE_WARPS bodies a block.
+        let launch = ((v.len() as u32).div_ceil(VALIDATE_WARPS), 32 * VALIDATE_WARPS);
+        self.run_body_kernel("gp_validate_compressed", launch, &v, todo, |b| b.status)
     }
 
     /// Runs `gp_unsnap` over `items[todo]` (Snappy bodies, each under 2 GiB); the indices that failed,
@@ -363,7 +366,7 @@ impl DeviceExecutor<'_> {
             })
             .collect();
         // One block of 128 threads per body (the kernel traps on another size).
-        self.run_body_kernel("gp_unsnap", 128, &v, todo, |b| b.status)
+        self.run_body_kernel("gp_unsnap", (v.len() as u32, 128), &v, todo, |b| b.status)
     }
 
     /// Runs the wide Snappy decoder (`kernels/snappy_wide.cu`) over `items[todo]` (bodies and outputs
@@ -438,19 +441,19 @@ impl DeviceExecutor<'_> {
             .collect())
     }
 
-    /// Launches `kernel(items, n)`, one block of `block` threads per item, and reads the items back:
-    /// the indices of `todo` (one per item) whose status is not OK, with it.
+    /// Launches `kernel(items, n)` on `grid` blocks of `block` threads, and reads the items back: the
+    /// indices of `todo` (one per item) whose status is not OK, with it.
     fn run_body_kernel<T: Pod>(
         &mut self,
         kernel: &str,
-        block: u32,
+        (grid, block): (u32, u32),
         items: &[T],
         todo: &[usize],
         status: impl Fn(&T) -> u32,
     ) -> Result<Vec<(usize, u32)>> {
         let addr = self.upload(items)?;
         let n = items.len() as u32;
-        self.launch_raw(kernel, n, block, &[Arg::U64(addr), Arg::U32(n)])?;
+        self.launch_raw(kernel, grid, block, &[Arg::U64(addr), Arg::U32(n)])?;
         let back: Vec<T> = self.read(addr, items.len())?;
         self.free(addr);
         Ok(todo

@@ -223,6 +223,10 @@ pub struct ValidateItem {
     pub status: u32,
 }
 
+/// Bodies per block of `gp_validate_compressed` (a warp each), as `kernels/validate.cu` defines it. A
+/// body the kernel does not reach keeps the status the host gave it, so a mismatch fails closed.
+pub const VALIDATE_WARPS: u32 = 4;
+
 /// One Snappy page body for `gp_unsnap`: in and out.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]

@@ -268,7 +268,8 @@ fn run_driver(bin: &std::path::Path, mode: &[&str], input: &[u8]) -> Vec<u8> {
 }
 
 /// `gp_validate_compressed` run in the emulation over `(codec, declared uncompressed size, body)`
-/// items, one block of 32 lanes each, every body at the end of its allocation: the statuses.
+/// items, a warp each and `VALIDATE_WARPS` a block as the host launches it, every body at the end of
+/// its allocation: the statuses.
 pub(crate) fn run_validate_emulated(items: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
     let bin = driver().expect("emulation available");
     let mut input = b"GPVAL1".to_vec();

@@ -116,6 +116,12 @@ __device__ inline u32 validate_gzip(const u8* s, u64 n, u64 want) {
 // that diverge by element kind) cost several dependent load latencies a window, about 1.3 us a window on
 // the H200 (35 ms for a 1 MB page); here a window reads 5 bytes per lane from shared memory, branch-free.
 #define SNAPPY_STAGE 2048u
+// Bodies (warps) per block of gp_validate_compressed: Hopper runs at most 32 blocks on an SM, so a
+// warp per block left half of its 64 warp slots empty. Measured on the H200 (ncu, the snappy benchmark
+// file in one step, 56 registers a thread): 1 / 2 / 4 warps a block, 30 / 43 / 45 % of the SM's warps
+// active, 12.38 / 12.14 / 12.01 ms; so occupancy was not what bounds the walk, and the gain is small.
+// The host launches blocks of 32 * VALIDATE_WARPS threads (layout::VALIDATE_WARPS).
+#define VALIDATE_WARPS 4u
 // The window's element headers reach at most 32 + 4 bytes from its start.
 #define SNAPPY_WINDOW_BYTES 36u
 
@@ -293,8 +299,9 @@ __device__ inline u32 snappy_preamble(const u8* s, u64 n, u64 want, u64* p) {
 }
 
 __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
-    __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
-    u8* st = (u8*)stage_words;
+    // A stage per warp of the block: each walks its own body.
+    __shared__ uint4 stage_words[VALIDATE_WARPS][SNAPPY_STAGE / 16];
+    u8* st = (u8*)stage_words[(threadIdx.x >> 5) % VALIDATE_WARPS];  // the caller keeps warps in range
     const u32 lane = threadIdx.x & 31;
     u64 p = 0;
     const u32 status = snappy_preamble(s, n, want, &p);
@@ -328,18 +335,24 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
     return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
+// A warp per body: body blockIdx.x * warps + warp, for the block's warps (at most VALIDATE_WARPS, which
+// have a stage each). Warps never wait for each other (no block barrier), so a warp without a body just
+// returns; a body no warp reaches keeps the status the host gave it (not OK).
 extern "C" __global__ void gp_validate_compressed(ValidateItem* items, u32 n) {
-    const u32 i = blockIdx.x;
-    if (i >= n) return;
+    const u32 warps = min(blockDim.x >> 5, VALIDATE_WARPS);
+    const u32 warp = threadIdx.x >> 5;
+    const u32 lane = threadIdx.x & 31;
+    const u64 i = (u64)blockIdx.x * warps + warp;
+    if (warp >= warps || i >= n) return;
     const ValidateItem it = items[i];
     const u8* s = (const u8*)it.src;
     if (it.codec == CODEC_SNAPPY) {
-        // The whole warp (the codec is the block's, so every lane is here).
+        // The whole warp (the codec is the warp's, so every lane is here).
         const u32 st = validate_snappy_warp(s, it.src_len, it.dst_len);
-        if (threadIdx.x == 0) items[i].status = st;
+        if (lane == 0) items[i].status = st;
         return;
     }
-    if (threadIdx.x != 0) return;
+    if (lane != 0) return;
     u32 st;
     switch (it.codec) {
     case CODEC_LZ4_RAW: st = validate_lz4_block(s, it.src_len, it.dst_len); break;

@@ -11,7 +11,7 @@
 //        gp_validate_utf8 (~0 for none, and for a column not BYTE_ARRAY), u32 nwords words u64 set (validity
 //        bits; nwords 0 when none), u32 nwords words u64 set (boolean value bits).
 //   validate IN:  "GPVAL1" u32 n {u32 codec, u64 declared uncompressed size, u64 len, bytes}
-//   validate OUT: u32 status per item (gp_validate_compressed, one block of 32 lanes per item)
+//   validate OUT: u32 status per item (gp_validate_compressed, VALIDATE_WARPS items a block)
 //   unsnap IN:    "GPUNS1" u32 n {u64 declared uncompressed size, u64 len, bytes}
 //   unsnap OUT:   per item u32 status, then the output buffer (declared size; 0xab where not
 //                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
@@ -203,7 +203,8 @@ int validate_main(const char* in_path, const char* out_path) {
         items[i].status = ~0u;
     }
     std::fclose(in);
-    if (n) emu::launch(gp_validate_compressed, n, 32, items.data(), n);
+    // As the host launches it (layout::VALIDATE_WARPS bodies a block), with a last block part empty.
+    if (n) emu::launch(gp_validate_compressed, (n + VALIDATE_WARPS - 1) / VALIDATE_WARPS, 32 * VALIDATE_WARPS, items.data(), n);
     FILE* out = std::fopen(out_path, "wb");
     if (!out) return 2;
     for (const auto& it : items) put<uint32_t>(out, it.status);
