@@ -15,7 +15,7 @@ use crate::decode::layout::{
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{BatchTransfers, Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
-use crate::gpu::{DeviceBuffer, MappedStaging, Stream, cuda_err, guard};
+use crate::gpu::{DeviceBuffer, Event, MappedStaging, Stream, cuda_err, guard};
 
 /// Threads per block of the page kernels (one block per page).
 const PAGE_BLOCK: u32 = 256;
@@ -188,13 +188,19 @@ impl<'a> DeviceExecutor<'a> {
     }
 
     fn launch_raw(&self, name: &str, grid: u32, block: u32, args: &[Arg]) -> Result<()> {
+        self.launch_on(&self.stream, name, grid, block, args)
+    }
+
+    /// [`Self::launch_raw`] on `stream`: the step's, or a side stream ordered after the step's work
+    /// that made the arguments' buffers ([`Self::wide_unsnap_start`]).
+    fn launch_on(&self, stream: &Stream, name: &str, grid: u32, block: u32, args: &[Arg]) -> Result<()> {
         if grid == 0 {
             return Ok(());
         }
         let f = self.kernels.function(name)?;
         guard("launching a kernel", || {
-            self.stream.context().bind()?;
-            let cuda = self.stream.cuda();
+            stream.context().bind()?;
+            let cuda = stream.cuda();
             let mut b = cuda.launch_builder(&f);
             for a in args {
                 match a {
@@ -209,9 +215,11 @@ impl<'a> DeviceExecutor<'a> {
             };
             // SAFETY: every address argument is inside an allocation of this executor or the borrowed
             // chunk buffer (the pipeline made them here), all of which outlive the stream's work
-            // (dropping a buffer synchronises its stream first); the kernels bound every access by
-            // the lengths in the descriptors, which the pipeline sized to those allocations; the
-            // argument list matches the kernel's parameter list in kernels/*.cu.
+            // (dropping a buffer synchronises its stream first; a side stream's launches wait for the
+            // step's work that made their buffers, and it is joined to the step's stream, or waited
+            // for, before those are freed: `wide_unsnap_batch`, `WideInFlight`); the kernels bound
+            // every access by the lengths in the descriptors, which the pipeline sized to those
+            // allocations; the argument list matches the kernel's parameter list in kernels/*.cu.
             unsafe { b.launch(cfg) }
                 .map(|_| ())
                 .map_err(cuda_err(format!("launching {name}")))
@@ -282,9 +290,37 @@ fn validate_codec_of(codec: Compression) -> Option<u32> {
 }
 
 /// Scratch of one batch of the wide Snappy decoder: 5 bytes per output byte and an eighth of the
-/// input, so about 50 MB of output a batch. It is not in the step model's estimate; a step's measured
-/// peak includes it.
+/// input, so about 50 MB of output a batch; a step's batches are held at once, until the join. It is
+/// not in the step model's estimate; a step's measured peak includes it.
 const WSNAP_BATCH_SCRATCH: u64 = 256 << 20;
+
+/// The wide Snappy decoder's batches running on a side stream ([`DeviceExecutor::wide_unsnap_start`]).
+/// Until joined to the step's stream it must end before the executor's buffers do: dropped unjoined
+/// (an error on the way), it waits for the side stream.
+struct WideInFlight {
+    side: Stream,
+    /// Recorded on `side` after the last batch's kernels.
+    done: Event,
+    batches: Vec<WideBatch>,
+    joined: bool,
+}
+
+/// One batch in flight: its bodies (indices of the step's items), the address of its descriptors, and
+/// the buffers to free once it ended.
+struct WideBatch {
+    bodies: Vec<usize>,
+    items: u64,
+    buffers: [u64; 3],
+}
+
+impl Drop for WideInFlight {
+    fn drop(&mut self) {
+        if !self.joined {
+            // Nothing to report it to; the executor's buffers are freed after this returns.
+            let _ = self.side.synchronize();
+        }
+    }
+}
 
 /// Orders page bodies longest first. A body's decoder (ours, the pre-check's walk, nvCOMP's) is a warp
 /// or a block following one chain through it, so the step's time is at least its longest body's; the
@@ -369,31 +405,44 @@ impl DeviceExecutor<'_> {
         self.run_body_kernel("gp_unsnap", (v.len() as u32, 128), &v, todo, |b| b.status)
     }
 
-    /// Runs the wide Snappy decoder (`kernels/snappy_wide.cu`) over `items[todo]` (bodies and outputs
-    /// under 2 GiB), in batches whose scratch stays under [`WSNAP_BATCH_SCRATCH`] (a body over it goes
-    /// alone); the indices that failed, with their statuses (the pre-check's).
-    fn wide_unsnap(&mut self, items: &[Decompress], todo: &[usize]) -> Result<Vec<(usize, u32)>> {
-        let mut failed = Vec::new();
+    /// Starts the wide Snappy decoder (`kernels/snappy_wide.cu`) over `items[todo]` (bodies and
+    /// outputs under 2 GiB) on a stream of its own, so that it runs beside the pre-check and nvCOMP on
+    /// the step's other bodies; [`Self::wide_unsnap_join`] ends it. (H200, snappy benchmark file,
+    /// `bench --no-cold`, alternating in one call with the side stream waited for at once: decode alone
+    /// 38.34 / 40.11 ms against 46.06 / 44.67 / 47.58 ms; file to device columns 58.73 / 60.94 against
+    /// 60.67 / 60.92 / 66.47 ms.) Batches keep their scratch under [`WSNAP_BATCH_SCRATCH`] (a body
+    /// over it goes alone), all of them held until the join; each is prepared on the step's stream,
+    /// which the side stream then waits for.
+    fn wide_unsnap_start(&mut self, items: &[Decompress], todo: &[usize]) -> Result<WideInFlight> {
+        let ctx = self.stream.context().clone();
+        let mut w = WideInFlight {
+            side: Stream::new(&ctx)?,
+            done: Event::new(&ctx)?,
+            batches: Vec::new(),
+            joined: false,
+        };
         let mut batch: Vec<usize> = Vec::new();
         let mut bytes = 0u64;
         for &i in todo {
             let s = wsnap::Scratch::of(items[i].src_len as u64, items[i].dst_len as u64).total();
             if !batch.is_empty() && bytes + s > WSNAP_BATCH_SCRATCH {
-                failed.extend(self.wide_unsnap_batch(items, &batch)?);
-                batch.clear();
+                self.wide_unsnap_batch(items, std::mem::take(&mut batch), &mut w)?;
                 bytes = 0;
             }
             batch.push(i);
             bytes += s;
         }
         if !batch.is_empty() {
-            failed.extend(self.wide_unsnap_batch(items, &batch)?);
+            self.wide_unsnap_batch(items, batch, &mut w)?;
         }
-        Ok(failed)
+        w.side.record(&w.done)?;
+        Ok(w)
     }
 
-    /// One batch of [`Self::wide_unsnap`], launched as `layout::wsnap` describes.
-    fn wide_unsnap_batch(&mut self, items: &[Decompress], batch: &[usize]) -> Result<Vec<(usize, u32)>> {
+    /// One batch of [`Self::wide_unsnap_start`]: its descriptors, scratch and flags made on the step's
+    /// stream, then its kernels launched on the side stream (after that preparation), as `layout::wsnap`
+    /// describes.
+    fn wide_unsnap_batch(&mut self, items: &[Decompress], batch: Vec<usize>, w: &mut WideInFlight) -> Result<()> {
         use Arg::{U32, U64};
         let mut v: Vec<WsnapItem> = batch
             .iter()
@@ -411,34 +460,58 @@ impl DeviceExecutor<'_> {
         let plan = wsnap::plan(&mut v, scratch);
         let flags = self.alloc(plan.flag_words as usize * 4)?;
         let addr = self.upload(&v)?;
+        // Kept before the launches: the join frees them on the step's stream after the side stream.
+        w.batches.push(WideBatch {
+            bodies: batch,
+            items: addr,
+            buffers: [addr, flags, scratch],
+        });
+        let ready = Event::new(self.stream.context())?;
+        self.stream.record(&ready)?;
+        w.side.wait(&ready)?;
+        let side = w.side.clone();
         let n = v.len() as u32;
         let args = [U64(addr), U32(n)];
-        self.launch_raw("gp_wsnap_tabulate", plan.seg_blocks, 128, &args)?;
-        self.launch_raw("gp_wsnap_join", n, 32, &args)?;
-        self.launch_raw("gp_wsnap_emit", plan.seg_blocks, 128, &args)?;
-        self.launch_raw("gp_wsnap_finish", n, 32, &args)?;
+        self.launch_on(&side, "gp_wsnap_tabulate", plan.seg_blocks, 128, &args)?;
+        self.launch_on(&side, "gp_wsnap_join", n, 32, &args)?;
+        self.launch_on(&side, "gp_wsnap_emit", plan.seg_blocks, 128, &args)?;
+        self.launch_on(&side, "gp_wsnap_finish", n, 32, &args)?;
         for r in 0..plan.rounds {
-            self.launch_raw(
+            self.launch_on(
+                &side,
                 "gp_wsnap_jump",
                 plan.byte_blocks,
                 256,
                 &[U64(addr), U32(n), U64(flags), U32(r)],
             )?;
         }
-        self.launch_raw("gp_wsnap_gather", plan.byte_blocks, 256, &args)?;
-        let back: Vec<WsnapItem> = self.read(addr, v.len())?;
-        for a in [addr, flags, scratch] {
-            self.free(a);
+        self.launch_on(&side, "gp_wsnap_gather", plan.byte_blocks, 256, &args)
+    }
+
+    /// Ends [`Self::wide_unsnap_start`]: the step's stream waits for the side stream, then the items
+    /// are read back and the batches' buffers freed. The indices that failed, with their statuses (the
+    /// pre-check's).
+    fn wide_unsnap_join(&mut self, mut w: WideInFlight) -> Result<Vec<(usize, u32)>> {
+        self.stream.wait(&w.done)?;
+        w.joined = true;
+        let mut failed = Vec::new();
+        for b in std::mem::take(&mut w.batches) {
+            let back: Vec<WsnapItem> = self.read(b.items, b.bodies.len())?;
+            for a in b.buffers {
+                self.free(a);
+            }
+            failed.extend(
+                b.bodies
+                    .iter()
+                    .zip(back)
+                    .filter_map(|(&i, r)| match (r.status, r.unresolved) {
+                        (validate_status::OK, 0) => None,
+                        (validate_status::OK, _) => Some((i, validate_status::UNRESOLVED)),
+                        (st, _) => Some((i, st)),
+                    }),
+            );
         }
-        Ok(batch
-            .iter()
-            .zip(back)
-            .filter_map(|(&i, b)| match (b.status, b.unresolved) {
-                (validate_status::OK, 0) => None,
-                (validate_status::OK, _) => Some((i, validate_status::UNRESOLVED)),
-                (st, _) => Some((i, st)),
-            })
-            .collect())
+        Ok(failed)
     }
 
     /// Launches `kernel(items, n)` on `grid` blocks of `block` threads, and reads the items back: the
@@ -734,34 +807,21 @@ impl Executor for DeviceExecutor<'_> {
         // chosen (`crate::config::snappy_wide`); `gp_unsnap` where nvCOMP did not load, or when chosen
         // (`crate::config::snappy_on_own_kernel`).
         let mut host_why: Vec<String> = Vec::new();
-        let mut wide_ran = false;
-        // Bodies the wide decoder refused: the host's, past the other GPU decoders (the pre-check would
-        // refuse them too).
+        // The wide decoder's bodies, in flight on a side stream while the other GPU decoders take the
+        // rest; those it refuses then go to the host (the pre-check would refuse them too).
         let mut host_only = vec![false; items.len()];
         let own_snappy = codec == Compression::SNAPPY && crate::config::snappy_on_own_kernel(self.nvcomp.is_ok());
+        let mut wide = None;
         if codec == Compression::SNAPPY {
             let todo = self.wide_snappy_bodies(items, &results, own_snappy);
             if !todo.is_empty() {
-                wide_ran = true;
-                let failed = self.wide_unsnap(items, &todo)?;
-                if !failed.is_empty() {
-                    host_why.push(self.describe_failures(
-                        codec,
-                        items,
-                        &failed,
-                        "the wide GPU Snappy decoder refused",
-                    )?);
-                }
-                let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
                 for &i in &todo {
-                    if refused.contains(&i) {
-                        host_only[i] = true;
-                    } else {
-                        results[i] = Some(Ok(items[i].dst_len));
-                    }
+                    host_only[i] = true;
                 }
+                wide = Some((self.wide_unsnap_start(items, &todo)?, todo));
             }
         }
+        let wide_ran = wide.is_some();
         let others = (0..items.len()).any(|i| results[i].is_none() && !host_only[i]);
         let mut on = DecompressedOn::Gpu(match (wide_ran, others, own_snappy) {
             (true, false, _) => "gp_wsnap",
@@ -835,6 +895,16 @@ impl Executor for DeviceExecutor<'_> {
                         "{rejected} page(s) whose nvCOMP status or size was wrong, retried"
                     ));
                 }
+            }
+        }
+        if let Some((w, todo)) = wide {
+            let failed = self.wide_unsnap_join(w)?;
+            if !failed.is_empty() {
+                host_why.push(self.describe_failures(codec, items, &failed, "the wide GPU Snappy decoder refused")?);
+            }
+            let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
+            for &i in todo.iter().filter(|i| !refused.contains(i)) {
+                results[i] = Some(Ok(items[i].dst_len));
             }
         }
         // The rest on the host: compressed bodies copied back, decompressed on all cores, uploaded.
