@@ -31,8 +31,8 @@ const ONE_WARP_NS_PER_OUT_BYTE: f64 = 0.015;
 /// The wide decoder's GPU time per output byte: 10.4 ms of its kernels for the file's 150 dictionary
 /// pages of 1 MiB (157 MB), 74 ms for 1.4 GB of bodies over 64 KiB.
 const WIDE_NS_PER_OUT_BYTE: f64 = 0.06;
-/// Bodies shorter than this stay on the one-warp decoders: their walk is short (under 14 ms at 54 ns
-/// a byte) and the wide decoder's join gives a whole body to one warp, a step per 2 KiB segment.
+/// Bodies shorter than this stay on the one-warp decoders: their walk is short (about 14 ms at most,
+/// at 54 ns a byte) and the wide decoder's join gives a whole body to one warp, a step per 2 KiB segment.
 pub const WIDE_MIN_SRC: usize = 256 << 10;
 /// ... and longer than this too (the join's walk over 8,192 segments).
 pub const WIDE_MAX_SRC: usize = 16 << 20;
@@ -50,6 +50,8 @@ pub fn has_long_chain(src: usize, dst: usize) -> bool {
 /// one-warp decoders' walk cost `chain_ns_per_byte` (one of the `CHAIN_NS_PER_BYTE_*`). The `k`
 /// longest eligible bodies go wide for the `k` that minimises the estimated time: the wide decoder on
 /// those, then the one-warp decoders on the rest, bound by their longest chain or their throughput.
+/// The two times are added, though the wide decoder now runs beside the others on a stream of its own
+/// (`DeviceExecutor::wide_unsnap_start`): the estimate was measured that way and is the cautious one.
 pub fn wide_bodies(bodies: &[(usize, usize)], chain_ns_per_byte: f64) -> Vec<bool> {
     let chain = |&(src, dst): &(usize, usize)| if has_long_chain(src, dst) { src } else { 0 };
     let eligible = |b: &(usize, usize)| (WIDE_MIN_SRC..=WIDE_MAX_SRC).contains(&b.0) && chain(b) > 0;
