@@ -449,8 +449,8 @@ impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
     /// place of their variables. The only environment read of the library besides the developer's
-    /// [`trace_fetches`], [`fetch_step_per_call`], [`small_transfers_on_copy_engine`] and
-    /// `GPU_PARQUET_SNAPPY` ([`snappy_on_own_kernel`], [`snappy_wide`]) switches.
+    /// `trace_fetches`, `fetch_step_per_call`, `small_transfers_on_copy_engine` and
+    /// `GPU_PARQUET_SNAPPY` (`snappy_on_own_kernel`, `snappy_wide`) switches (crate-private).
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }
