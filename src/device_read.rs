@@ -975,6 +975,10 @@ mod tests {
         assert_eq!(steps_for_latency(1_631_856_109, floor, 2), 2);
         // Without it, the reads hide more steps: 1.63 GB read in 36 ms, 21 ms a step, two decoders.
         assert_eq!(steps_for_latency(1_631_856_109, 845e3 * NVCOMP_NS_PER_BYTE, 2), 4);
+        // Its long pages on the wide decoder (a page counted at 256 KiB), four decoders: the most.
+        let capped = WIDE_MIN_SRC as f64 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
+        assert_eq!(steps_for_latency(1_631_856_109, capped, DECODERS_WITH_FLOOR), MIN_STEPS);
+        assert_eq!(steps_for_latency(1_631_856_109, capped, 1), 3);
         // Tiny pages: as many steps as without a floor, never more.
         assert_eq!(steps_for_latency(3 << 30, 1.0, 2), MIN_STEPS);
         // A huge floor still leaves two steps, so that reading overlaps decoding.
