@@ -218,7 +218,9 @@ impl Reader {
         let (free_before, _) = ctx.memory()?;
         let budget = self.budget(free_before);
         let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
-        let (plans, in_flight) = self.step_plans(budget, &decoder)?;
+        // The GPU time a step costs at least: how many steps, and how many decoded at once.
+        let floor = self.step_floor_ns(&decoder);
+        let (plans, in_flight) = self.step_plans(budget, floor)?;
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
         let progress = ProgressCounter::new(
             self.progress.clone(),
@@ -226,8 +228,7 @@ impl Reader {
             self.plan.num_rows(self.source.metadata()),
             self.plan.useful_bytes(),
         );
-        let decoders = self.decoders(self.step_floor_ns(&decoder));
-        let pipeline = Pipeline::new(in_flight, decoders, progress);
+        let pipeline = Pipeline::new(in_flight, self.decoders(floor), progress);
         let outcomes = pipeline.run(self, &decoder, &schema, &routes, &plans, started)?;
         let mut batches = Vec::with_capacity(plans.len());
         let mut summaries = Vec::with_capacity(plans.len());
@@ -281,8 +282,8 @@ impl Reader {
     }
 
     /// The read plans of [`Self::decode_steps`]'s steps, and how many steps may be held at once.
-    fn step_plans(&self, budget: u64, decoder: &GpuDecoder) -> Result<(Vec<Arc<ReadPlan>>, usize)> {
-        let (steps, in_flight) = self.decode_steps(budget, decoder)?;
+    fn step_plans(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Arc<ReadPlan>>, usize)> {
+        let (steps, in_flight) = self.decode_steps(budget, floor_ns)?;
         Ok((self.plans_of(steps)?, in_flight))
     }
 
@@ -294,7 +295,7 @@ impl Reader {
     pub fn read_steps_alone(&self, per_call: bool) -> Result<(usize, IoLog)> {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
-        let (plans, _) = self.step_plans(self.budget(free), &decoder)?;
+        let (plans, _) = self.step_plans(self.budget(free), self.step_floor_ns(&decoder))?;
         let logs: Mutex<Vec<Option<Result<IoLog>>>> = Mutex::new((0..plans.len()).map(|_| None).collect());
         let deliver = |k: usize, r: Result<ColumnChunks>| {
             // Dropping the chunks frees their buffer after the copies (stream-ordered).
@@ -335,7 +336,8 @@ impl Reader {
     /// are cut to a [`STEPS_IN_FLIGHT`]th of the budget (and at least [`MIN_STEPS`] of them when they
     /// stay over [`MIN_STEP_BYTES`]); a row group over half the budget alone is an error naming it, and
     /// larger row groups mean fewer steps in flight (two at least: one read while one is decoded).
-    fn decode_steps(&self, budget: u64, decoder: &GpuDecoder) -> Result<(Vec<Vec<usize>>, usize)> {
+    /// `floor_ns` is a step's least GPU time ([`Self::step_floor_ns`]).
+    fn decode_steps(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Vec<usize>>, usize)> {
         let meta = self.source.metadata();
         let mut need: Vec<(usize, u64)> = Vec::new();
         for &rg in &self.plan.row_groups {
@@ -362,7 +364,7 @@ impl Reader {
         }
         let steps = self
             .decode_steps
-            .map_or_else(|| self.steps_for_latency(decoder), |s| s as u64);
+            .map_or_else(|| self.steps_for_latency(floor_ns), |s| s as u64);
         let share = (budget / STEPS_IN_FLIGHT as u64).max(1);
         // As many steps as asked (fewer when they would fall under MIN_STEP_BYTES), of even size;
         // more when even steps would not fit the budget's share.
@@ -403,10 +405,10 @@ impl Reader {
             .unwrap_or(if floor_ns > 0.0 { DECODERS_WITH_FLOOR } else { DECODERS })
     }
 
-    /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection).
-    fn steps_for_latency(&self, decoder: &GpuDecoder) -> u64 {
-        let floor = self.step_floor_ns(decoder);
-        steps_for_latency(self.plan.dest_len, floor, self.decoders(floor))
+    /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection, whose
+    /// steps cost at least `floor_ns` of GPU time).
+    fn steps_for_latency(&self, floor_ns: f64) -> u64 {
+        steps_for_latency(self.plan.dest_len, floor_ns, self.decoders(floor_ns))
     }
 }
 
