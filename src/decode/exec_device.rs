@@ -322,6 +322,17 @@ impl Drop for WideInFlight {
     }
 }
 
+/// Whether a body and its output are under 2 GiB: the offsets of our Snappy kernels are 32-bit.
+fn offsets_fit_u31(d: &Decompress) -> bool {
+    (d.src_len as u64) < 1 << 31 && (d.dst_len as u64) < 1 << 31
+}
+
+/// The bodies of `todo`, in order, that `failed` (a check's or decoder's refusals) does not name.
+fn passing(todo: &[usize], failed: &[(usize, u32)]) -> Vec<usize> {
+    let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
+    todo.iter().copied().filter(|i| !refused.contains(i)).collect()
+}
+
 /// Orders page bodies longest first. A body's decoder (ours, the pre-check's walk, nvCOMP's) is a warp
 /// or a block following one chain through it, so the step's time is at least its longest body's; the
 /// blocks of a launch start in order, so the longest bodies go first rather than in a later wave.
@@ -340,12 +351,12 @@ impl DeviceExecutor<'_> {
     ) -> Vec<usize> {
         use crate::config::WideSnappy;
         use crate::decode::snappy_route as route;
-        let open: Vec<usize> = (0..items.len()).filter(|&i| results[i].is_none()).collect();
-        // The wide decoder's offsets are 32-bit.
-        let fits = |d: &Decompress| (d.src_len as u64) < 1 << 31 && (d.dst_len as u64) < 1 << 31;
+        let open: Vec<usize> = (0..items.len())
+            .filter(|&i| results[i].is_none() && offsets_fit_u31(&items[i]))
+            .collect();
         match crate::config::snappy_wide() {
             WideSnappy::Off => Vec::new(),
-            WideSnappy::All => open.into_iter().filter(|&i| fits(&items[i])).collect(),
+            WideSnappy::All => open,
             WideSnappy::Longest => {
                 let chain = if own_snappy {
                     route::CHAIN_NS_PER_BYTE_UNSNAP
@@ -809,20 +820,24 @@ impl Executor for DeviceExecutor<'_> {
         let mut host_why: Vec<String> = Vec::new();
         // The wide decoder's bodies, in flight on a side stream while the other GPU decoders take the
         // rest; those it refuses then go to the host (the pre-check would refuse them too).
-        let mut host_only = vec![false; items.len()];
         let own_snappy = codec == Compression::SNAPPY && crate::config::snappy_on_own_kernel(self.nvcomp.is_ok());
+        let mut on_wide = vec![false; items.len()];
         let mut wide = None;
         if codec == Compression::SNAPPY {
             let todo = self.wide_snappy_bodies(items, &results, own_snappy);
             if !todo.is_empty() {
                 for &i in &todo {
-                    host_only[i] = true;
+                    on_wide[i] = true;
                 }
                 wide = Some((self.wide_unsnap_start(items, &todo)?, todo));
             }
         }
+        // The bodies left to the other GPU decoders (or, past their limits, to the host).
+        let open: Vec<usize> = (0..items.len())
+            .filter(|&i| results[i].is_none() && !on_wide[i])
+            .collect();
         let wide_ran = wide.is_some();
-        let others = (0..items.len()).any(|i| results[i].is_none() && !host_only[i]);
+        let others = !open.is_empty();
         let mut on = DecompressedOn::Gpu(match (wide_ran, others, own_snappy) {
             (true, false, _) => "gp_wsnap",
             (true, true, true) => "gp_wsnap + gp_unsnap",
@@ -831,36 +846,26 @@ impl Executor for DeviceExecutor<'_> {
             (false, _, false) => "nvCOMP",
         });
         if own_snappy {
-            let fits = |d: &Decompress| (d.src_len as u64) < 1 << 31 && (d.dst_len as u64) < 1 << 31;
-            let mut todo: Vec<usize> = (0..items.len())
-                .filter(|&i| results[i].is_none() && !host_only[i] && fits(&items[i]))
-                .collect();
+            let mut todo: Vec<usize> = open.iter().copied().filter(|&i| offsets_fit_u31(&items[i])).collect();
             longest_first(&mut todo, items);
-            if todo.len()
-                < (0..items.len())
-                    .filter(|&i| results[i].is_none() && !host_only[i])
-                    .count()
-            {
+            if todo.len() < open.len() {
                 host_why.push("pages of 2 GiB or more".into());
             }
             let failed = self.unsnap(items, &todo)?;
             if !failed.is_empty() {
                 host_why.push(self.describe_failures(codec, items, &failed, "the GPU Snappy decoder refused")?);
             }
-            let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
-            for &i in todo.iter().filter(|i| !refused.contains(i)) {
+            for i in passing(&todo, &failed) {
                 results[i] = Some(Ok(items[i].dst_len));
             }
         } else if let Ok((nv, c)) = &gpu {
-            let mut todo: Vec<usize> = (0..items.len())
-                .filter(|&i| results[i].is_none() && !host_only[i] && items[i].dst_len as u64 <= c.max_chunk_len())
+            let mut todo: Vec<usize> = open
+                .iter()
+                .copied()
+                .filter(|&i| items[i].dst_len as u64 <= c.max_chunk_len())
                 .collect();
             longest_first(&mut todo, items);
-            if todo.len()
-                < (0..items.len())
-                    .filter(|&i| results[i].is_none() && !host_only[i])
-                    .count()
-            {
+            if todo.len() < open.len() {
                 host_why.push(format!("pages over nvCOMP's {c} limit"));
             }
             // Every body is checked on the GPU before nvCOMP sees it; one that fails goes to the host
@@ -872,8 +877,7 @@ impl Executor for DeviceExecutor<'_> {
             };
             if !failed.is_empty() {
                 host_why.push(self.describe_failures(codec, items, &failed, "failed the pre-check before nvCOMP")?);
-                let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
-                todo.retain(|i| !refused.contains(i));
+                todo = passing(&todo, &failed);
             }
             if !todo.is_empty() {
                 let outcomes = self.nvcomp_batch(nv, *c, items, &todo)?;
@@ -902,8 +906,7 @@ impl Executor for DeviceExecutor<'_> {
             if !failed.is_empty() {
                 host_why.push(self.describe_failures(codec, items, &failed, "the wide GPU Snappy decoder refused")?);
             }
-            let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
-            for &i in todo.iter().filter(|i| !refused.contains(i)) {
+            for i in passing(&todo, &failed) {
                 results[i] = Some(Ok(items[i].dst_len));
             }
         }
