@@ -218,7 +218,7 @@ __device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, Unsnap
     while (w->p < n) {
         if (w->p < w->b || min(w->p + SNAPPY_WINDOW_BYTES, n) > w->b + w->have)
             snappy_stage_fill(s, n, w->p, st, &w->b, &w->have);
-        const SnappyLane e = snappy_lane_element(st, w->b, n, w->p);
+        const SnappyLane e = snappy_lane_element(st, (u32)(w->p - w->b), (u32)(n - w->p));
         const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
@@ -266,7 +266,7 @@ __device__ inline u32 unsnap_collect(const u8* s, u64 n, u8* d, u64 want, Unsnap
 }
 
 __device__ u32 unsnap_block(const u8* s, u64 n, u8* d, u64 want) {
-    __shared__ uint4 stage_words[SNAPPY_STAGE / 16];
+    __shared__ uint4 stage_words[SNAPPY_STAGE_WORDS];
     __shared__ u8 ring[UNSNAP_RING];
     __shared__ u32 cells[UNSNAP_BATCH];  // a batch's bytes: UNSNAP_DONE | value, or an earlier byte's index << 8
     __shared__ u32 starts[UNSNAP_BATCH / 32], prefix[UNSNAP_BATCH / 32];

@@ -93,8 +93,11 @@ __device__ inline u32 wsnap_body(const WsnapItem* items, u32 n, u32 block, bool 
     return lo;
 }
 
-// The preamble (the declared size, which must be `want`) as the pre-check reads it; *p past it.
+// The preamble (the declared size, which must be `want`) as the pre-check reads it; *p past it. A body
+// or size of 2^31 bytes or more fails here, as in the pre-check: every kernel of the decoder starts
+// with this check, so none meets one (positions are 32-bit).
 __device__ inline u32 wsnap_preamble(const u8* s, u64 n, u64 want, u64* p) {
+    if (n >= (1ull << 31) || want >= (1ull << 31)) return VALIDATE_TOO_LARGE;
     u64 at = 0, total = 0;
     if (!read_uleb128(s, &at, n, &total)) return VALIDATE_TRUNCATED;
     if (total != want) return VALIDATE_WRONG_SIZE;
@@ -168,7 +171,8 @@ __device__ inline SnappyLane wsnap_lane_element(const u8* s, u64 n, u64 p, u64 l
     u32 t[5];
 #pragma unroll
     for (u32 k = 0; k < 5; k++) t[k] = inside && q + k < n ? s[q + k] : 0u;
-    return snappy_element(t, n, q, inside);
+    const u32 le4 = t[1] | (t[2] << 8) | (t[3] << 16) | (t[4] << 24);
+    return snappy_element(t[0], le4, inside ? (u32)(n - q) : 0u, inside);
 }
 
 // Minimum over the warp.

@@ -25,6 +25,9 @@
 #define VALIDATE_WRONG_SIZE 3u
 #define VALIDATE_BAD_HEADER 4u
 #define VALIDATE_TRAILING 5u
+// A Snappy body or declared size of 2^31 bytes or more: Parquet page sizes are 32-bit signed, so the
+// host never sends one; the status keeps the walk's 32-bit arithmetic honest (also gp_unsnap's).
+#define VALIDATE_TOO_LARGE 6u
 
 struct ValidateItem {
     u64 src;
@@ -116,6 +119,10 @@ __device__ inline u32 validate_gzip(const u8* s, u64 n, u64 want) {
 // that diverge by element kind) cost several dependent load latencies a window, about 1.3 us a window on
 // the H200 (35 ms for a 1 MB page); here a window reads 5 bytes per lane from shared memory, branch-free.
 #define SNAPPY_STAGE 2048u
+// A stage's 16-byte words: SNAPPY_STAGE bytes and SNAPPY_STAGE_PAD zero bytes after the last one held,
+// so that a lane reads its element's 5 bytes (as a byte and two aligned words) without a bound check.
+#define SNAPPY_STAGE_PAD 48u
+#define SNAPPY_STAGE_WORDS ((SNAPPY_STAGE + SNAPPY_STAGE_PAD) / 16)
 // Bodies (warps) per block of gp_validate_compressed: Hopper runs at most 32 blocks on an SM, so a
 // warp per block left half of its 64 warp slots empty. Measured on the H200 (ncu, the snappy benchmark
 // file in one step, 56 registers a thread): 1 / 2 / 4 warps a block, 30 / 43 / 45 % of the SM's warps
@@ -145,8 +152,9 @@ __device__ inline u32 warp_add(u32 v) {
 
 // Fills the stage with body bytes [b, b + have), have = min(SNAPPY_STAGE, n - b), b at most p and
 // within 15 bytes of it so that s + b is 16-byte aligned where that stays inside the body (b = p
-// otherwise: byte loads). Every lane's loads are issued before any is stored, so a refill waits for one
-// memory latency. Called by the whole warp.
+// otherwise: byte loads), then zeroes the 40 bytes after them (read past the body's end, they read as
+// the serial walk's nothing). Every lane's loads are issued before any is stored, so a refill waits for
+// one memory latency. Called by the whole warp.
 __device__ inline void snappy_stage_fill(const u8* s, u64 n, u64 p, u8* st, u64* b, u32* have) {
     const u32 lane = threadIdx.x & 31;
     const u32 mis = (u32)((u64)(s + p) & 15);
@@ -176,77 +184,73 @@ __device__ inline void snappy_stage_fill(const u8* s, u64 n, u64 p, u8* st, u64*
         *b = p;
         *have = cnt;
     }
+    for (u32 j = lane; j < 40; j += 32) st[*have + j] = 0;
     __syncwarp();  // the new stage is visible to every lane
 }
 
 // One lane's view of a Snappy window: the element that would start at q = p + lane. `err` is
 // TRUNCATED where the element runs past the input; `adv` is its size in the input, header and literal
-// bytes.
+// bytes. 32-bit: bodies are under 2^31 bytes (callers refuse larger ones), so a length that passes the
+// input check fits, and one that does not is saturated and never used.
 struct SnappyLane {
-    u64 len, offset, adv;
+    u32 len, offset, adv;
     u32 head, err;
     bool copy, inside;
 };
 
-// The element at q whose first 5 bytes (0 past the input's n bytes) are t; `inside`: whether an
-// element may start at q (then q < n).
-__device__ inline SnappyLane snappy_element(const u32* t, u64 n, u64 q, bool inside) {
+// The element whose tag is `tag` and whose next 4 bytes are `le4` (little-endian, 0 past the input),
+// with `rem` input bytes left from its start; `inside`: whether an element may start there (rem > 0).
+__device__ inline SnappyLane snappy_element(u32 tag, u32 le4, u32 rem, bool inside) {
     SnappyLane e;
     e.inside = inside;
-    const u32 tag = t[0], kind = tag & 3;
-    const u32 literal_len_bytes = (kind == 0 && (tag >> 2) >= 60) ? (tag >> 2) - 59 : 0;
+    const u32 kind = tag & 3, high = tag >> 2;
+    const u32 literal_len_bytes = (kind == 0 && high >= 60) ? high - 59 : 0;
     e.head = kind == 0 ? 1 + literal_len_bytes : (kind == 1 ? 2 : (kind == 2 ? 3 : 5));
-    const u64 le4 = (u64)t[1] | ((u64)t[2] << 8) | ((u64)t[3] << 16) | ((u64)t[4] << 24);
     e.copy = kind != 0;
+    // A literal's length less one (up to 2^32 - 1 with 4 length bytes).
+    const u32 lit_m1 = literal_len_bytes ? le4 & (0xffffffffu >> (32 - 8 * literal_len_bytes)) : high;
     if (kind == 0) {
-        e.len = literal_len_bytes ? (le4 & ((1ull << (8 * literal_len_bytes)) - 1)) + 1 : (tag >> 2) + 1;
+        e.len = lit_m1 + (lit_m1 != 0xffffffffu);
         e.offset = 0;
     } else if (kind == 1) {
-        e.len = ((tag >> 2) & 7) + 4;
-        e.offset = ((u64)(tag >> 5) << 8) | t[1];
+        e.len = (high & 7) + 4;
+        e.offset = ((tag >> 5) << 8) | (le4 & 0xff);
     } else {
-        e.len = (tag >> 2) + 1;
+        e.len = high + 1;
         e.offset = kind == 2 ? (le4 & 0xffff) : le4;
     }
-    e.err = VALIDATE_OK;
-    if (!e.inside) e.err = VALIDATE_OK;
-    else if (e.head > n - q) e.err = VALIDATE_TRUNCATED;
-    else if (!e.copy && e.len > n - q - e.head) e.err = VALIDATE_TRUNCATED;
+    const bool truncated = e.head > rem || (!e.copy && lit_m1 >= rem - e.head);
+    e.err = inside && truncated ? VALIDATE_TRUNCATED : VALIDATE_OK;
     e.adv = e.copy ? e.head : e.head + e.len;
     return e;
 }
 
-// This lane's element of the window at p, read from the stage (which covers the window's 36 bytes or
-// the body's end).
-__device__ inline SnappyLane snappy_lane_element(const u8* st, u64 b, u64 n, u64 p) {
-    const u64 q = p + (threadIdx.x & 31);
-    u32 t[5];
-#pragma unroll
-    for (u32 k = 0; k < 5; k++) {
-        // Below b + have whenever below n: the stage covers the window's 36 bytes or the body's end.
-        const u32 at = (u32)min(q + k - b, (u64)SNAPPY_STAGE - 1);
-        t[k] = q + k < n ? st[at] : 0u;
-    }
-    return snappy_element(t, n, q, q < n);
+// This lane's element of the window that starts `at` bytes into the stage, `left` input bytes before
+// the body's end (the stage covers the window's 36 bytes or the body's end, and is zero after it).
+__device__ inline SnappyLane snappy_lane_element(const u8* st, u32 at, u32 left) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 r = at + lane;
+    const u32* words = (const u32*)st;
+    const u32 w = (r + 1) >> 2;
+    const u32 le4 = __funnelshift_r(words[w], words[w + 1], 8 * ((r + 1) & 3));
+    const bool inside = lane < left;
+    return snappy_element(st[r], le4, inside ? left - lane : 0u, inside);
 }
 
 // The lanes whose elements really start in the window: the chain from lane 0, by doubling. Called by
 // the whole warp.
 __device__ inline u32 snappy_window_members(const SnappyLane& e) {
     const u32 lane = threadIdx.x & 31;
-    // The next element's lane; 32: outside the window, or none (the input ends, or this one fails).
-    u32 jump = (!e.inside || e.err != VALIDATE_OK || e.adv >= 32 - lane) ? 32u : lane + (u32)e.adv;
+    // The next element's lane; itself where the chain ends here (the next element is outside the
+    // window, the input ends, or this one fails): a lane that points at itself adds nothing to a chain,
+    // so the rounds need no test.
+    const u32 jump0 = (e.inside && e.err == VALIDATE_OK && e.adv < 32 - lane) ? lane + e.adv : lane;
     // Doubling: `chain` is this lane's element and the ones after it, `jump` the lane 2^k on.
-    u32 chain = 1u << lane;
+    u32 chain = 1u << lane, jump = jump0;
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        const u32 src = jump & 31u;
-        const u32 their_chain = __shfl_sync(gpcore::FULL_MASK, chain, src);
-        const u32 their_jump = __shfl_sync(gpcore::FULL_MASK, jump, src);
-        if (jump < 32) {
-            chain |= their_chain;
-            jump = their_jump;
-        }
+        chain |= __shfl_sync(gpcore::FULL_MASK, chain, jump);
+        jump = __shfl_sync(gpcore::FULL_MASK, jump, jump);
     }
     // A chain that reaches the input's end marks a lane past it: no element there.
     return __shfl_sync(gpcore::FULL_MASK, chain, 0) & __ballot_sync(gpcore::FULL_MASK, e.inside);
@@ -266,14 +270,15 @@ __device__ inline T warp_inclusive_sum(T v) {
 // Whether a window needs the exact check (snappy_first_failure) rather than the fast path, taken by
 // almost every window: no member fails, every match offset is within the output before the window (so
 // within the output before it), and the window's output fits the declared size. *produced: the
-// members' output, exact on the fast path, where member lengths are below 2^31 (a literal within the
-// input, a match of at most 64), so that their sum is taken as two 32-bit sums of 16-bit halves.
+// members' output, exact on the fast path: its members are inside a body under 2^31 bytes (literals)
+// or at most 64 bytes long (matches), so the 32-bit sum does not wrap. `out` is at most `want`, under
+// 2^31.
 __device__ inline bool snappy_window_doubtful(const SnappyLane& e, bool member, u64 out, u64 want, u64* produced) {
-    const u64 mlen = member ? e.len : 0;
-    *produced = ((u64)warp_add((u32)(mlen >> 16)) << 16) + warp_add((u32)(mlen & 0xffff));
-    const bool doubt = member && (e.err != VALIDATE_OK || e.len >= (1ull << 31) ||
-                                  (e.copy && (e.offset == 0 || e.offset > out)));
-    return __ballot_sync(gpcore::FULL_MASK, doubt) != 0 || *produced > want - out;
+    const u32 sum = warp_add(member ? e.len : 0u);
+    *produced = sum;
+    // offset - 1 >= out: a zero offset, or one past the output so far.
+    const bool doubt = member && (e.err != VALIDATE_OK || (e.copy && e.offset - 1u >= (u32)out));
+    return __ballot_sync(gpcore::FULL_MASK, doubt) != 0 || sum > want - out;
 }
 
 // The first failing member's status (the serial walk's), or VALIDATE_OK. `before` is the output
@@ -300,9 +305,10 @@ __device__ inline u32 snappy_preamble(const u8* s, u64 n, u64 want, u64* p) {
 
 __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
     // A stage per warp of the block: each walks its own body.
-    __shared__ uint4 stage_words[VALIDATE_WARPS][SNAPPY_STAGE / 16];
+    __shared__ uint4 stage_words[VALIDATE_WARPS][SNAPPY_STAGE_WORDS];
     u8* st = (u8*)stage_words[(threadIdx.x >> 5) % VALIDATE_WARPS];  // the caller keeps warps in range
     const u32 lane = threadIdx.x & 31;
+    if (n >= (1ull << 31) || want >= (1ull << 31)) return VALIDATE_TOO_LARGE;
     u64 p = 0;
     const u32 status = snappy_preamble(s, n, want, &p);
     if (status != VALIDATE_OK) return status;
@@ -311,7 +317,7 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
     u64 out = 0;
     while (p < n) {
         if (p < b || min(p + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, p, st, &b, &have);
-        const SnappyLane e = snappy_lane_element(st, b, n, p);
+        const SnappyLane e = snappy_lane_element(st, (u32)(p - b), (u32)(n - p));
         const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);

@@ -10,6 +10,10 @@ fn le(s: &[u8], p: usize, n: usize) -> u64 {
 }
 
 fn snappy(s: &[u8], want: u64) -> u32 {
+    // The kernel's walk is 32-bit; no Parquet page is this large (its sizes are 32-bit signed).
+    if s.len() as u64 >= 1 << 31 || want >= 1 << 31 {
+        return st::TOO_LARGE;
+    }
     let n = s.len();
     let mut p = 0usize;
     let Some(total) = uleb(s, &mut p) else {
@@ -282,6 +286,25 @@ pub mod cases {
             b.extend((0..len).map(|_| next() as u8));
             cases.push((codec::SNAPPY, declared, b));
         }
+        // Literals whose 1 to 4 length bytes claim more than the body holds (up to 2^32 bytes, one
+        // more than 32 bits count), then one that fits exactly.
+        for head in [vec![0xf0u8, 0xff], vec![0xf4, 0xff, 0xff], vec![0xf8, 0xff, 0xff, 0xff], vec![0xfc, 0xff, 0xff, 0xff, 0xff]] {
+            let mut b = Vec::new();
+            crate::decode::reference::delta::put_uleb(&mut b, 300);
+            b.extend_from_slice(&head);
+            b.extend_from_slice(&[9u8; 40]);
+            cases.push((codec::SNAPPY, 300, b));
+        }
+        let mut exact = Vec::new();
+        crate::decode::reference::delta::put_uleb(&mut exact, 44);
+        exact.extend_from_slice(&[0xf0, 43]);
+        exact.extend_from_slice(&[9u8; 44]);
+        cases.push((codec::SNAPPY, 44, exact));
+        // A declared size of 2^31: no page has one (its sizes are 32-bit signed).
+        let mut large = Vec::new();
+        crate::decode::reference::delta::put_uleb(&mut large, 1 << 31);
+        large.extend_from_slice(&[0x04, b'x']);
+        cases.push((codec::SNAPPY, 1 << 31, large));
         let z = zstd::bulk::compress(&sample(5000), 3).unwrap();
         cases.push((codec::ZSTD, 5000, z));
         cases
@@ -319,6 +342,16 @@ mod tests {
             assert_eq!(validate_one(codec::GZIP, &g, n as u64), st::OK, "gzip {n}");
             assert_eq!(validate_one(codec::GZIP, &g, n as u64 + 3), st::WRONG_SIZE);
         }
+    }
+
+    #[test]
+    fn snappy_sizes_of_2_gib_are_refused_before_the_walk() {
+        let mut b = Vec::new();
+        crate::decode::reference::delta::put_uleb(&mut b, 1 << 31);
+        b.extend_from_slice(&[0x04, b'x']);
+        assert_eq!(validate_one(codec::SNAPPY, &b, 1 << 31), st::TOO_LARGE);
+        // One byte less is walked: the stream is one literal byte, not 2^31 - 1.
+        assert_eq!(validate_one(codec::SNAPPY, &b, (1 << 31) - 1), st::WRONG_SIZE);
     }
 
     #[test]
