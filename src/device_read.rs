@@ -972,15 +972,16 @@ mod tests {
     fn fewer_steps_the_longer_a_step_must_take() {
         // Reads alone bound the read: the most steps.
         assert_eq!(steps_for_latency(3 << 30, 0.0, 2), MIN_STEPS);
-        // The snappy benchmark file: 1.63 GB of chunks, 845 kB pages with the pre-check: two steps.
-        let floor = 845e3 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
-        assert_eq!(steps_for_latency(1_631_856_109, floor, 2), 2);
-        // Without it, the reads hide more steps: 1.63 GB read in 36 ms, 21 ms a step, two decoders.
-        assert_eq!(steps_for_latency(1_631_856_109, 845e3 * NVCOMP_NS_PER_BYTE, 2), 4);
+        // The snappy benchmark file: 1.63 GB of chunks read in 36 ms, 975 kB pages with the pre-check
+        // (27 ms a step), two decoders: three steps.
+        let floor = 975e3 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
+        assert_eq!(steps_for_latency(1_631_856_109, floor, 2), 3);
+        // Without it, the reads hide more steps (16 ms a step).
+        assert_eq!(steps_for_latency(1_631_856_109, 975e3 * NVCOMP_NS_PER_BYTE, 2), 5);
         // Its long pages on the wide decoder (a page counted at 256 KiB), four decoders: the most.
         let capped = WIDE_MIN_SRC as f64 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
         assert_eq!(steps_for_latency(1_631_856_109, capped, DECODERS_WITH_FLOOR), MIN_STEPS);
-        assert_eq!(steps_for_latency(1_631_856_109, capped, 1), 3);
+        assert_eq!(steps_for_latency(1_631_856_109, capped, 1), 5);
         // Tiny pages: as many steps as without a floor, never more.
         assert_eq!(steps_for_latency(3 << 30, 1.0, 2), MIN_STEPS);
         // A huge floor still leaves two steps, so that reading overlaps decoding.

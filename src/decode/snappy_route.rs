@@ -9,13 +9,13 @@
 //! 160 kB data pages do; a step of many equally long pages, bound by throughput, keeps them all.
 
 /// GPU time per compressed byte of a body walked by one warp, measured on the H200 (snappy benchmark
-/// file, ncu, its longest pages of 845 kB, the whole file in one step): nvCOMP's Snappy about 25 ns and
-/// the pre-check about 29 ns (21.5 and 24.7 ms; 41 ns before the pre-check staged its bytes in shared
-/// memory; since the longest bodies go first, 15.7 and 19.1 ms for 972,546 bytes). The step model
-/// (`device_read`) bounds a step's GPU time with them too.
-pub const NVCOMP_NS_PER_BYTE: f64 = 25.0;
+/// file, ncu, the whole file in one step with every body on the one-warp decoders, its longest body
+/// 972,546 bytes): nvCOMP's Snappy 15.78 ms and the pre-check 11.50 ms (2026-12-02, after the
+/// pre-check's walk went to 32-bit arithmetic; 16.11 ms before, 24.7 ms before it staged its bytes in
+/// shared memory). The step model (`device_read`) bounds a step's GPU time with them too.
+pub const NVCOMP_NS_PER_BYTE: f64 = 16.0;
 /// The pre-check's walk (see [`NVCOMP_NS_PER_BYTE`]).
-pub const PRECHECK_NS_PER_BYTE: f64 = 29.0;
+pub const PRECHECK_NS_PER_BYTE: f64 = 12.0;
 /// The same for `gp_unsnap` (a block per body): 42.2 ms of ncu time for that file in one step, whose
 /// longest body is 972,546 bytes (2026-12-01).
 pub const UNSNAP_NS_PER_BYTE: f64 = 43.0;
@@ -31,8 +31,8 @@ const ONE_WARP_NS_PER_OUT_BYTE: f64 = 0.015;
 /// The wide decoder's GPU time per output byte: 10.4 ms of its kernels for the file's 150 dictionary
 /// pages of 1 MiB (157 MB), 74 ms for 1.4 GB of bodies over 64 KiB.
 const WIDE_NS_PER_OUT_BYTE: f64 = 0.06;
-/// Bodies shorter than this stay on the one-warp decoders: their walk is short (about 14 ms at most,
-/// at 54 ns a byte) and the wide decoder's join gives a whole body to one warp, a step per 2 KiB segment.
+/// Bodies shorter than this stay on the one-warp decoders: their walk is short (about 7 ms at most,
+/// at 28 ns a byte) and the wide decoder's join gives a whole body to one warp, a step per 2 KiB segment.
 pub const WIDE_MIN_SRC: usize = 256 << 10;
 /// ... and longer than this too (the join's walk over 8,192 segments).
 pub const WIDE_MAX_SRC: usize = 16 << 20;
@@ -107,6 +107,17 @@ mod tests {
             assert_eq!(*w, b.0 >= 500_000 && b.1 > b.0 + b.0 / 64, "{b:?}");
         }
         assert_eq!(wide.iter().filter(|w| **w).count(), 18);
+    }
+
+    #[test]
+    fn the_whole_file_in_one_step_stays_on_the_one_warp_decoders() {
+        // 50 row groups at once (decode alone): throughput bounds the one-warp decoders above the
+        // longest walk, so the wide decoder would only add its time. Measured on the H200 (bench,
+        // decode alone, alternating): 37.8 / 40.0 ms with every body on nvCOMP against 45.6 / 45.4 ms
+        // with the dictionary pages wide.
+        let step = benchmark_step();
+        let bodies: Vec<_> = (0..50 / 6 + 1).flat_map(|_| step.iter().copied()).collect();
+        assert!(wide_bodies(&bodies, CHAIN_NS_PER_BYTE_PRECHECKED).iter().all(|w| !w));
     }
 
     #[test]
