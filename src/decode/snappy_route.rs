@@ -6,7 +6,9 @@
 //! The wide decoder (`kernels/snappy_wide.cu`) spreads a body over a warp per 2 KiB segment: no such
 //! floor, but about four times their GPU time per output byte. So the longest bodies go wide when,
 //! and only as far as, that lowers the step's estimated time: the 1 MB dictionary pages of a step of
-//! 160 kB data pages do; a step of many equally long pages, bound by throughput, keeps them all.
+//! 160 kB data pages do; a step of many equally long pages keeps them all, unless their throughput
+//! rather than their walk bounds it (a whole file in one step): then the wide decoder, beside them,
+//! takes a share.
 
 /// GPU time per compressed byte of a body walked by one warp, measured on the H200 (snappy benchmark
 /// file, ncu, the whole file in one step with every body on the one-warp decoders, its longest body
@@ -55,7 +57,7 @@ pub fn has_long_chain(src: usize, dst: usize) -> bool {
 /// in one step on the one-warp decoders, measured slower on the H200 (bench, decode alone, two rounds
 /// alternating: 34.92 / 36.56 / 34.51 / 34.46 ms with its 150 dictionary pages wide, against 38.27 /
 /// 38.36 / 40.80 / 41.70 ms; 40.52 / 40.56 with every body on nvCOMP). Trusted files (no pre-check)
-/// lose there: 34.63 / 33.70 ms against 30.96 / 31.17.
+/// lost in that A/B (34.63 / 33.70 ms against 30.96 / 31.17), not in a run after it (31.36 / 30.65).
 pub fn wide_bodies(bodies: &[(usize, usize)], chain_ns_per_byte: f64) -> Vec<bool> {
     let chain = |&(src, dst): &(usize, usize)| if has_long_chain(src, dst) { src } else { 0 };
     let eligible = |b: &(usize, usize)| (WIDE_MIN_SRC..=WIDE_MAX_SRC).contains(&b.0) && chain(b) > 0;
