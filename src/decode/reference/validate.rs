@@ -288,7 +288,12 @@ pub mod cases {
         }
         // Literals whose 1 to 4 length bytes claim more than the body holds (up to 2^32 bytes, one
         // more than 32 bits count), then one that fits exactly.
-        for head in [vec![0xf0u8, 0xff], vec![0xf4, 0xff, 0xff], vec![0xf8, 0xff, 0xff, 0xff], vec![0xfc, 0xff, 0xff, 0xff, 0xff]] {
+        for head in [
+            vec![0xf0u8, 0xff],
+            vec![0xf4, 0xff, 0xff],
+            vec![0xf8, 0xff, 0xff, 0xff],
+            vec![0xfc, 0xff, 0xff, 0xff, 0xff],
+        ] {
             let mut b = Vec::new();
             crate::decode::reference::delta::put_uleb(&mut b, 300);
             b.extend_from_slice(&head);
