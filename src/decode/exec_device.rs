@@ -305,11 +305,10 @@ struct WideInFlight {
     joined: bool,
 }
 
-/// One batch in flight: its bodies (indices of the step's items), the address of its descriptors, and
-/// the buffers to free once it ended.
+/// One batch in flight: its bodies (indices of the step's items) and its buffers, freed once it ended:
+/// its descriptors (read back first), flags and scratch.
 struct WideBatch {
     bodies: Vec<usize>,
-    items: u64,
     buffers: [u64; 3],
 }
 
@@ -474,7 +473,6 @@ impl DeviceExecutor<'_> {
         // Kept before the launches: the join frees them on the step's stream after the side stream.
         w.batches.push(WideBatch {
             bodies: batch,
-            items: addr,
             buffers: [addr, flags, scratch],
         });
         let ready = Event::new(self.stream.context())?;
@@ -507,7 +505,7 @@ impl DeviceExecutor<'_> {
         w.joined = true;
         let mut failed = Vec::new();
         for b in std::mem::take(&mut w.batches) {
-            let back: Vec<WsnapItem> = self.read(b.items, b.bodies.len())?;
+            let back: Vec<WsnapItem> = self.read(b.buffers[0], b.bodies.len())?;
             for a in b.buffers {
                 self.free(a);
             }
