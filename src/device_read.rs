@@ -17,7 +17,9 @@ use crate::decode::pipeline::ColumnRoute;
 use crate::decode::pipeline::{ColumnStepStats, StepStats, route_columns};
 // A one-warp decompressor's cost per compressed byte of a step's longest page bounds the step's GPU
 // time, whatever its size (measured in `snappy_route`).
-use crate::decode::snappy_route::{NVCOMP_NS_PER_BYTE, PRECHECK_NS_PER_BYTE, UNSNAP_NS_PER_BYTE, WIDE_MIN_SRC};
+use crate::decode::snappy_route::{
+    CHAIN_NS_PER_BYTE_NVCOMP, CHAIN_NS_PER_BYTE_PRECHECKED, CHAIN_NS_PER_BYTE_UNSNAP, WIDE_MIN_SRC,
+};
 use crate::decode::table::{DeviceBatch, DeviceTable};
 use crate::error::{Error, Location, Result};
 use crate::gpu::guard;
@@ -426,13 +428,13 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], dec
         let per_byte = match chunk.compression() {
             Compression::UNCOMPRESSED => continue,
             Compression::SNAPPY if decoders.wide_snappy == WideSnappy::All => continue,
-            Compression::SNAPPY if decoders.own_snappy => UNSNAP_NS_PER_BYTE,
+            Compression::SNAPPY if decoders.own_snappy => CHAIN_NS_PER_BYTE_UNSNAP,
             // Decompressed on the host: no GPU floor.
             _ if !decoders.nvcomp => continue,
             Compression::SNAPPY | Compression::LZ4 | Compression::LZ4_RAW if decoders.prechecked => {
-                NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE
+                CHAIN_NS_PER_BYTE_PRECHECKED
             }
-            _ => NVCOMP_NS_PER_BYTE,
+            _ => CHAIN_NS_PER_BYTE_NVCOMP,
         };
         let dictionary = (chunk.data_page_offset() - crate::metadata::chunk_start(chunk)).max(0) as u64;
         let data = match meta.page_index().and_then(|p| p.offset_index(c.row_group, c.column)) {
@@ -878,6 +880,7 @@ impl DecodeReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::snappy_route::{NVCOMP_NS_PER_BYTE, PRECHECK_NS_PER_BYTE, UNSNAP_NS_PER_BYTE};
     use crate::plan::{Projection, RowGroupSelection};
 
     fn chunks_of(path: &str) -> (crate::ParquetSource, ReadPlan) {
