@@ -132,15 +132,6 @@ __device__ inline u32 validate_gzip(const u8* s, u64 n, u64 want) {
 // The window's element headers reach at most 32 + 4 bytes from its start.
 #define SNAPPY_WINDOW_BYTES 36u
 
-__device__ inline u32 warp_or(u32 v) {
-#if __CUDA_ARCH__ >= 800
-    return __reduce_or_sync(gpcore::FULL_MASK, v);
-#else
-    for (int o = 16; o > 0; o >>= 1) v |= __shfl_xor_sync(gpcore::FULL_MASK, v, o);
-    return v;
-#endif
-}
-
 __device__ inline u32 warp_add(u32 v) {
 #if __CUDA_ARCH__ >= 800
     return __reduce_add_sync(gpcore::FULL_MASK, v);
