@@ -29,8 +29,15 @@ use crate::plan::{ChunkRange, ReadPlan};
 use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch_steps, pack_consecutive, split_balanced};
 use crate::report::ReadReport;
 
-/// Steps a whole read is cut into at least, when the budget allows (so I/O overlaps decode).
-const MIN_STEPS: u64 = 8;
+/// Steps a read without compressed pages is cut into, when the budget allows: its reads bound it,
+/// and the smaller the last step, the less decode follows the last read. Measured on the H200
+/// (plain benchmark file, `read --warm-up 2`, 2026-12-02, two machines): 8 / 12 / 16 / 24 steps
+/// 60.3-60.5 / 61.1-61.3 / 58.7-59.0 / 58.2-58.4 ms; 8 / 16 steps 62.9-65.9 / 60.7-63.7 ms.
+const STEPS_WITHOUT_FLOOR: u64 = 16;
+/// Steps a read whose steps have a floor of GPU time is cut into at most: each step adds its floor
+/// and its fixed costs (snappy benchmark file, same runs: 8 / 12 / 16 steps 45.0-45.4 / 45.6-47.7 /
+/// 54.4-55.3 ms).
+const MAX_STEPS_WITH_FLOOR: u64 = 8;
 /// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read and waiting
 /// (the reads run ahead of the decode), or being decoded.
 const STEPS_IN_FLIGHT: usize = 5;
@@ -80,6 +87,30 @@ const MIN_STEP_BYTES: u64 = 256 << 20;
 /// Bytes of temporaries per row and column (value indices, validity bytes, dense values, string
 /// sources and lengths), for the budget.
 const TEMP_BYTES_PER_VALUE: u64 = 21;
+
+/// A GPU read's steps, fetched into device memory and held ([`Reader::fetch_held_steps`]).
+#[derive(Debug)]
+pub struct HeldSteps {
+    chunks: Vec<ColumnChunks>,
+    decoders: usize,
+}
+
+impl HeldSteps {
+    /// How many steps.
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Whether there is no step (an empty selection).
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// How many steps are decoded at once, as the read decodes them.
+    pub fn decoders(&self) -> usize {
+        self.decoders
+    }
+}
 
 /// A read decoded on the GPU: the device table and the reports.
 #[derive(Debug)]
@@ -329,13 +360,100 @@ impl Reader {
         Ok((plans.len(), log))
     }
 
+    /// The steps of [`Self::read_device`], fetched into device memory and held there, to be decoded
+    /// (again and again) by [`Self::decode_held_steps`]: the decode of a read without its reads, for
+    /// benchmarks. Every step's chunks are held at once, whatever the memory budget.
+    pub fn fetch_held_steps(&self) -> Result<HeldSteps> {
+        let decoder = self.gpu_decoder()?;
+        let (free, _) = decoder.context().memory()?;
+        let floor = self.step_floor_ns(&decoder);
+        let (plans, _) = self.step_plans(self.budget(free), floor)?;
+        let held: Mutex<Vec<Option<Result<ColumnChunks>>>> = Mutex::new((0..plans.len()).map(|_| None).collect());
+        let deliver = |k: usize, r: Result<ColumnChunks>| {
+            held.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(r);
+        };
+        fetch_steps(
+            &self.io,
+            &self.source,
+            &plans,
+            self.policy.threads,
+            false,
+            &mut |_| true,
+            &deliver,
+        );
+        let chunks = held
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .into_iter()
+            .map(|c| c.unwrap_or_else(|| Err(Error::device("reading steps", "a step was not read"))))
+            .collect::<Result<Vec<_>>>()?;
+        // Each step's copies are queued on its buffer's stream, which its decode is ordered after.
+        Ok(HeldSteps {
+            chunks,
+            decoders: self.decoders(floor),
+        })
+    }
+
+    /// Decodes held steps as [`Self::read_device`] decodes the steps it reads: each on its chunks'
+    /// stream, [`HeldSteps::decoders`] of them at once. Returns the batches in order and the most
+    /// device memory one step held beyond its chunks. Ends once every step's counts are read back.
+    pub fn decode_held_steps(&self, held: &HeldSteps) -> Result<(Vec<DeviceBatch>, u64)> {
+        let decoder = self.gpu_decoder()?;
+        let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let decode_step = |chunks: &ColumnChunks| {
+            guard("decoding a held step", || {
+                let AnyBuffer::Device(buffer) = &chunks.buffer else {
+                    return Err(Error::device("GPU decoder", "the backend returned host memory"));
+                };
+                let (batch, _, peak) = decoder.decode(
+                    &self.source,
+                    &schema,
+                    &routes,
+                    &chunks.plan,
+                    buffer,
+                    self.policy.threads,
+                )?;
+                Ok((batch, peak))
+            })
+        };
+        // Each thread takes the next step until none is left, and hands back what it decoded.
+        let mut decoded: Vec<(usize, Result<(DeviceBatch, u64)>)> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..held.decoders.max(1))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, Ordering::SeqCst);
+                            let Some(chunks) = held.chunks.get(k) else { return mine };
+                            mine.push((k, decode_step(chunks)));
+                        }
+                    })
+                })
+                .collect();
+            workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+        });
+        decoded.sort_by_key(|d| d.0);
+        if decoded.len() != held.chunks.len() {
+            return Err(Error::device("GPU decoder", "a step was not decoded"));
+        }
+        let mut batches = Vec::with_capacity(decoded.len());
+        let mut peak = 0;
+        for (_, r) in decoded {
+            let (batch, step_peak) = r?;
+            peak = peak.max(step_peak);
+            batches.push(batch);
+        }
+        Ok((batches, peak))
+    }
+
     /// The device-memory budget of a GPU decode: the reader's memory limit, or half of `free`.
     fn budget(&self, free: u64) -> u64 {
         self.memory_limit.unwrap_or(free / 2)
     }
 
     /// Consecutive selected row groups cut into steps, and how many steps may be held at once. Steps
-    /// are cut to a [`STEPS_IN_FLIGHT`]th of the budget (and at least [`MIN_STEPS`] of them when they
+    /// are cut to a [`STEPS_IN_FLIGHT`]th of the budget (as many as [`steps_for_latency`] says when they
     /// stay over [`MIN_STEP_BYTES`]); a row group over half the budget alone is an error naming it, and
     /// larger row groups mean fewer steps in flight (two at least: one read while one is decoded).
     /// `floor_ns` is a step's least GPU time ([`Self::step_floor_ns`]).
@@ -458,7 +576,7 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], dec
 }
 
 /// Steps for a read of `read_bytes` whose steps each cost at least `longest_ns` of GPU time. Without
-/// such a floor, [`MIN_STEPS`]: reads bound the read, and more steps overlap more of them. With one,
+/// such a floor, [`STEPS_WITHOUT_FLOOR`]: reads bound the read, and more steps overlap more of them. With one,
 /// each step costs about that much however small it is, so about as many steps as the reads can hide
 /// (the reads' time over one step's floor, times the decoding threads), and two at least so that
 /// reading overlaps decoding. Measured on the H200 (snappy benchmark file, `read`, one run, two each):
@@ -466,10 +584,10 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], dec
 /// without it, 4 steps (its default) took 95 ms.
 pub(crate) fn steps_for_latency(read_bytes: u64, longest_ns: f64, decoders: usize) -> u64 {
     if longest_ns <= 0.0 {
-        return MIN_STEPS;
+        return STEPS_WITHOUT_FLOOR;
     }
     let read_ns = read_bytes as f64 / PIPELINE_READ_BYTES_PER_NS;
-    ((read_ns * decoders.max(1) as f64 / longest_ns).ceil() as u64).clamp(2, MIN_STEPS)
+    ((read_ns * decoders.max(1) as f64 / longest_ns).ceil() as u64).clamp(2, MAX_STEPS_WITH_FLOOR)
 }
 
 /// One decoded step, from a decoding thread.
@@ -974,7 +1092,7 @@ mod tests {
     #[test]
     fn fewer_steps_the_longer_a_step_must_take() {
         // Reads alone bound the read: the most steps.
-        assert_eq!(steps_for_latency(3 << 30, 0.0, 2), MIN_STEPS);
+        assert_eq!(steps_for_latency(3 << 30, 0.0, 2), STEPS_WITHOUT_FLOOR);
         // The snappy benchmark file: 1.63 GB of chunks read in 36 ms, 975 kB pages with the pre-check
         // (27 ms a step), two decoders: three steps.
         let floor = 975e3 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
@@ -983,10 +1101,13 @@ mod tests {
         assert_eq!(steps_for_latency(1_631_856_109, 975e3 * NVCOMP_NS_PER_BYTE, 2), 5);
         // Its long pages on the wide decoder (a page counted at 256 KiB), four decoders: the most.
         let capped = WIDE_MIN_SRC as f64 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
-        assert_eq!(steps_for_latency(1_631_856_109, capped, DECODERS_WITH_FLOOR), MIN_STEPS);
+        assert_eq!(
+            steps_for_latency(1_631_856_109, capped, DECODERS_WITH_FLOOR),
+            MAX_STEPS_WITH_FLOOR
+        );
         assert_eq!(steps_for_latency(1_631_856_109, capped, 1), 5);
-        // Tiny pages: as many steps as without a floor, never more.
-        assert_eq!(steps_for_latency(3 << 30, 1.0, 2), MIN_STEPS);
+        // Tiny pages: the most a read with a floor gets.
+        assert_eq!(steps_for_latency(3 << 30, 1.0, 2), MAX_STEPS_WITH_FLOOR);
         // A huge floor still leaves two steps, so that reading overlaps decoding.
         assert_eq!(steps_for_latency(1 << 20, 1e12, 1), 2);
     }

@@ -496,6 +496,47 @@ fn every_codec_encoding_and_page_version_in_several_steps() {
 }
 
 #[test]
+fn held_steps_decode_as_the_read_does_again_and_again() {
+    let Some(_ctx) = gpu() else { return };
+    let dir = tempfile::tempdir().expect("scratch");
+    let batch = table(300_000);
+    for codec in [Compression::UNCOMPRESSED, Compression::SNAPPY] {
+        let props = WriterProperties::builder()
+            .set_compression(codec)
+            .set_max_row_group_row_count(Some(32 * 1024))
+            .set_data_page_row_count_limit(10_000)
+            .build();
+        let path = dir.path().join(format!("{codec:?}.parquet"));
+        write(&path, &batch, props);
+        let reader = Reader::builder(&path)
+            .with_backend(BackendKind::Auto)
+            .with_decoder_options(options())
+            .with_decode_steps(3)
+            .build()
+            .expect("reader");
+        let held = reader.fetch_held_steps().expect("held steps");
+        assert_eq!(held.len(), 3, "{codec:?}: the read's steps");
+        // Twice over the same chunks: a decode must leave them as they were.
+        for round in 0..2 {
+            let (batches, peak) = reader.decode_held_steps(&held).expect("decode");
+            assert_eq!(batches.len(), 3, "{codec:?}: a batch per step");
+            assert!(peak > 0, "{codec:?}: a step holds outputs");
+            let table = gpu_parquet::decode::table::DeviceTable {
+                schema: batch.schema(),
+                batches,
+            };
+            let got = table.to_host().expect("to host");
+            assert_same(
+                &format!("{codec:?} round {round}"),
+                &batch,
+                &got,
+                "held steps vs the table written",
+            );
+        }
+    }
+}
+
+#[test]
 fn bad_and_corrupted_files_give_errors_not_crashes() {
     let Some(_ctx) = gpu() else { return };
     let dir = tempfile::tempdir().expect("scratch");
