@@ -511,15 +511,15 @@ fn held_steps_decode_as_the_read_does_again_and_again() {
         let reader = Reader::builder(&path)
             .with_backend(BackendKind::Auto)
             .with_decoder_options(options())
-            .with_decode_steps(3)
+            .with_memory_limit(64 << 20)
             .build()
             .expect("reader");
         let held = reader.fetch_held_steps().expect("held steps");
-        assert_eq!(held.len(), 3, "{codec:?}: the read's steps");
+        assert!(held.len() >= 2, "{codec:?}: a small budget cuts the read into steps");
         // Twice over the same chunks: a decode must leave them as they were.
         for round in 0..2 {
             let (batches, peak) = reader.decode_held_steps(&held).expect("decode");
-            assert_eq!(batches.len(), 3, "{codec:?}: a batch per step");
+            assert_eq!(batches.len(), held.len(), "{codec:?}: a batch per step");
             assert!(peak > 0, "{codec:?}: a step holds outputs");
             let table = gpu_parquet::decode::table::DeviceTable {
                 schema: batch.schema(),
