@@ -46,6 +46,10 @@ pub struct BenchOptions {
     pub memory_limit: Option<u64>,
     /// Where the GPU decoder caches kernels and finds nvCOMP.
     pub decoder: crate::decode::gpu::DecoderOptions,
+    /// Steps the decode rows cut a read into (default: the reader's model, `--decode-steps`).
+    pub decode_steps: Option<usize>,
+    /// Steps the decode rows decode at once (default: the reader's, `--decode-threads`).
+    pub decode_threads: Option<usize>,
 }
 
 impl Default for BenchOptions {
@@ -61,6 +65,8 @@ impl Default for BenchOptions {
             other_paths: true,
             memory_limit: None,
             decoder: Default::default(),
+            decode_steps: None,
+            decode_threads: None,
         }
     }
 }
@@ -319,6 +325,12 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
             });
         if let Some(m) = opts.memory_limit {
             b = b.with_memory_limit(m);
+        }
+        if let Some(n) = opts.decode_steps {
+            b = b.with_decode_steps(n);
+        }
+        if let Some(n) = opts.decode_threads {
+            b = b.with_decode_threads(n);
         }
         b.build()
     };

@@ -608,6 +608,8 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
         other_paths: !only_decode,
         memory_limit: settings.memory_limit,
         decoder: settings.decoder_options(),
+        decode_steps: settings.decode_steps,
+        decode_threads: settings.decode_threads,
         policy: settings.policy,
         device: settings.device,
         ..Default::default()
