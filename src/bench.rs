@@ -115,6 +115,20 @@ fn gbps(bytes: u64, d: Duration) -> f64 {
     bytes as f64 / d.as_secs_f64().max(1e-12) / 1e9
 }
 
+/// Reads `file` through the page cache, so that it is cached again after a cold run.
+fn warm_page_cache(file: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(file)
+        .map_err(|e| crate::Error::io(crate::Location::file(file), "opening it to cache it again", e))?;
+    let mut buf = vec![0u8; 8 << 20];
+    while f
+        .read(&mut buf)
+        .map_err(|e| crate::Error::io(crate::Location::file(file), "reading it to cache it again", e))?
+        > 0
+    {}
+    Ok(())
+}
+
 /// Drops the page cache (`sync; echo 3 > /proc/sys/vm/drop_caches`); `Err` says why it cannot.
 pub fn drop_page_cache() -> std::result::Result<(), String> {
     // SAFETY: sync(2) takes no arguments and touches no memory of ours.
@@ -152,7 +166,16 @@ fn main_path(log: &IoLog) -> Option<IoPath> {
 }
 
 /// Runs `f` once to warm up, `reps` times hot, and once cold (when `cold`).
-fn measure(name: String, bytes: u64, reps: usize, cold: bool, mut f: impl FnMut() -> Result<IoLog>) -> BenchRow {
+/// `file` is read through the page cache after the cold run, so the next path starts hot: a cold read
+/// that went `O_DIRECT` left it uncached.
+fn measure(
+    name: String,
+    file: &Path,
+    bytes: u64,
+    reps: usize,
+    cold: bool,
+    mut f: impl FnMut() -> Result<IoLog>,
+) -> BenchRow {
     let mut row = BenchRow::blank(name, bytes);
     let res = (|| -> Result<()> {
         let log = f()?;
@@ -174,7 +197,8 @@ fn measure(name: String, bytes: u64, reps: usize, cold: bool, mut f: impl FnMut(
             let d = t.elapsed();
             row.cold_s = Some(d.as_secs_f64());
             row.cold_gbps = Some(gbps(bytes, d));
-            f()?; // warm the cache again for the next path
+            warm_page_cache(file)?;
+            f()?;
         }
         Ok(())
     })();
@@ -198,7 +222,9 @@ fn measure_backend(
         Ok(x) => x,
         Err(e) => return BenchRow::failed(name, bytes, e.to_string()),
     };
-    let mut row = measure(name, bytes, reps, cold, || backend.fetch_into(source, plan, &mut dest));
+    let mut row = measure(name, source.path(), bytes, reps, cold, || {
+        backend.fetch_into(source, plan, &mut dest)
+    });
     if row.hot_s.is_some()
         && let Err(m) = spot_check(source, plan, &dest)
     {
@@ -346,6 +372,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
     let mut check_note = None;
     let mut row = measure(
         format!("decode: file -> device columns ({backend}{trusted})"),
+        file,
         bytes,
         reps,
         cold,
@@ -378,6 +405,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
         let mut steps_note = None;
         let mut reads = measure(
             format!("reads alone, in the decode's steps ({backend}{how})"),
+            file,
             reader.plan().useful_bytes(),
             reps,
             false,

@@ -103,6 +103,9 @@ pub struct IoPolicy {
     pub serialize_stats: bool,
     /// `O_DIRECT` reads where the file system allows them (plans are then 4 KiB aligned).
     pub direct_io: bool,
+    /// `O_DIRECT` reads on the staged path for a read whose pages are mostly not in the page cache
+    /// (a cold read), buffered reads otherwise; plans are then 4 KiB aligned too.
+    pub direct_when_cold: bool,
     /// Bytes of each pinned bounce buffer of the staged path (also its unit of work per thread).
     /// Buffers that fit the CPU caches between the `pread` that fills them and the DMA that drains them
     /// measured fastest (README).
@@ -122,6 +125,7 @@ impl Default for IoPolicy {
             threads: 0,
             serialize_stats: false,
             direct_io: false,
+            direct_when_cold: true,
             bounce_buffer_size: 4 << 20,
             bounce_buffers: 3,
             pinned: PinnedAlloc::HugePages,
@@ -149,11 +153,11 @@ impl IoPolicy {
         Ok(())
     }
 
-    /// Plan options matching this policy (task size; aligned when direct I/O is on).
+    /// Plan options matching this policy (task size; aligned when direct I/O may be used).
     pub fn plan_options(&self) -> PlanOptions {
         PlanOptions {
             task_size: self.task_size,
-            align: self.direct_io,
+            align: self.direct_io || self.direct_when_cold,
             ..PlanOptions::default()
         }
     }
@@ -176,7 +180,8 @@ pub enum Key {
     BounceBuffers,
     /// `--pinned`, `GPU_PARQUET_PINNED`: hugepages or hostalloc.
     Pinned,
-    /// `--direct`, `GPU_PARQUET_DIRECT`: 0 or 1.
+    /// `--direct`, `GPU_PARQUET_DIRECT`: 1 (always), 0 (never) or cold (where a read's pages are mostly
+    /// not in the page cache, the default).
     Direct,
     /// `--serialize-stats`, `GPU_PARQUET_SERIALIZE_STATS`: 0 or 1.
     SerializeStats,
@@ -322,6 +327,16 @@ fn parse_bool(raw: &str) -> std::result::Result<bool, String> {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" | "" => Ok(false),
         _ => Err("expected 0 or 1".into()),
+    }
+}
+
+/// `GPU_PARQUET_DIRECT`: `1` always, `0` never, `cold` where a read's pages are mostly uncached.
+fn parse_direct(raw: &str) -> std::result::Result<(bool, bool), String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "cold" | "auto" => Ok((false, true)),
+        _ => parse_bool(raw)
+            .map(|on| (on, false))
+            .map_err(|_| "expected 0, 1 or cold".into()),
     }
 }
 
@@ -512,7 +527,7 @@ impl Settings {
             Key::BounceBuffer => p.bounce_buffer_size = key.parse_number(raw)?,
             Key::BounceBuffers => p.bounce_buffers = key.parse_number(raw)? as usize,
             Key::Pinned => p.pinned = parse_pinned(raw)?,
-            Key::Direct => p.direct_io = parse_bool(raw)?,
+            Key::Direct => (p.direct_io, p.direct_when_cold) = parse_direct(raw)?,
             Key::SerializeStats => p.serialize_stats = parse_bool(raw)?,
             Key::Device => self.device = key.parse_number(raw)? as usize,
             Key::MemoryLimit => self.memory_limit = Some(key.parse_number(raw)?),

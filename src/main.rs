@@ -78,7 +78,8 @@ struct IoArgs {
     /// With cuFile in use, tasks under this many KiB go staged [GPU_PARQUET_SMALL_READ_KB; default 16].
     #[arg(long, allow_hyphen_values = true)]
     small_read_kb: Option<String>,
-    /// Use O_DIRECT where the file system allows it (reads 4 KiB aligned) [GPU_PARQUET_DIRECT].
+    /// Use O_DIRECT where the file system allows it (reads 4 KiB aligned) [GPU_PARQUET_DIRECT: 1, 0, or
+    /// cold (default): where most of a read's pages are not in the page cache].
     #[arg(long)]
     direct: bool,
     /// Device-memory budget in MiB of a GPU decode (steps of row groups are cut to fit); default half

@@ -428,13 +428,19 @@ impl Reader {
     /// Consecutive selected row groups, each group's chunks within half the memory limit.
     fn group_row_groups(&self) -> Result<Vec<Vec<usize>>> {
         let mut per_group: Vec<(usize, u64)> = Vec::new();
+        // An aligned plan (for O_DIRECT) pads each chunk to whole 4 KiB blocks at both ends.
+        let padding = if self.plan.options.align {
+            2 * crate::plan::DIRECT_IO_ALIGN
+        } else {
+            0
+        };
         for &rg in &self.plan.row_groups {
             let bytes = self
                 .plan
                 .chunks
                 .iter()
                 .filter(|c| c.row_group == rg)
-                .map(|c| c.len)
+                .map(|c| c.len + padding)
                 .sum();
             per_group.push((rg, bytes));
         }

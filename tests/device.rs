@@ -65,6 +65,7 @@ fn staged(ctx: &Arc<GpuContext>, threads: usize, buffer_size: usize, direct_io: 
             buffers_per_thread: 2,
             direct_io,
             pinned: PinnedAlloc::HugePages,
+            ..StagedOptions::default()
         },
     )
     .expect("staged backend")
@@ -543,6 +544,60 @@ fn streaming_reader_on_the_gpu_stays_within_its_budget() {
         seen.extend_from_slice(group.row_groups());
     }
     assert_eq!(seen, whole.plan().row_groups);
+}
+
+#[test]
+fn a_cold_read_goes_direct_and_a_hot_one_stays_buffered() {
+    use std::os::fd::AsRawFd;
+    let Some(ctx) = gpu() else { return };
+    let dir = tempfile::tempdir().expect("scratch");
+    if !gpu_parquet::check::try_o_direct(dir.path()).ok {
+        common::skip("the scratch directory's file system refuses O_DIRECT");
+        return;
+    }
+    let opts = PlanOptions {
+        align: true,
+        ..PlanOptions::default()
+    };
+    let (files, source, plan) = plan_mixed(dir.path(), opts);
+    let b = StagedBackend::new(
+        ctx.clone(),
+        StagedOptions {
+            threads: 2,
+            buffer_size: 64 << 10,
+            direct_when_cold: true,
+            ..StagedOptions::default()
+        },
+    )
+    .expect("staged backend");
+    let want = std::fs::read(&files.mixed).expect("read");
+    let check = |f: &gpu_parquet::io::Fetched<gpu_parquet::gpu::DeviceBuffer<u8>>| {
+        let got = f.buffer.to_host().expect("copy back");
+        for t in &plan.tasks {
+            let (d, o, n) = (t.dest_offset as usize, t.offset as usize, t.len as usize);
+            assert_eq!(&got[d..d + n], &want[o..o + n]);
+        }
+    };
+    // Just read: its pages are cached, so buffered reads.
+    let hot = b.fetch(&source, &plan).expect("hot fetch");
+    assert!(
+        !hot.log.notes.iter().any(|n| n.contains("O_DIRECT")),
+        "{:?}",
+        hot.log.notes
+    );
+    check(&hot);
+    // Its pages dropped from the cache (clean, so the kernel may drop them): O_DIRECT.
+    let file = std::fs::File::open(&files.mixed).expect("open");
+    file.sync_all().expect("written back, so its pages can be dropped");
+    // SAFETY: posix_fadvise on an open descriptor only advises the kernel.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let cold = b.fetch(&source, &plan).expect("cold fetch");
+    assert!(
+        cold.log.notes.iter().any(|n| n.contains("were not in the page cache")),
+        "{:?}",
+        cold.log.notes
+    );
+    check(&cold);
 }
 
 #[test]

@@ -89,6 +89,7 @@ fn staged_options(policy: &IoPolicy) -> StagedOptions {
         buffer_size: policy.bounce_buffer_size as usize,
         buffers_per_thread: policy.bounce_buffers,
         direct_io: policy.direct_io,
+        direct_when_cold: policy.direct_when_cold,
         pinned: policy.pinned,
     }
 }

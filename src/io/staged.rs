@@ -17,10 +17,14 @@ use crate::error::{Error, Result};
 use crate::gpu::{
     DeviceBuffer, DeviceWriter, Event, FillingBuffer, GpuContext, PinnedAlloc, PinnedBuffer, Stream, guard,
 };
-use crate::io::pread::{open_direct, pread_exact};
+use crate::io::pread::{cache_in_background, open_direct, pread_exact};
 use crate::io::{IoBackend, IoLog, IoPath, TaskRecord, check_dest_len, task_location};
 use crate::metadata::ParquetSource;
 use crate::plan::{DIRECT_IO_ALIGN, ReadPlan};
+
+/// With `direct_when_cold`, the share of a read's pages missing from the page cache from which it
+/// reads with `O_DIRECT`: a read that is mostly cold.
+const COLD_SHARE: f64 = 0.5;
 
 /// How a [`StagedBackend`] is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +37,8 @@ pub struct StagedOptions {
     pub buffers_per_thread: usize,
     /// Use `O_DIRECT` reads when the plan is aligned and the file system accepts it.
     pub direct_io: bool,
+    /// ... only where most of the read's pages are not in the page cache (see `open_direct`).
+    pub direct_when_cold: bool,
     /// How the pinned buffers are obtained.
     pub pinned: PinnedAlloc,
 }
@@ -44,6 +50,7 @@ impl Default for StagedOptions {
             buffer_size: 4 << 20,
             buffers_per_thread: 3,
             direct_io: false,
+            direct_when_cold: false,
             pinned: PinnedAlloc::HugePages,
         }
     }
@@ -110,6 +117,7 @@ impl StagedBackend {
                 buffer_size,
                 buffers_per_thread: per,
                 direct_io: opts.direct_io,
+                direct_when_cold: opts.direct_when_cold,
                 pinned: opts.pinned,
             },
             reason: Arc::from("staged: pread into pinned buffers, async copy to the GPU"),
@@ -147,7 +155,8 @@ impl StagedBackend {
         if which.is_empty() {
             return Ok((Vec::new(), notes));
         }
-        let direct = self.open_direct(source, plan, &mut notes);
+        let mut cold = false;
+        let direct = self.open_direct(source, &[plan], &mut notes, &mut cold);
         let ctx = &self.ctx;
         // Work is handed out in bounce-buffer-sized pieces, not whole tasks: the last pieces then finish
         // close together, instead of one thread reading a whole task while the others idle.
@@ -220,14 +229,48 @@ impl StagedBackend {
         if let Some(m) = direct_failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
             notes.push(m);
         }
+        if cold {
+            cache_in_background(
+                source.path(),
+                which.iter().map(|&t| (plan.tasks[t].offset, plan.tasks[t].len)),
+            );
+        }
         Ok((records, notes))
     }
 
-    /// The file opened for `O_DIRECT` reads, where the backend and `plan` ask for them; a refusal is
-    /// noted and reads stay buffered.
-    fn open_direct(&self, source: &ParquetSource, plan: &ReadPlan, notes: &mut Vec<String>) -> Option<File> {
-        if !(self.opts.direct_io && plan.options.align) {
+    /// The file opened for `O_DIRECT` reads, where the backend asks for them and `plans` are aligned
+    /// for them: always with `direct_io`, and with `direct_when_cold` where most of the pages the
+    /// plans read are not in the page cache (`O_DIRECT` then reads the disk in large requests with no
+    /// copy through the cache, and buffered reads of cached pages are faster than reading the disk
+    /// again). A refusal is noted and reads stay buffered.
+    /// `cold` is set where the file was opened so because the read was cold: the caller then asks the
+    /// kernel to cache what it read, once read ([`cache_in_background`]), as buffered reads would have
+    /// left it, so that the next read is not cold too.
+    fn open_direct(
+        &self,
+        source: &ParquetSource,
+        plans: &[&ReadPlan],
+        notes: &mut Vec<String>,
+        cold: &mut bool,
+    ) -> Option<File> {
+        if plans.is_empty() || !plans.iter().all(|p| p.options.align) {
             return None;
+        }
+        if !self.opts.direct_io {
+            if !self.opts.direct_when_cold {
+                return None;
+            }
+            let file = File::open(source.path()).ok()?;
+            let ranges = plans.iter().flat_map(|p| p.tasks.iter().map(|t| (t.offset, t.len)));
+            let share = crate::io::pread::uncached_share(&file, ranges)?;
+            if share < COLD_SHARE {
+                return None;
+            }
+            notes.push(format!(
+                "O_DIRECT: about {:.0} % of the read's pages were not in the page cache (then cached in the background)",
+                share * 100.0
+            ));
+            *cold = true;
         }
         match open_direct(source.path()) {
             Ok(f) => Some(f),
@@ -264,7 +307,9 @@ impl StagedBackend {
     ) {
         let t0 = Instant::now();
         let mut notes = Vec::new();
-        let direct = plans.first().and_then(|p| self.open_direct(source, p, &mut notes));
+        let all: Vec<&ReadPlan> = plans.iter().map(|p| p.as_ref()).collect();
+        let mut cold = false;
+        let direct = self.open_direct(source, &all, &mut notes, &mut cold);
         let feed = Feed::default();
         let abort = AtomicBool::new(false);
         let direct_failed = Mutex::new(None::<String>);
@@ -330,6 +375,10 @@ impl StagedBackend {
             }
             feed.close();
         });
+        if cold && !abort.load(Ordering::SeqCst) {
+            let ranges = plans.iter().flat_map(|p| p.tasks.iter().map(|t| (t.offset, t.len)));
+            cache_in_background(source.path(), ranges);
+        }
     }
 
     /// Step `k`'s buffer and pieces, ready for the workers; `None` when it reads nothing.
