@@ -442,15 +442,8 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
             )
         };
         let (_, _, peak) = run()?;
-        let mut best = Duration::MAX;
-        for _ in 0..reps {
-            let t = Instant::now();
-            // The decode ends with its counts read back, so the columns are complete when it returns.
-            let out = run()?;
-            let d = t.elapsed();
-            drop(out);
-            best = best.min(d);
-        }
+        // The decode ends with its counts read back, so the columns are complete when it returns.
+        let best = best_of(reps, run)?;
         alone.hot_s = Some(best.as_secs_f64());
         alone.hot_gbps = Some(gbps(bytes, best));
         alone.note = Some(format!(
@@ -472,14 +465,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
     let res = (|| -> Result<()> {
         let held = reader.fetch_held_steps()?;
         let (_, peak) = reader.decode_held_steps(&held)?;
-        let mut best = Duration::MAX;
-        for _ in 0..reps {
-            let t = Instant::now();
-            let out = reader.decode_held_steps(&held)?;
-            let d = t.elapsed();
-            drop(out);
-            best = best.min(d);
-        }
+        let best = best_of(reps, || reader.decode_held_steps(&held))?;
         stepped.hot_s = Some(best.as_secs_f64());
         stepped.hot_gbps = Some(gbps(bytes, best));
         stepped.note = Some(format!(
@@ -494,6 +480,18 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
     }
     rows.push(stepped);
     rows
+}
+
+/// The shortest of `reps` runs of `run`, each timed until it returns (its output dropped after).
+fn best_of<T>(reps: usize, mut run: impl FnMut() -> Result<T>) -> Result<Duration> {
+    let mut best = Duration::MAX;
+    for _ in 0..reps {
+        let t = Instant::now();
+        let out = run()?;
+        best = best.min(t.elapsed());
+        drop(out);
+    }
+    Ok(best)
 }
 
 /// Compares the first step of a GPU read with arrow-rs decoding the same row groups on the host.
