@@ -153,12 +153,22 @@ impl IoPolicy {
         Ok(())
     }
 
-    /// Plan options matching this policy (task size; aligned when direct I/O may be used).
+    /// Plan options matching this policy (task size; aligned when direct I/O is on).
     pub fn plan_options(&self) -> PlanOptions {
         PlanOptions {
             task_size: self.task_size,
-            align: self.direct_io || self.direct_when_cold,
+            align: self.direct_io,
             ..PlanOptions::default()
+        }
+    }
+
+    /// Plan options for a backend that is (`staged`) or is not the staged one: aligned also where
+    /// the staged path may read a cold file `O_DIRECT` (`direct_when_cold`). Other backends read
+    /// exactly the chunks' bytes.
+    pub fn plan_options_for(&self, staged: bool) -> PlanOptions {
+        PlanOptions {
+            align: self.direct_io || (self.direct_when_cold && staged),
+            ..self.plan_options()
         }
     }
 }

@@ -235,7 +235,7 @@ impl ReaderBuilder {
     pub fn build(self) -> Result<Reader> {
         self.policy.validate()?;
         let source = ParquetSource::open(&self.path)?;
-        let plan = ReadPlan::build(&source, &self.columns, &self.row_groups, self.policy.plan_options())?;
+        let mut plan = ReadPlan::build(&source, &self.columns, &self.row_groups, self.policy.plan_options())?;
         let io = match self.io {
             Some(b) => b,
             None => {
@@ -248,6 +248,11 @@ impl ReaderBuilder {
                 )
             }
         };
+        // The staged path may read a cold file O_DIRECT: its plan is aligned for that.
+        let options = self.policy.plan_options_for(io.staged().is_some());
+        if options != plan.options {
+            plan = ReadPlan::build(&source, &self.columns, &self.row_groups, options)?;
+        }
         Ok(Reader {
             source,
             plan: Arc::new(plan),
@@ -389,7 +394,7 @@ impl Reader {
                     &self.source,
                     &self.columns,
                     &RowGroupSelection::Indices(g),
-                    self.policy.plan_options(),
+                    self.plan.options,
                 )
                 .map(Arc::new)
             })
