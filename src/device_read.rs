@@ -329,31 +329,8 @@ impl Reader {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
         let (plans, _) = self.step_plans(self.budget(free), self.step_floor_ns(&decoder))?;
-        let logs: Mutex<Vec<Option<Result<IoLog>>>> = Mutex::new((0..plans.len()).map(|_| None).collect());
-        let deliver = |k: usize, r: Result<ColumnChunks>| {
-            // Dropping the chunks frees their buffer after the copies (stream-ordered).
-            logs.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(r.map(|c| c.log));
-        };
-        fetch_steps(
-            &self.io,
-            &self.source,
-            &plans,
-            self.policy.threads,
-            per_call,
-            &mut |_| true,
-            &deliver,
-        );
-        // A failed step's error, before the steps it stopped.
-        let mut logs = logs.into_inner().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = logs.iter().position(|l| matches!(l, Some(Err(_))))
-            && let Some(Err(e)) = logs.swap_remove(i)
-        {
-            return Err(e);
-        }
-        let logs = logs
-            .into_iter()
-            .map(|l| l.unwrap_or_else(|| Err(Error::device("reading steps", "a step was not read"))))
-            .collect::<Result<Vec<_>>>()?;
+        // Dropping the chunks frees their buffer after the copies (stream-ordered).
+        let logs = self.fetch_every_step(&plans, per_call, |c| c.log)?;
         // Every copy has finished: the stepped fetch returns once its workers drained their streams,
         // and a fetch per call waits for its copies.
         let (_, log) = merge_steps(&plans, &logs);
@@ -368,30 +345,46 @@ impl Reader {
         let (free, _) = decoder.context().memory()?;
         let floor = self.step_floor_ns(&decoder);
         let (plans, _) = self.step_plans(self.budget(free), floor)?;
-        let held: Mutex<Vec<Option<Result<ColumnChunks>>>> = Mutex::new((0..plans.len()).map(|_| None).collect());
-        let deliver = |k: usize, r: Result<ColumnChunks>| {
-            held.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(r);
-        };
-        fetch_steps(
-            &self.io,
-            &self.source,
-            &plans,
-            self.policy.threads,
-            false,
-            &mut |_| true,
-            &deliver,
-        );
-        let chunks = held
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner())
-            .into_iter()
-            .map(|c| c.unwrap_or_else(|| Err(Error::device("reading steps", "a step was not read"))))
-            .collect::<Result<Vec<_>>>()?;
         // Each step's copies are queued on its buffer's stream, which its decode is ordered after.
+        let chunks = self.fetch_every_step(&plans, false, |c| c)?;
         Ok(HeldSteps {
             chunks,
             decoders: self.decoders(floor),
         })
+    }
+
+    /// Fetches every step of `plans` ([`fetch_steps`], nothing waiting for memory) and keeps `keep` of
+    /// each, in step order. A failed step's error comes first, before the "not read" of the steps it
+    /// stopped (on the staged backend steps are delivered in no set order).
+    fn fetch_every_step<T: Send>(
+        &self,
+        plans: &[Arc<ReadPlan>],
+        per_call: bool,
+        keep: impl Fn(ColumnChunks) -> T + Sync,
+    ) -> Result<Vec<T>> {
+        let kept: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..plans.len()).map(|_| None).collect());
+        let deliver = |k: usize, r: Result<ColumnChunks>| {
+            let r = r.map(&keep);
+            kept.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(r);
+        };
+        fetch_steps(
+            &self.io,
+            &self.source,
+            plans,
+            self.policy.threads,
+            per_call,
+            &mut |_| true,
+            &deliver,
+        );
+        let mut kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = kept.iter().position(|l| matches!(l, Some(Err(_))))
+            && let Some(Err(e)) = kept.swap_remove(i)
+        {
+            return Err(e);
+        }
+        kept.into_iter()
+            .map(|l| l.unwrap_or_else(|| Err(Error::device("reading steps", "a step was not read"))))
+            .collect()
     }
 
     /// Decodes held steps as [`Self::read_device`] decodes the steps it reads: each on its chunks'
