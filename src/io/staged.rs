@@ -260,9 +260,8 @@ impl StagedBackend {
             if !self.opts.direct_when_cold {
                 return None;
             }
-            let file = File::open(source.path()).ok()?;
             let ranges = plans.iter().flat_map(|p| p.tasks.iter().map(|t| (t.offset, t.len)));
-            let share = crate::io::pread::uncached_share(&file, ranges)?;
+            let share = crate::io::pread::uncached_share(source.file(), ranges)?;
             if share < COLD_SHARE {
                 return None;
             }
