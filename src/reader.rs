@@ -231,11 +231,10 @@ impl ReaderBuilder {
         self
     }
 
-    /// Opens the file, validates its metadata, plans the selection and builds the backend.
+    /// Opens the file, validates its metadata, builds the backend and plans the selection for it.
     pub fn build(self) -> Result<Reader> {
         self.policy.validate()?;
         let source = ParquetSource::open(&self.path)?;
-        let mut plan = ReadPlan::build(&source, &self.columns, &self.row_groups, self.policy.plan_options())?;
         let io = match self.io {
             Some(b) => b,
             None => {
@@ -248,11 +247,9 @@ impl ReaderBuilder {
                 )
             }
         };
-        // The staged path may read a cold file O_DIRECT: its plan is aligned for that.
+        // Planned for the backend: the staged path may read a cold file O_DIRECT, aligned for that.
         let options = self.policy.plan_options_for(io.staged().is_some());
-        if options != plan.options {
-            plan = ReadPlan::build(&source, &self.columns, &self.row_groups, options)?;
-        }
+        let plan = ReadPlan::build(&source, &self.columns, &self.row_groups, options)?;
         Ok(Reader {
             source,
             plan: Arc::new(plan),
