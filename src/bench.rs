@@ -198,7 +198,6 @@ fn measure(
             row.cold_s = Some(d.as_secs_f64());
             row.cold_gbps = Some(gbps(bytes, d));
             warm_page_cache(file)?;
-            f()?;
         }
         Ok(())
     })();
