@@ -274,6 +274,8 @@ impl StagedBackend {
         match open_direct(source.path()) {
             Ok(f) => Some(f),
             Err(e) => {
+                // Buffered reads leave the pages cached themselves.
+                *cold = false;
                 notes.push(format!(
                     "O_DIRECT refused for {} ({e}): buffered reads",
                     source.path().display()
