@@ -714,8 +714,8 @@ impl Executor for DeviceExecutor<'_> {
         match kernel {
             Kernel::PageHeaders { chunks, n, pages } => self.launch_raw(
                 "gp_page_headers",
-                n.div_ceil(64),
-                64,
+                n,
+                32,
                 &[U64(chunks), U32(n), U64(pages)],
             ),
             Kernel::DictByteArrayIndex { dicts, n } => {

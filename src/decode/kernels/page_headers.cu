@@ -2,7 +2,9 @@
 // Twin of src/decode/reference/page_headers.rs, which documents the rules: the same checks in the
 // same order, so both give the same PageInfos, counts, error codes and offsets for any bytes.
 //
-// One thread per chunk; launch with grid = ceil(nchunks / 64), block = 64, no shared memory.
+// One warp per chunk, its first lane walking the headers: grid = nchunks, block = 32, no shared memory.
+// (A thread per chunk put 32 chunks in a warp, each header's fields branching apart: on the H200 a
+// step of the snappy benchmark file, 42 chunks of 54 pages, took 0.9-1.0 ms, now 0.41-0.59 ms.)
 // Count pass (pages == nullptr): writes each chunk's page_count, error, error_at.
 // Fill pass: also writes the chunk's pages at pages[first_page ..], at most page_capacity of them
 // (ERR_TOO_MANY_PAGES beyond). No byte outside [start, start + len) is read; nothing recurses.
@@ -393,8 +395,8 @@ __device__ u32 ph_parse_header(PhReader* r, PageInfo* p) {
 }
 
 extern "C" __global__ void gp_page_headers(ChunkDesc* chunks, u32 nchunks, PageInfo* pages) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nchunks) return;
+    const u32 i = blockIdx.x;
+    if (i >= nchunks || threadIdx.x != 0) return;
     ChunkDesc* c = &chunks[i];
     PhReader r;
     r.b = (const u8*)c->start;
