@@ -450,6 +450,14 @@ pub(crate) fn snappy_on_own_kernel(nvcomp_loaded: bool) -> bool {
     }
 }
 
+/// Whether Snappy bodies of literals only go to `gp_snappy_literals` (a copy) before the other GPU
+/// decoders: by default; `GPU_PARQUET_SNAPPY_LITERALS=0`, a developer's switch, sends them on with the
+/// rest (to compare the two in one run).
+pub(crate) fn snappy_literals_copied() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("GPU_PARQUET_SNAPPY_LITERALS").map_or(true, |v| v != "0"))
+}
+
 /// Which Snappy bodies the wide decoder (`kernels/snappy_wide.cu`) takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WideSnappy {
@@ -474,8 +482,9 @@ impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
     /// place of their variables. The only environment read of the library besides the developer's
-    /// `trace_fetches`, `fetch_step_per_call`, `small_transfers_on_copy_engine` and
-    /// `GPU_PARQUET_SNAPPY` (`snappy_on_own_kernel`, `snappy_wide`) switches (crate-private).
+    /// `trace_fetches`, `fetch_step_per_call`, `small_transfers_on_copy_engine`,
+    /// `snappy_literals_copied` and `GPU_PARQUET_SNAPPY` (`snappy_on_own_kernel`, `snappy_wide`)
+    /// switches (crate-private).
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }

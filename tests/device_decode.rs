@@ -136,6 +136,21 @@ unsafe fn run_per_item<T: bytemuck::Pod>(
     items: &[T],
     block: u32,
 ) -> Vec<T> {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { run_on_grid(stream, f, items, items.len() as u32, block) }
+}
+
+/// [`run_per_item`] on a grid of `grid` blocks.
+///
+/// # Safety
+/// As [`run_per_item`].
+unsafe fn run_on_grid<T: bytemuck::Pod>(
+    stream: &Stream,
+    f: &cudarc::driver::CudaFunction,
+    items: &[T],
+    grid: u32,
+    block: u32,
+) -> Vec<T> {
     let dev = DeviceBuffer::from_host(stream, bytemuck::cast_slice::<_, u8>(items)).expect("items");
     let (addr, n) = (dev.device_address(), items.len() as u32);
     let mut b = stream.cuda().launch_builder(f);
@@ -144,7 +159,7 @@ unsafe fn run_per_item<T: bytemuck::Pod>(
     // what they point at is the caller's promise.
     unsafe {
         b.launch(LaunchConfig {
-            grid_dim: (n, 1, 1),
+            grid_dim: (grid, 1, 1),
             block_dim: (block, 1, 1),
             shared_mem_bytes: 0,
         })
@@ -211,11 +226,44 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
 fn snappy_decoder_equals_the_reference_on_the_device() {
     use gpu_parquet::decode::layout::UnsnapItem;
     use gpu_parquet::decode::reference::unsnap::{kernel_cases, unsnap_one};
-    let Some(ctx) = gpu() else { return };
-    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "unsnap_check", None).expect("kernels");
-    let f = m.function("gp_unsnap").expect("kernel");
+    // A block of 128 threads per body.
+    let plan = |items: &mut [UnsnapItem]| (items.len() as u32, 128);
+    let passed = body_decoder_equals_the_reference("gp_unsnap", plan, &kernel_cases(1 << 20), unsnap_one);
+    assert!(passed > 50, "{passed} passed");
+}
+
+/// `gp_snappy_literals` gives the host reference's status on stored streams (a 1 MiB one among them,
+/// and literals of every length encoding), streams with matches or too many literals, and cut and
+/// flipped ones; where it takes a body, exactly its literals' bytes, and where it refuses one, no byte
+/// written. Each body and output in an allocation of its own, as for `gp_unsnap`.
+#[test]
+fn literal_copier_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::layout::{UnsnapItem, snappy_literals};
+    use gpu_parquet::decode::reference::unsnap::{kernel_cases, literal_cases, literals_one};
+    let mut cases = literal_cases(1 << 20);
+    cases.extend(kernel_cases(1 << 18));
+    let plan = |items: &mut [UnsnapItem]| (snappy_literals::plan(items).expect("a grid"), snappy_literals::THREADS);
+    let taken = body_decoder_equals_the_reference("gp_snappy_literals", plan, &cases, literals_one);
+    assert!(taken >= 14, "{taken} taken");
+}
+
+/// A Snappy body decoder's host reference: its status and, when it takes the body, its bytes.
+type BodyReference = fn(&[u8], u64) -> (u32, Option<Vec<u8>>);
+
+/// Runs `kernel` (over `UnsnapItem`s, on the grid and block `plan` gives, having laid out the items) on
+/// `cases`, and asserts each status equals `reference`'s, each output its bytes where it gives them,
+/// and untouched (zero) where it does not. Returns how many bodies passed.
+fn body_decoder_equals_the_reference(
+    kernel: &str,
+    plan: impl Fn(&mut [gpu_parquet::decode::layout::UnsnapItem]) -> (u32, u32),
+    cases: &[(u64, Vec<u8>)],
+    reference: BodyReference,
+) -> usize {
+    use gpu_parquet::decode::layout::UnsnapItem;
+    let Some(ctx) = gpu() else { return usize::MAX };
+    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "body_check", None).expect("kernels");
+    let f = m.function(kernel).expect("kernel");
     let stream = Stream::new(&ctx).expect("stream");
-    let cases = kernel_cases(1 << 20);
     let alloc = |bytes: &[u8], len: usize| {
         if bytes.is_empty() {
             DeviceBuffer::<u8>::zeroed(&stream, len.max(1)).expect("alloc")
@@ -225,7 +273,7 @@ fn snappy_decoder_equals_the_reference_on_the_device() {
     };
     let bodies: Vec<DeviceBuffer<u8>> = cases.iter().map(|(_, b)| alloc(b, 0)).collect();
     let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(&[], *want as usize)).collect();
-    let items: Vec<UnsnapItem> = cases
+    let mut items: Vec<UnsnapItem> = cases
         .iter()
         .zip(bodies.iter().zip(&outs))
         .map(|((want, body), (src, dst))| UnsnapItem {
@@ -234,29 +282,44 @@ fn snappy_decoder_equals_the_reference_on_the_device() {
             dst: dst.device_address(),
             dst_len: *want,
             status: u32::MAX,
-            reserved: 0,
+            block0: 0,
         })
         .collect();
+    let (grid, threads) = plan(&mut items);
     // SAFETY: the kernel reads each item's `src_len` bytes at its `src` and writes at most `dst_len`
     // bytes at its `dst`: allocations of that many bytes (at least 1) in `bodies` and `outs`, alive until
-    // the end of this test; it writes the items' statuses. 128 threads: the kernel's block.
-    let back: Vec<UnsnapItem> = unsafe { run_per_item(&stream, &f, &items, 128) };
+    // the end of this function; it writes the items' statuses. `plan`: the kernel's geometry.
+    let back: Vec<UnsnapItem> = unsafe { run_on_grid(&stream, &f, &items, grid, threads) };
     let mut passed = 0;
-    for (i, (got, (want, body))) in back.iter().zip(&cases).enumerate() {
-        let (status, bytes) = unsnap_one(body, *want);
-        assert_eq!(got.status, status, "case {i}: {} bytes declaring {want}", body.len());
-        if let Some(bytes) = bytes {
-            passed += 1;
-            let out = outs[i].copy_to_host().expect("copy");
-            let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
-            assert!(
-                first_diff.is_none(),
-                "case {i}: first wrong byte {first_diff:?} of {want}"
-            );
+    for (i, (got, (want, body))) in back.iter().zip(cases).enumerate() {
+        let (status, bytes) = reference(body, *want);
+        assert_eq!(
+            got.status,
+            status,
+            "{kernel}, case {i}: {} bytes declaring {want}",
+            body.len()
+        );
+        let out = outs[i].copy_to_host().expect("copy");
+        match bytes {
+            Some(bytes) => {
+                passed += 1;
+                let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
+                assert!(
+                    first_diff.is_none(),
+                    "{kernel}, case {i}: first wrong byte {first_diff:?} of {want}"
+                );
+            }
+            None if kernel == "gp_snappy_literals" => {
+                assert!(
+                    out.iter().all(|&b| b == 0),
+                    "{kernel}, case {i}: bytes written to a refused body"
+                );
+            }
+            None => {}
         }
     }
-    assert!(passed > 50, "{passed} of {} passed", cases.len());
     drop((bodies, outs));
+    passed
 }
 
 /// The wide Snappy decoder (`kernels/snappy_wide.cu`, launched as `layout::wsnap` says) gives the host

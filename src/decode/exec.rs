@@ -143,8 +143,9 @@ pub struct Decompress {
 /// Where a batch of pages was decompressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecompressedOn {
-    /// On the GPU, by the named decoder (`nvCOMP`, or `gp_unsnap` for Snappy).
-    Gpu(&'static str),
+    /// On the GPU, by the named decoders (`nvCOMP`, or for Snappy `gp_unsnap`, and `gp_wsnap` and
+    /// `gp_snappy_literals` beside either, joined by " + ").
+    Gpu(String),
     /// On the host (and uploaded), with the reason.
     Host(String),
 }

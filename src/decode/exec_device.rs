@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
 use crate::decode::layout::{
-    UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, validate_codec, validate_status, wsnap,
+    UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, snappy_literals, validate_codec, validate_status, wsnap,
 };
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{BatchTransfers, Codec, DecompressItem, Nvcomp};
@@ -326,6 +326,20 @@ fn offsets_fit_u31(d: &Decompress) -> bool {
     (d.src_len as u64) < 1 << 31 && (d.dst_len as u64) < 1 << 31
 }
 
+/// `items[todo]` as `gp_unsnap` and `gp_snappy_literals` take them.
+fn unsnap_items(items: &[Decompress], todo: &[usize]) -> Vec<UnsnapItem> {
+    todo.iter()
+        .map(|&i| UnsnapItem {
+            src: items[i].src,
+            src_len: items[i].src_len as u64,
+            dst: items[i].dst,
+            dst_len: items[i].dst_len as u64,
+            status: u32::MAX,
+            block0: 0,
+        })
+        .collect()
+}
+
 /// The bodies of `todo`, in order, that `failed` (a check's or decoder's refusals) does not name.
 fn passing(todo: &[usize], failed: &[(usize, u32)]) -> Vec<usize> {
     let refused: std::collections::BTreeSet<usize> = failed.iter().map(|&(i, _)| i).collect();
@@ -371,13 +385,20 @@ impl DeviceExecutor<'_> {
         }
     }
 
-    /// Runs `gp_validate_compressed` over `items[todo]`; the indices that failed, with their statuses.
-    fn validate(&mut self, codec: Compression, items: &[Decompress], todo: &[usize]) -> Result<Vec<(usize, u32)>> {
+    /// Launches `gp_validate_compressed` over `items[todo]`: the items' address, for
+    /// [`Self::body_statuses`] to read their statuses from, or the statuses at once where nothing is
+    /// launched (no body; a codec the check does not know: every body fails).
+    fn validate_launch(
+        &mut self,
+        codec: Compression,
+        items: &[Decompress],
+        todo: &[usize],
+    ) -> Result<std::result::Result<u64, Vec<(usize, u32)>>> {
         let Some(id) = validate_codec_of(codec) else {
-            return Ok(todo.iter().map(|&i| (i, validate_status::BAD_HEADER)).collect());
+            return Ok(Err(todo.iter().map(|&i| (i, validate_status::BAD_HEADER)).collect()));
         };
         if todo.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Err(Vec::new()));
         }
         let v: Vec<ValidateItem> = todo
             .iter()
@@ -391,7 +412,31 @@ impl DeviceExecutor<'_> {
             .collect();
         // One warp per body, VALIDATE_WARPS bodies a block.
         let launch = ((v.len() as u32).div_ceil(VALIDATE_WARPS), 32 * VALIDATE_WARPS);
-        self.run_body_kernel("gp_validate_compressed", launch, &v, todo, |b| b.status)
+        self.launch_body_kernel("gp_validate_compressed", launch, &v).map(Ok)
+    }
+
+    /// Launches `gp_snappy_literals` over `items[todo]` (Snappy bodies, each under 2 GiB): the items'
+    /// address, for [`Self::body_statuses`]; `None` for no body.
+    fn literals_launch(&mut self, items: &[Decompress], todo: &[usize]) -> Result<Option<u64>> {
+        if todo.is_empty() {
+            return Ok(None);
+        }
+        let mut v = unsnap_items(items, todo);
+        let Some(grid) = snappy_literals::plan(&mut v) else {
+            // Past a grid's blocks (some 140 TB of output): the other decoders take them all.
+            return Ok(None);
+        };
+        self.launch_body_kernel("gp_snappy_literals", (grid, snappy_literals::THREADS), &v)
+            .map(Some)
+    }
+
+    /// The bodies of `todo` that [`Self::literals_launch`] (`launched`) copied.
+    fn literals_copied(&mut self, launched: Option<u64>, todo: &[usize]) -> Result<Vec<usize>> {
+        let Some(addr) = launched else {
+            return Ok(Vec::new());
+        };
+        let refused = self.body_statuses::<UnsnapItem>(addr, todo, |b| b.status)?;
+        Ok(passing(todo, &refused))
     }
 
     /// Runs `gp_unsnap` over `items[todo]` (Snappy bodies, each under 2 GiB); the indices that failed,
@@ -400,17 +445,7 @@ impl DeviceExecutor<'_> {
         if todo.is_empty() {
             return Ok(Vec::new());
         }
-        let v: Vec<UnsnapItem> = todo
-            .iter()
-            .map(|&i| UnsnapItem {
-                src: items[i].src,
-                src_len: items[i].src_len as u64,
-                dst: items[i].dst,
-                dst_len: items[i].dst_len as u64,
-                status: u32::MAX,
-                reserved: 0,
-            })
-            .collect();
+        let v = unsnap_items(items, todo);
         // One block of 128 threads per body (the kernel traps on another size).
         self.run_body_kernel("gp_unsnap", (v.len() as u32, 128), &v, todo, |b| b.status)
     }
@@ -528,15 +563,33 @@ impl DeviceExecutor<'_> {
     fn run_body_kernel<T: Pod>(
         &mut self,
         kernel: &str,
-        (grid, block): (u32, u32),
+        launch: (u32, u32),
         items: &[T],
         todo: &[usize],
         status: impl Fn(&T) -> u32,
     ) -> Result<Vec<(usize, u32)>> {
+        let addr = self.launch_body_kernel(kernel, launch, items)?;
+        self.body_statuses(addr, todo, status)
+    }
+
+    /// Uploads `items` and launches `kernel(items, n)` on `grid` blocks of `block` threads: the items'
+    /// address, for [`Self::body_statuses`].
+    fn launch_body_kernel<T: Pod>(&mut self, kernel: &str, (grid, block): (u32, u32), items: &[T]) -> Result<u64> {
         let addr = self.upload(items)?;
         let n = items.len() as u32;
         self.launch_raw(kernel, grid, block, &[Arg::U64(addr), Arg::U32(n)])?;
-        let back: Vec<T> = self.read(addr, items.len())?;
+        Ok(addr)
+    }
+
+    /// Reads back the items of [`Self::launch_body_kernel`] at `addr`, one per index of `todo`, and
+    /// frees them: the indices whose status is not OK, with it.
+    fn body_statuses<T: Pod>(
+        &mut self,
+        addr: u64,
+        todo: &[usize],
+        status: impl Fn(&T) -> u32,
+    ) -> Result<Vec<(usize, u32)>> {
+        let back: Vec<T> = self.read(addr, todo.len())?;
         self.free(addr);
         Ok(todo
             .iter()
@@ -712,12 +765,9 @@ impl Executor for DeviceExecutor<'_> {
     fn launch(&mut self, kernel: Kernel) -> Result<()> {
         use Arg::*;
         match kernel {
-            Kernel::PageHeaders { chunks, n, pages } => self.launch_raw(
-                "gp_page_headers",
-                n,
-                32,
-                &[U64(chunks), U32(n), U64(pages)],
-            ),
+            Kernel::PageHeaders { chunks, n, pages } => {
+                self.launch_raw("gp_page_headers", n, 32, &[U64(chunks), U32(n), U64(pages)])
+            }
             Kernel::DictByteArrayIndex { dicts, n } => {
                 self.launch_raw("gp_dict_byte_array_index", n, PAGE_BLOCK, &[U64(dicts), U32(n)])
             }
@@ -830,23 +880,29 @@ impl Executor for DeviceExecutor<'_> {
                 wide = Some((self.wide_unsnap_start(items, &todo)?, todo));
             }
         }
+        let wide_ran = wide.is_some();
         // The bodies left to the other GPU decoders (or, past their limits, to the host).
         let open: Vec<usize> = (0..items.len())
             .filter(|&i| results[i].is_none() && !on_wide[i])
             .collect();
-        let wide_ran = wide.is_some();
-        let others = !open.is_empty();
-        let mut on = DecompressedOn::Gpu(match (wide_ran, others, own_snappy) {
-            (true, false, _) => "gp_wsnap",
-            (true, true, true) => "gp_wsnap + gp_unsnap",
-            (true, true, false) => "gp_wsnap + nvCOMP",
-            (false, _, true) => "gp_unsnap",
-            (false, _, false) => "nvCOMP",
-        });
+        // Snappy bodies of literals only are copied by `gp_snappy_literals`, launched first on the
+        // step's stream; which ones it took is read back with the next decoder's statuses.
+        let literal_todo: Vec<usize> = if codec == Compression::SNAPPY && crate::config::snappy_literals_copied() {
+            open.iter().copied().filter(|&i| offsets_fit_u31(&items[i])).collect()
+        } else {
+            Vec::new()
+        };
+        let mut literals = self.literals_launch(items, &literal_todo)?;
+        let mut copied: Vec<usize> = Vec::new();
         if own_snappy {
-            let mut todo: Vec<usize> = open.iter().copied().filter(|&i| offsets_fit_u31(&items[i])).collect();
+            copied = self.literals_copied(literals.take(), &literal_todo)?;
+            for &i in &copied {
+                results[i] = Some(Ok(items[i].dst_len));
+            }
+            let left: Vec<usize> = open.iter().copied().filter(|&i| results[i].is_none()).collect();
+            let mut todo: Vec<usize> = left.iter().copied().filter(|&i| offsets_fit_u31(&items[i])).collect();
             longest_first(&mut todo, items);
-            if todo.len() < open.len() {
+            if todo.len() < left.len() {
                 host_why.push("pages of 2 GiB or more".into());
             }
             let failed = self.unsnap(items, &todo)?;
@@ -863,16 +919,32 @@ impl Executor for DeviceExecutor<'_> {
                 .filter(|&i| items[i].dst_len as u64 <= c.max_chunk_len())
                 .collect();
             longest_first(&mut todo, items);
-            if todo.len() < open.len() {
+            // Every body is checked on the GPU before nvCOMP sees it; one that fails goes to the host
+            // decompressor, which is safe on any input and has the last word. The check is launched
+            // behind the literal copier, over every body (those of literals only pass it at once), and
+            // both are read back together.
+            let checked = if self.precheck {
+                Some(self.validate_launch(codec, items, &todo)?)
+            } else {
+                None
+            };
+            copied = self.literals_copied(literals.take(), &literal_todo)?;
+            for &i in &copied {
+                results[i] = Some(Ok(items[i].dst_len));
+            }
+            let mut failed = match checked {
+                Some(Ok(addr)) => self.body_statuses::<ValidateItem>(addr, &todo, |b| b.status)?,
+                Some(Err(failed)) => failed,
+                None => Vec::new(),
+            };
+            failed.retain(|&(i, _)| results[i].is_none());
+            todo.retain(|&i| results[i].is_none());
+            if open
+                .iter()
+                .any(|&i| results[i].is_none() && items[i].dst_len as u64 > c.max_chunk_len())
+            {
                 host_why.push(format!("pages over nvCOMP's {c} limit"));
             }
-            // Every body is checked on the GPU before nvCOMP sees it; one that fails goes to the host
-            // decompressor, which is safe on any input and has the last word.
-            let failed = if self.precheck {
-                self.validate(codec, items, &todo)?
-            } else {
-                Vec::new()
-            };
             if !failed.is_empty() {
                 host_why.push(self.describe_failures(codec, items, &failed, "failed the pre-check before nvCOMP")?);
                 todo = passing(&todo, &failed);
@@ -908,6 +980,27 @@ impl Executor for DeviceExecutor<'_> {
                 results[i] = Some(Ok(items[i].dst_len));
             }
         }
+        if literals.is_some() {
+            // Neither one-warp decoder ran (nvCOMP asked for and not loaded): the copies still count.
+            copied = self.literals_copied(literals.take(), &literal_todo)?;
+            for &i in &copied {
+                results[i] = Some(Ok(items[i].dst_len));
+            }
+        }
+        // What took the bodies on the GPU: every decoder that took one (the one-warp decoder where none
+        // did, as the report said before any body was decompressed).
+        let mut by: Vec<&str> = Vec::new();
+        if !copied.is_empty() {
+            by.push("gp_snappy_literals");
+        }
+        if wide_ran {
+            by.push("gp_wsnap");
+        }
+        // (`copied` is a part of `open`.)
+        if by.is_empty() || open.len() > copied.len() {
+            by.push(if own_snappy { "gp_unsnap" } else { "nvCOMP" });
+        }
+        let mut on = DecompressedOn::Gpu(by.join(" + "));
         // The rest on the host: compressed bodies copied back, decompressed on all cores, uploaded.
         let host: Vec<usize> = (0..items.len()).filter(|&i| results[i].is_none()).collect();
         if !host.is_empty() {

@@ -227,7 +227,35 @@ pub struct ValidateItem {
 /// body the kernel does not reach keeps the status the host gave it, so a mismatch fails closed.
 pub const VALIDATE_WARPS: u32 = 4;
 
-/// One Snappy page body for `gp_unsnap`: in and out.
+/// Launch geometry of `gp_snappy_literals` (`kernels/snappy.cu`), which copies Snappy bodies of
+/// literals only, taking [`UnsnapItem`]s.
+pub mod snappy_literals {
+    /// Threads of a block (the kernel traps on another size).
+    pub const THREADS: u32 = 256;
+    /// Literals a body may hold at most (a 64 KiB literal per Snappy block: 4 MiB pages).
+    pub const MAX: u32 = 64;
+    /// Output bytes per block (a body's last block takes fewer).
+    pub const SLICE_BYTES: u64 = 64 << 10;
+
+    /// Blocks a body declaring `dst_len` bytes gets: one per [`SLICE_BYTES`], one at least (a body
+    /// of something else must be walked to be refused).
+    pub fn blocks(dst_len: u64) -> u64 {
+        dst_len.div_ceil(SLICE_BYTES).max(1)
+    }
+
+    /// Gives each item its first block, one body's blocks after another's: the grid's size, or `None`
+    /// past what a grid holds (2^31 - 1 blocks).
+    pub fn plan(items: &mut [super::UnsnapItem]) -> Option<u32> {
+        let mut next = 0u64;
+        for it in items.iter_mut() {
+            it.block0 = u32::try_from(next).ok()?;
+            next += blocks(it.dst_len);
+        }
+        u32::try_from(next).ok().filter(|&g| g <= i32::MAX as u32)
+    }
+}
+
+/// One Snappy page body for `gp_unsnap` (or `gp_snappy_literals`): in and out.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct UnsnapItem {
@@ -242,8 +270,8 @@ pub struct UnsnapItem {
     /// Out: 0 when the body decompressed to exactly `dst_len` bytes, else a [`validate_status`] code
     /// (the pre-check's on the same body).
     pub status: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// `gp_snappy_literals`: the item's first block ([`snappy_literals::plan`]); `gp_unsnap`: unused.
+    pub block0: u32,
 }
 
 /// One Snappy page body for the wide decoder (`kernels/snappy_wide.cu`): in, scratch and out. The
@@ -416,6 +444,9 @@ pub mod validate_status {
     /// The wide Snappy decoder only: match bytes left unresolved after its jump rounds (a bug, never
     /// seen; the host decompresses the page).
     pub const UNRESOLVED: u32 = 7;
+    /// `gp_snappy_literals` only: the body holds a match, or more literals than it takes
+    /// ([`super::snappy_literals::MAX`]); the other Snappy decoders take it.
+    pub const NOT_LITERALS: u32 = 8;
 
     /// What a status means.
     pub fn describe(status: u32) -> &'static str {
@@ -427,6 +458,7 @@ pub mod validate_status {
             BAD_HEADER => "not a valid header for this codec",
             TOO_LARGE => "2 GiB or more, beyond the GPU Snappy decoder's sizes",
             UNRESOLVED => "match bytes left unresolved by the wide GPU Snappy decoder",
+            NOT_LITERALS => "not a body of literals only",
             _ => "unknown validation status",
         }
     }
@@ -574,6 +606,31 @@ pub mod physical {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body gets a block per 64 KiB of output, one at least, each body's after the one before.
+    #[test]
+    fn literal_copier_blocks_follow_one_another() {
+        let mut items: Vec<UnsnapItem> = [0u64, 1, 65_536, 65_537, 1 << 20]
+            .iter()
+            .map(|&dst_len| UnsnapItem {
+                dst_len,
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(snappy_literals::plan(&mut items), Some(1 + 1 + 1 + 2 + 16));
+        let firsts: Vec<u32> = items.iter().map(|it| it.block0).collect();
+        assert_eq!(firsts, [0, 1, 2, 3, 5]);
+        assert_eq!(snappy_literals::plan(&mut []), Some(0));
+        // Past a grid's 2^31 - 1 blocks: no plan.
+        let mut huge = vec![
+            UnsnapItem {
+                dst_len: 1 << 47,
+                ..Default::default()
+            };
+            2
+        ];
+        assert_eq!(snappy_literals::plan(&mut huge), None);
+    }
 
     #[test]
     fn layout_sizes() {

@@ -289,6 +289,16 @@ pub(crate) fn run_validate_emulated(items: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
 /// threads each, every body at the end of its allocation and every output an allocation of exactly the
 /// declared size: each status and output buffer (0xab where nothing was written).
 pub(crate) fn run_unsnap_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
+    run_body_decoder_emulated("unsnap", items)
+}
+
+/// `gp_snappy_literals` run in the emulation as [`run_unsnap_emulated`] runs `gp_unsnap` (its grid:
+/// `snappy_literals::plan`'s blocks of `snappy_literals::THREADS` threads).
+pub(crate) fn run_literals_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
+    run_body_decoder_emulated("literals", items)
+}
+
+fn run_body_decoder_emulated(mode: &str, items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
     let bin = driver().expect("emulation available");
     let mut input = b"GPUNS1".to_vec();
     put_u32(&mut input, items.len() as u32);
@@ -297,7 +307,7 @@ pub(crate) fn run_unsnap_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>
         put_u64(&mut input, body.len() as u64);
         input.extend_from_slice(body);
     }
-    let output = run_driver(&bin, &["unsnap"], &input);
+    let output = run_driver(&bin, &[mode], &input);
     let mut at = 0usize;
     let mut back = Vec::with_capacity(items.len());
     for (dst_len, _) in items {

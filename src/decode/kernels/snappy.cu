@@ -38,7 +38,7 @@ struct UnsnapItem {
     u64 dst;
     u64 dst_len;
     u32 status;
-    u32 reserved;
+    u32 block0;  // gp_snappy_literals: the item's first block; gp_unsnap: unused
 };
 static_assert(sizeof(UnsnapItem) == 40, "UnsnapItem must match layout.rs");
 
@@ -319,4 +319,104 @@ extern "C" __global__ void __launch_bounds__(UNSNAP_THREADS) gp_unsnap(UnsnapIte
     const UnsnapItem it = items[i];
     const u32 st = unsnap_block((const u8*)it.src, it.src_len, (u8*)it.dst, it.dst_len);
     if (threadIdx.x == 0) items[i].status = st;
+}
+
+// ---- Bodies of literals only ----
+// A Snappy body whose elements are all literals is a copy: what a Snappy compressor writes for bytes it
+// cannot compress (random doubles, bit-packed dictionary indices), a literal per 64 KiB block. nvCOMP's
+// kernel copies such a body with one warp, at about 340 MB/s on the H200: a step of the snappy
+// benchmark file's 1 MB dictionary pages of random doubles took it 3.1 ms. Here a body gets a block
+// per SNAPPY_LITERALS_SLICE bytes of output (one at least; items[i].block0 is its first, the blocks of
+// one body after another's, layout.rs snappy_literals::plan): each block walks the body's elements
+// (SNAPPY_LITERALS_MAX at most, each checked inside the input and the declared size), then copies its
+// slice of the output. Any other body (one with a match, with more literals, or that the walk refuses)
+// gets a status other than 0 and has no byte written: the other decoders take it. status 0: the output
+// is the stream's bytes. Twin: reference/unsnap.rs (literals_one). Block SNAPPY_LITERALS_THREADS
+// (another size traps).
+
+#define SNAPPY_LITERALS_THREADS 256u
+#define SNAPPY_LITERALS_MAX 64u
+#define SNAPPY_LITERALS_SLICE 65536u
+// The body holds a match, or more than SNAPPY_LITERALS_MAX literals.
+#define VALIDATE_NOT_LITERALS 8u
+
+// Blocks of a body declaring `dst_len` bytes (snappy_literals::blocks).
+__host__ __device__ inline u64 snappy_literals_blocks(u64 dst_len) {
+    const u64 b = (dst_len + SNAPPY_LITERALS_SLICE - 1) / SNAPPY_LITERALS_SLICE;
+    return b ? b : 1;
+}
+
+// Walks a body of literals only: each literal's first input byte (from) and output byte (at), *count of
+// them, and the status.
+__device__ inline u32 snappy_literals_walk(const u8* s, u64 n, u64 want, u32* from, u32* at, u32* count) {
+    *count = 0;
+    if (n >= (1ull << 31) || want >= (1ull << 31)) return VALIDATE_TOO_LARGE;
+    u64 p = 0, total = 0;
+    if (!read_uleb128(s, &p, n, &total)) return VALIDATE_TRUNCATED;
+    if (total != want) return VALIDATE_WRONG_SIZE;
+    u64 out = 0;
+    u32 k = 0;
+    while (p < n) {
+        const u32 tag = s[p++];
+        if ((tag & 3u) != 0 || k == SNAPPY_LITERALS_MAX) return VALIDATE_NOT_LITERALS;
+        const u32 high = tag >> 2;
+        u64 len = (u64)high + 1;
+        if (high >= 60) {
+            const u32 extra = high - 59;
+            if (extra > n - p) return VALIDATE_TRUNCATED;
+            u64 v = 0;
+            for (u32 j = 0; j < extra; j++) v |= (u64)s[p + j] << (8 * j);
+            p += extra;
+            len = v + 1;
+        }
+        if (len > n - p) return VALIDATE_TRUNCATED;
+        if (len > want - out) return VALIDATE_WRONG_SIZE;
+        from[k] = (u32)p;
+        at[k] = (u32)out;
+        k++;
+        p += len;
+        out += len;
+    }
+    *count = k;
+    return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
+}
+
+extern "C" __global__ void __launch_bounds__(SNAPPY_LITERALS_THREADS) gp_snappy_literals(UnsnapItem* items, u32 n) {
+    if (blockDim.x != SNAPPY_LITERALS_THREADS) __trap();
+    __shared__ u32 from[SNAPPY_LITERALS_MAX], at[SNAPPY_LITERALS_MAX];
+    __shared__ u32 count, status;
+    if (n == 0) return;
+    // The body whose blocks include this one: the last whose first block is at most this one (every
+    // thread searches, the same loads for all).
+    u32 body = 0, hi = n;
+    while (hi - body > 1) {
+        const u32 mid = (body + hi) / 2;
+        if (items[mid].block0 <= blockIdx.x) body = mid;
+        else hi = mid;
+    }
+    const u32 first = items[body].block0, next = body + 1 < n ? items[body + 1].block0 : gridDim.x;
+    // A block outside its body's blocks (the host's plan gives none) does nothing.
+    if (blockIdx.x < first || blockIdx.x >= next) return;
+    const u32 slice = blockIdx.x - first, slices = next - first;
+    // The fields read one by one: the body's first block writes the status.
+    const u8* s = (const u8*)items[body].src;
+    const u64 src_len = items[body].src_len, want = items[body].dst_len;
+    u8* d = (u8*)items[body].dst;
+    if (threadIdx.x == 0) {
+        u32 k = 0;
+        status = snappy_literals_walk(s, src_len, want, from, at, &k);
+        count = k;
+    }
+    __syncthreads();
+    if (status == VALIDATE_OK) {
+        // This block's slice of the output: equal parts, multiples of 16 bytes (the last one shorter).
+        const u64 per = ((want + slices - 1) / slices + 15) & ~15ull;
+        const u64 lo = min(per * slice, want), hi_out = min(lo + per, want);
+        for (u32 k = 0; k < count; k++) {
+            const u64 end = k + 1 < count ? (u64)at[k + 1] : want;
+            const u64 a = max((u64)at[k], lo), b = min(end, hi_out);
+            if (a < b) gpcore::coop_copy(d + a, s + from[k] + (a - at[k]), b - a, threadIdx.x, SNAPPY_LITERALS_THREADS);
+        }
+    }
+    if (slice == 0 && threadIdx.x == 0) items[body].status = status;
 }

@@ -2,7 +2,7 @@
 //! safe on any input. Its status is the pre-check's ([`super::validate::validate_one`]) on the same
 //! body; a body that passes decompresses to what the `snap` crate gives.
 
-use crate::decode::layout::{validate_codec, validate_status as st};
+use crate::decode::layout::{snappy_literals, validate_codec, validate_status as st};
 
 /// `gp_unsnap`'s status and, when it is 0, its output, for one body declaring `dst_len` bytes.
 pub fn unsnap_one(body: &[u8], dst_len: u64) -> (u32, Option<Vec<u8>>) {
@@ -22,6 +22,131 @@ pub fn unsnap_one(body: &[u8], dst_len: u64) -> (u32, Option<Vec<u8>>) {
         ),
         Err(e) => panic!("a Snappy stream that passed the walk failed to decode: {e}"),
     }
+}
+
+/// `gp_snappy_literals`' status and, when it is 0, its output, for one body declaring `dst_len` bytes:
+/// a body of at most [`snappy_literals::MAX`] literals and no match, inside its input and of exactly
+/// the declared size, is its literals' bytes; any other body is refused (the first failure of the walk).
+pub fn literals_one(body: &[u8], dst_len: u64) -> (u32, Option<Vec<u8>>) {
+    if body.len() as u64 >= 1 << 31 || dst_len >= 1 << 31 {
+        return (st::TOO_LARGE, None);
+    }
+    let n = body.len();
+    let mut p = 0usize;
+    let Some(total) = crate::decode::reference::core::read_uleb128(body, &mut p) else {
+        return (st::TRUNCATED, None);
+    };
+    if total != dst_len {
+        return (st::WRONG_SIZE, None);
+    }
+    let mut out = Vec::with_capacity(dst_len as usize);
+    let mut literals = 0u32;
+    while p < n {
+        let tag = body[p];
+        p += 1;
+        if tag & 3 != 0 || literals == snappy_literals::MAX {
+            return (st::NOT_LITERALS, None);
+        }
+        let high = usize::from(tag >> 2);
+        let mut len = high as u64 + 1;
+        if high >= 60 {
+            let extra = high - 59;
+            if extra > n - p {
+                return (st::TRUNCATED, None);
+            }
+            len = (0..extra).fold(0u64, |v, j| v | (u64::from(body[p + j]) << (8 * j))) + 1;
+            p += extra;
+        }
+        if len > (n - p) as u64 {
+            return (st::TRUNCATED, None);
+        }
+        if len > dst_len - out.len() as u64 {
+            return (st::WRONG_SIZE, None);
+        }
+        out.extend_from_slice(&body[p..p + len as usize]);
+        literals += 1;
+        p += len as usize;
+    }
+    if out.len() as u64 != dst_len {
+        return (st::WRONG_SIZE, None);
+    }
+    (st::OK, Some(out))
+}
+
+/// Bodies for `gp_snappy_literals` beyond [`kernel_cases`] (the emulation and the GPU tests): stored
+/// streams of `big` bytes or so as a Snappy compressor writes them (a literal per 64 KiB block),
+/// literals of every length encoding (1-60 bytes in the tag, then 1 to 4 length bytes), 64 and 65
+/// literals, a match after literals; whole, declaring another size, cut, and with bytes changed.
+#[cfg(any(test, feature = "conformance"))]
+pub fn literal_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
+    let mut next = super::xorshift(0x6a09_e667_f3bc_c909u64);
+    let literal = |tag_len: &mut Vec<u8>, bytes: &[u8]| {
+        let m = bytes.len() as u64 - 1;
+        if m < 60 {
+            tag_len.push((m as u8) << 2);
+        } else {
+            let extra = (1..=4).find(|&k| m < 1u64 << (8 * k)).expect("under 2^32 bytes");
+            tag_len.push(((59 + extra) as u8) << 2);
+            tag_len.extend_from_slice(&m.to_le_bytes()[..extra as usize]);
+        }
+        tag_len.extend_from_slice(bytes);
+    };
+    let stream = |parts: &[Vec<u8>], extra: &[u8]| {
+        let total: usize = parts.iter().map(Vec::len).sum();
+        let mut s = Vec::new();
+        let mut t = total as u64;
+        loop {
+            let b = (t & 0x7f) as u8;
+            t >>= 7;
+            if t == 0 {
+                s.push(b);
+                break;
+            }
+            s.push(b | 0x80);
+        }
+        for part in parts {
+            literal(&mut s, part);
+        }
+        s.extend_from_slice(extra);
+        (total as u64, s)
+    };
+    let random = |n: usize, next: &mut dyn FnMut() -> u64| (0..n).map(|_| next() as u8).collect::<Vec<u8>>();
+    let mut shapes: Vec<Vec<Vec<u8>>> = Vec::new();
+    // Random doubles through the `snap` crate: stored, a literal per 64 KiB block.
+    shapes.push(vec![random(big, &mut next)]);
+    // Every length encoding, and lengths around their edges.
+    for len in [1usize, 2, 59, 60, 61, 255, 256, 257, 65_535, 65_536, 65_537, 70_000] {
+        shapes.push(vec![random(len, &mut next), random(1 + len % 7, &mut next)]);
+    }
+    // 64 literals (the most taken), then 65.
+    shapes.push((0..64).map(|i| random(1 + i * 37, &mut next)).collect());
+    shapes.push((0..65).map(|i| random(1 + i * 37, &mut next)).collect());
+    let mut cases = Vec::new();
+    let data = random(big, &mut next);
+    let sn = snap::raw::Encoder::new().compress_vec(&data).expect("compress");
+    cases.push((data.len() as u64, sn));
+    for (k, parts) in shapes.iter().enumerate() {
+        let (total, s) = stream(parts, &[]);
+        cases.push((total, s.clone()));
+        cases.push((total + 1, s.clone()));
+        cases.push((total - 1, s.clone()));
+        cases.push((total, s[..next() as usize % s.len()].to_vec()));
+        let mut f = s.clone();
+        let at = next() as usize % f.len();
+        f[at] ^= 1 << (next() % 8);
+        cases.push((total, f));
+        if k % 3 == 0 {
+            // A match after the literals: a 4-byte copy of offset 1.
+            let (total, s) = stream(parts, &[0x01, 0x01]);
+            cases.push((total + 4, s));
+        }
+        // The length bytes of a long literal cut off at the end of the input.
+        let mut cut = stream(&[], &[]).1;
+        cut.push(62 << 2);
+        cut.push(0x10);
+        cases.push((0, cut));
+    }
+    cases
 }
 
 /// Bodies for `gp_unsnap` (the emulation and the GPU tests): the pre-check's Snappy cases, and pages
@@ -225,6 +350,86 @@ mod tests {
             }
         }
         assert!(passed > 50, "{passed} of {} passed", cases.len());
+    }
+
+    /// What the literal copier takes: the stored streams of [`literal_cases`] and the `snap` crate's
+    /// incompressible ones, as their bytes; streams with a match, too many literals, or any fault, none.
+    #[test]
+    fn the_literal_reference_takes_stored_streams_only() {
+        let mut cases = literal_cases(200_000);
+        cases.extend(kernel_cases(20_000));
+        let (mut taken, mut refused) = (0, 0);
+        for (i, (want, body)) in cases.iter().enumerate() {
+            let (status, out) = literals_one(body, *want);
+            assert_eq!(status == st::OK, out.is_some(), "case {i}");
+            if let Some(out) = out {
+                taken += 1;
+                // Every stream taken is a valid one, and decodes to the same bytes.
+                assert_eq!(unsnap_one(body, *want).1.as_ref(), Some(&out), "case {i}");
+            } else {
+                refused += 1;
+                let elements = super::super::validate::validate_one(validate_codec::SNAPPY, body, *want);
+                // A valid stream refused holds a match, or more than 64 literals.
+                if elements == st::OK {
+                    assert_eq!(status, st::NOT_LITERALS, "case {i}");
+                }
+            }
+        }
+        assert!(taken >= 14 && refused > 50, "{taken} taken, {refused} refused");
+        // The random bytes compressed by `snap`: literals only, one per 64 KiB block.
+        let random = &literal_cases(200_000)[0];
+        assert_eq!(literals_one(&random.1, random.0).0, st::OK);
+        // The 65 literals, whole: refused for their number alone.
+        let (want, many) = stream_of_literals(65);
+        assert_eq!(literals_one(&many, want).0, st::NOT_LITERALS);
+        let (want, most) = stream_of_literals(64);
+        assert_eq!(literals_one(&most, want).0, st::OK);
+    }
+
+    /// `n` literals of 3 bytes each, as a stream.
+    fn stream_of_literals(n: usize) -> (u64, Vec<u8>) {
+        let want = 3 * n as u64;
+        assert!(want < 1 << 14);
+        let mut s = vec![(want & 0x7f) as u8 | 0x80, (want >> 7) as u8];
+        for i in 0..n {
+            s.extend([2 << 2, i as u8, 1, 2]);
+        }
+        (want, s)
+    }
+
+    /// The literal copier (`gp_snappy_literals`), on the CPU emulation (ASan: no read or write outside
+    /// the body or the declared output), gives the reference's status on every body, and the reference's
+    /// bytes where it takes one.
+    #[test]
+    fn the_literal_copier_matches_the_reference_on_every_body() {
+        if let Err(why) = crate::decode::kernels::emu::available() {
+            crate::test_skip(&why);
+            return;
+        }
+        let mut cases = literal_cases(150_000);
+        cases.extend(kernel_cases(30_000));
+        let got = crate::decode::kernels::emu::run_literals_emulated(&cases);
+        let mut taken = 0;
+        for (i, ((want, body), (status, out))) in cases.iter().zip(got).enumerate() {
+            let (expected, bytes) = literals_one(body, *want);
+            assert_eq!(status, expected, "case {i}: {} bytes declaring {want}", body.len());
+            match bytes {
+                Some(bytes) => {
+                    taken += 1;
+                    let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
+                    assert!(
+                        first_diff.is_none(),
+                        "case {i}: first wrong byte {first_diff:?} of {want}"
+                    );
+                }
+                // Nothing written to a body refused.
+                None => assert!(
+                    out.iter().all(|&b| b == 0xab),
+                    "case {i}: bytes written to a refused body"
+                ),
+            }
+        }
+        assert!(taken >= 14, "{taken} of {} taken", cases.len());
     }
 
     /// The wide decoder (`snappy_wide.cu`), on the CPU emulation (ASan: no read or write outside the

@@ -1,7 +1,7 @@
 // Runs the core decode pipeline on the CPU emulation (cuda_emu.h) over a step dumped by the
 // `kernels::emu` tests, exactly as an orchestrator would launch it, and dumps the result back.
 //
-// Usage: driver IN OUT, driver validate IN OUT, or driver unsnap IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
+// Usage: driver IN OUT, driver validate IN OUT, driver unsnap IN OUT, or driver literals IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
 // Formats (little endian), addresses being the Rust arena's fake ones:
 //   IN:  "GPEMU1" u32 nregions {u64 addr, u64 len, bytes} u32 npages PageDesc[] u32 ncols ColumnDesc[]
 //        u32 ndicts DictDesc[] (str_src buffers hold addresses too, and are translated like descriptors)
@@ -15,6 +15,7 @@
 //   unsnap IN:    "GPUNS1" u32 n {u64 declared uncompressed size, u64 len, bytes}
 //   unsnap OUT:   per item u32 status, then the output buffer (declared size; 0xab where not
 //                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
+//   literals IN, OUT: as unsnap's, for gp_snappy_literals (blocks as snappy_literals::plan gives them)
 //   wsnap IN:     "GPWS01" u32 n, u32 seg_blocks, u32 byte_blocks, u32 rounds, then per item {u64
 //                 declared size, u32 seg_block0, u32 byte_block0, u64 table, segs, ptr, kind (scratch
 //                 sizes), u64 len, bytes} (layout.rs, wsnap::plan)
@@ -213,9 +214,10 @@ int validate_main(const char* in_path, const char* out_path) {
     return 0;
 }
 
-// gp_unsnap over items read from `in_path`: each body at the end of an allocation, each output an
-// allocation of exactly its declared size (so ASan sees a read or write past either).
-int unsnap_main(const char* in_path, const char* out_path) {
+// gp_unsnap (or, `literals`, gp_snappy_literals) over items read from `in_path`: each body at the end
+// of an allocation, each output an allocation of exactly its declared size (so ASan sees a read or
+// write past either).
+int unsnap_main(const char* in_path, const char* out_path, bool literals) {
     uint32_t n = 0;
     FILE* in = open_items(in_path, "GPUNS1", &n);
     if (!in) return 2;
@@ -233,7 +235,17 @@ int unsnap_main(const char* in_path, const char* out_path) {
         items[i].status = ~0u;
     }
     std::fclose(in);
-    if (n) emu::launch(gp_unsnap, n, UNSNAP_THREADS, items.data(), n);
+    if (n && literals) {
+        // The host's plan (layout.rs snappy_literals::plan): one body's blocks after another's.
+        u64 blocks = 0;
+        for (auto& it : items) {
+            it.block0 = (u32)blocks;
+            blocks += snappy_literals_blocks(it.dst_len);
+        }
+        emu::launch(gp_snappy_literals, (u32)blocks, SNAPPY_LITERALS_THREADS, items.data(), n);
+    } else if (n) {
+        emu::launch(gp_unsnap, n, UNSNAP_THREADS, items.data(), n);
+    }
     FILE* out = std::fopen(out_path, "wb");
     if (!out) return 2;
     for (uint32_t i = 0; i < n; i++) {
@@ -310,7 +322,8 @@ int wsnap_main(const char* in_path, const char* out_path) {
 int main(int argc, char** argv) {
     if (argc == 4 && std::string(argv[1]) == "wsnap") return wsnap_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
-    if (argc == 4 && std::string(argv[1]) == "unsnap") return unsnap_main(argv[2], argv[3]);
+    if (argc == 4 && std::string(argv[1]) == "unsnap") return unsnap_main(argv[2], argv[3], false);
+    if (argc == 4 && std::string(argv[1]) == "literals") return unsnap_main(argv[2], argv[3], true);
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;
