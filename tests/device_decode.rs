@@ -247,9 +247,6 @@ fn literal_copier_equals_the_reference_on_the_device() {
     assert!(taken >= 14, "{taken} taken");
 }
 
-/// A Snappy body decoder's host reference: its status and, when it takes the body, its bytes.
-type BodyReference = fn(&[u8], u64) -> (u32, Option<Vec<u8>>);
-
 /// Runs `kernel` (over `UnsnapItem`s, on the grid and block `plan` gives, having laid out the items) on
 /// `cases`, and asserts each status equals `reference`'s, each output its bytes where it gives them,
 /// and untouched (zero) where it does not. Returns how many bodies passed.
@@ -257,9 +254,10 @@ fn body_decoder_equals_the_reference(
     kernel: &str,
     plan: impl Fn(&mut [gpu_parquet::decode::layout::UnsnapItem]) -> (u32, u32),
     cases: &[(u64, Vec<u8>)],
-    reference: BodyReference,
+    reference: gpu_parquet::decode::reference::unsnap::BodyReference,
 ) -> usize {
     use gpu_parquet::decode::layout::UnsnapItem;
+    use gpu_parquet::decode::reference::unsnap::assert_output_equals;
     let Some(ctx) = gpu() else { return usize::MAX };
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "body_check", None).expect("kernels");
     let f = m.function(kernel).expect("kernel");
@@ -303,11 +301,7 @@ fn body_decoder_equals_the_reference(
         match bytes {
             Some(bytes) => {
                 passed += 1;
-                let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
-                assert!(
-                    first_diff.is_none(),
-                    "{kernel}, case {i}: first wrong byte {first_diff:?} of {want}"
-                );
+                assert_output_equals(i, *want, &bytes, &out);
             }
             None if kernel == "gp_snappy_literals" => {
                 assert!(

@@ -24,6 +24,21 @@ pub fn unsnap_one(body: &[u8], dst_len: u64) -> (u32, Option<Vec<u8>>) {
     }
 }
 
+/// A Snappy body decoder's host reference: its status and, when it takes the body, its bytes
+/// ([`unsnap_one`], [`literals_one`]).
+pub type BodyReference = fn(&[u8], u64) -> (u32, Option<Vec<u8>>);
+
+/// Asserts that a decoder's output `out` for case `case` (declaring `want` bytes) is `expected`,
+/// naming the first wrong byte.
+#[cfg(any(test, feature = "conformance"))]
+pub fn assert_output_equals(case: usize, want: u64, expected: &[u8], out: &[u8]) {
+    let first_diff = expected.iter().zip(out).position(|(a, b)| a != b);
+    assert!(
+        first_diff.is_none(),
+        "case {case}: first wrong byte {first_diff:?} of {want}"
+    );
+}
+
 /// `gp_snappy_literals`' status and, when it is 0, its output, for one body declaring `dst_len` bytes:
 /// a body of at most [`snappy_literals::MAX`] literals and no match, inside its input and of exactly
 /// the declared size, is its literals' bytes; any other body is refused (the first failure of the walk).
@@ -336,20 +351,36 @@ mod tests {
         }
         let cases = kernel_cases(60_000);
         let got = crate::decode::kernels::emu::run_unsnap_emulated(&cases);
+        let passed = assert_emulated_equals(&cases, got, unsnap_one, false);
+        assert!(passed > 50, "{passed} of {} passed", cases.len());
+    }
+
+    /// Asserts that an emulated decoder's `got` (status, output) gives `reference`'s status on every
+    /// body of `cases`, its bytes where it gives them, and (with `untouched`) no byte written where it
+    /// does not (the emulation fills outputs with 0xab). Returns how many bodies passed.
+    fn assert_emulated_equals(
+        cases: &[(u64, Vec<u8>)],
+        got: Vec<(u32, Vec<u8>)>,
+        reference: BodyReference,
+        untouched: bool,
+    ) -> usize {
         let mut passed = 0;
         for (i, ((want, body), (status, out))) in cases.iter().zip(got).enumerate() {
-            let (expected, bytes) = unsnap_one(body, *want);
+            let (expected, bytes) = reference(body, *want);
             assert_eq!(status, expected, "case {i}: {} bytes declaring {want}", body.len());
-            if let Some(bytes) = bytes {
-                passed += 1;
-                let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
-                assert!(
-                    first_diff.is_none(),
-                    "case {i}: first wrong byte {first_diff:?} of {want}"
-                );
+            match bytes {
+                Some(bytes) => {
+                    passed += 1;
+                    assert_output_equals(i, *want, &bytes, &out);
+                }
+                None if untouched => assert!(
+                    out.iter().all(|&b| b == 0xab),
+                    "case {i}: bytes written to a refused body"
+                ),
+                None => {}
             }
         }
-        assert!(passed > 50, "{passed} of {} passed", cases.len());
+        passed
     }
 
     /// What the literal copier takes: the stored streams of [`literal_cases`] and the `snap` crate's
@@ -409,26 +440,7 @@ mod tests {
         let mut cases = literal_cases(150_000);
         cases.extend(kernel_cases(30_000));
         let got = crate::decode::kernels::emu::run_literals_emulated(&cases);
-        let mut taken = 0;
-        for (i, ((want, body), (status, out))) in cases.iter().zip(got).enumerate() {
-            let (expected, bytes) = literals_one(body, *want);
-            assert_eq!(status, expected, "case {i}: {} bytes declaring {want}", body.len());
-            match bytes {
-                Some(bytes) => {
-                    taken += 1;
-                    let first_diff = bytes.iter().zip(&out).position(|(a, b)| a != b);
-                    assert!(
-                        first_diff.is_none(),
-                        "case {i}: first wrong byte {first_diff:?} of {want}"
-                    );
-                }
-                // Nothing written to a body refused.
-                None => assert!(
-                    out.iter().all(|&b| b == 0xab),
-                    "case {i}: bytes written to a refused body"
-                ),
-            }
-        }
+        let taken = assert_emulated_equals(&cases, got, literals_one, true);
         assert!(taken >= 14, "{taken} of {} taken", cases.len());
     }
 
