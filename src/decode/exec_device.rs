@@ -430,13 +430,24 @@ impl DeviceExecutor<'_> {
             .map(Some)
     }
 
-    /// The bodies of `todo` that [`Self::literals_launch`] (`launched`) copied.
-    fn literals_copied(&mut self, launched: Option<u64>, todo: &[usize]) -> Result<Vec<usize>> {
-        let Some(addr) = launched else {
+    /// The bodies of `todo` that [`Self::literals_launch`] copied (`launched`, taken: read once),
+    /// each given its result.
+    fn literals_copied(
+        &mut self,
+        launched: &mut Option<u64>,
+        todo: &[usize],
+        items: &[Decompress],
+        results: &mut [Option<std::result::Result<usize, String>>],
+    ) -> Result<Vec<usize>> {
+        let Some(addr) = launched.take() else {
             return Ok(Vec::new());
         };
         let refused = self.body_statuses::<UnsnapItem>(addr, todo, |b| b.status)?;
-        Ok(passing(todo, &refused))
+        let copied = passing(todo, &refused);
+        for &i in &copied {
+            results[i] = Some(Ok(items[i].dst_len));
+        }
+        Ok(copied)
     }
 
     /// Runs `gp_unsnap` over `items[todo]` (Snappy bodies, each under 2 GiB); the indices that failed,
@@ -895,10 +906,7 @@ impl Executor for DeviceExecutor<'_> {
         let mut literals = self.literals_launch(items, &literal_todo)?;
         let mut copied: Vec<usize> = Vec::new();
         if own_snappy {
-            copied = self.literals_copied(literals.take(), &literal_todo)?;
-            for &i in &copied {
-                results[i] = Some(Ok(items[i].dst_len));
-            }
+            copied = self.literals_copied(&mut literals, &literal_todo, items, &mut results)?;
             let left: Vec<usize> = open.iter().copied().filter(|&i| results[i].is_none()).collect();
             let mut todo: Vec<usize> = left.iter().copied().filter(|&i| offsets_fit_u31(&items[i])).collect();
             longest_first(&mut todo, items);
@@ -928,10 +936,7 @@ impl Executor for DeviceExecutor<'_> {
             } else {
                 None
             };
-            copied = self.literals_copied(literals.take(), &literal_todo)?;
-            for &i in &copied {
-                results[i] = Some(Ok(items[i].dst_len));
-            }
+            copied = self.literals_copied(&mut literals, &literal_todo, items, &mut results)?;
             let mut failed = match checked {
                 Some(Ok(addr)) => self.body_statuses::<ValidateItem>(addr, &todo, |b| b.status)?,
                 Some(Err(failed)) => failed,
@@ -982,10 +987,7 @@ impl Executor for DeviceExecutor<'_> {
         }
         if literals.is_some() {
             // Neither one-warp decoder ran (nvCOMP asked for and not loaded): the copies still count.
-            copied = self.literals_copied(literals.take(), &literal_todo)?;
-            for &i in &copied {
-                results[i] = Some(Ok(items[i].dst_len));
-            }
+            copied = self.literals_copied(&mut literals, &literal_todo, items, &mut results)?;
         }
         // What took the bodies on the GPU: every decoder that took one (the one-warp decoder where none
         // did, as the report said before any body was decompressed).

@@ -69,7 +69,7 @@ pub fn literals_one(body: &[u8], dst_len: u64) -> (u32, Option<Vec<u8>>) {
             if extra > n - p {
                 return (st::TRUNCATED, None);
             }
-            len = (0..extra).fold(0u64, |v, j| v | (u64::from(body[p + j]) << (8 * j))) + 1;
+            len = super::validate::le(body, p, extra) + 1;
             p += extra;
         }
         if len > (n - p) as u64 {
@@ -109,16 +109,7 @@ pub fn literal_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
     let stream = |parts: &[Vec<u8>], extra: &[u8]| {
         let total: usize = parts.iter().map(Vec::len).sum();
         let mut s = Vec::new();
-        let mut t = total as u64;
-        loop {
-            let b = (t & 0x7f) as u8;
-            t >>= 7;
-            if t == 0 {
-                s.push(b);
-                break;
-            }
-            s.push(b | 0x80);
-        }
+        super::delta::put_uleb(&mut s, total as u64);
         for part in parts {
             literal(&mut s, part);
         }
@@ -420,8 +411,8 @@ mod tests {
     /// `n` literals of 3 bytes each, as a stream.
     fn stream_of_literals(n: usize) -> (u64, Vec<u8>) {
         let want = 3 * n as u64;
-        assert!(want < 1 << 14);
-        let mut s = vec![(want & 0x7f) as u8 | 0x80, (want >> 7) as u8];
+        let mut s = Vec::new();
+        super::super::delta::put_uleb(&mut s, want);
         for i in 0..n {
             s.extend([2 << 2, i as u8, 1, 2]);
         }

@@ -5,7 +5,8 @@ use super::Arena;
 use super::core::read_uleb128 as uleb;
 use crate::decode::layout::{ValidateItem, validate_codec as codec, validate_status as st};
 
-fn le(s: &[u8], p: usize, n: usize) -> u64 {
+/// The `n`-byte little-endian value at `s[p..]`.
+pub(super) fn le(s: &[u8], p: usize, n: usize) -> u64 {
     (0..n).fold(0u64, |v, i| v | (u64::from(s[p + i]) << (8 * i)))
 }
 
