@@ -456,7 +456,8 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
     }
     rows.push(alone);
 
-    // Decode alone as the read decodes: its steps held in device memory, several decoded at once.
+    // Decode alone in the read's steps: held in device memory, all decoded at once
+    // (`Reader::fetch_held_steps`), or as many at once as `--decode-threads` says.
     let mut stepped = BenchRow::blank(
         format!("decode only, in the read's steps (chunks already in device memory{trusted})"),
         bytes,
