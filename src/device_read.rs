@@ -253,7 +253,7 @@ impl Reader {
         let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
         // The GPU time a step costs at least: how many steps, and how many decoded at once.
         let floor = self.step_floor_ns(&decoder);
-        let (plans, in_flight) = self.step_plans(budget, floor)?;
+        let (plans, in_flight, _) = self.step_plans(budget, floor)?;
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
         let progress = ProgressCounter::new(
             self.progress.clone(),
@@ -314,10 +314,11 @@ impl Reader {
         })
     }
 
-    /// The read plans of [`Self::decode_steps`]'s steps, and how many steps may be held at once.
-    fn step_plans(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Arc<ReadPlan>>, usize)> {
-        let (steps, in_flight) = self.decode_steps(budget, floor_ns)?;
-        Ok((self.plans_of(steps)?, in_flight))
+    /// The read plans of [`Self::decode_steps`]'s steps, how many steps may be held at once, and the
+    /// device memory the largest step needs.
+    fn step_plans(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Arc<ReadPlan>>, usize, u64)> {
+        let (steps, in_flight, largest) = self.decode_steps(budget, floor_ns)?;
+        Ok((self.plans_of(steps)?, in_flight, largest))
     }
 
     /// The reads of [`Self::read_device`] alone: its steps fetched as its reading thread fetches them
@@ -328,7 +329,7 @@ impl Reader {
     pub fn read_steps_alone(&self, per_call: bool) -> Result<(usize, IoLog)> {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
-        let (plans, _) = self.step_plans(self.budget(free), self.step_floor_ns(&decoder))?;
+        let (plans, _, _) = self.step_plans(self.budget(free), self.step_floor_ns(&decoder))?;
         // Dropping the chunks frees their buffer after the copies (stream-ordered).
         let logs = self.fetch_every_step(&plans, per_call, |c| c.log)?;
         // Every copy has finished: the stepped fetch returns once its workers drained their streams,
@@ -340,20 +341,23 @@ impl Reader {
     /// The steps of [`Self::read_device`], fetched into device memory and held there, to be decoded
     /// (again and again) by [`Self::decode_held_steps`]: the decode of a read without its reads, for
     /// benchmarks. Every step's chunks are held at once, whatever the memory budget, and decoded all
-    /// at once (as many decoding threads as steps) unless the reader was given a number of decoding
-    /// threads: with no reads to overlap, steps decoded beside each other fill the GPU where one
-    /// step's phases leave it idle. Measured on the H200 (`bench --only-decode --no-cold`, one call,
+    /// at once (as many decoding threads as steps, as far as the memory left allows:
+    /// [`held_decoders`]) unless the reader was given a number of decoding threads: with no reads to
+    /// overlap, steps decoded beside each other fill the GPU where one step's phases leave it idle. Measured on the H200 (`bench --only-decode --no-cold`, one call,
     /// alternating): snappy benchmark file, 8 steps, 4 at once 26.34 / 26.59 ms, all 8 25.14 / 24.38
     /// ms; plain, 16 steps, 2 at once 22.50 ms, all 16 12.15 ms.
     pub fn fetch_held_steps(&self) -> Result<HeldSteps> {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
         let floor = self.step_floor_ns(&decoder);
-        let (plans, _) = self.step_plans(self.budget(free), floor)?;
+        let (plans, _, largest) = self.step_plans(self.budget(free), floor)?;
         // Each step's copies are queued on its buffer's stream, which its decode is ordered after.
         let chunks = self.fetch_every_step(&plans, false, |c| c)?;
+        let (free_after, _) = decoder.context().memory()?;
         Ok(HeldSteps {
-            decoders: self.decode_threads.unwrap_or(chunks.len()),
+            decoders: self
+                .decode_threads
+                .unwrap_or_else(|| held_decoders(chunks.len(), free_after, largest)),
             chunks,
         })
     }
@@ -454,8 +458,9 @@ impl Reader {
     /// are cut to a [`STEPS_IN_FLIGHT`]th of the budget (as many as [`steps_for_latency`] says when they
     /// stay over [`MIN_STEP_BYTES`]); a row group over half the budget alone is an error naming it, and
     /// larger row groups mean fewer steps in flight (two at least: one read while one is decoded).
-    /// `floor_ns` is a step's least GPU time ([`Self::step_floor_ns`]).
-    fn decode_steps(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Vec<usize>>, usize)> {
+    /// `floor_ns` is a step's least GPU time ([`Self::step_floor_ns`]). Also returns the estimated
+    /// device memory of the largest step (chunks and temporaries).
+    fn decode_steps(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Vec<usize>>, usize, u64)> {
         let meta = self.source.metadata();
         let mut need: Vec<(usize, u64)> = Vec::new();
         for &rg in &self.plan.row_groups {
@@ -500,7 +505,7 @@ impl Reader {
         };
         let largest = cut.iter().map(bytes_of).max().unwrap_or(0).max(1);
         let in_flight = ((budget / largest) as usize).clamp(2, STEPS_IN_FLIGHT);
-        Ok((cut, in_flight))
+        Ok((cut, in_flight, largest))
     }
 }
 
@@ -586,6 +591,14 @@ pub(crate) fn steps_for_latency(read_bytes: u64, longest_ns: f64, decoders: usiz
     }
     let read_ns = read_bytes as f64 / PIPELINE_READ_BYTES_PER_NS;
     ((read_ns * decoders.max(1) as f64 / longest_ns).ceil() as u64).clamp(2, MAX_STEPS_WITH_FLOOR)
+}
+
+/// Held steps decoded at once by default ([`Reader::fetch_held_steps`]): every one of the `steps`,
+/// or as many as `free` device memory (with every step's chunks held) has room for, one at least,
+/// counting for each the estimate of the largest step, `largest` (its chunks and temporaries: more
+/// than a held step adds).
+pub(crate) fn held_decoders(steps: usize, free: u64, largest: u64) -> usize {
+    steps.min((free / largest.max(1)) as usize).max(1)
 }
 
 /// One decoded step, from a decoding thread.
@@ -1003,6 +1016,18 @@ mod tests {
         let source = crate::ParquetSource::open(path).unwrap();
         let plan = ReadPlan::build(&source, &Projection::All, &RowGroupSelection::All, Default::default()).unwrap();
         (source, plan)
+    }
+
+    #[test]
+    fn held_steps_decode_at_once_as_far_as_memory_allows() {
+        const GB: u64 = 1 << 30;
+        // The snappy benchmark file on an H200: 8 steps of some 1.5 GB, 137 GB free once held.
+        assert_eq!(held_decoders(8, 137 * GB, 3 * GB / 2), 8);
+        // Many steps: as many as the largest fits in what is free.
+        assert_eq!(held_decoders(100, 40 * GB, 4 * GB), 10);
+        // Nearly nothing free: one at a time, never none.
+        assert_eq!(held_decoders(100, GB / 2, 4 * GB), 1);
+        assert_eq!(held_decoders(3, 0, 0), 1);
     }
 
     #[test]
