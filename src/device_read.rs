@@ -343,9 +343,10 @@ impl Reader {
     /// benchmarks. Every step's chunks are held at once, whatever the memory budget, and decoded all
     /// at once (as many decoding threads as steps, as far as the memory left allows:
     /// [`held_decoders`]) unless the reader was given a number of decoding threads: with no reads to
-    /// overlap, steps decoded beside each other fill the GPU where one step's phases leave it idle. Measured on the H200 (`bench --only-decode --no-cold`, one call,
-    /// alternating): snappy benchmark file, 8 steps, 4 at once 26.34 / 26.59 ms, all 8 25.14 / 24.38
-    /// ms; plain, 16 steps, 2 at once 22.50 ms, all 16 12.15 ms.
+    /// overlap, steps decoded beside each other fill the GPU where one step's phases leave it idle.
+    /// Measured on the H200 (`bench --only-decode --no-cold`, one call, alternating): snappy
+    /// benchmark file, 8 steps, 4 at once 26.34 / 26.59 ms, all 8 25.14 / 24.38 ms; plain, 16 steps,
+    /// 2 at once 22.50 ms, all 16 12.15 ms.
     pub fn fetch_held_steps(&self) -> Result<HeldSteps> {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
