@@ -253,7 +253,8 @@ impl Reader {
         let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
         // The GPU time a step costs at least: how many steps, and how many decoded at once.
         let floor = self.step_floor_ns(&decoder);
-        let (plans, in_flight, _) = self.step_plans(budget, floor)?;
+        let (plans, largest) = self.step_plans(budget, floor)?;
+        let in_flight = steps_in_flight(budget, largest);
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
         let progress = ProgressCounter::new(
             self.progress.clone(),
@@ -314,11 +315,10 @@ impl Reader {
         })
     }
 
-    /// The read plans of [`Self::decode_steps`]'s steps, how many steps may be held at once, and the
-    /// device memory the largest step needs.
-    fn step_plans(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Arc<ReadPlan>>, usize, u64)> {
-        let (steps, in_flight, largest) = self.decode_steps(budget, floor_ns)?;
-        Ok((self.plans_of(steps)?, in_flight, largest))
+    /// The read plans of [`Self::decode_steps`]'s steps, and the device memory the largest step needs.
+    fn step_plans(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Arc<ReadPlan>>, u64)> {
+        let (steps, largest) = self.decode_steps(budget, floor_ns)?;
+        Ok((self.plans_of(steps)?, largest))
     }
 
     /// The reads of [`Self::read_device`] alone: its steps fetched as its reading thread fetches them
@@ -329,7 +329,7 @@ impl Reader {
     pub fn read_steps_alone(&self, per_call: bool) -> Result<(usize, IoLog)> {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
-        let (plans, _, _) = self.step_plans(self.budget(free), self.step_floor_ns(&decoder))?;
+        let (plans, _) = self.step_plans(self.budget(free), self.step_floor_ns(&decoder))?;
         // Dropping the chunks frees their buffer after the copies (stream-ordered).
         let logs = self.fetch_every_step(&plans, per_call, |c| c.log)?;
         // Every copy has finished: the stepped fetch returns once its workers drained their streams,
@@ -351,7 +351,7 @@ impl Reader {
         let decoder = self.gpu_decoder()?;
         let (free, _) = decoder.context().memory()?;
         let floor = self.step_floor_ns(&decoder);
-        let (plans, _, largest) = self.step_plans(self.budget(free), floor)?;
+        let (plans, largest) = self.step_plans(self.budget(free), floor)?;
         // Each step's copies are queued on its buffer's stream, which its decode is ordered after.
         let chunks = self.fetch_every_step(&plans, false, |c| c)?;
         let (free_after, _) = decoder.context().memory()?;
@@ -455,13 +455,12 @@ impl Reader {
         self.memory_limit.unwrap_or(free / 2)
     }
 
-    /// Consecutive selected row groups cut into steps, and how many steps may be held at once. Steps
-    /// are cut to a [`STEPS_IN_FLIGHT`]th of the budget (as many as [`steps_for_latency`] says when they
-    /// stay over [`MIN_STEP_BYTES`]); a row group over half the budget alone is an error naming it, and
-    /// larger row groups mean fewer steps in flight (two at least: one read while one is decoded).
-    /// `floor_ns` is a step's least GPU time ([`Self::step_floor_ns`]). Also returns the estimated
-    /// device memory of the largest step (chunks and temporaries).
-    fn decode_steps(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Vec<usize>>, usize, u64)> {
+    /// Consecutive selected row groups cut into steps, and the estimated device memory of the largest
+    /// step (chunks and temporaries). Steps are cut to a [`STEPS_IN_FLIGHT`]th of the budget (as many
+    /// as [`steps_for_latency`] says when they stay over [`MIN_STEP_BYTES`]); a row group over half the
+    /// budget alone is an error naming it. `floor_ns` is a step's least GPU time
+    /// ([`Self::step_floor_ns`]).
+    fn decode_steps(&self, budget: u64, floor_ns: f64) -> Result<(Vec<Vec<usize>>, u64)> {
         let meta = self.source.metadata();
         let mut need: Vec<(usize, u64)> = Vec::new();
         for &rg in &self.plan.row_groups {
@@ -505,8 +504,7 @@ impl Reader {
             pack_consecutive(need.clone(), share)
         };
         let largest = cut.iter().map(bytes_of).max().unwrap_or(0).max(1);
-        let in_flight = ((budget / largest) as usize).clamp(2, STEPS_IN_FLIGHT);
-        Ok((cut, in_flight, largest))
+        Ok((cut, largest))
     }
 }
 
@@ -592,6 +590,12 @@ pub(crate) fn steps_for_latency(read_bytes: u64, longest_ns: f64, decoders: usiz
     }
     let read_ns = read_bytes as f64 / PIPELINE_READ_BYTES_PER_NS;
     ((read_ns * decoders.max(1) as f64 / longest_ns).ceil() as u64).clamp(2, MAX_STEPS_WITH_FLOOR)
+}
+
+/// Steps a read holds in device memory at once, for a `budget` and steps of at most `largest` bytes:
+/// larger steps mean fewer (two at least: one read while one is decoded; [`STEPS_IN_FLIGHT`] at most).
+fn steps_in_flight(budget: u64, largest: u64) -> usize {
+    ((budget / largest.max(1)) as usize).clamp(2, STEPS_IN_FLIGHT)
 }
 
 /// Held steps decoded at once by default ([`Reader::fetch_held_steps`]): every one of the `steps`,
