@@ -255,6 +255,13 @@ impl Reader {
         let floor = self.step_floor_ns(&decoder);
         let (plans, largest) = self.step_plans(budget, floor)?;
         let in_flight = steps_in_flight(budget, largest);
+        if crate::config::trace_fetches() {
+            eprintln!(
+                "trace read: {} steps planned at {:.2} ms",
+                plans.len(),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
         let progress = ProgressCounter::new(
             self.progress.clone(),
@@ -721,6 +728,12 @@ impl Pipeline {
             s.spawn(move || {
                 let (stop, places, fail) = (stop_r, places_r, fail_r);
                 let trace = crate::config::trace_fetches();
+                if trace {
+                    eprintln!(
+                        "trace read: reading thread began at {:.2} ms",
+                        started.elapsed().as_secs_f64() * 1e3
+                    );
+                }
                 let mut admit = |k: usize| {
                     let taken = places.take(stop);
                     if trace && taken {

@@ -46,8 +46,10 @@ pub fn open_direct(path: &std::path::Path) -> std::io::Result<File> {
 }
 
 /// Pages [`uncached_share`] looks at, at most, spread evenly over the ranges: each is one `mincore`
-/// call, and asking for every page of a 3 GB read took longer than a hot read's first step.
-const RESIDENCY_SAMPLES: u64 = 1024;
+/// call, and asking for every page of a 3 GB read took longer than a hot read's first step (1,024
+/// samples took 1.1-1.5 ms on the H200's host, before the first read; 256 tell a mostly cold read
+/// from a mostly hot one as well).
+const RESIDENCY_SAMPLES: u64 = 256;
 
 /// About how much of the pages under `ranges` (file offset, length) is not in the page cache, from
 /// `mincore(2)` over a read-only mapping of `file`, at most [`RESIDENCY_SAMPLES`] pages spread evenly
