@@ -327,11 +327,17 @@ impl StagedBackend {
             s.spawn(move || {
                 let mut notes = Vec::new();
                 let mut cold = false;
-                // (open_direct does not panic; a panic there would leave the workers waiting.)
-                let file = guard("deciding on O_DIRECT reads", || {
+                // The choice is always made (a panic is caught), so no worker waits for it in vain.
+                let file = match guard("deciding on O_DIRECT reads", || {
                     Ok(self.open_direct(source, all, &mut notes, &mut cold))
-                })
-                .unwrap_or(None);
+                }) {
+                    Ok(file) => file,
+                    Err(e) => {
+                        cold = false;
+                        notes.push(format!("{e}: buffered reads"));
+                        None
+                    }
+                };
                 if crate::config::trace_fetches() {
                     eprintln!(
                         "trace fetch_steps: O_DIRECT decided {:.2} ms after the fetch began",
