@@ -397,6 +397,13 @@ pub(crate) fn trace_fetches() -> bool {
     *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))
 }
 
+/// With [`trace_fetches`] on, prints `what` and when it happened, in milliseconds since `origin`.
+pub(crate) fn trace_at(origin: std::time::Instant, what: std::fmt::Arguments<'_>) {
+    if trace_fetches() {
+        eprintln!("trace {what} at {:.2} ms", origin.elapsed().as_secs_f64() * 1e3);
+    }
+}
+
 /// Whether `GPU_PARQUET_STEP_FETCH=calls` is set: a developer's switch, not a setting, that makes a GPU
 /// decode's reading thread fetch each step with a call of its own instead of keeping the staged
 /// backend's workers reading from one step into the next (to compare the two in one run).

@@ -255,13 +255,7 @@ impl Reader {
         let floor = self.step_floor_ns(&decoder);
         let (plans, largest) = self.step_plans(budget, floor)?;
         let in_flight = steps_in_flight(budget, largest);
-        if crate::config::trace_fetches() {
-            eprintln!(
-                "trace read: {} steps planned at {:.2} ms",
-                plans.len(),
-                started.elapsed().as_secs_f64() * 1e3
-            );
-        }
+        crate::config::trace_at(started, format_args!("read: {} steps planned", plans.len()));
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
         let progress = ProgressCounter::new(
             self.progress.clone(),
@@ -727,30 +721,17 @@ impl Pipeline {
             let (stop_r, places_r, fail_r) = (&stop, &places, &fail);
             s.spawn(move || {
                 let (stop, places, fail) = (stop_r, places_r, fail_r);
-                let trace = crate::config::trace_fetches();
-                if trace {
-                    eprintln!(
-                        "trace read: reading thread began at {:.2} ms",
-                        started.elapsed().as_secs_f64() * 1e3
-                    );
-                }
+                let trace = |what: std::fmt::Arguments<'_>| crate::config::trace_at(started, what);
+                trace(format_args!("read: reading thread began"));
                 let mut admit = |k: usize| {
                     let taken = places.take(stop);
-                    if trace && taken {
-                        eprintln!(
-                            "trace step {k}: place taken at {:.2} ms",
-                            started.elapsed().as_secs_f64() * 1e3
-                        );
+                    if taken {
+                        trace(format_args!("step {k}: place taken"));
                     }
                     taken
                 };
                 let deliver = |k: usize, r: Result<ColumnChunks>| {
-                    if trace {
-                        eprintln!(
-                            "trace step {k}: handed to the decoders at {:.2} ms",
-                            started.elapsed().as_secs_f64() * 1e3
-                        );
-                    }
+                    trace(format_args!("step {k}: handed to the decoders"));
                     match r {
                         Ok(chunks) => {
                             // The decoders are gone only once the read has stopped.

@@ -323,7 +323,7 @@ impl StagedBackend {
             deliver(k, Err(e));
         };
         std::thread::scope(|s| {
-            let (choice_d, all) = (&choice, &all);
+            let (decided, all) = (&choice, &all);
             s.spawn(move || {
                 let mut notes = Vec::new();
                 let mut cold = false;
@@ -338,13 +338,11 @@ impl StagedBackend {
                         None
                     }
                 };
-                if crate::config::trace_fetches() {
-                    eprintln!(
-                        "trace fetch_steps: O_DIRECT decided {:.2} ms after the fetch began",
-                        t0.elapsed().as_secs_f64() * 1e3
-                    );
-                }
-                let _ = choice_d.set(DirectChoice { file, notes, cold });
+                crate::config::trace_at(
+                    t0,
+                    format_args!("fetch_steps: O_DIRECT decided (from the fetch's start)"),
+                );
+                let _ = decided.set(DirectChoice { file, notes, cold });
             });
             for (me, w) in self.workers.iter().enumerate() {
                 let (feed, abort, choice, direct_failed, fail) = (&feed, &abort, &choice, &direct_failed, &fail);
@@ -381,12 +379,10 @@ impl StagedBackend {
                 }
                 match self.publish(k, plan, nworkers) {
                     Ok(Some(step)) => {
-                        if crate::config::trace_fetches() {
-                            eprintln!(
-                                "trace fetch_steps: step {k} published {:.2} ms after the fetch began",
-                                t0.elapsed().as_secs_f64() * 1e3
-                            );
-                        }
+                        crate::config::trace_at(
+                            t0,
+                            format_args!("fetch_steps: step {k} published (from the fetch's start)"),
+                        );
                         feed.push(step)
                     }
                     Ok(None) => {
