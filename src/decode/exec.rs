@@ -40,6 +40,25 @@ pub enum PageKernel {
     DeltaByteArrayCopy,
 }
 
+/// How large the pages of one kind are, at most: body bytes and rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageShape {
+    /// Bytes of the largest page body.
+    pub bytes: u64,
+    /// Rows of the page with the most.
+    pub rows: u32,
+}
+
+impl PageShape {
+    /// The largest of `pages`' bodies and row counts.
+    pub fn of<'a>(pages: impl IntoIterator<Item = &'a PageDesc>) -> Self {
+        pages.into_iter().fold(Self::default(), |s, p| Self {
+            bytes: s.bytes.max(p.data_len),
+            rows: s.rows.max(p.num_values),
+        })
+    }
+}
+
 /// One launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
@@ -71,6 +90,8 @@ pub enum Kernel {
         cols: u64,
         /// Columns.
         ncols: u32,
+        /// The largest BYTE_ARRAY page, for an executor that splits such pages among workers.
+        largest_strings: PageShape,
     },
     /// Packs `n` bytes (non-zero = set) into an LSB-first bitmap of `u32` words, adding the set bits to
     /// the `u64` at `count`.
@@ -338,6 +359,7 @@ impl Executor for HostExecutor {
                 n,
                 cols,
                 ncols,
+                largest_strings: _,
             } => {
                 let mut ps: Vec<PageDesc> = a.read(pages, n as usize).ok_or_else(|| Self::missing(pages, "pages"))?;
                 let mut cs: Vec<ColumnDesc> = a
@@ -398,5 +420,22 @@ impl Executor for HostExecutor {
             out.push(r);
         }
         Ok((out, DecompressedOn::Host("the host reference decoder".into())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_shape_takes_the_largest_body_and_row_count_apart() {
+        let page = |data_len, num_values| PageDesc {
+            data_len,
+            num_values,
+            ..Default::default()
+        };
+        let pages = [page(10, 500), page(900, 20), page(40, 7)];
+        assert_eq!(PageShape::of(&pages), PageShape { bytes: 900, rows: 500 });
+        assert_eq!(PageShape::of(&[]), PageShape::default());
     }
 }

@@ -8,7 +8,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use parquet::basic::Compression;
 use rayon::prelude::*;
 
-use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel};
+use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
 use crate::decode::layout::{
     UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, snappy_literals, validate_codec, validate_status, wsnap,
 };
@@ -269,7 +269,8 @@ fn page_kernel_names(kind: PageKernel) -> &'static [&'static str] {
         PageKernel::DeltaBinaryPacked => &["gp_delta_binary_packed"],
         PageKernel::ByteStreamSplit => &["gp_byte_stream_split"],
         PageKernel::GatherFixed => &["gp_gather_fixed"],
-        PageKernel::ByteArrayValues => &["gp_byte_array_values"],
+        // Launched with its chains, apart.
+        PageKernel::ByteArrayValues => &[],
         PageKernel::DeltaLengthByteArray => &["gp_delta_length_byte_array"],
         PageKernel::DeltaByteArrayLengths => &["gp_delta_byte_array_lengths"],
         PageKernel::StringOffsets => &[],
@@ -277,6 +278,39 @@ fn page_kernel_names(kind: PageKernel) -> &'static [&'static str] {
         PageKernel::DeltaByteArrayCopy => &["gp_delta_byte_array_copy"],
     }
 }
+
+/// Blocks a page kernel gives each page (`page_slice` in `kernels/core_util.cuh`), as many as the
+/// largest string page can use: one a page for most. `gp_copy_strings` with one block a page took as
+/// long as one thread's way through a page's rows, value after value (0.35 ms a step of the plain
+/// benchmark file, 20,000-row pages, in ncu); a page's blocks take its rows 256 at a time, round robin,
+/// about [`COPY_ROWS_PER_BLOCK`] each. Every other page's blocks end at once, so no more than needed.
+fn page_kernel_slices(kind: PageKernel, largest_strings: PageShape) -> u32 {
+    match kind {
+        PageKernel::CopyStrings => largest_strings.rows.div_ceil(COPY_ROWS_PER_BLOCK).clamp(1, 16),
+        _ => 1,
+    }
+}
+
+/// Rows of a string page one block of `gp_copy_strings` takes (see [`page_kernel_slices`]).
+const COPY_ROWS_PER_BLOCK: u32 = 2048;
+
+/// Blocks `gp_byte_array_values` gives each page: one per 128 KiB tile of the largest plain page's
+/// walk, which they walk side by side (the blocks past a smaller page's last tile end at once), or one
+/// per 8,192 values of a dictionary page; eight at most. One block walked its tiles one after the
+/// other: 0.77 ms a step of the plain benchmark file (330 KB pages, 3 tiles), in ncu, the longest
+/// kernel of the step.
+fn byte_array_values_slices(largest_strings: PageShape) -> u32 {
+    let tiles = largest_strings.bytes.div_ceil(WALK_TILE_BYTES);
+    let values = u64::from(largest_strings.rows).div_ceil(8192);
+    tiles.max(values).clamp(1, 8) as u32
+}
+
+/// Bytes of one tile of the plain byte-array walk (`WALK_TILE` ranges of `WALK_RANGE` bytes in
+/// `kernels/strings.cu`).
+const WALK_TILE_BYTES: u64 = 256 * 512;
+
+/// Bytes of a `WalkChain` (`kernels/strings.cu`).
+const WALK_CHAIN_BYTES: usize = 32;
 
 /// The pre-check's codec number, for the codecs it checks.
 fn validate_codec_of(codec: Compression) -> Option<u32> {
@@ -788,6 +822,7 @@ impl Executor for DeviceExecutor<'_> {
                 n,
                 cols,
                 ncols,
+                largest_strings: _,
             } => {
                 // Page totals, their scan per column (one block per column), then each page's offsets.
                 let totals = self.alloc(n as usize * 8)?;
@@ -813,14 +848,35 @@ impl Executor for DeviceExecutor<'_> {
                 Ok(())
             }
             Kernel::Pages {
+                kind: PageKernel::ByteArrayValues,
+                pages,
+                n,
+                cols,
+                ncols: _,
+                largest_strings,
+            } => {
+                // A page's blocks share its walk through a chain of their own (`WalkChain`, zeroed).
+                let chains = self.alloc(n as usize * WALK_CHAIN_BYTES)?;
+                self.launch_raw(
+                    "gp_byte_array_values",
+                    n.saturating_mul(byte_array_values_slices(largest_strings)),
+                    PAGE_BLOCK,
+                    &[U64(pages), U32(n), U64(cols), U64(chains)],
+                )?;
+                self.free(chains);
+                Ok(())
+            }
+            Kernel::Pages {
                 kind,
                 pages,
                 n,
                 cols,
                 ncols: _,
+                largest_strings,
             } => {
+                let grid = n.saturating_mul(page_kernel_slices(kind, largest_strings));
                 for name in page_kernel_names(kind) {
-                    self.launch_raw(name, n, PAGE_BLOCK, &[U64(pages), U32(n), U64(cols)])?;
+                    self.launch_raw(name, grid, PAGE_BLOCK, &[U64(pages), U32(n), U64(cols)])?;
                 }
                 Ok(())
             }
@@ -1037,5 +1093,37 @@ impl Executor for DeviceExecutor<'_> {
                 .collect(),
             on,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_pages_get_as_many_blocks_as_their_largest_page_uses() {
+        let none = PageShape::default();
+        assert_eq!(byte_array_values_slices(none), 1);
+        assert_eq!(page_kernel_slices(PageKernel::CopyStrings, none), 1);
+        // The plain benchmark file's string pages: 330 KB, 20,000 rows.
+        let plain = PageShape {
+            bytes: 340_000,
+            rows: 20_000,
+        };
+        assert_eq!(byte_array_values_slices(plain), 3);
+        assert_eq!(page_kernel_slices(PageKernel::CopyStrings, plain), 10);
+        assert_eq!(page_kernel_slices(PageKernel::GatherFixed, plain), 1);
+        // A dictionary page: few bytes, many rows.
+        let dict = PageShape {
+            bytes: 30_000,
+            rows: 40_000,
+        };
+        assert_eq!(byte_array_values_slices(dict), 5);
+        let huge = PageShape {
+            bytes: u64::MAX,
+            rows: u32::MAX,
+        };
+        assert_eq!(byte_array_values_slices(huge), 8);
+        assert_eq!(page_kernel_slices(PageKernel::CopyStrings, huge), 16);
     }
 }

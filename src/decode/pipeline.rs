@@ -15,7 +15,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::{Compression, Type as PhysicalType};
 use serde::Serialize;
 
-use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kernel, PageKernel};
+use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
 use crate::decode::layout::{
     ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PageDesc, PageInfo, encoding, physical,
 };
@@ -664,6 +664,7 @@ pub fn decode_step<E: Executor>(
     let has = |f: &dyn Fn(&PageDesc) -> bool| pages.iter().any(f);
     let is_dict = |p: &PageDesc| p.encoding == encoding::PLAIN_DICTIONARY || p.encoding == encoding::RLE_DICTIONARY;
     let is_ba = |p: &PageDesc| p.physical == physical::BYTE_ARRAY;
+    let largest_strings = PageShape::of(pages.iter().filter(|p| is_ba(p)));
     let run = |exec: &mut E, kind: PageKernel| {
         exec.launch(Kernel::Pages {
             kind,
@@ -671,6 +672,7 @@ pub fn decode_step<E: Executor>(
             n,
             cols: cols_addr,
             ncols,
+            largest_strings,
         })
     };
     if n > 0 {

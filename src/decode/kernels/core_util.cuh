@@ -41,6 +41,39 @@ __device__ inline void dict_error(DictDesc* d, u32 code, u32 detail) {
 __device__ inline u64 error_key(u32 index, u32 code) { return ((u64)index << 32) | code; }
 constexpr u64 NO_ERROR_KEY = ~0ull;
 
+// ---- pages shared by several blocks ----
+//
+// A kernel launched on pages × slices blocks (`slices` = gridDim.x / n, at least 1) gives block b the
+// page b / slices and, of its rows, the slice b % slices. Its blocks still act on the error a page had
+// when the kernel began: a failing row is not recorded in `error` until the page's last block ends.
+
+struct PageSlice {
+    u32 page, slice, slices;
+};
+
+__device__ inline PageSlice page_slice(u32 n) {
+    const u32 slices = n == 0 || gridDim.x < n ? 1 : gridDim.x / n;
+    return PageSlice{blockIdx.x / slices, blockIdx.x % slices, slices};
+}
+
+// Thread 0 of each block of a sliced page calls this once, after its block's barrier, with the lowest
+// row its block found failing (NONE for none). It returns the page's lowest failing row in the block
+// that ends last (NONE when no block found one), and NONE in the others. Meanwhile `error_detail`
+// holds the complement of the lowest row so far (0: none) and `reserved` counts the blocks ended; the
+// last block sets both back to 0. Needs both at 0 when the kernel begins, as they are in a page
+// without error.
+__device__ inline u32 page_slices_lowest(PageDesc* pg, u32 slices, u32 row) {
+    if (slices <= 1) return row;
+    if (row != NONE) atomicMax(&pg->error_detail, ~row);
+    __threadfence();  // our row is seen before our count
+    if (atomicAdd(&pg->reserved, 1u) != slices - 1) return NONE;
+    __threadfence();  // every other block's row is seen after its count
+    const u32 low = atomicMax(&pg->error_detail, 0u);
+    pg->error_detail = 0;
+    pg->reserved = 0;
+    return low == 0 ? NONE : ~low;
+}
+
 // ---- cooperative copy ----
 
 // 16 source bytes starting at address `s` (not 4-byte aligned) as one uint4, from the aligned words

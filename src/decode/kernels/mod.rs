@@ -20,12 +20,12 @@
 //! | 4 | `gp_dict_byte_array_index(DictDesc*, u32 ndicts)` | ndicts × 256 | `data` | `index` |
 //! | | (DELTA_* and BYTE_STREAM_SPLIT decoders) | | | `dense`, `str_src`, `str_len` |
 //! | 5 | `gp_gather_fixed(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values`, `dict`, `dense`, `vidx` | `out_values` |
-//! | 6 | `gp_byte_array_values(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values`, `dense`, `dict_index` | `str_src`, `str_len` |
+//! | 6 | `gp_byte_array_values(PageDesc*, u32 n, ColumnDesc*, WalkChain* chains)` (chains zeroed, one a page) | n × slices × 256 | `values`, `dense`, `dict_index` | `str_src`, `str_len` |
 //! | 7a | `gp_string_page_totals(const PageDesc*, u32 n, const ColumnDesc*, u64* t)` | n × 256 | `vidx`, `str_len` | `t[n]` |
 //! | 7b | `gp_string_page_bases(const PageDesc*, u32 n, ColumnDesc*, u32 ncols, u64* t)` | ncols × 256 | `t` | `t` (bases), column `error` |
 //! | 7c | `gp_string_offsets(const PageDesc*, u32 n, const ColumnDesc*, const u64* t)` | n × 256 | `t`, `vidx`, `str_len` | `out_offsets` |
 //! | | host: read `out_offsets[num_rows]` of each BYTE_ARRAY column without `error`, allocate that many characters (`out_values`, `chars_capacity`) | | | |
-//! | 8 | `gp_copy_strings(PageDesc*, u32 n, const ColumnDesc*)` | n × 256 | `str_src`, `str_len`, `out_offsets` | `out_values` (characters) |
+//! | 8 | `gp_copy_strings(PageDesc*, u32 n, const ColumnDesc*)` | n × slices × 256 | `str_src`, `str_len`, `out_offsets` | `out_values` (characters) |
 //! | 9 | `gp_pack_bits(const u8*, u64 len, u32* words, u64* set)` | any × 256 (grid-stride) | validity or boolean bytes | `ceil(len/32)` words, `*set += ` set bits |
 //! | 10 | `gp_validate_utf8(const u8* chars, u64 n, const i32* offsets, u64 rows, u64* first_bad)` (string columns) | any × any (grid-stride) | `out_values`, `out_offsets` | `*first_bad` min= first byte failing UTF-8 |
 //!

@@ -49,6 +49,15 @@ __device__ inline u32 first_page_of(const PageDesc* pages, u32 n, u64 column) {
 // Same contract as walk_plain_byte_arrays when every value is found (returns NONE, emits each k once).
 // When the join finds the stream short, the sequential walk runs instead and gives the exact index of
 // the first missing value (its emits repeat the parallel ones with the same arguments).
+//
+// Several blocks may share one stream through a WalkChain (zeroed before they start): each takes the
+// next tile from its ticket counter, tabulates it, waits until the tile before it is joined, joins its
+// own and passes the chain on, then emits; so tiles are tabulated and emitted side by side and only the
+// joins follow one another (one block per page walking its tiles one after the other made this the
+// plain benchmark file's longest kernel: 0.77 ms a step in ncu, its 330 KB pages 3 tiles each). A
+// block waits only for a tile whose ticket was taken before its own, by a block already running: no
+// block waits for one that is not. The block joining the last tile says whether values are missing;
+// only the block whose join finds the stream short walks it again and returns the index.
 
 constexpr u32 WALK_RANGE = 512;
 constexpr u32 WALK_TILE = 256;
@@ -65,6 +74,16 @@ struct ParWalkShared {
     u32 kbase[WALK_TILE];                    // index of that value
     u32 n[WALK_TILE];                        // values of the true chain starting in the range (0: none)
     u32 cur, done_k, state;                  // join's position and index; 0 running, 1 all found, 2 short
+    u32 ticket;                              // this block's tile
+    u32 joined;                              // whether this block joined its tile (else: skip its emits)
+    u32 found_short;                         // whether this block's join found the stream short
+};
+
+// A stream's walk shared by blocks: the next tile to take, how many tiles are joined, and where the
+// join stands after them (the fields of ParWalkShared). Zero before the first block starts; read and
+// written with atomics only (they live in L2, every block sees the same).
+struct WalkChain {
+    u32 ticket, ready, cur, done_k, state, pad[3];
 };
 
 union WalkSpace {
@@ -109,26 +128,24 @@ __device__ inline void prefetch_span(const u8* base, u32 len, u64 from, u64 to) 
 }
 
 template <typename Emit>
-__device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len64, u32 count, Emit emit) {
+__device__ inline u32 walk_byte_arrays(WalkSpace& space, WalkChain* chain, const u8* base, u64 len64, u32 count,
+                                       Emit emit) {
     ParWalkShared& sh = space.par;
     const u32 t = threadIdx.x;
     const u32 len = len64 > 0xffffffffull ? 0xffffffffu : (u32)len64;
     const u64 lo = (u64)base, hi = lo + len;
-    if (t == 0) {
-        sh.cur = 0;
-        sh.done_k = 0;
-        sh.state = count == 0 ? 1 : 0;
-    }
-    __syncthreads();
-    for (u64 tile = 0; sh.state == 0; tile += (u64)WALK_TILE * WALK_RANGE) {
-        if (tile >= len) {
-            // Every range joined and values are still missing.
-            __syncthreads();
-            if (t == 0) sh.state = 2;
-            __syncthreads();
-            break;
-        }
-        prefetch_span(base, len, tile, tile + (u64)WALK_TILE * WALK_RANGE + 4);
+    constexpr u64 TILE_BYTES = (u64)WALK_TILE * WALK_RANGE;
+    // The last tile's join says whether values are still missing (an empty stream has one, empty).
+    const u32 ntiles = (u32)(((u64)len + TILE_BYTES - 1) / TILE_BYTES);
+    const u32 last_tile = ntiles == 0 ? 0 : ntiles - 1;
+    if (t == 0) sh.found_short = 0;
+    for (;;) {
+        if (t == 0) sh.ticket = atomicAdd(&chain->ticket, 1u);
+        __syncthreads();
+        const u32 j = sh.ticket;
+        if (j > last_tile) break;  // past the end: nothing to wait for
+        const u64 tile = (u64)j * TILE_BYTES;
+        prefetch_span(base, len, tile, tile + TILE_BYTES + 4);
         // 1. Each range's candidates, from the last byte of its window down.
         for (u32 r = t; r < WALK_TILE; r += blockDim.x) {
             const u64 rs64 = tile + (u64)r * WALK_RANGE;
@@ -155,7 +172,8 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
                         } else {
                             u32 x, k;
                             follow_chain(base, len, q, re, &x, &k);
-                            e = (k & WALK_STOPPED) ? (CAND_STOPPED | ((k & 0xff) + 1)) : cand_exit(k + 1, x, re);
+                            e = (k & WALK_STOPPED) ? (CAND_STOPPED | ((k & 0xff) + 1))
+                                                   : cand_exit(k + 1, x, re);
                         }
                     }
                 }
@@ -163,49 +181,67 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
             }
         }
         __syncthreads();
-        // 2. Join: the true chain through this tile's ranges.
+        // 2. Join: wait for the tiles before this one, then the true chain through this tile's ranges,
+        // and pass the chain on.
         if (t == 0) {
-            u32 p = sh.cur, k = sh.done_k, state = 0;
-            for (u32 r = 0; r < WALK_TILE; r++) {
-                const u64 rs64 = tile + (u64)r * WALK_RANGE;
-                sh.n[r] = 0;
-                if (state != 0 || rs64 >= len) continue;
-                if ((u64)p >= rs64 + WALK_RANGE) continue;  // no value starts in this range
-                const u32 rs = (u32)rs64;
-                const u32 re = len - rs > WALK_RANGE ? rs + WALK_RANGE : len;
-                const u32 off = p - rs;
-                u32 passed, exit;
-                bool stopped;
-                const u32 e = off < WALK_CANDIDATES ? sh.table[off * WALK_TILE + r] : CAND_FAR;
-                if (off < WALK_CANDIDATES && (e & CAND_FAR) == 0) {
-                    passed = e & 0xff;
-                    stopped = (e & CAND_STOPPED) != 0;
-                    exit = re + ((e >> 8) & 31);
-                } else {
-                    // Entered past the window, or leaving far: follow the true chain through the range.
-                    u32 c;
-                    follow_chain(base, len, p, re, &exit, &c);
-                    passed = c & ~WALK_STOPPED;
-                    stopped = (c & WALK_STOPPED) != 0;
-                }
-                const u32 left = count - k;
-                sh.start[r] = p;
-                sh.kbase[r] = k;
-                sh.n[r] = passed < left ? passed : left;
-                if (passed >= left) {
-                    state = 1;
-                } else if (stopped) {
-                    state = 2;
-                }
-                k += sh.n[r];
-                p = exit;
+            while (atomicAdd(&chain->ready, 0u) != j) {
+#ifdef __CUDA_ARCH__
+                __nanosleep(64);
+#endif
             }
-            sh.cur = p;
-            sh.done_k = k;
+            __threadfence();
+            u32 p = atomicAdd(&chain->cur, 0u), k = atomicAdd(&chain->done_k, 0u);
+            u32 state = atomicAdd(&chain->state, 0u);
+            sh.joined = state == 0;
+            if (state == 0) {
+                for (u32 r = 0; r < WALK_TILE; r++) {
+                    const u64 rs64 = tile + (u64)r * WALK_RANGE;
+                    sh.n[r] = 0;
+                    if (state != 0 || rs64 >= len) continue;
+                    if ((u64)p >= rs64 + WALK_RANGE) continue;  // no value starts in this range
+                    const u32 rs = (u32)rs64;
+                    const u32 re = len - rs > WALK_RANGE ? rs + WALK_RANGE : len;
+                    const u32 off = p - rs;
+                    u32 passed, exit;
+                    bool stopped;
+                    const u32 e = off < WALK_CANDIDATES ? sh.table[off * WALK_TILE + r] : CAND_FAR;
+                    if (off < WALK_CANDIDATES && (e & CAND_FAR) == 0) {
+                        passed = e & 0xff;
+                        stopped = (e & CAND_STOPPED) != 0;
+                        exit = re + ((e >> 8) & 31);
+                    } else {
+                        // Entered past the window, or leaving far: follow the true chain through the range.
+                        u32 c;
+                        follow_chain(base, len, p, re, &exit, &c);
+                        passed = c & ~WALK_STOPPED;
+                        stopped = (c & WALK_STOPPED) != 0;
+                    }
+                    const u32 left = count - k;
+                    sh.start[r] = p;
+                    sh.kbase[r] = k;
+                    sh.n[r] = passed < left ? passed : left;
+                    if (passed >= left) {
+                        state = 1;
+                    } else if (stopped) {
+                        state = 2;
+                    }
+                    k += sh.n[r];
+                    p = exit;
+                }
+                // Every range joined and values are still missing.
+                if (state == 0 && j == last_tile) state = 2;
+                if (state == 2) sh.found_short = 1;
+            }
             sh.state = state;
+            atomicExch(&chain->cur, p);
+            atomicExch(&chain->done_k, k);
+            atomicExch(&chain->state, state);
+            __threadfence();  // the position before the count that lets the next tile read it
+            atomicExch(&chain->ready, j + 1);
         }
         __syncthreads();
-        if (sh.state != 2) {
+        const u32 state = sh.state;
+        if (sh.joined && state != 2) {
             // 3. Emit: a thread per range walks the true chain again.
             for (u32 r = t; r < WALK_TILE; r += blockDim.x) {
                 u32 p = sh.start[r];
@@ -218,10 +254,11 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, const u8* base, u64 len
             }
         }
         __syncthreads();
+        if (state != 0) break;
     }
-    const bool short_stream = sh.state == 2;
+    const bool found_short = sh.found_short != 0;
     __syncthreads();
-    if (!short_stream) return NONE;
+    if (!found_short) return NONE;
     return walk_plain_byte_arrays(space.seq, base, len64, count, emit);
 }
 
@@ -239,8 +276,11 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictD
     const DictDesc dd = *d;
     if (dd.error != 0) return;
     __shared__ WalkSpace walk;
+    __shared__ WalkChain chain;  // the block alone takes every tile
+    if (threadIdx.x == 0) chain = WalkChain{};
+    __syncthreads();
     DictEntry* index = (DictEntry*)dd.index;
-    const u32 fail = walk_byte_arrays(walk, (const u8*)dd.data, dd.data_len, dd.count,
+    const u32 fail = walk_byte_arrays(walk, &chain, (const u8*)dd.data, dd.data_len, dd.count,
                                             [&](u32 k, u32 off, u32 len) {
                                                 DictEntry e;
                                                 e.offset = off;
@@ -250,19 +290,23 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictD
     if (threadIdx.x == 0 && fail != NONE) dict_error(d, ERR_OVERRUN, fail);
 }
 
-// Block per page (grid n, block 256, no dynamic shared memory; 20 KiB static); BYTE_ARRAY pages. For
-// the page's k-th present value writes str_src[row_start + k] (address of its bytes) and
-// str_len[row_start + k]: PLAIN walks the length-prefixed values (a value past values_len: OVERRUN,
+// Blocks per page (grid n × slices, block 256, no dynamic shared memory, 20 KiB static: page_slice);
+// BYTE_ARRAY pages. For the page's k-th present value writes str_src[row_start + k] (address of its
+// bytes) and str_len[row_start + k]: PLAIN walks the length-prefixed values, the page's blocks sharing
+// the walk through chains[page] (WalkChain, zeroed by the caller; a value past values_len: OVERRUN,
 // detail k, the values before it written); PLAIN_DICTIONARY / RLE_DICTIONARY take the u32 index from
-// dense and the DictEntry from dict_index (dict or dict_index 0: MISSING_DICTIONARY; index >=
-// dict_count: DICT_INDEX; entry past dict_len: OVERRUN; detail = k of the lowest failing value, every
-// other value written). DELTA_LENGTH_BYTE_ARRAY / DELTA_BYTE_ARRAY pages are left to their decoders;
-// any other encoding is BAD_ENCODING (detail = encoding).
-extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc* pages, u32 n, ColumnDesc* cols) {
+// dense and the DictEntry from dict_index, the page's values 256 at a time to its blocks, round robin
+// (dict or dict_index 0: MISSING_DICTIONARY; index >= dict_count: DICT_INDEX; entry past dict_len:
+// OVERRUN; detail = k of the lowest failing value, every other value written).
+// DELTA_LENGTH_BYTE_ARRAY / DELTA_BYTE_ARRAY pages are left to their decoders; any other encoding is
+// BAD_ENCODING (detail = encoding).
+extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc* pages, u32 n, ColumnDesc* cols,
+                                                                      gpcore::WalkChain* chains) {
     using namespace gpcore;
     require_block();
-    if (blockIdx.x >= n) return;
-    PageDesc* pg = &pages[blockIdx.x];
+    const PageSlice ps = page_slice(n);
+    if (ps.page >= n) return;
+    PageDesc* pg = &pages[ps.page];
     const PageDesc page = *pg;
     const u32 t = threadIdx.x;
     if (page.error != 0 || page.physical != PT_BYTE_ARRAY) return;
@@ -283,14 +327,14 @@ extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc*
     u64* src = (u64*)col.str_src + page.row_start;
     u32* lens = (u32*)col.str_len + page.row_start;
     __shared__ WalkSpace walk;
-    __shared__ unsigned long long first_bad;
+    __shared__ u32 first_bad;
     if (!dict) {
         const u64 values = page.values;
-        const u32 fail = walk_byte_arrays(walk, (const u8*)values, page.values_len, nn,
-                                                [&](u32 k, u32 off, u32 len) {
-                                                    src[k] = values + off;
-                                                    lens[k] = len;
-                                                });
+        const u32 fail = walk_byte_arrays(walk, &chains[ps.page], (const u8*)values, page.values_len, nn,
+                                          [&](u32 k, u32 off, u32 len) {
+                                              src[k] = values + off;
+                                              lens[k] = len;
+                                          });
         if (t == 0 && fail != NONE) page_error(pg, ERR_OVERRUN, fail);
         return;
     }
@@ -298,30 +342,36 @@ extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc*
         if (t == 0) page_error(pg, ERR_MISSING_DICTIONARY, 0);
         return;
     }
-    if (t == 0) first_bad = NO_ERROR_KEY;
+    if (t == 0) first_bad = NONE;
     __syncthreads();
     const u32 dw = col.dense_width;
     const u8* dense = (const u8*)col.dense + (u64)page.row_start * dw;
     const bool idx_aligned = ((col.dense | dw) & 3) == 0;
     const DictEntry* entries = (const DictEntry*)page.dict_index;
-    for (u32 k = t; k < nn; k += BLOCK) {
+    // The failing value's code: the index past the dictionary, else its entry past the data.
+    auto index_of = [&](u32 k) {
         const u8* ip = dense + (u64)k * dw;
-        const u32 idx = idx_aligned ? *(const u32*)ip : load_u32_le(ip);
+        return idx_aligned ? *(const u32*)ip : load_u32_le(ip);
+    };
+    for (u64 k64 = (u64)ps.slice * BLOCK + t; k64 < nn; k64 += (u64)ps.slices * BLOCK) {
+        const u32 k = (u32)k64;
+        const u32 idx = index_of(k);
         if (idx >= page.dict_count) {
-            atomicMin(&first_bad, error_key(k, ERR_DICT_INDEX));
+            atomicMin(&first_bad, k);
             continue;
         }
         const DictEntry e = entries[idx];
         if ((u64)e.offset + e.len > page.dict_len) {
-            atomicMin(&first_bad, error_key(k, ERR_OVERRUN));
+            atomicMin(&first_bad, k);
             continue;
         }
         src[k] = page.dict + e.offset;
         lens[k] = e.len;
     }
     __syncthreads();
-    if (t == 0 && first_bad != NO_ERROR_KEY) {
-        page_error(pg, (u32)(first_bad & 0xffffffffu), (u32)(first_bad >> 32));
+    if (t == 0) {
+        const u32 k = page_slices_lowest(pg, ps.slices, first_bad);
+        if (k != NONE) page_error(pg, index_of(k) >= page.dict_count ? ERR_DICT_INDEX : ERR_OVERRUN, k);
     }
 }
 
@@ -415,25 +465,27 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDe
     }
 }
 
-// Block per page (grid n, block 256, no dynamic shared memory): BYTE_ARRAY pages not encoded
-// DELTA_BYTE_ARRAY, not in error, whose column has no error. Copies each present row's str_len bytes
-// from str_src to out_values + out_offsets[row]. A row whose bytes would land outside [0,
-// chars_capacity), whose value index is past num_non_null (or the page's rows), or whose source is 0:
-// OVERRUN, detail = the
-// lowest such row of the page; every other row is copied. Strings up to 32 bytes are copied by their
-// own thread, longer ones by the whole warp.
+// Blocks per page (grid n × slices, block 256, no dynamic shared memory: page_slice): BYTE_ARRAY
+// pages not encoded DELTA_BYTE_ARRAY, not in error, whose column has no error. Copies each present
+// row's str_len bytes from str_src to out_values + out_offsets[row]. A row whose bytes would land
+// outside [0, chars_capacity), whose value index is past num_non_null (or the page's rows), or whose
+// source is 0: OVERRUN, detail = the lowest such row of the page; every other row is copied. Strings
+// up to 32 bytes are copied by their own thread, longer ones by the whole warp. A page's rows go to
+// its blocks 256 at a time, round robin: one block per page took as long as one page's walk through
+// its rows, each thread's value after value waiting on loads (0.35 ms a plain benchmark step, in ncu).
 extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* pages, u32 n, const ColumnDesc* cols) {
     using namespace gpcore;
     require_block();
-    if (blockIdx.x >= n) return;
-    PageDesc* pg = &pages[blockIdx.x];
+    const PageSlice ps = page_slice(n);
+    if (ps.page >= n) return;
+    PageDesc* pg = &pages[ps.page];
     const PageDesc page = *pg;
     if (page.error != 0 || page.physical != PT_BYTE_ARRAY || page.encoding == ENC_DELTA_BYTE_ARRAY) return;
     const ColumnDesc col = cols[page.column];
     if (col.error != 0 || !rows_ok(page, col)) return;
     const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    __shared__ unsigned long long first_bad;
-    if (t == 0) first_bad = NO_ERROR_KEY;
+    __shared__ u32 first_bad;
+    if (t == 0) first_bad = NONE;
     __syncthreads();
     const bool required = page.max_def == 0;
     const i32* vidx = (const i32*)col.vidx + page.row_start;
@@ -441,21 +493,21 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
     const u64* srcs = (const u64*)col.str_src + page.row_start;
     const u32* lens = (const u32*)col.str_len + page.row_start;
     const u64 chars = col.out_values, cap = col.chars_capacity;
-    for (u32 wbase = warp * 32; wbase < page.num_values; wbase += BLOCK) {
-        const u32 i = wbase + lane;
+    for (u64 wbase = (u64)ps.slice * BLOCK + warp * 32; wbase < page.num_values; wbase += (u64)ps.slices * BLOCK) {
+        const u32 i = (u32)wbase + lane;
         bool copy = false;
         u64 src = 0, dst = 0;
         u32 len = 0;
         if (i < page.num_values) {
             const i64 k = required ? (i64)i : (i64)vidx[i];
             if (k >= page.num_non_null || k >= page.num_values) {
-                atomicMin(&first_bad, error_key(i, ERR_OVERRUN));
+                atomicMin(&first_bad, i);
             } else if (k >= 0) {
                 len = lens[k];
                 src = srcs[k];
                 const i64 o = offsets[i];
                 if (o < 0 || (u64)o + len > cap || (src == 0 && len > 0)) {
-                    atomicMin(&first_bad, error_key(i, ERR_OVERRUN));
+                    atomicMin(&first_bad, i);
                 } else {
                     copy = len > 0;
                     dst = chars + (u64)o;
@@ -474,8 +526,9 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
         }
     }
     __syncthreads();
-    if (t == 0 && first_bad != NO_ERROR_KEY) {
-        page_error(pg, (u32)(first_bad & 0xffffffffu), (u32)(first_bad >> 32));
+    if (t == 0) {
+        const u32 bad = page_slices_lowest(pg, ps.slices, first_bad);
+        if (bad != NONE) page_error(pg, ERR_OVERRUN, bad);
     }
 }
 

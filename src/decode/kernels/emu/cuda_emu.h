@@ -315,6 +315,18 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
     if (v < old) *p = v;
     return old;
 }
+inline unsigned atomicMax(unsigned* p, unsigned v) {
+    const unsigned old = *p;
+    if (v > old) *p = v;
+    return old;
+}
+inline unsigned atomicExch(unsigned* p, unsigned v) {
+    const unsigned old = *p;
+    *p = v;
+    return old;
+}
+// Blocks run one after another: every write is seen by the next.
+inline void __threadfence() {}
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
     const unsigned old = *p;
     *p = old + v;

@@ -371,7 +371,9 @@ int main(int argc, char** argv) {
     std::vector<u64> page_totals(n ? n : 1, 0x5555);
     if (n) {
         emu::launch(gp_gather_fixed, n, 256, P, n, C);
-        emu::launch(gp_byte_array_values, n, 256, P, n, C);
+        // Three blocks a page, as the device's several (page_slice), sharing each walk through its chain.
+        std::vector<gpcore::WalkChain> chains(n);
+        emu::launch(gp_byte_array_values, 3 * n, 256, P, n, C, chains.data());
         emu::launch(gp_string_page_totals, n, 256, (const PageDesc*)P, n, (const ColumnDesc*)C, page_totals.data());
     }
     if (ncols) emu::launch(gp_string_page_bases, ncols, 256, (const PageDesc*)P, n, C, ncols, page_totals.data());
@@ -386,7 +388,8 @@ int main(int argc, char** argv) {
         cols[c].out_values = (uint64_t)chars[c];
         cols[c].chars_capacity = cap;
     }
-    if (n) emu::launch(gp_copy_strings, n, 256, P, n, (const ColumnDesc*)C);
+    // Three blocks a page, as the device's several (page_slice): their rows and errors combine the same.
+    if (n) emu::launch(gp_copy_strings, 3 * n, 256, P, n, (const ColumnDesc*)C);
 
     FILE* out = std::fopen(argv[2], "wb");
     if (!out) return 2;
