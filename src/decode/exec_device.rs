@@ -17,7 +17,7 @@ use crate::gpu::nvcomp::{BatchTransfers, Codec, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
 use crate::gpu::{DeviceBuffer, Event, MappedStaging, Stream, cuda_err, guard};
 
-/// Threads per block of the page kernels (one block per page).
+/// Threads per block of the page kernels (a block per page, or several: [`page_kernel_slices`]).
 const PAGE_BLOCK: u32 = 256;
 
 /// Bytes of mapped host memory an executor moves its descriptors and small results through. A step

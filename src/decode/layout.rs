@@ -73,7 +73,7 @@ pub struct PageInfo {
 }
 
 /// One data page handed to the decode kernels: in and out. Built by the host from a [`PageInfo`] after
-/// decompression; one block per page.
+/// decompression; one block per page (several for the string kernels, `page_slice` in the kernels).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct PageDesc {
@@ -124,9 +124,10 @@ pub struct PageDesc {
     pub column: u32,
     /// Out: the first [`ErrorCode`] met in this page, 0 when none.
     pub error: u32,
-    /// Out: a number saying more about the error (an offset, an index, a width).
+    /// Out: a number saying more about the error (an offset, an index, a width). While a kernel whose
+    /// blocks share the page runs, their lowest failing row so far (complemented); 0 again after.
     pub error_detail: u32,
-    /// Reserved, 0.
+    /// Reserved, 0; while a kernel whose blocks share the page runs, how many of them have ended.
     pub reserved: u32,
 }
 

@@ -7,7 +7,8 @@
 // - A kernel does nothing for a page whose `error` is already set when it starts (string offsets treat
 //   such a page's rows as empty instead, so offsets stay monotone).
 // - Errors are deterministic: where many threads can fail, the failing value (or row) with the lowest
-//   index wins (a shared-memory atomicMin), and thread 0 records it after a barrier.
+//   index wins (a shared-memory atomicMin), and thread 0 records it after a barrier; where a page's
+//   rows are shared by several blocks, the last of them records the lowest (page_slices_lowest).
 
 namespace gpcore {
 
