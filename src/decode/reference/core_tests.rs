@@ -1326,6 +1326,54 @@ fn kernels_match_references_on_hostile_pages() {
     }
 }
 
+/// A dictionary-encoded string page shared by several blocks (the emulation gives each page three,
+/// the rows 256 at a time, round robin): the page's view of its dictionary cut to the two entries of
+/// rows 0..300 (`dict_len`; the indices stay in range, so `gp_dict_indices` passes them), the lowest
+/// failing row (300) lies in the second block's rows while the first and third blocks' rows fail from
+/// 768 and 512; the page's error must still name row 300, as the reference does.
+#[test]
+fn kernels_match_references_when_a_later_block_has_the_lowest_failing_row() {
+    let rows = 4000;
+    let dict: StringArray = (0..rows)
+        .map(|i| {
+            Some(if i < 300 {
+                format!("first-{}", i % 2)
+            } else {
+                format!("later-{}", i % 37)
+            })
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(vec![Field::new("dict", DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(dict) as ArrayRef]).expect("batch");
+    let props = WriterProperties::builder()
+        .set_data_page_row_count_limit(rows)
+        .set_write_batch_size(1024)
+        .set_dictionary_enabled(true)
+        .build();
+    let mut buf = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    let file = Bytes::from(buf);
+    let build = || {
+        let mut step = build_step(&file, &[0]);
+        let dict_pages = step
+            .pages
+            .iter_mut()
+            .filter(|p| p.encoding == enc::RLE_DICTIONARY || p.encoding == enc::PLAIN_DICTIONARY);
+        for p in dict_pages {
+            // "first-0" and "first-1", each after its 4-byte length.
+            p.dict_len = 2 * (4 + 7);
+        }
+        step
+    };
+    let mut reference = build();
+    run_core(&mut reference);
+    let first = reference.pages.iter().find(|p| p.error != 0).expect("a page in error");
+    assert_eq!(error_of(first), (Some(ErrorCode::Overrun), 300));
+    kernels_match("dictionary cut short, lowest failing row in the second block", build);
+}
+
 #[test]
 fn kernels_match_references_on_large_pages() {
     let batch = big_batch();
