@@ -11,7 +11,8 @@ use crate::decode::reference::{self, Arena};
 use crate::error::{Error, Result};
 
 /// A family of kernels launched over a step's data pages (a block per page, or several for the string
-/// kernels, each returning at once for pages it does not handle), in the order the pipeline launches them.
+/// kernels; each returns at once for pages it does not handle), in the order the pipeline launches
+/// them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageKernel {
     /// v1 level-prefix resolution (`gp_page_setup`).

@@ -287,6 +287,7 @@ fn page_kernel_names(kind: PageKernel) -> &'static [&'static str] {
 fn page_kernel_slices(kind: PageKernel, largest_strings: PageShape) -> u32 {
     match kind {
         PageKernel::CopyStrings => largest_strings.rows.div_ceil(COPY_ROWS_PER_BLOCK).clamp(1, 16),
+        PageKernel::ByteArrayValues => byte_array_values_slices(largest_strings),
         _ => 1,
     }
 }
@@ -859,7 +860,7 @@ impl Executor for DeviceExecutor<'_> {
                 let chains = self.alloc(n as usize * WALK_CHAIN_BYTES)?;
                 self.launch_raw(
                     "gp_byte_array_values",
-                    n.saturating_mul(byte_array_values_slices(largest_strings)),
+                    n.saturating_mul(page_kernel_slices(PageKernel::ByteArrayValues, largest_strings)),
                     PAGE_BLOCK,
                     &[U64(pages), U32(n), U64(cols), U64(chains)],
                 )?;

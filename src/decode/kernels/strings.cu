@@ -73,7 +73,7 @@ struct ParWalkShared {
     u32 start[WALK_TILE];                    // the true chain's first start in the range
     u32 kbase[WALK_TILE];                    // index of that value
     u32 n[WALK_TILE];                        // values of the true chain starting in the range (0: none)
-    u32 cur, done_k, state;                  // join's position and index; 0 running, 1 all found, 2 short
+    u32 state;                               // after this block's join: 0 running, 1 all found, 2 short
     u32 ticket;                              // this block's tile
     u32 joined;                              // whether this block joined its tile (else: skip its emits)
     u32 found_short;                         // whether this block's join found the stream short
@@ -348,7 +348,6 @@ extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc*
     const u8* dense = (const u8*)col.dense + (u64)page.row_start * dw;
     const bool idx_aligned = ((col.dense | dw) & 3) == 0;
     const DictEntry* entries = (const DictEntry*)page.dict_index;
-    // The failing value's code: the index past the dictionary, else its entry past the data.
     auto index_of = [&](u32 k) {
         const u8* ip = dense + (u64)k * dw;
         return idx_aligned ? *(const u32*)ip : load_u32_le(ip);
@@ -371,6 +370,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc*
     __syncthreads();
     if (t == 0) {
         const u32 k = page_slices_lowest(pg, ps.slices, first_bad);
+        // The lowest failing value's code: its index past the dictionary, else its entry past the data.
         if (k != NONE) page_error(pg, index_of(k) >= page.dict_count ? ERR_DICT_INDEX : ERR_OVERRUN, k);
     }
 }
