@@ -309,9 +309,10 @@ impl StagedBackend {
         let t0 = Instant::now();
         let all: Vec<&ReadPlan> = plans.iter().map(|p| p.as_ref()).collect();
         // Whether to read `O_DIRECT` (a `mincore` sample of the read's pages) is decided on a thread
-        // of its own while the workers start and the first step's buffer is allocated; the workers wait
-        // for it before their first read. (In line, it came 1.1-1.5 ms into a hot read on the H200,
-        // the first step's buffer 0.5 ms after it, and the first read after both.)
+        // of its own; the workers do not wait for it: a piece read before the choice is read buffered
+        // (right either way: the file's bytes are the same), those after it as chosen. (In line, it
+        // came 1.1-1.5 ms into a hot read on the H200; on its own thread, waited for, 0.8-1.1 ms, the
+        // first read after it.)
         let choice: OnceLock<DirectChoice> = OnceLock::new();
         let feed = Feed::default();
         let abort = AtomicBool::new(false);
@@ -347,8 +348,6 @@ impl StagedBackend {
             for (me, w) in self.workers.iter().enumerate() {
                 let (feed, abort, choice, direct_failed, fail) = (&feed, &abort, &choice, &direct_failed, &fail);
                 s.spawn(move || {
-                    let choice = choice.wait();
-                    let (direct, notes) = (choice.file.as_ref(), &choice.notes[..]);
                     let mut worker = w.lock().unwrap_or_else(|p| p.into_inner());
                     // The step this worker is on, to blame for a failure outside its reads.
                     let mut on = 0usize;
@@ -359,9 +358,8 @@ impl StagedBackend {
                             source,
                             me,
                             t0,
-                            direct,
+                            choice,
                             direct_failed,
-                            notes,
                         };
                         steps.run(&mut worker, &mut on, feed, abort, deliver)
                     });
@@ -513,9 +511,9 @@ struct StepWorker<'a> {
     /// Its index among the workers (its slot in [`StepWork::copied`]).
     me: usize,
     t0: Instant,
-    direct: Option<&'a File>,
+    /// Whether to read `O_DIRECT`, once decided; buffered reads until then.
+    choice: &'a OnceLock<DirectChoice>,
     direct_failed: &'a Mutex<Option<String>>,
-    notes: &'a [String],
 }
 
 impl StepWorker<'_> {
@@ -535,16 +533,20 @@ impl StepWorker<'_> {
         while let Some(step) = feed.get(at, abort) {
             at += 1;
             *on = step.k;
-            let reading = PieceReader {
-                source: self.source,
-                plan: &step.plan,
-                direct: self.direct.filter(|_| step.plan.options.align),
-                direct_failed: self.direct_failed,
-            };
             while let Some(piece) = step.pieces.get(step.next.fetch_add(1, Ordering::Relaxed)) {
                 if abort.load(Ordering::Relaxed) {
                     return Ok(());
                 }
+                let reading = PieceReader {
+                    source: self.source,
+                    plan: &step.plan,
+                    direct: self
+                        .choice
+                        .get()
+                        .and_then(|c| c.file.as_ref())
+                        .filter(|_| step.plan.options.align),
+                    direct_failed: self.direct_failed,
+                };
                 let slot = &mut w.slots[turn % nslots];
                 turn += 1;
                 let start = self.t0.elapsed();
@@ -594,7 +596,8 @@ impl StepWorker<'_> {
             r.start -= first;
             r.end -= first;
         }
-        let mut notes = self.notes.to_vec();
+        // Made by now, or soon: it is always made (see `fetch_steps`).
+        let mut notes = self.choice.wait().notes.clone();
         if let Some(m) = self.direct_failed.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             notes.push(m);
         }
