@@ -307,10 +307,10 @@ fn byte_array_values_slices(largest_strings: PageShape) -> u32 {
 }
 
 /// Bytes of one tile of the plain byte-array walk (`WALK_TILE` ranges of `WALK_RANGE` bytes in
-/// `kernels/strings.cu`).
+/// `kernels/strings.cu`, which asserts this value).
 const WALK_TILE_BYTES: u64 = 256 * 512;
 
-/// Bytes of a `WalkChain` (`kernels/strings.cu`).
+/// Bytes of a `WalkChain` (`kernels/strings.cu`, which asserts this size).
 const WALK_CHAIN_BYTES: usize = 32;
 
 /// The pre-check's codec number, for the codecs it checks.

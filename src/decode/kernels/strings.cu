@@ -85,6 +85,9 @@ struct ParWalkShared {
 struct WalkChain {
     u32 ticket, ready, cur, done_k, state, pad[3];
 };
+// The host allocates WALK_CHAIN_BYTES a page and counts WALK_TILE_BYTES a tile (decode/exec_device.rs).
+static_assert(sizeof(WalkChain) == 32, "WALK_CHAIN_BYTES in exec_device.rs");
+static_assert((u64)WALK_TILE * WALK_RANGE == 131072, "WALK_TILE_BYTES in exec_device.rs");
 
 union WalkSpace {
     WalkShared seq;
