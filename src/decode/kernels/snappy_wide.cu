@@ -14,8 +14,8 @@
 //      doubling, where the chain from each byte leaves the window. The true chain enters a segment at
 //      one of its first WSNAP_CAND bytes unless the element crossing into it is longer than that.
 //   2. gp_wsnap_join: a warp per body follows the true chain from segment to segment through the table
-//      (rows staged in shared memory 32 segments at a time; lane 0 walks a segment itself when the
-//      chain enters it past the candidates), giving each segment its first element and the output
+//      (rows staged in shared memory 32 segments at a time; the warp walks a segment itself, 32
+//      bytes at a time, when the chain enters it past the candidates), giving each segment its first element and the output
 //      before it.
 //   3. gp_wsnap_emit: a warp per segment walks its elements 32 input bytes at a time (the pre-check's
 //      window walk) and checks each as the pre-check does (in the input, match offset inside the
@@ -146,23 +146,6 @@ __device__ inline bool wsnap_element(const u8* s, u64 n, u64 q, u64* adv, u64* l
     return true;
 }
 
-// Follows the chain from q to the first element starting at or past `end`: *q there (UINT64_MAX when
-// an element runs past the input), *out += the output of the elements passed.
-__device__ inline void wsnap_follow(const u8* s, u64 n, u64 end, u64* q, u64* out) {
-    u64 at = *q, produced = *out;
-    while (at < end) {
-        u64 adv, len;
-        if (!wsnap_element(s, n, at, &adv, &len)) {
-            at = ~0ull;
-            break;
-        }
-        at += adv;
-        produced += len;
-    }
-    *q = at;
-    *out = produced;
-}
-
 // One lane's element of a window of 32 input bytes starting at p, read from global memory; elements
 // starting at or past `limit` (the segment's end) are not the segment's (`inside` false).
 __device__ inline SnappyLane wsnap_lane_element(const u8* s, u64 n, u64 p, u64 limit) {
@@ -247,6 +230,44 @@ extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabu
     t[1] = (u32)min(out, (u64)0xffffffffu);
 }
 
+// Follows the chain from q to the first element starting at or past `end`, by the whole warp: *q there
+// (UINT64_MAX when an element runs past the input), *out += the output of the elements passed. The
+// join calls it where the chain enters a segment past its tabulated starts (a literal longer than
+// WSNAP_CAND crossing into it). It walks as the pre-check does: 32 input bytes a window, from bytes
+// staged in shared memory (`st`, a stage of validate.cu), since a walk by one thread waits on a load
+// per element (some 500 in a segment of the benchmark file's `a` column: about 0.1 ms a segment on the
+// H200) and a window read from global memory on one load. q < end <= n < 2^31 (the preamble's check).
+__device__ inline void wsnap_follow_warp(const u8* s, u64 n, u64 end, u64* q, u64* out, u8* st) {
+    const u32 lane = threadIdx.x & 31;
+    u64 at = *q, produced = *out;
+    u64 b = 0;  // the stage holds body bytes [b, b + have)
+    u32 have = 0;
+    while (at < end) {
+        if (at < b || min(at + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, at, st, &b, &have);
+        // The element at this lane's byte: a member only before `end`, checked against the input's end.
+        const u32 r = (u32)(at - b) + lane;
+        const u32* words = (const u32*)st;
+        const u32 w = (r + 1) >> 2;
+        const u32 le4 = __funnelshift_r(words[w], words[w + 1], 8 * ((r + 1) & 3));
+        const bool inside = at + lane < end;
+        const SnappyLane e = snappy_element(st[r], le4, inside ? (u32)(n - at) - lane : 0u, inside);
+        // Lane 0's element starts at `at` < end: it is a member, so `members` is not empty.
+        const u32 members = snappy_window_members(e);
+        const bool member = (members >> lane) & 1u;
+        if (__ballot_sync(gpcore::FULL_MASK, member && e.err != VALIDATE_OK)) {
+            at = ~0ull;
+            break;
+        }
+        // The members are inside the input: their literals' lengths sum to under 2^31, their
+        // matches' to at most 16 * 64.
+        produced += warp_add(member ? e.len : 0u);
+        const u32 last = 31 - __clz(members);
+        at += last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
+    }
+    *q = at;
+    *out = produced;
+}
+
 extern "C" __global__ void gp_wsnap_join(WsnapItem* items, u32 n) {
     if (blockDim.x != 32) __trap();
     const u32 i = blockIdx.x, lane = threadIdx.x;
@@ -261,32 +282,46 @@ extern "C" __global__ void gp_wsnap_join(WsnapItem* items, u32 n) {
     // The table rows of 32 segments at a time, loaded by the whole warp, so that the chain's walk from
     // row to row (lane 0) reads shared memory rather than waiting on global loads one after another.
     __shared__ uint2 rows[32 * WSNAP_CAND];
+    // The stage of wsnap_follow_warp.
+    __shared__ uint4 stage_words[SNAPPY_STAGE_WORDS];
     // q: the true chain's next element (UINT64_MAX once an element ran past the input); out: the
     // output before it (a sum of saturated 32-bit counts: no overflow, and over want if any saturated).
+    // The same in every lane: each follows the chain through the rows, and lane 0 writes.
     u64 q = p0, out = 0;
     for (u64 k0 = 0; k0 < segs; k0 += 32) {
         const u64 rows_here = min((u64)32, segs - k0);
         __syncwarp();
-        for (u32 r = 0; r < rows_here; r++) rows[r * WSNAP_CAND + lane] = table[(k0 + r) * WSNAP_CAND + lane];
+        // Eight loads in flight at a time rather than one.
+        for (u32 r0 = 0; r0 < rows_here; r0 += 8) {
+            uint2 v[8];
+#pragma unroll
+            for (u32 j = 0; j < 8; j++) {
+                if (r0 + j < rows_here) v[j] = table[(k0 + r0 + j) * WSNAP_CAND + lane];
+            }
+#pragma unroll
+            for (u32 j = 0; j < 8; j++) {
+                if (r0 + j < rows_here) rows[(r0 + j) * WSNAP_CAND + lane] = v[j];
+            }
+        }
         __syncwarp();
-        if (lane == 0) {
-            for (u32 r = 0; r < rows_here; r++) {
-                const u64 k = k0 + r;
-                const u64 start = p0 + k * WSNAP_SEG, end = min(start + WSNAP_SEG, it.src_len);
+        for (u32 r = 0; r < rows_here; r++) {
+            const u64 k = k0 + r;
+            const u64 start = p0 + k * WSNAP_SEG, end = min(start + WSNAP_SEG, it.src_len);
+            if (lane == 0) {
                 WsnapSeg g;
                 g.status = VALIDATE_OK;
                 g.out_base = out;
                 g.entry = q < end ? (u32)q : WSNAP_NONE;
                 sg[k] = g;
-                if (q >= end) continue;  // a long literal covers the segment, or the chain has ended
-                const u64 c = q - start;  // q >= start: the chain left the segment before at its end or later
-                if (c < WSNAP_CAND) {
-                    const uint2 t = rows[r * WSNAP_CAND + c];
-                    out += t.y;
-                    q = t.x == WSNAP_NONE ? ~0ull : (u64)t.x;
-                } else {
-                    wsnap_follow(s, it.src_len, end, &q, &out);
-                }
+            }
+            if (q >= end) continue;  // a long literal covers the segment, or the chain has ended
+            const u64 c = q - start;  // q >= start: the chain left the segment before at its end or later
+            if (c < WSNAP_CAND) {
+                const uint2 t = rows[r * WSNAP_CAND + c];
+                out += t.y;
+                q = t.x == WSNAP_NONE ? ~0ull : (u64)t.x;
+            } else {
+                wsnap_follow_warp(s, it.src_len, end, &q, &out, (u8*)stage_words);
             }
         }
     }
