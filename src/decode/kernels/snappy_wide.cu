@@ -15,8 +15,8 @@
 //      one of its first WSNAP_CAND bytes unless the element crossing into it is longer than that.
 //   2. gp_wsnap_join: a warp per body follows the true chain from segment to segment through the table
 //      (rows staged in shared memory 32 segments at a time; the warp walks a segment itself, 32
-//      bytes at a time, when the chain enters it past the candidates), giving each segment its first element and the output
-//      before it.
+//      bytes at a time, when the chain enters it past the candidates), giving each segment its first
+//      element and the output before it.
 //   3. gp_wsnap_emit: a warp per segment walks its elements 32 input bytes at a time (the pre-check's
 //      window walk) and checks each as the pre-check does (in the input, match offset inside the
 //      output so far, length inside the declared size). Then it writes literals, and matches in order,
@@ -115,35 +115,6 @@ __device__ inline bool wsnap_this_segment(const WsnapItem* items, u32 n, WsnapIt
     if (wsnap_preamble((const u8*)it->src, it->src_len, it->dst_len, p0) != VALIDATE_OK) return false;
     *k = (u64)(blockIdx.x - it->seg_block0) * WSNAP_SEG_WARPS + threadIdx.x / 32;
     return *k < wsnap_segments(it->src_len, *p0);
-}
-
-// The element at q < n, by one thread: false if it runs past the input (the pre-check's TRUNCATED);
-// else its size in the input (*adv) and its output (*len).
-__device__ inline bool wsnap_element(const u8* s, u64 n, u64 q, u64* adv, u64* len) {
-    const u32 tag = s[q], kind = tag & 3;
-    if (kind == 0) {
-        const u32 l = tag >> 2;
-        u64 head = 1, bytes;
-        if (l >= 60) {
-            const u32 extra = l - 59;
-            if (extra > n - q - 1) return false;
-            u64 v = 0;
-            for (u32 k = 0; k < extra; k++) v |= (u64)s[q + 1 + k] << (8 * k);
-            head += extra;
-            bytes = v + 1;
-        } else {
-            bytes = l + 1;
-        }
-        if (bytes > n - q - head) return false;
-        *adv = head + bytes;
-        *len = bytes;
-        return true;
-    }
-    const u64 head = kind == 1 ? 2 : (kind == 2 ? 3 : 5);
-    if (head > n - q) return false;
-    *adv = head;
-    *len = kind == 1 ? ((tag >> 2) & 7) + 4 : (tag >> 2) + 1;
-    return true;
 }
 
 // One lane's element of a window of 32 input bytes starting at p, read from global memory; elements
@@ -280,7 +251,7 @@ extern "C" __global__ void gp_wsnap_join(WsnapItem* items, u32 n) {
     WsnapSeg* sg = (WsnapSeg*)it.segs;
     const uint2* table = (const uint2*)it.table;
     // The table rows of 32 segments at a time, loaded by the whole warp, so that the chain's walk from
-    // row to row (lane 0) reads shared memory rather than waiting on global loads one after another.
+    // row to row reads shared memory rather than waiting on global loads one after another.
     __shared__ uint2 rows[32 * WSNAP_CAND];
     // The stage of wsnap_follow_warp.
     __shared__ uint4 stage_words[SNAPPY_STAGE_WORDS];
