@@ -215,13 +215,9 @@ __device__ inline void wsnap_follow_warp(const u8* s, u64 n, u64 end, u64* q, u6
     u32 have = 0;
     while (at < end) {
         if (at < b || min(at + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, at, st, &b, &have);
-        // The element at this lane's byte: a member only before `end`, checked against the input's end.
-        const u32 r = (u32)(at - b) + lane;
-        const u32* words = (const u32*)st;
-        const u32 w = (r + 1) >> 2;
-        const u32 le4 = __funnelshift_r(words[w], words[w + 1], 8 * ((r + 1) & 3));
-        const bool inside = at + lane < end;
-        const SnappyLane e = snappy_element(st[r], le4, inside ? (u32)(n - at) - lane : 0u, inside);
+        // The element at this lane's byte: the segment's only before `end`, checked against the
+        // input's end.
+        const SnappyLane e = snappy_lane_element(st, (u32)(at - b), (u32)(n - at), (u32)(end - at));
         // Lane 0's element starts at `at` < end: it is a member, so `members` is not empty.
         const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;

@@ -218,14 +218,21 @@ __device__ inline SnappyLane snappy_element(u32 tag, u32 le4, u32 rem, bool insi
 
 // This lane's element of the window that starts `at` bytes into the stage, `left` input bytes before
 // the body's end (the stage covers the window's 36 bytes or the body's end, and is zero after it).
-__device__ inline SnappyLane snappy_lane_element(const u8* st, u32 at, u32 left) {
+// Only the first `starts` bytes (at most `left`) may start one (`inside`); its bytes are checked
+// against the body's end.
+__device__ inline SnappyLane snappy_lane_element(const u8* st, u32 at, u32 left, u32 starts) {
     const u32 lane = threadIdx.x & 31;
     const u32 r = at + lane;
     const u32* words = (const u32*)st;
     const u32 w = (r + 1) >> 2;
     const u32 le4 = __funnelshift_r(words[w], words[w + 1], 8 * ((r + 1) & 3));
-    const bool inside = lane < left;
+    const bool inside = lane < starts;
     return snappy_element(st[r], le4, inside ? left - lane : 0u, inside);
+}
+
+// The same where any byte before the body's end may start an element.
+__device__ inline SnappyLane snappy_lane_element(const u8* st, u32 at, u32 left) {
+    return snappy_lane_element(st, at, left, left);
 }
 
 // The lanes whose elements really start in the window: the chain from lane 0, by doubling. Called by
