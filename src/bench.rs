@@ -438,6 +438,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
                 chunks.plan(),
                 buf,
                 opts.policy.threads,
+                None,
             )
         };
         let (_, _, peak) = run()?;

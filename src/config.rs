@@ -421,6 +421,14 @@ pub(crate) fn small_transfers_on_copy_engine() -> bool {
     *ON.get_or_init(|| std::env::var("GPU_PARQUET_SMALL_TRANSFERS").is_ok_and(|v| v == "copy-engine"))
 }
 
+/// Whether a GPU read parses the page headers of steps whose bytes are in the page cache on the host,
+/// ahead of the decoders ([`crate::decode::host_headers`]): by default; `GPU_PARQUET_HOST_HEADERS=0`,
+/// a developer's switch, leaves every step's headers to the GPU (to compare the two in one run).
+pub(crate) fn host_headers() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("GPU_PARQUET_HOST_HEADERS").map_or(true, |v| v != "0"))
+}
+
 /// `GPU_PARQUET_SNAPPY`, a developer's switch to compare the GPU Snappy decoders in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SnappyChoice {

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::config::WideSnappy;
 use crate::decode::gpu::{DecoderSetup, GpuDecoder};
+use crate::decode::host_headers::{HostHeaders, parse_step_headers, worth_parsing};
 use crate::decode::pipeline::ColumnRoute;
 use crate::decode::pipeline::{ColumnStepStats, StepStats, route_columns};
 // A one-warp decompressor's cost per compressed byte of a step's longest page bounds the step's GPU
@@ -417,6 +418,7 @@ impl Reader {
                     &chunks.plan,
                     buffer,
                     self.policy.threads,
+                    None,
                 )?;
                 Ok((batch, peak))
             })
@@ -715,7 +717,33 @@ impl Pipeline {
             places.wake();
             results.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(Err(e));
         };
+        // Page headers parsed on the host ahead of the decoders, step by step; a step whose headers
+        // are not ready when its decode begins parses them on the GPU.
+        let headers: Vec<std::sync::OnceLock<Option<HostHeaders>>> = (0..n).map(|_| Default::default()).collect();
         std::thread::scope(|s| {
+            if crate::config::host_headers() {
+                let (stop, headers) = (&stop, &headers);
+                s.spawn(move || {
+                    let Ok(file) = std::fs::File::open(reader.source.path()) else {
+                        return;
+                    };
+                    for (k, plan) in plans.iter().enumerate() {
+                        if stop.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        let parsed = worth_parsing(&file, plan)
+                            .then(|| parse_step_headers(&file, plan).ok())
+                            .flatten();
+                        let what = if parsed.is_some() {
+                            "parsed on the host"
+                        } else {
+                            "left to the GPU"
+                        };
+                        let _ = headers[k].set(parsed);
+                        crate::config::trace_at(started, format_args!("step {k}: headers {what}"));
+                    }
+                });
+            }
             // One reading thread (see FETCHES); its fetches hand each step to the decoders, and it
             // owns the channel's sender, so the decoders end once it has delivered every step.
             let (stop_r, places_r, fail_r) = (&stop, &places, &fail);
@@ -760,7 +788,7 @@ impl Pipeline {
                 }
             });
             for _ in 0..self.decoders {
-                let (rx, stop, places, fail, results) = (&rx, &stop, &places, &fail, &results);
+                let (rx, stop, places, fail, results, headers) = (&rx, &stop, &places, &fail, &results, &headers);
                 s.spawn(move || {
                     let mut waited = Instant::now();
                     loop {
@@ -774,7 +802,8 @@ impl Pipeline {
                         }
                         let r = guard("decoding a step", || {
                             let chunks = fetched?;
-                            decode_one(reader, decoder, schema, routes, chunks, started, io_wait)
+                            let host_headers = headers[k].get().and_then(Option::as_ref);
+                            decode_one(reader, decoder, schema, routes, chunks, host_headers, started, io_wait)
                         });
                         // The step's chunks are dropped (decode_one owns them): its place is free.
                         let held = places.held();
@@ -809,12 +838,14 @@ impl Pipeline {
 }
 
 /// Decodes one fetched step (on its chunks' stream) and drops its chunks.
+#[allow(clippy::too_many_arguments)]
 fn decode_one(
     reader: &Reader,
     decoder: &GpuDecoder,
     schema: &arrow::datatypes::SchemaRef,
     routes: &[ColumnRoute],
     chunks: ColumnChunks,
+    host_headers: Option<&HostHeaders>,
     started: Instant,
     io_wait: Duration,
 ) -> Result<StepOutcome> {
@@ -829,6 +860,7 @@ fn decode_one(
         &chunks.plan,
         buffer,
         reader.policy.threads,
+        host_headers,
     )?;
     let (free_after, _) = decoder.context().memory()?;
     let decode_window = Window::between(started, decode_from, Instant::now());
@@ -988,6 +1020,12 @@ impl DecodeReport {
             reading * 1e3,
             decoding * 1e3,
             overlapped * 1e3
+        ));
+        let on_host = self.steps.iter().filter(|s| s.stats.headers_on_host).count();
+        out.push_str(&format!(
+            "page headers: parsed on the host in {on_host} of {} steps (their bytes in the page cache, read \
+             ahead of the decode), on the GPU in the others\n",
+            self.steps.len()
         ));
         out.push_str(&format!(
             "device memory: output {} bytes, peak {} bytes tracked / {} measured, budget {} bytes\n",

@@ -22,11 +22,13 @@ use std::time::Duration;
 use arrow::array::{Array, ArrayRef, Float32Array, Int32Array, Int64Array, ListArray, StringArray};
 use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use arrow::record_batch::RecordBatch;
-use gpu_parquet::decode::gpu::decode_reference;
+use gpu_parquet::decode::gpu::decode_reference_with;
+use gpu_parquet::decode::host_headers::parse_step_headers;
+use gpu_parquet::decode::pipeline::PageHints;
 use gpu_parquet::decode::reference::page_headers::parse_pages;
 use gpu_parquet::io::select::AnyBackend;
 use gpu_parquet::{
-    BackendKind, Error, IoPolicy, ParquetSource, PlanOptions, Projection, ReadPlan, Reader, RowGroupSelection,
+    BackendKind, Error, IoPolicy, Location, ParquetSource, PlanOptions, Projection, ReadPlan, Reader, RowGroupSelection,
 };
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
@@ -425,6 +427,9 @@ enum Decoder {
     Host,
     /// Host backend, the GPU pipeline on its host references.
     Reference,
+    /// The same, its page headers parsed on the host from the file (as a GPU read of a file in the
+    /// page cache parses them).
+    ReferenceHostHeaders,
     /// The GPU decoder, its chunks read by one of the GPU backends.
     Gpu(GpuBackend),
 }
@@ -485,7 +490,7 @@ fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
             .build()?
             .read_batches()?
             .concat(),
-        Decoder::Reference => {
+        Decoder::Reference | Decoder::ReferenceHostHeaders => {
             let source = ParquetSource::open(path)?;
             let plan = ReadPlan::build(
                 &source,
@@ -498,7 +503,23 @@ fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
             let gpu_parquet::io::select::AnyBuffer::Host(host) = fetched else {
                 unreachable!("the host backend reads into host memory");
             };
-            let (batch, _) = decode_reference(&source, &plan, &host.into_bytes())?;
+            let headers = match decoder {
+                Decoder::ReferenceHostHeaders => {
+                    let file = std::fs::File::open(path).map_err(|e| Error::io(Location::file(path), "open", e))?;
+                    Some(
+                        parse_step_headers(&file, &plan)
+                            .map_err(|e| Error::io(Location::file(path), "page headers", e))?,
+                    )
+                }
+                _ => None,
+            };
+            let (batch, _, _) = decode_reference_with(
+                &source,
+                &plan,
+                &host.into_bytes(),
+                &PageHints::default(),
+                headers.as_ref(),
+            )?;
             batch.to_host()
         }
         Decoder::Gpu(backend) => Reader::builder(path)
@@ -658,7 +679,7 @@ fn assert_no_defects(tally: &Tally) {
 
 #[test]
 fn damaged_files_give_clear_errors_or_arrow_rs_tables_on_the_host_decoders() {
-    let tally = run_suite(&[Decoder::Host, Decoder::Reference]);
+    let tally = run_suite(&[Decoder::Host, Decoder::Reference, Decoder::ReferenceHostHeaders]);
     println!("{tally:#?}");
     assert_no_defects(&tally);
     assert!(tally.cases > 1500 / shard().1, "{tally:?}");

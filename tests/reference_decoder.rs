@@ -7,8 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpu_parquet::decode::gpu::decode_reference;
+use gpu_parquet::decode::gpu::{decode_reference, decode_reference_with};
 use gpu_parquet::decode::host::decode_fetched;
+use gpu_parquet::decode::host_headers::parse_step_headers;
+use gpu_parquet::decode::pipeline::PageHints;
 use gpu_parquet::decode::table::DecodedWhere;
 use gpu_parquet::panic_guard::contain_panics;
 use gpu_parquet::{Location, ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
@@ -57,6 +59,30 @@ fn check_file(path: &Path, tally: &mut Tally) {
         let gpu = batch.columns.iter().filter(|c| c.decoded == DecodedWhere::Gpu).count();
         Ok((batch.to_host()?, gpu, batch.columns.len() - gpu))
     });
+    // The same with the page headers parsed on the host from the file, as a GPU read of a file in the
+    // page cache does: the same table, or the same refusal.
+    let with_host_headers = contain_panics(&Location::file(path), || {
+        let file = std::fs::File::open(path).map_err(|e| gpu_parquet::Error::io(Location::file(path), "open", e))?;
+        let headers =
+            parse_step_headers(&file, &plan).map_err(|e| gpu_parquet::Error::io(Location::file(path), "headers", e))?;
+        let (batch, stats, passes) =
+            decode_reference_with(&source, &plan, &fetched, &PageHints::default(), Some(&headers))?;
+        assert_eq!(passes, 0, "{name}: no header pass with host headers");
+        assert!(
+            stats.headers_on_host || batch.columns.iter().all(|c| c.decoded != DecodedWhere::Gpu),
+            "{name}"
+        );
+        batch.to_host()
+    });
+    match (&ours, &with_host_headers) {
+        (Ok((want, _, _)), Ok(got)) => assert_eq!(want, got, "{name}: with host headers"),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{name}: refusals"),
+        (a, b) => panic!(
+            "{name}: GPU-pass headers {:?}, host headers {:?}",
+            a.as_ref().err(),
+            b.as_ref().err()
+        ),
+    }
     match (oracle, ours) {
         (Ok(want), Ok((got, gpu, host))) => {
             assert_eq!(want.schema(), got.schema(), "{name}: schema");
@@ -154,8 +180,6 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
 fn page_headers_take_one_pass_once_the_hints_have_seen_a_step() {
     use arrow::array::{Int64Array, StringArray};
     use arrow::record_batch::RecordBatch;
-    use gpu_parquet::decode::gpu::decode_reference_with;
-    use gpu_parquet::decode::pipeline::PageHints;
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
     use std::sync::Arc;
@@ -192,7 +216,7 @@ fn page_headers_take_one_pass_once_the_hints_have_seen_a_step() {
         .unwrap();
     let hints = PageHints::default();
     for (run, passes_expected) in [(0, 3), (1, 1)] {
-        let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &hints).unwrap();
+        let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &hints, None).unwrap();
         assert!(stats.columns.iter().all(|c| c.pages >= 30), "{:?}", stats.columns);
         assert_eq!(passes, passes_expected, "run {run}: page-header passes");
         let got = batch.to_host().unwrap();

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::decode::exec::HostExecutor;
 use crate::decode::exec_device::{DeviceExecutor, StagingPool};
+use crate::decode::host_headers::HostHeaders;
 use crate::decode::kernels;
 use crate::decode::pipeline::{ColumnRoute, PageHints, StepStats, decode_step, route_columns};
 use crate::decode::table::DeviceBatch;
@@ -138,6 +139,7 @@ impl GpuDecoder {
     /// Decodes the chunks `plan` laid out in `chunks` (row groups `plan.row_groups`, in order), on
     /// `chunks`' stream. Returns the batch, the step's figures and the most device memory the step
     /// held beyond `chunks` (outputs included).
+    #[allow(clippy::too_many_arguments)]
     pub fn decode(
         &self,
         source: &ParquetSource,
@@ -146,6 +148,7 @@ impl GpuDecoder {
         plan: &ReadPlan,
         chunks: &DeviceBuffer<u8>,
         host_threads: usize,
+        host_headers: Option<&HostHeaders>,
     ) -> Result<(DeviceBatch, StepStats, u64)> {
         if !Arc::ptr_eq(chunks.context(), &self.ctx) {
             return Err(Error::device(
@@ -171,6 +174,7 @@ impl GpuDecoder {
             chunks.device_address(),
             host_threads,
             &self.page_hints,
+            host_headers,
         )?;
         Ok((batch, stats, exec.peak_bytes()))
     }
@@ -184,16 +188,19 @@ pub fn decode_reference(
     fetched: &Bytes,
 ) -> Result<(DeviceBatch<Vec<u8>>, StepStats)> {
     // Fresh hints: headers are parsed in one pass only where a page per 32 KiB is room enough.
-    decode_reference_with(source, plan, fetched, &PageHints::default()).map(|(b, s, _)| (b, s))
+    decode_reference_with(source, plan, fetched, &PageHints::default(), None).map(|(b, s, _)| (b, s))
 }
 
-/// [`decode_reference`] with `hints` carried over from earlier steps; also returns the page-header
-/// passes it ran (1 when the hints held, else 3: the pass that ran out of room, count, fill).
+/// [`decode_reference`] with `hints` carried over from earlier steps, and the page headers parsed on
+/// the host where `host_headers` holds them (as a GPU read gives them, [`crate::decode::host_headers`]);
+/// also returns the page-header passes it ran (0 with host headers, 1 when the hints held, else 3: the
+/// pass that ran out of room, count, fill).
 pub fn decode_reference_with(
     source: &ParquetSource,
     plan: &ReadPlan,
     fetched: &Bytes,
     hints: &PageHints,
+    host_headers: Option<&HostHeaders>,
 ) -> Result<(DeviceBatch<Vec<u8>>, StepStats, usize)> {
     let (schema, routes) = route_columns(source, &plan.columns)?;
     let mut exec = HostExecutor::new();
@@ -208,6 +215,7 @@ pub fn decode_reference_with(
         base,
         1,
         hints,
+        host_headers,
     )?;
     Ok((batch, stats, exec.header_passes()))
 }

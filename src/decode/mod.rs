@@ -10,6 +10,7 @@ pub mod exec;
 pub mod exec_device;
 pub mod gpu;
 pub mod host;
+pub mod host_headers;
 pub mod kernels;
 pub mod layout;
 pub mod pipeline;

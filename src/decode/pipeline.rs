@@ -16,9 +16,11 @@ use parquet::basic::{Compression, Type as PhysicalType};
 use serde::Serialize;
 
 use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
+use crate::decode::host_headers::HostHeaders;
 use crate::decode::layout::{
     ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PageDesc, PageInfo, encoding, physical,
 };
+use crate::decode::reference::page_headers::ChunkHeaders;
 use crate::decode::table::{BITMAP_PADDING, DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
@@ -195,6 +197,8 @@ pub struct ColumnStepStats {
 pub struct StepStats {
     /// Per top-level column.
     pub columns: Vec<ColumnStepStats>,
+    /// Whether the page headers came parsed from the host ([`HostHeaders`]), not from the GPU.
+    pub headers_on_host: bool,
     /// Time in page-header parsing and planning.
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub headers_time: Duration,
@@ -245,6 +249,7 @@ pub fn decode_step<E: Executor>(
     chunk_base: u64,
     host_threads: usize,
     hints: &PageHints,
+    host_headers: Option<&HostHeaders>,
 ) -> Result<(DeviceBatch<E::Buffer>, StepStats)> {
     let location = source.location();
     let meta = source.metadata();
@@ -313,7 +318,26 @@ pub fn decode_step<E: Executor>(
     // chunk holds more, a count pass, then a fill pass into exact room. (Each pass walks a chunk's
     // headers one after another, a warp's first lane per chunk: 0.41-0.59 ms on a snappy benchmark
     // step.)
-    if !descs.is_empty() {
+    let from_host = host_headers.and_then(|h| {
+        chunks
+            .iter()
+            .map(|ch| h.get(&(ch.row_group, gpu[ch.column].1.leaf)))
+            .collect::<Option<Vec<&ChunkHeaders>>>()
+    });
+    if let Some(found) = from_host {
+        stats.headers_on_host = true;
+        for (i, h) in found.into_iter().enumerate() {
+            let c = ChunkDesc {
+                page_count: h.pages.len().min(u32::MAX as usize) as u32,
+                error: h.error,
+                error_at: h.error_at,
+                ..descs[i]
+            };
+            check_chunk(&c, &chunks[i], &gpu, source)?;
+            chunks[i].infos = h.pages.clone();
+            hints.record(gpu[chunks[i].column].1.leaf, c.page_count, descs[i].len);
+        }
+    } else if !descs.is_empty() {
         let n = descs.len() as u32;
         let mut total = 0u64;
         for (i, ch) in chunks.iter().enumerate() {

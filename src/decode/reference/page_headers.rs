@@ -499,5 +499,77 @@ pub fn parse_pages(bytes: &[u8]) -> Result<Vec<PageInfo>, (ErrorCode, u64)> {
     }
 }
 
+/// One chunk's pages as [`page_headers`]' fill pass gives them with room enough: the pages before the
+/// first error, and that error's code and offset (0 and 0 when none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChunkHeaders {
+    /// The pages before the first error (all of them when none).
+    pub pages: Vec<PageInfo>,
+    /// The first [`ErrorCode`] met, 0 when none.
+    pub error: u32,
+    /// Offset in the chunk of the header where it was met.
+    pub error_at: u64,
+}
+
+/// Bytes of a header read at first by [`walk_headers_at`]; a longer one is read again, four times as
+/// many bytes each time.
+const FIRST_HEADER_READ: usize = 256;
+
+/// The pages of a chunk of `len` bytes whose bytes are not in memory, reading only its headers:
+/// `read_at(offset, buf)` fills `buf` with the chunk's bytes from `offset` (offsets from the chunk
+/// start; the caller keeps the reads inside the chunk). The result equals the walk of [`page_headers`]
+/// over the whole chunk: a header is parsed from its first [`FIRST_HEADER_READ`] bytes, and wherever
+/// that fails before the chunk's end, again from more bytes, up to the chunk's end.
+pub fn walk_headers_at<E>(
+    len: u64,
+    mut read_at: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
+) -> Result<ChunkHeaders, E> {
+    let mut out = ChunkHeaders::default();
+    let mut buf = vec![0u8; FIRST_HEADER_READ];
+    let mut pos = 0u64;
+    while pos < len {
+        let left = len - pos;
+        let mut want = (FIRST_HEADER_READ as u64).min(left) as usize;
+        let parsed = loop {
+            if buf.len() < want {
+                buf.resize(want, 0);
+            }
+            read_at(pos, &mut buf[..want])?;
+            let mut r = Reader {
+                bytes: &buf[..want],
+                pos: 0,
+            };
+            match parse_header(&mut r) {
+                Err(_) if (want as u64) < left => want = (want as u64).saturating_mul(4).min(left) as usize,
+                other => break other,
+            }
+        };
+        let fail = |out: &mut ChunkHeaders, code: ErrorCode| {
+            out.error = code as u32;
+            out.error_at = pos;
+        };
+        let mut p = match parsed {
+            Ok(p) => p,
+            Err(code) => {
+                fail(&mut out, code);
+                return Ok(out);
+            }
+        };
+        p.header_offset += pos;
+        p.data_offset += pos;
+        if p.compressed_size as u64 > len - p.data_offset {
+            fail(&mut out, ErrorCode::PagePastChunk);
+            return Ok(out);
+        }
+        if out.pages.len() >= u32::MAX as usize {
+            fail(&mut out, ErrorCode::TooManyPages);
+            return Ok(out);
+        }
+        pos = p.data_offset + p.compressed_size as u64;
+        out.pages.push(p);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests;

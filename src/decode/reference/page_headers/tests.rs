@@ -200,6 +200,11 @@ fn check_consistent(bytes: &[u8], r: &Result<Vec<PageInfo>, (ErrorCode, u64)>) {
     if let Ok(pages) = r {
         assert_eq!(&out[..n as usize], &pages[..]);
     }
+    // The walk that reads only headers, through reads that must stay inside the chunk.
+    let sparse = sparse_walk(bytes).0;
+    assert_eq!(sparse.pages.len() as u32, count_pass.page_count);
+    assert_eq!((sparse.error, sparse.error_at), (count_pass.error, count_pass.error_at));
+    assert_eq!(&sparse.pages[..], &out[..n as usize]);
     // One page too few: TooManyPages at the last page's header (where there is a page).
     if n > 0 {
         chunks[0].page_capacity = n - 1;
@@ -209,6 +214,24 @@ fn check_consistent(bytes: &[u8], r: &Result<Vec<PageInfo>, (ErrorCode, u64)>) {
         assert_eq!(chunks[0].page_count, n - 1);
         assert_eq!(chunks[0].error_at, out[n as usize - 1].header_offset);
     }
+}
+
+/// [`walk_headers_at`] over `bytes`, each read checked to lie inside them; also the bytes it read.
+fn sparse_walk(bytes: &[u8]) -> (ChunkHeaders, u64) {
+    let mut read = 0u64;
+    let walked = walk_headers_at(bytes.len() as u64, |at, buf: &mut [u8]| {
+        let from = usize::try_from(at).expect("offset");
+        let to = from.checked_add(buf.len()).expect("end");
+        assert!(
+            to <= bytes.len(),
+            "read {from}..{to} past the chunk's {} bytes",
+            bytes.len()
+        );
+        buf.copy_from_slice(&bytes[from..to]);
+        read += buf.len() as u64;
+        Ok::<(), ()>(())
+    });
+    (walked.expect("reads never fail here"), read)
 }
 
 // ---- hand-built headers ----
@@ -954,6 +977,43 @@ fn sample_chunks() -> Vec<(String, Bytes)> {
         }
     }
     out
+}
+
+/// A header longer than the first read (a 3,000-byte unknown binary field, as long statistics would
+/// be) is read again with more bytes, and the walk reads far fewer bytes than the chunk holds on real
+/// chunks of many pages.
+#[test]
+fn header_only_walk_reads_long_headers_again_and_skips_bodies() {
+    let mut w = W::new();
+    v1_open(&mut w, 10, 40_000);
+    w.field(9, T_BINARY).varint(3_000).raw(&[7; 3_000]);
+    w.b.push(0);
+    w.body(40_000);
+    next(&mut w);
+    v1_page(&mut w, 10, 50_000);
+    let pages = ok(&w.b);
+    assert_eq!(pages.len(), 2);
+    assert!(pages[0].header_len > 3_000);
+    let (walked, read) = sparse_walk(&w.b);
+    assert_eq!(walked.pages, pages);
+    // 256, 1,024, then 4,096 bytes for the first header; 256 for the second.
+    assert_eq!(read, 256 + 1_024 + 4_096 + 256);
+    let mut real = 0;
+    for (what, bytes) in sample_chunks() {
+        let Ok(pages) = parse_pages(&bytes) else { continue };
+        if pages.len() < 8 || pages.iter().any(|p| p.header_len > 256) {
+            continue;
+        }
+        let (walked, read) = sparse_walk(&bytes);
+        assert_eq!(walked.pages, pages, "{what}");
+        assert!(
+            read <= 256 * pages.len() as u64,
+            "{what}: {read} bytes read for {} pages",
+            pages.len()
+        );
+        real += 1;
+    }
+    assert!(real > 0, "no sample chunk of 8 pages or more");
 }
 
 /// Every prefix of a real chunk: exactly the whole pages before the cut, then HeaderPastChunk (cut in
