@@ -3,7 +3,7 @@
 //! decoding threads decode the ones read, so I/O overlaps decode and steps' GPU work overlaps
 //! ([`Pipeline`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -717,17 +717,26 @@ impl Pipeline {
             places.wake();
             results.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(Err(e));
         };
-        // Page headers parsed on the host ahead of the decoders, step by step; a step whose headers
-        // are not ready when its decode begins parses them on the GPU.
-        let headers: Vec<std::sync::OnceLock<Option<HostHeaders>>> = (0..n).map(|_| Default::default()).collect();
+        // Page headers parsed on the host ahead of the decoders, step by step, at most as many steps
+        // ahead of the last one handed to them as may be in flight; a decoder takes its step's (which
+        // frees them), and a step whose headers are not ready when its decode begins parses them on
+        // the GPU.
+        let headers: Vec<Mutex<Option<HostHeaders>>> = (0..n).map(|_| Mutex::new(None)).collect();
+        let handed = AtomicUsize::new(0);
         std::thread::scope(|s| {
             if crate::config::host_headers() {
-                let (stop, headers) = (&stop, &headers);
+                let (stop, headers, handed) = (&stop, &headers, &handed);
                 s.spawn(move || {
                     let Ok(file) = std::fs::File::open(reader.source.path()) else {
                         return;
                     };
                     for (k, plan) in plans.iter().enumerate() {
+                        while k > handed.load(Ordering::SeqCst) + self.in_flight {
+                            if stop.load(Ordering::SeqCst) {
+                                return;
+                            }
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
                         if stop.load(Ordering::SeqCst) {
                             return;
                         }
@@ -739,7 +748,7 @@ impl Pipeline {
                         } else {
                             "left to the GPU"
                         };
-                        let _ = headers[k].set(parsed);
+                        *headers[k].lock().unwrap_or_else(|p| p.into_inner()) = parsed;
                         crate::config::trace_at(started, format_args!("step {k}: headers {what}"));
                     }
                 });
@@ -788,12 +797,14 @@ impl Pipeline {
                 }
             });
             for _ in 0..self.decoders {
-                let (rx, stop, places, fail, results, headers) = (&rx, &stop, &places, &fail, &results, &headers);
+                let (rx, stop, places, fail, results) = (&rx, &stop, &places, &fail, &results);
+                let (headers, handed) = (&headers, &handed);
                 s.spawn(move || {
                     let mut waited = Instant::now();
                     loop {
                         let item = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                         let Ok((k, fetched)) = item else { return };
+                        handed.fetch_add(1, Ordering::SeqCst);
                         let io_wait = waited.elapsed();
                         if stop.load(Ordering::SeqCst) {
                             drop(fetched);
@@ -802,8 +813,19 @@ impl Pipeline {
                         }
                         let r = guard("decoding a step", || {
                             let chunks = fetched?;
-                            let host_headers = headers[k].get().and_then(Option::as_ref);
-                            decode_one(reader, decoder, schema, routes, chunks, host_headers, started, io_wait)
+                            let host_headers = headers
+                                .get(k)
+                                .and_then(|h| h.lock().unwrap_or_else(|p| p.into_inner()).take());
+                            decode_one(
+                                reader,
+                                decoder,
+                                schema,
+                                routes,
+                                chunks,
+                                host_headers.as_ref(),
+                                started,
+                                io_wait,
+                            )
                         });
                         // The step's chunks are dropped (decode_one owns them): its place is free.
                         let held = places.held();
