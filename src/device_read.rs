@@ -740,9 +740,14 @@ impl Pipeline {
                         if stop.load(Ordering::SeqCst) {
                             return;
                         }
-                        let parsed = worth_parsing(&file, plan)
-                            .then(|| parse_step_headers(&file, plan).ok())
-                            .flatten();
+                        // A failed read (or a panic) leaves the step's headers to the GPU.
+                        let parsed = crate::panic_guard::contain_panics(&reader.source.location(), || {
+                            Ok(worth_parsing(&file, plan)
+                                .then(|| parse_step_headers(&file, plan).ok())
+                                .flatten())
+                        })
+                        .ok()
+                        .flatten();
                         let what = if parsed.is_some() {
                             "parsed on the host"
                         } else {

@@ -314,10 +314,11 @@ pub fn decode_step<E: Executor>(
         }
     }
 
-    // Page headers: one pass into room for as many pages as `hints` expect of each chunk; where a
-    // chunk holds more, a count pass, then a fill pass into exact room. (Each pass walks a chunk's
-    // headers one after another, a warp's first lane per chunk: 0.41-0.59 ms on a snappy benchmark
-    // step.)
+    // Page headers: as the host parsed them from the file where `host_headers` holds every chunk's
+    // (no pass, no wait); else one pass into room for as many pages as `hints` expect of each chunk;
+    // where a chunk holds more, a count pass, then a fill pass into exact room. (Each pass walks a
+    // chunk's headers one after another, a warp's first lane per chunk: 0.41-0.59 ms on a snappy
+    // benchmark step.)
     let from_host = host_headers.and_then(|h| {
         chunks
             .iter()
