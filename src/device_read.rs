@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::config::WideSnappy;
 use crate::decode::gpu::{DecoderSetup, GpuDecoder};
-use crate::decode::host_headers::{HostHeaders, parse_step_headers, worth_parsing};
+use crate::decode::host_headers::{HeaderSlot, HostHeaders, parse_step_headers, worth_parsing};
 use crate::decode::pipeline::ColumnRoute;
 use crate::decode::pipeline::{ColumnStepStats, StepStats, route_columns};
 // A one-warp decompressor's cost per compressed byte of a step's longest page bounds the step's GPU
@@ -720,8 +720,8 @@ impl Pipeline {
         // Page headers parsed on the host ahead of the decoders, step by step, at most as many steps
         // ahead of the last one handed to them as may be in flight; a decoder takes its step's (which
         // frees them), and a step whose headers are not ready when its decode begins parses them on
-        // the GPU.
-        let headers: Vec<Mutex<Option<HostHeaders>>> = (0..n).map(|_| Mutex::new(None)).collect();
+        // the GPU (the thread then skips it, or drops what it parsed too late).
+        let headers: Vec<HeaderSlot> = (0..n).map(|_| HeaderSlot::default()).collect();
         let handed = AtomicUsize::new(0);
         std::thread::scope(|s| {
             if crate::config::host_headers() {
@@ -740,6 +740,9 @@ impl Pipeline {
                         if stop.load(Ordering::SeqCst) {
                             return;
                         }
+                        if headers[k].is_taken() {
+                            continue;
+                        }
                         // A failed read (or a panic) leaves the step's headers to the GPU.
                         let parsed = crate::panic_guard::contain_panics(&reader.source.location(), || {
                             Ok(worth_parsing(&file, plan)
@@ -753,7 +756,9 @@ impl Pipeline {
                         } else {
                             "left to the GPU"
                         };
-                        *headers[k].lock().unwrap_or_else(|p| p.into_inner()) = parsed;
+                        if let Some(parsed) = parsed {
+                            headers[k].offer(parsed);
+                        }
                         crate::config::trace_at(started, format_args!("step {k}: headers {what}"));
                     }
                 });
@@ -818,9 +823,7 @@ impl Pipeline {
                         }
                         let r = guard("decoding a step", || {
                             let chunks = fetched?;
-                            let host_headers = headers
-                                .get(k)
-                                .and_then(|h| h.lock().unwrap_or_else(|p| p.into_inner()).take());
+                            let host_headers = headers.get(k).and_then(HeaderSlot::take);
                             decode_one(
                                 reader,
                                 decoder,

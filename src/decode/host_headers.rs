@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::Mutex;
 
 use crate::decode::reference::page_headers::{ChunkHeaders, walk_headers_at};
 use crate::plan::ReadPlan;
@@ -35,4 +36,80 @@ pub fn parse_step_headers(file: &File, plan: &ReadPlan) -> std::io::Result<HostH
         out.insert((c.row_group, c.column), walked);
     }
     Ok(out)
+}
+
+/// One step's headers as the parsing thread and the step's decoder share them. The decoder takes what
+/// is there when its decode begins (nothing: the GPU parses them); whatever the thread offers after
+/// that is dropped at once, not held until the read ends.
+#[derive(Default)]
+pub struct HeaderSlot(Mutex<SlotState>);
+
+#[derive(Default)]
+enum SlotState {
+    #[default]
+    Pending,
+    Ready(HostHeaders),
+    Taken,
+}
+
+impl HeaderSlot {
+    /// Leaves `headers` for the step's decoder, unless it has already begun without them.
+    pub fn offer(&self, headers: HostHeaders) {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if matches!(*slot, SlotState::Pending) {
+            *slot = SlotState::Ready(headers);
+        }
+    }
+
+    /// The step's headers if they were offered in time; from then on the slot takes no more.
+    pub fn take(&self) -> Option<HostHeaders> {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match std::mem::replace(&mut *slot, SlotState::Taken) {
+            SlotState::Ready(headers) => Some(headers),
+            SlotState::Pending | SlotState::Taken => None,
+        }
+    }
+
+    /// Whether the step's decoder has begun, so that parsing its headers would be wasted.
+    pub fn is_taken(&self) -> bool {
+        matches!(*self.0.lock().unwrap_or_else(|p| p.into_inner()), SlotState::Taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::reference::page_headers::ChunkHeaders;
+
+    fn one_chunk(pages: usize) -> HostHeaders {
+        let mut h = HostHeaders::new();
+        h.insert(
+            (0, 0),
+            ChunkHeaders {
+                pages: vec![Default::default(); pages],
+                ..Default::default()
+            },
+        );
+        h
+    }
+
+    #[test]
+    fn a_slot_gives_what_was_offered_once() {
+        let slot = HeaderSlot::default();
+        assert!(!slot.is_taken());
+        slot.offer(one_chunk(3));
+        let taken = slot.take().expect("offered before the decoder began");
+        assert_eq!(taken[&(0, 0)].pages.len(), 3);
+        assert!(slot.is_taken());
+        assert!(slot.take().is_none());
+    }
+
+    #[test]
+    fn headers_offered_after_the_decoder_began_are_not_held() {
+        let slot = HeaderSlot::default();
+        assert!(slot.take().is_none());
+        slot.offer(one_chunk(2));
+        assert!(slot.is_taken());
+        assert!(slot.take().is_none());
+    }
 }
