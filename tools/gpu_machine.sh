@@ -22,6 +22,14 @@
 #   bench     `bench` of both files (hot and cold)
 #   python    the Python package's wheel (.devpack/) into /tmp/site, its pytest suite, and the pylibcudf
 #             import check (python/gpu_checks/pylibcudf_import.py; needs cuDF installed in /tmp/site)
+#   walls     A/B of `read FILE --warm-up 2` walls, interleaved, N rounds (default 6): `walls FILE` with
+#             RUNS="bin[,VAR=VALUE...] ..." (binaries in .device/bin; default: gpu-parquet), best / median
+#             and every wall per run, FILE plain or snappy
+#   abbench   the same runs' `bench FILE --only-decode --no-cold` decode rows, ROUNDS rounds (default 1)
+#   cudf      the run beside cuDF (README, "GPU decode, beside cuDF"): bench hot and cold, cudf_baseline.py
+#             4,32, bench again, dd of the files after dropping the page cache, read --verify; the cuDF
+#             wheels as a tar split into .cudf-parts/p00... (shared/bench/README.md), each carried by an
+#             earlier call on the same warm machine: `part` (carry [".cudf-parts/p00"], then p01, ...)
 # State lives in /tmp, which goes when the machine is released (about 30 s idle).
 set -uo pipefail
 here=$PWD
@@ -114,5 +122,37 @@ case "${1:-}" in
     python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -3
     # KvikIO (inside cuDF) in its POSIX mode: cuFile is refused on this machine anyway (DEVICE.md).
     KVIKIO_COMPAT_MODE=ON python3 python/gpu_checks/pylibcudf_import.py testdata/*.parquet $F/plain.parquet ;;
-  *) sed -n 2,11p "$0"; exit 2 ;;
+  walls)
+    # Each run spec: a binary of .device/bin, then the environment it runs with, comma-separated.
+    f=${2:?walls FILE}; runs=${RUNS:-gpu-parquet}; k=0
+    for r in $runs; do : > /tmp/walls.$k; k=$((k + 1)); done
+    for i in $(seq ${N:-6}); do k=0; for r in $runs; do
+      IFS=, read -ra spec <<< "$r"
+      env "${spec[@]:1}" $B/${spec[0]} read $F/$f.parquet --warm-up 2 --json \
+        | python3 -c "import json,sys; print(json.load(sys.stdin)['decode']['wall']*1e3)" >> /tmp/walls.$k
+      k=$((k + 1))
+    done; done
+    k=0; for r in $runs; do
+      echo "$f [$r]: $(sort -n /tmp/walls.$k | awk '{a[NR]=$1} END {m=(a[int((NR+1)/2)]+a[int(NR/2)+1])/2; printf "best %.2f median %.2f |", a[1], m}') $(sort -n /tmp/walls.$k | awk '{printf "%.1f ", $1}')"
+      k=$((k + 1))
+    done ;;
+  abbench)
+    f=${2:?abbench FILE}
+    for i in $(seq ${ROUNDS:-1}); do for r in ${RUNS:-gpu-parquet}; do
+      IFS=, read -ra spec <<< "$r"; echo "== $i $r"
+      env "${spec[@]:1}" $B/${spec[0]} bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode --no-cold 2>&1 \
+        | grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-150
+    done; done ;;
+  part)
+    mkdir -p /tmp/parts && cp .cudf-parts/p* /tmp/parts/ && ls /tmp/parts ;;
+  cudf)
+    mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
+      && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2
+    rows() { grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-140; }
+    for f in plain snappy; do echo "== ours $f"; $B/gpu-parquet bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode 2>&1 | rows; done
+    for f in plain snappy; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
+    for f in plain snappy; do echo "== ours again $f"; $B/gpu-parquet bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode --no-cold 2>&1 | rows; done
+    for f in plain snappy; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
+    for f in plain snappy; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
+  *) sed -n '2,/^# State lives/p' "$0"; exit 2 ;;
 esac
