@@ -741,6 +741,7 @@ impl Pipeline {
                             return;
                         }
                         if headers[k].is_taken() {
+                            crate::config::trace_at(started, format_args!("step {k}: headers left to the GPU (late)"));
                             continue;
                         }
                         // A failed read (or a panic) leaves the step's headers to the GPU.
@@ -751,14 +752,11 @@ impl Pipeline {
                         })
                         .ok()
                         .flatten();
-                        let what = if parsed.is_some() {
-                            "parsed on the host"
-                        } else {
-                            "left to the GPU"
+                        let what = match parsed.map(|h| headers[k].offer(h)) {
+                            Some(true) => "parsed on the host",
+                            Some(false) => "parsed on the host too late, dropped",
+                            None => "left to the GPU",
                         };
-                        if let Some(parsed) = parsed {
-                            headers[k].offer(parsed);
-                        }
                         crate::config::trace_at(started, format_args!("step {k}: headers {what}"));
                     }
                 });

@@ -53,12 +53,15 @@ enum SlotState {
 }
 
 impl HeaderSlot {
-    /// Leaves `headers` for the step's decoder, unless it has already begun without them.
-    pub fn offer(&self, headers: HostHeaders) {
+    /// Leaves `headers` for the step's decoder, unless it has already begun without them (then they
+    /// are dropped, and this returns false).
+    pub fn offer(&self, headers: HostHeaders) -> bool {
         let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if matches!(*slot, SlotState::Pending) {
+        let pending = matches!(*slot, SlotState::Pending);
+        if pending {
             *slot = SlotState::Ready(headers);
         }
+        pending
     }
 
     /// The step's headers if they were offered in time; from then on the slot takes no more.
@@ -97,7 +100,7 @@ mod tests {
     fn a_slot_gives_what_was_offered_once() {
         let slot = HeaderSlot::default();
         assert!(!slot.is_taken());
-        slot.offer(one_chunk(3));
+        assert!(slot.offer(one_chunk(3)));
         let taken = slot.take().expect("offered before the decoder began");
         assert_eq!(taken[&(0, 0)].pages.len(), 3);
         assert!(slot.is_taken());
@@ -108,7 +111,7 @@ mod tests {
     fn headers_offered_after_the_decoder_began_are_not_held() {
         let slot = HeaderSlot::default();
         assert!(slot.take().is_none());
-        slot.offer(one_chunk(2));
+        assert!(!slot.offer(one_chunk(2)));
         assert!(slot.is_taken());
         assert!(slot.take().is_none());
     }
