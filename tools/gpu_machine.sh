@@ -41,6 +41,8 @@ B=$here/.device/bin
 F=/tmp/bench
 tests="device device_nvcomp device_decode corruption faults concurrency"
 # The udev data cuFile's compat mode needs before it registers files on this machine (DEVICE.md).
+# A bench's copy, staged and decode rows, squeezed to a line each (the per-step detail rows left out).
+bench_rows() { grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-150; }
 udev_data() {
   mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
 }
@@ -140,18 +142,16 @@ case "${1:-}" in
     f=${2:?abbench FILE}
     for i in $(seq ${ROUNDS:-1}); do for r in ${RUNS:-gpu-parquet}; do
       IFS=, read -ra spec <<< "$r"; echo "== $i $r"
-      env "${spec[@]:1}" $B/${spec[0]} bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode --no-cold 2>&1 \
-        | grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-150
+      env "${spec[@]:1}" $B/${spec[0]} bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode --no-cold 2>&1 | bench_rows
     done; done ;;
   part)
     mkdir -p /tmp/parts && cp .cudf-parts/p* /tmp/parts/ && ls /tmp/parts ;;
   cudf)
     mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2
-    rows() { grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-140; }
-    for f in plain snappy; do echo "== ours $f"; $B/gpu-parquet bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode 2>&1 | rows; done
+    for f in plain snappy; do echo "== ours $f"; $B/gpu-parquet bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode 2>&1 | bench_rows; done
     for f in plain snappy; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
-    for f in plain snappy; do echo "== ours again $f"; $B/gpu-parquet bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode --no-cold 2>&1 | rows; done
+    for f in plain snappy; do echo "== ours again $f"; $B/gpu-parquet bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode --no-cold 2>&1 | bench_rows; done
     for f in plain snappy; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
     for f in plain snappy; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
   *) sed -n '2,/^# State lives/p' "$0"; exit 2 ;;

@@ -82,7 +82,6 @@ impl HeaderSlot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::reference::page_headers::ChunkHeaders;
 
     fn one_chunk(pages: usize) -> HostHeaders {
         let mut h = HostHeaders::new();
