@@ -474,6 +474,14 @@ pub(crate) fn snappy_literals_copied() -> bool {
     *ON.get_or_init(|| std::env::var("GPU_PARQUET_SNAPPY_LITERALS").map_or(true, |v| v != "0"))
 }
 
+/// Whether the wide Snappy decoder ends with `gp_wsnap_resolve` where its plan allows (bodies of at
+/// most `layout::wsnap::RESOLVE_MAX_SEGS` segments): by default; `GPU_PARQUET_WSNAP_RESOLVE=0`, a
+/// developer's switch, keeps the jump rounds and the gather (to compare the two in one run).
+pub(crate) fn wsnap_resolve() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("GPU_PARQUET_WSNAP_RESOLVE").map_or(true, |v| v != "0"))
+}
+
 /// Which Snappy bodies the wide decoder (`kernels/snappy_wide.cu`) takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WideSnappy {

@@ -318,10 +318,11 @@ fn body_decoder_equals_the_reference(
 }
 
 /// The wide Snappy decoder (`kernels/snappy_wide.cu`, launched as `layout::wsnap` says) gives the host
-/// reference's status on valid, cut and flipped bodies (Parquet-like pages of 1 MiB, and streams whose
-/// elements cross its segments in every way), and where it passes exactly the `snap` crate's bytes;
-/// each body, output and scratch region in an allocation of its own (so a read or write past any is an
-/// error under compute-sanitizer).
+/// reference's status on valid, cut and flipped bodies (Parquet-like pages of 1 MiB, streams whose
+/// elements cross its segments in every way, and a body of more segments than `gp_wsnap_resolve`
+/// stages at once), and where it passes exactly the `snap` crate's bytes, ending with
+/// `gp_wsnap_resolve` and with the jump rounds and the gather; each body, output and scratch region in
+/// an allocation of its own (so a read or write past any is an error under compute-sanitizer).
 #[test]
 fn wide_snappy_decoder_equals_the_reference_on_the_device() {
     use gpu_parquet::decode::layout::{WsnapItem, wsnap};
@@ -331,6 +332,11 @@ fn wide_snappy_decoder_equals_the_reference_on_the_device() {
     let stream = Stream::new(&ctx).expect("stream");
     let mut cases = kernel_cases(1 << 20);
     cases.extend(wide_cases(1 << 20));
+    // Past 512 segments (the bases `gp_wsnap_resolve` stages at a time): the first, valid body of
+    // 2.5 MB of such data.
+    let long = wide_cases(2_500_000).swap_remove(0);
+    assert!(long.1.len() as u64 > 600 * wsnap::SEG, "{} bytes", long.1.len());
+    cases.push(long);
     let alloc = |len: usize| DeviceBuffer::<u8>::zeroed(&stream, len.max(1)).expect("alloc");
     let bodies: Vec<DeviceBuffer<u8>> = cases
         .iter()
@@ -342,71 +348,84 @@ fn wide_snappy_decoder_equals_the_reference_on_the_device() {
             }
         })
         .collect();
-    let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(*want as usize)).collect();
-    let mut items: Vec<WsnapItem> = cases
-        .iter()
-        .zip(bodies.iter().zip(&outs))
-        .map(|((want, body), (src, dst))| WsnapItem {
-            src: src.device_address(),
-            src_len: body.len() as u64,
-            dst: dst.device_address(),
-            dst_len: *want,
-            ..Default::default()
-        })
-        .collect();
-    let plan = wsnap::plan(&mut items, 0);
-    // Each scratch region on its own, of exactly its size.
-    let mut scratch = Vec::new();
-    for it in &mut items {
-        let s = wsnap::Scratch::of(it.src_len, it.dst_len);
-        for (field, bytes) in [
-            (&mut it.table, s.table),
-            (&mut it.segs, s.segs),
-            (&mut it.ptr, s.ptr),
-            (&mut it.kind, s.kind),
-        ] {
-            let b = alloc(bytes as usize);
-            *field = b.device_address();
-            scratch.push(b);
-        }
-    }
-    let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
-    let flags = alloc(4 * plan.flag_words as usize);
-    let (addr, n, flags_addr) = (dev.device_address(), items.len() as u32, flags.device_address());
-    let launch = |name: &str, grid: u32, block: u32, round: Option<u32>| {
-        let f = m.function(name).expect("kernel");
-        let mut b = stream.cuda().launch_builder(&f);
-        b.arg(&addr).arg(&n);
-        if let Some(r) = &round {
-            b.arg(&flags_addr).arg(r);
-        }
-        // SAFETY: `n` items at `addr`, each naming its body, output and scratch regions of the sizes
-        // `wsnap::Scratch::of` gives (allocations alive until the copies below have waited for the
-        // launches), and `flags` holds `plan.flag_words` zeroed u32s; the grids and blocks are the plan's.
-        unsafe {
-            b.launch(LaunchConfig {
-                grid_dim: (grid, 1, 1),
-                block_dim: (block, 1, 1),
-                shared_mem_bytes: 0,
+    for resolve in [true, false] {
+        let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(*want as usize)).collect();
+        let mut items: Vec<WsnapItem> = cases
+            .iter()
+            .zip(bodies.iter().zip(&outs))
+            .map(|((want, body), (src, dst))| WsnapItem {
+                src: src.device_address(),
+                src_len: body.len() as u64,
+                dst: dst.device_address(),
+                dst_len: *want,
+                ..Default::default()
             })
+            .collect();
+        let plan = wsnap::plan(&mut items, 0);
+        assert!(
+            plan.resolve,
+            "no body here has more than {} segments",
+            wsnap::RESOLVE_MAX_SEGS
+        );
+        // Each scratch region on its own, of exactly its size.
+        let mut scratch = Vec::new();
+        for it in &mut items {
+            let s = wsnap::Scratch::of(it.src_len, it.dst_len);
+            for (field, bytes) in [
+                (&mut it.table, s.table),
+                (&mut it.segs, s.segs),
+                (&mut it.ptr, s.ptr),
+                (&mut it.kind, s.kind),
+            ] {
+                let b = alloc(bytes as usize);
+                *field = b.device_address();
+                scratch.push(b);
+            }
         }
-        .expect("launch");
-    };
-    launch("gp_wsnap_tabulate", plan.seg_blocks, 128, None);
-    launch("gp_wsnap_join", n, 32, None);
-    launch("gp_wsnap_emit", plan.seg_blocks, 128, None);
-    launch("gp_wsnap_finish", n, 32, None);
-    for r in 0..plan.rounds {
-        launch("gp_wsnap_jump", plan.byte_blocks, 256, Some(r));
+        let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
+        let flags = alloc(4 * plan.flag_words as usize);
+        let (addr, n, flags_addr) = (dev.device_address(), items.len() as u32, flags.device_address());
+        let launch = |name: &str, grid: u32, block: u32, round: Option<u32>| {
+            let f = m.function(name).expect("kernel");
+            let mut b = stream.cuda().launch_builder(&f);
+            b.arg(&addr).arg(&n);
+            if let Some(r) = &round {
+                b.arg(&flags_addr).arg(r);
+            }
+            // SAFETY: `n` items at `addr`, each naming its body, output and scratch regions of the
+            // sizes `wsnap::Scratch::of` gives (allocations alive until the copies below have waited
+            // for the launches), and `flags` holds `plan.flag_words` zeroed u32s; the grids and blocks
+            // are the plan's.
+            unsafe {
+                b.launch(LaunchConfig {
+                    grid_dim: (grid, 1, 1),
+                    block_dim: (block, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+            }
+            .expect("launch");
+        };
+        launch("gp_wsnap_tabulate", plan.seg_blocks, 128, None);
+        launch("gp_wsnap_join", n, 32, None);
+        launch("gp_wsnap_emit", plan.seg_blocks, 128, None);
+        launch("gp_wsnap_finish", n, 32, None);
+        if resolve {
+            launch("gp_wsnap_resolve", n, wsnap::RESOLVE_THREADS, None);
+        } else {
+            for r in 0..plan.rounds {
+                launch("gp_wsnap_jump", plan.byte_blocks, 256, Some(r));
+            }
+            launch("gp_wsnap_gather", plan.byte_blocks, 256, None);
+        }
+        let back: Vec<WsnapItem> = bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"));
+        assert_wide_matches_reference(
+            &cases,
+            |i| (back[i].status, back[i].unresolved),
+            |i| outs[i].copy_to_host().expect("copy"),
+        );
+        drop((outs, scratch, flags));
     }
-    launch("gp_wsnap_gather", plan.byte_blocks, 256, None);
-    let back: Vec<WsnapItem> = bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"));
-    assert_wide_matches_reference(
-        &cases,
-        |i| (back[i].status, back[i].unresolved),
-        |i| outs[i].copy_to_host().expect("copy"),
-    );
-    drop((bodies, outs, scratch, flags));
+    drop(bodies);
 }
 
 #[test]

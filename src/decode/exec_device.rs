@@ -566,6 +566,9 @@ impl DeviceExecutor<'_> {
         self.launch_on(&side, "gp_wsnap_join", n, 32, &args)?;
         self.launch_on(&side, "gp_wsnap_emit", plan.seg_blocks, 128, &args)?;
         self.launch_on(&side, "gp_wsnap_finish", n, 32, &args)?;
+        if plan.resolve && crate::config::wsnap_resolve() {
+            return self.launch_on(&side, "gp_wsnap_resolve", n, wsnap::RESOLVE_THREADS, &args);
+        }
         for r in 0..plan.rounds {
             self.launch_on(
                 &side,

@@ -306,7 +306,8 @@ pub struct WsnapItem {
     /// Out: 0 when the body decompressed to exactly `dst_len` bytes, else a [`validate_status`] code
     /// (the pre-check's on the same body).
     pub status: u32,
-    /// Out: match bytes left unresolved after the jump rounds (0, or the body is refused).
+    /// Out: match bytes left unresolved after the jump rounds or `gp_wsnap_resolve` (0, or the body is
+    /// refused).
     pub unresolved: u32,
 }
 
@@ -314,8 +315,9 @@ pub struct WsnapItem {
 /// scratch each body needs and the blocks each kernel takes. The launch order, for items laid out by
 /// [`wsnap::plan`]: `gp_wsnap_tabulate(items, n)` and later `gp_wsnap_emit(items, n)` over
 /// `seg_blocks` × 128; `gp_wsnap_join(items, n)` and `gp_wsnap_finish(items, n)`
-/// over n × 32 each; `gp_wsnap_jump(items, n, flags, r)` for r in 0..rounds over `byte_blocks` × 256, with
-/// `flags` `flag_words` zeroed u32s; `gp_wsnap_gather(items, n)` over `byte_blocks` × 256.
+/// over n × 32 each; then, where [`wsnap::Plan::resolve`], `gp_wsnap_resolve(items, n)` over n × 256;
+/// otherwise `gp_wsnap_jump(items, n, flags, r)` for r in 0..rounds over `byte_blocks` × 256, with
+/// `flags` `flag_words` zeroed u32s, and `gp_wsnap_gather(items, n)` over `byte_blocks` × 256.
 pub mod wsnap {
     /// Input bytes of a segment.
     pub const SEG: u64 = 2048;
@@ -327,6 +329,11 @@ pub mod wsnap {
     pub const BLOCK_BYTES: u64 = 256 * 16 * 4;
     /// Jump rounds at most: the first words of the flags.
     pub const MAX_ROUNDS: u32 = 32;
+    /// The most segments of a body for which a batch ends with `gp_wsnap_resolve` (a block per body,
+    /// a step per segment) rather than the jump rounds and the gather.
+    pub const RESOLVE_MAX_SEGS: u64 = 2048;
+    /// Threads of a `gp_wsnap_resolve` block.
+    pub const RESOLVE_THREADS: u32 = 256;
     /// Where each scratch region starts within a body's scratch.
     const ALIGN: u64 = 256;
 
@@ -376,6 +383,10 @@ pub mod wsnap {
         pub rounds: u32,
         /// `u32` words of the flags buffer (zeroed): [`MAX_ROUNDS`], then one per byte block.
         pub flag_words: u64,
+        /// Whether the waiting match bytes are resolved by `gp_wsnap_resolve` (no body has more than
+        /// [`RESOLVE_MAX_SEGS`] segments) rather than by the jump rounds and the gather. Either way
+        /// gives the same bytes; a caller may set it to false (tests run both).
+        pub resolve: bool,
         /// Scratch bytes in all.
         pub scratch: u64,
     }
@@ -410,6 +421,7 @@ pub mod wsnap {
             byte_blocks: byte_blocks as u32,
             rounds: (66 - most_segs.leading_zeros()).min(MAX_ROUNDS),
             flag_words: u64::from(MAX_ROUNDS) + byte_blocks,
+            resolve: most_segs <= RESOLVE_MAX_SEGS,
             scratch: at - scratch_base,
         }
     }
@@ -442,8 +454,8 @@ pub mod validate_status {
     /// Snappy only (the pre-check, `gp_unsnap` and the wide decoder): a body or declared size of 2^31
     /// bytes or more (Parquet page sizes are 32-bit signed, so no page has one); not decoded on the GPU.
     pub const TOO_LARGE: u32 = 6;
-    /// The wide Snappy decoder only: match bytes left unresolved after its jump rounds (a bug, never
-    /// seen; the host decompresses the page).
+    /// The wide Snappy decoder only: match bytes left unresolved after its jump rounds or its resolve
+    /// kernel (a bug, never seen; the host decompresses the page).
     pub const UNRESOLVED: u32 = 7;
     /// `gp_snappy_literals` only: the body holds a match, or more literals than it takes
     /// ([`super::snappy_literals::MAX`]); the other Snappy decoders take it.

@@ -31,6 +31,16 @@
 //      log2(segments) + 1 rounds suffice. A round that finds nothing waiting lets the next ones return
 //      at once, and a block with nothing waiting skips the later rounds.
 //   6. gp_wsnap_gather: each waiting byte copies the byte it ends at.
+//   5'. gp_wsnap_resolve, in place of 5 and 6 where no body of the batch has more than
+//      WSNAP_RESOLVE_MAX_SEGS segments: a block per body takes its segments in stream order. A waiting
+//      byte's pointer names a byte before its own segment's output (emit followed the segment's own
+//      bytes already), so once the segments before are final, each of the segment's waiting bytes
+//      copies its byte in one step, and a barrier makes them final for the next segment. A body costs
+//      a chain of segment steps (each a load from what was just written, the next segment's marks and
+//      pointers loaded beside it), where the jump rounds cost every waiting byte of every body
+//      log2(segments) + 1 passes over memory: on the snappy benchmark file's dictionary pages, whose
+//      waiting bytes chain through every segment of a page, those were 44 launches of gp_wsnap_jump in
+//      one step of the whole file, the costliest of the decoder's kernels with emit.
 //
 // Status (WsnapItem::status) is the pre-check's on the same body (reference/validate.rs), and when 0
 // the output is the stream's bytes (reference/unsnap.rs: the `snap` crate); `unresolved` counts match
@@ -40,7 +50,8 @@
 // a body whose status is not 0. Positions are 32-bit: bodies and outputs are under 2^31 bytes.
 // Launch geometry and scratch sizes: layout.rs (wsnap). Blocks: tabulate and emit WSNAP_SEG_WARPS
 // warps, one per segment; jump and gather WSNAP_BYTE_THREADS threads of 16 * WSNAP_CHUNKS bytes;
-// a body's blocks start at its seg_block0 / byte_block0.
+// a body's blocks start at its seg_block0 / byte_block0; resolve WSNAP_RESOLVE_THREADS threads, a
+// block per body.
 
 #define WSNAP_SEG 2048u
 #define WSNAP_CAND 32u
@@ -57,6 +68,12 @@
 #define WSNAP_TERM 0x80000000u
 // Literals longer than this are written by the whole warp (matches always are).
 #define WSNAP_LONG 32u
+// gp_wsnap_resolve: threads of its block, each taking 16 output bytes at a time; segment output bases
+// staged in shared memory at a time; the most segments of a body it is used for (layout.rs,
+// wsnap::RESOLVE_MAX_SEGS), so that its chain of segment steps (about a microsecond each) stays short.
+#define WSNAP_RESOLVE_THREADS 256u
+#define WSNAP_RESOLVE_BASES 512u
+#define WSNAP_RESOLVE_MAX_SEGS 2048u
 
 struct WsnapItem {
     u64 src;
@@ -506,4 +523,104 @@ extern "C" __global__ void __launch_bounds__(WSNAP_BYTE_THREADS) gp_wsnap_gather
     if (mine) atomicAdd(&left, mine);
     __syncthreads();
     if (threadIdx.x == 0 && left) atomicAdd(&items[i].unresolved, left);
+}
+
+// The waiting bytes among the 16 output bytes from a (a multiple of 16, under want) that lie in
+// [lo, hi), as a mask, and their pointers.
+struct WsnapWaiting {
+    u32 mask;
+    u32 v[16];
+};
+
+__device__ inline void wsnap_waiting_load(const u8* kind, const u32* ptr, u32 a, u32 lo, u32 hi, u32 want,
+                                          WsnapWaiting* w) {
+    w->mask = 0;
+    if (a >= hi) return;
+    u8 m[16];
+    wsnap_marks(kind, a, want, m);
+#pragma unroll
+    for (u32 j = 0; j < 16; j++) {
+        const u32 x = a + j;
+        if (m[j] && x >= lo && x < hi) {
+            w->mask |= 1u << j;
+            w->v[j] = ptr[x];
+        }
+    }
+}
+
+// Copies each waiting byte of `w` (bytes from a) from the byte its pointer names, which must lie before
+// `lo`, the segment's first output byte (final by then); returns how many did not (never, from emit).
+// Every load is issued before any store.
+__device__ inline u32 wsnap_waiting_copy(u8* d, u32 a, u32 lo, const WsnapWaiting& w) {
+    u8 b[16];
+    u32 ok = 0;
+#pragma unroll
+    for (u32 j = 0; j < 16; j++) {
+        if (((w.mask >> j) & 1u) && w.v[j] < lo) {
+            b[j] = d[w.v[j]];
+            ok |= 1u << j;
+        }
+    }
+#pragma unroll
+    for (u32 j = 0; j < 16; j++) {
+        if ((ok >> j) & 1u) d[a + j] = b[j];
+    }
+    return __popc(w.mask & ~ok);
+}
+
+extern "C" __global__ void __launch_bounds__(WSNAP_RESOLVE_THREADS) gp_wsnap_resolve(WsnapItem* items, u32 n) {
+    if (blockDim.x != WSNAP_RESOLVE_THREADS) __trap();
+    const u32 i = blockIdx.x;
+    if (i >= n) return;  // block-uniform, as every return before the loop
+    const WsnapItem it = items[i];
+    u64 p0 = 0;
+    if (it.status != VALIDATE_OK) return;
+    if (wsnap_preamble((const u8*)it.src, it.src_len, it.dst_len, &p0) != VALIDATE_OK) return;
+    const u64 segs = wsnap_segments(it.src_len, p0);
+    const WsnapSeg* sg = (const WsnapSeg*)it.segs;
+    const u8* kind = (const u8*)it.kind;
+    const u32* ptr = (const u32*)it.ptr;
+    u8* d = (u8*)it.dst;
+    const u32 want = (u32)it.dst_len;  // under 2^31 (the preamble's check)
+    const u32 step = 16 * WSNAP_RESOLVE_THREADS;
+    // Output bases of segments k0 .. k0 + here (the last: the next segment's, or want).
+    __shared__ u32 bases[WSNAP_RESOLVE_BASES + 1];
+    __shared__ u32 left_in_block;
+    if (threadIdx.x == 0) left_in_block = 0;
+    u32 left = 0;
+    // This thread's first 16 bytes of the next segment, loaded while this one's copy waits.
+    WsnapWaiting next;
+    bool have_next = false;
+    for (u64 k0 = 0; k0 < segs; k0 += WSNAP_RESOLVE_BASES) {
+        const u32 here = (u32)min((u64)WSNAP_RESOLVE_BASES, segs - k0);
+        __syncthreads();  // every thread is done with the old bases
+        for (u32 j = threadIdx.x; j <= here; j += WSNAP_RESOLVE_THREADS) {
+            const u64 k = k0 + j;
+            bases[j] = k < segs ? (u32)min(sg[k].out_base, (u64)want) : want;
+        }
+        __syncthreads();
+        for (u32 r = 0; r < here; r++) {
+            // Bases rise (the join's); max() keeps a range empty rather than wrapping, whatever.
+            const u32 lo = bases[r], hi = max(bases[r + 1], lo);
+            const u32 first = (lo & ~15u) + 16 * threadIdx.x;
+            WsnapWaiting cur;
+            if (have_next) cur = next;
+            else wsnap_waiting_load(kind, ptr, first, lo, hi, want, &cur);
+            have_next = r + 1 < here;
+            if (have_next) {
+                const u32 lo2 = bases[r + 1], hi2 = max(bases[r + 2], lo2);
+                wsnap_waiting_load(kind, ptr, (lo2 & ~15u) + 16 * threadIdx.x, lo2, hi2, want, &next);
+            }
+            left += wsnap_waiting_copy(d, first, lo, cur);
+            for (u32 a = first + step; a < hi; a += step) {
+                WsnapWaiting more;
+                wsnap_waiting_load(kind, ptr, a, lo, hi, want, &more);
+                left += wsnap_waiting_copy(d, a, lo, more);
+            }
+            __syncthreads();  // the segment's bytes are final for the segments after it
+        }
+    }
+    if (left) atomicAdd(&left_in_block, left);
+    __syncthreads();
+    if (threadIdx.x == 0 && left_in_block) atomicAdd(&items[i].unresolved, left_in_block);
 }

@@ -437,7 +437,8 @@ mod tests {
 
     /// The wide decoder (`snappy_wide.cu`), on the CPU emulation (ASan: no read or write outside the
     /// body, the declared output or its scratch), gives the reference's status on every body, the
-    /// reference's bytes where it passes, and leaves no match byte unresolved.
+    /// reference's bytes where it passes, and leaves no match byte unresolved: ending with
+    /// `gp_wsnap_resolve` (what a batch of these bodies gets) and with the jump rounds and the gather.
     #[test]
     fn the_wide_decoder_matches_the_reference_on_every_body() {
         if let Err(why) = crate::decode::kernels::emu::available() {
@@ -446,7 +447,14 @@ mod tests {
         }
         let mut cases = kernel_cases(60_000);
         cases.extend(wide_cases(40_000));
-        let got = crate::decode::kernels::emu::run_wsnap_emulated(&cases);
-        assert_wide_matches_reference(&cases, |i| (got[i].0, got[i].1), |i| got[i].2.clone());
+        let most_segs = cases
+            .iter()
+            .map(|(_, b)| (b.len() as u64).div_ceil(crate::decode::layout::wsnap::SEG))
+            .max();
+        assert!(most_segs.is_some_and(|m| m <= crate::decode::layout::wsnap::RESOLVE_MAX_SEGS));
+        for resolve in [true, false] {
+            let got = crate::decode::kernels::emu::run_wsnap_emulated(&cases, resolve);
+            assert_wide_matches_reference(&cases, |i| (got[i].0, got[i].1), |i| got[i].2.clone());
+        }
     }
 }

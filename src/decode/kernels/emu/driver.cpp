@@ -16,7 +16,8 @@
 //   unsnap OUT:   per item u32 status, then the output buffer (declared size; 0xab where not
 //                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
 //   literals IN, OUT: as unsnap's, for gp_snappy_literals (blocks as snappy_literals::plan gives them)
-//   wsnap IN:     "GPWS01" u32 n, u32 seg_blocks, u32 byte_blocks, u32 rounds, then per item {u64
+//   wsnap IN:     "GPWS02" u32 n, u32 seg_blocks, u32 byte_blocks, u32 rounds, u32 resolve (1:
+//                 gp_wsnap_resolve, 0: the jump rounds and the gather), then per item {u64
 //                 declared size, u32 seg_block0, u32 byte_block0, u64 table, segs, ptr, kind (scratch
 //                 sizes), u64 len, bytes} (layout.rs, wsnap::plan)
 //   wsnap OUT:    per item u32 status, u32 unresolved, then the output buffer (0xab where not written)
@@ -263,9 +264,10 @@ int unsnap_main(const char* in_path, const char* out_path, bool literals) {
 // as a device allocation is not zeroed).
 int wsnap_main(const char* in_path, const char* out_path) {
     uint32_t n = 0;
-    FILE* in = open_items(in_path, "GPWS01", &n);
+    FILE* in = open_items(in_path, "GPWS02", &n);
     if (!in) return 2;
     const uint32_t seg_blocks = get<uint32_t>(in), byte_blocks = get<uint32_t>(in), rounds = get<uint32_t>(in);
+    const uint32_t resolve = get<uint32_t>(in);
     std::vector<WsnapItem> items(n);
     std::vector<uint8_t*> owned;
     std::vector<uint8_t*> outs(n, nullptr);
@@ -303,8 +305,12 @@ int wsnap_main(const char* in_path, const char* out_path) {
         emu::launch(gp_wsnap_join, n, 32, items.data(), n);
         emu::launch(gp_wsnap_emit, seg_blocks, WSNAP_SEG_WARPS * 32, items.data(), n);
         emu::launch(gp_wsnap_finish, n, 32, items.data(), n);
-        for (uint32_t r = 0; r < rounds; r++) emu::launch(gp_wsnap_jump, byte_blocks, WSNAP_BYTE_THREADS, items.data(), n, flags, r);
-        emu::launch(gp_wsnap_gather, byte_blocks, WSNAP_BYTE_THREADS, items.data(), n);
+        if (resolve) {
+            emu::launch(gp_wsnap_resolve, n, WSNAP_RESOLVE_THREADS, items.data(), n);
+        } else {
+            for (uint32_t r = 0; r < rounds; r++) emu::launch(gp_wsnap_jump, byte_blocks, WSNAP_BYTE_THREADS, items.data(), n, flags, r);
+            emu::launch(gp_wsnap_gather, byte_blocks, WSNAP_BYTE_THREADS, items.data(), n);
+        }
     }
     FILE* out = std::fopen(out_path, "wb");
     if (!out) return 2;
