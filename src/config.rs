@@ -391,7 +391,8 @@ pub struct Settings {
 /// Whether `GPU_PARQUET_TRACE_FETCH` is set: a developer's diagnostic, not a setting, that prints each
 /// staged fetch's phases and each pipeline step's fetch to stderr (where the time between the last copy
 /// and the fetch's return goes, and what comes before a read's first `pread`: its planning, the
-/// `O_DIRECT` choice, each step's buffer). Read once per process, here with the settings.
+/// `O_DIRECT` choice, each step's buffer), and each held step's phases in `bench`'s decode alone in the
+/// read's steps. Read once per process, here with the settings.
 pub(crate) fn trace_fetches() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))

@@ -406,12 +406,14 @@ impl Reader {
         let decoder = self.gpu_decoder()?;
         let (schema, routes) = route_columns(&self.source, &self.plan.columns)?;
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let decode_step = |chunks: &ColumnChunks| {
+        let origin = Instant::now();
+        let decode_step = |k: usize, chunks: &ColumnChunks| {
             guard("decoding a held step", || {
                 let AnyBuffer::Device(buffer) = &chunks.buffer else {
                     return Err(Error::device("GPU decoder", "the backend returned host memory"));
                 };
-                let (batch, _, peak) = decoder.decode(
+                let began = origin.elapsed();
+                let (batch, stats, peak) = decoder.decode(
                     &self.source,
                     &schema,
                     &routes,
@@ -420,6 +422,18 @@ impl Reader {
                     self.policy.threads,
                     None,
                 )?;
+                // Where each held step's time goes, beside the others (`GPU_PARQUET_TRACE_FETCH`).
+                let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                crate::config::trace_at(
+                    origin,
+                    format_args!(
+                        "held step {k} (began at {:.2} ms: headers {:.2}, decompression {:.2}, kernels {:.2} ms) decoded",
+                        ms(began),
+                        ms(stats.headers_time),
+                        ms(stats.decompress_time),
+                        ms(stats.decode_time)
+                    ),
+                );
                 Ok((batch, peak))
             })
         };
@@ -432,7 +446,7 @@ impl Reader {
                         loop {
                             let k = next.fetch_add(1, Ordering::SeqCst);
                             let Some(chunks) = held.chunks.get(k) else { return mine };
-                            mine.push((k, decode_step(chunks)));
+                            mine.push((k, decode_step(k, chunks)));
                         }
                     })
                 })
