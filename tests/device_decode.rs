@@ -110,14 +110,7 @@ fn layout_sizes_agree_on_the_device() {
     b.arg(&addr);
     // SAFETY: the kernel writes LAYOUT_SIZES.len() u32s into `out`, which holds exactly that many and
     // outlives the launch (copy_to_host below waits for it).
-    unsafe {
-        b.launch(LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (32, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }
-    .expect("launch");
+    unsafe { b.launch(one_dimension(1, 32)) }.expect("launch");
     let sizes = out.copy_to_host().expect("copy");
     for ((name, want), got) in LAYOUT_SIZES.iter().zip(sizes) {
         assert_eq!(*want as u32, got, "{name}: host and device disagree on the struct size");
@@ -157,14 +150,7 @@ unsafe fn run_on_grid<T: bytemuck::Pod>(
     b.arg(&addr).arg(&n);
     // SAFETY: `n` items were uploaded at `addr`, alive until the copy below has waited for the launch;
     // what they point at is the caller's promise.
-    unsafe {
-        b.launch(LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (block, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }
-    .expect("launch");
+    unsafe { b.launch(one_dimension(grid, block)) }.expect("launch");
     bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"))
 }
 
@@ -247,6 +233,28 @@ fn literal_copier_equals_the_reference_on_the_device() {
     assert!(taken >= 14, "{taken} taken");
 }
 
+/// A launch of `grid` blocks of `block` threads, no dynamic shared memory.
+fn one_dimension(grid: u32, block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Each case's body and output as a kernel item sees them: `(src, src_len, dst, dst_len)`, the body's
+/// length being that of the case (its buffer holds at least one byte).
+fn body_places<'a>(
+    cases: &'a [(u64, Vec<u8>)],
+    bodies: &'a [DeviceBuffer<u8>],
+    outs: &'a [DeviceBuffer<u8>],
+) -> impl Iterator<Item = (u64, u64, u64, u64)> + 'a {
+    cases
+        .iter()
+        .zip(bodies.iter().zip(outs))
+        .map(|((want, body), (src, dst))| (src.device_address(), body.len() as u64, dst.device_address(), *want))
+}
+
 /// Runs `kernel` (over `UnsnapItem`s, on the grid and block `plan` gives, having laid out the items) on
 /// `cases`, and asserts each status equals `reference`'s, each output its bytes where it gives them,
 /// and (with `refused_untouched`) untouched (zero) where it does not. Returns how many bodies passed.
@@ -272,14 +280,12 @@ fn body_decoder_equals_the_reference(
     };
     let bodies: Vec<DeviceBuffer<u8>> = cases.iter().map(|(_, b)| alloc(b, 0)).collect();
     let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(&[], *want as usize)).collect();
-    let mut items: Vec<UnsnapItem> = cases
-        .iter()
-        .zip(bodies.iter().zip(&outs))
-        .map(|((want, body), (src, dst))| UnsnapItem {
-            src: src.device_address(),
-            src_len: body.len() as u64,
-            dst: dst.device_address(),
-            dst_len: *want,
+    let mut items: Vec<UnsnapItem> = body_places(cases, &bodies, &outs)
+        .map(|(src, src_len, dst, dst_len)| UnsnapItem {
+            src,
+            src_len,
+            dst,
+            dst_len,
             status: u32::MAX,
             block0: 0,
         })
@@ -350,14 +356,12 @@ fn wide_snappy_decoder_equals_the_reference_on_the_device() {
         .collect();
     for resolve in [true, false] {
         let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(*want as usize)).collect();
-        let mut items: Vec<WsnapItem> = cases
-            .iter()
-            .zip(bodies.iter().zip(&outs))
-            .map(|((want, body), (src, dst))| WsnapItem {
-                src: src.device_address(),
-                src_len: body.len() as u64,
-                dst: dst.device_address(),
-                dst_len: *want,
+        let mut items: Vec<WsnapItem> = body_places(&cases, &bodies, &outs)
+            .map(|(src, src_len, dst, dst_len)| WsnapItem {
+                src,
+                src_len,
+                dst,
+                dst_len,
                 ..Default::default()
             })
             .collect();
@@ -396,14 +400,7 @@ fn wide_snappy_decoder_equals_the_reference_on_the_device() {
             // sizes `wsnap::Scratch::of` gives (allocations alive until the copies below have waited
             // for the launches), and `flags` holds `plan.flag_words` zeroed u32s; the grids and blocks
             // are the plan's.
-            unsafe {
-                b.launch(LaunchConfig {
-                    grid_dim: (grid, 1, 1),
-                    block_dim: (block, 1, 1),
-                    shared_mem_bytes: 0,
-                })
-            }
-            .expect("launch");
+            unsafe { b.launch(one_dimension(grid, block)) }.expect("launch");
         };
         launch("gp_wsnap_tabulate", plan.seg_blocks, 128, None);
         launch("gp_wsnap_join", n, 32, None);
