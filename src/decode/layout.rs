@@ -663,6 +663,26 @@ mod tests {
         }
     }
 
+    /// A batch ends with `gp_wsnap_resolve` while no body has more than `RESOLVE_MAX_SEGS` segments.
+    #[test]
+    fn the_wide_plan_resolves_by_segments_up_to_its_limit() {
+        let plan_of = |src_lens: &[u64]| {
+            let mut items: Vec<WsnapItem> = src_lens
+                .iter()
+                .map(|&src_len| WsnapItem {
+                    src_len,
+                    dst_len: 2 * src_len,
+                    ..Default::default()
+                })
+                .collect();
+            wsnap::plan(&mut items, 0)
+        };
+        let limit = wsnap::RESOLVE_MAX_SEGS * wsnap::SEG;
+        assert!(plan_of(&[1, 300_000, limit]).resolve);
+        assert!(!plan_of(&[1, limit + 1]).resolve);
+        assert!(plan_of(&[]).resolve);
+    }
+
     #[test]
     fn error_codes_round_trip() {
         for code in 1..=15 {

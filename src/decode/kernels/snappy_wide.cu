@@ -31,8 +31,8 @@
 //      log2(segments) + 1 rounds suffice. A round that finds nothing waiting lets the next ones return
 //      at once, and a block with nothing waiting skips the later rounds.
 //   6. gp_wsnap_gather: each waiting byte copies the byte it ends at.
-//   5'. gp_wsnap_resolve, in place of 5 and 6 where no body of the batch has more than
-//      WSNAP_RESOLVE_MAX_SEGS segments: a block per body takes its segments in stream order. A waiting
+//   5'. gp_wsnap_resolve, in place of 5 and 6 where no body of the batch has more than 2,048
+//      segments (layout.rs, wsnap::RESOLVE_MAX_SEGS): a block per body takes its segments in stream order. A waiting
 //      byte's pointer names a byte before its own segment's output (emit followed the segment's own
 //      bytes already), so once the segments before are final, each of the segment's waiting bytes
 //      copies its byte in one step, and a barrier makes them final for the next segment. A body costs
@@ -69,11 +69,10 @@
 // Literals longer than this are written by the whole warp (matches always are).
 #define WSNAP_LONG 32u
 // gp_wsnap_resolve: threads of its block, each taking 16 output bytes at a time; segment output bases
-// staged in shared memory at a time; the most segments of a body it is used for (layout.rs,
-// wsnap::RESOLVE_MAX_SEGS), so that its chain of segment steps (about a microsecond each) stays short.
+// staged in shared memory at a time. (The host uses it for bodies of at most 2,048 segments, layout.rs
+// wsnap::RESOLVE_MAX_SEGS, so that its chain of segment steps, about 2 us each on the H200, stays short.)
 #define WSNAP_RESOLVE_THREADS 256u
 #define WSNAP_RESOLVE_BASES 512u
-#define WSNAP_RESOLVE_MAX_SEGS 2048u
 
 struct WsnapItem {
     u64 src;
