@@ -41,11 +41,16 @@ B=$here/.device/bin
 F=/tmp/bench
 tests="device device_nvcomp device_decode corruption faults concurrency"
 # The udev data cuFile's compat mode needs before it registers files on this machine (DEVICE.md).
-# A bench's copy, staged and decode rows, squeezed to a line each (the per-step detail rows left out).
-bench_rows() { grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-150; }
 udev_data() {
   mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
 }
+# A bench's copy, staged and decode rows, squeezed to a line each (the per-step detail rows left out).
+bench_rows() { grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-150; }
+# Runs a RUNS spec (a binary of .device/bin, then the environment it runs with, comma-separated) with
+# the arguments after it.
+run_spec() { local spec; IFS=, read -ra spec <<< "$1"; env "${spec[@]:1}" $B/${spec[0]} "${@:2}"; }
+# `bench FILE --only-decode` of a spec, as every run beside cuDF and A/B measures it, its rows squeezed.
+decode_bench() { run_spec "$1" bench $F/$2.parquet --reps 5 --staged-threads 12 --only-decode "${@:3}" 2>&1 | bench_rows; }
 case "${1:-}" in
   setup)
     # Each part where its input was carried: nvCOMP from .wheels/, the bench files from .device/.
@@ -125,12 +130,10 @@ case "${1:-}" in
     # KvikIO (inside cuDF) in its POSIX mode: cuFile is refused on this machine anyway (DEVICE.md).
     KVIKIO_COMPAT_MODE=ON python3 python/gpu_checks/pylibcudf_import.py testdata/*.parquet $F/plain.parquet ;;
   walls)
-    # Each run spec: a binary of .device/bin, then the environment it runs with, comma-separated.
     f=${2:?walls FILE}; runs=${RUNS:-gpu-parquet}; k=0
     for r in $runs; do : > /tmp/walls.$k; k=$((k + 1)); done
     for i in $(seq ${N:-6}); do k=0; for r in $runs; do
-      IFS=, read -ra spec <<< "$r"
-      env "${spec[@]:1}" $B/${spec[0]} read $F/$f.parquet --warm-up 2 --json \
+      run_spec "$r" read $F/$f.parquet --warm-up 2 --json \
         | python3 -c "import json,sys; print(json.load(sys.stdin)['decode']['wall']*1e3)" >> /tmp/walls.$k
       k=$((k + 1))
     done; done
@@ -141,17 +144,16 @@ case "${1:-}" in
   abbench)
     f=${2:?abbench FILE}
     for i in $(seq ${ROUNDS:-1}); do for r in ${RUNS:-gpu-parquet}; do
-      IFS=, read -ra spec <<< "$r"; echo "== $i $r"
-      env "${spec[@]:1}" $B/${spec[0]} bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode --no-cold 2>&1 | bench_rows
+      echo "== $i $r"; decode_bench "$r" $f --no-cold
     done; done ;;
   part)
     mkdir -p /tmp/parts && cp .cudf-parts/p* /tmp/parts/ && ls /tmp/parts ;;
   cudf)
     mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2
-    for f in plain snappy; do echo "== ours $f"; $B/gpu-parquet bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode 2>&1 | bench_rows; done
+    for f in plain snappy; do echo "== ours $f"; decode_bench gpu-parquet $f; done
     for f in plain snappy; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
-    for f in plain snappy; do echo "== ours again $f"; $B/gpu-parquet bench $F/$f.parquet --reps 5 --staged-threads 12 --only-decode --no-cold 2>&1 | bench_rows; done
+    for f in plain snappy; do echo "== ours again $f"; decode_bench gpu-parquet $f --no-cold; done
     for f in plain snappy; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
     for f in plain snappy; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
   *) sed -n '2,/^# State lives/p' "$0"; exit 2 ;;

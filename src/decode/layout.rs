@@ -385,7 +385,7 @@ pub mod wsnap {
         pub flag_words: u64,
         /// Whether the waiting match bytes are resolved by `gp_wsnap_resolve` (no body has more than
         /// [`RESOLVE_MAX_SEGS`] segments) rather than by the jump rounds and the gather. Either way
-        /// gives the same bytes; a caller may set it to false (tests run both).
+        /// gives the same bytes (the wide decoder's tests run both).
         pub resolve: bool,
         /// Scratch bytes in all.
         pub scratch: u64,

@@ -323,9 +323,9 @@ fn run_body_decoder_emulated(mode: &str, items: &[(u64, Vec<u8>)]) -> Vec<(u32, 
 /// The wide Snappy decoder (`snappy_wide.cu`) run in the emulation over `(declared uncompressed size,
 /// body)` items laid out by [`wsnap::plan`](crate::decode::layout::wsnap::plan), every body, output and
 /// scratch region an allocation of exactly its size, ending with `gp_wsnap_resolve` where `resolve`
-/// (and the plan allows it: no body of more than `wsnap::RESOLVE_MAX_SEGS` segments), else with the
-/// jump rounds and the gather: each status, unresolved count and output buffer (0xab where nothing
-/// was written).
+/// (which the plan must allow: no body of more than `wsnap::RESOLVE_MAX_SEGS` segments), else with
+/// the jump rounds and the gather: each status, unresolved count and output buffer (0xab where
+/// nothing was written).
 pub(crate) fn run_wsnap_emulated(items: &[(u64, Vec<u8>)], resolve: bool) -> Vec<(u32, u32, Vec<u8>)> {
     use crate::decode::layout::{WsnapItem, wsnap};
     let bin = driver().expect("emulation available");
@@ -338,12 +338,13 @@ pub(crate) fn run_wsnap_emulated(items: &[(u64, Vec<u8>)], resolve: bool) -> Vec
         })
         .collect();
     let plan = wsnap::plan(&mut descs, 0);
+    assert!(plan.resolve || !resolve, "a body past gp_wsnap_resolve's limit");
     let mut input = b"GPWS02".to_vec();
     put_u32(&mut input, items.len() as u32);
     put_u32(&mut input, plan.seg_blocks);
     put_u32(&mut input, plan.byte_blocks);
     put_u32(&mut input, plan.rounds);
-    put_u32(&mut input, u32::from(plan.resolve && resolve));
+    put_u32(&mut input, u32::from(resolve));
     for ((dst_len, body), d) in items.iter().zip(&descs) {
         put_u64(&mut input, *dst_len);
         put_u32(&mut input, d.seg_block0);
