@@ -70,49 +70,61 @@ extern "C" __global__ void __launch_bounds__(256) gp_levels(PageDesc* pages, u32
         }
         __syncthreads();
         const u32 ws = sh.win_start, we = sh.win_end;
-        u32 lv[HYB_ITEMS];
-#pragma unroll
-        for (u32 j = 0; j < HYB_ITEMS; j++) {
-            const u32 idx = ws + j * BLOCK + t;
-            lv[j] = idx < we ? hyb_value(sh, base, len, bw, idx) : 0;
-            if (idx < we && lv[j] > max_def) atomicMin(&sh.first_bad, idx);
-        }
-        __syncthreads();
-        const u32 stop = sh.first_bad < we ? sh.first_bad : we;
-        u32 masks[HYB_ITEMS];
-#pragma unroll
-        for (u32 j = 0; j < HYB_ITEMS; j++) {
-            const u32 idx = ws + j * BLOCK + t;
-            masks[j] = __ballot_sync(FULL_MASK, idx < stop && lv[j] == max_def);
-            if (lane == 0) sh.counts[j * NWARPS + warp] = __popc(masks[j]);
-        }
-        __syncthreads();
-        if (warp == 0) {
-            // Exclusive scan of the 64 counts in position order (item-major, then warp): two per lane.
-            const u32 a = sh.counts[2 * lane], b = sh.counts[2 * lane + 1];
-            u32 x = a + b;
-            for (u32 o = 1; o < 32; o <<= 1) {
-                const u32 y = __shfl_up_sync(FULL_MASK, x, o);
-                if (lane >= o) x += y;
+        // A window that is one RLE run of max_def (a page without nulls, as most are): every value
+        // present and in order, so no level is decoded, checked or counted one by one.
+        const HybRun& first = sh.runs[0];
+        if (sh.nruns == 1 && first.bit == RLE_RUN && first.value == max_def) {
+            const u32 pbase = sh.present_base;
+            for (u32 idx = ws + t; idx < we; idx += BLOCK) {
+                if (vidx) vidx[idx] = (i32)(pbase + (idx - ws));
+                if (valid) valid[idx] = 1;
             }
-            const u32 excl = x - a - b;
-            sh.counts[2 * lane] = excl;
-            sh.counts[2 * lane + 1] = excl + a;
-            if (lane == 31) sh.total = x;
-        }
-        __syncthreads();
-        const u32 pbase = sh.present_base;
-        const u32 below = (1u << lane) - 1;
+            if (t == 0) sh.total = we - ws;
+        } else {
+            u32 lv[HYB_ITEMS];
 #pragma unroll
-        for (u32 j = 0; j < HYB_ITEMS; j++) {
-            const u32 idx = ws + j * BLOCK + t;
-            if (idx < stop) {
-                const bool present = (masks[j] >> lane) & 1;
-                if (vidx) {
-                    vidx[idx] = present ? (i32)(pbase + sh.counts[j * NWARPS + warp] + __popc(masks[j] & below))
-                                        : -1;
+            for (u32 j = 0; j < HYB_ITEMS; j++) {
+                const u32 idx = ws + j * BLOCK + t;
+                lv[j] = idx < we ? hyb_value(sh, base, len, bw, idx) : 0;
+                if (idx < we && lv[j] > max_def) atomicMin(&sh.first_bad, idx);
+            }
+            __syncthreads();
+            const u32 stop = sh.first_bad < we ? sh.first_bad : we;
+            u32 masks[HYB_ITEMS];
+#pragma unroll
+            for (u32 j = 0; j < HYB_ITEMS; j++) {
+                const u32 idx = ws + j * BLOCK + t;
+                masks[j] = __ballot_sync(FULL_MASK, idx < stop && lv[j] == max_def);
+                if (lane == 0) sh.counts[j * NWARPS + warp] = __popc(masks[j]);
+            }
+            __syncthreads();
+            if (warp == 0) {
+                // Exclusive scan of the 64 counts in position order (item-major, then warp): two per lane.
+                const u32 a = sh.counts[2 * lane], b = sh.counts[2 * lane + 1];
+                u32 x = a + b;
+                for (u32 o = 1; o < 32; o <<= 1) {
+                    const u32 y = __shfl_up_sync(FULL_MASK, x, o);
+                    if (lane >= o) x += y;
                 }
-                if (valid) valid[idx] = present ? 1 : 0;
+                const u32 excl = x - a - b;
+                sh.counts[2 * lane] = excl;
+                sh.counts[2 * lane + 1] = excl + a;
+                if (lane == 31) sh.total = x;
+            }
+            __syncthreads();
+            const u32 pbase = sh.present_base;
+            const u32 below = (1u << lane) - 1;
+#pragma unroll
+            for (u32 j = 0; j < HYB_ITEMS; j++) {
+                const u32 idx = ws + j * BLOCK + t;
+                if (idx < stop) {
+                    const bool present = (masks[j] >> lane) & 1;
+                    if (vidx) {
+                        vidx[idx] = present ? (i32)(pbase + sh.counts[j * NWARPS + warp] + __popc(masks[j] & below))
+                                            : -1;
+                    }
+                    if (valid) valid[idx] = present ? 1 : 0;
+                }
             }
         }
         __syncthreads();

@@ -1434,6 +1434,25 @@ fn edge_step(case: u32) -> Step {
             p.levels = arena.upload(&s);
             p.levels_len = s.len() as u64;
             pages.push(p);
+            // Windows of one run without nulls between windows with nulls: 256 short runs (a window
+            // cut by the run limit at 1,024 levels), a run of 5,000 present values (two whole windows
+            // and part of a third), then short runs again.
+            cols.push(col_of(&mut arena, pt::INT32, 4, 7000, true));
+            let mut s = Vec::new();
+            for r in 0..256 {
+                put_rle(&mut s, 4, r % 2, 1);
+            }
+            put_rle(&mut s, 5000, 1, 1);
+            for r in 0..244 {
+                put_rle(&mut s, 4, (r + 1) % 2, 1);
+            }
+            let mut p = page(pt::INT32, 4, 7000, 1, 1);
+            p.levels = arena.upload(&s);
+            p.levels_len = s.len() as u64;
+            let values: Vec<u8> = (0..6000u32).flat_map(|v| (v * 3).to_le_bytes()).collect();
+            p.values = arena.upload(&values);
+            p.values_len = values.len() as u64;
+            pages.push(p);
         }
         1 => {
             // Dictionary indices at every width to 32 over several windows; index out of range late;
@@ -1641,6 +1660,10 @@ fn edge_steps_reach_their_errors() {
     let (p, _) = errors(0);
     assert_eq!(p[0], (Some(ErrorCode::BadLevel), 2700));
     assert_eq!(p[1], (Some(ErrorCode::Overrun), 2500));
+    assert_eq!(p[2], (None, 0));
+    let mut step = edge_step(0);
+    run_core(&mut step);
+    assert_eq!(step.pages[2].num_non_null, 512 + 5000 + 488);
     let (p, _) = errors(1);
     assert_eq!(p[0], (None, 0));
     assert_eq!(p[1], (None, 0));
