@@ -121,7 +121,7 @@ __device__ inline u64 read_bits(const u8* base, u64 len, u64 bit, u32 width) {
     u64 byte = bit >> 3;
     // Up to 32 bits (hybrid runs, most deltas): two aligned words hold them, 31 + 32 bits at most;
     // where both words lie inside the stream, two loads and a shift instead of a load per byte.
-    const u32 mis = (u32)((u64)(base + byte) & 3);
+    const u32 mis = (u32)(((u64)base + byte) & 3);
     if (width <= 32 && byte >= mis && byte - mis < len && len - (byte - mis) >= 8) {
         const u32* w = (const u32*)(base + byte - mis);
         const u64 both = (u64)w[0] | ((u64)w[1] << 32);
