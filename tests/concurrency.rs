@@ -135,3 +135,48 @@ fn many_gpu_readers_on_one_device_agree() {
         assert_eq!(got, wants[k], "{what}: GPU-decoded table");
     });
 }
+
+#[test]
+fn gpu_readers_sharing_one_staged_backend_agree_from_plain_and_rayon_threads() {
+    if !common::gpu_decoder_available() {
+        return;
+    }
+    let files = Arc::new(files());
+    let wants: Arc<Vec<RecordBatch>> = Arc::new(
+        files
+            .iter()
+            .map(|f| common::arrow_rs_read(f).expect("arrow-rs"))
+            .collect(),
+    );
+    // Every reader on one staged backend: its fetches meet, one has the backend's threads and the
+    // others start their own. Half of them fetch from a rayon pool's threads, where the backend never
+    // waits on its own pool (rayon would run other jobs of the caller's pool meanwhile).
+    let shared = Reader::builder(&files[0])
+        .with_backend(BackendKind::Staged)
+        .build()
+        .expect("reader")
+        .io()
+        .clone();
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a rayon pool"),
+    );
+    on_threads(move |t, round| {
+        let k = (t + round) % files.len();
+        let reader = Reader::builder(&files[k])
+            .with_backend(BackendKind::Staged)
+            .with_io(shared.clone())
+            .build()
+            .expect("reader");
+        let what = format!("thread {t} round {round} {}", files[k].display());
+        let read = || {
+            check(&what, &reader, &wants[k]);
+            let read = reader.read_device().unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = read.table.to_host().unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(got, wants[k], "{what}: GPU-decoded table");
+        };
+        if t % 2 == 1 { pool.install(read) } else { read() }
+    });
+}

@@ -1,8 +1,9 @@
 //! The staged backend: positional reads into pinned host bounce buffers, then asynchronous copies to
 //! the GPU, reads overlapping copies.
 //!
-//! Each of N worker threads owns a CUDA stream and K page-aligned pinned buffers, allocated once when
-//! the backend is built (pinning is expensive and must stay out of timed fetches). Tasks are handed out
+//! Each of N workers owns a CUDA stream and K page-aligned pinned buffers, allocated once when the
+//! backend is built (pinning is expensive and must stay out of timed fetches), and runs on a thread of
+//! a pool also started then (starting threads per fetch delayed its first read). Tasks are handed out
 //! through an atomic counter; a task larger than a buffer is read in buffer-sized pieces. A buffer is
 //! reused only after the event recorded behind its copy has completed, so a worker's next `pread` runs
 //! while its previous copies are still in flight. Every copy comes from pinned memory (no pageable
@@ -10,13 +11,14 @@
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::gpu::{
     DeviceBuffer, DeviceWriter, Event, FillingBuffer, GpuContext, PinnedAlloc, PinnedBuffer, Stream, guard,
 };
+use crate::io::host::named_pool;
 use crate::io::pread::{cache_in_background, open_direct, pread_exact};
 use crate::io::{IoBackend, IoLog, IoPath, TaskRecord, check_dest_len, task_location};
 use crate::metadata::ParquetSource;
@@ -72,6 +74,14 @@ struct Worker {
 pub struct StagedBackend {
     ctx: Arc<GpuContext>,
     workers: Vec<Mutex<Worker>>,
+    /// The threads that run the workers (and a fetch's `O_DIRECT` choice), started with the backend:
+    /// started per fetch, twelve threads took 0.6-1.4 ms of the H200's time before a read's first
+    /// `pread`.
+    threads: rayon::ThreadPool,
+    /// Held by the fetch that has the threads: each of its jobs keeps a thread until the fetch ends, so
+    /// two fetches' jobs interleaved in the pool's queue could each wait for a thread the other holds
+    /// (a fetch that finds it held starts threads of its own, as every fetch did before).
+    fetching: Mutex<()>,
     opts: StagedOptions,
     reason: Arc<str>,
 }
@@ -109,9 +119,13 @@ impl StagedBackend {
             }
             workers.push(Mutex::new(Worker { stream, slots }));
         }
+        // One more than the workers: a fetch's `O_DIRECT` choice runs beside them.
+        let pool = named_pool(threads + 1, "gpu-parquet-staged", "staged")?;
         Ok(Self {
             ctx,
             workers,
+            threads: pool,
+            fetching: Mutex::new(()),
             opts: StagedOptions {
                 threads,
                 buffer_size,
@@ -166,43 +180,36 @@ impl StagedBackend {
         let abort = AtomicBool::new(false);
         let direct_failed = Mutex::new(None::<String>);
         let nthreads = self.workers.len().min(pieces.len()).max(1);
-        let results: Vec<Result<Vec<TaskRecord>>> = std::thread::scope(|s| {
-            let handles: Vec<_> = self.workers[..nthreads]
-                .iter()
-                .map(|w| {
-                    let (next, abort, direct, direct_failed) = (&next, &abort, direct.as_ref(), &direct_failed);
-                    s.spawn(move || {
-                        let mut worker = w.lock().unwrap_or_else(|p| p.into_inner());
-                        let r = guard("staged worker", || {
-                            ctx.bind()?;
-                            let job = Job {
-                                reading: PieceReader {
-                                    source,
-                                    plan,
-                                    direct,
-                                    direct_failed,
-                                },
-                                dest,
-                                reason,
-                                t0,
-                            };
-                            job.run(&mut worker, pieces, next, abort)
-                        });
-                        if r.is_err() {
-                            abort.store(true, Ordering::Relaxed);
-                        }
-                        r
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::device("staged worker", "a worker thread panicked")))
-                })
-                .collect()
-        });
+        let results: Mutex<Vec<Result<Vec<TaskRecord>>>> = Mutex::new(Vec::with_capacity(nthreads));
+        let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(nthreads);
+        for w in &self.workers[..nthreads] {
+            let (next, abort, direct, direct_failed, results) =
+                (&next, &abort, direct.as_ref(), &direct_failed, &results);
+            jobs.push(Box::new(move || {
+                let mut worker = w.lock().unwrap_or_else(|p| p.into_inner());
+                let r = guard("staged worker", || {
+                    ctx.bind()?;
+                    let job = Job {
+                        reading: PieceReader {
+                            source,
+                            plan,
+                            direct,
+                            direct_failed,
+                        },
+                        dest,
+                        reason,
+                        t0,
+                    };
+                    job.run(&mut worker, pieces, next, abort)
+                });
+                if r.is_err() {
+                    abort.store(true, Ordering::Relaxed);
+                }
+                results.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+            }));
+        }
+        self.on_threads(jobs, || {});
+        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
         // Later work on the buffer's stream (a copy back, a decode kernel) comes after every copy.
         let workers_done = t0.elapsed();
         for w in &self.workers[..nthreads] {
@@ -236,6 +243,35 @@ impl StagedBackend {
             );
         }
         Ok((records, notes))
+    }
+
+    /// Runs `jobs`, each on a thread of its own, and `meanwhile` on this one; returns when all are done.
+    /// The jobs run on the backend's threads when they are free and this thread is outside every rayon
+    /// pool (waiting there, rayon would run that pool's other jobs on this thread, and one of them could
+    /// be a fetch waiting for this one); otherwise on threads started for them.
+    fn on_threads<'env>(&'env self, jobs: Vec<Box<dyn FnOnce() + Send + 'env>>, meanwhile: impl FnOnce()) {
+        let held = match rayon::current_thread_index() {
+            Some(_) => None,
+            None => match self.fetching.try_lock() {
+                Ok(held) => Some(held),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            },
+        };
+        match held {
+            Some(_held) => self.threads.in_place_scope(|s| {
+                for job in jobs {
+                    s.spawn(move |_| job());
+                }
+                meanwhile();
+            }),
+            None => std::thread::scope(|s| {
+                for job in jobs {
+                    s.spawn(job);
+                }
+                meanwhile();
+            }),
+        }
     }
 
     /// The file opened for `O_DIRECT` reads, where the backend asks for them and `plans` are aligned
@@ -323,54 +359,55 @@ impl StagedBackend {
             feed.close();
             deliver(k, Err(e));
         };
-        std::thread::scope(|s| {
-            let (decided, all) = (&choice, &all);
-            s.spawn(move || {
-                let mut notes = Vec::new();
-                let mut cold = false;
-                // The choice is always made (a panic is caught), so no worker waits for it in vain.
-                let file = match guard("deciding on O_DIRECT reads", || {
-                    Ok(self.open_direct(source, all, &mut notes, &mut cold))
-                }) {
-                    Ok(file) => file,
-                    Err(e) => {
-                        cold = false;
-                        notes.push(format!("{e}: buffered reads"));
-                        None
-                    }
-                };
-                crate::config::trace_at(
-                    t0,
-                    format_args!("fetch_steps: O_DIRECT decided (from the fetch's start)"),
-                );
-                let _ = decided.set(DirectChoice { file, notes, cold });
-            });
-            for (me, w) in self.workers.iter().enumerate() {
-                let (feed, abort, choice, direct_failed, fail) = (&feed, &abort, &choice, &direct_failed, &fail);
-                s.spawn(move || {
-                    let mut worker = w.lock().unwrap_or_else(|p| p.into_inner());
-                    // The step this worker is on, to blame for a failure outside its reads.
-                    let mut on = 0usize;
-                    let r = guard("staged worker", || {
-                        self.ctx.bind()?;
-                        let steps = StepWorker {
-                            backend: self,
-                            source,
-                            me,
-                            t0,
-                            choice,
-                            direct_failed,
-                        };
-                        steps.run(&mut worker, &mut on, feed, abort, deliver)
-                    });
-                    // Always drain: no copy may read the bounce buffers or write a step's buffer after
-                    // this returns (the steps not delivered are dropped then).
-                    let drained = worker.stream.synchronize();
-                    if let Err(e) = r.and(drained) {
-                        fail(on, e);
-                    }
+        let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(nworkers + 1);
+        let (decided, all_plans) = (&choice, &all);
+        jobs.push(Box::new(move || {
+            let mut notes = Vec::new();
+            let mut cold = false;
+            // The choice is always made (a panic is caught), so no worker waits for it in vain.
+            let file = match guard("deciding on O_DIRECT reads", || {
+                Ok(self.open_direct(source, all_plans, &mut notes, &mut cold))
+            }) {
+                Ok(file) => file,
+                Err(e) => {
+                    cold = false;
+                    notes.push(format!("{e}: buffered reads"));
+                    None
+                }
+            };
+            crate::config::trace_at(
+                t0,
+                format_args!("fetch_steps: O_DIRECT decided (from the fetch's start)"),
+            );
+            let _ = decided.set(DirectChoice { file, notes, cold });
+        }));
+        for (me, w) in self.workers.iter().enumerate() {
+            let (feed, abort, choice, direct_failed, fail) = (&feed, &abort, &choice, &direct_failed, &fail);
+            jobs.push(Box::new(move || {
+                let mut worker = w.lock().unwrap_or_else(|p| p.into_inner());
+                // The step this worker is on, to blame for a failure outside its reads.
+                let mut on = 0usize;
+                let r = guard("staged worker", || {
+                    self.ctx.bind()?;
+                    let steps = StepWorker {
+                        backend: self,
+                        source,
+                        me,
+                        t0,
+                        choice,
+                        direct_failed,
+                    };
+                    steps.run(&mut worker, &mut on, feed, abort, deliver)
                 });
-            }
+                // Always drain: no copy may read the bounce buffers or write a step's buffer after
+                // this returns (the steps not delivered are dropped then).
+                let drained = worker.stream.synchronize();
+                if let Err(e) = r.and(drained) {
+                    fail(on, e);
+                }
+            }));
+        }
+        self.on_threads(jobs, || {
             for (k, plan) in plans.iter().enumerate() {
                 if abort.load(Ordering::SeqCst) || !admit(k) {
                     break;
@@ -533,9 +570,17 @@ impl StepWorker<'_> {
         while let Some(step) = feed.get(at, abort) {
             at += 1;
             *on = step.k;
-            while let Some(piece) = step.pieces.get(step.next.fetch_add(1, Ordering::Relaxed)) {
+            loop {
+                let taken = step.next.fetch_add(1, Ordering::Relaxed);
+                let Some(piece) = step.pieces.get(taken) else { break };
                 if abort.load(Ordering::Relaxed) {
                     return Ok(());
+                }
+                if step.k == 0 && taken == 0 {
+                    crate::config::trace_at(
+                        self.t0,
+                        format_args!("fetch_steps: first piece taken (from the fetch's start)"),
+                    );
                 }
                 let reading = PieceReader {
                     source: self.source,
