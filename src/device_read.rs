@@ -738,45 +738,9 @@ impl Pipeline {
         let headers: Vec<HeaderSlot> = (0..n).map(|_| HeaderSlot::default()).collect();
         let handed = AtomicUsize::new(0);
         std::thread::scope(|s| {
-            if crate::config::host_headers() {
-                let (stop, headers, handed) = (&stop, &headers, &handed);
-                s.spawn(move || {
-                    let Ok(file) = std::fs::File::open(reader.source.path()) else {
-                        return;
-                    };
-                    for (k, plan) in plans.iter().enumerate() {
-                        while k > handed.load(Ordering::SeqCst) + self.in_flight {
-                            if stop.load(Ordering::SeqCst) {
-                                return;
-                            }
-                            std::thread::sleep(Duration::from_micros(200));
-                        }
-                        if stop.load(Ordering::SeqCst) {
-                            return;
-                        }
-                        if headers[k].is_taken() {
-                            crate::config::trace_at(started, format_args!("step {k}: headers left to the GPU (late)"));
-                            continue;
-                        }
-                        // A failed read (or a panic) leaves the step's headers to the GPU.
-                        let parsed = crate::panic_guard::contain_panics(&reader.source.location(), || {
-                            Ok(worth_parsing(&file, plan)
-                                .then(|| parse_step_headers(&file, plan).ok())
-                                .flatten())
-                        })
-                        .ok()
-                        .flatten();
-                        let what = match parsed.map(|h| headers[k].offer(h)) {
-                            Some(true) => "parsed on the host",
-                            Some(false) => "parsed on the host too late, dropped",
-                            None => "left to the GPU",
-                        };
-                        crate::config::trace_at(started, format_args!("step {k}: headers {what}"));
-                    }
-                });
-            }
-            // One reading thread (see FETCHES); its fetches hand each step to the decoders, and it
-            // owns the channel's sender, so the decoders end once it has delivered every step.
+            // One reading thread (see FETCHES), started first: the read's first `pread` waits for it.
+            // Its fetches hand each step to the decoders, and it owns the channel's sender, so the
+            // decoders end once it has delivered every step.
             let (stop_r, places_r, fail_r) = (&stop, &places, &fail);
             s.spawn(move || {
                 let (stop, places, fail) = (stop_r, places_r, fail_r);
@@ -818,6 +782,43 @@ impl Pipeline {
                     fail(0, e);
                 }
             });
+            if crate::config::host_headers() {
+                let (stop, headers, handed) = (&stop, &headers, &handed);
+                s.spawn(move || {
+                    let Ok(file) = std::fs::File::open(reader.source.path()) else {
+                        return;
+                    };
+                    for (k, plan) in plans.iter().enumerate() {
+                        while k > handed.load(Ordering::SeqCst) + self.in_flight {
+                            if stop.load(Ordering::SeqCst) {
+                                return;
+                            }
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                        if stop.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        if headers[k].is_taken() {
+                            crate::config::trace_at(started, format_args!("step {k}: headers left to the GPU (late)"));
+                            continue;
+                        }
+                        // A failed read (or a panic) leaves the step's headers to the GPU.
+                        let parsed = crate::panic_guard::contain_panics(&reader.source.location(), || {
+                            Ok(worth_parsing(&file, plan)
+                                .then(|| parse_step_headers(&file, plan).ok())
+                                .flatten())
+                        })
+                        .ok()
+                        .flatten();
+                        let what = match parsed.map(|h| headers[k].offer(h)) {
+                            Some(true) => "parsed on the host",
+                            Some(false) => "parsed on the host too late, dropped",
+                            None => "left to the GPU",
+                        };
+                        crate::config::trace_at(started, format_args!("step {k}: headers {what}"));
+                    }
+                });
+            }
             for _ in 0..self.decoders {
                 let (rx, stop, places, fail, results) = (&rx, &stop, &places, &fail, &results);
                 let (headers, handed) = (&headers, &handed);
