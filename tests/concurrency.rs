@@ -12,6 +12,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
+use gpu_parquet::io::select::AnyBackend;
 use gpu_parquet::{BackendKind, Reader};
 
 const THREADS: usize = 8;
@@ -48,6 +49,34 @@ fn check(what: &str, reader: &Reader, want: &RecordBatch) {
     assert_eq!(&got, want, "{what}: table");
 }
 
+/// [`check`], then the same read decoded on the GPU, equal to `want`.
+fn check_gpu(what: &str, reader: &Reader, want: &RecordBatch) {
+    check(what, reader, want);
+    let read = reader.read_device().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = read.table.to_host().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(&got, want, "{what}: GPU-decoded table");
+}
+
+/// The backend a reader of `file` builds for `kind`, to share with other readers.
+fn backend_of(file: &Path, kind: BackendKind) -> Arc<AnyBackend> {
+    Reader::builder(file)
+        .with_backend(kind)
+        .build()
+        .expect("reader")
+        .io()
+        .clone()
+}
+
+/// arrow-rs's table of each file.
+fn arrow_rs_tables(files: &[PathBuf]) -> Arc<Vec<RecordBatch>> {
+    Arc::new(
+        files
+            .iter()
+            .map(|f| common::arrow_rs_read(f).expect("arrow-rs"))
+            .collect(),
+    )
+}
+
 /// Runs `body(thread, round)` on [`THREADS`] threads started together, failing on a panic or when
 /// they have not all finished within [`TIMEOUT`].
 fn on_threads(body: impl Fn(usize, usize) + Send + Sync + 'static) {
@@ -78,19 +107,10 @@ fn on_threads(body: impl Fn(usize, usize) + Send + Sync + 'static) {
 #[test]
 fn many_host_readers_on_many_threads_agree_and_account_for_their_own_reads() {
     let files = files();
-    let wants: Vec<RecordBatch> = files
-        .iter()
-        .map(|f| common::arrow_rs_read(f).expect("arrow-rs"))
-        .collect();
+    let wants = arrow_rs_tables(&files);
     // One backend shared by half the readers.
-    let shared = Reader::builder(&files[0])
-        .with_backend(BackendKind::Host)
-        .build()
-        .expect("reader")
-        .io()
-        .clone();
+    let shared = backend_of(&files[0], BackendKind::Host);
     let files = Arc::new(files);
-    let wants = Arc::new(wants);
     on_threads(move |t, round| {
         let k = (t + round) % files.len();
         let path: &Path = &files[k];
@@ -116,12 +136,7 @@ fn many_gpu_readers_on_one_device_agree() {
         return;
     }
     let files = Arc::new(files());
-    let wants: Arc<Vec<RecordBatch>> = Arc::new(
-        files
-            .iter()
-            .map(|f| common::arrow_rs_read(f).expect("arrow-rs"))
-            .collect(),
-    );
+    let wants = arrow_rs_tables(&files);
     on_threads(move |t, round| {
         let k = (t + round) % files.len();
         let reader = Reader::builder(&files[k])
@@ -129,10 +144,7 @@ fn many_gpu_readers_on_one_device_agree() {
             .build()
             .expect("reader");
         let what = format!("thread {t} round {round} {}", files[k].display());
-        check(&what, &reader, &wants[k]);
-        let read = reader.read_device().unwrap_or_else(|e| panic!("{what}: {e}"));
-        let got = read.table.to_host().unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(got, wants[k], "{what}: GPU-decoded table");
+        check_gpu(&what, &reader, &wants[k]);
     });
 }
 
@@ -142,21 +154,11 @@ fn gpu_readers_sharing_one_staged_backend_agree_from_plain_and_rayon_threads() {
         return;
     }
     let files = Arc::new(files());
-    let wants: Arc<Vec<RecordBatch>> = Arc::new(
-        files
-            .iter()
-            .map(|f| common::arrow_rs_read(f).expect("arrow-rs"))
-            .collect(),
-    );
+    let wants = arrow_rs_tables(&files);
     // Every reader on one staged backend: its fetches meet, one has the backend's threads and the
     // others start their own. Half of them fetch from a rayon pool's threads, where the backend never
     // waits on its own pool (rayon would run other jobs of the caller's pool meanwhile).
-    let shared = Reader::builder(&files[0])
-        .with_backend(BackendKind::Staged)
-        .build()
-        .expect("reader")
-        .io()
-        .clone();
+    let shared = backend_of(&files[0], BackendKind::Staged);
     let pool = Arc::new(
         rayon::ThreadPoolBuilder::new()
             .num_threads(2)
@@ -171,12 +173,7 @@ fn gpu_readers_sharing_one_staged_backend_agree_from_plain_and_rayon_threads() {
             .build()
             .expect("reader");
         let what = format!("thread {t} round {round} {}", files[k].display());
-        let read = || {
-            check(&what, &reader, &wants[k]);
-            let read = reader.read_device().unwrap_or_else(|e| panic!("{what}: {e}"));
-            let got = read.table.to_host().unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(got, wants[k], "{what}: GPU-decoded table");
-        };
+        let read = || check_gpu(&what, &reader, &wants[k]);
         if t % 2 == 1 { pool.install(read) } else { read() }
     });
 }
