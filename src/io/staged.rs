@@ -683,7 +683,7 @@ struct Piece {
 }
 
 /// Which ends of a run of pieces [`split_into_pieces`] cuts smaller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 struct CutEnds {
     /// The run starts the fetch: the copy engine waits for its first reads.
     first: bool,
@@ -990,7 +990,8 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
-    fn tasks(lens: &[u64]) -> Vec<ReadTask> {
+    /// Tasks of these lengths, back to back in the file and the destination.
+    fn tasks_of_lens(lens: &[u64]) -> Vec<ReadTask> {
         let mut at = 0;
         lens.iter()
             .map(|&len| {
@@ -1024,7 +1025,7 @@ mod tests {
     #[test]
     fn pieces_are_cut_smaller_only_at_the_ends_asked_for() {
         // 3 threads; 40 MiB and 21.5 MiB tasks: 11 + 6 pieces of up to 4 MiB, over 4 a thread.
-        let tasks = tasks(&[40 * MIB, 21 * MIB + MIB / 2]);
+        let tasks = tasks_of_lens(&[40 * MIB, 21 * MIB + MIB / 2]);
         let (piece, threads, small) = (4 * MIB, 3, MIB);
         let whole = split_into_pieces(
             &tasks,
@@ -1076,13 +1077,13 @@ mod tests {
     #[test]
     fn few_pieces_are_never_cut() {
         // 12 pieces for 3 threads: not over 4 a thread.
-        let tasks = tasks(&[48 * MIB]);
+        let tasks = tasks_of_lens(&[48 * MIB]);
         let got = split_into_pieces(&tasks, &[0], 4 * MIB, 3, CutEnds::BOTH);
         assert_covers(&tasks, &got, 4 * MIB);
         assert_eq!(got.len(), 12);
         assert!(got.iter().all(|p| p.len == 4 * MIB));
         // Only the tasks asked for.
-        let tasks = super::tests::tasks(&[MIB, 2 * MIB, 3 * MIB]);
+        let tasks = tasks_of_lens(&[MIB, 2 * MIB, 3 * MIB]);
         let got = split_into_pieces(&tasks, &[1], 4 * MIB, 3, CutEnds::BOTH);
         assert_eq!(got.len(), 1);
         assert_eq!((got[0].task, got[0].offset, got[0].len), (1, 0, 2 * MIB));
