@@ -555,21 +555,50 @@ unsafe fn queue_pinned_copy(
             format!("range {range:?} is outside the pinned buffer of {} bytes", src.len),
         ));
     }
-    let dst = checked_range(base, len, dst_offset, range.len() as u64)?;
-    stream.wait(ready)?;
     // A copy queued earlier on another stream may still read `src`: order this one after it, so the
     // event recorded below covers both.
     stream.wait(&src.event)?;
-    guard("cuMemcpyHtoDAsync", || {
-        // SAFETY: dst..dst+n lies in the destination (checked), which the caller keeps allocated and
-        // unshared until the copy finishes. The source is page-locked memory of `src`, in bounds
-        // (checked); `src.event` is recorded right after the copy, and PinnedBuffer waits for that
-        // event before any write to or free of it.
-        let src_slice = unsafe { std::slice::from_raw_parts(src.ptr.add(range.start), range.len()) };
-        // SAFETY: as above; the stream belongs to the buffer's context (cuda checks it).
-        unsafe { cu::memcpy_htod_async(dst, src_slice, stream.raw.cu_stream()) }.map_err(cuda_err("cuMemcpyHtoDAsync"))
-    })?;
+    // SAFETY: the source is page-locked memory of `src`, in bounds (checked); `src.event` is recorded
+    // right after the copy, and PinnedBuffer waits for that event before any write to or free of it.
+    // The destination is the caller's (see this function's contract).
+    unsafe {
+        queue_host_copy(
+            base,
+            len,
+            ready,
+            dst_offset,
+            src.ptr.add(range.start),
+            range.len(),
+            stream,
+        )?
+    };
     stream.record(&src.event)
+}
+
+/// Queues a copy of the `n` host bytes at `src` to `dst_offset` of the `len` device bytes at `base`
+/// (checked), on `stream`, after `ready`.
+///
+/// # Safety
+/// `base..base + len` must stay allocated and unshared until the copy finishes; `src..src + n` must be
+/// page-locked memory that stays allocated and unwritten until then.
+pub(super) unsafe fn queue_host_copy(
+    base: sys::CUdeviceptr,
+    len: u64,
+    ready: &Event,
+    dst_offset: u64,
+    src: *const u8,
+    n: usize,
+    stream: &Stream,
+) -> Result<()> {
+    let dst = checked_range(base, len, dst_offset, n as u64)?;
+    stream.wait(ready)?;
+    guard("cuMemcpyHtoDAsync", || {
+        // SAFETY: the caller keeps src..src+n allocated, page-locked and unwritten until the copy ends.
+        let src_slice = unsafe { std::slice::from_raw_parts(src, n) };
+        // SAFETY: dst..dst+n lies in the destination (checked), which the caller keeps allocated and
+        // unshared until the copy finishes; the stream belongs to the buffer's context (cuda checks it).
+        unsafe { cu::memcpy_htod_async(dst, src_slice, stream.raw.cu_stream()) }.map_err(cuda_err("cuMemcpyHtoDAsync"))
+    })
 }
 
 /// A device buffer filled by copies that several threads queue on their own streams, for longer
@@ -626,6 +655,30 @@ impl FillingBuffer {
                 stream,
             )
         }
+    }
+
+    /// Queues a copy of the `n` host bytes at `src` to byte `dst_offset` of the buffer on `stream`.
+    /// Fails once the buffer has been handed back.
+    ///
+    /// # Safety
+    /// `src..src + n` must be page-locked memory that stays allocated and unwritten until the copy
+    /// has finished.
+    pub(super) unsafe fn copy_from_host(
+        &self,
+        dst_offset: u64,
+        src: *const u8,
+        n: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let held = self.buffer.read().unwrap_or_else(|p| p.into_inner());
+        let Some(buffer) = held.as_ref() else {
+            return Err(Error::device(
+                "copying pinned memory to the device",
+                "the destination buffer was already handed on",
+            ));
+        };
+        // SAFETY: the destination as in `copy_from_pinned`; the source is the caller's.
+        unsafe { queue_host_copy(buffer.ptr, buffer.len as u64, &self.ready, dst_offset, src, n, stream) }
     }
 
     /// Hands the buffer back, its stream ordered after each event of `copied`, which must be recorded
@@ -736,6 +789,11 @@ impl PinnedBuffer {
     /// Whether the copies reading it have all finished (does not wait).
     pub fn is_idle(&self) -> Result<bool> {
         self.event.query()
+    }
+
+    /// The memory's start, for owners that share it out in disjoint parts ([`super::ring`]).
+    pub(super) fn as_ptr(&self) -> *mut u8 {
+        self.ptr
     }
 
     /// Whether the start is aligned to `align` bytes.

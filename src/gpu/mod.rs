@@ -23,12 +23,14 @@ pub mod faults;
 pub mod memory;
 pub mod nvcomp;
 pub mod nvrtc;
+pub mod ring;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 pub use context::{GpuContext, GpuInfo};
 pub use memory::{DeviceBuffer, DeviceWriter, Event, FillingBuffer, MappedStaging, PinnedAlloc, PinnedBuffer, Stream};
+pub use ring::PinnedRing;
 
 use crate::error::{Error, Result};
 use crate::panic_guard::panic_message;

@@ -8,6 +8,11 @@
 //! reused only after the event recorded behind its copy has completed, so a worker's next `pread` runs
 //! while its previous copies are still in flight. Every copy comes from pinned memory (no pageable
 //! copies); with an aligned plan the reads can use `O_DIRECT` straight into the pinned buffers.
+//!
+//! Stepped fetches (the GPU decode's) read through a [`PinnedRing`] instead, as large as the workers'
+//! buffers together: each piece takes the ring's next place as it is taken, and the copies are queued
+//! in that order on the ring's one stream, a run of pieces that follow each other in one copy (fewer
+//! copies, each of which costs the copy engine time beside its bytes).
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::gpu::{
-    DeviceBuffer, DeviceWriter, Event, FillingBuffer, GpuContext, PinnedAlloc, PinnedBuffer, Stream, guard,
+    DeviceBuffer, DeviceWriter, Event, FillingBuffer, GpuContext, PinnedAlloc, PinnedBuffer, PinnedRing, Stream, guard,
 };
 use crate::io::host::named_pool;
 use crate::io::pread::{cache_in_background, open_direct, pread_exact};
@@ -82,6 +87,10 @@ pub struct StagedBackend {
     /// two fetches' jobs interleaved in the pool's queue could each wait for a thread the other holds
     /// (a fetch that finds it held starts threads of its own, as every fetch did before).
     fetching: Mutex<()>,
+    /// The bounce buffers of stepped fetches ([`fetch_steps`](Self::fetch_steps)), as much memory as
+    /// the workers' own: pieces placed in file order, their copies queued in that order on one stream
+    /// and merged where they follow each other (see [`PinnedRing`]). Held by one fetch at a time.
+    ring: Mutex<PinnedRing<Arc<StepWork>>>,
     opts: StagedOptions,
     reason: Arc<str>,
 }
@@ -119,6 +128,12 @@ impl StagedBackend {
             }
             workers.push(Mutex::new(Worker { stream, slots }));
         }
+        // Room for every worker's buffers, and for a piece's start moved to its position within a page.
+        let ring = PinnedRing::new(
+            &ctx,
+            threads * per * buffer_size + 2 * DIRECT_IO_ALIGN as usize,
+            opts.pinned,
+        )?;
         // One more than the workers: a fetch's `O_DIRECT` choice runs beside them.
         let pool = named_pool(threads + 1, "gpu-parquet-staged", "staged")?;
         Ok(Self {
@@ -126,6 +141,7 @@ impl StagedBackend {
             workers,
             threads: pool,
             fetching: Mutex::new(()),
+            ring: Mutex::new(ring),
             opts: StagedOptions {
                 threads,
                 buffer_size,
@@ -350,6 +366,8 @@ impl StagedBackend {
     ) {
         let t0 = Instant::now();
         let all: Vec<&ReadPlan> = plans.iter().map(|p| p.as_ref()).collect();
+        let ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        let ring = &*ring;
         // Whether to read `O_DIRECT` (a `mincore` sample of the read's pages) is decided on a thread
         // of its own; the workers do not wait for it: a piece read before the choice is read buffered
         // (right either way: the file's bytes are the same), those after it as chosen. (In line, it
@@ -365,6 +383,12 @@ impl StagedBackend {
             feed.close();
             deliver(k, Err(e));
         };
+        // A fetch before this one that failed may have left copies queued and places held.
+        if let Err(e) = ring.reset() {
+            fail(0, e);
+            return;
+        }
+        let published = AtomicUsize::new(0);
         let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(nworkers + 1);
         let (decided, all_plans) = (&choice, &all);
         jobs.push(Box::new(move || {
@@ -387,10 +411,9 @@ impl StagedBackend {
             );
             let _ = decided.set(DirectChoice { file, notes, cold });
         }));
-        for (me, w) in self.workers.iter().enumerate() {
+        for _ in 0..nworkers {
             let (feed, abort, choice, direct_failed, fail) = (&feed, &abort, &choice, &direct_failed, &fail);
             jobs.push(Box::new(move || {
-                let mut worker = w.lock().unwrap_or_else(|p| p.into_inner());
                 // The step this worker is on, to blame for a failure outside its reads.
                 let mut on = 0usize;
                 let r = guard("staged worker", || {
@@ -398,17 +421,14 @@ impl StagedBackend {
                     let steps = StepWorker {
                         backend: self,
                         source,
-                        me,
+                        ring,
                         t0,
                         choice,
                         direct_failed,
                     };
-                    steps.run(&mut worker, &mut on, feed, abort, deliver)
+                    steps.run(&mut on, feed, abort, deliver)
                 });
-                // Always drain: no copy may read the bounce buffers or write a step's buffer after
-                // this returns (the steps not delivered are dropped then).
-                let drained = worker.stream.synchronize();
-                if let Err(e) = r.and(drained) {
+                if let Err(e) = r {
                     fail(on, e);
                 }
             }));
@@ -420,6 +440,7 @@ impl StagedBackend {
                 }
                 match self.publish(k, k + 1 == plans.len(), plan, nworkers) {
                     Ok(Some(step)) => {
+                        published.store(k, Ordering::SeqCst);
                         crate::config::trace_at(
                             t0,
                             format_args!("fetch_steps: step {k} published (from the fetch's start)"),
@@ -447,6 +468,18 @@ impl StagedBackend {
             }
             feed.close();
         });
+        if crate::config::trace_fetches() {
+            let (places, copies) = ring.counts();
+            crate::config::trace_at(
+                t0,
+                format_args!("fetch_steps: {places} pieces in {copies} copies, the last queued"),
+            );
+        }
+        // Always drain: no copy may read the ring or write a step's buffer after this returns (the
+        // steps not delivered are dropped then).
+        if let Err(e) = ring.reset() {
+            fail(published.load(Ordering::SeqCst), e);
+        }
         let cold = choice.into_inner().is_some_and(|c| c.cold);
         if cold && !abort.load(Ordering::SeqCst) {
             let ranges = plans.iter().flat_map(|p| p.tasks.iter().map(|t| (t.offset, t.len)));
@@ -463,7 +496,7 @@ impl StagedBackend {
         if pieces.is_empty() {
             return Ok(None);
         }
-        let dest = FillingBuffer::new(self.alloc(plan.dest_len)?)?;
+        let dest = Arc::new(FillingBuffer::new(self.alloc(plan.dest_len)?)?);
         Ok(Some(Arc::new(StepWork {
             k,
             plan: plan.clone(),
@@ -471,7 +504,6 @@ impl StagedBackend {
             pieces,
             next: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
-            copied: (0..nworkers).map(|_| Mutex::new(None)).collect(),
             records: Mutex::new(Vec::new()),
         })))
     }
@@ -500,14 +532,12 @@ pub(crate) struct SteppedFetch {
 struct StepWork {
     k: usize,
     plan: Arc<ReadPlan>,
-    dest: FillingBuffer,
+    dest: Arc<FillingBuffer>,
     pieces: Vec<Piece>,
-    /// The next piece to take.
+    /// The next piece to take (under the ring's lock, so that pieces take places in order).
     next: AtomicUsize,
-    /// Pieces whose copies are queued.
+    /// Pieces whose copies are queued (counted under the ring's lock, in the copies' order).
     queued: AtomicUsize,
-    /// Per worker, an event recorded on its stream behind its latest copy into this step.
-    copied: Vec<Mutex<Option<Event>>>,
     /// One per piece, times from the start of the whole fetch.
     records: Mutex<Vec<TaskRecord>>,
 }
@@ -553,8 +583,7 @@ impl Feed {
 struct StepWorker<'a> {
     backend: &'a StagedBackend,
     source: &'a ParquetSource,
-    /// Its index among the workers (its slot in [`StepWork::copied`]).
-    me: usize,
+    ring: &'a PinnedRing<Arc<StepWork>>,
     t0: Instant,
     /// Whether to read `O_DIRECT`, once decided; buffered reads until then.
     choice: &'a OnceLock<DirectChoice>,
@@ -563,33 +592,20 @@ struct StepWorker<'a> {
 
 impl StepWorker<'_> {
     /// Takes pieces, step after step, until the feed ends or `abort` is set; `on` is the step it
-    /// works on.
+    /// works on. Each piece takes its place in the ring as it is taken, so places follow the pieces'
+    /// order; the worker whose call queues a step's last copy hands the step on.
     fn run(
         &self,
-        w: &mut Worker,
         on: &mut usize,
         feed: &Feed,
         abort: &AtomicBool,
         deliver: &(dyn Fn(usize, Result<SteppedFetch>) + Sync),
     ) -> Result<()> {
-        let nslots = w.slots.len();
-        let mut turn = 0usize;
         let mut at = 0usize;
         while let Some(step) = feed.get(at, abort) {
             at += 1;
             *on = step.k;
             loop {
-                let taken = step.next.fetch_add(1, Ordering::Relaxed);
-                let Some(piece) = step.pieces.get(taken) else { break };
-                if abort.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                if step.k == 0 && taken == 0 {
-                    crate::config::trace_at(
-                        self.t0,
-                        format_args!("fetch_steps: first piece taken (from the fetch's start)"),
-                    );
-                }
                 let reading = PieceReader {
                     source: self.source,
                     plan: &step.plan,
@@ -600,22 +616,29 @@ impl StepWorker<'_> {
                         .filter(|_| step.plan.options.align),
                     direct_failed: self.direct_failed,
                 };
-                let slot = &mut w.slots[turn % nslots];
-                turn += 1;
-                let start = self.t0.elapsed();
-                // Waits (in the read) for the copy that last read this bounce buffer.
-                let (reads, dest_offset, held) = reading.read_piece(piece, &mut slot.buf)?;
-                step.dest
-                    .copy_from_pinned(dest_offset, &mut slot.buf, held, &w.stream)?;
-                {
-                    let mut copied = step.copied[self.me].lock().unwrap_or_else(|p| p.into_inner());
-                    if copied.is_none() {
-                        *copied = Some(Event::new(&self.backend.ctx)?);
-                    }
-                    if let Some(ev) = copied.as_ref() {
-                        w.stream.record(ev)?;
-                    }
+                let taken = self.ring.place(|| {
+                    let taken = step.next.fetch_add(1, Ordering::Relaxed);
+                    let piece = *step.pieces.get(taken)?;
+                    let offset = step.plan.tasks[piece.task].offset + piece.offset;
+                    Some(((taken, piece), reading.room_for(&piece), offset))
+                })?;
+                let Some(((taken, piece), mut place)) = taken else {
+                    break;
+                };
+                if abort.load(Ordering::Relaxed) {
+                    return Ok(());
                 }
+                if step.k == 0 && taken == 0 {
+                    crate::config::trace_at(
+                        self.t0,
+                        format_args!("fetch_steps: first piece taken (from the fetch's start)"),
+                    );
+                }
+                let start = self.t0.elapsed();
+                let Some(room) = self.ring.writable(&mut place, abort)? else {
+                    return Ok(());
+                };
+                let (reads, dest_offset) = reading.read_piece(&piece, room)?;
                 step.records.lock().unwrap_or_else(|p| p.into_inner()).push(TaskRecord {
                     task: piece.task,
                     path: IoPath::Staged,
@@ -625,23 +648,32 @@ impl StepWorker<'_> {
                     start,
                     end: self.t0.elapsed(),
                 });
-                // The last piece queued: every worker's event for this step is recorded.
-                if step.queued.fetch_add(1, Ordering::AcqRel) + 1 == step.pieces.len() {
-                    deliver(step.k, Ok(self.finish(&step)?));
+                // The steps whose last copy this queued; counted in the copies' order.
+                let mut complete = Vec::new();
+                self.ring.filled(
+                    place,
+                    &step.dest,
+                    dest_offset,
+                    piece.len as usize,
+                    step.clone(),
+                    &mut |done: Arc<StepWork>, event: &Arc<Event>| {
+                        if done.queued.fetch_add(1, Ordering::Relaxed) + 1 == done.pieces.len() {
+                            complete.push((done, event.clone()));
+                        }
+                    },
+                )?;
+                for (done, event) in complete {
+                    deliver(done.k, self.finish(&done, &event));
                 }
             }
         }
         Ok(())
     }
 
-    /// Hands step's buffer on, ordered after every worker's copies into it, with its log.
-    fn finish(&self, step: &StepWork) -> Result<SteppedFetch> {
-        let events: Vec<Event> = step
-            .copied
-            .iter()
-            .filter_map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).take())
-            .collect();
-        let buffer = step.dest.finish(&events.iter().collect::<Vec<_>>())?;
+    /// Hands step's buffer on, ordered after `copied` (recorded behind its last copy queued, on the
+    /// ring's one stream: so behind all of them), with its log.
+    fn finish(&self, step: &StepWork, copied: &Event) -> Result<SteppedFetch> {
+        let buffer = step.dest.finish(&[copied])?;
         let end = self.t0.elapsed();
         let mut records = std::mem::take(&mut *step.records.lock().unwrap_or_else(|p| p.into_inner()));
         let first = records.iter().map(|r| r.start).min().unwrap_or(end);
@@ -829,7 +861,11 @@ impl Job<'_> {
                 records[p].end = records[p].end.max(self.t0.elapsed());
             }
             let start = self.t0.elapsed();
-            let (reads, dest_offset, held) = self.reading.read_piece(piece, &mut slot.buf)?;
+            // The bytes land at the same offset within a page as they have in the file (and in the
+            // page cache), so the kernel's copy runs with source and destination equally aligned.
+            let shift = in_page(self.reading.plan.tasks[piece.task].offset + piece.offset);
+            let (reads, dest_offset) = self.reading.read_piece(piece, &mut slot.buf.as_mut_slice()?[shift..])?;
+            let held = shift..shift + piece.len as usize;
             self.dest
                 .copy_from_pinned(dest_offset, &mut slot.buf, held, &w.stream)?;
             slot.pending = Some(records.len());
@@ -849,27 +885,37 @@ impl Job<'_> {
 impl PieceReader<'_> {
     /// Reads `piece` into `buf`; returns the read calls made, where the piece goes in the destination,
     /// and the range of `buf` that holds it.
-    fn read_piece(&self, piece: &Piece, buf: &mut PinnedBuffer) -> Result<(u64, u64, std::ops::Range<usize>)> {
+    fn read_piece(&self, piece: &Piece, dst: &mut [u8]) -> Result<(u64, u64)> {
         let task = &self.plan.tasks[piece.task];
-        let n = piece.len as usize;
-        let file_offset = task.offset + piece.offset;
-        let shift = in_page(file_offset);
-        let reads = self.read(piece.task, file_offset, buf, n)?;
-        Ok((reads, task.dest_offset + piece.offset, shift..shift + n))
+        let reads = self.read(piece.task, task.offset + piece.offset, dst, piece.len as usize)?;
+        Ok((reads, task.dest_offset + piece.offset))
     }
 
-    /// Reads `n` bytes at `offset` into the start of `buf`; returns the number of read calls.
-    fn read(&self, task: usize, offset: u64, buf: &mut PinnedBuffer, n: usize) -> Result<u64> {
+    /// The bytes `read_piece` may write for `piece`: an `O_DIRECT` read runs to the end of a page.
+    fn room_for(&self, piece: &Piece) -> usize {
+        let offset = self.plan.tasks[piece.task].offset + piece.offset;
+        let n = piece.len as usize;
+        if self.direct.is_some() && offset.is_multiple_of(DIRECT_IO_ALIGN) {
+            n.div_ceil(DIRECT_IO_ALIGN as usize) * DIRECT_IO_ALIGN as usize
+        } else {
+            n
+        }
+    }
+
+    /// Reads `n` bytes at `offset` into the start of `dst`; returns the number of read calls.
+    /// `O_DIRECT` where the fetch reads so, `offset` and `dst` are page aligned and `dst` holds whole
+    /// pages ([`room_for`](Self::room_for)); buffered otherwise.
+    fn read(&self, task: usize, offset: u64, dst: &mut [u8], n: usize) -> Result<u64> {
         let location = || task_location(self.source, self.plan, task);
         let align = DIRECT_IO_ALIGN as usize;
+        let want = n.div_ceil(align) * align;
         if let Some(f) = self.direct
             && offset.is_multiple_of(DIRECT_IO_ALIGN)
-            && buf.is_aligned(align)
+            && (dst.as_ptr() as usize).is_multiple_of(align)
+            && dst.len() >= want
             && self.direct_failed_msg().is_none()
         {
-            let want = n.div_ceil(align) * align;
-            let cap = buf.len();
-            let dst = &mut buf.as_mut_slice()?[..want.min(cap)];
+            let dst = &mut dst[..want];
             let mut got = 0usize;
             let mut calls = 0u64;
             while got < n {
@@ -910,15 +956,13 @@ impl PieceReader<'_> {
             }
             return Ok(calls);
         }
-        // The bytes land at the same offset within a page as they have in the file (and in the page
-        // cache), so the kernel's copy runs with source and destination equally aligned.
-        let shift = in_page(offset);
-        pread_exact(
-            self.source.file(),
-            &mut buf.as_mut_slice()?[shift..shift + n],
-            offset,
-            &location(),
-        )
+        let Some(dst) = dst.get_mut(..n) else {
+            return Err(Error::device(
+                "reading into a bounce buffer",
+                format!("{n} bytes do not fit in {}", dst.len()),
+            ));
+        };
+        pread_exact(self.source.file(), dst, offset, &location())
     }
 
     fn direct_failed_msg(&self) -> Option<String> {
