@@ -601,9 +601,9 @@ pub(super) unsafe fn queue_host_copy(
     })
 }
 
-/// A device buffer filled by copies that several threads queue on their own streams, for longer
-/// than one borrow lasts: the staged backend's stepped reads hand a step's buffer to its consumer
-/// while the same workers go on filling the next step's. It owns the buffer until
+/// A device buffer filled by copies queued from several threads, for longer than one borrow lasts:
+/// the staged backend's stepped reads (through a [`PinnedRing`](super::ring::PinnedRing)) hand a
+/// step's buffer to its consumer while the same workers go on filling the next step's. It owns the buffer until
 /// [`FillingBuffer::finish`] hands it back; copies hold a shared lock while they are queued, so the
 /// buffer cannot be taken back during one, and a copy after that fails instead of writing memory
 /// that may have been freed.
@@ -623,38 +623,6 @@ impl FillingBuffer {
             buffer: std::sync::RwLock::new(Some(buffer)),
             ready,
         })
-    }
-
-    /// Queues a copy of `src[range]` to byte `dst_offset` of the buffer on `stream` (as
-    /// [`DeviceWriter::copy_from_pinned`]). Fails once the buffer has been handed back.
-    pub fn copy_from_pinned(
-        &self,
-        dst_offset: u64,
-        src: &mut PinnedBuffer,
-        range: Range<usize>,
-        stream: &Stream,
-    ) -> Result<()> {
-        let held = self.buffer.read().unwrap_or_else(|p| p.into_inner());
-        let Some(buffer) = held.as_ref() else {
-            return Err(Error::device(
-                "copying pinned memory to the device",
-                "the destination buffer was already handed on",
-            ));
-        };
-        // SAFETY: the read lock keeps `finish` from taking the buffer (and so from handing it on to be
-        // freed) while the copy is queued; the caller of `finish` passes the events recorded behind
-        // every copy, so the buffer's later work and its stream-ordered free come after them.
-        unsafe {
-            queue_pinned_copy(
-                buffer.ptr,
-                buffer.len as u64,
-                &self.ready,
-                dst_offset,
-                src,
-                range,
-                stream,
-            )
-        }
     }
 
     /// Queues a copy of the `n` host bytes at `src` to byte `dst_offset` of the buffer on `stream`.
@@ -677,7 +645,10 @@ impl FillingBuffer {
                 "the destination buffer was already handed on",
             ));
         };
-        // SAFETY: the destination as in `copy_from_pinned`; the source is the caller's.
+        // SAFETY: the read lock keeps `finish` from taking the buffer (and so from handing it on to be
+        // freed) while the copy is queued; the caller of `finish` passes the events recorded behind
+        // every copy, so the buffer's later work and its stream-ordered free come after them. The
+        // source is the caller's.
         unsafe { queue_host_copy(buffer.ptr, buffer.len as u64, &self.ready, dst_offset, src, n, stream) }
     }
 

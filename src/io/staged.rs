@@ -883,8 +883,8 @@ impl Job<'_> {
 }
 
 impl PieceReader<'_> {
-    /// Reads `piece` into `buf`; returns the read calls made, where the piece goes in the destination,
-    /// and the range of `buf` that holds it.
+    /// Reads `piece` into the start of `dst` (which holds [`room_for`](Self::room_for) bytes or more
+    /// for an `O_DIRECT` read); returns the read calls made and where the piece goes in the destination.
     fn read_piece(&self, piece: &Piece, dst: &mut [u8]) -> Result<(u64, u64)> {
         let task = &self.plan.tasks[piece.task];
         let reads = self.read(piece.task, task.offset + piece.offset, dst, piece.len as usize)?;
