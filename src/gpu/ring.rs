@@ -12,8 +12,11 @@
 //! A thread takes a [`Place`] ([`PinnedRing::place`]), waits until the copies that read its bytes on
 //! the ring's last lap are done ([`PinnedRing::writable`]), writes it, then gives it back with its
 //! destination ([`PinnedRing::filled`]). Copies are queued from the oldest place on, as far as the
-//! places are filled: a place that is slow to fill holds back the copies of those after it, never
-//! their reads.
+//! places are filled, and past a place still being written only where the copy engine has nothing
+//! left: copied strictly in order, a read slow to finish held back every copy behind it while the
+//! ring filled up (on the H200 a GPU decode's reads of a 179 MB step took 4.8-5.2 ms, against
+//! 4.0-4.3 with each thread's own buffers, and the whole read was slower: 70.06 ms against 58.97
+//! median).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
