@@ -434,6 +434,9 @@ impl StagedBackend {
             }));
         }
         self.on_threads(jobs, || {
+            // Closed however this ends: a panic here (in `admit`, say) would otherwise leave the
+            // workers waiting for steps, and the scope waiting for them, before it could unwind.
+            let _closing = feed.closing();
             for (k, plan) in plans.iter().enumerate() {
                 if abort.load(Ordering::SeqCst) || !admit(k) {
                     break;
@@ -466,7 +469,6 @@ impl StagedBackend {
                     }
                 }
             }
-            feed.close();
         });
         if crate::config::trace_fetches() {
             let (places, copies) = ring.counts();
@@ -555,6 +557,11 @@ impl Feed {
         self.changed.notify_all();
     }
 
+    /// A guard that closes the feed when dropped, unwinding included.
+    fn closing(&self) -> ClosingFeed<'_> {
+        ClosingFeed(self)
+    }
+
     /// No more steps: waiting workers return.
     fn close(&self) {
         self.steps.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
@@ -576,6 +583,15 @@ impl Feed {
             }
             g = self.changed.wait(g).unwrap_or_else(|p| p.into_inner());
         }
+    }
+}
+
+/// Closes its feed when dropped ([`Feed::closing`]).
+struct ClosingFeed<'a>(&'a Feed);
+
+impl Drop for ClosingFeed<'_> {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 
@@ -1031,6 +1047,21 @@ pub fn pinned_copy_time(ctx: &Arc<GpuContext>, len: u64, reps: usize, pinned: Pi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_while_steps_are_published_still_ends_the_workers_wait() {
+        let feed = Feed::default();
+        let abort = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiting = s.spawn(|| feed.get(0, &abort).is_none());
+            let publishing = s.spawn(|| {
+                let _closing = feed.closing();
+                panic!("admit failed");
+            });
+            assert!(publishing.join().is_err());
+            assert!(waiting.join().unwrap(), "the waiting worker was handed a step");
+        });
+    }
 
     const MIB: u64 = 1 << 20;
 
