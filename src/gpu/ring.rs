@@ -46,6 +46,14 @@ impl<T> std::fmt::Debug for PinnedRing<T> {
     }
 }
 
+impl<T> Drop for PinnedRing<T> {
+    fn drop(&mut self) {
+        // The memory is freed next (its own event covers none of the ring's copies): the copies still
+        // queued, as after a fetch that failed before its last reset, must be done first.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.stream.synchronize()));
+    }
+}
+
 /// A place in the ring, taken by [`PinnedRing::place`], given back by [`PinnedRing::filled`].
 #[derive(Debug)]
 pub struct Place {
