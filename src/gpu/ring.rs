@@ -117,10 +117,8 @@ enum EntryState<T> {
     Held,
     /// Written, its copy not queued yet.
     Filled(Filled<T>),
-    /// Its copy queued, this event recorded behind it.
-    Queued(Arc<Event>),
-    /// Its copy done.
-    Copied,
+    /// Its copy queued: the ring's copy of this number.
+    Queued(u64),
 }
 
 struct Filled<T> {
@@ -137,9 +135,12 @@ struct RingState<T> {
     /// Oldest first; the front one is place `front_seq`.
     entries: VecDeque<Entry<T>>,
     front_seq: u64,
-    /// The event behind the latest copy queued (the copies run one after another on one stream).
-    last_copy: Option<Arc<Event>>,
-    /// Copies queued since the last reset.
+    /// The events behind the copies not known to be done, oldest first: the front one is copy
+    /// `done_copies`. The copies run one after another on one stream, so they finish in that order.
+    in_flight: VecDeque<Arc<Event>>,
+    /// Copies known to be done: every copy numbered below this one.
+    done_copies: u64,
+    /// Copies queued since the last reset (the next copy's number).
     copies: u64,
 }
 
@@ -150,29 +151,33 @@ impl<T> RingState<T> {
             next_seq: 0,
             entries: VecDeque::new(),
             front_seq: 0,
-            last_copy: None,
+            in_flight: VecDeque::new(),
+            done_copies: 0,
             copies: 0,
         }
     }
 
-    /// Marks the queued copies that are done (without waiting) and drops the oldest places whose
-    /// copies are.
+    /// Whether entry state `state` is a place whose copy is done.
+    fn copied(&self, state: &EntryState<T>) -> bool {
+        matches!(state, EntryState::Queued(c) if *c < self.done_copies)
+    }
+
+    /// Counts the copies done so far (asking only until the first that is not: they finish in
+    /// order), and drops the oldest places whose copies are done.
     fn retire(&mut self) {
-        for e in &mut self.entries {
-            if let EntryState::Queued(done) = &e.state
-                && done.query().unwrap_or(false)
-            {
-                e.state = EntryState::Copied;
-            }
+        while self.in_flight.front().is_some_and(|c| c.query().unwrap_or(false)) {
+            self.in_flight.pop_front();
+            self.done_copies += 1;
         }
-        while self
-            .entries
-            .front()
-            .is_some_and(|e| matches!(e.state, EntryState::Copied))
-        {
+        while self.entries.front().is_some_and(|e| self.copied(&e.state)) {
             self.entries.pop_front();
             self.front_seq += 1;
         }
+    }
+
+    /// Whether the copy engine has nothing left to do (every copy queued is done).
+    fn idle(&self) -> bool {
+        self.in_flight.back().is_none_or(|c| c.query().unwrap_or(false))
     }
 
     /// What the writer of a place ending at `need` + the ring's size waits for: `None` where every
@@ -181,8 +186,8 @@ impl<T> RingState<T> {
     fn blocking(&self, need: u64) -> Option<Option<Arc<Event>>> {
         for e in self.entries.iter().take_while(|e| e.span.start < need) {
             match &e.state {
-                EntryState::Copied => {}
-                EntryState::Queued(done) => return Some(Some(done.clone())),
+                EntryState::Queued(c) if *c < self.done_copies => {}
+                EntryState::Queued(c) => return Some(self.in_flight.get((c - self.done_copies) as usize).cloned()),
                 EntryState::Held | EntryState::Filled(_) => return Some(None),
             }
         }
@@ -200,7 +205,7 @@ impl<T> RingState<T> {
                     dest: Arc::as_ptr(&f.dest) as usize,
                     dst_offset: f.dst_offset,
                 }),
-                EntryState::Queued(_) | EntryState::Copied => Slot::Queued,
+                EntryState::Queued(_) => Slot::Queued,
             })
             .collect()
     }
@@ -413,7 +418,7 @@ impl<T> PinnedRing<T> {
             tag,
         });
         st.retire();
-        let idle = st.last_copy.as_ref().is_none_or(|c| c.query().unwrap_or(false));
+        let idle = st.idle();
         for (i, k) in runs_to_queue(&st.slots(), idle) {
             self.queue_run(&mut st, i, k, on_queued)?;
         }
@@ -448,11 +453,11 @@ impl<T> PinnedRing<T> {
         let done = Arc::new(Event::new(self.stream.context())?);
         self.stream.record(&done)?;
         for e in st.entries.range_mut(i..i + k) {
-            if let EntryState::Filled(f) = std::mem::replace(&mut e.state, EntryState::Queued(done.clone())) {
+            if let EntryState::Filled(f) = std::mem::replace(&mut e.state, EntryState::Queued(st.copies)) {
                 on_queued(f.tag, &done);
             }
         }
-        st.last_copy = Some(done);
+        st.in_flight.push_back(done);
         st.copies += 1;
         Ok(())
     }
