@@ -4,7 +4,8 @@
 // parallel on every SM.
 //   SNAPPY, LZ4_RAW: the whole stream is walked: every literal and match inside the input, every match
 //     offset inside what was produced, the output exactly the declared size, the input used up. Snappy
-//     is walked by the whole warp, 32 input bytes at a time (validate_snappy_warp): a walk by one
+//     is walked by the whole warp, 32 input bytes at a time (validate_snappy_warp; away from the end
+//     by a shorter interior walk, SNAPPY_INTERIOR): a walk by one
 //     thread costs a dependent chain of loads and branches per element, and the longest page of a step
 //     (some 40,000 elements) took about 35 ms on the H200, longer than the step's decode. LZ4's
 //     run-length bytes make an element's start unknowable from its neighbours' bytes: its first lane walks.
@@ -301,30 +302,138 @@ __device__ inline u32 snappy_preamble(const u8* s, u64 n, u64 want, u64* p) {
     return __shfl_sync(gpcore::FULL_MASK, status, 0);
 }
 
-__device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
+// The interior walk: windows that start at least SNAPPY_INTERIOR bytes before the body's end. There
+// every lane's element header lies inside the body, and an element running past the body's end is a
+// literal longer than the window, so it ends the window's chain: of a window's members only the last
+// can run past the end, and it then moves the walk past the end (where the walk reports it). So the
+// interior lane needs no bound checks, and reads what its tag says of its element from a table
+// (SnappyTag, one lookup instead of branches by kind): its length, match offset and size in the input
+// from the 4 bytes after the tag, each under a mask. ncu, `read` of 12 row groups of the snappy
+// benchmark file: 640 million warp instructions for the general walk alone (some 107 a window, a fifth
+// of the read's), 377 million with the interior walk.
+#define SNAPPY_INTERIOR 64u
+
+// What a Snappy tag says of its element, for the bytes after it (`le4`, little-endian):
+//   length      = base + min(le4 & len_mask, 2^31 - 1)  (a literal's length bytes; 0 for the others)
+//   offset      = offset_base + (le4 & offset_mask)      (a literal: 1, so it never looks doubtful
+//                                                         once there is output)
+//   input bytes = head + (length & body_mask)            (a literal's bytes follow its header)
+// packed: base | head << 8 | offset_base << 16. A literal's length is capped below 2^31 (no body is that
+// long, so the cap only keeps a length that runs past the body from wrapping).
+struct SnappyTag {
+    u32 len_mask, offset_mask, body_mask, packed;
+};
+static_assert(sizeof(SnappyTag) == 16, "SnappyTag is read as one 16-byte load");
+
+__device__ inline SnappyTag snappy_tag(u32 tag) {
+    const u32 kind = tag & 3, high = tag >> 2;
+    SnappyTag t;
+    if (kind == 0) {
+        const u32 extra = high >= 60 ? high - 59 : 0;
+        t.len_mask = extra ? 0xffffffffu >> (32 - 8 * extra) : 0;
+        t.offset_mask = 0;
+        t.body_mask = 0xffffffffu;
+        t.packed = (extra ? 1u : high + 1) | ((1 + extra) << 8) | (1u << 16);
+    } else if (kind == 1) {
+        t.len_mask = 0;
+        t.offset_mask = 0xffu;
+        t.body_mask = 0;
+        t.packed = ((high & 7) + 4) | (2u << 8) | ((tag >> 5) << 24);
+    } else {
+        t.len_mask = 0;
+        t.offset_mask = kind == 2 ? 0xffffu : 0xffffffffu;
+        t.body_mask = 0;
+        t.packed = (high + 1) | ((kind == 2 ? 3u : 5u) << 8);
+    }
+    return t;
+}
+
+// Fills a block's tag table. Called by every thread of the block before any returns.
+__device__ inline void snappy_tags_fill(SnappyTag* tags) {
+    for (u32 t = threadIdx.x; t < 256; t += blockDim.x) tags[t] = snappy_tag(t);
+    __syncthreads();
+}
+
+// One interior window: *members, and this lane's element (length, offset, input bytes). Called by the
+// whole warp; the stage holds [at, at + SNAPPY_WINDOW_BYTES).
+__device__ inline u32 snappy_interior_window(const u8* st, u32 at, const SnappyTag* tags, u32* len, u32* offset, u32* adv) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 r = at + lane;
+    const u32* words = (const u32*)st;
+    const u32 w0 = words[r >> 2], w1 = words[(r >> 2) + 1];
+    const u32 sh = 8 * (r & 3);
+    const u32 tag = (w0 >> sh) & 0xff;
+    const u32 le4 = __funnelshift_rc(w0, w1, sh + 8);  // bytes r + 1 .. r + 4 (sh + 8 may be 32: w1)
+    const SnappyTag t = tags[tag];
+    *len = (t.packed & 0xff) + min(le4 & t.len_mask, 0x7fffffffu);
+    *offset = (t.packed >> 16) + (le4 & t.offset_mask);
+    *adv = ((t.packed >> 8) & 0xff) + (*len & t.body_mask);
+    // As snappy_window_members, every lane inside the body and none failing here.
+    u32 chain = 1u << lane, jump = *adv < 32 - lane ? lane + *adv : lane;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        chain |= __shfl_sync(gpcore::FULL_MASK, chain, jump);
+        jump = __shfl_sync(gpcore::FULL_MASK, jump, jump);
+    }
+    return __shfl_sync(gpcore::FULL_MASK, chain, 0);
+}
+
+// Refills the stage where it does not hold [p, min(p + SNAPPY_WINDOW_BYTES, n)). p only grows, and a
+// fill starts at most at p, so p >= b.
+__device__ inline void snappy_stage_cover(const u8* s, u32 n, u32 p, u8* st, u32* b, u32* have) {
+    if (min(p + SNAPPY_WINDOW_BYTES, n) > *b + *have) {
+        u64 b64 = *b;
+        snappy_stage_fill(s, n, p, st, &b64, have);
+        *b = (u32)b64;
+    }
+}
+
+__device__ u32 validate_snappy_warp(const u8* s, u64 n64, u64 want64, const SnappyTag* tags) {
     // A stage per warp of the block: each walks its own body.
     __shared__ uint4 stage_words[VALIDATE_WARPS][SNAPPY_STAGE_WORDS];
     u8* st = (u8*)stage_words[(threadIdx.x >> 5) % VALIDATE_WARPS];  // the caller keeps warps in range
     const u32 lane = threadIdx.x & 31;
-    if (n >= (1ull << 31) || want >= (1ull << 31)) return VALIDATE_TOO_LARGE;
-    u64 p = 0;
-    const u32 status = snappy_preamble(s, n, want, &p);
+    if (n64 >= (1ull << 31) || want64 >= (1ull << 31)) return VALIDATE_TOO_LARGE;
+    // Below 2^31: positions, lengths and their sums of two fit 32 bits.
+    const u32 n = (u32)n64, want = (u32)want64;
+    u64 p64 = 0;
+    const u32 status = snappy_preamble(s, n, want, &p64);
     if (status != VALIDATE_OK) return status;
-    u64 b = 0;     // the stage holds body bytes [b, b + have)
+    u32 p = (u32)p64;
+    u32 b = 0;     // the stage holds body bytes [b, b + have)
     u32 have = 0;
-    u64 out = 0;
+    u32 out = 0;
     while (p < n) {
-        if (p < b || min(p + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, p, st, &b, &have);
-        const SnappyLane e = snappy_lane_element(st, (u32)(p - b), (u32)(n - p));
+        // Interior windows, until one is doubtful (a failure, or a match near the output's start) or
+        // the end is near. A last member that runs past the end moves p past it and ends the loop.
+        while (p + SNAPPY_INTERIOR <= n) {
+            snappy_stage_cover(s, n, p, st, &b, &have);
+            u32 len, offset, adv;
+            const u32 members = snappy_interior_window(st, p - b, tags, &len, &offset, &adv);
+            const bool member = (members >> lane) & 1u;
+            // Members other than the last are under 32 input bytes (at most 64 output bytes each), and
+            // the last under 2^31 + 5: the sum does not wrap.
+            const u32 sum = warp_add(member ? len : 0u);
+            // offset - 1 >= out: a zero offset, or one past the output so far.
+            const bool doubt = member && offset - 1u >= out;
+            if (__ballot_sync(gpcore::FULL_MASK, doubt) != 0 || sum > want - out) break;
+            const u32 last = 31 - __clz(members);
+            out += sum;
+            p += last + __shfl_sync(gpcore::FULL_MASK, adv, last);
+        }
+        if (p >= n) break;
+        // One window of the general walk: the doubtful one, or one near the end.
+        snappy_stage_cover(s, n, p, st, &b, &have);
+        const SnappyLane e = snappy_lane_element(st, p - b, n - p);
         const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
         const u64 mlen = member ? e.len : 0;
         u64 produced;
         const bool doubtful = snappy_window_doubtful(e, member, out, want, &produced);
-        const u64 last_adv = __shfl_sync(gpcore::FULL_MASK, e.adv, last);
+        const u32 last_adv = __shfl_sync(gpcore::FULL_MASK, e.adv, last);
         if (!doubtful) {
-            out += produced;
+            out += (u32)produced;
             p += last + last_adv;
             continue;
         }
@@ -333,9 +442,12 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n, u64 want) {
         const u64 sum = warp_inclusive_sum(mlen);
         const u32 failed = snappy_first_failure(e, member, out + sum - mlen, want);
         if (failed != VALIDATE_OK) return failed;
-        out += __shfl_sync(gpcore::FULL_MASK, sum, last);
+        out += (u32)__shfl_sync(gpcore::FULL_MASK, sum, last);
         p += last + last_adv;
     }
+    // Past the end: an interior window's last member was a literal running past it (the members
+    // before it passed), which the serial walk reports as truncated.
+    if (p > n) return VALIDATE_TRUNCATED;
     return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
@@ -347,12 +459,14 @@ extern "C" __global__ void gp_validate_compressed(ValidateItem* items, u32 n) {
     const u32 warp = threadIdx.x >> 5;
     const u32 lane = threadIdx.x & 31;
     const u64 i = (u64)blockIdx.x * warps + warp;
+    __shared__ SnappyTag tags[256];
+    snappy_tags_fill(tags);
     if (warp >= warps || i >= n) return;
     const ValidateItem it = items[i];
     const u8* s = (const u8*)it.src;
     if (it.codec == CODEC_SNAPPY) {
         // The whole warp (the codec is the warp's, so every lane is here).
-        const u32 st = validate_snappy_warp(s, it.src_len, it.dst_len);
+        const u32 st = validate_snappy_warp(s, it.src_len, it.dst_len, tags);
         if (lane == 0) items[i].status = st;
         return;
     }

@@ -301,6 +301,59 @@ pub mod cases {
             b.extend_from_slice(&[9u8; 40]);
             cases.push((codec::SNAPPY, 300, b));
         }
+        // A long valid stream, then a literal claiming more than the body holds, far enough from the
+        // start that the kernel's interior walk meets it: declared sizes that leave room for it (the
+        // walk moves past the end) and that do not.
+        for (claim, extra) in [(1000u64, 1000u64), (1000, 10), (70_000, 70_000)] {
+            let data = sample(5000);
+            let mut b = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+            let mut declared = Vec::new();
+            crate::decode::reference::delta::put_uleb(&mut declared, 5000 + extra);
+            // The encoder's own preamble (a ULEB128 of 5000) replaced by the declared size.
+            let old = b.iter().position(|&x| x < 0x80).unwrap() + 1;
+            b.splice(..old, declared);
+            let m1 = claim - 1;
+            if m1 < 60 {
+                b.push((m1 as u8) << 2);
+            } else if m1 < 1 << 16 {
+                b.extend_from_slice(&[61 << 2, m1 as u8, (m1 >> 8) as u8]);
+            } else {
+                b.extend_from_slice(&[62 << 2, m1 as u8, (m1 >> 8) as u8, (m1 >> 16) as u8]);
+            }
+            b.extend((0..100).map(|_| next() as u8));
+            cases.push((codec::SNAPPY, 5000 + extra, b));
+        }
+        // Matches of each kind in the middle of a body, reaching exactly to the output's start or
+        // one byte before it (300 bytes of literals, then the match, then 100 literal bytes).
+        for (reach, kind) in [
+            (300u32, 1u8),
+            (301, 1),
+            (1792, 1),
+            (300, 2),
+            (301, 2),
+            (300, 3),
+            (70_000, 3),
+        ] {
+            let mut b = Vec::new();
+            crate::decode::reference::delta::put_uleb(&mut b, 300 + 8 + 100);
+            for _ in 0..5 {
+                b.push(59 << 2);
+                b.extend((0..60).map(|_| next() as u8));
+            }
+            match kind {
+                1 => b.extend_from_slice(&[((reach >> 8) as u8) << 5 | (4 << 2) | 1, reach as u8]),
+                2 => b.extend_from_slice(&[(7 << 2) | 2, reach as u8, (reach >> 8) as u8]),
+                _ => {
+                    b.push((7 << 2) | 3);
+                    b.extend_from_slice(&reach.to_le_bytes());
+                }
+            }
+            for _ in 0..2 {
+                b.push(49 << 2);
+                b.extend((0..50).map(|_| next() as u8));
+            }
+            cases.push((codec::SNAPPY, 300 + 8 + 100, b));
+        }
         let mut exact = Vec::new();
         crate::decode::reference::delta::put_uleb(&mut exact, 44);
         exact.extend_from_slice(&[0xf0, 43]);

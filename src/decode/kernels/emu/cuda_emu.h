@@ -294,6 +294,10 @@ inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
     const unsigned long long v = ((unsigned long long)hi << 32) | lo;
     return (unsigned)(v >> (shift & 31));
 }
+inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
+    const unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned)(v >> (shift < 32 ? shift : 32));
+}
 
 inline unsigned atomicCAS(unsigned* p, unsigned cmp, unsigned val) {
     const unsigned old = *p;
