@@ -15,7 +15,7 @@
 //! copies, each of which costs the copy engine time beside its bytes).
 
 use std::fs::File;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -389,6 +389,7 @@ impl StagedBackend {
             return;
         }
         let published = AtomicUsize::new(0);
+        let times = WorkerTimes::default();
         let mut jobs: Vec<Box<dyn FnOnce() + Send + '_>> = Vec::with_capacity(nworkers + 1);
         let (decided, all_plans) = (&choice, &all);
         jobs.push(Box::new(move || {
@@ -412,13 +413,15 @@ impl StagedBackend {
             let _ = decided.set(DirectChoice { file, notes, cold });
         }));
         for _ in 0..nworkers {
-            let (feed, abort, choice, direct_failed, fail) = (&feed, &abort, &choice, &direct_failed, &fail);
+            let (feed, abort, choice, direct_failed, fail, times) =
+                (&feed, &abort, &choice, &direct_failed, &fail, &times);
             jobs.push(Box::new(move || {
                 // The step this worker is on, to blame for a failure outside its reads.
                 let mut on = 0usize;
                 let r = guard("staged worker", || {
                     self.ctx.bind()?;
                     let steps = StepWorker {
+                        times,
                         backend: self,
                         source,
                         ring,
@@ -476,6 +479,7 @@ impl StagedBackend {
                 t0,
                 format_args!("fetch_steps: {places} pieces in {copies} copies, the last queued"),
             );
+            crate::config::trace_at(t0, format_args!("fetch_steps: {}", times.describe()));
         }
         // Always drain: no copy may read the ring or write a step's buffer after this returns (the
         // steps not delivered are dropped then).
@@ -595,8 +599,42 @@ impl Drop for ClosingFeed<'_> {
     }
 }
 
+/// Where the workers of one [`StagedBackend::fetch_steps`] spent their time, summed over them, in
+/// nanoseconds (for `GPU_PARQUET_TRACE_FETCH`: beside a decode the same reads were measured slower).
+#[derive(Default)]
+struct WorkerTimes {
+    /// Taking a piece and its place (the ring's lock).
+    place: AtomicU64,
+    /// Waiting for the place's bytes to be free (the copies of the ring's last lap).
+    wait: AtomicU64,
+    /// Reading the piece into its place.
+    read: AtomicU64,
+    /// Giving the place back: queueing copies (driver calls under the ring's lock) and handing on steps.
+    give_back: AtomicU64,
+}
+
+impl WorkerTimes {
+    fn add(counter: &AtomicU64, since: Instant) -> Instant {
+        let now = Instant::now();
+        counter.fetch_add(now.duration_since(since).as_nanos() as u64, Ordering::Relaxed);
+        now
+    }
+
+    fn describe(&self) -> String {
+        let ms = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 / 1e6;
+        format!(
+            "workers' time summed: places {:.1} ms, waits for the ring {:.1} ms, reads {:.1} ms, give-backs {:.1} ms",
+            ms(&self.place),
+            ms(&self.wait),
+            ms(&self.read),
+            ms(&self.give_back)
+        )
+    }
+}
+
 /// What one worker of [`StagedBackend::fetch_steps`] shares with the others.
 struct StepWorker<'a> {
+    times: &'a WorkerTimes,
     backend: &'a StagedBackend,
     source: &'a ParquetSource,
     ring: &'a PinnedRing<Arc<StepWork>>,
@@ -632,6 +670,7 @@ impl StepWorker<'_> {
                         .filter(|_| step.plan.options.align),
                     direct_failed: self.direct_failed,
                 };
+                let took = Instant::now();
                 let taken = self.ring.place(|| {
                     let taken = step.next.fetch_add(1, Ordering::Relaxed);
                     let piece = *step.pieces.get(taken)?;
@@ -651,10 +690,13 @@ impl StepWorker<'_> {
                     );
                 }
                 let start = self.t0.elapsed();
+                let waited = WorkerTimes::add(&self.times.place, took);
                 let Some(room) = self.ring.writable(&mut place, abort)? else {
                     return Ok(());
                 };
+                let read = WorkerTimes::add(&self.times.wait, waited);
                 let (reads, dest_offset) = reading.read_piece(&piece, room)?;
+                let given = WorkerTimes::add(&self.times.read, read);
                 step.records.lock().unwrap_or_else(|p| p.into_inner()).push(TaskRecord {
                     task: piece.task,
                     path: IoPath::Staged,
@@ -681,6 +723,7 @@ impl StepWorker<'_> {
                 for (done, event) in complete {
                     deliver(done.k, self.finish(&done, &event));
                 }
+                WorkerTimes::add(&self.times.give_back, given);
             }
         }
         Ok(())
