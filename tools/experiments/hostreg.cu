@@ -1,4 +1,5 @@
-// Experiment (README, "Twenty-first session"): copies straight from a hot file's page cache (the file
+// Experiment (docs/gpu-decode-log.md, "Twenty-first session"):
+// copies straight from a hot file's page cache (the file
 // mmapped, each piece pinned with cudaHostRegister read-only, copied, unpinned) against the staged
 // path's way (pread into pinned buffers, then asynchronous copies), the whole file each way.
 // Build on the GPU machine: nvcc -O2 -arch=sm_90 -o hostreg hostreg.cu
