@@ -186,7 +186,7 @@ impl<T> RingState<T> {
     fn blocking(&self, need: u64) -> Option<Option<Arc<Event>>> {
         for e in self.entries.iter().take_while(|e| e.span.start < need) {
             match &e.state {
-                EntryState::Queued(c) if *c < self.done_copies => {}
+                _ if self.copied(&e.state) => {}
                 EntryState::Queued(c) => return Some(self.in_flight.get((c - self.done_copies) as usize).cloned()),
                 EntryState::Held | EntryState::Filled(_) => return Some(None),
             }

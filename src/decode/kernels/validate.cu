@@ -238,21 +238,27 @@ __device__ inline SnappyLane snappy_lane_element(const u8* st, u32 at, u32 left)
 
 // The lanes whose elements really start in the window: the chain from lane 0, by doubling. Called by
 // the whole warp.
-__device__ inline u32 snappy_window_members(const SnappyLane& e) {
-    const u32 lane = threadIdx.x & 31;
-    // The next element's lane; itself where the chain ends here (the next element is outside the
-    // window, the input ends, or this one fails): a lane that points at itself adds nothing to a chain,
-    // so the rounds need no test.
-    const u32 jump0 = (e.inside && e.err == VALIDATE_OK && e.adv < 32 - lane) ? lane + e.adv : lane;
-    // Doubling: `chain` is this lane's element and the ones after it, `jump` the lane 2^k on.
-    u32 chain = 1u << lane, jump = jump0;
+// The lanes of the chain from lane 0, given each lane's next element's lane `jump` (itself where the
+// chain ends there: a lane that points at itself adds nothing to a chain, so the rounds need no test).
+// Doubling: `chain` is this lane's element and the ones after it, `jump` the lane 2^k on; an element
+// takes at least 2 bytes, so 4 rounds reach the 16 a window holds at most. Called by the whole warp.
+__device__ inline u32 snappy_chain_from_lane0(u32 jump) {
+    u32 chain = 1u << (threadIdx.x & 31);
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         chain |= __shfl_sync(gpcore::FULL_MASK, chain, jump);
         jump = __shfl_sync(gpcore::FULL_MASK, jump, jump);
     }
+    return __shfl_sync(gpcore::FULL_MASK, chain, 0);
+}
+
+__device__ inline u32 snappy_window_members(const SnappyLane& e) {
+    const u32 lane = threadIdx.x & 31;
+    // The chain ends at an element whose next one is outside the window, past the input's end, or
+    // that fails.
+    const u32 jump0 = (e.inside && e.err == VALIDATE_OK && e.adv < 32 - lane) ? lane + e.adv : lane;
     // A chain that reaches the input's end marks a lane past it: no element there.
-    return __shfl_sync(gpcore::FULL_MASK, chain, 0) & __ballot_sync(gpcore::FULL_MASK, e.inside);
+    return snappy_chain_from_lane0(jump0) & __ballot_sync(gpcore::FULL_MASK, e.inside);
 }
 
 // Inclusive prefix sum over the warp.
@@ -371,13 +377,7 @@ __device__ inline u32 snappy_interior_window(const u8* st, u32 at, const SnappyT
     *offset = (t.packed >> 16) + (le4 & t.offset_mask);
     *adv = ((t.packed >> 8) & 0xff) + (*len & t.body_mask);
     // As snappy_window_members, every lane inside the body and none failing here.
-    u32 chain = 1u << lane, jump = *adv < 32 - lane ? lane + *adv : lane;
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        chain |= __shfl_sync(gpcore::FULL_MASK, chain, jump);
-        jump = __shfl_sync(gpcore::FULL_MASK, jump, jump);
-    }
-    return __shfl_sync(gpcore::FULL_MASK, chain, 0);
+    return snappy_chain_from_lane0(*adv < 32 - lane ? lane + *adv : lane);
 }
 
 // Refills the stage where it does not hold [p, min(p + SNAPPY_WINDOW_BYTES, n)). p only grows, and a
