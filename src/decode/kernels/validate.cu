@@ -5,7 +5,7 @@
 //   SNAPPY, LZ4_RAW: the whole stream is walked: every literal and match inside the input, every match
 //     offset inside what was produced, the output exactly the declared size, the input used up. Snappy
 //     is walked by the whole warp, 32 input bytes at a time (validate_snappy_warp; away from the end
-//     by a shorter interior walk, SNAPPY_INTERIOR): a walk by one
+//     64 at a time by a shorter interior walk, SNAPPY_INTERIOR): a walk by one
 //     thread costs a dependent chain of loads and branches per element, and the longest page of a step
 //     (some 40,000 elements) took about 35 ms on the H200, longer than the step's decode. LZ4's
 //     run-length bytes make an element's start unknowable from its neighbours' bytes: its first lane walks.
@@ -236,22 +236,28 @@ __device__ inline SnappyLane snappy_lane_element(const u8* st, u32 at, u32 left)
     return snappy_lane_element(st, at, left, left);
 }
 
-// The lanes whose elements really start in the window: the chain from lane 0, by doubling. Called by
-// the whole warp.
-// The lanes of the chain from lane 0, given each lane's next element's lane `jump` (itself where the
-// chain ends there: a lane that points at itself adds nothing to a chain, so the rounds need no test).
-// Doubling: `chain` is this lane's element and the ones after it, `jump` the lane 2^k on; an element
-// takes at least 2 bytes, so 4 rounds reach the 16 a window holds at most. Called by the whole warp.
-__device__ inline u32 snappy_chain_from_lane0(u32 jump) {
+// Each lane's chain: the lanes of this lane's element and the ones after it in the window, given each
+// lane's next element's lane `jump` (itself where the chain ends there: a lane that points at itself
+// adds nothing to a chain, so the rounds need no test). Doubling: `chain` is this lane's element and
+// the ones after it, `jump` the lane 2^k on; an element takes at least 2 bytes, so 4 rounds reach the
+// 16 a window of 32 bytes holds at most. Called by the whole warp.
+__device__ inline u32 snappy_chains(u32 jump) {
     u32 chain = 1u << (threadIdx.x & 31);
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         chain |= __shfl_sync(gpcore::FULL_MASK, chain, jump);
         jump = __shfl_sync(gpcore::FULL_MASK, jump, jump);
     }
-    return __shfl_sync(gpcore::FULL_MASK, chain, 0);
+    return chain;
 }
 
+// The lanes of the chain from lane 0 (snappy_chains). Called by the whole warp.
+__device__ inline u32 snappy_chain_from_lane0(u32 jump) {
+    return __shfl_sync(gpcore::FULL_MASK, snappy_chains(jump), 0);
+}
+
+// The lanes whose elements really start in the window: the chain from lane 0, by doubling. Called by
+// the whole warp.
 __device__ inline u32 snappy_window_members(const SnappyLane& e) {
     const u32 lane = threadIdx.x & 31;
     // The chain ends at an element whose next one is outside the window, past the input's end, or
@@ -314,10 +320,16 @@ __device__ inline u32 snappy_preamble(const u8* s, u64 n, u64 want, u64* p) {
 // can run past the end, and it then moves the walk past the end (where the walk reports it). So the
 // interior lane needs no bound checks, and reads what its tag says of its element from a table
 // (SnappyTag, a lookup instead of branches by kind): its length, match offset and size in the input
-// from the 4 bytes after the tag, each under a mask. ncu, `read` of 12 row groups of the snappy
-// benchmark file: 640 million warp instructions for the general walk alone (some 107 a window, a fifth
-// of the read's), 377 million with the interior walk.
-#define SNAPPY_INTERIOR 64u
+// from the 4 bytes after the tag, each under a mask. An interior window spans SNAPPY_INTERIOR_SPAN = 64
+// bytes, two positions a lane: the walk is a chain of dependent latencies a window (shared-memory
+// loads, the doubling's shuffles, the sums), and the second half's loads and shuffles run beside the
+// first's, so a window of 64 bytes costs little more time than one of 32. ncu, `read` of 12 row
+// groups of the snappy benchmark file: 640 million warp instructions for the general walk alone (some
+// 107 a window, a fifth of the read's), 377 million with an interior walk of 32-byte windows.
+#define SNAPPY_INTERIOR 128u
+#define SNAPPY_INTERIOR_SPAN 64u
+// The stage an interior window reads: its 64 positions and the 4 bytes after the last.
+#define SNAPPY_INTERIOR_WINDOW_BYTES (SNAPPY_INTERIOR_SPAN + 4u)
 
 // What a Snappy tag says of its element, for the bytes after it (`le4`, little-endian):
 //   length      = base + min(le4 & len_mask, 2^31 - 1)  (a literal's length bytes; 0 for the others)
@@ -362,11 +374,9 @@ __device__ inline void snappy_tags_fill(SnappyTag* tags) {
     __syncthreads();
 }
 
-// One interior window: *members, and this lane's element (length, offset, input bytes). Called by the
-// whole warp; the stage holds [at, at + SNAPPY_WINDOW_BYTES).
-__device__ inline u32 snappy_interior_window(const u8* st, u32 at, const SnappyTag* tags, u32* len, u32* offset, u32* adv) {
-    const u32 lane = threadIdx.x & 31;
-    const u32 r = at + lane;
+// The element that would start `r` bytes into the stage, from the tag table: its length, match offset
+// (1 for a literal) and size in the input.
+__device__ inline void snappy_interior_element(const u8* st, u32 r, const SnappyTag* tags, u32* len, u32* offset, u32* adv) {
     const u32* words = (const u32*)st;
     const u32 w0 = words[r >> 2], w1 = words[(r >> 2) + 1];
     const u32 sh = 8 * (r & 3);
@@ -376,14 +386,53 @@ __device__ inline u32 snappy_interior_window(const u8* st, u32 at, const SnappyT
     *len = (t.packed & 0xff) + min(le4 & t.len_mask, 0x7fffffffu);
     *offset = (t.packed >> 16) + (le4 & t.offset_mask);
     *adv = ((t.packed >> 8) & 0xff) + (*len & t.body_mask);
-    // As snappy_window_members, every lane inside the body and none failing here.
-    return snappy_chain_from_lane0(*adv < 32 - lane ? lane + *adv : lane);
 }
 
-// Refills the stage where it does not hold [p, min(p + SNAPPY_WINDOW_BYTES, n)). p only grows, and a
-// fill starts at most at p, so p >= b.
-__device__ inline void snappy_stage_cover(const u8* s, u32 n, u32 p, u8* st, u32* b, u32* have) {
-    if (min(p + SNAPPY_WINDOW_BYTES, n) > *b + *have) {
+// What an interior window found: where the walk goes on (bytes after the window's start), its
+// members' output, and whether a member's match may reach before the output so far (offset - 1 >= out:
+// a zero offset, or one past the output before the window; exact checks then decide).
+struct SnappyInteriorStep {
+    u32 end, sum;
+    bool doubt;
+};
+
+// One interior window, [at, at + SNAPPY_INTERIOR_SPAN) of the stage, `out` bytes of output before it.
+// Each lane takes the elements that would start at at + lane (the low half) and at + 32 + lane (the
+// high half); each half's chains are doubled within the half. The members are the low half's chain
+// from lane 0 (its last element ends 32 bytes or more on, since a chain goes on while the next element
+// starts in the half), then, where that last element ends inside the high half, the high half's chain
+// from there. Called by the whole warp; the stage holds [at, at + SNAPPY_INTERIOR_WINDOW_BYTES).
+__device__ inline SnappyInteriorStep snappy_interior_window(const u8* st, u32 at, const SnappyTag* tags, u32 out) {
+    const u32 lane = threadIdx.x & 31;
+    u32 len_lo, offset_lo, adv_lo, len_hi, offset_hi, adv_hi;
+    snappy_interior_element(st, at + lane, tags, &len_lo, &offset_lo, &adv_lo);
+    snappy_interior_element(st, at + 32 + lane, tags, &len_hi, &offset_hi, &adv_hi);
+    // As snappy_window_members, every lane inside the body and none failing here.
+    const u32 chain_lo = snappy_chains(adv_lo < 32 - lane ? lane + adv_lo : lane);
+    const u32 chain_hi = snappy_chains(adv_hi < 32 - lane ? lane + adv_hi : lane);
+    const u32 members_lo = __shfl_sync(gpcore::FULL_MASK, chain_lo, 0);
+    const u32 last_lo = 31 - __clz(members_lo);
+    const u32 end_lo = last_lo + __shfl_sync(gpcore::FULL_MASK, adv_lo, last_lo);
+    const bool into_hi = end_lo < SNAPPY_INTERIOR_SPAN;
+    const u32 from_hi = __shfl_sync(gpcore::FULL_MASK, chain_hi, (end_lo - 32) & 31);
+    const u32 members_hi = into_hi ? from_hi : 0u;
+    const u32 last_hi = (31 - __clz(members_hi)) & 31;  // unused without high members
+    const u32 end_hi = 32 + last_hi + __shfl_sync(gpcore::FULL_MASK, adv_hi, last_hi);
+    const bool member_lo = (members_lo >> lane) & 1u, member_hi = (members_hi >> lane) & 1u;
+    SnappyInteriorStep step;
+    // Members other than the last are under 32 input bytes (at most 64 output bytes each), and the
+    // last under 2^31 + 5: neither a lane's two nor the warp's sum wraps.
+    step.sum = warp_add((member_lo ? len_lo : 0u) + (member_hi ? len_hi : 0u));
+    const bool doubt = (member_lo && offset_lo - 1u >= out) || (member_hi && offset_hi - 1u >= out);
+    step.doubt = __ballot_sync(gpcore::FULL_MASK, doubt) != 0;
+    step.end = into_hi ? end_hi : end_lo;
+    return step;
+}
+
+// Refills the stage where it does not hold [p, min(p + bytes, n)). p only grows, and a fill starts at
+// most at p, so p >= b; a fill holds SNAPPY_STAGE bytes from within 15 of p, more than any window needs.
+__device__ inline void snappy_stage_cover(const u8* s, u32 n, u32 p, u32 bytes, u8* st, u32* b, u32* have) {
+    if (min(p + bytes, n) > *b + *have) {
         u64 b64 = *b;
         snappy_stage_fill(s, n, p, st, &b64, have);
         *b = (u32)b64;
@@ -407,25 +456,19 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n64, u64 want64, const Snap
     u32 out = 0;
     while (p < n) {
         // Interior windows, until one is doubtful (a failure, or a match near the output's start) or
-        // the end is near. A last member that runs past the end moves p past it and ends the loop.
+        // the end is near. A last member that runs past the end moves p past it and ends the loop;
+        // p stays under 2^32: p + SNAPPY_INTERIOR <= n < 2^31, and a member's length that passes the
+        // size check is under 2^31.
         while (p + SNAPPY_INTERIOR <= n) {
-            snappy_stage_cover(s, n, p, st, &b, &have);
-            u32 len, offset, adv;
-            const u32 members = snappy_interior_window(st, p - b, tags, &len, &offset, &adv);
-            const bool member = (members >> lane) & 1u;
-            // Members other than the last are under 32 input bytes (at most 64 output bytes each), and
-            // the last under 2^31 + 5: the sum does not wrap.
-            const u32 sum = warp_add(member ? len : 0u);
-            // offset - 1 >= out: a zero offset, or one past the output so far.
-            const bool doubt = member && offset - 1u >= out;
-            if (__ballot_sync(gpcore::FULL_MASK, doubt) != 0 || sum > want - out) break;
-            const u32 last = 31 - __clz(members);
-            out += sum;
-            p += last + __shfl_sync(gpcore::FULL_MASK, adv, last);
+            snappy_stage_cover(s, n, p, SNAPPY_INTERIOR_WINDOW_BYTES, st, &b, &have);
+            const SnappyInteriorStep w = snappy_interior_window(st, p - b, tags, out);
+            if (w.doubt || w.sum > want - out) break;
+            out += w.sum;
+            p += w.end;
         }
         if (p >= n) break;
         // One window of the general walk: the doubtful one, or one near the end.
-        snappy_stage_cover(s, n, p, st, &b, &have);
+        snappy_stage_cover(s, n, p, SNAPPY_WINDOW_BYTES, st, &b, &have);
         const SnappyLane e = snappy_lane_element(st, p - b, n - p);
         const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;

@@ -231,7 +231,7 @@ pub mod cases {
     }
 
     /// Bodies for comparing the kernel with this reference: streams of data that compress little,
-    /// well and very well, at sizes around the kernel's 32-byte window; each cut at many points, with
+    /// well and very well, at sizes around the kernel's 32- and 64-byte windows; each cut at many points, with
     /// bytes flipped, with bytes appended, and declared one byte long or short; random bytes after a
     /// valid preamble; LZ4 and zstd items among them (the kernel walks Snappy with the whole warp and
     /// the others with one lane).
@@ -353,6 +353,48 @@ pub mod cases {
                 b.extend((0..50).map(|_| next() as u8));
             }
             cases.push((codec::SNAPPY, 300 + 8 + 100, b));
+        }
+        // An element at every position of the kernel's 64-byte interior windows (both halves of the
+        // warp's lanes): after a literal of 1 to 64 bytes, short literals (2 to 6 input bytes each,
+        // some 300 bytes of output) and then the element; 100 literal bytes after it. The element: a
+        // match reaching one byte before the output's start, one reaching exactly to it, a literal
+        // claiming 10,000 bytes, and a match whose output passes the declared size.
+        for shift in 1..=64u64 {
+            for kind in 0..4 {
+                let mut b = Vec::new();
+                let mut lits = vec![(shift - 1) as u8];
+                let mut out = shift;
+                let mut i = 0;
+                while out < 300 {
+                    lits.push((i % 5) as u8);
+                    out += 1 + i % 5;
+                    i += 1;
+                }
+                let tail = 100u64;
+                let declared = match kind {
+                    2 => out + 10_000 + tail,
+                    3 => out + 3,
+                    _ => out + 8 + tail,
+                };
+                crate::decode::reference::delta::put_uleb(&mut b, declared);
+                for m1 in lits {
+                    b.push(m1 << 2);
+                    b.extend((0..=m1).map(|_| next() as u8));
+                }
+                match kind {
+                    0 | 1 => {
+                        let reach = out as u16 + (kind == 0) as u16;
+                        b.extend_from_slice(&[(7 << 2) | 2, reach as u8, (reach >> 8) as u8]);
+                    }
+                    2 => b.extend_from_slice(&[61 << 2, 0x0f, 0x27]),
+                    _ => b.extend_from_slice(&[(4 << 2) | 1, 8]),
+                }
+                for _ in 0..tail / 4 {
+                    b.push(3 << 2);
+                    b.extend((0..4).map(|_| next() as u8));
+                }
+                cases.push((codec::SNAPPY, declared, b));
+            }
         }
         let mut exact = Vec::new();
         crate::decode::reference::delta::put_uleb(&mut exact, 44);
