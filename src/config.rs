@@ -392,17 +392,31 @@ pub struct Settings {
 /// staged fetch's phases and each pipeline step's fetch to stderr (where the time between the last copy
 /// and the fetch's return goes, and what comes before a read's first `pread`: its planning, the
 /// `O_DIRECT` choice, each step's buffer), and each held step's phases in `bench`'s decode alone in the
-/// read's steps. Read once per process, here with the settings.
+/// read's steps, and when each decoder of a step's decompression came back. Read once per process, here
+/// with the settings.
 pub(crate) fn trace_fetches() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))
 }
 
-/// With [`trace_fetches`] on, prints `what` and when it happened, in milliseconds since `origin`.
+/// With [`trace_fetches`] on, prints `what` and when it happened, in milliseconds since `origin` and
+/// since the process's first trace ([`trace_clock`]: lines of different origins line up).
 pub(crate) fn trace_at(origin: std::time::Instant, what: std::fmt::Arguments<'_>) {
     if trace_fetches() {
-        eprintln!("trace {what} at {:.2} ms", origin.elapsed().as_secs_f64() * 1e3);
+        eprintln!(
+            "trace {what} at {:.2} ms ({:.2} ms on the trace clock)",
+            origin.elapsed().as_secs_f64() * 1e3,
+            trace_clock(std::time::Instant::now())
+        );
     }
+}
+
+/// Milliseconds from the process's first call of this function to `at`.
+pub(crate) fn trace_clock(at: std::time::Instant) -> f64 {
+    static FIRST: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    at.saturating_duration_since(*FIRST.get_or_init(std::time::Instant::now))
+        .as_secs_f64()
+        * 1e3
 }
 
 /// Whether `GPU_PARQUET_STEP_FETCH=calls` is set: a developer's switch, not a setting, that makes a GPU

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytemuck::Pod;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
@@ -918,6 +919,9 @@ impl Executor for DeviceExecutor<'_> {
         codec: Compression,
         items: &[Decompress],
     ) -> Result<(Vec<std::result::Result<usize, String>>, DecompressedOn)> {
+        let began = Instant::now();
+        // With GPU_PARQUET_TRACE_FETCH, when each decoder's part ended (trace clock, milliseconds).
+        let mut ended: Vec<(&str, f64)> = Vec::new();
         let mut results: Vec<Option<std::result::Result<usize, String>>> = vec![None; items.len()];
         // Empty pages need no decoder; nvCOMP refuses zero-length items.
         for (r, d) in results.iter_mut().zip(items) {
@@ -1002,6 +1006,7 @@ impl Executor for DeviceExecutor<'_> {
                 Some(Err(failed)) => failed,
                 None => Vec::new(),
             };
+            ended.push(("pre-check", crate::config::trace_clock(Instant::now())));
             failed.retain(|&(i, _)| results[i].is_none());
             todo.retain(|&i| results[i].is_none());
             if open
@@ -1016,6 +1021,7 @@ impl Executor for DeviceExecutor<'_> {
             }
             if !todo.is_empty() {
                 let outcomes = self.nvcomp_batch(nv, *c, items, &todo)?;
+                ended.push(("nvCOMP", crate::config::trace_clock(Instant::now())));
                 let mut rejected = 0;
                 for (&i, o) in todo.iter().zip(outcomes) {
                     #[cfg(feature = "fault-injection")]
@@ -1038,6 +1044,7 @@ impl Executor for DeviceExecutor<'_> {
         }
         if let Some((w, todo)) = wide {
             let failed = self.wide_unsnap_join(w)?;
+            ended.push(("wide", crate::config::trace_clock(Instant::now())));
             if !failed.is_empty() {
                 host_why.push(self.describe_failures(codec, items, &failed, "the wide GPU Snappy decoder refused")?);
             }
@@ -1063,6 +1070,28 @@ impl Executor for DeviceExecutor<'_> {
             by.push(if own_snappy { "gp_unsnap" } else { "nvCOMP" });
         }
         let mut on = DecompressedOn::Gpu(by.join(" + "));
+        if crate::config::trace_fetches() {
+            let out = |wide: bool| -> f64 {
+                (0..items.len())
+                    .filter(|&i| on_wide[i] == wide)
+                    .map(|i| items[i].dst_len as f64)
+                    .sum::<f64>()
+                    / 1e6
+            };
+            let start = crate::config::trace_clock(began);
+            let parts: Vec<String> = ended
+                .iter()
+                .map(|(what, at)| format!("{what} +{:.2}", at - start))
+                .collect();
+            eprintln!(
+                "trace decompress {codec}: {} bodies ({:.1} MB out), {} wide ({:.1} MB), from {start:.2} ms on the trace clock: {} ms",
+                items.len(),
+                out(false),
+                on_wide.iter().filter(|&&w| w).count(),
+                out(true),
+                parts.join(", ")
+            );
+        }
         // The rest on the host: compressed bodies copied back, decompressed on all cores, uploaded.
         let host: Vec<usize> = (0..items.len()).filter(|&i| results[i].is_none()).collect();
         if !host.is_empty() {
