@@ -1013,6 +1013,11 @@ fn header_only_walk_reads_long_headers_again_and_skips_bodies() {
         );
         real += 1;
     }
+    // The project's own files have no chunk of 8 pages; the corpus's do (corpus_data printed why it
+    // is missing, and the synthetic part above has run).
+    if real == 0 && corpus_data().is_none() {
+        return;
+    }
     assert!(real > 0, "no sample chunk of 8 pages or more");
 }
 
