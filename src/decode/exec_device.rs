@@ -921,7 +921,13 @@ impl Executor for DeviceExecutor<'_> {
     ) -> Result<(Vec<std::result::Result<usize, String>>, DecompressedOn)> {
         let began = Instant::now();
         // With GPU_PARQUET_TRACE_FETCH, when each decoder's part ended (trace clock, milliseconds).
+        let tracing = crate::config::trace_fetches();
         let mut ended: Vec<(&str, f64)> = Vec::new();
+        let mut mark = |what: &'static str| {
+            if tracing {
+                ended.push((what, crate::config::trace_clock(Instant::now())));
+            }
+        };
         let mut results: Vec<Option<std::result::Result<usize, String>>> = vec![None; items.len()];
         // Empty pages need no decoder; nvCOMP refuses zero-length items.
         for (r, d) in results.iter_mut().zip(items) {
@@ -1006,7 +1012,7 @@ impl Executor for DeviceExecutor<'_> {
                 Some(Err(failed)) => failed,
                 None => Vec::new(),
             };
-            ended.push(("pre-check", crate::config::trace_clock(Instant::now())));
+            mark("pre-check");
             failed.retain(|&(i, _)| results[i].is_none());
             todo.retain(|&i| results[i].is_none());
             if open
@@ -1021,7 +1027,7 @@ impl Executor for DeviceExecutor<'_> {
             }
             if !todo.is_empty() {
                 let outcomes = self.nvcomp_batch(nv, *c, items, &todo)?;
-                ended.push(("nvCOMP", crate::config::trace_clock(Instant::now())));
+                mark("nvCOMP");
                 let mut rejected = 0;
                 for (&i, o) in todo.iter().zip(outcomes) {
                     #[cfg(feature = "fault-injection")]
@@ -1044,7 +1050,7 @@ impl Executor for DeviceExecutor<'_> {
         }
         if let Some((w, todo)) = wide {
             let failed = self.wide_unsnap_join(w)?;
-            ended.push(("wide", crate::config::trace_clock(Instant::now())));
+            mark("wide");
             if !failed.is_empty() {
                 host_why.push(self.describe_failures(codec, items, &failed, "the wide GPU Snappy decoder refused")?);
             }
@@ -1070,7 +1076,7 @@ impl Executor for DeviceExecutor<'_> {
             by.push(if own_snappy { "gp_unsnap" } else { "nvCOMP" });
         }
         let mut on = DecompressedOn::Gpu(by.join(" + "));
-        if crate::config::trace_fetches() {
+        if tracing {
             let out = |wide: bool| -> f64 {
                 (0..items.len())
                     .filter(|&i| on_wide[i] == wide)

@@ -230,6 +230,16 @@ pub mod cases {
             .collect()
     }
 
+    /// A Snappy body whose preamble (the encoder's ULEB128 of its output size) is replaced by
+    /// `declared`.
+    pub fn with_declared_size(body: &[u8], declared: u64) -> Vec<u8> {
+        let preamble = body.iter().position(|&x| x < 0x80).map_or(body.len(), |p| p + 1);
+        let mut b = Vec::new();
+        crate::decode::reference::delta::put_uleb(&mut b, declared);
+        b.extend_from_slice(&body[preamble..]);
+        b
+    }
+
     /// Bodies for comparing the kernel with this reference: streams of data that compress little,
     /// well and very well, at sizes around the kernel's 32- and 64-byte windows; each cut at many points, with
     /// bytes flipped, with bytes appended, and declared one byte long or short; random bytes after a
@@ -306,12 +316,8 @@ pub mod cases {
         // walk moves past the end) and that do not.
         for (claim, extra) in [(1000u64, 1000u64), (1000, 10), (70_000, 70_000)] {
             let data = sample(5000);
-            let mut b = snap::raw::Encoder::new().compress_vec(&data).unwrap();
-            let mut declared = Vec::new();
-            crate::decode::reference::delta::put_uleb(&mut declared, 5000 + extra);
-            // The encoder's own preamble (a ULEB128 of 5000) replaced by the declared size.
-            let old = b.iter().position(|&x| x < 0x80).unwrap() + 1;
-            b.splice(..old, declared);
+            let sn = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+            let mut b = with_declared_size(&sn, 5000 + extra);
             let m1 = claim - 1;
             if m1 < 60 {
                 b.push((m1 as u8) << 2);
@@ -569,10 +575,7 @@ mod tests {
             // Declared at half its size (with the preamble saying so), whole and cut at three
             // quarters: the output passes the declared size mid-body, before the cut's failure.
             let half = data.len() as u64 / 2;
-            let mut short = Vec::new();
-            crate::decode::reference::delta::put_uleb(&mut short, half);
-            let preamble = sn.iter().position(|&x| x < 0x80).unwrap() + 1;
-            short.extend_from_slice(&sn[preamble..]);
+            let short = super::cases::with_declared_size(&sn, half);
             cases.push((codec::SNAPPY, half, short.clone()));
             cases.push((codec::SNAPPY, half, short[..short.len() * 3 / 4].to_vec()));
             for _ in 0..60 {
