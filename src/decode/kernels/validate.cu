@@ -439,9 +439,180 @@ __device__ inline void snappy_stage_cover(const u8* s, u32 n, u32 p, u32 bytes, 
     }
 }
 
+// The segmented walk: a body's bytes after the preamble cut into 32 regions, one a lane, each lane
+// walking its region element by element on its own (a dependent chain of a few loads an element, with
+// no shuffle), so that a warp instruction moves 32 elements on rather than the window walk's 64 bytes
+// for some 70 instructions. A lane other than the first starts at its region's first byte, which need
+// not start an element; its walk is the stream's true chain once it lands on a position of it, which a
+// walk from a wrong start does within a few elements in most streams. Each lane marks where its walk
+// passes SNAPPY_SEG_MARKS points of its region (the first SNAPPY_SEG_HEAD bytes in), with its output
+// and the match reach needed there; each lane then walks on past its region's end until it lands exactly
+// on a later lane's mark (or the body's end), the first lane from the body's true start. Landing proves
+// the mark on the true chain: a walk from a true position is the true chain. Following the landings from
+// the first lane covers the whole chain once, each element with its exact output before it, so a body
+// passes when no element of the chain fails, every match reaches inside the output before it, and the
+// output is exactly the declared size. Anything else (a failing element, or no landing) is a doubt, and
+// the window walk (validate_snappy_warp) gives the serial walk's status; a valid body always lands (at
+// worst the first lane walks the body alone), so only a failing body walks twice.
+// A lane whose head (before its first mark) meets an element that fails, or a jump past its second mark
+// (a literal read from the middle of another element claims up to 2^32 bytes), starts again one byte on,
+// at most SNAPPY_SEG_RESTARTS times: its marks then land more often, and its neighbour walks less.
+#define SNAPPY_SEG_MIN 4096u
+#define SNAPPY_SEG_HEAD 64u
+#define SNAPPY_SEG_MARKS 8u
+#define SNAPPY_SEG_RESTARTS 16u
+// Per warp, in u32 words [field][index][lane]: a mark's position and output, the match reach needed per
+// segment (before mark 0, between marks, after the last), each lane's mark count, final output and
+// landing (lane | mark << 8 | failed << 16).
+#define SEG_POS 0u
+#define SEG_OUT (SEG_POS + 32u * SNAPPY_SEG_MARKS)
+#define SEG_NEED (SEG_OUT + 32u * SNAPPY_SEG_MARKS)
+#define SEG_COUNT (SEG_NEED + 32u * (SNAPPY_SEG_MARKS + 1u))
+#define SEG_FINAL (SEG_COUNT + 32u)
+#define SEG_LANDING (SEG_FINAL + 32u)
+#define SEG_WORDS (SEG_LANDING + 32u)
+#define SEG_FAILED (1u << 16)
+// The warp's shared area: the window walk's stage, or the segmented walk's records.
+#define SNAPPY_AREA_WORDS (SEG_WORDS / 4 > SNAPPY_STAGE_WORDS ? SEG_WORDS / 4 : SNAPPY_STAGE_WORDS)
+// A need below this is clamped to it (raising it: only ever a stricter check).
+#define SEG_NEED_FLOOR (-2147483647 - 1)
+
+// The element at s[pos] (pos < n): its output length, match offset (matches), size in the input, and
+// whether it fails on its own (its header or literal past the end, a zero offset, or an offset of 2^31
+// or more, past any output a body under 2^31 bytes declares). Bytes past the end read as zero; words are
+// read where both lie inside the body.
+__device__ inline bool snappy_global_element(const u8* s, u32 n, u32 pos, const SnappyTag* tags, u32* len,
+                                             u32* offset, u32* adv, bool* copy) {
+    const u8* q = s + pos;
+    const u64 word = (u64)q & ~3ull;
+    u32 tag, le4;
+    if (word >= (u64)s && word + 8 <= (u64)s + n) {
+        const u32 w0 = ((const u32*)word)[0], w1 = ((const u32*)word)[1];
+        const u32 sh = 8 * (u32)((u64)q & 3);
+        tag = (w0 >> sh) & 0xff;
+        le4 = __funnelshift_rc(w0, w1, sh + 8);
+    } else {
+        tag = q[0];
+        le4 = 0;
+        for (u32 i = 1; i <= 4; i++) le4 |= pos + i < n ? (u32)q[i] << (8 * (i - 1)) : 0u;
+    }
+    const SnappyTag t = tags[tag];
+    const u32 head = (t.packed >> 8) & 0xff;
+    *len = (t.packed & 0xff) + min(le4 & t.len_mask, 0x7fffffffu);
+    *offset = (t.packed >> 16) + (le4 & t.offset_mask);
+    *adv = head + (*len & t.body_mask);
+    *copy = (tag & 3) != 0;
+    const u32 left = n - pos;
+    return head > left || *adv > left || (*copy && (*offset == 0 || *offset >= 0x80000000u));
+}
+
+// One lane's walk state: position, output since its start (u32: at most want + n + 64, under 2^32 for
+// the bodies the segmented walk takes), the segment's largest need (offset - output before a match).
+struct SegWalk {
+    u32 pos, out;
+    i64 need;
+};
+
+// Steps `w` one element on; false (w unchanged) where the element fails or its output passes `limit`.
+__device__ inline bool seg_step(const u8* s, u32 n, const SnappyTag* tags, u32 limit, SegWalk* w) {
+    u32 len, offset, adv;
+    bool copy;
+    if (snappy_global_element(s, n, w->pos, tags, &len, &offset, &adv, &copy)) return false;
+    if (len > limit - w->out) return false;
+    if (copy) w->need = max(w->need, (i64)offset - (i64)w->out);
+    w->out += len;
+    w->pos += adv;
+    return true;
+}
+
+__device__ inline i32 seg_need_word(i64 need) { return (i32)max(need, (i64)SEG_NEED_FLOOR); }
+
+// Whether the segmented walk proves the body [p0, n) valid for `want` bytes of output (false: the caller
+// walks windows, which give the status). n - p0 >= SNAPPY_SEG_MIN, n < 2^30, want < 2^31.
+// `rec`: SEG_WORDS words of the warp's shared memory. Called by the whole warp.
+__device__ bool snappy_segmented(const u8* s, u32 n, u32 p0, u32 want, const SnappyTag* tags, u32* rec) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 region = (n - p0 + 31) / 32;
+    const u32 g = min(p0 + lane * region, n), gend = min(g + region, n);
+    const u32 step = max((region - SNAPPY_SEG_HEAD) / SNAPPY_SEG_MARKS, 1u);
+    const u32 limit = want + n + 64;  // a lane's output: its head's garbage (at most 32 a byte) and its share
+    SegWalk w{g, 0, (i64)SEG_NEED_FLOOR};
+    u32 marks = 0, restarts = 0;
+    bool failed = false;
+    // Phase 1: the region, marks on the way (the first lane starts at the true start: no marks).
+    while (w.pos < gend) {
+        if (lane != 0 && marks < SNAPPY_SEG_MARKS && w.pos >= g + SNAPPY_SEG_HEAD + marks * step) {
+            rec[SEG_POS + marks * 32 + lane] = w.pos;
+            rec[SEG_OUT + marks * 32 + lane] = w.out;
+            rec[SEG_NEED + marks * 32 + lane] = (u32)seg_need_word(w.need);
+            w.need = SEG_NEED_FLOOR;
+            marks++;
+            continue;
+        }
+        const bool ok = seg_step(s, n, tags, limit, &w);
+        if (lane != 0 && marks == 0 && restarts < SNAPPY_SEG_RESTARTS &&
+            (!ok || w.pos > g + SNAPPY_SEG_HEAD + step)) {
+            restarts++;
+            w = SegWalk{g + restarts, 0, (i64)SEG_NEED_FLOOR};
+            continue;
+        }
+        if (!ok) {
+            failed = true;
+            break;
+        }
+    }
+    rec[SEG_COUNT + lane] = marks;
+    __syncwarp();
+    // Phase 2: on to a later lane's mark, or the body's end.
+    u32 t = lane + 1, j = 0;
+    if (!failed) {
+        while (t < 32) {
+            if (j >= rec[SEG_COUNT + t]) {
+                t++;
+                j = 0;
+                continue;
+            }
+            const u32 c = rec[SEG_POS + j * 32 + t];
+            while (w.pos < c && !failed) failed = !seg_step(s, n, tags, limit, &w);
+            if (failed || w.pos == c) break;
+            j++;
+        }
+        if (t == 32 && !failed) {
+            while (w.pos < n && !failed) failed = !seg_step(s, n, tags, limit, &w);
+        }
+    }
+    // The last segment's need, then each segment's need from it to the walk's end (a suffix maximum).
+    i32 suffix = seg_need_word(w.need);
+    rec[SEG_NEED + marks * 32 + lane] = (u32)suffix;
+    for (u32 m = marks; m-- > 0;) {
+        suffix = max(suffix, (i32)rec[SEG_NEED + m * 32 + lane]);
+        rec[SEG_NEED + m * 32 + lane] = (u32)suffix;
+    }
+    rec[SEG_FINAL + lane] = w.out;
+    rec[SEG_LANDING + lane] = min(t, 32u) | (j << 8) | (failed ? SEG_FAILED : 0u);
+    __syncwarp();
+    // The chain of landings from the first lane (every lane follows it; reads only).
+    u32 cur = 0, from = SNAPPY_SEG_MARKS;  // from: the mark the walk of `cur` is taken from (none: its start)
+    i64 produced = 0;
+    while (cur < 32) {
+        const u32 landing = rec[SEG_LANDING + cur];
+        if (landing & SEG_FAILED) return false;
+        const bool at_mark = from < SNAPPY_SEG_MARKS;
+        const i64 base = at_mark ? (i64)rec[SEG_OUT + from * 32 + cur] : 0;
+        // The segments after the mark (or all of them from the start).
+        const i64 need = (i64)(i32)rec[SEG_NEED + (at_mark ? from + 1 : 0) * 32 + cur] + base;
+        if (produced < need) return false;
+        produced += (i64)rec[SEG_FINAL + cur] - base;
+        if (produced > (i64)want) return false;
+        cur = landing & 0xff;
+        from = (landing >> 8) & 0xff;
+    }
+    return produced == (i64)want;
+}
+
 __device__ u32 validate_snappy_warp(const u8* s, u64 n64, u64 want64, const SnappyTag* tags) {
-    // A stage per warp of the block: each walks its own body.
-    __shared__ uint4 stage_words[VALIDATE_WARPS][SNAPPY_STAGE_WORDS];
+    // A stage per warp of the block, each walking its own body; the segmented walk's records share it.
+    __shared__ uint4 stage_words[VALIDATE_WARPS][SNAPPY_AREA_WORDS];
     u8* st = (u8*)stage_words[(threadIdx.x >> 5) % VALIDATE_WARPS];  // the caller keeps warps in range
     const u32 lane = threadIdx.x & 31;
     if (n64 >= (1ull << 31) || want64 >= (1ull << 31)) return VALIDATE_TOO_LARGE;
@@ -451,6 +622,15 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n64, u64 want64, const Snap
     const u32 status = snappy_preamble(s, n, want, &p64);
     if (status != VALIDATE_OK) return status;
     u32 p = (u32)p64;
+    if (n < (1u << 30) && n - p >= SNAPPY_SEG_MIN) {
+        // A body whose first element fails, or is a literal of half of it or more (bytes that did not
+        // compress), takes a window or two: no segments.
+        u32 len, offset, adv;
+        bool copy;
+        const bool bad = snappy_global_element(s, n, p, tags, &len, &offset, &adv, &copy);
+        if (!bad && (copy || adv < (n - p) / 2) && snappy_segmented(s, n, p, want, tags, (u32*)st)) return VALIDATE_OK;
+        __syncwarp();  // the records are done with before the stage is filled
+    }
     u32 b = 0;     // the stage holds body bytes [b, b + have)
     u32 have = 0;
     u32 out = 0;
