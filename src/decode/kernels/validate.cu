@@ -479,15 +479,15 @@ __device__ inline void snappy_stage_cover(const u8* s, u32 n, u32 p, u32 bytes, 
 
 // The element at s[pos] (pos < n): its output length, match offset (matches), size in the input, and
 // whether it fails on its own (its header or literal past the end, a zero offset, or an offset of 2^31
-// or more, past any output a body under 2^31 bytes declares). Bytes past the end read as zero; words are
-// read where both lie inside the body.
+// or more, past any output a body under 2^31 bytes declares). Bytes past the end read as zero; away from
+// the body's ends (4 bytes in, 8 before the end) two aligned words hold the element's 5 bytes.
 __device__ inline bool snappy_global_element(const u8* s, u32 n, u32 pos, const SnappyTag* tags, u32* len,
                                              u32* offset, u32* adv, bool* copy) {
     const u8* q = s + pos;
-    const u64 word = (u64)q & ~3ull;
     u32 tag, le4;
-    if (word >= (u64)s && word + 8 <= (u64)s + n) {
-        const u32 w0 = ((const u32*)word)[0], w1 = ((const u32*)word)[1];
+    if (pos - 4u < n - 11u) {  // 4 <= pos <= n - 8 (n is over 4 KiB here)
+        const u32* word = (const u32*)((u64)q & ~3ull);
+        const u32 w0 = word[0], w1 = word[1];
         const u32 sh = 8 * (u32)((u64)q & 3);
         tag = (w0 >> sh) & 0xff;
         le4 = __funnelshift_rc(w0, w1, sh + 8);
@@ -506,6 +506,15 @@ __device__ inline bool snappy_global_element(const u8* s, u32 n, u32 pos, const 
     return head > left || *adv > left || (*copy && (*offset == 0 || *offset >= 0x80000000u));
 }
 
+// Asks for the line at p in L1 ahead of a lane's walk: the lanes of a warp walk 32 streams of their own,
+// and a warp waits at each element for its slowest lane's load.
+#ifdef GP_EMULATED
+__device__ inline void snappy_prefetch(const u8*) {}
+#else
+__device__ inline void snappy_prefetch(const u8* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+#endif
+#define SNAPPY_SEG_PREFETCH 512u
+
 // One lane's walk state: position, output since its start (u32: at most want + n + 64, under 2^32 for
 // the bodies the segmented walk takes), the segment's largest need (offset - output before a match).
 struct SegWalk {
@@ -513,16 +522,30 @@ struct SegWalk {
     i64 need;
 };
 
-// Steps `w` one element on; false (w unchanged) where the element fails or its output passes `limit`.
-__device__ inline bool seg_step(const u8* s, u32 n, const SnappyTag* tags, u32 limit, SegWalk* w) {
-    u32 len, offset, adv;
-    bool copy;
-    if (snappy_global_element(s, n, w->pos, tags, &len, &offset, &adv, &copy)) return false;
-    if (len > limit - w->out) return false;
-    if (copy) w->need = max(w->need, (i64)offset - (i64)w->out);
-    w->out += len;
-    w->pos += adv;
-    return true;
+// Walks `w` on until its position is `bound` (at most n) or more; false where an element fails or its
+// output passes `limit` (w then at that element).
+__device__ inline bool seg_walk_to(const u8* s, u32 n, const SnappyTag* tags, u32 limit, u32 bound, SegWalk* w) {
+    bound = min(bound, n);  // no element starts at the end or past it
+    u32 pos = w->pos, out = w->out;
+    i64 need = w->need;
+    bool ok = true;
+    while (pos < bound) {
+        u32 len, offset, adv;
+        bool copy;
+        if (snappy_global_element(s, n, pos, tags, &len, &offset, &adv, &copy) || len > limit - out) {
+            ok = false;
+            break;
+        }
+        if (copy) need = max(need, (i64)offset - (i64)out);
+        out += len;
+        const u32 next = pos + adv;
+        if (((pos ^ next) >> 7) != 0 && next + SNAPPY_SEG_PREFETCH < n) snappy_prefetch(s + next + SNAPPY_SEG_PREFETCH);
+        pos = next;
+    }
+    w->pos = pos;
+    w->out = out;
+    w->need = need;
+    return ok;
 }
 
 __device__ inline i32 seg_need_word(i64 need) { return (i32)max(need, (i64)SEG_NEED_FLOOR); }
@@ -537,30 +560,31 @@ __device__ bool snappy_segmented(const u8* s, u32 n, u32 p0, u32 want, const Sna
     const u32 step = max((region - SNAPPY_SEG_HEAD) / SNAPPY_SEG_MARKS, 1u);
     const u32 limit = want + n + 64;  // a lane's output: its head's garbage (at most 32 a byte) and its share
     SegWalk w{g, 0, (i64)SEG_NEED_FLOOR};
-    u32 marks = 0, restarts = 0;
-    bool failed = false;
-    // Phase 1: the region, marks on the way (the first lane starts at the true start: no marks).
-    while (w.pos < gend) {
-        if (lane != 0 && marks < SNAPPY_SEG_MARKS && w.pos >= g + SNAPPY_SEG_HEAD + marks * step) {
+    u32 marks = 0;
+    bool ok;
+    if (lane == 0) {
+        // The true start: no marks (no lane lands on the first).
+        ok = seg_walk_to(s, n, tags, limit, gend, &w);
+    } else {
+        // The head, started again one byte on while it fails or jumps past the second mark's point.
+        const u32 first = min(g + SNAPPY_SEG_HEAD, gend);
+        for (u32 restarts = 0;; restarts++) {
+            ok = seg_walk_to(s, n, tags, limit, first, &w);
+            if ((ok && w.pos <= first + step) || restarts == SNAPPY_SEG_RESTARTS) break;
+            w = SegWalk{g + restarts + 1, 0, (i64)SEG_NEED_FLOOR};
+        }
+        // The marks, each where the walk passes its point, inside the region.
+        for (; ok && marks < SNAPPY_SEG_MARKS; marks++) {
+            ok = seg_walk_to(s, n, tags, limit, min(first + marks * step, gend), &w);
+            if (!ok || w.pos >= gend) break;
             rec[SEG_POS + marks * 32 + lane] = w.pos;
             rec[SEG_OUT + marks * 32 + lane] = w.out;
             rec[SEG_NEED + marks * 32 + lane] = (u32)seg_need_word(w.need);
             w.need = SEG_NEED_FLOOR;
-            marks++;
-            continue;
         }
-        const bool ok = seg_step(s, n, tags, limit, &w);
-        if (lane != 0 && marks == 0 && restarts < SNAPPY_SEG_RESTARTS &&
-            (!ok || w.pos > g + SNAPPY_SEG_HEAD + step)) {
-            restarts++;
-            w = SegWalk{g + restarts, 0, (i64)SEG_NEED_FLOOR};
-            continue;
-        }
-        if (!ok) {
-            failed = true;
-            break;
-        }
+        if (ok) ok = seg_walk_to(s, n, tags, limit, gend, &w);
     }
+    bool failed = !ok;
     rec[SEG_COUNT + lane] = marks;
     __syncwarp();
     // Phase 2: on to a later lane's mark, or the body's end.
@@ -573,13 +597,11 @@ __device__ bool snappy_segmented(const u8* s, u32 n, u32 p0, u32 want, const Sna
                 continue;
             }
             const u32 c = rec[SEG_POS + j * 32 + t];
-            while (w.pos < c && !failed) failed = !seg_step(s, n, tags, limit, &w);
+            failed = !seg_walk_to(s, n, tags, limit, c, &w);
             if (failed || w.pos == c) break;
             j++;
         }
-        if (t == 32 && !failed) {
-            while (w.pos < n && !failed) failed = !seg_step(s, n, tags, limit, &w);
-        }
+        if (t == 32 && !failed) failed = !seg_walk_to(s, n, tags, limit, n, &w);
     }
     // The last segment's need, then each segment's need from it to the walk's end (a suffix maximum).
     i32 suffix = seg_need_word(w.need);
