@@ -432,50 +432,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The kernel's segmented walk (bodies of 4 KiB or more after the preamble, a lane a 32nd of
-    /// them) counts each element of the chain once, taking a lane's walk only from where the one
-    /// before landed exactly on it. A stream of 1-byte literals of zero bytes (`00 00`, ending with a
-    /// 2-byte literal `04 00 00`) is a valid chain from any byte, so the lanes that start an odd number
-    /// of bytes in walk a chain beside the true one all the way to the end. A zero-offset match (`01
-    /// 00`) at an even position just after such a lane's first mark is in the true chain, not in the
-    /// lane's: a walk that took the lane without landing on it, or went on past a lane that failed,
-    /// would miss it, and some declared size near the output would pass.
-    #[test]
-    fn the_segmented_walk_takes_no_lane_it_has_not_landed_on() {
-        if let Err(why) = crate::decode::kernels::emu::available() {
-            println!("skipped: {why}");
-            return;
-        }
-        let region = 257usize; // odd: lanes 1, 3, 5, ... start between two elements of the true chain
-        let stream = 32 * region - 1;
-        let mut cases = Vec::new();
-        for lane in (1..32).step_by(2) {
-            for delta in -24i64..=24 {
-                let want = ((stream - 3) / 2 + 2) as u64;
-                let declared = (want as i64 + delta) as u64;
-                let mut b = Vec::new();
-                crate::decode::reference::delta::put_uleb(&mut b, declared);
-                let p0 = b.len();
-                b.resize(p0 + stream, 0);
-                b[p0 + stream - 3] = 0x04;
-                // The lane's first mark is within a few bytes of its start + 64.
-                let bad = lane * region + 72;
-                b[p0 + bad - bad % 2] = 0x01;
-                cases.push((codec::SNAPPY, declared, b));
-            }
-        }
-        let got = crate::decode::kernels::emu::run_validate_emulated(&cases);
-        for ((c, want, body), status) in cases.iter().zip(got) {
-            let expected = validate_one(*c, body, *want);
-            assert_ne!(expected, st::OK);
-            assert_eq!(status, expected, "{} bytes declaring {want}", body.len());
-        }
-        println!(
-            "kernel = reference on {} streams with a failing match beside a lane's chain",
-            cases.len()
-        );
-    }
-
     #[test]
     fn valid_streams_pass() {
         for n in [0usize, 1, 5, 100, 65_536, 300_000] {

@@ -33,8 +33,6 @@
 #define __host__
 #define __shared__ static
 #define __launch_bounds__(...)
-// Kernels that issue PTX directly (a prefetch) take a no-op here.
-#define GP_EMULATED 1
 #define __restrict__ __restrict
 #define __noinline__ __attribute__((noinline))
 #define __forceinline__ inline __attribute__((always_inline))
