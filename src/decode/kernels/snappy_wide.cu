@@ -68,6 +68,9 @@
 #define WSNAP_TERM 0x80000000u
 // Literals longer than this are written by the whole warp (matches always are).
 #define WSNAP_LONG 32u
+// A window producing at most this many bytes, none in a long literal, is written a lane per byte
+// (wsnap_emit_bytes) rather than a literal per lane and a match at a time.
+#define WSNAP_BYTE_WINDOW 128u
 // gp_wsnap_resolve: threads of its block, each taking 16 output bytes at a time; segment output bases
 // staged in shared memory at a time. (The host uses it for bodies of at most 2,048 segments, layout.rs
 // wsnap::RESOLVE_MAX_SEGS, so that its chain of segment steps, about 2 us each on the H200, stays short.)
@@ -311,6 +314,71 @@ extern "C" __global__ void gp_wsnap_join(WsnapItem* items, u32 n) {
     if (lane == 0) items[i].produced = out;
 }
 
+// A window's output [w0, w0 + total) written a lane per byte, 32 bytes at a time in order, by the
+// whole warp (the elements' checks passed). Each lane has its element's first output byte `start`
+// (non-members: the next member's, so the owner of byte x is the last lane starting at or before x;
+// members are at least a byte long), its match offset `off` (0 for a literal) and its literal's input
+// position `lit`. A literal byte is read from the input. A match byte x copies x - off: a byte before
+// these 32, from this segment's output (written, or waiting with its pointer) or from before the
+// segment (a pointer to it, waiting); or a byte of these 32, a lower lane, whose result it takes by
+// pointer jumping over the lanes (5 rounds: a chain crosses at most 31 lanes). On the benchmark file's
+// dictionary pages (a window of 32 input bytes produces some 32-40 bytes in 8 elements) this replaces
+// a pass of the whole warp per match and a loop per literal by one pass per 32 bytes.
+__device__ inline void wsnap_emit_bytes(const u8* s, u8* d, u32* ptr, u8* kind, u32 base, u32 w0, u32 total,
+                                        u32 start, u32 off, u32 lit) {
+    const u32 lane = threadIdx.x & 31;
+    for (u32 c = w0; c < w0 + total; c += 32) {
+        const u32 x = c + lane;
+        // The owner: the last lane whose start is at most x (lane 0's, w0, is).
+        u32 owner = 0;
+#pragma unroll
+        for (u32 step = 16; step > 0; step >>= 1) {
+            if (__shfl_sync(gpcore::FULL_MASK, start, owner + step) <= x) owner += step;
+        }
+        const u32 o_off = __shfl_sync(gpcore::FULL_MASK, off, owner);
+        const u32 o_start = __shfl_sync(gpcore::FULL_MASK, start, owner);
+        const u32 o_lit = __shfl_sync(gpcore::FULL_MASK, lit, owner);
+        const bool valid = x < w0 + total;
+        // tag 0: the byte `pay`; 1: waiting, with pointer `pay`; 2: the result of lane `pay` (lower).
+        u32 tag = 0, pay = 0;
+        if (valid) {
+            if (o_off == 0) {
+                pay = s[o_lit + (x - o_start)];
+            } else {
+                const u32 from = x - o_off;  // the offset is within the output before the element
+                if (from >= c) {
+                    tag = 2;
+                    pay = from - c;
+                } else if (from < base) {
+                    tag = 1;
+                    pay = from;
+                } else if (kind[from]) {
+                    tag = 1;
+                    pay = ptr[from];
+                } else {
+                    pay = d[from];
+                }
+            }
+        }
+#pragma unroll
+        for (u32 r = 0; r < 5; r++) {
+            const u32 src = tag == 2 ? pay : lane;
+            const u32 t = __shfl_sync(gpcore::FULL_MASK, tag, src);
+            const u32 v = __shfl_sync(gpcore::FULL_MASK, pay, src);
+            if (tag == 2) {
+                tag = t;
+                pay = v;
+            }
+        }
+        if (valid) {
+            kind[x] = (u8)tag;
+            if (tag == 0) d[x] = (u8)pay;
+            else ptr[x] = pay;
+        }
+        __syncwarp();
+    }
+}
+
 // The elements of one segment from `entry` (a true element start) with `out` bytes before it, by the
 // whole warp: checked, then written in order. A literal's bytes go to the output (`kind` 0). A match
 // byte copies the byte its offset names, which comes before it: from this segment's output, written
@@ -339,9 +407,17 @@ __device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u6
         }
         const u32 failing = __ballot_sync(gpcore::FULL_MASK, mine != VALIDATE_OK);
         if (failing) return __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
-        // Every member is inside the input and the declared output: positions fit 32 bits. Literals
-        // first, each by its own lane (a long one by the whole warp): they depend on nothing.
+        // Every member is inside the input and the declared output: positions fit 32 bits.
         const u32 o = (u32)before;
+        const u64 total = __shfl_sync(gpcore::FULL_MASK, sum, 31);
+        if (total <= WSNAP_BYTE_WINDOW && !__ballot_sync(gpcore::FULL_MASK, member && !e.copy && e.len > WSNAP_LONG)) {
+            wsnap_emit_bytes(s, d, ptr, kind, base, (u32)out, (u32)total, o, member && e.copy ? e.offset : 0u,
+                             (u32)q + lane + e.head);
+            out += total;
+            q += last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
+            continue;
+        }
+        // Literals first, each by its own lane (a long one by the whole warp): they depend on nothing.
         if (member && !e.copy && e.len <= WSNAP_LONG) {
             const u8* lit = s + q + lane + e.head;
             for (u32 j = 0; j < (u32)e.len; j++) {
