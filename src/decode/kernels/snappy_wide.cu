@@ -136,18 +136,6 @@ __device__ inline bool wsnap_this_segment(const WsnapItem* items, u32 n, WsnapIt
     return *k < wsnap_segments(it->src_len, *p0);
 }
 
-// One lane's element of a window of 32 input bytes starting at p, read from global memory; elements
-// starting at or past `limit` (the segment's end) are not the segment's (`inside` false).
-__device__ inline SnappyLane wsnap_lane_element(const u8* s, u64 n, u64 p, u64 limit) {
-    const u64 q = p + (threadIdx.x & 31);
-    const bool inside = q < limit;  // limit <= n
-    u32 t[5];
-#pragma unroll
-    for (u32 k = 0; k < 5; k++) t[k] = inside && q + k < n ? s[q + k] : 0u;
-    const u32 le4 = t[1] | (t[2] << 8) | (t[3] << 16) | (t[4] << 24);
-    return snappy_element(t[0], le4, inside ? (u32)(n - q) : 0u, inside);
-}
-
 // Minimum over the warp.
 __device__ inline u32 wsnap_warp_min(u32 v) {
     for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(gpcore::FULL_MASK, v, o));
@@ -167,18 +155,28 @@ extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabu
     // or WSNAP_NONE once an element ran past the input) and the output before it.
     u32 at = start + lane;
     u64 out = 0;
+    // Each warp's stage of the input: the stage holds body bytes [sb, sb + have).
+    __shared__ uint4 stage_words[WSNAP_SEG_WARPS][SNAPPY_STAGE_WORDS];
+    u8* st = (u8*)stage_words[threadIdx.x / 32];
+    u64 sb = 0;
+    u32 have = 0;
     // Windows of 32 input bytes from the lowest candidate still inside: the whole warp parses the
     // element at each byte of the window and, by doubling, where the chain from each byte leaves the
     // window and the output on the way; each candidate inside the window takes its byte's result.
     // Every candidate in [b, b + 32) leaves it, so the lowest rises by 32 or more a window.
     u32 b = wsnap_warp_min(at < end ? at : WSNAP_NONE);
     while (b != WSNAP_NONE) {
-        const SnappyLane e = wsnap_lane_element(s, it.src_len, b, end);
+        if (b < sb || min((u64)b + SNAPPY_WINDOW_BYTES, it.src_len) > sb + have) {
+            snappy_stage_fill(s, it.src_len, b, st, &sb, &have);
+        }
+        const SnappyLane e = snappy_lane_element(st, (u32)(b - sb), (u32)(it.src_len - b), end - b);
         // To: the lane of the next element inside the window, or 32 once the chain has left it, at
         // `exit` (an input position; WSNAP_NONE when an element runs past the input).
         u32 to;
         u32 exit = b + lane;
-        u64 acc = 0;
+        // The output of the chain's elements in the window: valid ones, whose literals lie inside the
+        // input (under 2^31 bytes) and whose matches are at most 64 bytes, so 32 bits hold it.
+        u32 acc = 0;
         if (!e.inside) {
             to = 32;  // at or past the segment's end: no element here, the chain stops
         } else if (e.err != VALIDATE_OK) {
@@ -198,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabu
             const u32 src = to & 31;
             const u32 their_to = __shfl_sync(gpcore::FULL_MASK, to, src);
             const u32 their_exit = __shfl_sync(gpcore::FULL_MASK, exit, src);
-            const u64 their_acc = __shfl_sync(gpcore::FULL_MASK, acc, src);
+            const u32 their_acc = __shfl_sync(gpcore::FULL_MASK, acc, src);
             if (to < 32) {
                 to = their_to;
                 exit = their_exit;
@@ -208,7 +206,7 @@ extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabu
         const bool mine = at != WSNAP_NONE && at >= b && at - b < 32 && at < end;
         const u32 from = mine ? at - b : 0;
         const u32 x = __shfl_sync(gpcore::FULL_MASK, exit, from);
-        const u64 o = __shfl_sync(gpcore::FULL_MASK, acc, from);
+        const u32 o = __shfl_sync(gpcore::FULL_MASK, acc, from);
         if (mine) {
             at = x;
             out += o;
@@ -360,8 +358,8 @@ __device__ inline void wsnap_emit_bytes(const u8* s, u8* d, u32* ptr, u8* kind, 
                 }
             }
         }
-#pragma unroll
-        for (u32 r = 0; r < 5; r++) {
+        // Rounds while a lane still names another (5 at most).
+        for (u32 r = 0; r < 5 && __ballot_sync(gpcore::FULL_MASK, tag == 2) != 0; r++) {
             const u32 src = tag == 2 ? pay : lane;
             const u32 t = __shfl_sync(gpcore::FULL_MASK, tag, src);
             const u32 v = __shfl_sync(gpcore::FULL_MASK, pay, src);
@@ -384,19 +382,27 @@ __device__ inline void wsnap_emit_bytes(const u8* s, u8* d, u32* ptr, u8* kind, 
 // byte copies the byte its offset names, which comes before it: from this segment's output, written
 // already, it takes that byte (or, if that byte is itself waiting, its pointer); from before the
 // segment (another warp's, maybe not written yet) it takes a pointer to it, and waits (`kind` 1) for
-// the jump rounds. Returns the first failing element's status, or 0.
+// the jump rounds. Returns the first failing element's status, or 0. The windows' bytes are read from
+// `st`, a stage of validate.cu (this warp's).
 __device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u64 out, u64 limit, u8* d,
-                                         u32* ptr, u8* kind) {
+                                         u32* ptr, u8* kind, u8* st) {
     const u32 lane = threadIdx.x & 31;
     const u32 base = (u32)min(out, want);  // the segment's first output byte
+    u64 b = 0;  // the stage holds body bytes [b, b + have)
+    u32 have = 0;
     while (q < limit) {
-        const SnappyLane e = wsnap_lane_element(s, n, q, limit);
+        if (q < b || min(q + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, q, st, &b, &have);
+        // The element at this lane's byte: the segment's only before `limit` (at most n).
+        const SnappyLane e = snappy_lane_element(st, (u32)(q - b), (u32)(n - q), (u32)(limit - q));
         const u32 members = snappy_window_members(e);
         const bool member = (members >> lane) & 1u;
         const u32 last = 31 - __clz(members);
-        const u64 mlen = member ? e.len : 0;
-        const u64 sum = warp_inclusive_sum(mlen);
-        const u64 before = out + sum - mlen;
+        // 32-bit sums: up to the first failing member, the members' literals lie inside the input
+        // (under 2^31 bytes in all) and their matches are at most 64 bytes each, so the sums before
+        // it are exact; those after it are not used.
+        const u32 mlen = member ? e.len : 0u;
+        const u32 sum = warp_inclusive_sum(mlen);
+        const u64 before = out + (sum - mlen);
         // The pre-check's checks, in its order (snappy_first_failure); `before` may exceed want only
         // after an element that already failed.
         u32 mine = VALIDATE_OK;
@@ -409,9 +415,9 @@ __device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u6
         if (failing) return __shfl_sync(gpcore::FULL_MASK, mine, __ffs(failing) - 1);
         // Every member is inside the input and the declared output: positions fit 32 bits.
         const u32 o = (u32)before;
-        const u64 total = __shfl_sync(gpcore::FULL_MASK, sum, 31);
+        const u32 total = __shfl_sync(gpcore::FULL_MASK, sum, 31);
         if (total <= WSNAP_BYTE_WINDOW && !__ballot_sync(gpcore::FULL_MASK, member && !e.copy && e.len > WSNAP_LONG)) {
-            wsnap_emit_bytes(s, d, ptr, kind, base, (u32)out, (u32)total, o, member && e.copy ? e.offset : 0u,
+            wsnap_emit_bytes(s, d, ptr, kind, base, (u32)out, total, o, member && e.copy ? e.offset : 0u,
                              (u32)q + lane + e.head);
             out += total;
             q += last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
@@ -462,7 +468,7 @@ __device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u6
             }
             __syncwarp();
         }
-        out += __shfl_sync(gpcore::FULL_MASK, sum, 31);
+        out += total;
         q += last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
     }
     return VALIDATE_OK;
@@ -477,10 +483,12 @@ extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_emit
     WsnapSeg* g = (WsnapSeg*)it.segs + k;
     const u64 end = min(p0 + (k + 1) * WSNAP_SEG, it.src_len);
     const u32 entry = g->entry;
+    // Each warp's stage of the input.
+    __shared__ uint4 stage_words[WSNAP_SEG_WARPS][SNAPPY_STAGE_WORDS];
     u32 status = VALIDATE_OK;
     if (entry != WSNAP_NONE) {
         status = wsnap_emit_segment(s, it.src_len, it.dst_len, entry, g->out_base, end, (u8*)it.dst,
-                                    (u32*)it.ptr, (u8*)it.kind);
+                                    (u32*)it.ptr, (u8*)it.kind, (u8*)stage_words[threadIdx.x / 32]);
     }
     if ((threadIdx.x & 31) == 0) g->status = status;
 }
