@@ -18,11 +18,14 @@
 //      bytes at a time, when the chain enters it past the candidates), giving each segment its first
 //      element and the output before it.
 //   3. gp_wsnap_emit: a warp per segment walks its elements 32 input bytes at a time (the pre-check's
-//      window walk) and checks each as the pre-check does (in the input, match offset inside the
-//      output so far, length inside the declared size). Then it writes literals, and matches in order,
-//      a match byte copying its source byte when that lies in the segment's own output (or its
-//      pointer, when that byte waits itself); a source before the segment is another warp's, maybe not
-//      written yet: the byte gets a pointer to it (`ptr`) and waits (`kind` 1).
+//      window walk, from a stage of the input in shared memory) and checks each as the pre-check does
+//      (in the input, match offset inside the output so far, length inside the declared size). Then it
+//      writes the window's output, a match byte copying its source byte when that lies in the
+//      segment's own output (or its pointer, when that byte waits itself); a source before the segment
+//      is another warp's, maybe not written yet: the byte gets a pointer to it (`ptr`) and waits
+//      (`kind` 1). A window of at most WSNAP_BYTE_WINDOW output bytes without a long literal is
+//      written a lane per output byte (wsnap_emit_bytes); others a literal per lane, then each match
+//      by the whole warp in turn.
 //   4. gp_wsnap_finish: a warp per body takes the first segment's failure in stream order (the
 //      pre-check's status), or checks the total against the declared size.
 //   5. gp_wsnap_jump, rounds, over the bytes left waiting: pointer jumping. A byte whose source has
