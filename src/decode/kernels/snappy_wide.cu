@@ -161,18 +161,15 @@ extern "C" __global__ void __launch_bounds__(WSNAP_SEG_WARPS * 32) gp_wsnap_tabu
     // Each warp's stage of the input: the stage holds body bytes [sb, sb + have).
     __shared__ uint4 stage_words[WSNAP_SEG_WARPS][SNAPPY_STAGE_WORDS];
     u8* st = (u8*)stage_words[threadIdx.x / 32];
-    u64 sb = 0;
-    u32 have = 0;
+    u32 sb = 0, have = 0;
     // Windows of 32 input bytes from the lowest candidate still inside: the whole warp parses the
     // element at each byte of the window and, by doubling, where the chain from each byte leaves the
     // window and the output on the way; each candidate inside the window takes its byte's result.
     // Every candidate in [b, b + 32) leaves it, so the lowest rises by 32 or more a window.
     u32 b = wsnap_warp_min(at < end ? at : WSNAP_NONE);
     while (b != WSNAP_NONE) {
-        if (b < sb || min((u64)b + SNAPPY_WINDOW_BYTES, it.src_len) > sb + have) {
-            snappy_stage_fill(s, it.src_len, b, st, &sb, &have);
-        }
-        const SnappyLane e = snappy_lane_element(st, (u32)(b - sb), (u32)(it.src_len - b), end - b);
+        snappy_stage_cover(s, (u32)it.src_len, b, SNAPPY_WINDOW_BYTES, st, &sb, &have);  // b only grows
+        const SnappyLane e = snappy_lane_element(st, b - sb, (u32)it.src_len - b, end - b);
         // To: the lane of the next element inside the window, or 32 once the chain has left it, at
         // `exit` (an input position; WSNAP_NONE when an element runs past the input).
         u32 to;
@@ -391,10 +388,9 @@ __device__ inline u32 wsnap_emit_segment(const u8* s, u64 n, u64 want, u64 q, u6
                                          u32* ptr, u8* kind, u8* st) {
     const u32 lane = threadIdx.x & 31;
     const u32 base = (u32)min(out, want);  // the segment's first output byte
-    u64 b = 0;  // the stage holds body bytes [b, b + have)
-    u32 have = 0;
+    u32 b = 0, have = 0;  // the stage holds body bytes [b, b + have)
     while (q < limit) {
-        if (q < b || min(q + SNAPPY_WINDOW_BYTES, n) > b + have) snappy_stage_fill(s, n, q, st, &b, &have);
+        snappy_stage_cover(s, (u32)n, (u32)q, SNAPPY_WINDOW_BYTES, st, &b, &have);  // q only grows
         // The element at this lane's byte: the segment's only before `limit` (at most n).
         const SnappyLane e = snappy_lane_element(st, (u32)(q - b), (u32)(n - q), (u32)(limit - q));
         const u32 members = snappy_window_members(e);
