@@ -10,6 +10,7 @@
 //! | `flat_snappy_dict.parquet` | same                          | dictionary, snappy    | 3 x 800    |
 //! | `flat_zstd.parquet`      | same                            | dictionary, zstd      | 4 x 600    |
 //! | `nested.parquet`         | id, struct, list, list<struct>  | snappy                | 2 x 1000   |
+//! | `types.parquet`          | view, large and binary strings, decimals 32/64/128/256 | dictionary, snappy | 2 x 700 |
 //!
 //! Every file has a page index (column and offset index) and several data pages per column chunk.
 
@@ -18,10 +19,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float32Array, Float64Array, Int32Array, Int64Array,
-    ListArray, StringArray, StructArray, TimestampMicrosecondArray,
+    ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Date32Array, Decimal32Array, Decimal64Array, Decimal128Array,
+    Decimal256Array, Float32Array, Float64Array, Int32Array, Int64Array, LargeBinaryArray, LargeStringArray, ListArray,
+    StringArray, StringViewArray, StructArray, TimestampMicrosecondArray,
 };
 use arrow::buffer::OffsetBuffer;
+use arrow::datatypes::i256;
 use arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use gpu_parquet::conformance::SeededRng;
@@ -210,6 +213,122 @@ fn nested_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut SeededRn
     )?)
 }
 
+/// The Arrow types whose Parquet columns need more than the physical values: the file's Arrow schema
+/// asks for views, 64-bit offsets or narrower or wider decimals than Parquet's logical type gives.
+fn types_schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("view", DataType::Utf8View, true),
+        Field::new("short_view", DataType::Utf8View, true),
+        Field::new("binary_view", DataType::BinaryView, true),
+        Field::new("large", DataType::LargeUtf8, true),
+        Field::new("large_binary", DataType::LargeBinary, true),
+        Field::new("binary", DataType::Binary, true),
+        Field::new("d32", DataType::Decimal32(9, 2), true),
+        Field::new("d64", DataType::Decimal64(18, 3), true),
+        Field::new("d128_int32", DataType::Decimal128(7, 2), true),
+        Field::new("d128_fixed", DataType::Decimal128(30, 4), true),
+        Field::new("d256_int64", DataType::Decimal256(15, 1), true),
+        Field::new("d256_fixed", DataType::Decimal256(60, 5), true),
+    ]))
+}
+
+fn types_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut SeededRng) -> Res<RecordBatch> {
+    let mut col = |one_in: u64| -> Vec<Option<u64>> { (0..n).map(|_| opt(rng, one_in, |v| v)).collect() };
+    // Strings of 0 to 40 bytes (inline up to 12 in a view, longer ones in its data buffer), from a
+    // few hundred distinct values so the dictionary holds them.
+    let text = |v: u64| {
+        let len = (v % 41) as usize;
+        format!("{:x}-{}", v % 300, "abcdefghijklmnopqrstuvwxyz0123456789ABCDE")[..len.min(4)].to_string()
+            + &"x".repeat(len.saturating_sub(4))
+    };
+    let view = col(7);
+    let short = col(5);
+    let bin = col(9);
+    let large = col(6);
+    let large_bin = col(8);
+    let plain_bin = col(10);
+    let (d32, d64, d128a, d128b, d256a, d256b) = (col(4), col(5), col(6), col(7), col(8), col(9));
+    let signed = |v: u64, m: u64| (v % m) as i64 - (m / 2) as i64;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values((start..start + n).map(|i| i as i64))),
+        Arc::new(StringViewArray::from(
+            view.iter().map(|v| v.map(text)).collect::<Vec<_>>(),
+        )),
+        Arc::new(StringViewArray::from(
+            short
+                .iter()
+                .map(|v| v.map(|v| format!("s{}", v % 1000)))
+                .collect::<Vec<_>>(),
+        )),
+        Arc::new(BinaryViewArray::from_iter(
+            bin.iter().map(|v| v.map(|v| text(v).into_bytes())),
+        )),
+        Arc::new(LargeStringArray::from(
+            large.iter().map(|v| v.map(text)).collect::<Vec<_>>(),
+        )),
+        Arc::new(LargeBinaryArray::from_iter(
+            large_bin.iter().map(|v| v.map(|v| text(v).into_bytes())),
+        )),
+        Arc::new(BinaryArray::from_iter(
+            plain_bin.iter().map(|v| v.map(|v| (v % 256).to_le_bytes().to_vec())),
+        )),
+        Arc::new(
+            Decimal32Array::from(
+                d32.iter()
+                    .map(|v| v.map(|v| signed(v, 2_000_000_000) as i32))
+                    .collect::<Vec<_>>(),
+            )
+            .with_precision_and_scale(9, 2)?,
+        ),
+        Arc::new(
+            Decimal64Array::from(d64.iter().map(|v| v.map(|v| signed(v, 1 << 60))).collect::<Vec<_>>())
+                .with_precision_and_scale(18, 3)?,
+        ),
+        Arc::new(
+            Decimal128Array::from(
+                d128a
+                    .iter()
+                    .map(|v| v.map(|v| signed(v, 10_000_000) as i128))
+                    .collect::<Vec<_>>(),
+            )
+            .with_precision_and_scale(7, 2)?,
+        ),
+        Arc::new(
+            Decimal128Array::from(
+                d128b
+                    .iter()
+                    .map(|v| v.map(|v| signed(v, 1 << 62) as i128 * 1_000_000_007))
+                    .collect::<Vec<_>>(),
+            )
+            .with_precision_and_scale(30, 4)?,
+        ),
+        Arc::new(
+            Decimal256Array::from(
+                d256a
+                    .iter()
+                    .map(|v| v.map(|v| i256::from_i128(signed(v, 1 << 48) as i128)))
+                    .collect::<Vec<_>>(),
+            )
+            .with_precision_and_scale(15, 1)?,
+        ),
+        Arc::new(
+            Decimal256Array::from(
+                d256b
+                    .iter()
+                    .map(|v| {
+                        v.map(|v| {
+                            i256::from_i128(signed(v, 1 << 62) as i128 * (1 << 60)).wrapping_mul(i256::from(-7_777_777))
+                        })
+                    })
+                    .collect::<Vec<_>>(),
+            )
+            .with_precision_and_scale(60, 5)?,
+        ),
+    ];
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
 fn props(compression: Compression, dictionary: bool) -> WriterProperties {
     WriterProperties::builder()
         .set_compression(compression)
@@ -286,6 +405,15 @@ fn main() -> Res<()> {
         1000,
         props(Compression::SNAPPY, true),
         0x1234_5678,
+    )?;
+    write(
+        &out.join("types.parquet"),
+        types_schema(),
+        types_batch,
+        2,
+        700,
+        props(Compression::SNAPPY, true),
+        0x5eed_7e57,
     )?;
     Ok(())
 }

@@ -126,10 +126,49 @@ pub enum Kernel {
         op: Conversion,
         /// Source values.
         src: u64,
+        /// Bytes per source value ([`Conversion::widths`]).
+        src_width: u32,
         /// Rows.
         n: u64,
         /// Destination values.
         dst: u64,
+    },
+    /// Arrow's 16-byte views (`Utf8View`, `BinaryView`) of `n` strings given as 32-bit offsets into
+    /// `chars`: a string of at most 12 bytes inline, a longer one as its length, first 4 bytes, buffer
+    /// 0 and its offset; the longest length is max'ed into the `u32` at `max_len`.
+    StringsToViews {
+        /// `i32[n + 1]`.
+        offsets: u64,
+        /// The characters.
+        chars: u64,
+        /// Characters (`offsets[n]`); a string outside them reads as empty.
+        chars_len: u64,
+        /// Strings.
+        n: u64,
+        /// `u8[16 n]`.
+        views: u64,
+        /// `u32`, starting at 0.
+        max_len: u64,
+    },
+    /// Decimals of `width` bytes (16: `i128`, 32: `i256`) from `n` big-endian two's complement byte
+    /// strings (BYTE_ARRAY decimals; empty: 0, as arrow-rs reads a null slot); the first row whose
+    /// string is longer than `width` is min'ed into the `u64` at `too_long` (starting at `u64::MAX`),
+    /// where arrow-rs would panic.
+    StringsToDecimal {
+        /// `i32[n + 1]`.
+        offsets: u64,
+        /// The characters.
+        chars: u64,
+        /// Characters (`offsets[n]`); a string outside them reads as empty.
+        chars_len: u64,
+        /// Strings.
+        n: u64,
+        /// 16 or 32.
+        width: u32,
+        /// `u8[width n]`.
+        dst: u64,
+        /// `u64`.
+        too_long: u64,
     },
 }
 
@@ -147,6 +186,43 @@ pub enum Conversion {
     I64ToI128 = 4,
     /// INT96 (nanoseconds of day, Julian day) to nanoseconds since the epoch, wrapping as arrow-rs.
     Int96ToNanos = 5,
+    /// `i32` to `i64` (sign-extending; `Decimal64` from INT32, and 64-bit string offsets).
+    I32ToI64 = 6,
+    /// `i32` to `i256` (sign-extending; `Decimal256` from INT32).
+    I32ToI256 = 7,
+    /// `i64` to `i256` (sign-extending; `Decimal256` from INT64).
+    I64ToI256 = 8,
+    /// A big-endian two's complement integer of the source width (FIXED_LEN_BYTE_ARRAY decimals, at
+    /// most 4 bytes) to `i32`, as arrow-rs's `sign_extend_be`.
+    BigEndianToI32 = 9,
+    /// The same, at most 8 bytes, to `i64`.
+    BigEndianToI64 = 10,
+    /// The same, at most 16 bytes, to `i128`.
+    BigEndianToI128 = 11,
+    /// The same, at most 32 bytes, to `i256`.
+    BigEndianToI256 = 12,
+}
+
+impl Conversion {
+    /// Bytes per (source, destination) value; `type_len` is the source's width where the physical
+    /// type does not fix it (FIXED_LEN_BYTE_ARRAY).
+    pub fn widths(self, type_len: u32) -> (usize, usize) {
+        use Conversion as C;
+        match self {
+            C::I32ToI8 => (4, 1),
+            C::I32ToI16 => (4, 2),
+            C::I32ToI128 => (4, 16),
+            C::I64ToI128 => (8, 16),
+            C::Int96ToNanos => (12, 8),
+            C::I32ToI64 => (4, 8),
+            C::I32ToI256 => (4, 32),
+            C::I64ToI256 => (8, 32),
+            C::BigEndianToI32 => (type_len as usize, 4),
+            C::BigEndianToI64 => (type_len as usize, 8),
+            C::BigEndianToI128 => (type_len as usize, 16),
+            C::BigEndianToI256 => (type_len as usize, 32),
+        }
+    }
 }
 
 /// One compressed page body to decompress.
@@ -396,7 +472,30 @@ impl Executor for HostExecutor {
                 rows,
                 result,
             } => reference::core::validate_utf8_at(a, chars, n, offsets, rows, result),
-            Kernel::Convert { op, src, n, dst } => reference::convert::convert(a, op, src, n, dst),
+            Kernel::Convert {
+                op,
+                src,
+                src_width,
+                n,
+                dst,
+            } => reference::convert::convert(a, op, src, src_width, n, dst),
+            Kernel::StringsToViews {
+                offsets,
+                chars,
+                chars_len,
+                n,
+                views,
+                max_len,
+            } => reference::convert::strings_to_views(a, offsets, chars, chars_len, n, views, max_len),
+            Kernel::StringsToDecimal {
+                offsets,
+                chars,
+                chars_len,
+                n,
+                width,
+                dst,
+                too_long,
+            } => reference::convert::strings_to_decimal(a, offsets, chars, chars_len, n, width, dst, too_long),
         }
         Ok(())
     }

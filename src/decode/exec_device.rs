@@ -907,9 +907,68 @@ impl Executor for DeviceExecutor<'_> {
                     &[U64(chars), U64(n), U64(offsets), U64(rows), U64(result)],
                 )
             }
-            Kernel::Convert { op, src, n, dst } => {
+            Kernel::Convert {
+                op,
+                src,
+                src_width,
+                n,
+                dst,
+            } => {
                 let grid = n.div_ceil(256).min(65_535) as u32;
-                self.launch_raw("gp_convert", grid, 256, &[U32(op as u32), U64(src), U64(n), U64(dst)])
+                self.launch_raw(
+                    "gp_convert",
+                    grid,
+                    256,
+                    &[U32(op as u32), U64(src), U32(src_width), U64(n), U64(dst)],
+                )
+            }
+            Kernel::StringsToViews {
+                offsets,
+                chars,
+                chars_len,
+                n,
+                views,
+                max_len,
+            } => {
+                let grid = n.div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_strings_to_views",
+                    grid,
+                    256,
+                    &[
+                        U64(offsets),
+                        U64(chars),
+                        U64(chars_len),
+                        U64(n),
+                        U64(views),
+                        U64(max_len),
+                    ],
+                )
+            }
+            Kernel::StringsToDecimal {
+                offsets,
+                chars,
+                chars_len,
+                n,
+                width,
+                dst,
+                too_long,
+            } => {
+                let grid = n.div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_strings_to_decimal",
+                    grid,
+                    256,
+                    &[
+                        U64(offsets),
+                        U64(chars),
+                        U64(chars_len),
+                        U64(n),
+                        U32(width),
+                        U64(dst),
+                        U64(too_long),
+                    ],
+                )
             }
         }
     }

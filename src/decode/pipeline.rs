@@ -53,6 +53,22 @@ pub struct GpuLeaf {
     pub data_type: DataType,
     /// Conversion from the physical values to `data_type`'s layout.
     pub conversion: Option<Conversion>,
+    /// The layout a BYTE_ARRAY column's strings end in.
+    pub strings: StringOutput,
+}
+
+/// The Arrow layout the kernels' strings (32-bit offsets and characters) end in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StringOutput {
+    /// `Utf8` / `Binary`: the offsets and characters as they are.
+    #[default]
+    Offsets32,
+    /// `LargeUtf8` / `LargeBinary`: the offsets widened to 64 bits.
+    Offsets64,
+    /// `Utf8View` / `BinaryView`: 16-byte views into the characters (none when every string is inline).
+    Views,
+    /// `Decimal128` (16) / `Decimal256` (32) from big-endian byte strings.
+    Decimal(u32),
 }
 
 /// One top-level column of the projection and its route.
@@ -123,8 +139,26 @@ fn route_one(
     if col.max_def_level() > 1 {
         return Route::Host("nested definition levels: decoded on the host".into());
     }
+    // The file's Arrow schema may ask for another layout of the same values (arrow-rs's `apply_hint`):
+    // those below the kernels produce; any other goes to the host.
     let same_bits = data_type == natural
-        || matches!((data_type, natural), (DataType::Timestamp(a, _), DataType::Timestamp(b, _)) if a == b);
+        || matches!((data_type, natural), (DataType::Timestamp(a, _), DataType::Timestamp(b, _)) if a == b)
+        || matches!(
+            (natural, data_type),
+            (DataType::Utf8, DataType::LargeUtf8 | DataType::Utf8View)
+                | (
+                    DataType::Binary,
+                    DataType::Utf8
+                        | DataType::LargeUtf8
+                        | DataType::Utf8View
+                        | DataType::LargeBinary
+                        | DataType::BinaryView
+                )
+                | (
+                    DataType::Decimal128(..),
+                    DataType::Decimal32(..) | DataType::Decimal64(..) | DataType::Decimal256(..)
+                )
+        );
     if !same_bits {
         return Route::Host(format!(
             "the file's Arrow schema asks for {data_type} where the Parquet type gives {natural}: decoded on the host"
@@ -142,19 +176,54 @@ fn route_one(
         PhysicalType::FIXED_LEN_BYTE_ARRAY => (physical::FIXED_LEN_BYTE_ARRAY, col.type_length().max(0) as u32),
     };
     use DataType as D;
+    let strings = match data_type {
+        D::LargeUtf8 | D::LargeBinary => StringOutput::Offsets64,
+        D::Utf8View | D::BinaryView => StringOutput::Views,
+        D::Decimal128(..) if pt == PhysicalType::BYTE_ARRAY => StringOutput::Decimal(16),
+        D::Decimal256(..) if pt == PhysicalType::BYTE_ARRAY => StringOutput::Decimal(32),
+        _ => StringOutput::Offsets32,
+    };
     let conversion = match (pt, data_type) {
         (PhysicalType::BOOLEAN, D::Boolean) => None,
         (PhysicalType::INT32, D::Int32 | D::UInt32 | D::Date32 | D::Time32(_)) => None,
         (PhysicalType::INT32, D::Int8 | D::UInt8) => Some(Conversion::I32ToI8),
         (PhysicalType::INT32, D::Int16 | D::UInt16) => Some(Conversion::I32ToI16),
+        (PhysicalType::INT32, D::Decimal32(..)) => None,
+        (PhysicalType::INT32, D::Decimal64(..)) => Some(Conversion::I32ToI64),
         (PhysicalType::INT32, D::Decimal128(..)) => Some(Conversion::I32ToI128),
+        (PhysicalType::INT32, D::Decimal256(..)) => Some(Conversion::I32ToI256),
         (PhysicalType::INT64, D::Int64 | D::UInt64 | D::Timestamp(..) | D::Time64(_) | D::Date64 | D::Duration(_)) => {
             None
         }
+        (PhysicalType::INT64, D::Decimal64(..)) => None,
         (PhysicalType::INT64, D::Decimal128(..)) => Some(Conversion::I64ToI128),
+        (PhysicalType::INT64, D::Decimal256(..)) => Some(Conversion::I64ToI256),
         (PhysicalType::INT96, D::Timestamp(TimeUnit::Nanosecond, _)) => Some(Conversion::Int96ToNanos),
         (PhysicalType::FLOAT, D::Float32) | (PhysicalType::DOUBLE, D::Float64) => None,
-        (PhysicalType::BYTE_ARRAY, D::Utf8 | D::Binary) => None,
+        (
+            PhysicalType::BYTE_ARRAY,
+            D::Utf8
+            | D::Binary
+            | D::LargeUtf8
+            | D::LargeBinary
+            | D::Utf8View
+            | D::BinaryView
+            | D::Decimal128(..)
+            | D::Decimal256(..),
+        ) => None,
+        // Big-endian decimals of at most the destination's width (arrow-rs refuses wider ones).
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Decimal32(..)) if (1..=4).contains(&type_len) => {
+            Some(Conversion::BigEndianToI32)
+        }
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Decimal64(..)) if (1..=8).contains(&type_len) => {
+            Some(Conversion::BigEndianToI64)
+        }
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Decimal128(..)) if (1..=16).contains(&type_len) => {
+            Some(Conversion::BigEndianToI128)
+        }
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Decimal256(..)) if (1..=32).contains(&type_len) => {
+            Some(Conversion::BigEndianToI256)
+        }
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::FixedSizeBinary(n)) if *n as u32 == type_len && type_len > 0 => None,
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Float16) if type_len == 2 => None,
         _ => {
@@ -168,6 +237,7 @@ fn route_one(
         max_def: col.max_def_level() as u32,
         data_type: data_type.clone(),
         conversion,
+        strings,
     })
 }
 
@@ -803,6 +873,7 @@ pub fn decode_step<E: Executor>(
         exec.read(counts_addr, cols.len() * 2)?
     };
 
+    let mut reshaped = reshape_strings(exec, &mut cols, &kept, &pages, &origins, source, &gpu)?;
     let mut arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
     for (k, (&gi, c)) in kept.iter().zip(&cols).enumerate() {
         let leaf = &gpu[gi].1;
@@ -815,21 +886,19 @@ pub fn decode_step<E: Executor>(
             None
         };
         let buffers = if leaf.physical == physical::BYTE_ARRAY {
-            // A step of no rows has no pages, so the characters were never allocated.
-            let chars = if c.out_values == 0 {
-                exec.alloc(1)?
-            } else {
-                c.out_values
-            };
-            vec![exec.take(c.out_offsets)?, exec.take(chars)?]
+            match reshaped.remove(&k) {
+                Some(buffers) => buffers,
+                None => vec![exec.take(c.out_offsets)?, exec.take(c.out_values)?],
+            }
         } else if leaf.physical == physical::BOOLEAN {
             vec![exec.take(bool_values)?]
         } else if let Some(op) = leaf.conversion {
-            let (_, dw) = crate::decode::reference::convert::widths(op);
+            let (_, dw) = op.widths(leaf.type_len);
             let dst = exec.alloc_uninit(num_rows as usize * dw)?;
             exec.launch(Kernel::Convert {
                 op,
                 src: c.out_values,
+                src_width: leaf.type_len,
                 n: num_rows,
                 dst,
             })?;
@@ -1054,10 +1123,14 @@ fn check_utf8<E: Executor>(
     source: &ParquetSource,
     gpu: &[(usize, GpuLeaf)],
 ) -> Result<()> {
-    // GPU-decoded BYTE_ARRAY columns are Utf8 or Binary (32-bit offsets): any other Arrow type
-    // arrow-rs asks for goes to the host decoder.
+    // Checked on the 32-bit offsets, before they are reshaped into the Arrow type's layout.
     let strings: Vec<usize> = (0..cols.len())
-        .filter(|&k| gpu[kept[k]].1.data_type == DataType::Utf8)
+        .filter(|&k| {
+            matches!(
+                gpu[kept[k]].1.data_type,
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            )
+        })
         .collect();
     if strings.is_empty() {
         return Ok(());
@@ -1100,6 +1173,145 @@ fn check_utf8<E: Executor>(
             message,
         },
     })
+}
+
+/// The buffers of each BYTE_ARRAY column (by its index in `cols`) in its Arrow type's layout, from the
+/// kernels' 32-bit offsets and characters: as they are, offsets widened, views, or decimals. The
+/// results the host needs (the longest view, a decimal too long) are read once for all columns.
+#[allow(clippy::too_many_arguments)]
+fn reshape_strings<E: Executor>(
+    exec: &mut E,
+    cols: &mut [ColumnDesc],
+    kept: &[usize],
+    pages: &[PageDesc],
+    origins: &[PageOrigin],
+    source: &ParquetSource,
+    gpu: &[(usize, GpuLeaf)],
+) -> Result<BTreeMap<usize, Vec<E::Buffer>>> {
+    let strings: Vec<usize> = (0..cols.len())
+        .filter(|&k| cols[k].physical == physical::BYTE_ARRAY)
+        .collect();
+    let mut out = BTreeMap::new();
+    if strings.is_empty() {
+        return Ok(out);
+    }
+    for &k in &strings {
+        // A step of no rows has no pages, so the characters were never allocated.
+        if cols[k].out_values == 0 {
+            cols[k].out_values = exec.alloc(1)?;
+        }
+    }
+    // One u64 a column: the longest view (as u32) or the first decimal too long.
+    let results = exec.alloc(strings.len() * 8)?;
+    let initial: Vec<u64> = strings
+        .iter()
+        .map(|&k| match gpu[kept[k]].1.strings {
+            StringOutput::Decimal(_) => u64::MAX,
+            _ => 0,
+        })
+        .collect();
+    exec.write(results, &initial)?;
+    let mut made: Vec<(usize, StringOutput, u64)> = Vec::new(); // column, layout, first new buffer
+    for (i, &k) in strings.iter().enumerate() {
+        let c = &cols[k];
+        let n = c.num_rows;
+        let layout = gpu[kept[k]].1.strings;
+        let result = results + 8 * i as u64;
+        let dst = match layout {
+            StringOutput::Offsets32 => continue,
+            StringOutput::Offsets64 => {
+                let dst = exec.alloc_uninit((n as usize + 1) * 8)?;
+                exec.launch(Kernel::Convert {
+                    op: Conversion::I32ToI64,
+                    src: c.out_offsets,
+                    src_width: 4,
+                    n: n + 1,
+                    dst,
+                })?;
+                dst
+            }
+            StringOutput::Views => {
+                let dst = exec.alloc_uninit((n as usize * 16).max(16))?;
+                exec.launch(Kernel::StringsToViews {
+                    offsets: c.out_offsets,
+                    chars: c.out_values,
+                    chars_len: c.chars_capacity,
+                    n,
+                    views: dst,
+                    max_len: result,
+                })?;
+                dst
+            }
+            StringOutput::Decimal(width) => {
+                let dst = exec.alloc_uninit((n as usize * width as usize).max(1))?;
+                exec.launch(Kernel::StringsToDecimal {
+                    offsets: c.out_offsets,
+                    chars: c.out_values,
+                    chars_len: c.chars_capacity,
+                    n,
+                    width,
+                    dst,
+                    too_long: result,
+                })?;
+                dst
+            }
+        };
+        made.push((i, layout, dst));
+    }
+    let found: Vec<u64> = if made.is_empty() {
+        Vec::new()
+    } else {
+        exec.read(results, strings.len())?
+    };
+    exec.free(results);
+    for (i, layout, dst) in made {
+        let k = strings[i];
+        let c = cols[k];
+        let buffers = match layout {
+            StringOutput::Offsets32 => continue,
+            StringOutput::Offsets64 => {
+                exec.free(c.out_offsets);
+                vec![exec.take(dst)?, exec.take(c.out_values)?]
+            }
+            StringOutput::Views => {
+                exec.free(c.out_offsets);
+                // Every string inline: no data buffer, as arrow-rs's own views of short strings.
+                if found[i] as u32 <= 12 {
+                    exec.free(c.out_values);
+                    vec![exec.take(dst)?]
+                } else {
+                    vec![exec.take(dst)?, exec.take(c.out_values)?]
+                }
+            }
+            StringOutput::Decimal(width) => {
+                if found[i] != u64::MAX {
+                    let row = found[i];
+                    let message = format!("a decimal of more than {width} bytes (row {row} of the step)");
+                    let page = pages.iter().position(|p| {
+                        p.column == k as u32
+                            && (p.row_start as u64) <= row
+                            && row - (p.row_start as u64) < p.num_values as u64
+                    });
+                    return Err(match page {
+                        Some(pi) => page_error(source, gpu, &origins[pi], message),
+                        None => Error::CorruptPage {
+                            location: Location {
+                                column: Some(source.column_path(gpu[kept[k]].1.leaf)),
+                                ..source.location()
+                            },
+                            page: None,
+                            message,
+                        },
+                    });
+                }
+                exec.free(c.out_offsets);
+                exec.free(c.out_values);
+                vec![exec.take(dst)?]
+            }
+        };
+        out.insert(k, buffers);
+    }
+    Ok(out)
 }
 
 /// Reads the step's page and column error flags once; the first page error (in page order) wins.

@@ -7,8 +7,32 @@
 #define CONV_I32_TO_I128 3u
 #define CONV_I64_TO_I128 4u
 #define CONV_INT96_TO_NANOS 5u
+#define CONV_I32_TO_I64 6u
+#define CONV_I32_TO_I256 7u
+#define CONV_I64_TO_I256 8u
+#define CONV_BE_TO_I32 9u
+#define CONV_BE_TO_I64 10u
+#define CONV_BE_TO_I128 11u
+#define CONV_BE_TO_I256 12u
 
-extern "C" __global__ void gp_convert(u32 op, const u8* src, u64 n, u8* dst) {
+// `len` big-endian two's complement bytes at `src` (empty: 0) into `width` little-endian bytes at
+// `dst`, sign-extended: arrow-rs's sign_extend_be then from_be_bytes. len <= width.
+__device__ __forceinline__ void gp_big_endian_to_le(const u8* src, u32 len, u8* dst, u32 width) {
+    u8 fill = (len > 0 && (src[0] & 0x80)) ? 0xff : 0;
+    for (u32 k = 0; k < width; k++) {
+        dst[k] = k < len ? src[len - 1 - k] : fill;
+    }
+}
+
+// Little-endian `i64` v sign-extended into `words` 64-bit words at dst.
+__device__ __forceinline__ void gp_sign_extend_words(i64 v, i64* dst, u32 words) {
+    dst[0] = v;
+    for (u32 k = 1; k < words; k++) {
+        dst[k] = v < 0 ? -1 : 0;
+    }
+}
+
+extern "C" __global__ void gp_convert(u32 op, const u8* src, u32 src_width, u64 n, u8* dst) {
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
         switch (op) {
         case CONV_I32_TO_I8: {
@@ -46,8 +70,103 @@ extern "C" __global__ void gp_convert(u32 op, const u8* src, u64 n, u8* dst) {
             ((i64*)dst)[i] = (i64)r;
             break;
         }
+        case CONV_I32_TO_I64:
+            ((i64*)dst)[i] = (i64)((const i32*)src)[i];
+            break;
+        case CONV_I32_TO_I256:
+            gp_sign_extend_words((i64)((const i32*)src)[i], (i64*)dst + 4 * i, 4);
+            break;
+        case CONV_I64_TO_I256:
+            gp_sign_extend_words(((const i64*)src)[i], (i64*)dst + 4 * i, 4);
+            break;
+        case CONV_BE_TO_I32:
+            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + 4 * i, 4);
+            break;
+        case CONV_BE_TO_I64:
+            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + 8 * i, 8);
+            break;
+        case CONV_BE_TO_I128:
+            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + 16 * i, 16);
+            break;
+        case CONV_BE_TO_I256:
+            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + 32 * i, 32);
+            break;
         default:
             return;
         }
+    }
+}
+
+// String i of n given 32-bit offsets: its start and length, or an empty string where it lies outside
+// chars_len characters or runs backwards (our own offset kernels never produce one; this keeps any
+// offsets from reading out of bounds).
+__device__ __forceinline__ void gp_string_at(const i32* offsets, u64 i, u64 chars_len, u64* start, u32* len) {
+    i32 s = offsets[i], e = offsets[i + 1];
+    if (s >= 0 && e >= s && (u64)e <= chars_len) {
+        *start = (u64)s;
+        *len = (u32)(e - s);
+    } else {
+        *start = 0;
+        *len = 0;
+    }
+}
+
+// Arrow's 16-byte views of n strings (Utf8View, BinaryView): length, then up to 12 bytes inline, or the
+// first 4 bytes, buffer 0 and the offset. The longest length is max'ed into *max_len. One thread per
+// string, grid-stride. Twin: reference/convert.rs strings_to_views.
+extern "C" __global__ void gp_strings_to_views(const i32* offsets, const u8* chars, u64 chars_len, u64 n, u8* views,
+                                               u32* max_len) {
+    u32 longest = 0;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u64 start;
+        u32 len;
+        gp_string_at(offsets, i, chars_len, &start, &len);
+        longest = len > longest ? len : longest;
+        u32 w[4] = {len, 0, 0, 0};
+        const u8* p = chars + start;
+        if (len <= 12) {
+            u8 inl[12] = {0};
+            for (u32 k = 0; k < len; k++) {
+                inl[k] = p[k];
+            }
+            for (u32 k = 0; k < 3; k++) {
+                w[1 + k] = inl[4 * k] | (inl[4 * k + 1] << 8) | (inl[4 * k + 2] << 16) | ((u32)inl[4 * k + 3] << 24);
+            }
+        } else {
+            w[1] = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
+            w[2] = 0;
+            w[3] = (u32)start;
+        }
+        // 16-byte aligned: the views buffer is a fresh allocation.
+        ((uint4*)views)[i] = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    // One atomic per warp.
+    for (int d = 16; d > 0; d /= 2) {
+        u32 other = __shfl_down_sync(0xffffffffu, longest, d);
+        longest = other > longest ? other : longest;
+    }
+    if ((threadIdx.x & 31) == 0 && longest > 0) {
+        atomicMax(max_len, longest);
+    }
+}
+
+// Decimals of `width` bytes (16 or 32) from n big-endian byte strings (BYTE_ARRAY decimals; empty: 0,
+// as arrow-rs reads a null slot). A string longer than width (where arrow-rs would panic) leaves its
+// value 0 and min's its row into *too_long. Twin: reference/convert.rs strings_to_decimal.
+extern "C" __global__ void gp_strings_to_decimal(const i32* offsets, const u8* chars, u64 chars_len, u64 n, u32 width,
+                                                 u8* dst, unsigned long long* too_long) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u64 start;
+        u32 len;
+        gp_string_at(offsets, i, chars_len, &start, &len);
+        u8* d = dst + (u64)width * i;
+        if (len > width) {
+            for (u32 k = 0; k < width; k++) {
+                d[k] = 0;
+            }
+            atomicMin(too_long, (unsigned long long)i);
+            continue;
+        }
+        gp_big_endian_to_le(chars + start, len, d, width);
     }
 }
