@@ -72,6 +72,28 @@ const SHAPES: &[Shape] = &[
             "pairs.list.item.v",
         ],
     },
+    Shape {
+        file: "types.parquet",
+        row_groups: 2,
+        rows_per_group: 700,
+        codec: |c| c == Compression::SNAPPY,
+        dictionary: true,
+        leaves: &[
+            "id",
+            "view",
+            "short_view",
+            "binary_view",
+            "large",
+            "large_binary",
+            "binary",
+            "d32",
+            "d64",
+            "d128_int32",
+            "d128_fixed",
+            "d256_int64",
+            "d256_fixed",
+        ],
+    },
 ];
 
 #[test]
