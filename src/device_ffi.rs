@@ -152,6 +152,9 @@ struct ArrayPrivate {
     _owner: Arc<dyn Any + Send + Sync>,
     buffers: Vec<*const c_void>,
     children: Vec<*mut FFI_ArrowArray>,
+    /// A view array's last buffer: its data buffers' sizes (`int64`), in host memory, where consumers
+    /// read them (arrow-rs's import, nanoarrow) to size the data buffers before touching the device.
+    _variadic_sizes: Option<Vec<i64>>,
 }
 
 unsafe extern "C" fn release_array(array: *mut FFI_ArrowArray) {
@@ -185,8 +188,6 @@ fn export_array<B: OwnedBuffer>(a: &DeviceArray<B>, owner: &Arc<dyn Any + Send +
         DataType::Dictionary(..)
             | DataType::RunEndEncoded(..)
             | DataType::Union(..)
-            | DataType::Utf8View
-            | DataType::BinaryView
             | DataType::ListView(..)
             | DataType::LargeListView(..)
     ) {
@@ -208,6 +209,9 @@ fn export_array<B: OwnedBuffer>(a: &DeviceArray<B>, owner: &Arc<dyn Any + Send +
         );
         buffers.extend(a.buffers.iter().map(|b| b.address() as *const c_void));
     }
+    // Views: the data buffers' sizes follow the buffers (the specification's variadic sizes).
+    let variadic_sizes = matches!(a.data_type, DataType::Utf8View | DataType::BinaryView)
+        .then(|| a.buffers.iter().skip(1).map(|b| b.len() as i64).collect::<Vec<i64>>());
     let children = a
         .children
         .iter()
@@ -216,20 +220,34 @@ fn export_array<B: OwnedBuffer>(a: &DeviceArray<B>, owner: &Arc<dyn Any + Send +
         .into_iter()
         .map(|c| Box::into_raw(Box::new(c)))
         .collect::<Vec<_>>();
-    Ok(finish_array(a.len, a.null_count, buffers, children, owner))
+    Ok(finish_array(
+        a.len,
+        a.null_count,
+        buffers,
+        children,
+        variadic_sizes,
+        owner,
+    ))
 }
 
 fn finish_array(
     len: usize,
     null_count: usize,
-    buffers: Vec<*const c_void>,
+    mut buffers: Vec<*const c_void>,
     children: Vec<*mut FFI_ArrowArray>,
+    variadic_sizes: Option<Vec<i64>>,
     owner: &Arc<dyn Any + Send + Sync>,
 ) -> FFI_ArrowArray {
+    if let Some(sizes) = &variadic_sizes {
+        // Present even when there is no data buffer (every string inline). The vector's heap storage
+        // does not move with the box below.
+        buffers.push(sizes.as_ptr() as *const c_void);
+    }
     let mut private = Box::new(ArrayPrivate {
         _owner: owner.clone(),
         buffers,
         children,
+        _variadic_sizes: variadic_sizes,
     });
     // The vectors' heap storage does not move with the box, so these pointers stay valid until release.
     let buffers_ptr = if private.buffers.is_empty() {
@@ -304,7 +322,7 @@ fn export_owned<B: OwnedBuffer + 'static>(
         .map(|c| Box::into_raw(Box::new(c)))
         .collect();
     Ok(FFI_ArrowDeviceArray {
-        array: finish_array(num_rows, 0, vec![std::ptr::null()], children, &any),
+        array: finish_array(num_rows, 0, vec![std::ptr::null()], children, None, &any),
         device_id,
         device_type,
         sync_event,

@@ -60,6 +60,7 @@ fn files() -> Vec<std::path::PathBuf> {
         d.join("flat_snappy_dict.parquet"),
         d.join("flat_zstd.parquet"),
         d.join("nested.parquet"),
+        d.join("types.parquet"),
     ];
     if let Some(c) = common::corpus() {
         for name in [

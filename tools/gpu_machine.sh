@@ -2,6 +2,8 @@
 # Runs on the GPU machine, from the project copy's root, over what tools/prepare_device.sh carried
 # (`setup` does what its carried inputs allow, so it runs from tools/ in the first call, then again).
 #   setup     nvCOMP into /tmp/site, the two benchmark files into /tmp/bench (about 30 s)
+#   lineitem  TPC-H lineitem (SF, default 10) as tpchgen-cli writes it, snappy and zstd, into /tmp/bench
+#             (tools/make_lineitem.sh; its wheel carried in .wheels/)
 #   tests     the GPU test binaries (one test thread: they share the device and cuFile's statistics)
 #   sanitize  the same under compute-sanitizer memcheck (leak check) and racecheck (our gp_* kernels):
 #             summaries only; `sanitize "BIN ..."` for chosen binaries
@@ -19,14 +21,15 @@
 #   analytics examples/analytics_job on the plain benchmark file (GPU kernel against arrow's compute)
 #   paths     examples/compare_paths on the plain file: as the machine is (cuFile refused), then with the
 #             udev data that lets cuFile register files (DEVICE.md), so its compat mode runs
-#   bench     `bench` of both files (hot and cold)
+#   bench     `bench` of FILES (default: both flat files; hot and cold)
 #   python    the Python package's wheel (.devpack/) into /tmp/site, its pytest suite, and the pylibcudf
 #             import check (python/gpu_checks/pylibcudf_import.py; needs cuDF installed in /tmp/site)
 #   walls     A/B of `read FILE --warm-up 2` walls, interleaved, N rounds (default 6): `walls FILE` with
 #             RUNS="bin[,VAR=VALUE...] ..." (binaries in .device/bin; default: gpu-parquet), best / median
 #             and every wall per run, FILE plain or snappy
 #   abbench   the same runs' `bench FILE --only-decode --no-cold` decode rows, ROUNDS rounds (default 1)
-#   cudf      the run beside cuDF (README, "GPU decode, beside cuDF"): bench hot and cold, cudf_baseline.py
+#   cudf      the run beside cuDF (README, "GPU decode, beside cuDF") over FILES (default: plain snappy;
+#             lineitem_snappy lineitem_zstd after `lineitem`): bench hot and cold, cudf_baseline.py
 #             4,32, bench again, dd of the files after dropping the page cache, read --verify; the cuDF
 #             wheels as a tar split into .cudf-parts/p00... (shared/bench/README.md), each carried by an
 #             earlier call on the same warm machine: `part` (carry [".cudf-parts/p00"], then p01, ...)
@@ -40,6 +43,7 @@ export PYTHONPATH=/tmp/site
 B=$here/.device/bin
 F=/tmp/bench
 tests="device device_nvcomp device_decode corruption faults concurrency"
+files=${FILES:-plain snappy}
 # The udev data cuFile's compat mode needs before it registers files on this machine (DEVICE.md).
 udev_data() {
   mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
@@ -60,6 +64,8 @@ case "${1:-}" in
     if [ -f .device/bench/make_bench_files.py ]; then
       mkdir -p $F && python3 .device/bench/make_bench_files.py $F >/dev/null && ls -l $F
     fi ;;
+  lineitem)
+    bash .device/make_lineitem.sh $F ${SF:-10} ;;
   tests)
     for t in $tests; do echo "== $t"; timeout 500 $B/$t --test-threads=1 2>&1 | grep -E "^test |test result|skipped|panicked" | tail -${TAIL:-12}; done ;;
   sanitize)
@@ -123,7 +129,7 @@ case "${1:-}" in
       $B/gpu-parquet read $F/$f.parquet ${EXTRA:-} 2>&1 | grep -E "^decoded|^steps|^device memory"
     done; done ;;
   bench)
-    for f in plain snappy; do $B/gpu-parquet bench $F/$f.parquet --reps 5 ${EXTRA:-}; done ;;
+    for f in $files; do $B/gpu-parquet bench $F/$f.parquet --reps 5 ${EXTRA:-}; done ;;
   python)
     python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .devpack/gpu_parquet-*.whl
     python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -3
@@ -151,10 +157,10 @@ case "${1:-}" in
   cudf)
     mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2
-    for f in plain snappy; do echo "== ours $f"; decode_bench gpu-parquet $f; done
-    for f in plain snappy; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
-    for f in plain snappy; do echo "== ours again $f"; decode_bench gpu-parquet $f --no-cold; done
-    for f in plain snappy; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
-    for f in plain snappy; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
+    for f in $files; do echo "== ours $f"; decode_bench gpu-parquet $f; done
+    for f in $files; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
+    for f in $files; do echo "== ours again $f"; decode_bench gpu-parquet $f --no-cold; done
+    for f in $files; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
+    for f in $files; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
   *) sed -n '2,/^# State lives/p' "$0"; exit 2 ;;
 esac

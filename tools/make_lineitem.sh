@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Writes TPC-H lineitem at scale factor SF (default 10: 59,986,052 rows) as real users write it, with
+# tpchgen-cli (DataFusion's generator, a static binary from PyPI: `pip install tpchgen-cli`, or its
+# wheel carried in .wheels/ to a machine without a network), into DIR (default /tmp/bench):
+#   lineitem_snappy.parquet  tpchgen-cli's defaults (SNAPPY, about 7 MiB row groups)
+#   lineitem_zstd.parquet    --compression 'ZSTD(1)' --row-group-bytes 128MB
+# Both ask for Utf8View in their Arrow schema, as the generator writes it.
+# Usage: tools/make_lineitem.sh [DIR] [SF]
+set -euo pipefail
+dir=${1:-/tmp/bench}
+sf=${2:-10}
+gen=$(command -v tpchgen-cli || true)
+if [ -z "$gen" ]; then
+  # A carried wheel: install it beside the other carried packages.
+  site=${SITE:-/tmp/site}
+  if ! [ -x "$site/bin/tpchgen-cli" ]; then
+    python3 -m pip install -q --no-index --no-deps --target "$site" .wheels/tpchgen_cli-*.whl
+  fi
+  gen=$site/bin/tpchgen-cli
+fi
+mkdir -p "$dir"
+tmp=$(mktemp -d "$dir/lineitem.XXXX")
+"$gen" parquet -s "$sf" --tables lineitem --no-progress -o "$tmp/snappy"
+"$gen" parquet -s "$sf" --tables lineitem --no-progress --compression 'ZSTD(1)' --row-group-bytes 128MB -o "$tmp/zstd"
+mv "$tmp/snappy/lineitem.parquet" "$dir/lineitem_snappy.parquet"
+mv "$tmp/zstd/lineitem.parquet" "$dir/lineitem_zstd.parquet"
+rm -rf "$tmp"
+ls -l "$dir"/lineitem_*.parquet
