@@ -27,6 +27,8 @@ struct Tally {
     both_refused: usize,
     gpu_columns: usize,
     host_columns: usize,
+    /// Why columns went to the host: the reason, and the files' columns that gave it.
+    host_reasons: std::collections::BTreeMap<String, Vec<String>>,
     skipped: Vec<String>,
 }
 
@@ -56,8 +58,16 @@ fn check_file(path: &Path, tally: &mut Tally) {
     }
     let ours = contain_panics(&Location::file(path), || {
         let (batch, _stats) = decode_reference(&source, &plan, &fetched)?;
-        let gpu = batch.columns.iter().filter(|c| c.decoded == DecodedWhere::Gpu).count();
-        Ok((batch.to_host()?, gpu, batch.columns.len() - gpu))
+        let host: Vec<(String, String)> = batch
+            .columns
+            .iter()
+            .filter_map(|c| match &c.decoded {
+                DecodedWhere::Host(why) => Some((why.clone(), c.name.clone())),
+                DecodedWhere::Gpu => None,
+            })
+            .collect();
+        let gpu = batch.columns.len() - host.len();
+        Ok((batch.to_host()?, gpu, host))
     });
     // The same with the page headers parsed on the host from the file, as a GPU read of a file in the
     // page cache does: the same table, or the same refusal.
@@ -97,7 +107,11 @@ fn check_file(path: &Path, tally: &mut Tally) {
             }
             tally.equal += 1;
             tally.gpu_columns += gpu;
-            tally.host_columns += host;
+            tally.host_columns += host.len();
+            let file = path.file_name().map_or(name.clone(), |f| f.to_string_lossy().into_owned());
+            for (why, column) in host {
+                tally.host_reasons.entry(why).or_default().push(format!("{file}:{column}"));
+            }
         }
         (Err(_), Err(e)) => {
             assert!(!e.to_string().contains("panicked"), "{name}: {e}");
