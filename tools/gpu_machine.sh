@@ -2,6 +2,8 @@
 # Runs on the GPU machine, from the project copy's root, over what tools/prepare_device.sh carried
 # (`setup` does what its carried inputs allow, so it runs from tools/ in the first call, then again).
 #   setup     nvCOMP into /tmp/site, the two benchmark files into /tmp/bench (about 30 s)
+#   types     the type benchmark's files (tools/make_type_bench.py: MATRIX, SIZE_MB) into /tmp/typebench;
+#             then F=/tmp/typebench FILES="NAME ..." (file names less .parquet) for bench and cudf
 #   lineitem  TPC-H lineitem (SF, default 10) as tpchgen-cli writes it, snappy and zstd, into /tmp/bench
 #             (tools/make_lineitem.sh; its wheel carried in .wheels/)
 #   tests     the GPU test binaries (one test thread: they share the device and cuFile's statistics)
@@ -41,7 +43,7 @@ export GPU_PARQUET_NVCOMP=/tmp/site/nvidia/libnvcomp/lib64
 export GPU_PARQUET_KERNEL_CACHE=/tmp/kcache
 export PYTHONPATH=/tmp/site
 B=$here/.device/bin
-F=/tmp/bench
+F=${F:-/tmp/bench}
 tests="device device_nvcomp device_decode corruption faults concurrency"
 files=${FILES:-plain snappy}
 # The udev data cuFile's compat mode needs before it registers files on this machine (DEVICE.md).
@@ -66,6 +68,8 @@ case "${1:-}" in
     fi ;;
   lineitem)
     bash .device/make_lineitem.sh $F ${SF:-10} ;;
+  types)
+    python3 .device/make_type_bench.py /tmp/typebench | sed 's/ bytes.*//' ;;
   tests)
     for t in $tests; do echo "== $t"; timeout 500 $B/$t --test-threads=1 2>&1 | grep -E "^test |test result|skipped|panicked" | tail -${TAIL:-12}; done ;;
   sanitize)

@@ -23,7 +23,7 @@ done
 strip .device/bin/*
 rm -rf .device/parquet-testing && cp -r "$shared/parquet-testing" .device/parquet-testing
 cp "$shared"/bench/*.py .device/bench/
-cp tools/gpu_machine.sh tools/make_lineitem.sh .device/
+cp tools/gpu_machine.sh tools/make_lineitem.sh tools/make_type_bench.py .device/
 if ! ls .wheels/nvidia_libnvcomp_cu13-*.whl >/dev/null 2>&1; then
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
