@@ -108,9 +108,15 @@ fn check_file(path: &Path, tally: &mut Tally) {
             tally.equal += 1;
             tally.gpu_columns += gpu;
             tally.host_columns += host.len();
-            let file = path.file_name().map_or(name.clone(), |f| f.to_string_lossy().into_owned());
+            let file = path
+                .file_name()
+                .map_or(name.clone(), |f| f.to_string_lossy().into_owned());
             for (why, column) in host {
-                tally.host_reasons.entry(why).or_default().push(format!("{file}:{column}"));
+                tally
+                    .host_reasons
+                    .entry(why)
+                    .or_default()
+                    .push(format!("{file}:{column}"));
             }
         }
         (Err(_), Err(e)) => {

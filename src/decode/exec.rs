@@ -78,6 +78,8 @@ pub enum Kernel {
         dicts: u64,
         /// Dictionaries.
         n: u32,
+        /// Bytes of the largest dictionary, for an executor that splits a walk among workers.
+        largest: u64,
     },
     /// A page kernel over `n` pages and `ncols` columns.
     Pages {
@@ -423,7 +425,7 @@ impl Executor for HostExecutor {
                 }
                 a.write(chunks, &cs);
             }
-            Kernel::DictByteArrayIndex { dicts, n } => {
+            Kernel::DictByteArrayIndex { dicts, n, largest: _ } => {
                 let mut ds: Vec<DictDesc> = a
                     .read(dicts, n as usize)
                     .ok_or_else(|| Self::missing(dicts, "dictionaries"))?;

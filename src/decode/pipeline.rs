@@ -778,6 +778,7 @@ pub fn decode_step<E: Executor>(
             exec.launch(Kernel::DictByteArrayIndex {
                 dicts: d,
                 n: dicts.len() as u32,
+                largest: dicts.iter().map(|e| e.data_len).max().unwrap_or(0),
             })?;
             let back: Vec<DictDesc> = exec.read(d, dicts.len())?;
             if let Some((i, e)) = back.iter().enumerate().find(|(_, e)| e.error != 0) {

@@ -267,23 +267,23 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, WalkChain* chain, const
 
 }  // namespace gpcore
 
-// Block per dictionary (grid n, block 256, no dynamic shared memory; 20 KiB static). Walks `count`
-// plain byte arrays (u32 LE length + bytes) of a BYTE_ARRAY dictionary page and writes index[e] =
-// {offset of the bytes from data, length}. A value running past data_len: OVERRUN, detail = entry; the
-// entries before it are written.
-extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictDesc* dicts, u32 n) {
+// Blocks per dictionary (grid n × slices, block 256, no dynamic shared memory; 20 KiB static: the
+// slices of page_slice). Walks `count` plain byte arrays (u32 LE length + bytes) of a BYTE_ARRAY
+// dictionary page and writes index[e] = {offset of the bytes from data, length}, the dictionary's
+// blocks sharing the walk through chains[dictionary] (WalkChain, zeroed by the caller). A value running
+// past data_len: OVERRUN, detail = entry; the entries before it are written.
+extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictDesc* dicts, u32 n,
+                                                                           gpcore::WalkChain* chains) {
     using namespace gpcore;
     require_block();
-    if (blockIdx.x >= n) return;
-    DictDesc* d = &dicts[blockIdx.x];
+    const PageSlice ps = page_slice(n);
+    if (ps.page >= n) return;
+    DictDesc* d = &dicts[ps.page];
     const DictDesc dd = *d;
     if (dd.error != 0) return;
     __shared__ WalkSpace walk;
-    __shared__ WalkChain chain;  // the block alone takes every tile
-    if (threadIdx.x == 0) chain = WalkChain{};
-    __syncthreads();
     DictEntry* index = (DictEntry*)dd.index;
-    const u32 fail = walk_byte_arrays(walk, &chain, (const u8*)dd.data, dd.data_len, dd.count,
+    const u32 fail = walk_byte_arrays(walk, &chains[ps.page], (const u8*)dd.data, dd.data_len, dd.count,
                                             [&](u32 k, u32 off, u32 len) {
                                                 DictEntry e;
                                                 e.offset = off;

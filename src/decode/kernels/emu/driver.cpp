@@ -373,7 +373,11 @@ int main(int argc, char** argv) {
         emu::launch(gp_levels, n, 256, P, n, C);
         emu::launch(gp_dict_indices, n, 256, P, n, C);
     }
-    if (ndicts) emu::launch(gp_dict_byte_array_index, ndicts, 256, dicts.data(), ndicts);
+    if (ndicts) {
+        // Three blocks a dictionary, as the device's several, sharing each walk through its chain.
+        std::vector<gpcore::WalkChain> dict_chains(ndicts);
+        emu::launch(gp_dict_byte_array_index, 3 * ndicts, 256, dicts.data(), ndicts, dict_chains.data());
+    }
     std::vector<u64> page_totals(n ? n : 1, 0x5555);
     if (n) {
         emu::launch(gp_gather_fixed, n, 256, P, n, C);
