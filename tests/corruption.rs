@@ -1,6 +1,6 @@
 //! The corruption suite: files written here with arrow-rs (every route of the decoder: plain,
-//! dictionary, delta, byte stream split, nulls, a list; uncompressed and Snappy; data pages v1 and
-//! v2), then damaged on purpose at known places: truncated at every section boundary, bytes flipped in
+//! dictionary, delta, byte stream split, nulls, a list, views, 64-bit offsets, a fixed-length decimal;
+//! uncompressed and Snappy; data pages v1 and v2), then damaged on purpose at known places: truncated at every section boundary, bytes flipped in
 //! the footer, the page headers and the page data, metadata that lies (chunks past the end or
 //! overlapping, negative offsets, huge value and row counts), dictionary-index bit widths over 32 and
 //! 64, page sizes that lie (compressed and uncompressed), and a file changed during the read.
@@ -19,7 +19,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use arrow::array::{Array, ArrayRef, Float32Array, Int32Array, Int64Array, ListArray, StringArray};
+use arrow::array::{
+    Array, ArrayRef, Decimal128Array, Float32Array, Int32Array, Int64Array, LargeStringArray, ListArray, StringArray,
+    StringViewArray,
+};
 use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use arrow::record_batch::RecordBatch;
 use gpu_parquet::decode::gpu::decode_reference_with;
@@ -60,6 +63,15 @@ fn table() -> RecordBatch {
     let lists = ListArray::from_iter_primitive::<Int32Type, _, _>(
         (0..ROWS).map(|i| (i % 9 != 0).then(|| (0..(i % 4) as i32).map(Some).collect::<Vec<_>>())),
     );
+    // Views (short and long strings), 64-bit offsets and a FIXED_LEN_BYTE_ARRAY decimal: the layouts
+    // the GPU builds after decoding.
+    let views: StringViewArray = (0..ROWS).map(|i| (i % 5 != 0).then(|| "v".repeat(i % 29))).collect();
+    let large: LargeStringArray = (0..ROWS)
+        .map(|i| (i % 7 != 0).then(|| format!("large-{}", i % 41)))
+        .collect();
+    let money = Decimal128Array::from_iter((0..ROWS).map(|i| (i % 8 != 0).then_some(i as i128 * 1_000_000_007 - 5)))
+        .with_precision_and_scale(30, 2)
+        .expect("decimal");
     let schema = Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("code", DataType::Int32, false),
@@ -67,6 +79,9 @@ fn table() -> RecordBatch {
         Field::new("f", DataType::Float32, true),
         Field::new("name", DataType::Utf8, true),
         Field::new("list", lists.data_type().clone(), true),
+        Field::new("view", DataType::Utf8View, true),
+        Field::new("large", DataType::LargeUtf8, true),
+        Field::new("money", money.data_type().clone(), true),
     ]);
     let columns: Vec<ArrayRef> = vec![
         Arc::new(ids),
@@ -75,6 +90,9 @@ fn table() -> RecordBatch {
         Arc::new(floats),
         Arc::new(names),
         Arc::new(lists),
+        Arc::new(views),
+        Arc::new(large),
+        Arc::new(money),
     ];
     RecordBatch::try_new(Arc::new(schema), columns).expect("batch")
 }
