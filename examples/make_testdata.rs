@@ -23,9 +23,10 @@ use arrow::array::{
     Decimal256Array, Float32Array, Float64Array, Int32Array, Int64Array, LargeBinaryArray, LargeStringArray, ListArray,
     StringArray, StringViewArray, StructArray, TimestampMicrosecondArray,
 };
+use arrow::array::{DictionaryArray, UInt16Array};
 use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::i256;
 use arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
+use arrow::datatypes::{Int8Type, Int32Type, UInt16Type, i256};
 use arrow::record_batch::RecordBatch;
 use gpu_parquet::conformance::SeededRng;
 use parquet::arrow::ArrowWriter;
@@ -230,6 +231,21 @@ fn types_schema() -> Arc<Schema> {
         Field::new("d128_fixed", DataType::Decimal128(30, 4), true),
         Field::new("d256_int64", DataType::Decimal256(15, 1), true),
         Field::new("d256_fixed", DataType::Decimal256(60, 5), true),
+        Field::new(
+            "category",
+            DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
+            true,
+        ),
+        Field::new(
+            "code",
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Int64)),
+            true,
+        ),
+        Field::new(
+            "label",
+            DataType::Dictionary(Box::new(DataType::UInt16), Box::new(DataType::LargeUtf8)),
+            true,
+        ),
     ]))
 }
 
@@ -249,6 +265,7 @@ fn types_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut SeededRng
     let large_bin = col(8);
     let plain_bin = col(10);
     let (d32, d64, d128a, d128b, d256a, d256b) = (col(4), col(5), col(6), col(7), col(8), col(9));
+    let (category, code, label) = (col(6), col(7), col(8));
     let signed = |v: u64, m: u64| (v % m) as i64 - (m / 2) as i64;
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter_values((start..start + n).map(|i| i as i64))),
@@ -325,6 +342,23 @@ fn types_batch(schema: &Arc<Schema>, start: usize, n: usize, rng: &mut SeededRng
             )
             .with_precision_and_scale(60, 5)?,
         ),
+        // Categoricals as pandas writes them: few distinct values, the Arrow schema keeping the dictionary.
+        Arc::new(
+            category
+                .iter()
+                .map(|v| v.map(|v| ["red", "green", "blue", "a rather long category name"][(v % 4) as usize]))
+                .collect::<DictionaryArray<Int8Type>>(),
+        ),
+        Arc::new(DictionaryArray::<Int32Type>::try_new(
+            Int32Array::from(code.iter().map(|v| v.map(|v| (v % 50) as i32)).collect::<Vec<_>>()),
+            Arc::new(Int64Array::from_iter_values((0..50).map(|i| i * 1_000_003 - 7))),
+        )?),
+        Arc::new(DictionaryArray::<UInt16Type>::try_new(
+            UInt16Array::from(label.iter().map(|v| v.map(|v| (v % 300) as u16)).collect::<Vec<_>>()),
+            Arc::new(LargeStringArray::from_iter_values(
+                (0..300).map(|i| format!("label-{i}")),
+            )),
+        )?),
     ];
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }

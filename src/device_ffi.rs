@@ -53,7 +53,7 @@ pub struct FFI_ArrowArray {
     pub buffers: *mut *const c_void,
     /// `n_children` children.
     pub children: *mut *mut FFI_ArrowArray,
-    /// Always null (no dictionary-encoded columns are exported).
+    /// A dictionary-encoded array's values, else null.
     pub dictionary: *mut FFI_ArrowArray,
     /// Frees the array (and its children not moved out); null once released.
     pub release: Option<unsafe extern "C" fn(*mut FFI_ArrowArray)>,
@@ -152,6 +152,8 @@ struct ArrayPrivate {
     _owner: Arc<dyn Any + Send + Sync>,
     buffers: Vec<*const c_void>,
     children: Vec<*mut FFI_ArrowArray>,
+    /// A dictionary array's values (boxed like the children), or null.
+    dictionary: *mut FFI_ArrowArray,
     /// A view array's last buffer: its data buffers' sizes (`int64`), in host memory, where consumers
     /// read them (arrow-rs's import, nanoarrow) to size the data buffers before touching the device.
     _variadic_sizes: Option<Vec<i64>>,
@@ -175,6 +177,9 @@ unsafe extern "C" fn release_array(array: *mut FFI_ArrowArray) {
             // dropping the box then releases nothing.
             drop(Box::from_raw(child));
         }
+        if !private.dictionary.is_null() {
+            drop(Box::from_raw(private.dictionary));
+        }
         drop(private);
         a.release = None;
         a.private_data = std::ptr::null_mut();
@@ -185,11 +190,7 @@ unsafe extern "C" fn release_array(array: *mut FFI_ArrowArray) {
 fn export_array<B: OwnedBuffer>(a: &DeviceArray<B>, owner: &Arc<dyn Any + Send + Sync>) -> Result<FFI_ArrowArray> {
     if matches!(
         a.data_type,
-        DataType::Dictionary(..)
-            | DataType::RunEndEncoded(..)
-            | DataType::Union(..)
-            | DataType::ListView(..)
-            | DataType::LargeListView(..)
+        DataType::RunEndEncoded(..) | DataType::Union(..) | DataType::ListView(..) | DataType::LargeListView(..)
     ) {
         return Err(Error::device(
             "exporting decoded columns",
@@ -212,22 +213,31 @@ fn export_array<B: OwnedBuffer>(a: &DeviceArray<B>, owner: &Arc<dyn Any + Send +
     // Views: the data buffers' sizes follow the buffers (the specification's variadic sizes).
     let variadic_sizes = matches!(a.data_type, DataType::Utf8View | DataType::BinaryView)
         .then(|| a.buffers.iter().skip(1).map(|b| b.len() as i64).collect::<Vec<i64>>());
-    let children = a
+    // A dictionary array's values travel as its `dictionary`, not as a child (the specification's).
+    let is_dictionary = matches!(a.data_type, DataType::Dictionary(..));
+    let exported = a
         .children
         .iter()
         .map(|c| export_array(c, owner))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .map(|c| Box::into_raw(Box::new(c)))
-        .collect::<Vec<_>>();
-    Ok(finish_array(
-        a.len,
-        a.null_count,
-        buffers,
-        children,
-        variadic_sizes,
-        owner,
-    ))
+        .collect::<Result<Vec<_>>>()?;
+    let mut dictionary = std::ptr::null_mut();
+    let mut children = Vec::new();
+    for c in exported {
+        let boxed = Box::into_raw(Box::new(c));
+        if is_dictionary {
+            dictionary = boxed;
+        } else {
+            children.push(boxed);
+        }
+    }
+    let mut array = finish_array(a.len, a.null_count, buffers, children, variadic_sizes, owner);
+    if !dictionary.is_null() {
+        array.dictionary = dictionary;
+        // SAFETY: `finish_array` boxed this array's `ArrayPrivate` as its private data just now, and
+        // nothing else points to it yet.
+        unsafe { (*(array.private_data as *mut ArrayPrivate)).dictionary = dictionary };
+    }
+    Ok(array)
 }
 
 fn finish_array(
@@ -247,6 +257,7 @@ fn finish_array(
         _owner: owner.clone(),
         buffers,
         children,
+        dictionary: std::ptr::null_mut(),
         _variadic_sizes: variadic_sizes,
     });
     // The vectors' heap storage does not move with the box, so these pointers stay valid until release.

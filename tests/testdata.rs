@@ -92,6 +92,9 @@ const SHAPES: &[Shape] = &[
             "d128_fixed",
             "d256_int64",
             "d256_fixed",
+            "category",
+            "code",
+            "label",
         ],
     },
 ];

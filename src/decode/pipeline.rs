@@ -55,6 +55,24 @@ pub struct GpuLeaf {
     pub conversion: Option<Conversion>,
     /// The layout a BYTE_ARRAY column's strings end in.
     pub strings: StringOutput,
+    /// What this leaf's output is of its column: the column itself, or a dictionary-typed column's keys
+    /// or values.
+    pub role: LeafRole,
+}
+
+/// A leaf's part of its column's output.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum LeafRole {
+    /// The column's values.
+    #[default]
+    Column,
+    /// A dictionary-typed column's keys (`data_type` is the key type): each row's dictionary index plus
+    /// its chunk's first entry among the step's dictionaries, gathered from an identity dictionary; the
+    /// values are decoded by the leaf given here, over the dictionary pages alone.
+    DictionaryKeys(Box<GpuLeaf>),
+    /// A dictionary-typed column's values: its chunks' dictionary pages, one after another, decoded as
+    /// plain pages.
+    DictionaryValues,
 }
 
 /// The Arrow layout the kernels' strings (32-bit offsets and characters) end in.
@@ -126,6 +144,9 @@ fn route_one(
     data_type: &DataType,
     natural: &DataType,
 ) -> Route {
+    if let DataType::Dictionary(key, value) = data_type {
+        return route_dictionary(descr, leaves, data_type, key, value, natural);
+    }
     let [leaf] = leaves else {
         return Route::Host("a nested column (several leaves): decoded on the host".into());
     };
@@ -238,7 +259,63 @@ fn route_one(
         data_type: data_type.clone(),
         conversion,
         strings,
+        role: LeafRole::Column,
     })
+}
+
+/// A column the file's Arrow schema asks to keep dictionary-encoded (`Dictionary(key, value)`, as
+/// pandas categoricals are written): keys and values both on the GPU where the values are a type the
+/// kernels decode and the key type is an integer.
+fn route_dictionary(
+    descr: &parquet::schema::types::SchemaDescriptor,
+    leaves: &[usize],
+    data_type: &DataType,
+    key: &DataType,
+    value: &DataType,
+    natural: &DataType,
+) -> Route {
+    use DataType as D;
+    let conversion = match key {
+        D::Int8 | D::UInt8 => Some(Conversion::I32ToI8),
+        D::Int16 | D::UInt16 => Some(Conversion::I32ToI16),
+        D::Int32 | D::UInt32 => None,
+        D::Int64 | D::UInt64 => Some(Conversion::I32ToI64),
+        _ => {
+            return Route::Host(format!(
+                "{data_type}: a dictionary of non-integer keys, decoded on the host"
+            ));
+        }
+    };
+    let values = match route_one(descr, leaves, value, natural) {
+        Route::Gpu(v) if v.physical != physical::BOOLEAN && v.role == LeafRole::Column => v,
+        Route::Gpu(_) => return Route::Host(format!("{data_type}: decoded on the host")),
+        Route::Host(why) => return Route::Host(format!("{data_type}, its values: {why}")),
+    };
+    Route::Gpu(GpuLeaf {
+        leaf: values.leaf,
+        physical: physical::INT32,
+        type_len: 4,
+        max_def: values.max_def,
+        data_type: key.clone(),
+        conversion,
+        strings: StringOutput::Offsets32,
+        role: LeafRole::DictionaryKeys(Box::new(GpuLeaf {
+            role: LeafRole::DictionaryValues,
+            max_def: 0,
+            ..values
+        })),
+    })
+}
+
+/// The most dictionary entries a key type holds (an identity dictionary of `i32`s gives the keys).
+fn key_capacity(key: &DataType) -> u64 {
+    match key {
+        DataType::Int8 => i8::MAX as u64,
+        DataType::UInt8 => u8::MAX as u64,
+        DataType::Int16 => i16::MAX as u64,
+        DataType::UInt16 => u16::MAX as u64,
+        _ => i32::MAX as u64,
+    }
 }
 
 /// Per-column figures of one step, for the report.
@@ -347,9 +424,13 @@ pub fn decode_step<E: Executor>(
     let mut gpu: Vec<(usize, GpuLeaf)> = routes
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| match &r.route {
-            Route::Gpu(l) => Some((i, l.clone())),
-            Route::Host(_) => None,
+        .flat_map(|(i, r)| match &r.route {
+            // A dictionary-typed column's keys, then its values (adjacent: pages stay sorted by column).
+            Route::Gpu(l) => match &l.role {
+                LeafRole::DictionaryKeys(values) => vec![(i, l.clone()), (i, values.as_ref().clone())],
+                _ => vec![(i, l.clone())],
+            },
+            Route::Host(_) => Vec::new(),
         })
         .collect();
     let mut fallback: BTreeMap<usize, String> = BTreeMap::new();
@@ -462,6 +543,31 @@ pub fn decode_step<E: Executor>(
         }
         if let Some(why) = validate_chunk(ch, leaf).map_err(|m| corrupt(source, &gpu, ch, m.1, &m.0))? {
             fallback.insert(*route_idx, why);
+        } else if let Some(why) = dictionary_chunk_fallback(ch, leaf) {
+            fallback.insert(*route_idx, why);
+        }
+    }
+    // Keys index the step's dictionaries one after another: their entries must fit the key type.
+    for (route_idx, leaf) in &gpu {
+        if let LeafRole::DictionaryKeys(_) = leaf.role {
+            let entries: u64 = chunks
+                .iter()
+                .filter(|c| {
+                    gpu[c.column].0 == *route_idx && matches!(gpu[c.column].1.role, LeafRole::DictionaryKeys(_))
+                })
+                .flat_map(|c| &c.infos)
+                .filter(|p| p.page_type == 2)
+                .map(|p| p.num_values.max(0) as u64)
+                .sum();
+            if entries > key_capacity(&leaf.data_type) && !fallback.contains_key(route_idx) {
+                fallback.insert(
+                    *route_idx,
+                    format!(
+                        "{entries} dictionary entries in one step, more than {} keys hold: decoded on the host",
+                        leaf.data_type
+                    ),
+                );
+            }
         }
     }
     let keep: Vec<bool> = gpu.iter().map(|(i, _)| !fallback.contains_key(i)).collect();
@@ -490,7 +596,13 @@ pub fn decode_step<E: Executor>(
             };
             let compressed = ch.codec != Compression::UNCOMPRESSED && (p.page_type != 3 || p.is_compressed != 0);
             let in_len = (p.compressed_size as u64).saturating_sub(levels_len);
-            if !keep[ch.column] || p.page_type == 1 {
+            // A dictionary-typed column's keys need no dictionary bytes, its values nothing else.
+            let unused = match gpu[ch.column].1.role {
+                LeafRole::Column => false,
+                LeafRole::DictionaryKeys(_) => p.page_type == 2,
+                LeafRole::DictionaryValues => p.page_type != 2,
+            };
+            if !keep[ch.column] || p.page_type == 1 || unused {
                 b.push(Body {
                     data: 0,
                     data_len: 0,
@@ -618,18 +730,32 @@ pub fn decode_step<E: Executor>(
     for (k, &gi) in kept.iter().enumerate() {
         col_of_gpu[gi] = k as u32;
         let leaf = &gpu[gi].1;
-        let n = num_rows as usize;
-        let needs_dense = chunks
-            .iter()
-            .filter(|c| c.column == gi)
-            .flat_map(|c| &c.infos)
-            .any(|p| {
-                let e = p.encoding as u32;
-                (p.page_type == 0 || p.page_type == 3) && e != encoding::PLAIN
-            });
+        let values_role = leaf.role == LeafRole::DictionaryValues;
+        // A dictionary's values are as many as its chunks' dictionary entries.
+        let column_rows = if values_role {
+            chunks
+                .iter()
+                .filter(|c| c.column == gi)
+                .flat_map(|c| &c.infos)
+                .filter(|p| p.page_type == 2)
+                .map(|p| p.num_values.max(0) as u64)
+                .sum()
+        } else {
+            num_rows
+        };
+        let n = column_rows as usize;
+        let needs_dense = !values_role
+            && chunks
+                .iter()
+                .filter(|c| c.column == gi)
+                .flat_map(|c| &c.infos)
+                .any(|p| {
+                    let e = p.encoding as u32;
+                    (p.page_type == 0 || p.page_type == 3) && e != encoding::PLAIN
+                });
         let dense_width = leaf.type_len.max(4);
         let mut c = ColumnDesc {
-            num_rows,
+            num_rows: column_rows,
             dense_width,
             out_width: if leaf.physical == physical::BYTE_ARRAY {
                 0
@@ -669,15 +795,55 @@ pub fn decode_step<E: Executor>(
     let mut origins: Vec<PageOrigin> = Vec::new();
     let mut dicts: Vec<DictDesc> = Vec::new();
     let mut dict_origins: Vec<PageOrigin> = Vec::new();
+    // Identity dictionaries of dictionary-typed columns' keys, freed after the kernels.
+    let mut identities: Vec<u64> = Vec::new();
     for &gi in &kept {
         let leaf = &gpu[gi].1;
         let mut row = 0u64;
+        let mut key_base = 0u64;
         for (ci, ch) in chunks.iter().enumerate().filter(|(_, c)| c.column == gi) {
             let mut dict = (0u64, 0u64, 0u32, 0u64);
             for (pi, p) in ch.infos.iter().enumerate() {
                 let body = &bodies[ci][pi];
-                match p.page_type {
-                    2 => {
+                match (&leaf.role, p.page_type) {
+                    (LeafRole::DictionaryKeys(_), 2) => {
+                        // Key of entry e of this chunk's dictionary: the entries before it in the step, plus e.
+                        let count = p.num_values.max(0) as u32;
+                        let identity: Vec<i32> = (0..count).map(|e| (key_base + e as u64) as i32).collect();
+                        key_base += count as u64;
+                        let at = if identity.is_empty() {
+                            exec.alloc(4)?
+                        } else {
+                            exec.upload(&identity)?
+                        };
+                        identities.push(at);
+                        dict = (at, count as u64 * 4, count, 0);
+                    }
+                    (LeafRole::DictionaryValues, 2) => {
+                        // The dictionary page as a plain data page of the values column.
+                        let count = p.num_values.max(0) as u32;
+                        pages.push(PageDesc {
+                            data: body.data,
+                            data_len: body.data_len,
+                            values: body.data,
+                            values_len: body.data_len,
+                            num_values: count,
+                            row_start: row as u32,
+                            encoding: encoding::PLAIN,
+                            physical: leaf.physical,
+                            type_len: leaf.type_len,
+                            column: col_of_gpu[gi],
+                            ..Default::default()
+                        });
+                        origins.push(PageOrigin {
+                            column: gi,
+                            row_group: ch.row_group,
+                            page: pi,
+                        });
+                        row += count as u64;
+                    }
+                    (LeafRole::DictionaryValues, _) => {}
+                    (_, 2) => {
                         let count = p.num_values as u32;
                         let mut index = 0;
                         if leaf.physical == physical::BYTE_ARRAY {
@@ -706,7 +872,7 @@ pub fn decode_step<E: Executor>(
                         }
                         dict = (body.data, body.data_len, count, index);
                     }
-                    0 | 3 => {
+                    (_, 0 | 3) => {
                         let v2 = p.page_type == 3;
                         let num_values = p.num_values as u32;
                         let mut d = PageDesc {
@@ -829,6 +995,9 @@ pub fn decode_step<E: Executor>(
             check_utf8(exec, &cols, &kept, &pages, &origins, source, &gpu)?;
         }
     }
+    for at in identities {
+        exec.free(at);
+    }
 
     // Bitmaps and conversions, then the arrays.
     let mut counts_addr = 0;
@@ -840,13 +1009,13 @@ pub fn decode_step<E: Executor>(
         // Bitmaps are allocated to a multiple of 64 bytes (zeroed past the last word), as Arrow
         // recommends: cuDF's import copies a validity bitmap rounded up to 64 bytes, and a copy past
         // the end of a stream-ordered allocation fails (cudaErrorInvalidValue).
-        let words = (num_rows.div_ceil(32) * 4) as usize;
+        let words = (c.num_rows.div_ceil(32) * 4) as usize;
         let words = words.next_multiple_of(BITMAP_PADDING);
         let validity = if c.out_valid != 0 {
             let w = exec.alloc(words)?;
             exec.launch(Kernel::PackBits {
                 bytes: c.out_valid,
-                n: num_rows,
+                n: c.num_rows,
                 words: w,
                 count: counts_addr + 16 * k as u64,
             })?;
@@ -858,7 +1027,7 @@ pub fn decode_step<E: Executor>(
             let w = exec.alloc(words)?;
             exec.launch(Kernel::PackBits {
                 bytes: c.out_values,
-                n: num_rows,
+                n: c.num_rows,
                 words: w,
                 count: counts_addr + 16 * k as u64 + 8,
             })?;
@@ -876,11 +1045,14 @@ pub fn decode_step<E: Executor>(
 
     let mut reshaped = reshape_strings(exec, &mut cols, &kept, &pages, &origins, source, &gpu)?;
     let mut arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
+    // Dictionary-typed columns' values, by route, joined to their keys below.
+    let mut dictionaries: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
     for (k, (&gi, c)) in kept.iter().zip(&cols).enumerate() {
         let leaf = &gpu[gi].1;
+        let rows = c.num_rows;
         let (validity, bool_values) = bitmaps[k];
-        let present = if c.out_valid != 0 { counts[2 * k] } else { num_rows };
-        let null_count = (num_rows - present.min(num_rows)) as usize;
+        let present = if c.out_valid != 0 { counts[2 * k] } else { rows };
+        let null_count = (rows - present.min(rows)) as usize;
         let validity = if validity != 0 && null_count > 0 {
             Some(exec.take(validity)?)
         } else {
@@ -895,29 +1067,39 @@ pub fn decode_step<E: Executor>(
             vec![exec.take(bool_values)?]
         } else if let Some(op) = leaf.conversion {
             let (_, dw) = op.widths(leaf.type_len);
-            let dst = exec.alloc_uninit(num_rows as usize * dw)?;
+            let dst = exec.alloc_uninit((rows as usize * dw).max(1))?;
             exec.launch(Kernel::Convert {
                 op,
                 src: c.out_values,
                 src_width: leaf.type_len,
-                n: num_rows,
+                n: rows,
                 dst,
             })?;
+            exec.free(c.out_values);
             vec![exec.take(dst)?]
         } else {
             vec![exec.take(c.out_values)?]
         };
-        arrays.insert(
-            gpu[gi].0,
-            DeviceArray {
-                data_type: leaf.data_type.clone(),
-                len: num_rows as usize,
-                null_count,
-                validity,
-                buffers,
-                children: Vec::new(),
-            },
-        );
+        let array = DeviceArray {
+            data_type: leaf.data_type.clone(),
+            len: rows as usize,
+            null_count,
+            validity,
+            buffers,
+            children: Vec::new(),
+        };
+        if leaf.role == LeafRole::DictionaryValues {
+            dictionaries.insert(gpu[gi].0, array);
+        } else {
+            arrays.insert(gpu[gi].0, array);
+        }
+    }
+    // Keys and their values as one dictionary array (Arrow keeps the values as its child).
+    for (route, values) in dictionaries {
+        if let Some(keys) = arrays.get_mut(&route) {
+            keys.data_type = schema.field(route).data_type().clone();
+            keys.children = vec![values];
+        }
     }
 
     // Host-routed columns: arrow-rs over the same fetched bytes.
@@ -1447,6 +1629,32 @@ fn check_chunk(c: &ChunkDesc, ch: &ChunkPages, gpu: &[(usize, GpuLeaf)], source:
 
 /// Checks a GPU chunk's pages on the host. `Ok(Some(why))`: the kernels cannot decode it (the column
 /// goes to the host); `Err((message, page))`: the chunk is corrupt.
+/// Why a dictionary-typed column's chunk goes to the host: its keys come from dictionary indices, so
+/// every data page must be dictionary-encoded after a dictionary page (a writer falls back to plain
+/// pages when the dictionary grows too large).
+fn dictionary_chunk_fallback(ch: &ChunkPages, leaf: &GpuLeaf) -> Option<String> {
+    if !matches!(leaf.role, LeafRole::DictionaryKeys(_)) {
+        return None;
+    }
+    let mut has_dictionary = false;
+    for p in &ch.infos {
+        match p.page_type {
+            2 => has_dictionary = true,
+            0 | 3 => {
+                let e = p.encoding as u32;
+                if e != encoding::PLAIN_DICTIONARY && e != encoding::RLE_DICTIONARY {
+                    return Some(format!(
+                        "a dictionary-typed column with data pages in encoding {e} (not dictionary indices): decoded on the host"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    (!has_dictionary && ch.infos.iter().any(|p| p.page_type == 0 || p.page_type == 3))
+        .then(|| "a dictionary-typed column without a dictionary page: decoded on the host".to_string())
+}
+
 fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option<String>, (String, Option<usize>)> {
     let mut values = 0u64;
     let mut seen_data = false;
