@@ -995,8 +995,24 @@ pub fn decode_step<E: Executor>(
             check_utf8(exec, &cols, &kept, &pages, &origins, source, &gpu)?;
         }
     }
+    // What only the kernels above read, freed now (stream-ordered) rather than with the step: the
+    // decompressed pages, dictionary entry tables and per-value scratch. The layouts below allocate
+    // (views are 16 bytes a row), so a step's peak then holds one or the other, not both.
     for at in identities {
         exec.free(at);
+    }
+    if dec_base != 0 {
+        exec.free(dec_base);
+    }
+    for d in &dicts {
+        exec.free(d.index);
+    }
+    for c in &cols {
+        for scratch in [c.dense, c.str_src, c.str_len, c.vidx] {
+            if scratch != 0 {
+                exec.free(scratch);
+            }
+        }
     }
 
     // Bitmaps and conversions, then the arrays.
