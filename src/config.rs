@@ -567,8 +567,8 @@ impl Settings {
     }
 
     /// Where the GPU decoder caches kernels and finds nvCOMP.
-    pub fn decoder_options(&self) -> crate::decode::gpu::DecoderOptions {
-        crate::decode::gpu::DecoderOptions {
+    pub fn decoder_options(&self) -> DecoderOptions {
+        DecoderOptions {
             kernel_cache: self.kernel_cache.clone(),
             nvcomp: self.nvcomp_search(),
             trust_compressed: self.trust_compressed,
@@ -839,4 +839,18 @@ mod tests {
             assert_eq!(k.to_string().parse::<BackendKind>().unwrap(), k);
         }
     }
+}
+
+/// Where the decoder finds its run-time pieces.
+#[derive(Debug, Clone, Default)]
+pub struct DecoderOptions {
+    /// Folder of the compiled-kernel cache (`None`: compile in every process).
+    pub kernel_cache: Option<PathBuf>,
+    /// Where to look for nvCOMP.
+    pub nvcomp: NvcompSearch,
+    /// Skip the GPU pre-check of compressed bodies (`gp_validate_compressed`) and hand them to nvCOMP
+    /// directly. Only for files from a trusted writer: nvCOMP's behaviour on corrupt input is undefined
+    /// (it was seen reading far out of bounds, which ends the process's use of the GPU). nvCOMP's
+    /// statuses and output sizes are still checked.
+    pub trust_compressed: bool,
 }

@@ -3,7 +3,6 @@
 //! [`decode_reference`]: the same pipeline on the host through the kernels' references, which CI
 //! checks against arrow-rs.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,25 +17,14 @@ use crate::decode::kernels;
 use crate::decode::pipeline::{ColumnRoute, PageHints, StepStats, decode_step, route_columns};
 use crate::decode::table::DeviceBatch;
 use crate::error::{Error, Result};
-use crate::gpu::nvcomp::{Nvcomp, NvcompSearch};
+use crate::gpu::nvcomp::Nvcomp;
 use crate::gpu::nvrtc::{KernelModule, ModuleOrigin};
 use crate::gpu::{DeviceBuffer, GpuContext};
 use crate::metadata::ParquetSource;
 use crate::plan::ReadPlan;
 
-/// Where the decoder finds its run-time pieces.
-#[derive(Debug, Clone, Default)]
-pub struct DecoderOptions {
-    /// Folder of the compiled-kernel cache (`None`: compile in every process).
-    pub kernel_cache: Option<PathBuf>,
-    /// Where to look for nvCOMP.
-    pub nvcomp: NvcompSearch,
-    /// Skip the GPU pre-check of compressed bodies (`gp_validate_compressed`) and hand them to nvCOMP
-    /// directly. Only for files from a trusted writer: nvCOMP's behaviour on corrupt input is undefined
-    /// (it was seen reading far out of bounds, which ends the process's use of the GPU). nvCOMP's
-    /// statuses and output sizes are still checked.
-    pub trust_compressed: bool,
-}
+// The decoder's options are settings: they live with the others (and config imports nothing of decode).
+pub use crate::config::DecoderOptions;
 
 /// How the decoder's pieces were obtained, for the report.
 #[derive(Debug, Clone, Serialize)]

@@ -694,3 +694,56 @@ mod tests {
         assert_eq!(ErrorCode::from_u32(99), None);
     }
 }
+
+/// A per-value conversion from the physical form the decoder produces to the Arrow type's.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conversion {
+    /// `i32` to `i8` (truncating, as arrow-rs's `as` cast).
+    I32ToI8 = 1,
+    /// `i32` to `i16` (truncating).
+    I32ToI16 = 2,
+    /// `i32` to `i128` (sign-extending; decimals).
+    I32ToI128 = 3,
+    /// `i64` to `i128` (sign-extending; decimals).
+    I64ToI128 = 4,
+    /// INT96 (nanoseconds of day, Julian day) to nanoseconds since the epoch, wrapping as arrow-rs.
+    Int96ToNanos = 5,
+    /// `i32` to `i64` (sign-extending; `Decimal64` from INT32, and 64-bit string offsets).
+    I32ToI64 = 6,
+    /// `i32` to `i256` (sign-extending; `Decimal256` from INT32).
+    I32ToI256 = 7,
+    /// `i64` to `i256` (sign-extending; `Decimal256` from INT64).
+    I64ToI256 = 8,
+    /// A big-endian two's complement integer of the source width (FIXED_LEN_BYTE_ARRAY decimals, at
+    /// most 4 bytes) to `i32`, as arrow-rs's `sign_extend_be`.
+    BigEndianToI32 = 9,
+    /// The same, at most 8 bytes, to `i64`.
+    BigEndianToI64 = 10,
+    /// The same, at most 16 bytes, to `i128`.
+    BigEndianToI128 = 11,
+    /// The same, at most 32 bytes, to `i256`.
+    BigEndianToI256 = 12,
+}
+
+impl Conversion {
+    /// Bytes per (source, destination) value; `type_len` is the source's width where the physical
+    /// type does not fix it (FIXED_LEN_BYTE_ARRAY).
+    pub fn widths(self, type_len: u32) -> (usize, usize) {
+        use Conversion as C;
+        match self {
+            C::I32ToI8 => (4, 1),
+            C::I32ToI16 => (4, 2),
+            C::I32ToI128 => (4, 16),
+            C::I64ToI128 => (8, 16),
+            C::Int96ToNanos => (12, 8),
+            C::I32ToI64 => (4, 8),
+            C::I32ToI256 => (4, 32),
+            C::I64ToI256 => (8, 32),
+            C::BigEndianToI32 => (type_len as usize, 4),
+            C::BigEndianToI64 => (type_len as usize, 8),
+            C::BigEndianToI128 => (type_len as usize, 16),
+            C::BigEndianToI256 => (type_len as usize, 32),
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Host reference of `kernels/convert.cu`: per-value conversions to the Arrow type's layout.
 
 use super::Arena;
-use crate::decode::exec::Conversion;
+use crate::decode::layout::Conversion;
 
 /// One value's conversion: `src` holds one source value (of `op`'s source width), the result is the
 /// destination's bytes.
