@@ -1,4 +1,4 @@
-//! The README's short job: load two columns and compute on them.
+//! A short job: load two columns and compute on them.
 use arrow::array::{Float64Array, Int64Array};
 use arrow::compute::sum;
 

@@ -108,7 +108,7 @@ pub struct IoPolicy {
     pub direct_when_cold: bool,
     /// Bytes of each pinned bounce buffer of the staged path (also its unit of work per thread).
     /// Buffers that fit the CPU caches between the `pread` that fills them and the DMA that drains them
-    /// measured fastest (README).
+    /// measured fastest (docs/history/README-2026-12-04.md).
     pub bounce_buffer_size: u64,
     /// Pinned bounce buffers per staged worker thread.
     pub bounce_buffers: usize,
@@ -210,7 +210,7 @@ pub enum Key {
 }
 
 impl Key {
-    /// Every key, in the README's order.
+    /// Every key, in docs/settings.md's order.
     pub const ALL: [Key; 15] = [
         Key::CompatMode,
         Key::Threads,

@@ -30,7 +30,7 @@
 #             RUNS="bin[,VAR=VALUE...] ..." (binaries in .device/bin; default: gpu-parquet), best / median
 #             and every wall per run, FILE plain or snappy
 #   abbench   the same runs' `bench FILE --only-decode --no-cold` decode rows, ROUNDS rounds (default 1)
-#   cudf      the run beside cuDF (README, "GPU decode, beside cuDF") over FILES (default: plain snappy;
+#   cudf      the run beside cuDF (README, "Performance") over FILES (default: plain snappy;
 #             lineitem_snappy lineitem_zstd after `lineitem`): bench hot and cold, cudf_baseline.py
 #             4,32, bench again, dd of the files after dropping the page cache, read --verify; the cuDF
 #             wheels as a tar split into .cudf-parts/p00... (shared/bench/README.md), each carried by an
