@@ -94,6 +94,31 @@ pub enum Kernel {
         /// The largest BYTE_ARRAY page, for an executor that splits such pages among workers.
         largest_strings: PageShape,
     },
+    /// Definition levels of nested columns, a byte a row: each page of column `c` (without error,
+    /// with levels) at `outs[c] + row_start` where `outs[c] != 0` (`gp_def_levels`).
+    DefLevels {
+        /// `PageDesc[n]`.
+        pages: u64,
+        /// Pages.
+        n: u32,
+        /// `ColumnDesc[ncols]`.
+        cols: u64,
+        /// Columns.
+        ncols: u32,
+        /// `u64[ncols]`: where each column's levels go (`num_rows` bytes), or 0.
+        outs: u64,
+    },
+    /// `out[i] = levels[i] >= threshold` over `n` bytes (`gp_levels_at_least`): a struct's validity.
+    LevelsAtLeast {
+        /// `u8[n]`.
+        levels: u64,
+        /// Bytes.
+        n: u64,
+        /// The struct's definition level.
+        threshold: u32,
+        /// `u8[n]`.
+        out: u64,
+    },
     /// Packs `n` bytes (non-zero = set) into an LSB-first bitmap of `u32` words, adding the set bits to
     /// the `u64` at `count`.
     PackBits {
@@ -460,6 +485,28 @@ impl Executor for HostExecutor {
                 a.write(pages, &ps);
                 a.write(cols, &cs);
             }
+            Kernel::DefLevels {
+                pages,
+                n,
+                cols,
+                ncols,
+                outs,
+            } => {
+                let ps: Vec<PageDesc> = a.read(pages, n as usize).ok_or_else(|| Self::missing(pages, "pages"))?;
+                let cs: Vec<ColumnDesc> = a
+                    .read(cols, ncols as usize)
+                    .ok_or_else(|| Self::missing(cols, "columns"))?;
+                let os: Vec<u64> = a
+                    .read(outs, ncols as usize)
+                    .ok_or_else(|| Self::missing(outs, "level outputs"))?;
+                reference::nested::def_levels(a, &ps, &cs, &os);
+            }
+            Kernel::LevelsAtLeast {
+                levels,
+                n,
+                threshold,
+                out,
+            } => reference::nested::levels_at_least(a, levels, n, threshold, out),
             Kernel::PackBits { bytes, n, words, count } => {
                 let set = reference::core::pack_bits(a, bytes, n, words);
                 let before: u64 = a.read::<u64>(count, 1).and_then(|v| v.first().copied()).unwrap_or(0);

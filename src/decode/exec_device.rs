@@ -885,6 +885,32 @@ impl Executor for DeviceExecutor<'_> {
                 }
                 Ok(())
             }
+            Kernel::DefLevels {
+                pages,
+                n,
+                cols,
+                ncols,
+                outs,
+            } => self.launch_raw(
+                "gp_def_levels",
+                n,
+                PAGE_BLOCK,
+                &[U64(pages), U32(n), U64(cols), U32(ncols), U64(outs)],
+            ),
+            Kernel::LevelsAtLeast {
+                levels,
+                n,
+                threshold,
+                out,
+            } => {
+                let grid = n.div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_levels_at_least",
+                    grid,
+                    256,
+                    &[U64(levels), U64(n), U32(threshold), U64(out)],
+                )
+            }
             Kernel::PackBits { bytes, n, words, count } => {
                 // A thread a step takes 16 bytes where they are 16-aligned, else 1: one step for all.
                 let per_block = if bytes % 16 == 0 { 256 * 16 } else { 256 };

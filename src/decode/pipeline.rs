@@ -34,6 +34,9 @@ const MAX_PAGE_BYTES: i64 = i32::MAX as i64;
 pub enum Route {
     /// By the GPU kernels.
     Gpu(GpuLeaf),
+    /// A nested column by the GPU kernels: its leaves decoded as flat columns, its structure built
+    /// from their definition levels.
+    GpuNested(GpuNested),
     /// By arrow-rs on the host, uploaded; the reason.
     Host(String),
 }
@@ -55,6 +58,45 @@ pub struct GpuLeaf {
     pub conversion: Option<Conversion>,
     /// The layout a BYTE_ARRAY column's strings end in.
     pub strings: StringOutput,
+}
+
+/// A nested column the kernels decode: structs (nullable or not, nested in one another) of leaves,
+/// with no repetition anywhere on the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuNested {
+    /// The leaves, in the column's leaf order; each is decoded like a flat column over the rows.
+    pub leaves: Vec<GpuLeaf>,
+    /// The Arrow structure over them.
+    pub shape: NestedShape,
+}
+
+/// One level of a [`GpuNested`] column's Arrow structure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NestedShape {
+    /// The array of leaf `i` of [`GpuNested::leaves`].
+    Leaf(usize),
+    /// A struct of `children` (its fields, in order).
+    Struct {
+        /// The Arrow type (arrow-rs's).
+        data_type: DataType,
+        /// A nullable struct's definition level: a row's struct is present where the row's level
+        /// reaches it (arrow-rs's `struct_def_level`). `None` for a required struct (no validity).
+        def_level: Option<u32>,
+        /// The fields.
+        children: Vec<NestedShape>,
+    },
+}
+
+impl NestedShape {
+    /// Whether some struct of this shape has a validity to build.
+    fn has_nullable_struct(&self) -> bool {
+        match self {
+            NestedShape::Leaf(_) => false,
+            NestedShape::Struct {
+                def_level, children, ..
+            } => def_level.is_some() || children.iter().any(NestedShape::has_nullable_struct),
+        }
+    }
 }
 
 /// The Arrow layout the kernels' strings (32-bit offsets and characters) end in.
@@ -126,6 +168,12 @@ fn route_one(
     data_type: &DataType,
     natural: &DataType,
 ) -> Route {
+    if matches!(data_type, DataType::Struct(_)) {
+        return match route_nested(descr, leaves, data_type, natural) {
+            Ok(nested) => Route::GpuNested(nested),
+            Err(why) => Route::Host(why),
+        };
+    }
     let [leaf] = leaves else {
         return Route::Host("a nested column (several leaves): decoded on the host".into());
     };
@@ -139,6 +187,134 @@ fn route_one(
     if col.max_def_level() > 1 {
         return Route::Host("nested definition levels: decoded on the host".into());
     }
+    match route_leaf(*leaf, &col, data_type, natural) {
+        Ok(leaf) => Route::Gpu(leaf),
+        Err(why) => Route::Host(why),
+    }
+}
+
+/// Why a nested column the kernels do not decode goes to the host.
+const REPEATED_REASON: &str = "a list or map (repetition levels): decoded on the host";
+
+/// A struct column's leaves and structure, walked along the Parquet schema from the column's root
+/// with the Arrow type arrow-rs gives (`data_type`, and `natural` without the file's Arrow schema);
+/// `Err(why)` where the kernels cannot decode it: a repeated field anywhere (lists, maps), or a leaf
+/// they do not decode.
+fn route_nested(
+    descr: &parquet::schema::types::SchemaDescriptor,
+    leaves: &[usize],
+    data_type: &DataType,
+    natural: &DataType,
+) -> std::result::Result<GpuNested, String> {
+    let first = *leaves.first().ok_or("a nested column without leaves")?;
+    let root = descr.get_column_root(first);
+    let mut nested = GpuNested {
+        leaves: Vec::new(),
+        shape: NestedShape::Leaf(0),
+    };
+    let mut path = Vec::new();
+    nested.shape = walk_nested(
+        descr,
+        leaves,
+        root,
+        data_type,
+        natural,
+        0,
+        &mut path,
+        &mut nested.leaves,
+    )?;
+    if nested.leaves.len() != leaves.len() {
+        return Err(format!(
+            "{} of the column's {} leaves found in its Arrow type: decoded on the host",
+            nested.leaves.len(),
+            leaves.len()
+        ));
+    }
+    Ok(nested)
+}
+
+/// One node of [`route_nested`]'s walk: `def` is the definition level above `node`, `path` the names
+/// down to its parent.
+#[allow(clippy::too_many_arguments)]
+fn walk_nested(
+    descr: &parquet::schema::types::SchemaDescriptor,
+    leaves: &[usize],
+    node: &parquet::schema::types::Type,
+    data_type: &DataType,
+    natural: &DataType,
+    def: u32,
+    path: &mut Vec<String>,
+    out: &mut Vec<GpuLeaf>,
+) -> std::result::Result<NestedShape, String> {
+    use parquet::basic::Repetition;
+    let info = node.get_basic_info();
+    let repetition = if info.has_repetition() {
+        info.repetition()
+    } else {
+        Repetition::REQUIRED
+    };
+    if repetition == Repetition::REPEATED {
+        return Err(REPEATED_REASON.into());
+    }
+    let def = def + u32::from(repetition == Repetition::OPTIONAL);
+    path.push(node.name().to_string());
+    let shape = if node.is_group() {
+        let (DataType::Struct(fields), DataType::Struct(natural_fields)) = (data_type, natural) else {
+            return Err(REPEATED_REASON.into());
+        };
+        if fields.len() != natural_fields.len() {
+            return Err("the file's Arrow schema reshapes a struct: decoded on the host".into());
+        }
+        let mut children = Vec::with_capacity(fields.len());
+        for (f, nf) in fields.iter().zip(natural_fields.iter()) {
+            let child = node.get_fields().iter().find(|c| c.name() == f.name()).ok_or_else(|| {
+                format!(
+                    "struct field '{}' not in the Parquet schema: decoded on the host",
+                    f.name()
+                )
+            })?;
+            children.push(walk_nested(
+                descr,
+                leaves,
+                child,
+                f.data_type(),
+                nf.data_type(),
+                def,
+                path,
+                out,
+            )?);
+        }
+        NestedShape::Struct {
+            data_type: data_type.clone(),
+            def_level: (repetition == Repetition::OPTIONAL).then_some(def),
+            children,
+        }
+    } else {
+        let leaf = leaves
+            .iter()
+            .copied()
+            .find(|&l| descr.column(l).path().parts() == path.as_slice())
+            .ok_or_else(|| format!("leaf {} not selected: decoded on the host", path.join(".")))?;
+        let col = descr.column(leaf);
+        // A definition level a byte can hold (gp_levels decodes widths up to 8).
+        if col.max_rep_level() > 0 || col.max_def_level() as u32 != def || def > 255 {
+            return Err(REPEATED_REASON.into());
+        }
+        out.push(route_leaf(leaf, &col, data_type, natural)?);
+        NestedShape::Leaf(out.len() - 1)
+    };
+    path.pop();
+    Ok(shape)
+}
+
+/// A leaf column with no repetition (flat, or in structs): how the kernels decode it into
+/// `data_type`, or why they cannot.
+fn route_leaf(
+    leaf: usize,
+    col: &parquet::schema::types::ColumnDescriptor,
+    data_type: &DataType,
+    natural: &DataType,
+) -> std::result::Result<GpuLeaf, String> {
     // The file's Arrow schema may ask for another layout of the same values (arrow-rs's `apply_hint`):
     // those below the kernels produce; any other goes to the host.
     let same_bits = data_type == natural
@@ -160,7 +336,7 @@ fn route_one(
                 )
         );
     if !same_bits {
-        return Route::Host(format!(
+        return Err(format!(
             "the file's Arrow schema asks for {data_type} where the Parquet type gives {natural}: decoded on the host"
         ));
     }
@@ -227,11 +403,11 @@ fn route_one(
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::FixedSizeBinary(n)) if *n as u32 == type_len && type_len > 0 => None,
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Float16) if type_len == 2 => None,
         _ => {
-            return Route::Host(format!("{data_type} from Parquet {pt}: decoded on the host"));
+            return Err(format!("{data_type} from Parquet {pt}: decoded on the host"));
         }
     };
-    Route::Gpu(GpuLeaf {
-        leaf: *leaf,
+    Ok(GpuLeaf {
+        leaf,
         physical,
         type_len,
         max_def: col.max_def_level() as u32,
@@ -347,9 +523,10 @@ pub fn decode_step<E: Executor>(
     let mut gpu: Vec<(usize, GpuLeaf)> = routes
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| match &r.route {
-            Route::Gpu(l) => Some((i, l.clone())),
-            Route::Host(_) => None,
+        .flat_map(|(i, r)| match &r.route {
+            Route::Gpu(l) => vec![(i, l.clone())],
+            Route::GpuNested(n) => n.leaves.iter().map(|l| (i, l.clone())).collect(),
+            Route::Host(_) => Vec::new(),
         })
         .collect();
     let mut fallback: BTreeMap<usize, String> = BTreeMap::new();
@@ -724,7 +901,7 @@ pub fn decode_step<E: Executor>(
                             physical: leaf.physical,
                             type_len: leaf.type_len,
                             max_def: leaf.max_def,
-                            def_bit_width: if leaf.max_def > 0 { 1 } else { 0 },
+                            def_bit_width: 32 - leaf.max_def.leading_zeros(),
                             column: col_of_gpu[gi],
                             ..Default::default()
                         };
@@ -752,6 +929,7 @@ pub fn decode_step<E: Executor>(
     }
 
     // Kernels, in order.
+    let mut struct_levels: BTreeMap<usize, u64> = BTreeMap::new();
     let n = pages.len() as u32;
     let ncols = cols.len() as u32;
     let pages_addr = if pages.is_empty() { 0 } else { exec.upload(&pages)? };
@@ -773,6 +951,7 @@ pub fn decode_step<E: Executor>(
     if n > 0 {
         run(exec, PageKernel::Setup)?;
         run(exec, PageKernel::Levels)?;
+        struct_levels = nested_def_levels(exec, routes, &gpu, &kept, num_rows, (pages_addr, n), (cols_addr, ncols))?;
         if !dicts.is_empty() {
             let d = exec.upload(&dicts)?;
             exec.launch(Kernel::DictByteArrayIndex {
@@ -829,6 +1008,11 @@ pub fn decode_step<E: Executor>(
         }
     }
 
+    if n == 0 {
+        // No pages (a step of no rows): the structs' levels are empty, no kernel to run.
+        struct_levels = nested_def_levels(exec, routes, &gpu, &kept, num_rows, (pages_addr, n), (cols_addr, ncols))?;
+    }
+
     // Bitmaps and conversions, then the arrays.
     let mut counts_addr = 0;
     if !cols.is_empty() {
@@ -875,6 +1059,7 @@ pub fn decode_step<E: Executor>(
 
     let mut reshaped = reshape_strings(exec, &mut cols, &kept, &pages, &origins, source, &gpu)?;
     let mut arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
+    let mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
     for (k, (&gi, c)) in kept.iter().zip(&cols).enumerate() {
         let leaf = &gpu[gi].1;
         let (validity, bool_values) = bitmaps[k];
@@ -906,8 +1091,8 @@ pub fn decode_step<E: Executor>(
         } else {
             vec![exec.take(c.out_values)?]
         };
-        arrays.insert(
-            gpu[gi].0,
+        leaf_arrays.insert(
+            gi,
             DeviceArray {
                 data_type: leaf.data_type.clone(),
                 len: num_rows as usize,
@@ -918,6 +1103,7 @@ pub fn decode_step<E: Executor>(
             },
         );
     }
+    assemble_columns(exec, routes, &gpu, leaf_arrays, &struct_levels, num_rows, &mut arrays)?;
 
     // Host-routed columns: arrow-rs over the same fetched bytes.
     let host_cols: Vec<usize> = routes
@@ -1006,17 +1192,17 @@ pub fn decode_step<E: Executor>(
             .remove(&i)
             .ok_or_else(|| Error::parquet(location.clone(), format!("column '{}' was not decoded", r.name)))?;
         let decoded = match (&r.route, fallback.get(&i)) {
-            (Route::Host(why), _) => DecodedWhere::Host(why.clone()),
-            (Route::Gpu(_), Some(why)) => DecodedWhere::Host(why.clone()),
-            (Route::Gpu(_), None) => DecodedWhere::Gpu,
+            (Route::Host(why), _) | (_, Some(why)) => DecodedWhere::Host(why.clone()),
+            _ => DecodedWhere::Gpu,
         };
-        let gi = gpu.iter().position(|(x, _)| *x == i);
+        // The route's leaves among the GPU columns.
+        let gis: Vec<usize> = (0..gpu.len()).filter(|&g| gpu[g].0 == i).collect();
         let mut cs = ColumnStepStats {
             name: r.name.clone(),
             ..Default::default()
         };
-        if let Some(gi) = gi {
-            let mine: Vec<&ChunkPages> = chunks.iter().filter(|c| c.column == gi).collect();
+        if !gis.is_empty() {
+            let mine: Vec<&ChunkPages> = chunks.iter().filter(|c| gis.contains(&c.column)).collect();
             cs.pages = mine.iter().map(|c| c.infos.len()).sum();
             cs.compressed_bytes = mine
                 .iter()
@@ -1031,10 +1217,14 @@ pub fn decode_step<E: Executor>(
             let mut codecs: Vec<String> = mine.iter().map(|c| format!("{:?}", c.codec)).collect();
             codecs.dedup();
             cs.codec = codecs.join(",");
-            cs.decompressed_on = decompressed_on
-                .get(&gi)
-                .map(|v| v.join(", "))
-                .unwrap_or_else(|| "none".into());
+            let mut on: Vec<&String> = gis.iter().filter_map(|g| decompressed_on.get(g)).flatten().collect();
+            on.sort();
+            on.dedup();
+            cs.decompressed_on = if on.is_empty() {
+                "none".into()
+            } else {
+                on.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            };
         } else {
             let mut codecs: Vec<String> = Vec::new();
             for &g in row_groups {
@@ -1071,6 +1261,201 @@ pub fn decode_step<E: Executor>(
         },
         stats,
     ))
+}
+
+/// The definition levels, a byte a row, of one leaf of each nested GPU column (all kept) that has a
+/// nullable struct: its structs' validities come from them (every leaf of a struct holds the same
+/// levels at the struct's depth, as arrow-rs reads them from its first child). By route index.
+fn nested_def_levels<E: Executor>(
+    exec: &mut E,
+    routes: &[ColumnRoute],
+    gpu: &[(usize, GpuLeaf)],
+    kept: &[usize],
+    num_rows: u64,
+    (pages_addr, n): (u64, u32),
+    (cols_addr, ncols): (u64, u32),
+) -> Result<BTreeMap<usize, u64>> {
+    let mut outs = vec![0u64; kept.len()];
+    let mut by_route = BTreeMap::new();
+    for (k, &gi) in kept.iter().enumerate() {
+        let route = gpu[gi].0;
+        let Route::GpuNested(nested) = &routes[route].route else {
+            continue;
+        };
+        if by_route.contains_key(&route) || !nested.shape.has_nullable_struct() {
+            continue;
+        }
+        // Zeroed: a page in error leaves its rows unwritten (the step fails on its error anyway).
+        outs[k] = exec.alloc((num_rows as usize).max(1))?;
+        by_route.insert(route, outs[k]);
+    }
+    if by_route.is_empty() || n == 0 {
+        return Ok(by_route);
+    }
+    let table = exec.upload(&outs)?;
+    exec.launch(Kernel::DefLevels {
+        pages: pages_addr,
+        n,
+        cols: cols_addr,
+        ncols,
+        outs: table,
+    })?;
+    exec.free(table);
+    Ok(by_route)
+}
+
+/// The arrays of the GPU columns, by route index, into `arrays`: a flat column's leaf as it is; a
+/// nested column's structs around its leaves, each nullable struct's validity packed from its
+/// column's definition levels (`struct_levels`, freed here) where they reach the struct's level.
+fn assemble_columns<E: Executor>(
+    exec: &mut E,
+    routes: &[ColumnRoute],
+    gpu: &[(usize, GpuLeaf)],
+    mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>>,
+    struct_levels: &BTreeMap<usize, u64>,
+    num_rows: u64,
+    arrays: &mut BTreeMap<usize, DeviceArray<E::Buffer>>,
+) -> Result<()> {
+    // Every nullable struct's validity first, their null counts then read once.
+    let mut validities: Vec<u64> = Vec::new();
+    let mut jobs: Vec<(u64, u32)> = Vec::new(); // levels, threshold; in the shapes' pre-order
+    let mut job_routes: Vec<usize> = Vec::new();
+    for (&route, &levels) in struct_levels {
+        if let Route::GpuNested(nested) = &routes[route].route {
+            collect_struct_levels(&nested.shape, levels, &mut jobs);
+            job_routes.resize(jobs.len(), route);
+        }
+    }
+    let counts_addr = if jobs.is_empty() {
+        0
+    } else {
+        exec.alloc(jobs.len() * 8)?
+    };
+    let words = ((num_rows.div_ceil(32) * 4) as usize).next_multiple_of(BITMAP_PADDING);
+    if !jobs.is_empty() {
+        let marks = exec.alloc_uninit((num_rows as usize).max(1))?;
+        for (j, &(levels, threshold)) in jobs.iter().enumerate() {
+            exec.launch(Kernel::LevelsAtLeast {
+                levels,
+                n: num_rows,
+                threshold,
+                out: marks,
+            })?;
+            let w = exec.alloc(words)?;
+            exec.launch(Kernel::PackBits {
+                bytes: marks,
+                n: num_rows,
+                words: w,
+                count: counts_addr + 8 * j as u64,
+            })?;
+            validities.push(w);
+        }
+        exec.free(marks);
+    }
+    let counts: Vec<u64> = if jobs.is_empty() {
+        Vec::new()
+    } else {
+        exec.read(counts_addr, jobs.len())?
+    };
+    if counts_addr != 0 {
+        exec.free(counts_addr);
+    }
+    for &levels in struct_levels.values() {
+        exec.free(levels);
+    }
+    let mut by_route: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+    for ((route, w), count) in job_routes.into_iter().zip(validities).zip(counts) {
+        by_route.entry(route).or_default().push((w, count));
+    }
+    for (route, r) in routes.iter().enumerate() {
+        let gis: Vec<usize> = (0..gpu.len()).filter(|&g| gpu[g].0 == route).collect();
+        let mut leaves = Vec::with_capacity(gis.len());
+        for g in &gis {
+            match leaf_arrays.remove(g) {
+                Some(a) => leaves.push(Some(a)),
+                None => break, // fell back to the host
+            }
+        }
+        let mut mine = by_route.remove(&route).unwrap_or_default().into_iter();
+        if leaves.len() != gis.len() || gis.is_empty() {
+            for (w, _) in mine {
+                exec.free(w);
+            }
+            continue;
+        }
+        let array = match &r.route {
+            Route::Gpu(_) => leaves.pop().flatten(),
+            Route::GpuNested(nested) => Some(build_nested(exec, &nested.shape, &mut leaves, &mut mine, num_rows)?),
+            Route::Host(_) => None,
+        };
+        if let Some(a) = array {
+            arrays.insert(route, a);
+        }
+    }
+    Ok(())
+}
+
+/// The (levels, threshold) of each nullable struct of `shape`, in pre-order.
+fn collect_struct_levels(shape: &NestedShape, levels: u64, jobs: &mut Vec<(u64, u32)>) {
+    if let NestedShape::Struct {
+        def_level, children, ..
+    } = shape
+    {
+        if let Some(d) = def_level {
+            jobs.push((levels, *d));
+        }
+        for c in children {
+            collect_struct_levels(c, levels, jobs);
+        }
+    }
+}
+
+/// The array of `shape` over its leaves' arrays (each taken once); a nullable struct takes the next
+/// (validity, set bits) of `validities`, in the order [`collect_struct_levels`] made them.
+fn build_nested<E: Executor>(
+    exec: &mut E,
+    shape: &NestedShape,
+    leaves: &mut [Option<DeviceArray<E::Buffer>>],
+    validities: &mut impl Iterator<Item = (u64, u64)>,
+    num_rows: u64,
+) -> Result<DeviceArray<E::Buffer>> {
+    let internal = |what: &str| Error::parquet(Location::default(), format!("nested column assembly: {what}"));
+    match shape {
+        NestedShape::Leaf(i) => leaves
+            .get_mut(*i)
+            .and_then(Option::take)
+            .ok_or_else(|| internal("a leaf taken twice")),
+        NestedShape::Struct {
+            data_type,
+            def_level,
+            children,
+        } => {
+            let (mut validity, mut null_count) = (None, 0);
+            if def_level.is_some() {
+                let (w, present) = validities
+                    .next()
+                    .ok_or_else(|| internal("a struct without its levels"))?;
+                null_count = (num_rows - present.min(num_rows)) as usize;
+                if null_count > 0 {
+                    validity = Some(exec.take(w)?);
+                } else {
+                    exec.free(w);
+                }
+            }
+            let mut arrays = Vec::with_capacity(children.len());
+            for c in children {
+                arrays.push(build_nested(exec, c, leaves, validities, num_rows)?);
+            }
+            Ok(DeviceArray {
+                data_type: data_type.clone(),
+                len: num_rows as usize,
+                null_count,
+                validity,
+                buffers: Vec::new(),
+                children: arrays,
+            })
+        }
+    }
 }
 
 /// An error found while planning a GPU chunk's pages.

@@ -29,6 +29,12 @@
 //! | 9 | `gp_pack_bits(const u8*, u64 len, u32* words, u64* set)` | any × 256 (grid-stride) | validity or boolean bytes | `ceil(len/32)` words, `*set += ` set bits |
 //! | 10 | `gp_validate_utf8(const u8* chars, u64 n, const i32* offsets, u64 rows, u64* first_bad)` (string columns) | any × any (grid-stride) | `out_values`, `out_offsets` | `*first_bad` min= first byte failing UTF-8 |
 //!
+//! Nested columns (`nested.cu`, references in [`crate::decode::reference::nested`]) add, after 2,
+//! `gp_def_levels(const PageDesc*, u32 n, const ColumnDesc*, u32 ncols, const u64* outs)` (n × 256:
+//! each page's definition levels, a byte a row, at `outs[column] + row_start`) and, before 9,
+//! `gp_levels_at_least(const u8* levels, u64 len, u32 threshold, u8* out)` (any × any, grid-stride: a
+//! struct's validity bytes).
+//!
 //! `t` is a `u64[n]` scratch buffer. Blocks of other sizes trap (except 1, 9 and 10). Every page error is
 //! in `PageDesc::error` / `error_detail`, dictionary errors in `DictDesc`, offset overflow in
 //! `ColumnDesc::error`; a later kernel skips a page already in error, and the result, errors included,
@@ -44,6 +50,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("values.cu", include_str!("values.cu")),
     ("strings.cu", include_str!("strings.cu")),
     ("delta.cu", include_str!("delta.cu")),
+    ("nested.cu", include_str!("nested.cu")),
     ("convert.cu", include_str!("convert.cu")),
     ("validate.cu", include_str!("validate.cu")),
     ("snappy.cu", include_str!("snappy.cu")),

@@ -35,12 +35,12 @@ fn set_error(page: &mut PageDesc, code: ErrorCode, detail: u32) {
 
 /// The page's rows lie inside its column's output, and are fewer than 2^31 (`rows_ok` in
 /// core_util.cuh).
-fn rows_ok(page: &PageDesc, col: &ColumnDesc) -> bool {
+pub(super) fn rows_ok(page: &PageDesc, col: &ColumnDesc) -> bool {
     page.num_values <= i32::MAX as u32 && u64::from(page.row_start) + u64::from(page.num_values) <= col.num_rows
 }
 
 /// `len` bytes at `addr`, copied; an empty stream needs no region. `None` when not in the arena.
-fn bytes_at(arena: &Arena, addr: u64, len: u64) -> Option<Vec<u8>> {
+pub(super) fn bytes_at(arena: &Arena, addr: u64, len: u64) -> Option<Vec<u8>> {
     if len == 0 {
         return Some(Vec::new());
     }
@@ -162,7 +162,7 @@ impl<'a> HybridReader<'a> {
 
 /// How a hybrid decode stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
+pub(super) enum Stop {
     /// The stream ended before the value at this index.
     Ended(u32),
     /// The caller rejected the value at this index.
@@ -171,7 +171,7 @@ enum Stop {
 
 /// Decodes up to `count` values, stopping at the first the stream lacks or `reject` refuses: the
 /// values before that point, and why it stopped.
-fn hybrid_prefix(
+pub(super) fn hybrid_prefix(
     bytes: &[u8],
     width: u32,
     count: u32,
