@@ -911,6 +911,103 @@ impl Executor for DeviceExecutor<'_> {
                     &[U64(levels), U64(n), U32(threshold), U64(out)],
                 )
             }
+            Kernel::RepLevels { jobs, n } => self.launch_raw("gp_rep_levels", n, PAGE_BLOCK, &[U64(jobs), U32(n)]),
+            Kernel::SlotScan {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+            } => self.launch_raw(
+                "gp_slot_scan",
+                1,
+                1024,
+                &[U64(def), U64(rep), U64(n), U32(space.0), U32(space.1), U64(pos)],
+            ),
+            Kernel::ListOffsets {
+                def,
+                rep,
+                n,
+                parent,
+                parent_pos,
+                child_pos,
+                wide,
+                offsets,
+            } => {
+                let grid = (n + 1).div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_list_offsets",
+                    grid,
+                    256,
+                    &[
+                        U64(def),
+                        U64(rep),
+                        U64(n),
+                        U32(parent.0),
+                        U32(parent.1),
+                        U64(parent_pos),
+                        U64(child_pos),
+                        U32(wide as u32),
+                        U64(offsets),
+                    ],
+                )
+            }
+            Kernel::SlotFlags {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+                threshold,
+                out,
+            } => {
+                let grid = n.div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_slot_flags",
+                    grid,
+                    256,
+                    &[
+                        U64(def),
+                        U64(rep),
+                        U64(n),
+                        U32(space.0),
+                        U32(space.1),
+                        U64(pos),
+                        U32(threshold),
+                        U64(out),
+                    ],
+                )
+            }
+            Kernel::Compact {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+                src,
+                width,
+                with_end,
+                dst,
+            } => {
+                let grid = (n + 1).div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_compact",
+                    grid,
+                    256,
+                    &[
+                        U64(def),
+                        U64(rep),
+                        U64(n),
+                        U32(space.0),
+                        U32(space.1),
+                        U64(pos),
+                        U64(src),
+                        U32(width),
+                        U32(with_end as u32),
+                        U64(dst),
+                    ],
+                )
+            }
             Kernel::PackBits { bytes, n, words, count } => {
                 // A thread a step takes 16 bytes where they are 16-aligned, else 1: one step for all.
                 let per_block = if bytes % 16 == 0 { 256 * 16 } else { 256 };
