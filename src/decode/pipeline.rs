@@ -18,8 +18,10 @@ use serde::Serialize;
 use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
 use crate::decode::host_headers::HostHeaders;
 use crate::decode::layout::{
-    ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PageDesc, PageInfo, encoding, physical,
+    ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, PageInfo,
+    encoding, physical,
 };
+use crate::decode::reference::nested::{LEVELS_FIRST_ZERO, LEVELS_V1_PREFIX, LevelJob};
 use crate::decode::reference::page_headers::ChunkHeaders;
 use crate::decode::table::{BITMAP_PADDING, DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
 use crate::error::{Error, Location, Result};
@@ -50,8 +52,10 @@ pub struct GpuLeaf {
     pub physical: u32,
     /// Bytes per plain value (see [`PageDesc::type_len`]).
     pub type_len: u32,
-    /// Maximum definition level (0 or 1).
+    /// Maximum definition level (0 or 1 for a flat column).
     pub max_def: u32,
+    /// Maximum repetition level (0 outside lists): a page's values are level entries, not rows.
+    pub max_rep: u32,
     /// The Arrow type of the output (arrow-rs's).
     pub data_type: DataType,
     /// Conversion from the physical values to `data_type`'s layout.
@@ -60,8 +64,8 @@ pub struct GpuLeaf {
     pub strings: StringOutput,
 }
 
-/// A nested column the kernels decode: structs (nullable or not, nested in one another) of leaves,
-/// with no repetition anywhere on the way.
+/// A nested column the kernels decode: structs (nullable or not), lists and maps, nested in one
+/// another, over leaves the kernels decode as flat columns (over level entries where they repeat).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuNested {
     /// The leaves, in the column's leaf order; each is decoded like a flat column over the rows.
@@ -85,6 +89,19 @@ pub enum NestedShape {
         /// The fields.
         children: Vec<NestedShape>,
     },
+    /// A list (`List`, `LargeList`, or `Map`, a list of key-value structs) of `child`.
+    List {
+        /// The Arrow type (arrow-rs's).
+        data_type: DataType,
+        /// Whether a list can be null (its validity: the level reaches `item_def - 1`).
+        nullable: bool,
+        /// The list's repetition level: an entry whose level is below it starts a list.
+        rep_level: u32,
+        /// The level from which an entry is an item of the list (arrow-rs's list `def_level`).
+        item_def: u32,
+        /// The items.
+        child: Box<NestedShape>,
+    },
 }
 
 impl NestedShape {
@@ -95,6 +112,42 @@ impl NestedShape {
             NestedShape::Struct {
                 def_level, children, ..
             } => def_level.is_some() || children.iter().any(NestedShape::has_nullable_struct),
+            NestedShape::List { child, .. } => child.has_nullable_struct(),
+        }
+    }
+
+    /// Whether the shape holds a list (so its leaves repeat).
+    fn has_list(&self) -> bool {
+        match self {
+            NestedShape::Leaf(_) => false,
+            NestedShape::Struct { children, .. } => children.iter().any(NestedShape::has_list),
+            NestedShape::List { .. } => true,
+        }
+    }
+
+    /// The first leaf under this node (its levels describe every ancestor's slots).
+    fn first_leaf(&self) -> Option<usize> {
+        match self {
+            NestedShape::Leaf(i) => Some(*i),
+            NestedShape::Struct { children, .. } => children.first().and_then(NestedShape::first_leaf),
+            NestedShape::List { child, .. } => child.first_leaf(),
+        }
+    }
+
+    /// Each leaf's slot space (the items of its innermost list; the rows, `(0, 0)`, outside lists),
+    /// by leaf index, below a node in `space`.
+    fn leaf_spaces(&self, space: (u32, u32), out: &mut BTreeMap<usize, (u32, u32)>) {
+        match self {
+            NestedShape::Leaf(i) => {
+                out.insert(*i, space);
+            }
+            NestedShape::Struct { children, .. } => children.iter().for_each(|c| c.leaf_spaces(space, out)),
+            NestedShape::List {
+                rep_level,
+                item_def,
+                child,
+                ..
+            } => child.leaf_spaces((*rep_level, *item_def), out),
         }
     }
 }
@@ -168,7 +221,10 @@ fn route_one(
     data_type: &DataType,
     natural: &DataType,
 ) -> Route {
-    if matches!(data_type, DataType::Struct(_)) {
+    if matches!(
+        data_type,
+        DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(..)
+    ) {
         return match route_nested(descr, leaves, data_type, natural) {
             Ok(nested) => Route::GpuNested(nested),
             Err(why) => Route::Host(why),
@@ -194,12 +250,12 @@ fn route_one(
 }
 
 /// Why a nested column the kernels do not decode goes to the host.
-const REPEATED_REASON: &str = "a list or map (repetition levels): decoded on the host";
+const UNSUPPORTED_LIST: &str =
+    "a list layout the kernels do not build (fixed-size lists, list views, odd schemas): decoded on the host";
 
-/// A struct column's leaves and structure, walked along the Parquet schema from the column's root
-/// with the Arrow type arrow-rs gives (`data_type`, and `natural` without the file's Arrow schema);
-/// `Err(why)` where the kernels cannot decode it: a repeated field anywhere (lists, maps), or a leaf
-/// they do not decode.
+/// A nested column's leaves and structure (structs, lists, maps), walked along the Parquet schema from
+/// the column's root with the Arrow type arrow-rs gives (`data_type`, and `natural` without the file's
+/// Arrow schema); `Err(why)` where the kernels cannot decode it.
 fn route_nested(
     descr: &parquet::schema::types::SchemaDescriptor,
     leaves: &[usize],
@@ -217,9 +273,9 @@ fn route_nested(
         descr,
         leaves,
         root,
-        data_type,
-        natural,
-        0,
+        (data_type, natural),
+        (0, 0),
+        false,
         &mut path,
         &mut nested.leaves,
     )?;
@@ -233,61 +289,141 @@ fn route_nested(
     Ok(nested)
 }
 
-/// One node of [`route_nested`]'s walk: `def` is the definition level above `node`, `path` the names
-/// down to its parent.
+/// One node of [`route_nested`]'s walk, after arrow-rs's schema conversion (`complex.rs`): the
+/// (definition, repetition) levels above `node`, `path` the names down to its parent; `element` says
+/// `node` is a repeated field standing for a list's element (its levels counted by the list).
 #[allow(clippy::too_many_arguments)]
 fn walk_nested(
     descr: &parquet::schema::types::SchemaDescriptor,
     leaves: &[usize],
     node: &parquet::schema::types::Type,
-    data_type: &DataType,
-    natural: &DataType,
-    def: u32,
+    (data_type, natural): (&DataType, &DataType),
+    (def, rep): (u32, u32),
+    element: bool,
     path: &mut Vec<String>,
     out: &mut Vec<GpuLeaf>,
 ) -> std::result::Result<NestedShape, String> {
     use parquet::basic::Repetition;
-    let info = node.get_basic_info();
-    let repetition = if info.has_repetition() {
-        info.repetition()
-    } else {
-        Repetition::REQUIRED
+    let repetition_of = |t: &parquet::schema::types::Type| {
+        let info = t.get_basic_info();
+        if info.has_repetition() {
+            info.repetition()
+        } else {
+            Repetition::REQUIRED
+        }
     };
-    if repetition == Repetition::REPEATED {
-        return Err(REPEATED_REASON.into());
+    let repetition = repetition_of(node);
+    if repetition == Repetition::REPEATED && !element {
+        // A repeated field outside a LIST: a required list of required items (arrow-rs's `into_list`).
+        let (DataType::List(f), DataType::List(nf)) = (data_type, natural) else {
+            return Err(UNSUPPORTED_LIST.into());
+        };
+        let child = walk_nested(
+            descr,
+            leaves,
+            node,
+            (f.data_type(), nf.data_type()),
+            (def + 1, rep + 1),
+            true,
+            path,
+            out,
+        )?;
+        return Ok(NestedShape::List {
+            data_type: data_type.clone(),
+            nullable: false,
+            rep_level: rep + 1,
+            item_def: def + 1,
+            child: Box::new(child),
+        });
     }
-    let def = def + u32::from(repetition == Repetition::OPTIONAL);
+    let optional = repetition == Repetition::OPTIONAL;
+    let def = def + u32::from(optional);
     path.push(node.name().to_string());
     let shape = if node.is_group() {
-        let (DataType::Struct(fields), DataType::Struct(natural_fields)) = (data_type, natural) else {
-            return Err(REPEATED_REASON.into());
-        };
-        if fields.len() != natural_fields.len() {
-            return Err("the file's Arrow schema reshapes a struct: decoded on the host".into());
-        }
-        let mut children = Vec::with_capacity(fields.len());
-        for (f, nf) in fields.iter().zip(natural_fields.iter()) {
-            let child = node.get_fields().iter().find(|c| c.name() == f.name()).ok_or_else(|| {
-                format!(
-                    "struct field '{}' not in the Parquet schema: decoded on the host",
-                    f.name()
-                )
-            })?;
-            children.push(walk_nested(
-                descr,
-                leaves,
-                child,
-                f.data_type(),
-                nf.data_type(),
-                def,
-                path,
-                out,
-            )?);
-        }
-        NestedShape::Struct {
-            data_type: data_type.clone(),
-            def_level: (repetition == Repetition::OPTIONAL).then_some(def),
-            children,
+        match (data_type, natural) {
+            (DataType::Struct(fields), DataType::Struct(natural_fields)) => {
+                if fields.len() != natural_fields.len() {
+                    return Err("the file's Arrow schema reshapes a struct: decoded on the host".into());
+                }
+                let mut children = Vec::with_capacity(fields.len());
+                for (f, nf) in fields.iter().zip(natural_fields.iter()) {
+                    let child = node.get_fields().iter().find(|c| c.name() == f.name()).ok_or_else(|| {
+                        format!(
+                            "struct field '{}' not in the Parquet schema: decoded on the host",
+                            f.name()
+                        )
+                    })?;
+                    children.push(walk_nested(
+                        descr,
+                        leaves,
+                        child,
+                        (f.data_type(), nf.data_type()),
+                        (def, rep),
+                        false,
+                        path,
+                        out,
+                    )?);
+                }
+                NestedShape::Struct {
+                    data_type: data_type.clone(),
+                    def_level: optional.then_some(def),
+                    children,
+                }
+            }
+            (
+                DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _),
+                DataType::List(nf) | DataType::LargeList(nf) | DataType::Map(nf, _),
+            ) if !element => {
+                // A LIST or MAP group: one repeated child, the element itself (two-level lists, a
+                // map's key-value group) or holding it (three-level lists), as arrow-rs decides.
+                let [repeated] = node.get_fields() else {
+                    return Err(UNSUPPORTED_LIST.into());
+                };
+                if repetition_of(repeated) != Repetition::REPEATED {
+                    return Err(UNSUPPORTED_LIST.into());
+                }
+                let is_list = |t: &parquet::schema::types::Type| {
+                    t.is_group()
+                        && (t.get_basic_info().logical_type_ref() == Some(&parquet::basic::LogicalType::List)
+                            || t.get_basic_info().converted_type() == parquet::basic::ConvertedType::LIST)
+                };
+                let single_repeated_child = |t: &parquet::schema::types::Type| {
+                    t.is_group() && matches!(t.get_fields(), [c] if repetition_of(c) == Repetition::REPEATED)
+                };
+                let two_level = matches!(data_type, DataType::Map(..))
+                    || repeated.is_primitive()
+                    || repeated.get_fields().len() != 1
+                    || (!is_list(repeated)
+                        && !single_repeated_child(repeated)
+                        && (repeated.name() == "array" || repeated.name() == format!("{}_tuple", node.name())));
+                let levels = (def + 1, rep + 1);
+                let types = (f.data_type(), nf.data_type());
+                let child = if two_level {
+                    walk_nested(descr, leaves, repeated, types, levels, true, path, out)?
+                } else {
+                    path.push(repeated.name().to_string());
+                    let item = walk_nested(
+                        descr,
+                        leaves,
+                        &repeated.get_fields()[0],
+                        types,
+                        levels,
+                        false,
+                        path,
+                        out,
+                    )?;
+                    path.pop();
+                    item
+                };
+                NestedShape::List {
+                    data_type: data_type.clone(),
+                    nullable: optional,
+                    rep_level: rep + 1,
+                    item_def: def + 1,
+                    child: Box::new(child),
+                }
+            }
+            _ => return Err(UNSUPPORTED_LIST.into()),
         }
     } else {
         let leaf = leaves
@@ -296,9 +432,9 @@ fn walk_nested(
             .find(|&l| descr.column(l).path().parts() == path.as_slice())
             .ok_or_else(|| format!("leaf {} not selected: decoded on the host", path.join(".")))?;
         let col = descr.column(leaf);
-        // A definition level a byte can hold (gp_levels decodes widths up to 8).
-        if col.max_rep_level() > 0 || col.max_def_level() as u32 != def || def > 255 {
-            return Err(REPEATED_REASON.into());
+        // Levels a byte can hold (gp_levels decodes widths up to 8).
+        if col.max_rep_level() as u32 != rep || col.max_def_level() as u32 != def || def > 255 {
+            return Err(UNSUPPORTED_LIST.into());
         }
         out.push(route_leaf(leaf, &col, data_type, natural)?);
         NestedShape::Leaf(out.len() - 1)
@@ -411,6 +547,7 @@ fn route_leaf(
         physical,
         type_len,
         max_def: col.max_def_level() as u32,
+        max_rep: col.max_rep_level() as u32,
         data_type: data_type.clone(),
         conversion,
         strings,
@@ -641,6 +778,24 @@ pub fn decode_step<E: Executor>(
             fallback.insert(*route_idx, why);
         }
     }
+    // Level entries per GPU column: its rows, or more where it repeats.
+    let mut entries_of = vec![0u64; gpu.len()];
+    for ch in &chunks {
+        entries_of[ch.column] += ch
+            .infos
+            .iter()
+            .filter(|p| p.page_type == 0 || p.page_type == 3)
+            .map(|p| p.num_values.max(0) as u64)
+            .sum::<u64>();
+    }
+    for (gi, (route_idx, _)) in gpu.iter().enumerate() {
+        if entries_of[gi] > i32::MAX as u64 && !fallback.contains_key(route_idx) {
+            fallback.insert(
+                *route_idx,
+                "more than 2^31 level entries in one step: decoded on the host".into(),
+            );
+        }
+    }
     let keep: Vec<bool> = gpu.iter().map(|(i, _)| !fallback.contains_key(i)).collect();
     stats.headers_time = started.elapsed();
 
@@ -792,10 +947,13 @@ pub fn decode_step<E: Executor>(
     let kept: Vec<usize> = (0..gpu.len()).filter(|&i| keep[i]).collect();
     let mut col_of_gpu = vec![u32::MAX; gpu.len()];
     let mut cols: Vec<ColumnDesc> = Vec::with_capacity(kept.len());
+    // Repetition levels, a byte an entry, of the repeated GPU columns; by GPU column.
+    let mut rep_levels: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut rep_jobs: Vec<(LevelJob, usize)> = Vec::new(); // and the page's index
     for (k, &gi) in kept.iter().enumerate() {
         col_of_gpu[gi] = k as u32;
         let leaf = &gpu[gi].1;
-        let n = num_rows as usize;
+        let n = entries_of[gi] as usize;
         let needs_dense = chunks
             .iter()
             .filter(|c| c.column == gi)
@@ -806,7 +964,7 @@ pub fn decode_step<E: Executor>(
             });
         let dense_width = leaf.type_len.max(4);
         let mut c = ColumnDesc {
-            num_rows,
+            num_rows: n as u64,
             dense_width,
             out_width: if leaf.physical == physical::BYTE_ARRAY {
                 0
@@ -840,6 +998,9 @@ pub fn decode_step<E: Executor>(
             c.out_values = exec.alloc_uninit(n * leaf.type_len as usize)?;
         }
         cols.push(c);
+        if leaf.max_rep > 0 {
+            rep_levels.insert(gi, exec.alloc(n.max(1))?);
+        }
     }
 
     let mut pages: Vec<PageDesc> = Vec::new();
@@ -911,8 +1072,35 @@ pub fn decode_step<E: Executor>(
                                 d.levels = body.levels + p.rep_levels_byte_length as u64;
                                 d.levels_len = p.def_levels_byte_length as u64;
                             }
-                        } else if leaf.max_def > 0 {
-                            d.flags = PAGE_V1_LEVELS;
+                        } else {
+                            if leaf.max_def > 0 {
+                                d.flags |= PAGE_V1_LEVELS;
+                            }
+                            if leaf.max_rep > 0 {
+                                d.flags |= PAGE_V1_REP_LEVELS;
+                            }
+                        }
+                        if let Some(&levels) = rep_levels.get(&gi) {
+                            let first_of_chunk = !ch.infos[..pi].iter().any(|q| q.page_type == 0 || q.page_type == 3);
+                            let (src, src_len, mut flags) = if v2 {
+                                (body.levels, p.rep_levels_byte_length as u64, 0)
+                            } else {
+                                (body.data, body.data_len, LEVELS_V1_PREFIX)
+                            };
+                            if first_of_chunk {
+                                flags |= LEVELS_FIRST_ZERO;
+                            }
+                            let job = LevelJob {
+                                src,
+                                src_len,
+                                out: levels + row,
+                                count: num_values,
+                                max_level: leaf.max_rep,
+                                bit_width: 32 - leaf.max_rep.leading_zeros(),
+                                flags,
+                                ..Default::default()
+                            };
+                            rep_jobs.push((job, pages.len()));
                         }
                         row += num_values as u64;
                         pages.push(d);
@@ -929,7 +1117,7 @@ pub fn decode_step<E: Executor>(
     }
 
     // Kernels, in order.
-    let mut struct_levels: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut levels = NestedLevels::default();
     let n = pages.len() as u32;
     let ncols = cols.len() as u32;
     let pages_addr = if pages.is_empty() { 0 } else { exec.upload(&pages)? };
@@ -951,7 +1139,8 @@ pub fn decode_step<E: Executor>(
     if n > 0 {
         run(exec, PageKernel::Setup)?;
         run(exec, PageKernel::Levels)?;
-        struct_levels = nested_def_levels(exec, routes, &gpu, &kept, num_rows, (pages_addr, n), (cols_addr, ncols))?;
+        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
+        decode_rep_levels(exec, &rep_jobs, &origins, source, &gpu)?;
         if !dicts.is_empty() {
             let d = exec.upload(&dicts)?;
             exec.launch(Kernel::DictByteArrayIndex {
@@ -1010,7 +1199,7 @@ pub fn decode_step<E: Executor>(
 
     if n == 0 {
         // No pages (a step of no rows): the structs' levels are empty, no kernel to run.
-        struct_levels = nested_def_levels(exec, routes, &gpu, &kept, num_rows, (pages_addr, n), (cols_addr, ncols))?;
+        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
     }
 
     // Bitmaps and conversions, then the arrays.
@@ -1018,8 +1207,11 @@ pub fn decode_step<E: Executor>(
     if !cols.is_empty() {
         counts_addr = exec.alloc(cols.len() * 2 * 8)?;
     }
+    levels.rep = rep_levels;
+    compact_repeated_leaves(exec, routes, &gpu, &kept, &mut cols, &levels)?;
     let mut bitmaps: Vec<(u64, u64)> = Vec::with_capacity(cols.len());
     for (k, c) in cols.iter().enumerate() {
+        let num_rows = c.num_rows;
         // Bitmaps are allocated to a multiple of 64 bytes (zeroed past the last word), as Arrow
         // recommends: cuDF's import copies a validity bitmap rounded up to 64 bytes, and a copy past
         // the end of a stream-ordered allocation fails (cudaErrorInvalidValue).
@@ -1062,6 +1254,7 @@ pub fn decode_step<E: Executor>(
     let mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
     for (k, (&gi, c)) in kept.iter().zip(&cols).enumerate() {
         let leaf = &gpu[gi].1;
+        let num_rows = c.num_rows;
         let (validity, bool_values) = bitmaps[k];
         let present = if c.out_valid != 0 { counts[2 * k] } else { num_rows };
         let null_count = (num_rows - present.min(num_rows)) as usize;
@@ -1103,7 +1296,7 @@ pub fn decode_step<E: Executor>(
             },
         );
     }
-    assemble_columns(exec, routes, &gpu, leaf_arrays, &struct_levels, num_rows, &mut arrays)?;
+    assemble_columns(exec, routes, &gpu, leaf_arrays, &levels, num_rows, &mut arrays)?;
 
     // Host-routed columns: arrow-rs over the same fetched bytes.
     let host_cols: Vec<usize> = routes
@@ -1263,34 +1456,57 @@ pub fn decode_step<E: Executor>(
     ))
 }
 
-/// The definition levels, a byte a row, of one leaf of each nested GPU column (all kept) that has a
-/// nullable struct: its structs' validities come from them (every leaf of a struct holds the same
-/// levels at the struct's depth, as arrow-rs reads them from its first child). By route index.
+/// The level arrays (a byte an entry) of a step's nested GPU columns.
+#[derive(Debug, Default)]
+struct NestedLevels {
+    /// Struct-only columns (by route): one leaf's definition levels, for their structs' validities
+    /// (every leaf of a struct holds the same levels at the struct's depth, as arrow-rs reads them from
+    /// its first child).
+    by_route: BTreeMap<usize, u64>,
+    /// Columns with lists: every leaf's definition levels, by GPU column.
+    def: BTreeMap<usize, u64>,
+    /// Every repeated leaf's repetition levels, by GPU column.
+    rep: BTreeMap<usize, u64>,
+    /// Level entries of each leaf of the columns with lists, by GPU column.
+    entries: BTreeMap<usize, u64>,
+}
+
+/// Decodes the definition levels the nested GPU columns (all kept) need ([`NestedLevels`]), after
+/// `gp_levels` has checked them.
 fn nested_def_levels<E: Executor>(
     exec: &mut E,
     routes: &[ColumnRoute],
     gpu: &[(usize, GpuLeaf)],
     kept: &[usize],
-    num_rows: u64,
+    cols: &[ColumnDesc],
     (pages_addr, n): (u64, u32),
     (cols_addr, ncols): (u64, u32),
-) -> Result<BTreeMap<usize, u64>> {
+) -> Result<NestedLevels> {
     let mut outs = vec![0u64; kept.len()];
-    let mut by_route = BTreeMap::new();
+    let mut levels = NestedLevels::default();
     for (k, &gi) in kept.iter().enumerate() {
         let route = gpu[gi].0;
         let Route::GpuNested(nested) = &routes[route].route else {
             continue;
         };
-        if by_route.contains_key(&route) || !nested.shape.has_nullable_struct() {
+        let entries = cols[k].num_rows as usize;
+        if nested.shape.has_list() {
+            levels.entries.insert(gi, entries as u64);
+            if gpu[gi].1.max_def > 0 {
+                // Zeroed: a page in error leaves its entries unwritten (the step fails on its error).
+                outs[k] = exec.alloc(entries.max(1))?;
+                levels.def.insert(gi, outs[k]);
+            }
             continue;
         }
-        // Zeroed: a page in error leaves its rows unwritten (the step fails on its error anyway).
-        outs[k] = exec.alloc((num_rows as usize).max(1))?;
-        by_route.insert(route, outs[k]);
+        if levels.by_route.contains_key(&route) || !nested.shape.has_nullable_struct() {
+            continue;
+        }
+        outs[k] = exec.alloc(entries.max(1))?;
+        levels.by_route.insert(route, outs[k]);
     }
-    if by_route.is_empty() || n == 0 {
-        return Ok(by_route);
+    if outs.iter().all(|&o| o == 0) || n == 0 {
+        return Ok(levels);
     }
     let table = exec.upload(&outs)?;
     exec.launch(Kernel::DefLevels {
@@ -1301,7 +1517,42 @@ fn nested_def_levels<E: Executor>(
         outs: table,
     })?;
     exec.free(table);
-    Ok(by_route)
+    Ok(levels)
+}
+
+/// Decodes the repetition levels of the repeated GPU columns' pages (`jobs`, each with its page's
+/// index); a bad stream is the page's error.
+fn decode_rep_levels<E: Executor>(
+    exec: &mut E,
+    jobs: &[(LevelJob, usize)],
+    origins: &[PageOrigin],
+    source: &ParquetSource,
+    gpu: &[(usize, GpuLeaf)],
+) -> Result<()> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<LevelJob> = jobs.iter().map(|j| j.0).collect();
+    let addr = exec.upload(&list)?;
+    exec.launch(Kernel::RepLevels {
+        jobs: addr,
+        n: list.len() as u32,
+    })?;
+    let back: Vec<LevelJob> = exec.read(addr, list.len())?;
+    exec.free(addr);
+    if let Some((i, j)) = back.iter().enumerate().find(|(_, j)| j.error != 0) {
+        let what = if j.error == ErrorCode::BadLevel as u32 {
+            "a repetition level above the column's maximum, or a chunk not starting a row".to_string()
+        } else {
+            ErrorCode::from_u32(j.error)
+                .map(ErrorCode::describe)
+                .unwrap_or("an unknown decoder error")
+                .to_string()
+        };
+        let message = format!("{what} (repetition levels, detail {})", j.error_detail);
+        return Err(page_error(source, gpu, &origins[jobs[i].1], message));
+    }
+    Ok(())
 }
 
 /// The arrays of the GPU columns, by route index, into `arrays`: a flat column's leaf as it is; a
@@ -1312,10 +1563,11 @@ fn assemble_columns<E: Executor>(
     routes: &[ColumnRoute],
     gpu: &[(usize, GpuLeaf)],
     mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>>,
-    struct_levels: &BTreeMap<usize, u64>,
+    levels: &NestedLevels,
     num_rows: u64,
     arrays: &mut BTreeMap<usize, DeviceArray<E::Buffer>>,
 ) -> Result<()> {
+    let struct_levels = &levels.by_route;
     // Every nullable struct's validity first, their null counts then read once.
     let mut validities: Vec<u64> = Vec::new();
     let mut jobs: Vec<(u64, u32)> = Vec::new(); // levels, threshold; in the shapes' pre-order
@@ -1360,8 +1612,8 @@ fn assemble_columns<E: Executor>(
     if counts_addr != 0 {
         exec.free(counts_addr);
     }
-    for &levels in struct_levels.values() {
-        exec.free(levels);
+    for &addr in struct_levels.values() {
+        exec.free(addr);
     }
     let mut by_route: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
     for ((route, w), count) in job_routes.into_iter().zip(validities).zip(counts) {
@@ -1385,6 +1637,14 @@ fn assemble_columns<E: Executor>(
         }
         let array = match &r.route {
             Route::Gpu(_) => leaves.pop().flatten(),
+            Route::GpuNested(nested) if nested.shape.has_list() => Some(build_list_column(
+                exec,
+                &nested.shape,
+                &mut leaves,
+                &gis,
+                levels,
+                num_rows,
+            )?),
             Route::GpuNested(nested) => Some(build_nested(exec, &nested.shape, &mut leaves, &mut mine, num_rows)?),
             Route::Host(_) => None,
         };
@@ -1453,6 +1713,271 @@ fn build_nested<E: Executor>(
                 validity,
                 buffers: Vec::new(),
                 children: arrays,
+            })
+        }
+        NestedShape::List { .. } => Err(internal("a list outside build_list_column")),
+    }
+}
+
+/// Packs each repeated leaf's values (fixed-width values or string offsets, and validity bytes) from
+/// its level entries to its slots (the items of its innermost list): the columns' descriptors then
+/// describe the packed arrays (`num_rows` their slots).
+fn compact_repeated_leaves<E: Executor>(
+    exec: &mut E,
+    routes: &[ColumnRoute],
+    gpu: &[(usize, GpuLeaf)],
+    kept: &[usize],
+    cols: &mut [ColumnDesc],
+    levels: &NestedLevels,
+) -> Result<()> {
+    for (k, &gi) in kept.iter().enumerate() {
+        let (route, leaf) = &gpu[gi];
+        let Route::GpuNested(nested) = &routes[*route].route else {
+            continue;
+        };
+        let Some(&rep) = levels.rep.get(&gi) else {
+            continue;
+        };
+        let index = (0..gi).filter(|&g| gpu[g].0 == *route).count();
+        let mut spaces = BTreeMap::new();
+        nested.shape.leaf_spaces((0, 0), &mut spaces);
+        let space = spaces.get(&index).copied().unwrap_or((0, 0));
+        let def = levels.def.get(&gi).copied().unwrap_or(0);
+        let c = &mut cols[k];
+        let n = c.num_rows;
+        let pos = exec.alloc_uninit((n as usize + 1) * 4)?;
+        exec.launch(Kernel::SlotScan {
+            def,
+            rep,
+            n,
+            space,
+            pos,
+        })?;
+        let slots = exec.read::<u32>(pos + 4 * n, 1)?.first().copied().unwrap_or(0) as u64;
+        let pack = |exec: &mut E, src: u64, width: u32, with_end: bool| -> Result<u64> {
+            let count = slots as usize + usize::from(with_end);
+            let dst = exec.alloc((count * width as usize).max(1))?;
+            exec.launch(Kernel::Compact {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+                src,
+                width,
+                with_end,
+                dst,
+            })?;
+            exec.free(src);
+            Ok(dst)
+        };
+        if leaf.physical == physical::BYTE_ARRAY {
+            c.out_offsets = pack(exec, c.out_offsets, 4, true)?;
+        } else {
+            c.out_values = pack(exec, c.out_values, c.out_width.max(1), false)?;
+        }
+        if c.out_valid != 0 {
+            c.out_valid = pack(exec, c.out_valid, 1, false)?;
+        }
+        c.num_rows = slots;
+        exec.free(pos);
+    }
+    Ok(())
+}
+
+/// Slot scans of a list column's leaves, by (leaf, space): the positions and the slot count.
+type Scans = BTreeMap<(usize, (u32, u32)), (u64, u64)>;
+
+/// The slot positions of `space` over leaf `leaf`'s entries (scanned once).
+fn scan_of<E: Executor>(
+    exec: &mut E,
+    scans: &mut Scans,
+    lv: &[(u64, u64, u64)],
+    leaf: usize,
+    space: (u32, u32),
+) -> Result<(u64, u64)> {
+    if let Some(&found) = scans.get(&(leaf, space)) {
+        return Ok(found);
+    }
+    let (def, rep, n) = lv[leaf];
+    let pos = exec.alloc_uninit((n as usize + 1) * 4)?;
+    exec.launch(Kernel::SlotScan {
+        def,
+        rep,
+        n,
+        space,
+        pos,
+    })?;
+    let slots = exec.read::<u32>(pos + 4 * n, 1)?.first().copied().unwrap_or(0) as u64;
+    scans.insert((leaf, space), (pos, slots));
+    Ok((pos, slots))
+}
+
+/// A validity over `slots` slots of `space` where leaf `leaf`'s definition level reaches
+/// `threshold`: the bitmap (None without nulls) and the null count.
+fn slot_validity<E: Executor>(
+    exec: &mut E,
+    lv: &[(u64, u64, u64)],
+    leaf: usize,
+    (space, pos, slots): ((u32, u32), u64, u64),
+    threshold: u32,
+) -> Result<(Option<E::Buffer>, usize)> {
+    let (def, rep, n) = lv[leaf];
+    let marks = exec.alloc((slots as usize).max(1))?;
+    exec.launch(Kernel::SlotFlags {
+        def,
+        rep,
+        n,
+        space,
+        pos,
+        threshold,
+        out: marks,
+    })?;
+    let words = ((slots.div_ceil(32) * 4) as usize).next_multiple_of(BITMAP_PADDING);
+    let w = exec.alloc(words)?;
+    let count = exec.alloc(8)?;
+    exec.launch(Kernel::PackBits {
+        bytes: marks,
+        n: slots,
+        words: w,
+        count,
+    })?;
+    let present = exec.read::<u64>(count, 1)?.first().copied().unwrap_or(0);
+    exec.free(count);
+    exec.free(marks);
+    let nulls = (slots - present.min(slots)) as usize;
+    if nulls == 0 {
+        exec.free(w);
+        return Ok((None, 0));
+    }
+    Ok((Some(exec.take(w)?), nulls))
+}
+
+/// The array of a column holding lists: each node's arrays over the slots of its space, from its
+/// first leaf's levels (arrow-rs's readers take a node's levels from its first child too); the
+/// leaves' arrays come packed to their slots ([`compact_repeated_leaves`]). Frees the levels.
+fn build_list_column<E: Executor>(
+    exec: &mut E,
+    shape: &NestedShape,
+    leaves: &mut [Option<DeviceArray<E::Buffer>>],
+    gis: &[usize],
+    levels: &NestedLevels,
+    num_rows: u64,
+) -> Result<DeviceArray<E::Buffer>> {
+    // (definition levels, repetition levels, entries) of each leaf; 0: levels all 0.
+    let lv: Vec<(u64, u64, u64)> = gis
+        .iter()
+        .map(|g| {
+            let get = |m: &BTreeMap<usize, u64>| m.get(g).copied().unwrap_or(0);
+            (get(&levels.def), get(&levels.rep), get(&levels.entries))
+        })
+        .collect();
+    let mut scans = Scans::new();
+    let result = (|| {
+        let first = shape.first_leaf().unwrap_or(0);
+        let (_, rows) = scan_of(exec, &mut scans, &lv, first, (0, 0))?;
+        if rows != num_rows {
+            return Err(Error::parquet(
+                Location::default(),
+                format!("the repetition levels hold {rows} rows where the row groups hold {num_rows}"),
+            ));
+        }
+        build_list_node(exec, shape, (0, 0), leaves, &lv, &mut scans)
+    })();
+    for (pos, _) in scans.into_values() {
+        exec.free(pos);
+    }
+    for &g in gis {
+        for map in [&levels.def, &levels.rep] {
+            if let Some(&a) = map.get(&g) {
+                exec.free(a);
+            }
+        }
+    }
+    result
+}
+
+fn build_list_node<E: Executor>(
+    exec: &mut E,
+    shape: &NestedShape,
+    space: (u32, u32),
+    leaves: &mut [Option<DeviceArray<E::Buffer>>],
+    lv: &[(u64, u64, u64)],
+    scans: &mut Scans,
+) -> Result<DeviceArray<E::Buffer>> {
+    let internal = |what: &str| Error::parquet(Location::default(), format!("nested column assembly: {what}"));
+    let first = shape.first_leaf().ok_or_else(|| internal("a node without leaves"))?;
+    match shape {
+        NestedShape::Leaf(i) => leaves
+            .get_mut(*i)
+            .and_then(Option::take)
+            .ok_or_else(|| internal("a leaf taken twice")),
+        NestedShape::Struct {
+            data_type,
+            def_level,
+            children,
+        } => {
+            let (pos, slots) = scan_of(exec, scans, lv, first, space)?;
+            let (validity, null_count) = match def_level {
+                Some(d) => slot_validity(exec, lv, first, (space, pos, slots), *d)?,
+                None => (None, 0),
+            };
+            let mut arrays = Vec::with_capacity(children.len());
+            for c in children {
+                arrays.push(build_list_node(exec, c, space, leaves, lv, scans)?);
+            }
+            Ok(DeviceArray {
+                data_type: data_type.clone(),
+                len: slots as usize,
+                null_count,
+                validity,
+                buffers: Vec::new(),
+                children: arrays,
+            })
+        }
+        NestedShape::List {
+            data_type,
+            nullable,
+            rep_level,
+            item_def,
+            child,
+        } => {
+            let (pos, slots) = scan_of(exec, scans, lv, first, space)?;
+            let items = (*rep_level, *item_def);
+            let (item_pos, item_slots) = scan_of(exec, scans, lv, first, items)?;
+            let wide = matches!(data_type, DataType::LargeList(_));
+            if !wide && item_slots > i32::MAX as u64 {
+                return Err(Error::parquet(
+                    Location::default(),
+                    format!("{item_slots} list items overflow 32-bit offsets"),
+                ));
+            }
+            let width = if wide { 8 } else { 4 };
+            let offsets = exec.alloc((slots as usize + 1) * width)?;
+            let (def, rep, n) = lv[first];
+            exec.launch(Kernel::ListOffsets {
+                def,
+                rep,
+                n,
+                parent: space,
+                parent_pos: pos,
+                child_pos: item_pos,
+                wide,
+                offsets,
+            })?;
+            let (validity, null_count) = if *nullable {
+                slot_validity(exec, lv, first, (space, pos, slots), item_def.saturating_sub(1))?
+            } else {
+                (None, 0)
+            };
+            let items_array = build_list_node(exec, child, items, leaves, lv, scans)?;
+            Ok(DeviceArray {
+                data_type: data_type.clone(),
+                len: slots as usize,
+                null_count,
+                validity,
+                buffers: vec![exec.take(offsets)?],
+                children: vec![items_array],
             })
         }
     }
@@ -1906,6 +2431,12 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
                         p.def_level_encoding, p.rep_level_encoding
                     ));
                 }
+                if p.page_type == 0 && leaf.max_rep > 0 && p.rep_level_encoding as u32 != encoding::RLE {
+                    return Ok(Some(format!(
+                        "repetition levels in encoding {} (deprecated BIT_PACKED): decoded on the host",
+                        p.rep_level_encoding
+                    )));
+                }
                 if p.page_type == 0 && leaf.max_def > 0 && p.def_level_encoding as u32 != encoding::RLE {
                     return Ok(Some(format!(
                         "definition levels in encoding {} (deprecated BIT_PACKED): decoded on the host",
@@ -1927,7 +2458,7 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
             t => return bad(format!("unknown page type {t}")),
         }
     }
-    if values != ch.rows {
+    if leaf.max_rep == 0 && values != ch.rows {
         return Err((
             format!(
                 "the data pages hold {values} values, the row group has {} rows",
