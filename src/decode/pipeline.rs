@@ -1296,7 +1296,16 @@ pub fn decode_step<E: Executor>(
             },
         );
     }
-    assemble_columns(exec, routes, &gpu, leaf_arrays, &levels, num_rows, &mut arrays)?;
+    assemble_columns(
+        exec,
+        routes,
+        &gpu,
+        leaf_arrays,
+        &levels,
+        num_rows,
+        &location,
+        &mut arrays,
+    )?;
 
     // Host-routed columns: arrow-rs over the same fetched bytes.
     let host_cols: Vec<usize> = routes
@@ -1565,6 +1574,7 @@ fn assemble_columns<E: Executor>(
     mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>>,
     levels: &NestedLevels,
     num_rows: u64,
+    location: &Location,
     arrays: &mut BTreeMap<usize, DeviceArray<E::Buffer>>,
 ) -> Result<()> {
     let struct_levels = &levels.by_route;
@@ -1637,14 +1647,23 @@ fn assemble_columns<E: Executor>(
         }
         let array = match &r.route {
             Route::Gpu(_) => leaves.pop().flatten(),
-            Route::GpuNested(nested) if nested.shape.has_list() => Some(build_list_column(
-                exec,
-                &nested.shape,
-                &mut leaves,
-                &gis,
-                levels,
-                num_rows,
-            )?),
+            Route::GpuNested(nested) if nested.shape.has_list() => Some(
+                build_list_column(exec, &nested.shape, &mut leaves, &gis, levels, num_rows).map_err(|e| {
+                    // Named by the column (the levels of no single page are at fault).
+                    let message = match e {
+                        Error::Parquet { source, .. } => source.to_string(),
+                        other => return other,
+                    };
+                    Error::CorruptPage {
+                        location: Location {
+                            column: Some(r.name.clone()),
+                            ..location.clone()
+                        },
+                        page: None,
+                        message,
+                    }
+                })?,
+            ),
             Route::GpuNested(nested) => Some(build_nested(exec, &nested.shape, &mut leaves, &mut mine, num_rows)?),
             Route::Host(_) => None,
         };
@@ -1897,6 +1916,22 @@ fn build_list_column<E: Executor>(
     result
 }
 
+/// A struct's fields, or a list's items, hold as many slots as their parent says: leaves whose levels
+/// disagree (a corrupt file) would otherwise make arrays of mismatched lengths.
+fn same_lengths<B: crate::decode::exec::OwnedBuffer>(children: &[DeviceArray<B>], slots: u64) -> Result<()> {
+    match children.iter().find(|c| c.len as u64 != slots) {
+        None => Ok(()),
+        Some(c) => Err(Error::parquet(
+            Location::default(),
+            format!(
+                "the leaves' levels disagree: {} slots where their parent's levels give {slots}",
+                c.len
+            ),
+        )),
+    }
+}
+
+/// One node of [`build_list_column`] over the slots of `space`.
 fn build_list_node<E: Executor>(
     exec: &mut E,
     shape: &NestedShape,
@@ -1926,6 +1961,7 @@ fn build_list_node<E: Executor>(
             for c in children {
                 arrays.push(build_list_node(exec, c, space, leaves, lv, scans)?);
             }
+            same_lengths(&arrays, slots)?;
             Ok(DeviceArray {
                 data_type: data_type.clone(),
                 len: slots as usize,
@@ -1971,6 +2007,7 @@ fn build_list_node<E: Executor>(
                 (None, 0)
             };
             let items_array = build_list_node(exec, child, items, leaves, lv, scans)?;
+            same_lengths(std::slice::from_ref(&items_array), item_slots)?;
             Ok(DeviceArray {
                 data_type: data_type.clone(),
                 len: slots as usize,

@@ -168,36 +168,37 @@ __device__ inline bool in_space(const u8* def, const u8* rep, u64 i, u32 r, u32 
     return p <= r && d >= t;
 }
 
-// One block of 1024 threads (grid 1): pos[i] = slots of (r, t) among entries before i, for i in
-// [0, n]; pos[n] = their number. One pass over the entries, 1024 at a time, a carry between passes.
+// One block (grid 1) of any multiple of 32 threads up to 1024 (the host launches 1024): pos[i] =
+// slots of (r, t) among entries before i, for i in [0, n]; pos[n] = their number. One pass over the
+// entries, a block's width at a time, a carry between passes.
 extern "C" __global__ void __launch_bounds__(1024) gp_slot_scan(const u8* def, const u8* rep, u64 n, u32 r, u32 t,
                                                                u32* pos) {
-    if (blockIdx.x != 0 || blockDim.x != 1024) __trap();
+    if (gridDim.x != 1 || blockDim.x % 32 != 0 || blockDim.x > 1024) __trap();
     __shared__ u32 warp_sums[32];
     __shared__ u32 carry;
-    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
     if (tid == 0) carry = 0;
     __syncthreads();
-    for (u64 base = 0; base < n; base += 1024) {
+    for (u64 base = 0; base < n; base += blockDim.x) {
         const u64 i = base + tid;
         const bool m = i < n && in_space(def, rep, i, r, t);
         const u32 ballot = __ballot_sync(0xffffffffu, m);
         if (lane == 0) warp_sums[warp] = __popc(ballot);
         __syncthreads();
         if (warp == 0) {
-            const u32 v = warp_sums[lane];
+            const u32 v = lane < nwarps ? warp_sums[lane] : 0;
             u32 x = v;
             for (u32 o = 1; o < 32; o <<= 1) {
                 const u32 y = __shfl_up_sync(0xffffffffu, x, o);
                 if (lane >= o) x += y;
             }
-            warp_sums[lane] = x - v;  // exclusive
+            if (lane < nwarps) warp_sums[lane] = x - v;  // exclusive
         }
         __syncthreads();
         const u32 c = carry;
         if (i < n) pos[i] = c + warp_sums[warp] + __popc(ballot & ((1u << lane) - 1));
         __syncthreads();
-        if (tid == 1023) carry = c + warp_sums[31] + __popc(ballot);
+        if (tid == blockDim.x - 1) carry = c + warp_sums[warp] + __popc(ballot);
         __syncthreads();
     }
     if (tid == 0) pos[n] = carry;

@@ -523,6 +523,114 @@ mod tests {
         assert_eq!((pages[2].error, pages[2].error_detail), (ErrorCode::Overrun as u32, 3));
     }
 
+    /// The same case through the references, as [`crate::decode::kernels::emu::NestedOut`].
+    fn nested_reference(c: &crate::decode::kernels::emu::NestedCase) -> crate::decode::kernels::emu::NestedOut {
+        let n = c.def.len();
+        let mut a = Arena::new();
+        let (d, r) = (a.upload(&c.def), a.upload(&c.rep));
+        let (pp, cp) = (a.alloc((n + 1) * 4), a.alloc((n + 1) * 4));
+        slot_scan(&mut a, d, r, n as u64, c.parent, pp);
+        slot_scan(&mut a, d, r, n as u64, c.child, cp);
+        let parent_pos: Vec<u32> = a.read(pp, n + 1).unwrap();
+        let child_pos: Vec<u32> = a.read(cp, n + 1).unwrap();
+        let (ps, cs) = (parent_pos[n] as usize, child_pos[n] as usize);
+        let (o32, o64) = (a.alloc((ps + 1) * 4), a.alloc((ps + 1) * 8));
+        list_offsets(&mut a, d, r, n as u64, c.parent, pp, cp, false, o32);
+        list_offsets(&mut a, d, r, n as u64, c.parent, pp, cp, true, o64);
+        let flags = a.alloc(ps.max(1));
+        slot_flags(&mut a, d, r, n as u64, c.parent, pp, c.threshold, flags);
+        let src = a.upload(&c.src);
+        let packed = a.alloc((cs + 1) * c.width as usize);
+        compact(&mut a, d, r, n as u64, c.child, cp, src, c.width, true, packed);
+        let stream = a.upload(&c.stream);
+        let out = a.alloc(c.job.0.max(1) as usize);
+        let mut job = [LevelJob {
+            src: stream,
+            src_len: c.stream.len() as u64,
+            out,
+            count: c.job.0,
+            max_level: c.job.1,
+            bit_width: c.job.2,
+            flags: c.job.3,
+            ..Default::default()
+        }];
+        rep_levels(&mut a, &mut job);
+        crate::decode::kernels::emu::NestedOut {
+            parent_pos,
+            child_pos,
+            offsets32: a.read(o32, ps + 1).unwrap(),
+            offsets64: a.read(o64, ps + 1).unwrap(),
+            flags: a.read(flags, ps).unwrap(),
+            packed: a.read(packed, (cs + 1) * c.width as usize).unwrap(),
+            job_error: (job[0].error, job[0].error_detail),
+            levels: a.read(out, c.job.0 as usize).unwrap(),
+        }
+    }
+
+    /// nested.cu's kernels, run on the CPU emulation (under ASan where the compiler has it), write what
+    /// the references write, over random levels (several scan passes), v1 and plain streams, bad levels
+    /// and short streams.
+    #[test]
+    fn kernels_match_references_in_the_emulation() {
+        use crate::decode::kernels::emu;
+        if let Err(why) = emu::available() {
+            crate::test_skip(&why);
+            return;
+        }
+        let mut next = crate::decode::reference::xorshift(0x5eed_1157);
+        for case in 0..24u32 {
+            let n = [0usize, 1, 31, 255, 256, 257, 700, 1500][case as usize % 8];
+            let max_rep = 1 + case % 3;
+            let max_def = max_rep + 1 + case % 3;
+            let def: Vec<u8> = (0..n).map(|_| (next() % u64::from(max_def + 1)) as u8).collect();
+            let mut rep: Vec<u8> = (0..n).map(|_| (next() % u64::from(max_rep + 1)) as u8).collect();
+            if let Some(r) = rep.first_mut() {
+                *r = 0;
+            }
+            let r = 1 + case % max_rep;
+            let t = (case % max_def) + 1;
+            let width = [1u32, 4, 8, 12][case as usize % 4];
+            let src: Vec<u8> = (0..(n + 1) * width as usize).map(|_| next() as u8).collect();
+            let levels: Vec<u32> = rep.iter().map(|&v| u32::from(v)).collect();
+            let bw = 32 - max_rep.leading_zeros();
+            let mut stream = encode(&levels, bw, &|i| i % 5 < 2);
+            let (mut count, mut max_level, mut flags) = (n as u32, max_rep, LEVELS_FIRST_ZERO);
+            match case % 4 {
+                1 => {
+                    // v1: the stream after its length, then other bytes.
+                    let mut v1 = (stream.len() as u32).to_le_bytes().to_vec();
+                    v1.extend_from_slice(&stream);
+                    v1.extend_from_slice(&[0xee; 5]);
+                    stream = v1;
+                    flags |= LEVELS_V1_PREFIX;
+                }
+                2 => max_level = max_rep.saturating_sub(1), // levels over the maximum
+                3 => {
+                    stream.truncate(stream.len() / 2); // ends early
+                    count += 3;
+                }
+                _ => {}
+            }
+            if n == 0 {
+                count = 0;
+            }
+            let c = emu::NestedCase {
+                def,
+                rep,
+                child: (r, t),
+                parent: (r - 1, t.saturating_sub(1)),
+                threshold: t,
+                width,
+                src,
+                stream,
+                job: (count, max_level, bw, flags),
+            };
+            let got = emu::run_nested_emulated(&c);
+            let want = nested_reference(&c);
+            assert_eq!(got, want, "case {case} ({n} entries)");
+        }
+    }
+
     proptest::proptest! {
         /// Offsets and validity over any levels equal arrow-rs's `ListArrayReader` loop (with its
         /// parent threshold), and the items' slots are its child values.
