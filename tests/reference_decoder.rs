@@ -145,7 +145,7 @@ fn reference_pipeline_equals_arrow_rs_on_every_file() {
 }
 
 /// A fetch laid out by an `O_DIRECT` plan (chunks padded to 4 KiB in the buffer) decodes as the
-/// unaligned one does, host-routed columns (lists, arrow-rs over the chunks copied back) included:
+/// unaligned one does, host-routed columns (a list of Nulls, arrow-rs over the chunks copied back) included:
 /// found on the H200 through the corruption suite's staged-`O_DIRECT` decoder, where arrow-rs was handed
 /// the chunks packed end to end under the aligned plan's offsets.
 #[test]
@@ -156,6 +156,8 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
             "nested_lists.snappy.parquet",
             "nullable.impala.parquet",
             "alltypes_plain.parquet",
+            // A list of Arrow Null items: host-routed now that lists and maps take the GPU route.
+            "null_list.parquet",
         ] {
             files.push(c.join("data").join(name));
         }
