@@ -382,6 +382,13 @@ fn walk_nested(
                 if repetition_of(repeated) != Repetition::REPEATED {
                     return Err(UNSUPPORTED_LIST.into());
                 }
+                // arrow-rs refuses a map read in part (its keys or values alone): so does the host route.
+                if matches!(data_type, DataType::Map(..))
+                    && (repeated.get_fields().len() != 2
+                        || !matches!(f.data_type(), DataType::Struct(entries) if entries.len() == 2))
+                {
+                    return Err("a map projected in part: decoded on the host".into());
+                }
                 let is_list = |t: &parquet::schema::types::Type| {
                     t.is_group()
                         && (t.get_basic_info().logical_type_ref() == Some(&parquet::basic::LogicalType::List)
