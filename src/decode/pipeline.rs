@@ -1574,6 +1574,7 @@ fn decode_rep_levels<E: Executor>(
 /// The arrays of the GPU columns, by route index, into `arrays`: a flat column's leaf as it is; a
 /// nested column's structs around its leaves, each nullable struct's validity packed from its
 /// column's definition levels (`struct_levels`, freed here) where they reach the struct's level.
+#[allow(clippy::too_many_arguments)]
 fn assemble_columns<E: Executor>(
     exec: &mut E,
     routes: &[ColumnRoute],

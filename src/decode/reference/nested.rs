@@ -174,6 +174,7 @@ pub fn list_offsets(
 
 /// `gp_slot_flags`: for each slot `i` of `(r, t)`, `out[pos[i]] = def[i] >= threshold` (a struct's
 /// or a list's validity, a leaf's presence).
+#[allow(clippy::too_many_arguments)]
 pub fn slot_flags(
     arena: &mut Arena,
     def: u64,
@@ -190,10 +191,10 @@ pub fn slot_flags(
     let Some(ps) = arena.read::<u32>(pos, n as usize + 1) else {
         return;
     };
-    for i in 0..n as usize {
+    for (i, &at) in ps.iter().take(n as usize).enumerate() {
         if in_space(&d, &p, i, space.0, space.1) {
             let v = u8::from(u32::from(d.get(i).copied().unwrap_or(0)) >= threshold);
-            arena.write(out + u64::from(ps[i]), &[v]);
+            arena.write(out + u64::from(at), &[v]);
         }
     }
 }
@@ -225,9 +226,9 @@ pub fn compact(
             arena.write(dst + u64::from(to) * w, &bytes);
         }
     };
-    for i in 0..n as usize {
+    for (i, &at) in ps.iter().take(n as usize).enumerate() {
         if in_space(&d, &p, i, space.0, space.1) {
-            copy(arena, i as u64, ps[i]);
+            copy(arena, i as u64, at);
         }
     }
     if with_end {
