@@ -127,7 +127,7 @@ pub enum Kernel {
         n: u32,
     },
     /// `pos[i]` (`u32[n + 1]`): the slots of `space` among the `n` entries before `i`
-    /// (`gp_slot_scan`; see [`crate::decode::reference::nested`]). Levels 0 where `def` / `rep` is 0.
+    /// (the `gp_slot_tile_*` kernels; see [`crate::decode::reference::nested`]). Levels 0 where `def` / `rep` is 0.
     SlotScan {
         /// `u8[n]` definition levels, or 0.
         def: u64,

@@ -20,6 +20,8 @@ use crate::gpu::{DeviceBuffer, Event, MappedStaging, Stream, cuda_err, guard};
 
 /// Threads per block of the page kernels (a block per page, or several: [`page_kernel_slices`]).
 const PAGE_BLOCK: u32 = 256;
+/// Level entries a block of the slot scan takes (`SLOT_TILE` in nested.cu).
+const SLOT_TILE: u64 = 4096;
 
 /// Bytes of mapped host memory an executor moves its descriptors and small results through. A step
 /// of the whole plain benchmark file moves under 1 MiB at once; anything larger (host-decoded columns,
@@ -918,12 +920,34 @@ impl Executor for DeviceExecutor<'_> {
                 n,
                 space,
                 pos,
-            } => self.launch_raw(
-                "gp_slot_scan",
-                1,
-                1024,
-                &[U64(def), U64(rep), U64(n), U32(space.0), U32(space.1), U64(pos)],
-            ),
+            } => {
+                if n == 0 {
+                    return self.write(pos, &[0u32]);
+                }
+                // Tiles of SLOT_TILE entries (nested.cu): their counts, the counts' prefix sums, then
+                // each tile's positions from its base.
+                let tiles = n.div_ceil(SLOT_TILE);
+                let Ok(grid) = u32::try_from(tiles) else {
+                    return Err(Error::device("the slot scan", format!("{n} level entries")));
+                };
+                let counts = self.alloc(tiles as usize * 4)?;
+                let (r, t) = space;
+                self.launch_raw(
+                    "gp_slot_tile_counts",
+                    grid,
+                    256,
+                    &[U64(def), U64(rep), U64(n), U32(r), U32(t), U64(counts)],
+                )?;
+                self.launch_raw("gp_slot_tile_bases", 1, 1024, &[U64(counts), U32(grid)])?;
+                self.launch_raw(
+                    "gp_slot_tile_scan",
+                    grid,
+                    256,
+                    &[U64(def), U64(rep), U64(n), U32(r), U32(t), U64(counts), U64(pos)],
+                )?;
+                self.free(counts);
+                Ok(())
+            }
             Kernel::ListOffsets {
                 def,
                 rep,

@@ -37,8 +37,9 @@
 //! `gp_rep_levels(LevelJob*, u32 n)` (n × 256: a page's repetition levels, a byte an entry; errors in
 //! the job). Before 9, structs without lists take
 //! `gp_levels_at_least(const u8* levels, u64 len, u32 threshold, u8* out)` (any × any: validity bytes);
-//! columns with lists take `gp_slot_scan(def, rep, n, r, t, u32* pos)` (1 × 1024: the entries of a slot
-//! space `(r, t)` numbered), then `gp_compact` (a leaf's values, string offsets and validity bytes packed
+//! columns with lists take the slot scan (the entries of a slot space `(r, t)` numbered:
+//! `gp_slot_tile_counts`, ceil(n / 4096) × 256; `gp_slot_tile_bases`, 1 × 1024; `gp_slot_tile_scan`,
+//! ceil(n / 4096) × 256), then `gp_compact` (a leaf's values, string offsets and validity bytes packed
 //! to its items' slots), `gp_list_offsets` and `gp_slot_flags` (a list's offsets, a list's or struct's
 //! validity bytes), grid-stride, any × 256.
 //!

@@ -168,20 +168,80 @@ __device__ inline bool in_space(const u8* def, const u8* rep, u64 i, u32 r, u32 
     return p <= r && d >= t;
 }
 
-// One block (grid 1) of any multiple of 32 threads up to 1024 (the host launches 1024): pos[i] =
-// slots of (r, t) among entries before i, for i in [0, n]; pos[n] = their number. One pass over the
-// entries, a block's width at a time, a carry between passes.
-extern "C" __global__ void __launch_bounds__(1024) gp_slot_scan(const u8* def, const u8* rep, u64 n, u32 r, u32 t,
-                                                               u32* pos) {
+// The slot scan (pos[i] = slots of (r, t) among entries before i, for i in [0, n]; pos[n] = their
+// number) in three launches over tiles of SLOT_TILE entries: gp_slot_tile_counts (a block a tile, its
+// slots), gp_slot_tile_bases (one block: the counts' exclusive prefix sums, in place) and
+// gp_slot_tile_scan (a block a tile, from its base). Blocks of any multiple of 32 threads up to 1024
+// (the host launches 256; a tile takes SLOT_TILE / blockDim passes). n == 0: no launch (the host
+// writes pos[0] = 0).
+#define SLOT_TILE 4096u
+
+extern "C" __global__ void gp_slot_tile_counts(const u8* def, const u8* rep, u64 n, u32 r, u32 t, u32* counts) {
+    if (blockDim.x % 32 != 0 || blockDim.x > 1024) __trap();
+    __shared__ u32 count;
+    if (threadIdx.x == 0) count = 0;
+    __syncthreads();
+    const u64 start = (u64)blockIdx.x * SLOT_TILE;
+    const u64 end = start + SLOT_TILE < n ? start + SLOT_TILE : n;
+    u32 mine = 0;
+    for (u64 i = start + threadIdx.x; i < end; i += blockDim.x) mine += in_space(def, rep, i, r, t) ? 1 : 0;
+    for (u32 o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(0xffffffffu, mine, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(&count, mine);
+    __syncthreads();
+    if (threadIdx.x == 0) counts[blockIdx.x] = count;
+}
+
+// One block (grid 1): counts[0..ntiles) become their exclusive prefix sums, a block's width at a time.
+extern "C" __global__ void gp_slot_tile_bases(u32* counts, u32 ntiles) {
     if (gridDim.x != 1 || blockDim.x % 32 != 0 || blockDim.x > 1024) __trap();
     __shared__ u32 warp_sums[32];
     __shared__ u32 carry;
     const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
     if (tid == 0) carry = 0;
     __syncthreads();
-    for (u64 base = 0; base < n; base += blockDim.x) {
+    for (u32 base = 0; base < ntiles; base += blockDim.x) {
+        const u32 i = base + tid;
+        const u32 v = i < ntiles ? counts[i] : 0;
+        u32 x = v;
+        for (u32 o = 1; o < 32; o <<= 1) {
+            const u32 y = __shfl_up_sync(0xffffffffu, x, o);
+            if (lane >= o) x += y;
+        }
+        if (lane == 31) warp_sums[warp] = x;
+        __syncthreads();
+        if (warp == 0) {
+            const u32 w = lane < nwarps ? warp_sums[lane] : 0;
+            u32 z = w;
+            for (u32 o = 1; o < 32; o <<= 1) {
+                const u32 y = __shfl_up_sync(0xffffffffu, z, o);
+                if (lane >= o) z += y;
+            }
+            if (lane < nwarps) warp_sums[lane] = z - w;  // exclusive, by warp
+        }
+        __syncthreads();
+        const u32 c = carry;
+        if (i < ntiles) counts[i] = c + warp_sums[warp] + x - v;
+        __syncthreads();
+        if (tid == blockDim.x - 1) carry = c + warp_sums[warp] + x;
+        __syncthreads();
+    }
+}
+
+// A block a tile: pos[i] for the tile's entries from its base (bases[tile]); the last tile's block
+// writes pos[n].
+extern "C" __global__ void gp_slot_tile_scan(const u8* def, const u8* rep, u64 n, u32 r, u32 t, const u32* bases,
+                                             u32* pos) {
+    if (blockDim.x % 32 != 0 || blockDim.x > 1024) __trap();
+    __shared__ u32 warp_sums[32];
+    __shared__ u32 carry;
+    const u32 tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
+    if (tid == 0) carry = bases[blockIdx.x];
+    __syncthreads();
+    const u64 start = (u64)blockIdx.x * SLOT_TILE;
+    const u64 end = start + SLOT_TILE < n ? start + SLOT_TILE : n;
+    for (u64 base = start; base < end; base += blockDim.x) {
         const u64 i = base + tid;
-        const bool m = i < n && in_space(def, rep, i, r, t);
+        const bool m = i < end && in_space(def, rep, i, r, t);
         const u32 ballot = __ballot_sync(0xffffffffu, m);
         if (lane == 0) warp_sums[warp] = __popc(ballot);
         __syncthreads();
@@ -196,12 +256,12 @@ extern "C" __global__ void __launch_bounds__(1024) gp_slot_scan(const u8* def, c
         }
         __syncthreads();
         const u32 c = carry;
-        if (i < n) pos[i] = c + warp_sums[warp] + __popc(ballot & ((1u << lane) - 1));
+        if (i < end) pos[i] = c + warp_sums[warp] + __popc(ballot & ((1u << lane) - 1));
         __syncthreads();
         if (tid == blockDim.x - 1) carry = c + warp_sums[warp] + __popc(ballot);
         __syncthreads();
     }
-    if (tid == 0) pos[n] = carry;
+    if (tid == 0 && end == n) pos[n] = carry;
 }
 
 // Grid-stride over n entries: for each slot i of the parent space (pr, pt), offsets[parent_pos[i]] =

@@ -117,7 +117,7 @@ fn levels_or_zero(arena: &Arena, addr: u64, n: u64) -> Option<Vec<u8>> {
     }
 }
 
-/// `gp_slot_scan`: `pos[i]` (u32, i in 0..=n) = the slots of `(r, t)` among entries before `i`;
+/// The slot scan (`gp_slot_tile_counts`, `_bases`, `_scan`): `pos[i]` (u32, i in 0..=n) = the slots of `(r, t)` among entries before `i`;
 /// `pos[n]` is their number. `def` / `rep` 0: levels all 0.
 pub fn slot_scan(arena: &mut Arena, def: u64, rep: u64, n: u64, (r, t): (u32, u32), pos: u64) {
     let (Some(d), Some(p)) = (levels_or_zero(arena, def, n), levels_or_zero(arena, rep, n)) else {
@@ -580,7 +580,8 @@ mod tests {
         }
         let mut next = crate::decode::reference::xorshift(0x5eed_1157);
         for case in 0..24u32 {
-            let n = [0usize, 1, 31, 255, 256, 257, 700, 1500][case as usize % 8];
+            // Up to three scan tiles of 4096 entries.
+            let n = [0usize, 1, 31, 255, 257, 1500, 4097, 9000][case as usize % 8];
             let max_rep = 1 + case % 3;
             let max_def = max_rep + 1 + case % 3;
             let def: Vec<u8> = (0..n).map(|_| (next() % u64::from(max_def + 1)) as u8).collect();

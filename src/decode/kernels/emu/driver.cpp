@@ -328,8 +328,8 @@ int wsnap_main(const char* in_path, const char* out_path) {
 // The nested-column kernels over one case read from `in_path` (kernels::emu::run_nested_emulated):
 // slot scans of a parent and a child space, list offsets (32 and 64 bits), slot flags and a
 // compaction with its end entry, over levels and outputs allocated at their exact sizes; then
-// gp_rep_levels over one stream. Launched as exec_device.rs does, the scan with 256 threads (the
-// emulation's widest block).
+// gp_rep_levels over one stream. Launched as exec_device.rs does (the tile bases with 256 threads,
+// the emulation's widest block, where the device takes 1024).
 int nested_main(const char* in_path, const char* out_path) {
     FILE* in = std::fopen(in_path, "rb");
     if (!in) return 2;
@@ -353,8 +353,20 @@ int nested_main(const char* in_path, const char* out_path) {
     std::vector<uint32_t> pp(n + 1), cp(n + 1);
     const uint8_t* d = n ? def.data() : nullptr;
     const uint8_t* p = n ? rep.data() : nullptr;
-    emu::launch(gp_slot_scan, 1, 256, d, p, (u64)n, pr, pt, pp.data());
-    emu::launch(gp_slot_scan, 1, 256, d, p, (u64)n, r, t, cp.data());
+    // As exec_device.rs launches the scan: tiles' counts, their bases, each tile from its base.
+    const uint32_t tiles = (uint32_t)((n + SLOT_TILE - 1) / SLOT_TILE);
+    auto scan = [&](uint32_t sr, uint32_t st, uint32_t* out) {
+        if (n == 0) {
+            out[0] = 0;
+            return;
+        }
+        std::vector<uint32_t> counts(tiles);
+        emu::launch(gp_slot_tile_counts, tiles, 256, d, p, (u64)n, sr, st, counts.data());
+        emu::launch(gp_slot_tile_bases, 1, 256, counts.data(), tiles);
+        emu::launch(gp_slot_tile_scan, tiles, 256, d, p, (u64)n, sr, st, (const u32*)counts.data(), out);
+    };
+    scan(pr, pt, pp.data());
+    scan(r, t, cp.data());
     const uint32_t ps = pp[n], cs = cp[n];
     std::vector<int32_t> off32(ps + 1);
     std::vector<int64_t> off64(ps + 1);
