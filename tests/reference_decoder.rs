@@ -145,19 +145,47 @@ fn reference_pipeline_equals_arrow_rs_on_every_file() {
 }
 
 /// A fetch laid out by an `O_DIRECT` plan (chunks padded to 4 KiB in the buffer) decodes as the
-/// unaligned one does, host-routed columns (a list of Nulls, arrow-rs over the chunks copied back) included:
-/// found on the H200 through the corruption suite's staged-`O_DIRECT` decoder, where arrow-rs was handed
-/// the chunks packed end to end under the aligned plan's offsets.
+/// unaligned one does, host-routed columns (a fixed-size list, arrow-rs over the chunks copied back)
+/// included: found on the H200 through the corruption suite's staged-`O_DIRECT` decoder, where arrow-rs
+/// was handed the chunks packed end to end under the aligned plan's offsets.
 #[test]
 fn an_aligned_fetch_decodes_as_an_unaligned_one() {
-    let mut files = vec![common::testdata_dir().join("nested.parquet")];
+    // A fixed-size list (host-routed: the kernels build lists, maps and structs, not these) beside a
+    // list and a flat column.
+    let fixed = {
+        use arrow::array::{ArrayRef, FixedSizeListArray, Int32Array, ListArray};
+        use arrow::datatypes::Int32Type;
+        use std::sync::Arc;
+        let n = 2000;
+        let values = (0..n).map(|i| (i % 5 != 0).then(|| (0..3).map(move |j| Some(i * 3 + j))));
+        let lists = (0..n).map(|i| (i % 4 != 0).then(|| (0..i % 5).map(move |j| Some(i + j))));
+        let batch = arrow::record_batch::RecordBatch::try_from_iter([
+            (
+                "fixed",
+                Arc::new(FixedSizeListArray::from_iter_primitive::<Int32Type, _, _>(values, 3)) as ArrayRef,
+            ),
+            (
+                "list",
+                Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(lists)) as ArrayRef,
+            ),
+            ("id", Arc::new(Int32Array::from_iter_values(0..n)) as ArrayRef),
+        ])
+        .unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        file
+    };
+    let mut files = vec![
+        common::testdata_dir().join("nested.parquet"),
+        fixed.path().to_path_buf(),
+    ];
     if let Some(c) = corpus() {
         for name in [
             "nested_lists.snappy.parquet",
             "nullable.impala.parquet",
             "alltypes_plain.parquet",
-            // A list of Arrow Null items: host-routed now that lists and maps take the GPU route.
-            "null_list.parquet",
         ] {
             files.push(c.join("data").join(name));
         }

@@ -230,6 +230,12 @@ fn route_one(
             Err(why) => Route::Host(why),
         };
     }
+    if matches!(
+        data_type,
+        DataType::FixedSizeList(..) | DataType::ListView(_) | DataType::LargeListView(_)
+    ) {
+        return Route::Host(UNSUPPORTED_LIST.into());
+    }
     let [leaf] = leaves else {
         return Route::Host("a nested column (several leaves): decoded on the host".into());
     };
@@ -504,6 +510,8 @@ fn route_leaf(
     };
     let conversion = match (pt, data_type) {
         (PhysicalType::BOOLEAN, D::Boolean) => None,
+        // Arrow's Null (Parquet's UNKNOWN logical type): the levels alone count its slots.
+        (PhysicalType::INT32 | PhysicalType::INT64 | PhysicalType::FLOAT | PhysicalType::DOUBLE, D::Null) => None,
         (PhysicalType::INT32, D::Int32 | D::UInt32 | D::Date32 | D::Time32(_)) => None,
         (PhysicalType::INT32, D::Int8 | D::UInt8) => Some(Conversion::I32ToI8),
         (PhysicalType::INT32, D::Int16 | D::UInt16) => Some(Conversion::I32ToI16),
@@ -1263,6 +1271,25 @@ pub fn decode_step<E: Executor>(
         let leaf = &gpu[gi].1;
         let num_rows = c.num_rows;
         let (validity, bool_values) = bitmaps[k];
+        if leaf.data_type == DataType::Null {
+            // No buffers, no validity (arrow-rs's NullArray); the values decoded are dropped.
+            if validity != 0 {
+                exec.free(validity);
+            }
+            exec.free(c.out_values);
+            leaf_arrays.insert(
+                gi,
+                DeviceArray {
+                    data_type: DataType::Null,
+                    len: num_rows as usize,
+                    null_count: 0,
+                    validity: None,
+                    buffers: Vec::new(),
+                    children: Vec::new(),
+                },
+            );
+            continue;
+        }
         let present = if c.out_valid != 0 { counts[2 * k] } else { num_rows };
         let null_count = (num_rows - present.min(num_rows)) as usize;
         let validity = if validity != 0 && null_count > 0 {
