@@ -286,6 +286,9 @@ pub(crate) struct NestedCase {
 /// What the emulated nested kernels wrote for a [`NestedCase`] (see driver.cpp's `nested_main`).
 #[derive(Debug, PartialEq)]
 pub(crate) struct NestedOut {
+    /// The stream as a page's definition levels at row 2 of a `count + 2`-row column, and their marks.
+    pub def_levels: Vec<u8>,
+    pub marks: Vec<u8>,
     pub parent_pos: Vec<u32>,
     pub child_pos: Vec<u32>,
     pub offsets32: Vec<i32>,
@@ -322,6 +325,9 @@ pub(crate) fn run_nested_emulated(case: &NestedCase) -> NestedOut {
     }
     let output = run_driver(&bin, &["nested"], &input);
     let mut r = Reader(&output);
+    let rows = case.job.0 as usize + 2;
+    let def_levels = r.take(rows).to_vec();
+    let marks = r.take(rows).to_vec();
     let parent_pos: Vec<u32> = bytemuck::pod_collect_to_vec(r.take((n + 1) * 4));
     let child_pos: Vec<u32> = bytemuck::pod_collect_to_vec(r.take((n + 1) * 4));
     let (ps, cs) = (parent_pos[n] as usize, child_pos[n] as usize);
@@ -334,6 +340,8 @@ pub(crate) fn run_nested_emulated(case: &NestedCase) -> NestedOut {
     let job_error = (word(40), word(44));
     let levels = r.take(case.job.0 as usize).to_vec();
     NestedOut {
+        def_levels,
+        marks,
         parent_pos,
         child_pos,
         offsets32,

@@ -556,7 +556,27 @@ mod tests {
             ..Default::default()
         }];
         rep_levels(&mut a, &mut job);
+        let rows = c.job.0 as usize + 2;
+        let def_out = a.alloc(rows);
+        let page = PageDesc {
+            levels: stream,
+            levels_len: c.stream.len() as u64,
+            num_values: c.job.0,
+            row_start: 2,
+            max_def: c.job.1,
+            def_bit_width: c.job.2,
+            ..Default::default()
+        };
+        let col = ColumnDesc {
+            num_rows: rows as u64,
+            ..Default::default()
+        };
+        def_levels(&mut a, &[page], &[col], &[def_out]);
+        let marks = a.alloc(rows);
+        levels_at_least(&mut a, def_out, rows as u64, c.threshold, marks);
         crate::decode::kernels::emu::NestedOut {
+            def_levels: a.read(def_out, rows).unwrap(),
+            marks: a.read(marks, rows).unwrap(),
             parent_pos,
             child_pos,
             offsets32: a.read(o32, ps + 1).unwrap(),
@@ -569,8 +589,8 @@ mod tests {
     }
 
     /// nested.cu's kernels, run on the CPU emulation (under ASan where the compiler has it), write what
-    /// the references write, over random levels (several scan passes), v1 and plain streams, bad levels
-    /// and short streams.
+    /// the references write, over random levels (up to three scan tiles), v1 and plain streams, bad
+    /// levels and short streams (the streams also read as a page's definition levels).
     #[test]
     fn kernels_match_references_in_the_emulation() {
         use crate::decode::kernels::emu;

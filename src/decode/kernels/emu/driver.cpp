@@ -385,8 +385,25 @@ int nested_main(const char* in_path, const char* out_path) {
     job.src_len = stream_len;
     job.out = (u64)levels.data();
     emu::launch(gp_rep_levels, 1, 256, &job, 1u);
+    // gp_def_levels over the same stream as a page's definition levels (width and maximum the job's),
+    // at row 2 of a column of count + 2 rows; then gp_levels_at_least over that column.
+    PageDesc page{};
+    page.levels = (u64)stream;
+    page.levels_len = stream_len;
+    page.num_values = job.count;
+    page.row_start = 2;
+    page.max_def = job.max_level;
+    page.def_bit_width = job.bit_width;
+    ColumnDesc col{};
+    col.num_rows = (u64)job.count + 2;
+    std::vector<uint8_t> def_out(job.count + 2), marks(job.count + 2);
+    const u64 table[1] = {(u64)def_out.data()};
+    emu::launch(gp_def_levels, 1, 256, (const PageDesc*)&page, 1u, (const ColumnDesc*)&col, 1u, table);
+    emu::launch(gp_levels_at_least, 2, 64, (const u8*)def_out.data(), (u64)(job.count + 2), threshold, marks.data());
     FILE* out = std::fopen(out_path, "wb");
     if (!out) return 2;
+    std::fwrite(def_out.data(), 1, def_out.size(), out);
+    std::fwrite(marks.data(), 1, marks.size(), out);
     std::fwrite(pp.data(), 4, n + 1, out);
     std::fwrite(cp.data(), 4, n + 1, out);
     std::fwrite(off32.data(), 4, ps + 1, out);
