@@ -1097,24 +1097,8 @@ pub fn decode_step<E: Executor>(
                         }
                         if let Some(&levels) = rep_levels.get(&gi) {
                             let first_of_chunk = !ch.infos[..pi].iter().any(|q| q.page_type == 0 || q.page_type == 3);
-                            let (src, src_len, mut flags) = if v2 {
-                                (body.levels, p.rep_levels_byte_length as u64, 0)
-                            } else {
-                                (body.data, body.data_len, LEVELS_V1_PREFIX)
-                            };
-                            if first_of_chunk {
-                                flags |= LEVELS_FIRST_ZERO;
-                            }
-                            let job = LevelJob {
-                                src,
-                                src_len,
-                                out: levels + row,
-                                count: num_values,
-                                max_level: leaf.max_rep,
-                                bit_width: 32 - leaf.max_rep.leading_zeros(),
-                                flags,
-                                ..Default::default()
-                            };
+                            let body = (body.data, body.data_len, body.levels);
+                            let job = rep_level_job(p, body, levels + row, leaf.max_rep, first_of_chunk);
                             rep_jobs.push((job, pages.len()));
                         }
                         row += num_values as u64;
@@ -1272,22 +1256,7 @@ pub fn decode_step<E: Executor>(
         let num_rows = c.num_rows;
         let (validity, bool_values) = bitmaps[k];
         if leaf.data_type == DataType::Null {
-            // No buffers, no validity (arrow-rs's NullArray); the values decoded are dropped.
-            if validity != 0 {
-                exec.free(validity);
-            }
-            exec.free(c.out_values);
-            leaf_arrays.insert(
-                gi,
-                DeviceArray {
-                    data_type: DataType::Null,
-                    len: num_rows as usize,
-                    null_count: 0,
-                    validity: None,
-                    buffers: Vec::new(),
-                    children: Vec::new(),
-                },
-            );
+            leaf_arrays.insert(gi, null_array(exec, c, validity));
             continue;
         }
         let present = if c.out_valid != 0 { counts[2 * k] } else { num_rows };
@@ -1499,6 +1468,23 @@ pub fn decode_step<E: Executor>(
     ))
 }
 
+/// A Null-typed leaf's array: no buffers, no validity (arrow-rs's NullArray) over its slots; the values
+/// decoded and the validity packed are dropped.
+fn null_array<E: Executor>(exec: &mut E, c: &ColumnDesc, validity: u64) -> DeviceArray<E::Buffer> {
+    if validity != 0 {
+        exec.free(validity);
+    }
+    exec.free(c.out_values);
+    DeviceArray {
+        data_type: DataType::Null,
+        len: c.num_rows as usize,
+        null_count: 0,
+        validity: None,
+        buffers: Vec::new(),
+        children: Vec::new(),
+    }
+}
+
 /// The level arrays (a byte an entry) of a step's nested GPU columns.
 #[derive(Debug, Default)]
 struct NestedLevels {
@@ -1561,6 +1547,36 @@ fn nested_def_levels<E: Executor>(
     })?;
     exec.free(table);
     Ok(levels)
+}
+
+/// The repetition levels of data page `p` of a column whose maximum is `max_rep`, to decode to `out`:
+/// v2 pages' stream starts the body (`levels`); v1 pages' starts after a 4-byte length (`data`, the
+/// whole body after decompression). A chunk's first data page must start a row.
+fn rep_level_job(
+    p: &PageInfo,
+    (data, data_len, levels): (u64, u64, u64),
+    out: u64,
+    max_rep: u32,
+    first_of_chunk: bool,
+) -> LevelJob {
+    let (src, src_len, mut flags) = if p.page_type == 3 {
+        (levels, p.rep_levels_byte_length.max(0) as u64, 0)
+    } else {
+        (data, data_len, LEVELS_V1_PREFIX)
+    };
+    if first_of_chunk {
+        flags |= LEVELS_FIRST_ZERO;
+    }
+    LevelJob {
+        src,
+        src_len,
+        out,
+        count: p.num_values.max(0) as u32,
+        max_level: max_rep,
+        bit_width: 32 - max_rep.leading_zeros(),
+        flags,
+        ..Default::default()
+    }
 }
 
 /// Decodes the repetition levels of the repeated GPU columns' pages (`jobs`, each with its page's
