@@ -94,7 +94,7 @@ pub enum Kernel {
         /// The largest BYTE_ARRAY page, for an executor that splits such pages among workers.
         largest_strings: PageShape,
     },
-    /// Definition levels of nested columns, a byte a row: each page of column `c` (without error,
+    /// Definition levels of nested columns, a byte a level entry: each page of column `c` (without error,
     /// with levels) at `outs[c] + row_start` where `outs[c] != 0` (`gp_def_levels`).
     DefLevels {
         /// `PageDesc[n]`.

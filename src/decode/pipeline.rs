@@ -1,9 +1,12 @@
 //! The GPU decode pipeline for one step (a group of row groups), written once over an [`Executor`]:
 //! page headers → validation and decompression plan (host) → decompression (nvCOMP batches by codec,
 //! or host) → levels → dictionaries → values → string offsets and characters → bitmaps → conversions,
-//! with the kernels' error flags read once per step. Columns the kernels do not decode (nested,
-//! repeated, Arrow types needing more than a per-value conversion, deprecated level encodings) are
-//! decoded by arrow-rs from the same fetched bytes and uploaded, each with its reason.
+//! with the kernels' error flags read once per step. Nested columns (structs, lists, large lists, maps)
+//! decode leaf by leaf over their level entries, then their Arrow structure is built from the levels
+//! (repetition levels → slot scans → list offsets, validities, leaves packed to their slots). Columns
+//! the kernels do not decode (fixed-size lists, Arrow types needing more than a per-value conversion,
+//! deprecated level encodings) are decoded by arrow-rs from the same fetched bytes and uploaded, each
+//! with its reason.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
