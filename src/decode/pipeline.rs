@@ -1947,13 +1947,16 @@ fn build_list_column<E: Executor>(
         .collect();
     let mut scans = Scans::new();
     let result = (|| {
-        let first = shape.first_leaf().unwrap_or(0);
-        let (_, rows) = scan_of(exec, &mut scans, &lv, first, (0, 0))?;
-        if rows != num_rows {
-            return Err(Error::parquet(
-                Location::default(),
-                format!("the repetition levels hold {rows} rows where the row groups hold {num_rows}"),
-            ));
+        // Every leaf's levels hold the step's rows (arrow-rs reads each leaf record by record, and
+        // refuses children of different lengths).
+        for leaf in 0..lv.len() {
+            let (_, rows) = scan_of(exec, &mut scans, &lv, leaf, (0, 0))?;
+            if rows != num_rows {
+                return Err(Error::parquet(
+                    Location::default(),
+                    format!("the repetition levels hold {rows} rows where the row groups hold {num_rows}"),
+                ));
+            }
         }
         build_list_node(exec, shape, (0, 0), leaves, &lv, &mut scans)
     })();
