@@ -40,6 +40,9 @@ pub struct LevelJob {
     pub error_detail: u32,
 }
 
+// The twin in nested.cu: three u64 then six u32, no padding.
+const _: () = assert!(std::mem::size_of::<LevelJob>() == 48);
+
 /// [`LevelJob::flags`]: `src` is a v1 body; the levels follow its 4-byte length.
 pub const LEVELS_V1_PREFIX: u32 = 1;
 /// [`LevelJob::flags`]: the first level must be 0 (a chunk's first page starts a row).
