@@ -96,6 +96,111 @@ pub enum Kernel {
         /// The largest BYTE_ARRAY page, for an executor that splits such pages among workers.
         largest_strings: PageShape,
     },
+    /// Definition levels of nested columns, a byte a level entry: each page of column `c` (without error,
+    /// with levels) at `outs[c] + row_start` where `outs[c] != 0` (`gp_def_levels`).
+    DefLevels {
+        /// `PageDesc[n]`.
+        pages: u64,
+        /// Pages.
+        n: u32,
+        /// `ColumnDesc[ncols]`.
+        cols: u64,
+        /// Columns.
+        ncols: u32,
+        /// `u64[ncols]`: where each column's levels go (`num_rows` bytes), or 0.
+        outs: u64,
+    },
+    /// `out[i] = levels[i] >= threshold` over `n` bytes (`gp_levels_at_least`): a struct's validity.
+    LevelsAtLeast {
+        /// `u8[n]`.
+        levels: u64,
+        /// Bytes.
+        n: u64,
+        /// The struct's definition level.
+        threshold: u32,
+        /// `u8[n]`.
+        out: u64,
+    },
+    /// Repetition levels of `n` pages, a byte each (`gp_rep_levels`; `LevelJob[n]`, errors in them).
+    RepLevels {
+        /// `LevelJob[n]`.
+        jobs: u64,
+        /// Jobs.
+        n: u32,
+    },
+    /// `pos[i]` (`u32[n + 1]`): the slots of `space` among the `n` entries before `i`
+    /// (the `gp_slot_tile_*` kernels; see [`crate::decode::reference::nested`]). Levels 0 where `def` / `rep` is 0.
+    SlotScan {
+        /// `u8[n]` definition levels, or 0.
+        def: u64,
+        /// `u8[n]` repetition levels, or 0.
+        rep: u64,
+        /// Entries.
+        n: u64,
+        /// `(r, t)`: entries with `rep <= r` and `def >= t`.
+        space: (u32, u32),
+        /// `u32[n + 1]`.
+        pos: u64,
+    },
+    /// A list's offsets (`gp_list_offsets`): at each slot of its `parent` space, the count of its
+    /// items' slots before it, and the total last.
+    ListOffsets {
+        /// `u8[n]`, or 0.
+        def: u64,
+        /// `u8[n]`, or 0.
+        rep: u64,
+        /// Entries.
+        n: u64,
+        /// The list's own space.
+        parent: (u32, u32),
+        /// Its [`Kernel::SlotScan`].
+        parent_pos: u64,
+        /// Its items' [`Kernel::SlotScan`].
+        child_pos: u64,
+        /// 64-bit offsets (`LargeList`), else 32-bit.
+        wide: bool,
+        /// `parent slots + 1` offsets.
+        offsets: u64,
+    },
+    /// `out[pos[i]] = def[i] >= threshold` at each slot `i` of `space` (`gp_slot_flags`).
+    SlotFlags {
+        /// `u8[n]`, or 0.
+        def: u64,
+        /// `u8[n]`, or 0.
+        rep: u64,
+        /// Entries.
+        n: u64,
+        /// `(r, t)`.
+        space: (u32, u32),
+        /// Its [`Kernel::SlotScan`].
+        pos: u64,
+        /// The level.
+        threshold: u32,
+        /// `u8[slots]`.
+        out: u64,
+    },
+    /// The `width`-byte values of a leaf's entries at the slots of `space`, packed (`gp_compact`);
+    /// with `with_end` entry `n` too (a string column's last offset).
+    Compact {
+        /// `u8[n]`, or 0.
+        def: u64,
+        /// `u8[n]`, or 0.
+        rep: u64,
+        /// Entries.
+        n: u64,
+        /// `(r, t)`.
+        space: (u32, u32),
+        /// Its [`Kernel::SlotScan`].
+        pos: u64,
+        /// `n` (or `n + 1`) values.
+        src: u64,
+        /// Bytes a value.
+        width: u32,
+        /// Whether entry `n` follows.
+        with_end: bool,
+        /// The slots' values.
+        dst: u64,
+    },
     /// Packs `n` bytes (non-zero = set) into an LSB-first bitmap of `u32` words, adding the set bits to
     /// the `u64` at `count`.
     PackBits {
@@ -411,6 +516,72 @@ impl Executor for HostExecutor {
                 a.write(pages, &ps);
                 a.write(cols, &cs);
             }
+            Kernel::DefLevels {
+                pages,
+                n,
+                cols,
+                ncols,
+                outs,
+            } => {
+                let ps: Vec<PageDesc> = a.read(pages, n as usize).ok_or_else(|| Self::missing(pages, "pages"))?;
+                let cs: Vec<ColumnDesc> = a
+                    .read(cols, ncols as usize)
+                    .ok_or_else(|| Self::missing(cols, "columns"))?;
+                let os: Vec<u64> = a
+                    .read(outs, ncols as usize)
+                    .ok_or_else(|| Self::missing(outs, "level outputs"))?;
+                reference::nested::def_levels(a, &ps, &cs, &os);
+            }
+            Kernel::LevelsAtLeast {
+                levels,
+                n,
+                threshold,
+                out,
+            } => reference::nested::levels_at_least(a, levels, n, threshold, out),
+            Kernel::RepLevels { jobs, n } => {
+                let mut js: Vec<reference::nested::LevelJob> = a
+                    .read(jobs, n as usize)
+                    .ok_or_else(|| Self::missing(jobs, "level jobs"))?;
+                reference::nested::rep_levels(a, &mut js);
+                a.write(jobs, &js);
+            }
+            Kernel::SlotScan {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+            } => reference::nested::slot_scan(a, def, rep, n, space, pos),
+            Kernel::ListOffsets {
+                def,
+                rep,
+                n,
+                parent,
+                parent_pos,
+                child_pos,
+                wide,
+                offsets,
+            } => reference::nested::list_offsets(a, def, rep, n, parent, parent_pos, child_pos, wide, offsets),
+            Kernel::SlotFlags {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+                threshold,
+                out,
+            } => reference::nested::slot_flags(a, def, rep, n, space, pos, threshold, out),
+            Kernel::Compact {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+                src,
+                width,
+                with_end,
+                dst,
+            } => reference::nested::compact(a, def, rep, n, space, pos, src, width, with_end, dst),
             Kernel::PackBits { bytes, n, words, count } => {
                 let set = reference::core::pack_bits(a, bytes, n, words);
                 let before: u64 = a.read::<u64>(count, 1).and_then(|v| v.first().copied()).unwrap_or(0);

@@ -20,6 +20,8 @@ use crate::gpu::{DeviceBuffer, Event, MappedStaging, Stream, cuda_err, guard};
 
 /// Threads per block of the page kernels (a block per page, or several: [`page_kernel_slices`]).
 const PAGE_BLOCK: u32 = 256;
+/// Level entries a block of the slot scan takes (`SLOT_TILE` in nested.cu).
+const SLOT_TILE: u64 = 4096;
 
 /// Bytes of mapped host memory an executor moves its descriptors and small results through. A step
 /// of the whole plain benchmark file moves under 1 MiB at once; anything larger (host-decoded columns,
@@ -896,6 +898,151 @@ impl Executor for DeviceExecutor<'_> {
                     self.launch_raw(name, grid, PAGE_BLOCK, &[U64(pages), U32(n), U64(cols)])?;
                 }
                 Ok(())
+            }
+            Kernel::DefLevels {
+                pages,
+                n,
+                cols,
+                ncols,
+                outs,
+            } => self.launch_raw(
+                "gp_def_levels",
+                n,
+                PAGE_BLOCK,
+                &[U64(pages), U32(n), U64(cols), U32(ncols), U64(outs)],
+            ),
+            Kernel::LevelsAtLeast {
+                levels,
+                n,
+                threshold,
+                out,
+            } => {
+                let grid = n.div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_levels_at_least",
+                    grid,
+                    256,
+                    &[U64(levels), U64(n), U32(threshold), U64(out)],
+                )
+            }
+            Kernel::RepLevels { jobs, n } => self.launch_raw("gp_rep_levels", n, PAGE_BLOCK, &[U64(jobs), U32(n)]),
+            Kernel::SlotScan {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+            } => {
+                if n == 0 {
+                    return self.write(pos, &[0u32]);
+                }
+                // Tiles of SLOT_TILE entries (nested.cu): their counts, the counts' prefix sums, then
+                // each tile's positions from its base.
+                let tiles = n.div_ceil(SLOT_TILE);
+                let Ok(grid) = u32::try_from(tiles) else {
+                    return Err(Error::device("the slot scan", format!("{n} level entries")));
+                };
+                let counts = self.alloc(tiles as usize * 4)?;
+                let (r, t) = space;
+                self.launch_raw(
+                    "gp_slot_tile_counts",
+                    grid,
+                    256,
+                    &[U64(def), U64(rep), U64(n), U32(r), U32(t), U64(counts)],
+                )?;
+                self.launch_raw("gp_slot_tile_bases", 1, 1024, &[U64(counts), U32(grid)])?;
+                self.launch_raw(
+                    "gp_slot_tile_scan",
+                    grid,
+                    256,
+                    &[U64(def), U64(rep), U64(n), U32(r), U32(t), U64(counts), U64(pos)],
+                )?;
+                self.free(counts);
+                Ok(())
+            }
+            Kernel::ListOffsets {
+                def,
+                rep,
+                n,
+                parent,
+                parent_pos,
+                child_pos,
+                wide,
+                offsets,
+            } => {
+                let grid = (n + 1).div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_list_offsets",
+                    grid,
+                    256,
+                    &[
+                        U64(def),
+                        U64(rep),
+                        U64(n),
+                        U32(parent.0),
+                        U32(parent.1),
+                        U64(parent_pos),
+                        U64(child_pos),
+                        U32(wide as u32),
+                        U64(offsets),
+                    ],
+                )
+            }
+            Kernel::SlotFlags {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+                threshold,
+                out,
+            } => {
+                let grid = n.div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_slot_flags",
+                    grid,
+                    256,
+                    &[
+                        U64(def),
+                        U64(rep),
+                        U64(n),
+                        U32(space.0),
+                        U32(space.1),
+                        U64(pos),
+                        U32(threshold),
+                        U64(out),
+                    ],
+                )
+            }
+            Kernel::Compact {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+                src,
+                width,
+                with_end,
+                dst,
+            } => {
+                let grid = (n + 1).div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_compact",
+                    grid,
+                    256,
+                    &[
+                        U64(def),
+                        U64(rep),
+                        U64(n),
+                        U32(space.0),
+                        U32(space.1),
+                        U64(pos),
+                        U64(src),
+                        U32(width),
+                        U32(with_end as u32),
+                        U64(dst),
+                    ],
+                )
             }
             Kernel::PackBits { bytes, n, words, count } => {
                 // A thread a step takes 16 bytes where they are 16-aligned, else 1: one step for all.

@@ -135,6 +135,11 @@ pub struct PageDesc {
 /// start of [`PageDesc::data`]; `gp_page_setup` resolves [`PageDesc::levels`] and [`PageDesc::values`].
 pub const PAGE_V1_LEVELS: u32 = 1;
 
+/// `PageDesc::flags`: a v1 page of a repeated column: its body starts with the repetition levels
+/// (a 4-byte length, then the stream), which `gp_page_setup` steps over before the definition levels
+/// ([`PAGE_V1_LEVELS`]) or the values.
+pub const PAGE_V1_REP_LEVELS: u32 = 2;
+
 /// One entry of a BYTE_ARRAY dictionary: where its bytes start in the dictionary page body, and how many.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]

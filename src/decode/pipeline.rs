@@ -1,9 +1,12 @@
 //! The GPU decode pipeline for one step (a group of row groups), written once over an [`Executor`]:
 //! page headers → validation and decompression plan (host) → decompression (nvCOMP batches by codec,
 //! or host) → levels → dictionaries → values → string offsets and characters → bitmaps → conversions,
-//! with the kernels' error flags read once per step. Columns the kernels do not decode (nested,
-//! repeated, Arrow types needing more than a per-value conversion, deprecated level encodings) are
-//! decoded by arrow-rs from the same fetched bytes and uploaded, each with its reason.
+//! with the kernels' error flags read once per step. Nested columns (structs, lists, large lists, maps)
+//! decode leaf by leaf over their level entries, then their Arrow structure is built from the levels
+//! (repetition levels → slot scans → list offsets, validities, leaves packed to their slots). Columns
+//! the kernels do not decode (fixed-size lists, Arrow types needing more than a per-value conversion,
+//! deprecated level encodings) are decoded by arrow-rs from the same fetched bytes and uploaded, each
+//! with its reason.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,8 +21,10 @@ use serde::Serialize;
 use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
 use crate::decode::host_headers::HostHeaders;
 use crate::decode::layout::{
-    ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PageDesc, PageInfo, encoding, physical,
+    ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, PageInfo,
+    encoding, physical,
 };
+use crate::decode::reference::nested::{LEVELS_FIRST_ZERO, LEVELS_V1_PREFIX, LevelJob};
 use crate::decode::reference::page_headers::ChunkHeaders;
 use crate::decode::table::{BITMAP_PADDING, DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
 use crate::error::{Error, Location, Result};
@@ -34,6 +39,9 @@ const MAX_PAGE_BYTES: i64 = i32::MAX as i64;
 pub enum Route {
     /// By the GPU kernels.
     Gpu(GpuLeaf),
+    /// A nested column by the GPU kernels: its leaves decoded as flat columns, its structure built
+    /// from their definition levels.
+    GpuNested(GpuNested),
     /// By arrow-rs on the host, uploaded; the reason.
     Host(String),
 }
@@ -47,8 +55,10 @@ pub struct GpuLeaf {
     pub physical: u32,
     /// Bytes per plain value (see [`PageDesc::type_len`]).
     pub type_len: u32,
-    /// Maximum definition level (0 or 1).
+    /// Maximum definition level (0 or 1 for a flat column).
     pub max_def: u32,
+    /// Maximum repetition level (0 outside lists): a page's values are level entries, not rows.
+    pub max_rep: u32,
     /// The Arrow type of the output (arrow-rs's).
     pub data_type: DataType,
     /// Conversion from the physical values to `data_type`'s layout.
@@ -73,6 +83,94 @@ pub enum LeafRole {
     /// A dictionary-typed column's values: its chunks' dictionary pages, one after another, decoded as
     /// plain pages.
     DictionaryValues,
+}
+
+/// A nested column the kernels decode: structs (nullable or not), lists and maps, nested in one
+/// another, over leaves the kernels decode as flat columns (over level entries where they repeat).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuNested {
+    /// The leaves, in the column's leaf order; each is decoded like a flat column over the rows.
+    pub leaves: Vec<GpuLeaf>,
+    /// The Arrow structure over them.
+    pub shape: NestedShape,
+}
+
+/// One level of a [`GpuNested`] column's Arrow structure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NestedShape {
+    /// The array of leaf `i` of [`GpuNested::leaves`].
+    Leaf(usize),
+    /// A struct of `children` (its fields, in order).
+    Struct {
+        /// The Arrow type (arrow-rs's).
+        data_type: DataType,
+        /// A nullable struct's definition level: a row's struct is present where the row's level
+        /// reaches it (arrow-rs's `struct_def_level`). `None` for a required struct (no validity).
+        def_level: Option<u32>,
+        /// The fields.
+        children: Vec<NestedShape>,
+    },
+    /// A list (`List`, `LargeList`, or `Map`, a list of key-value structs) of `child`.
+    List {
+        /// The Arrow type (arrow-rs's).
+        data_type: DataType,
+        /// Whether a list can be null (its validity: the level reaches `item_def - 1`).
+        nullable: bool,
+        /// The list's repetition level: an entry whose level is below it starts a list.
+        rep_level: u32,
+        /// The level from which an entry is an item of the list (arrow-rs's list `def_level`).
+        item_def: u32,
+        /// The items.
+        child: Box<NestedShape>,
+    },
+}
+
+impl NestedShape {
+    /// Whether some struct of this shape has a validity to build.
+    fn has_nullable_struct(&self) -> bool {
+        match self {
+            NestedShape::Leaf(_) => false,
+            NestedShape::Struct {
+                def_level, children, ..
+            } => def_level.is_some() || children.iter().any(NestedShape::has_nullable_struct),
+            NestedShape::List { child, .. } => child.has_nullable_struct(),
+        }
+    }
+
+    /// Whether the shape holds a list (so its leaves repeat).
+    fn has_list(&self) -> bool {
+        match self {
+            NestedShape::Leaf(_) => false,
+            NestedShape::Struct { children, .. } => children.iter().any(NestedShape::has_list),
+            NestedShape::List { .. } => true,
+        }
+    }
+
+    /// The first leaf under this node (its levels describe every ancestor's slots).
+    fn first_leaf(&self) -> Option<usize> {
+        match self {
+            NestedShape::Leaf(i) => Some(*i),
+            NestedShape::Struct { children, .. } => children.first().and_then(NestedShape::first_leaf),
+            NestedShape::List { child, .. } => child.first_leaf(),
+        }
+    }
+
+    /// Each leaf's slot space (the items of its innermost list; the rows, `(0, 0)`, outside lists),
+    /// by leaf index, below a node in `space`.
+    fn leaf_spaces(&self, space: (u32, u32), out: &mut BTreeMap<usize, (u32, u32)>) {
+        match self {
+            NestedShape::Leaf(i) => {
+                out.insert(*i, space);
+            }
+            NestedShape::Struct { children, .. } => children.iter().for_each(|c| c.leaf_spaces(space, out)),
+            NestedShape::List {
+                rep_level,
+                item_def,
+                child,
+                ..
+            } => child.leaf_spaces((*rep_level, *item_def), out),
+        }
+    }
 }
 
 /// The Arrow layout the kernels' strings (32-bit offsets and characters) end in.
@@ -147,6 +245,21 @@ fn route_one(
     if let DataType::Dictionary(key, value) = data_type {
         return route_dictionary(descr, leaves, data_type, key, value, natural);
     }
+    if matches!(
+        data_type,
+        DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(..)
+    ) {
+        return match route_nested(descr, leaves, data_type, natural) {
+            Ok(nested) => Route::GpuNested(nested),
+            Err(why) => Route::Host(why),
+        };
+    }
+    if matches!(
+        data_type,
+        DataType::FixedSizeList(..) | DataType::ListView(_) | DataType::LargeListView(_)
+    ) {
+        return Route::Host(UNSUPPORTED_LIST.into());
+    }
     let [leaf] = leaves else {
         return Route::Host("a nested column (several leaves): decoded on the host".into());
     };
@@ -160,6 +273,221 @@ fn route_one(
     if col.max_def_level() > 1 {
         return Route::Host("nested definition levels: decoded on the host".into());
     }
+    match route_leaf(*leaf, &col, data_type, natural) {
+        Ok(leaf) => Route::Gpu(leaf),
+        Err(why) => Route::Host(why),
+    }
+}
+
+/// Why a nested column the kernels do not decode goes to the host.
+const UNSUPPORTED_LIST: &str =
+    "a list layout the kernels do not build (fixed-size lists, list views, odd schemas): decoded on the host";
+
+/// A nested column's leaves and structure (structs, lists, maps), walked along the Parquet schema from
+/// the column's root with the Arrow type arrow-rs gives (`data_type`, and `natural` without the file's
+/// Arrow schema); `Err(why)` where the kernels cannot decode it.
+fn route_nested(
+    descr: &parquet::schema::types::SchemaDescriptor,
+    leaves: &[usize],
+    data_type: &DataType,
+    natural: &DataType,
+) -> std::result::Result<GpuNested, String> {
+    let first = *leaves.first().ok_or("a nested column without leaves")?;
+    let root = descr.get_column_root(first);
+    let mut nested = GpuNested {
+        leaves: Vec::new(),
+        shape: NestedShape::Leaf(0),
+    };
+    let mut path = Vec::new();
+    nested.shape = walk_nested(
+        descr,
+        leaves,
+        root,
+        (data_type, natural),
+        (0, 0),
+        false,
+        &mut path,
+        &mut nested.leaves,
+    )?;
+    if nested.leaves.len() != leaves.len() {
+        return Err(format!(
+            "{} of the column's {} leaves found in its Arrow type: decoded on the host",
+            nested.leaves.len(),
+            leaves.len()
+        ));
+    }
+    Ok(nested)
+}
+
+/// One node of [`route_nested`]'s walk, after arrow-rs's schema conversion (`complex.rs`): the
+/// (definition, repetition) levels above `node`, `path` the names down to its parent; `element` says
+/// `node` is a repeated field standing for a list's element (its levels counted by the list).
+#[allow(clippy::too_many_arguments)]
+fn walk_nested(
+    descr: &parquet::schema::types::SchemaDescriptor,
+    leaves: &[usize],
+    node: &parquet::schema::types::Type,
+    (data_type, natural): (&DataType, &DataType),
+    (def, rep): (u32, u32),
+    element: bool,
+    path: &mut Vec<String>,
+    out: &mut Vec<GpuLeaf>,
+) -> std::result::Result<NestedShape, String> {
+    use parquet::basic::Repetition;
+    let repetition_of = |t: &parquet::schema::types::Type| {
+        let info = t.get_basic_info();
+        if info.has_repetition() {
+            info.repetition()
+        } else {
+            Repetition::REQUIRED
+        }
+    };
+    let repetition = repetition_of(node);
+    if repetition == Repetition::REPEATED && !element {
+        // A repeated field outside a LIST: a required list of required items (arrow-rs's `into_list`).
+        let (DataType::List(f), DataType::List(nf)) = (data_type, natural) else {
+            return Err(UNSUPPORTED_LIST.into());
+        };
+        let child = walk_nested(
+            descr,
+            leaves,
+            node,
+            (f.data_type(), nf.data_type()),
+            (def + 1, rep + 1),
+            true,
+            path,
+            out,
+        )?;
+        return Ok(NestedShape::List {
+            data_type: data_type.clone(),
+            nullable: false,
+            rep_level: rep + 1,
+            item_def: def + 1,
+            child: Box::new(child),
+        });
+    }
+    let optional = repetition == Repetition::OPTIONAL;
+    let def = def + u32::from(optional);
+    path.push(node.name().to_string());
+    let shape = if node.is_group() {
+        match (data_type, natural) {
+            (DataType::Struct(fields), DataType::Struct(natural_fields)) => {
+                if fields.len() != natural_fields.len() {
+                    return Err("the file's Arrow schema reshapes a struct: decoded on the host".into());
+                }
+                let mut children = Vec::with_capacity(fields.len());
+                for (f, nf) in fields.iter().zip(natural_fields.iter()) {
+                    let child = node.get_fields().iter().find(|c| c.name() == f.name()).ok_or_else(|| {
+                        format!(
+                            "struct field '{}' not in the Parquet schema: decoded on the host",
+                            f.name()
+                        )
+                    })?;
+                    children.push(walk_nested(
+                        descr,
+                        leaves,
+                        child,
+                        (f.data_type(), nf.data_type()),
+                        (def, rep),
+                        false,
+                        path,
+                        out,
+                    )?);
+                }
+                NestedShape::Struct {
+                    data_type: data_type.clone(),
+                    def_level: optional.then_some(def),
+                    children,
+                }
+            }
+            (
+                DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _),
+                DataType::List(nf) | DataType::LargeList(nf) | DataType::Map(nf, _),
+            ) if !element => {
+                // A LIST or MAP group: one repeated child, the element itself (two-level lists, a
+                // map's key-value group) or holding it (three-level lists), as arrow-rs decides.
+                let [repeated] = node.get_fields() else {
+                    return Err(UNSUPPORTED_LIST.into());
+                };
+                if repetition_of(repeated) != Repetition::REPEATED {
+                    return Err(UNSUPPORTED_LIST.into());
+                }
+                // arrow-rs refuses a map read in part (its keys or values alone): so does the host route.
+                if matches!(data_type, DataType::Map(..))
+                    && (repeated.get_fields().len() != 2
+                        || !matches!(f.data_type(), DataType::Struct(entries) if entries.len() == 2))
+                {
+                    return Err("a map projected in part: decoded on the host".into());
+                }
+                let is_list = |t: &parquet::schema::types::Type| {
+                    t.is_group()
+                        && (t.get_basic_info().logical_type_ref() == Some(&parquet::basic::LogicalType::List)
+                            || t.get_basic_info().converted_type() == parquet::basic::ConvertedType::LIST)
+                };
+                let single_repeated_child = |t: &parquet::schema::types::Type| {
+                    t.is_group() && matches!(t.get_fields(), [c] if repetition_of(c) == Repetition::REPEATED)
+                };
+                let two_level = matches!(data_type, DataType::Map(..))
+                    || repeated.is_primitive()
+                    || repeated.get_fields().len() != 1
+                    || (!is_list(repeated)
+                        && !single_repeated_child(repeated)
+                        && (repeated.name() == "array" || repeated.name() == format!("{}_tuple", node.name())));
+                let levels = (def + 1, rep + 1);
+                let types = (f.data_type(), nf.data_type());
+                let child = if two_level {
+                    walk_nested(descr, leaves, repeated, types, levels, true, path, out)?
+                } else {
+                    path.push(repeated.name().to_string());
+                    let item = walk_nested(
+                        descr,
+                        leaves,
+                        &repeated.get_fields()[0],
+                        types,
+                        levels,
+                        false,
+                        path,
+                        out,
+                    )?;
+                    path.pop();
+                    item
+                };
+                NestedShape::List {
+                    data_type: data_type.clone(),
+                    nullable: optional,
+                    rep_level: rep + 1,
+                    item_def: def + 1,
+                    child: Box::new(child),
+                }
+            }
+            _ => return Err(UNSUPPORTED_LIST.into()),
+        }
+    } else {
+        let leaf = leaves
+            .iter()
+            .copied()
+            .find(|&l| descr.column(l).path().parts() == path.as_slice())
+            .ok_or_else(|| format!("leaf {} not selected: decoded on the host", path.join(".")))?;
+        let col = descr.column(leaf);
+        // Levels a byte can hold (gp_levels decodes widths up to 8).
+        if col.max_rep_level() as u32 != rep || col.max_def_level() as u32 != def || def > 255 {
+            return Err(UNSUPPORTED_LIST.into());
+        }
+        out.push(route_leaf(leaf, &col, data_type, natural)?);
+        NestedShape::Leaf(out.len() - 1)
+    };
+    path.pop();
+    Ok(shape)
+}
+
+/// A leaf column with no repetition (flat, or in structs): how the kernels decode it into
+/// `data_type`, or why they cannot.
+fn route_leaf(
+    leaf: usize,
+    col: &parquet::schema::types::ColumnDescriptor,
+    data_type: &DataType,
+    natural: &DataType,
+) -> std::result::Result<GpuLeaf, String> {
     // The file's Arrow schema may ask for another layout of the same values (arrow-rs's `apply_hint`):
     // those below the kernels produce; any other goes to the host.
     let same_bits = data_type == natural
@@ -181,7 +509,7 @@ fn route_one(
                 )
         );
     if !same_bits {
-        return Route::Host(format!(
+        return Err(format!(
             "the file's Arrow schema asks for {data_type} where the Parquet type gives {natural}: decoded on the host"
         ));
     }
@@ -206,6 +534,8 @@ fn route_one(
     };
     let conversion = match (pt, data_type) {
         (PhysicalType::BOOLEAN, D::Boolean) => None,
+        // Arrow's Null (Parquet's UNKNOWN logical type): the levels alone count its slots.
+        (PhysicalType::INT32 | PhysicalType::INT64 | PhysicalType::FLOAT | PhysicalType::DOUBLE, D::Null) => None,
         (PhysicalType::INT32, D::Int32 | D::UInt32 | D::Date32 | D::Time32(_)) => None,
         (PhysicalType::INT32, D::Int8 | D::UInt8) => Some(Conversion::I32ToI8),
         (PhysicalType::INT32, D::Int16 | D::UInt16) => Some(Conversion::I32ToI16),
@@ -248,14 +578,15 @@ fn route_one(
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::FixedSizeBinary(n)) if *n as u32 == type_len && type_len > 0 => None,
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Float16) if type_len == 2 => None,
         _ => {
-            return Route::Host(format!("{data_type} from Parquet {pt}: decoded on the host"));
+            return Err(format!("{data_type} from Parquet {pt}: decoded on the host"));
         }
     };
-    Route::Gpu(GpuLeaf {
-        leaf: *leaf,
+    Ok(GpuLeaf {
+        leaf,
         physical,
         type_len,
         max_def: col.max_def_level() as u32,
+        max_rep: col.max_rep_level() as u32,
         data_type: data_type.clone(),
         conversion,
         strings,
@@ -288,7 +619,7 @@ fn route_dictionary(
     };
     let values = match route_one(descr, leaves, value, natural) {
         Route::Gpu(v) if v.physical != physical::BOOLEAN && v.role == LeafRole::Column => v,
-        Route::Gpu(_) => return Route::Host(format!("{data_type}: decoded on the host")),
+        Route::Gpu(_) | Route::GpuNested(_) => return Route::Host(format!("{data_type}: decoded on the host")),
         Route::Host(why) => return Route::Host(format!("{data_type}, its values: {why}")),
     };
     Route::Gpu(GpuLeaf {
@@ -296,12 +627,14 @@ fn route_dictionary(
         physical: physical::INT32,
         type_len: 4,
         max_def: values.max_def,
+        max_rep: values.max_rep,
         data_type: key.clone(),
         conversion,
         strings: StringOutput::Offsets32,
         role: LeafRole::DictionaryKeys(Box::new(GpuLeaf {
             role: LeafRole::DictionaryValues,
             max_def: 0,
+            max_rep: 0,
             ..values
         })),
     })
@@ -430,6 +763,7 @@ pub fn decode_step<E: Executor>(
                 LeafRole::DictionaryKeys(values) => vec![(i, l.clone()), (i, values.as_ref().clone())],
                 _ => vec![(i, l.clone())],
             },
+            Route::GpuNested(n) => n.leaves.iter().map(|l| (i, l.clone())).collect(),
             Route::Host(_) => Vec::new(),
         })
         .collect();
@@ -568,6 +902,24 @@ pub fn decode_step<E: Executor>(
                     ),
                 );
             }
+        }
+    }
+    // Level entries per GPU column: its rows, or more where it repeats.
+    let mut entries_of = vec![0u64; gpu.len()];
+    for ch in &chunks {
+        entries_of[ch.column] += ch
+            .infos
+            .iter()
+            .filter(|p| p.page_type == 0 || p.page_type == 3)
+            .map(|p| p.num_values.max(0) as u64)
+            .sum::<u64>();
+    }
+    for (gi, (route_idx, _)) in gpu.iter().enumerate() {
+        if entries_of[gi] > i32::MAX as u64 && !fallback.contains_key(route_idx) {
+            fallback.insert(
+                *route_idx,
+                "more than 2^31 level entries in one step: decoded on the host".into(),
+            );
         }
     }
     let keep: Vec<bool> = gpu.iter().map(|(i, _)| !fallback.contains_key(i)).collect();
@@ -727,11 +1079,15 @@ pub fn decode_step<E: Executor>(
     let kept: Vec<usize> = (0..gpu.len()).filter(|&i| keep[i]).collect();
     let mut col_of_gpu = vec![u32::MAX; gpu.len()];
     let mut cols: Vec<ColumnDesc> = Vec::with_capacity(kept.len());
+    // Repetition levels, a byte an entry, of the repeated GPU columns; by GPU column.
+    let mut rep_levels: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut rep_jobs: Vec<(LevelJob, usize)> = Vec::new(); // and the page's index
     for (k, &gi) in kept.iter().enumerate() {
         col_of_gpu[gi] = k as u32;
         let leaf = &gpu[gi].1;
         let values_role = leaf.role == LeafRole::DictionaryValues;
-        // A dictionary's values are as many as its chunks' dictionary entries.
+        // A dictionary's values are as many as its chunks' dictionary entries; any other column has
+        // its level entries (its rows, or more where it repeats).
         let column_rows = if values_role {
             chunks
                 .iter()
@@ -741,7 +1097,7 @@ pub fn decode_step<E: Executor>(
                 .map(|p| p.num_values.max(0) as u64)
                 .sum()
         } else {
-            num_rows
+            entries_of[gi]
         };
         let n = column_rows as usize;
         let needs_dense = !values_role
@@ -789,6 +1145,9 @@ pub fn decode_step<E: Executor>(
             c.out_values = exec.alloc_uninit(n * leaf.type_len as usize)?;
         }
         cols.push(c);
+        if leaf.max_rep > 0 {
+            rep_levels.insert(gi, exec.alloc(n.max(1))?);
+        }
     }
 
     let mut pages: Vec<PageDesc> = Vec::new();
@@ -890,7 +1249,7 @@ pub fn decode_step<E: Executor>(
                             physical: leaf.physical,
                             type_len: leaf.type_len,
                             max_def: leaf.max_def,
-                            def_bit_width: if leaf.max_def > 0 { 1 } else { 0 },
+                            def_bit_width: 32 - leaf.max_def.leading_zeros(),
                             column: col_of_gpu[gi],
                             ..Default::default()
                         };
@@ -900,8 +1259,19 @@ pub fn decode_step<E: Executor>(
                                 d.levels = body.levels + p.rep_levels_byte_length as u64;
                                 d.levels_len = p.def_levels_byte_length as u64;
                             }
-                        } else if leaf.max_def > 0 {
-                            d.flags = PAGE_V1_LEVELS;
+                        } else {
+                            if leaf.max_def > 0 {
+                                d.flags |= PAGE_V1_LEVELS;
+                            }
+                            if leaf.max_rep > 0 {
+                                d.flags |= PAGE_V1_REP_LEVELS;
+                            }
+                        }
+                        if let Some(&levels) = rep_levels.get(&gi) {
+                            let first_of_chunk = !ch.infos[..pi].iter().any(|q| q.page_type == 0 || q.page_type == 3);
+                            let body = (body.data, body.data_len, body.levels);
+                            let job = rep_level_job(p, body, levels + row, leaf.max_rep, first_of_chunk);
+                            rep_jobs.push((job, pages.len()));
                         }
                         row += num_values as u64;
                         pages.push(d);
@@ -918,6 +1288,7 @@ pub fn decode_step<E: Executor>(
     }
 
     // Kernels, in order.
+    let mut levels = NestedLevels::default();
     let n = pages.len() as u32;
     let ncols = cols.len() as u32;
     let pages_addr = if pages.is_empty() { 0 } else { exec.upload(&pages)? };
@@ -939,6 +1310,8 @@ pub fn decode_step<E: Executor>(
     if n > 0 {
         run(exec, PageKernel::Setup)?;
         run(exec, PageKernel::Levels)?;
+        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
+        decode_rep_levels(exec, &rep_jobs, &origins, source, &gpu)?;
         if !dicts.is_empty() {
             let d = exec.upload(&dicts)?;
             exec.launch(Kernel::DictByteArrayIndex {
@@ -1015,11 +1388,18 @@ pub fn decode_step<E: Executor>(
         }
     }
 
+    if n == 0 {
+        // No pages (a step of no rows): the structs' levels are empty, no kernel to run.
+        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
+    }
+
     // Bitmaps and conversions, then the arrays.
     let mut counts_addr = 0;
     if !cols.is_empty() {
         counts_addr = exec.alloc(cols.len() * 2 * 8)?;
     }
+    levels.rep = rep_levels;
+    compact_repeated_leaves(exec, routes, &gpu, &kept, &mut cols, &levels)?;
     let mut bitmaps: Vec<(u64, u64)> = Vec::with_capacity(cols.len());
     for (k, c) in cols.iter().enumerate() {
         // Bitmaps are allocated to a multiple of 64 bytes (zeroed past the last word), as Arrow
@@ -1061,14 +1441,17 @@ pub fn decode_step<E: Executor>(
 
     let mut reshaped = reshape_strings(exec, &mut cols, &kept, &pages, &origins, source, &gpu)?;
     let mut arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
-    // Dictionary-typed columns' values, by route, joined to their keys below.
-    let mut dictionaries: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
+    let mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
     for (k, (&gi, c)) in kept.iter().zip(&cols).enumerate() {
         let leaf = &gpu[gi].1;
-        let rows = c.num_rows;
+        let num_rows = c.num_rows;
         let (validity, bool_values) = bitmaps[k];
-        let present = if c.out_valid != 0 { counts[2 * k] } else { rows };
-        let null_count = (rows - present.min(rows)) as usize;
+        if leaf.data_type == DataType::Null {
+            leaf_arrays.insert(gi, null_array(exec, c, validity));
+            continue;
+        }
+        let present = if c.out_valid != 0 { counts[2 * k] } else { num_rows };
+        let null_count = (num_rows - present.min(num_rows)) as usize;
         let validity = if validity != 0 && null_count > 0 {
             Some(exec.take(validity)?)
         } else {
@@ -1083,12 +1466,12 @@ pub fn decode_step<E: Executor>(
             vec![exec.take(bool_values)?]
         } else if let Some(op) = leaf.conversion {
             let (_, dw) = op.widths(leaf.type_len);
-            let dst = exec.alloc_uninit((rows as usize * dw).max(1))?;
+            let dst = exec.alloc_uninit((num_rows as usize * dw).max(1))?;
             exec.launch(Kernel::Convert {
                 op,
                 src: c.out_values,
                 src_width: leaf.type_len,
-                n: rows,
+                n: num_rows,
                 dst,
             })?;
             exec.free(c.out_values);
@@ -1096,27 +1479,28 @@ pub fn decode_step<E: Executor>(
         } else {
             vec![exec.take(c.out_values)?]
         };
-        let array = DeviceArray {
-            data_type: leaf.data_type.clone(),
-            len: rows as usize,
-            null_count,
-            validity,
-            buffers,
-            children: Vec::new(),
-        };
-        if leaf.role == LeafRole::DictionaryValues {
-            dictionaries.insert(gpu[gi].0, array);
-        } else {
-            arrays.insert(gpu[gi].0, array);
-        }
+        leaf_arrays.insert(
+            gi,
+            DeviceArray {
+                data_type: leaf.data_type.clone(),
+                len: num_rows as usize,
+                null_count,
+                validity,
+                buffers,
+                children: Vec::new(),
+            },
+        );
     }
-    // Keys and their values as one dictionary array (Arrow keeps the values as its child).
-    for (route, values) in dictionaries {
-        if let Some(keys) = arrays.get_mut(&route) {
-            keys.data_type = schema.field(route).data_type().clone();
-            keys.children = vec![values];
-        }
-    }
+    assemble_columns(
+        exec,
+        routes,
+        &gpu,
+        leaf_arrays,
+        &levels,
+        num_rows,
+        &location,
+        &mut arrays,
+    )?;
 
     // Host-routed columns: arrow-rs over the same fetched bytes.
     let host_cols: Vec<usize> = routes
@@ -1205,17 +1589,17 @@ pub fn decode_step<E: Executor>(
             .remove(&i)
             .ok_or_else(|| Error::parquet(location.clone(), format!("column '{}' was not decoded", r.name)))?;
         let decoded = match (&r.route, fallback.get(&i)) {
-            (Route::Host(why), _) => DecodedWhere::Host(why.clone()),
-            (Route::Gpu(_), Some(why)) => DecodedWhere::Host(why.clone()),
-            (Route::Gpu(_), None) => DecodedWhere::Gpu,
+            (Route::Host(why), _) | (_, Some(why)) => DecodedWhere::Host(why.clone()),
+            _ => DecodedWhere::Gpu,
         };
-        let gi = gpu.iter().position(|(x, _)| *x == i);
+        // The route's leaves among the GPU columns.
+        let gis: Vec<usize> = (0..gpu.len()).filter(|&g| gpu[g].0 == i).collect();
         let mut cs = ColumnStepStats {
             name: r.name.clone(),
             ..Default::default()
         };
-        if let Some(gi) = gi {
-            let mine: Vec<&ChunkPages> = chunks.iter().filter(|c| c.column == gi).collect();
+        if !gis.is_empty() {
+            let mine: Vec<&ChunkPages> = chunks.iter().filter(|c| gis.contains(&c.column)).collect();
             cs.pages = mine.iter().map(|c| c.infos.len()).sum();
             cs.compressed_bytes = mine
                 .iter()
@@ -1230,10 +1614,14 @@ pub fn decode_step<E: Executor>(
             let mut codecs: Vec<String> = mine.iter().map(|c| format!("{:?}", c.codec)).collect();
             codecs.dedup();
             cs.codec = codecs.join(",");
-            cs.decompressed_on = decompressed_on
-                .get(&gi)
-                .map(|v| v.join(", "))
-                .unwrap_or_else(|| "none".into());
+            let mut on: Vec<&String> = gis.iter().filter_map(|g| decompressed_on.get(g)).flatten().collect();
+            on.sort();
+            on.dedup();
+            cs.decompressed_on = if on.is_empty() {
+                "none".into()
+            } else {
+                on.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            };
         } else {
             let mut codecs: Vec<String> = Vec::new();
             for &g in row_groups {
@@ -1270,6 +1658,625 @@ pub fn decode_step<E: Executor>(
         },
         stats,
     ))
+}
+
+/// A Null-typed leaf's array: no buffers, no validity (arrow-rs's NullArray) over its slots; the values
+/// decoded and the validity packed are dropped.
+fn null_array<E: Executor>(exec: &mut E, c: &ColumnDesc, validity: u64) -> DeviceArray<E::Buffer> {
+    if validity != 0 {
+        exec.free(validity);
+    }
+    exec.free(c.out_values);
+    DeviceArray {
+        data_type: DataType::Null,
+        len: c.num_rows as usize,
+        null_count: 0,
+        validity: None,
+        buffers: Vec::new(),
+        children: Vec::new(),
+    }
+}
+
+/// The level arrays (a byte an entry) of a step's nested GPU columns.
+#[derive(Debug, Default)]
+struct NestedLevels {
+    /// Struct-only columns (by route): one leaf's definition levels, for their structs' validities
+    /// (every leaf of a struct holds the same levels at the struct's depth, as arrow-rs reads them from
+    /// its first child).
+    by_route: BTreeMap<usize, u64>,
+    /// Columns with lists: every leaf's definition levels, by GPU column.
+    def: BTreeMap<usize, u64>,
+    /// Every repeated leaf's repetition levels, by GPU column.
+    rep: BTreeMap<usize, u64>,
+    /// Level entries of each leaf of the columns with lists, by GPU column.
+    entries: BTreeMap<usize, u64>,
+}
+
+/// Decodes the definition levels the nested GPU columns (all kept) need ([`NestedLevels`]), after
+/// `gp_levels` has checked them.
+fn nested_def_levels<E: Executor>(
+    exec: &mut E,
+    routes: &[ColumnRoute],
+    gpu: &[(usize, GpuLeaf)],
+    kept: &[usize],
+    cols: &[ColumnDesc],
+    (pages_addr, n): (u64, u32),
+    (cols_addr, ncols): (u64, u32),
+) -> Result<NestedLevels> {
+    let mut outs = vec![0u64; kept.len()];
+    let mut levels = NestedLevels::default();
+    for (k, &gi) in kept.iter().enumerate() {
+        let route = gpu[gi].0;
+        let Route::GpuNested(nested) = &routes[route].route else {
+            continue;
+        };
+        let entries = cols[k].num_rows as usize;
+        if nested.shape.has_list() {
+            levels.entries.insert(gi, entries as u64);
+            if gpu[gi].1.max_def > 0 {
+                // Zeroed: a page in error leaves its entries unwritten (the step fails on its error).
+                outs[k] = exec.alloc(entries.max(1))?;
+                levels.def.insert(gi, outs[k]);
+            }
+            continue;
+        }
+        if levels.by_route.contains_key(&route) || !nested.shape.has_nullable_struct() {
+            continue;
+        }
+        outs[k] = exec.alloc(entries.max(1))?;
+        levels.by_route.insert(route, outs[k]);
+    }
+    if outs.iter().all(|&o| o == 0) || n == 0 {
+        return Ok(levels);
+    }
+    let table = exec.upload(&outs)?;
+    exec.launch(Kernel::DefLevels {
+        pages: pages_addr,
+        n,
+        cols: cols_addr,
+        ncols,
+        outs: table,
+    })?;
+    exec.free(table);
+    Ok(levels)
+}
+
+/// The repetition levels of data page `p` of a column whose maximum is `max_rep`, to decode to `out`:
+/// v2 pages' stream starts the body (`levels`); v1 pages' starts after a 4-byte length (`data`, the
+/// whole body after decompression). A chunk's first data page must start a row.
+fn rep_level_job(
+    p: &PageInfo,
+    (data, data_len, levels): (u64, u64, u64),
+    out: u64,
+    max_rep: u32,
+    first_of_chunk: bool,
+) -> LevelJob {
+    let (src, src_len, mut flags) = if p.page_type == 3 {
+        (levels, p.rep_levels_byte_length.max(0) as u64, 0)
+    } else {
+        (data, data_len, LEVELS_V1_PREFIX)
+    };
+    if first_of_chunk {
+        flags |= LEVELS_FIRST_ZERO;
+    }
+    LevelJob {
+        src,
+        src_len,
+        out,
+        count: p.num_values.max(0) as u32,
+        max_level: max_rep,
+        bit_width: 32 - max_rep.leading_zeros(),
+        flags,
+        ..Default::default()
+    }
+}
+
+/// Decodes the repetition levels of the repeated GPU columns' pages (`jobs`, each with its page's
+/// index); a bad stream is the page's error.
+fn decode_rep_levels<E: Executor>(
+    exec: &mut E,
+    jobs: &[(LevelJob, usize)],
+    origins: &[PageOrigin],
+    source: &ParquetSource,
+    gpu: &[(usize, GpuLeaf)],
+) -> Result<()> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<LevelJob> = jobs.iter().map(|j| j.0).collect();
+    let addr = exec.upload(&list)?;
+    exec.launch(Kernel::RepLevels {
+        jobs: addr,
+        n: list.len() as u32,
+    })?;
+    let back: Vec<LevelJob> = exec.read(addr, list.len())?;
+    exec.free(addr);
+    if let Some((i, j)) = back.iter().enumerate().find(|(_, j)| j.error != 0) {
+        let what = if j.error == ErrorCode::BadLevel as u32 {
+            "a repetition level above the column's maximum, or a chunk not starting a row".to_string()
+        } else {
+            ErrorCode::from_u32(j.error)
+                .map(ErrorCode::describe)
+                .unwrap_or("an unknown decoder error")
+                .to_string()
+        };
+        let message = format!("{what} (repetition levels, detail {})", j.error_detail);
+        return Err(page_error(source, gpu, &origins[jobs[i].1], message));
+    }
+    Ok(())
+}
+
+/// The arrays of the GPU columns, by route index, into `arrays`: a flat column's leaf as it is; a
+/// nested column's structs around its leaves, each nullable struct's validity packed from its
+/// column's definition levels (`struct_levels`, freed here) where they reach the struct's level.
+#[allow(clippy::too_many_arguments)]
+fn assemble_columns<E: Executor>(
+    exec: &mut E,
+    routes: &[ColumnRoute],
+    gpu: &[(usize, GpuLeaf)],
+    mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>>,
+    levels: &NestedLevels,
+    num_rows: u64,
+    location: &Location,
+    arrays: &mut BTreeMap<usize, DeviceArray<E::Buffer>>,
+) -> Result<()> {
+    let struct_levels = &levels.by_route;
+    // Every nullable struct's validity first, their null counts then read once.
+    let mut validities: Vec<u64> = Vec::new();
+    let mut jobs: Vec<(u64, u32)> = Vec::new(); // levels, threshold; in the shapes' pre-order
+    let mut job_routes: Vec<usize> = Vec::new();
+    for (&route, &levels) in struct_levels {
+        if let Route::GpuNested(nested) = &routes[route].route {
+            collect_struct_levels(&nested.shape, levels, &mut jobs);
+            job_routes.resize(jobs.len(), route);
+        }
+    }
+    let counts_addr = if jobs.is_empty() {
+        0
+    } else {
+        exec.alloc(jobs.len() * 8)?
+    };
+    let words = ((num_rows.div_ceil(32) * 4) as usize).next_multiple_of(BITMAP_PADDING);
+    if !jobs.is_empty() {
+        let marks = exec.alloc_uninit((num_rows as usize).max(1))?;
+        for (j, &(levels, threshold)) in jobs.iter().enumerate() {
+            exec.launch(Kernel::LevelsAtLeast {
+                levels,
+                n: num_rows,
+                threshold,
+                out: marks,
+            })?;
+            let w = exec.alloc(words)?;
+            exec.launch(Kernel::PackBits {
+                bytes: marks,
+                n: num_rows,
+                words: w,
+                count: counts_addr + 8 * j as u64,
+            })?;
+            validities.push(w);
+        }
+        exec.free(marks);
+    }
+    let counts: Vec<u64> = if jobs.is_empty() {
+        Vec::new()
+    } else {
+        exec.read(counts_addr, jobs.len())?
+    };
+    if counts_addr != 0 {
+        exec.free(counts_addr);
+    }
+    for &addr in struct_levels.values() {
+        exec.free(addr);
+    }
+    let mut by_route: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+    for ((route, w), count) in job_routes.into_iter().zip(validities).zip(counts) {
+        by_route.entry(route).or_default().push((w, count));
+    }
+    for (route, r) in routes.iter().enumerate() {
+        let gis: Vec<usize> = (0..gpu.len()).filter(|&g| gpu[g].0 == route).collect();
+        let mut leaves = Vec::with_capacity(gis.len());
+        for g in &gis {
+            match leaf_arrays.remove(g) {
+                Some(a) => leaves.push(Some(a)),
+                None => break, // fell back to the host
+            }
+        }
+        let mut mine = by_route.remove(&route).unwrap_or_default().into_iter();
+        if leaves.len() != gis.len() || gis.is_empty() {
+            for (w, _) in mine {
+                exec.free(w);
+            }
+            continue;
+        }
+        let array = match &r.route {
+            // A dictionary-typed column: its keys, with its values as the dictionary (Arrow keeps them
+            // as the array's child).
+            Route::Gpu(keys_leaf) if matches!(keys_leaf.role, LeafRole::DictionaryKeys(_)) => {
+                let values = leaves.pop().flatten();
+                leaves.pop().flatten().map(|mut keys| {
+                    if let Some(values) = values {
+                        keys.data_type =
+                            DataType::Dictionary(Box::new(keys.data_type.clone()), Box::new(values.data_type.clone()));
+                        keys.children = vec![values];
+                    }
+                    keys
+                })
+            }
+            Route::Gpu(_) => leaves.pop().flatten(),
+            Route::GpuNested(nested) if nested.shape.has_list() => Some(
+                build_list_column(exec, &nested.shape, &mut leaves, &gis, levels, num_rows).map_err(|e| {
+                    // Named by the column (the levels of no single page are at fault).
+                    let message = match e {
+                        Error::Parquet { source, .. } => source.to_string(),
+                        other => return other,
+                    };
+                    Error::CorruptPage {
+                        location: Location {
+                            column: Some(r.name.clone()),
+                            ..location.clone()
+                        },
+                        page: None,
+                        message,
+                    }
+                })?,
+            ),
+            Route::GpuNested(nested) => Some(build_nested(exec, &nested.shape, &mut leaves, &mut mine, num_rows)?),
+            Route::Host(_) => None,
+        };
+        if let Some(a) = array {
+            arrays.insert(route, a);
+        }
+    }
+    Ok(())
+}
+
+/// The (levels, threshold) of each nullable struct of `shape`, in pre-order.
+fn collect_struct_levels(shape: &NestedShape, levels: u64, jobs: &mut Vec<(u64, u32)>) {
+    if let NestedShape::Struct {
+        def_level, children, ..
+    } = shape
+    {
+        if let Some(d) = def_level {
+            jobs.push((levels, *d));
+        }
+        for c in children {
+            collect_struct_levels(c, levels, jobs);
+        }
+    }
+}
+
+/// The array of `shape` over its leaves' arrays (each taken once); a nullable struct takes the next
+/// (validity, set bits) of `validities`, in the order [`collect_struct_levels`] made them.
+fn build_nested<E: Executor>(
+    exec: &mut E,
+    shape: &NestedShape,
+    leaves: &mut [Option<DeviceArray<E::Buffer>>],
+    validities: &mut impl Iterator<Item = (u64, u64)>,
+    num_rows: u64,
+) -> Result<DeviceArray<E::Buffer>> {
+    let internal = |what: &str| Error::parquet(Location::default(), format!("nested column assembly: {what}"));
+    match shape {
+        NestedShape::Leaf(i) => leaves
+            .get_mut(*i)
+            .and_then(Option::take)
+            .ok_or_else(|| internal("a leaf taken twice")),
+        NestedShape::Struct {
+            data_type,
+            def_level,
+            children,
+        } => {
+            let (mut validity, mut null_count) = (None, 0);
+            if def_level.is_some() {
+                let (w, present) = validities
+                    .next()
+                    .ok_or_else(|| internal("a struct without its levels"))?;
+                null_count = (num_rows - present.min(num_rows)) as usize;
+                if null_count > 0 {
+                    validity = Some(exec.take(w)?);
+                } else {
+                    exec.free(w);
+                }
+            }
+            let mut arrays = Vec::with_capacity(children.len());
+            for c in children {
+                arrays.push(build_nested(exec, c, leaves, validities, num_rows)?);
+            }
+            Ok(DeviceArray {
+                data_type: data_type.clone(),
+                len: num_rows as usize,
+                null_count,
+                validity,
+                buffers: Vec::new(),
+                children: arrays,
+            })
+        }
+        NestedShape::List { .. } => Err(internal("a list outside build_list_column")),
+    }
+}
+
+/// Packs each repeated leaf's values (fixed-width values or string offsets, and validity bytes) from
+/// its level entries to its slots (the items of its innermost list): the columns' descriptors then
+/// describe the packed arrays (`num_rows` their slots).
+fn compact_repeated_leaves<E: Executor>(
+    exec: &mut E,
+    routes: &[ColumnRoute],
+    gpu: &[(usize, GpuLeaf)],
+    kept: &[usize],
+    cols: &mut [ColumnDesc],
+    levels: &NestedLevels,
+) -> Result<()> {
+    for (k, &gi) in kept.iter().enumerate() {
+        let (route, leaf) = &gpu[gi];
+        let Route::GpuNested(nested) = &routes[*route].route else {
+            continue;
+        };
+        let Some(&rep) = levels.rep.get(&gi) else {
+            continue;
+        };
+        let index = (0..gi).filter(|&g| gpu[g].0 == *route).count();
+        let mut spaces = BTreeMap::new();
+        nested.shape.leaf_spaces((0, 0), &mut spaces);
+        let space = spaces.get(&index).copied().unwrap_or((0, 0));
+        let def = levels.def.get(&gi).copied().unwrap_or(0);
+        let c = &mut cols[k];
+        let n = c.num_rows;
+        let pos = exec.alloc_uninit((n as usize + 1) * 4)?;
+        exec.launch(Kernel::SlotScan {
+            def,
+            rep,
+            n,
+            space,
+            pos,
+        })?;
+        let slots = exec.read::<u32>(pos + 4 * n, 1)?.first().copied().unwrap_or(0) as u64;
+        let pack = |exec: &mut E, src: u64, width: u32, with_end: bool| -> Result<u64> {
+            let count = slots as usize + usize::from(with_end);
+            let dst = exec.alloc((count * width as usize).max(1))?;
+            exec.launch(Kernel::Compact {
+                def,
+                rep,
+                n,
+                space,
+                pos,
+                src,
+                width,
+                with_end,
+                dst,
+            })?;
+            exec.free(src);
+            Ok(dst)
+        };
+        if leaf.physical == physical::BYTE_ARRAY {
+            c.out_offsets = pack(exec, c.out_offsets, 4, true)?;
+        } else {
+            c.out_values = pack(exec, c.out_values, c.out_width.max(1), false)?;
+        }
+        if c.out_valid != 0 {
+            c.out_valid = pack(exec, c.out_valid, 1, false)?;
+        }
+        c.num_rows = slots;
+        exec.free(pos);
+    }
+    Ok(())
+}
+
+/// Slot scans of a list column's leaves, by (leaf, space): the positions and the slot count.
+type Scans = BTreeMap<(usize, (u32, u32)), (u64, u64)>;
+
+/// The slot positions of `space` over leaf `leaf`'s entries (scanned once).
+fn scan_of<E: Executor>(
+    exec: &mut E,
+    scans: &mut Scans,
+    lv: &[(u64, u64, u64)],
+    leaf: usize,
+    space: (u32, u32),
+) -> Result<(u64, u64)> {
+    if let Some(&found) = scans.get(&(leaf, space)) {
+        return Ok(found);
+    }
+    let (def, rep, n) = lv[leaf];
+    let pos = exec.alloc_uninit((n as usize + 1) * 4)?;
+    exec.launch(Kernel::SlotScan {
+        def,
+        rep,
+        n,
+        space,
+        pos,
+    })?;
+    let slots = exec.read::<u32>(pos + 4 * n, 1)?.first().copied().unwrap_or(0) as u64;
+    scans.insert((leaf, space), (pos, slots));
+    Ok((pos, slots))
+}
+
+/// A validity over `slots` slots of `space` where leaf `leaf`'s definition level reaches
+/// `threshold`: the bitmap (None without nulls) and the null count.
+fn slot_validity<E: Executor>(
+    exec: &mut E,
+    lv: &[(u64, u64, u64)],
+    leaf: usize,
+    (space, pos, slots): ((u32, u32), u64, u64),
+    threshold: u32,
+) -> Result<(Option<E::Buffer>, usize)> {
+    let (def, rep, n) = lv[leaf];
+    let marks = exec.alloc((slots as usize).max(1))?;
+    exec.launch(Kernel::SlotFlags {
+        def,
+        rep,
+        n,
+        space,
+        pos,
+        threshold,
+        out: marks,
+    })?;
+    let words = ((slots.div_ceil(32) * 4) as usize).next_multiple_of(BITMAP_PADDING);
+    let w = exec.alloc(words)?;
+    let count = exec.alloc(8)?;
+    exec.launch(Kernel::PackBits {
+        bytes: marks,
+        n: slots,
+        words: w,
+        count,
+    })?;
+    let present = exec.read::<u64>(count, 1)?.first().copied().unwrap_or(0);
+    exec.free(count);
+    exec.free(marks);
+    let nulls = (slots - present.min(slots)) as usize;
+    if nulls == 0 {
+        exec.free(w);
+        return Ok((None, 0));
+    }
+    Ok((Some(exec.take(w)?), nulls))
+}
+
+/// The array of a column holding lists: each node's arrays over the slots of its space, from its
+/// first leaf's levels (arrow-rs's readers take a node's levels from its first child too); the
+/// leaves' arrays come packed to their slots ([`compact_repeated_leaves`]). Frees the levels.
+fn build_list_column<E: Executor>(
+    exec: &mut E,
+    shape: &NestedShape,
+    leaves: &mut [Option<DeviceArray<E::Buffer>>],
+    gis: &[usize],
+    levels: &NestedLevels,
+    num_rows: u64,
+) -> Result<DeviceArray<E::Buffer>> {
+    // (definition levels, repetition levels, entries) of each leaf; 0: levels all 0.
+    let lv: Vec<(u64, u64, u64)> = gis
+        .iter()
+        .map(|g| {
+            let get = |m: &BTreeMap<usize, u64>| m.get(g).copied().unwrap_or(0);
+            (get(&levels.def), get(&levels.rep), get(&levels.entries))
+        })
+        .collect();
+    let mut scans = Scans::new();
+    let result = (|| {
+        // Every leaf's levels hold the step's rows (arrow-rs reads each leaf record by record, and
+        // refuses children of different lengths).
+        for leaf in 0..lv.len() {
+            let (_, rows) = scan_of(exec, &mut scans, &lv, leaf, (0, 0))?;
+            if rows != num_rows {
+                return Err(Error::parquet(
+                    Location::default(),
+                    format!("the repetition levels hold {rows} rows where the row groups hold {num_rows}"),
+                ));
+            }
+        }
+        build_list_node(exec, shape, (0, 0), leaves, &lv, &mut scans)
+    })();
+    for (pos, _) in scans.into_values() {
+        exec.free(pos);
+    }
+    for &g in gis {
+        for map in [&levels.def, &levels.rep] {
+            if let Some(&a) = map.get(&g) {
+                exec.free(a);
+            }
+        }
+    }
+    result
+}
+
+/// A struct's fields, or a list's items, hold as many slots as their parent says: leaves whose levels
+/// disagree (a corrupt file) would otherwise make arrays of mismatched lengths.
+fn same_lengths<B: crate::decode::exec::OwnedBuffer>(children: &[DeviceArray<B>], slots: u64) -> Result<()> {
+    match children.iter().find(|c| c.len as u64 != slots) {
+        None => Ok(()),
+        Some(c) => Err(Error::parquet(
+            Location::default(),
+            format!(
+                "the leaves' levels disagree: {} slots where their parent's levels give {slots}",
+                c.len
+            ),
+        )),
+    }
+}
+
+/// One node of [`build_list_column`] over the slots of `space`.
+fn build_list_node<E: Executor>(
+    exec: &mut E,
+    shape: &NestedShape,
+    space: (u32, u32),
+    leaves: &mut [Option<DeviceArray<E::Buffer>>],
+    lv: &[(u64, u64, u64)],
+    scans: &mut Scans,
+) -> Result<DeviceArray<E::Buffer>> {
+    let internal = |what: &str| Error::parquet(Location::default(), format!("nested column assembly: {what}"));
+    let first = shape.first_leaf().ok_or_else(|| internal("a node without leaves"))?;
+    match shape {
+        NestedShape::Leaf(i) => leaves
+            .get_mut(*i)
+            .and_then(Option::take)
+            .ok_or_else(|| internal("a leaf taken twice")),
+        NestedShape::Struct {
+            data_type,
+            def_level,
+            children,
+        } => {
+            let (pos, slots) = scan_of(exec, scans, lv, first, space)?;
+            let (validity, null_count) = match def_level {
+                Some(d) => slot_validity(exec, lv, first, (space, pos, slots), *d)?,
+                None => (None, 0),
+            };
+            let mut arrays = Vec::with_capacity(children.len());
+            for c in children {
+                arrays.push(build_list_node(exec, c, space, leaves, lv, scans)?);
+            }
+            same_lengths(&arrays, slots)?;
+            Ok(DeviceArray {
+                data_type: data_type.clone(),
+                len: slots as usize,
+                null_count,
+                validity,
+                buffers: Vec::new(),
+                children: arrays,
+            })
+        }
+        NestedShape::List {
+            data_type,
+            nullable,
+            rep_level,
+            item_def,
+            child,
+        } => {
+            let (pos, slots) = scan_of(exec, scans, lv, first, space)?;
+            let items = (*rep_level, *item_def);
+            let (item_pos, item_slots) = scan_of(exec, scans, lv, first, items)?;
+            let wide = matches!(data_type, DataType::LargeList(_));
+            if !wide && item_slots > i32::MAX as u64 {
+                return Err(Error::parquet(
+                    Location::default(),
+                    format!("{item_slots} list items overflow 32-bit offsets"),
+                ));
+            }
+            let width = if wide { 8 } else { 4 };
+            let offsets = exec.alloc((slots as usize + 1) * width)?;
+            let (def, rep, n) = lv[first];
+            exec.launch(Kernel::ListOffsets {
+                def,
+                rep,
+                n,
+                parent: space,
+                parent_pos: pos,
+                child_pos: item_pos,
+                wide,
+                offsets,
+            })?;
+            let (validity, null_count) = if *nullable {
+                slot_validity(exec, lv, first, (space, pos, slots), item_def.saturating_sub(1))?
+            } else {
+                (None, 0)
+            };
+            let items_array = build_list_node(exec, child, items, leaves, lv, scans)?;
+            same_lengths(std::slice::from_ref(&items_array), item_slots)?;
+            Ok(DeviceArray {
+                data_type: data_type.clone(),
+                len: slots as usize,
+                null_count,
+                validity,
+                buffers: vec![exec.take(offsets)?],
+                children: vec![items_array],
+            })
+        }
+    }
 }
 
 /// An error found while planning a GPU chunk's pages.
@@ -1746,6 +2753,12 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
                         p.def_level_encoding, p.rep_level_encoding
                     ));
                 }
+                if p.page_type == 0 && leaf.max_rep > 0 && p.rep_level_encoding as u32 != encoding::RLE {
+                    return Ok(Some(format!(
+                        "repetition levels in encoding {} (deprecated BIT_PACKED): decoded on the host",
+                        p.rep_level_encoding
+                    )));
+                }
                 if p.page_type == 0 && leaf.max_def > 0 && p.def_level_encoding as u32 != encoding::RLE {
                     return Ok(Some(format!(
                         "definition levels in encoding {} (deprecated BIT_PACKED): decoded on the host",
@@ -1767,7 +2780,7 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
             t => return bad(format!("unknown page type {t}")),
         }
     }
-    if values != ch.rows {
+    if leaf.max_rep == 0 && values != ch.rows {
         return Err((
             format!(
                 "the data pages hold {values} values, the row group has {} rows",

@@ -36,6 +36,7 @@ struct PageDesc {
 };
 
 #define PAGE_V1_LEVELS 1u
+#define PAGE_V1_REP_LEVELS 2u
 
 struct DictEntry { u32 offset; u32 len; };
 

@@ -21,10 +21,11 @@ use crate::decode::reference::test_pages::{ColumnOut, Step};
 
 /// The files of [`super::SOURCES`] the emulation compiles: the core kernels and what they need (other
 /// kernel files may use CUDA features the emulation does not provide).
-const EMULATED: [&str; 8] = [
+const EMULATED: [&str; 9] = [
     "common.cuh",
     "core_util.cuh",
     "levels.cu",
+    "nested.cu",
     "values.cu",
     "strings.cu",
     "validate.cu",
@@ -265,6 +266,91 @@ fn run_driver(bin: &std::path::Path, mode: &[&str], input: &[u8]) -> Vec<u8> {
     }
     assert!(status.success(), "the emulated kernels failed ({status}):\n{err}");
     std::fs::read(&out_path).expect("read output")
+}
+
+/// One case of the nested-column kernels: levels, the child `(r, t)` and parent `(pr, pt)` spaces, a
+/// flag threshold, `n + 1` values of `width` bytes to compact, and a repetition level stream with its
+/// job's count, maximum, width and flags.
+pub(crate) struct NestedCase {
+    pub def: Vec<u8>,
+    pub rep: Vec<u8>,
+    pub child: (u32, u32),
+    pub parent: (u32, u32),
+    pub threshold: u32,
+    pub width: u32,
+    pub src: Vec<u8>,
+    pub stream: Vec<u8>,
+    pub job: (u32, u32, u32, u32),
+}
+
+/// What the emulated nested kernels wrote for a [`NestedCase`] (see driver.cpp's `nested_main`).
+#[derive(Debug, PartialEq)]
+pub(crate) struct NestedOut {
+    /// The stream as a page's definition levels at row 2 of a `count + 2`-row column, and their marks.
+    pub def_levels: Vec<u8>,
+    pub marks: Vec<u8>,
+    pub parent_pos: Vec<u32>,
+    pub child_pos: Vec<u32>,
+    pub offsets32: Vec<i32>,
+    pub offsets64: Vec<i64>,
+    pub flags: Vec<u8>,
+    pub packed: Vec<u8>,
+    pub job_error: (u32, u32),
+    pub levels: Vec<u8>,
+}
+
+/// Runs [`NestedCase`] in the emulation.
+pub(crate) fn run_nested_emulated(case: &NestedCase) -> NestedOut {
+    let bin = driver().expect("emulation available");
+    let n = case.def.len();
+    let mut input = b"GPNST1".to_vec();
+    put_u64(&mut input, n as u64);
+    for v in [
+        case.child.0,
+        case.child.1,
+        case.parent.0,
+        case.parent.1,
+        case.threshold,
+        case.width,
+    ] {
+        put_u32(&mut input, v);
+    }
+    input.extend_from_slice(&case.def);
+    input.extend_from_slice(&case.rep);
+    input.extend_from_slice(&case.src);
+    put_u64(&mut input, case.stream.len() as u64);
+    input.extend_from_slice(&case.stream);
+    for v in [case.job.0, case.job.1, case.job.2, case.job.3] {
+        put_u32(&mut input, v);
+    }
+    let output = run_driver(&bin, &["nested"], &input);
+    let mut r = Reader(&output);
+    let rows = case.job.0 as usize + 2;
+    let def_levels = r.take(rows).to_vec();
+    let marks = r.take(rows).to_vec();
+    let parent_pos: Vec<u32> = bytemuck::pod_collect_to_vec(r.take((n + 1) * 4));
+    let child_pos: Vec<u32> = bytemuck::pod_collect_to_vec(r.take((n + 1) * 4));
+    let (ps, cs) = (parent_pos[n] as usize, child_pos[n] as usize);
+    let offsets32 = bytemuck::pod_collect_to_vec(r.take((ps + 1) * 4));
+    let offsets64 = bytemuck::pod_collect_to_vec(r.take((ps + 1) * 8));
+    let flags = r.take(ps).to_vec();
+    let packed = r.take((cs + 1) * case.width as usize).to_vec();
+    let job = r.take(48);
+    let word = |i: usize| u32::from_le_bytes(job[i..i + 4].try_into().expect("4 bytes"));
+    let job_error = (word(40), word(44));
+    let levels = r.take(case.job.0 as usize).to_vec();
+    NestedOut {
+        def_levels,
+        marks,
+        parent_pos,
+        child_pos,
+        offsets32,
+        offsets64,
+        flags,
+        packed,
+        job_error,
+        levels,
+    }
 }
 
 /// `gp_validate_compressed` run in the emulation over `(codec, declared uncompressed size, body)`

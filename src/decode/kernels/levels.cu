@@ -2,20 +2,32 @@
 // Host references: reference/core.rs (page_setup, levels, dict_indices).
 
 // Thread per page; grid ceil(n / 128), block 128. Resolves v1 pages' levels and values from the 4-byte
-// length prefix of their definition levels.
+// length prefix of their definition levels, after stepping over the repetition levels (their own
+// 4-byte length, then the stream) of pages flagged PAGE_V1_REP_LEVELS. OVERRUN where a prefix or the
+// stream it announces passes the body's end (detail: that length, 0 for a missing prefix).
 extern "C" __global__ void gp_page_setup(PageDesc* pages, u32 n) {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     PageDesc* pg = &pages[i];
-    if (pg->error != 0 || (pg->flags & PAGE_V1_LEVELS) == 0) return;
+    if (pg->error != 0 || (pg->flags & (PAGE_V1_LEVELS | PAGE_V1_REP_LEVELS)) == 0) return;
     const u64 data = pg->data, data_len = pg->data_len;
-    if (data_len < 4) { page_error(pg, ERR_OVERRUN, 0); return; }
-    const u64 L = gpcore::load_u32_le((const u8*)data);
-    if (4 + L > data_len) { page_error(pg, ERR_OVERRUN, (u32)L); return; }
-    pg->levels = data + 4;
-    pg->levels_len = L;
-    pg->values = data + 4 + L;
-    pg->values_len = data_len - 4 - L;
+    u64 pos = 0;
+    if (pg->flags & PAGE_V1_REP_LEVELS) {
+        if (data_len < 4) { page_error(pg, ERR_OVERRUN, 0); return; }
+        const u64 R = gpcore::load_u32_le((const u8*)data);
+        if (4 + R > data_len) { page_error(pg, ERR_OVERRUN, (u32)R); return; }
+        pos = 4 + R;
+    }
+    if (pg->flags & PAGE_V1_LEVELS) {
+        if (data_len - pos < 4) { page_error(pg, ERR_OVERRUN, 0); return; }
+        const u64 L = gpcore::load_u32_le((const u8*)(data + pos));
+        if (4 + L > data_len - pos) { page_error(pg, ERR_OVERRUN, (u32)L); return; }
+        pg->levels = data + pos + 4;
+        pg->levels_len = L;
+        pos += 4 + L;
+    }
+    pg->values = data + pos;
+    pg->values_len = data_len - pos;
 }
 
 // Block per page (grid n, block 256, no dynamic shared memory). Decodes the page's definition levels:

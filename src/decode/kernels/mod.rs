@@ -29,6 +29,20 @@
 //! | 9 | `gp_pack_bits(const u8*, u64 len, u32* words, u64* set)` | any × 256 (grid-stride) | validity or boolean bytes | `ceil(len/32)` words, `*set += ` set bits |
 //! | 10 | `gp_validate_utf8(const u8* chars, u64 n, const i32* offsets, u64 rows, u64* first_bad)` (string columns) | any × any (grid-stride) | `out_values`, `out_offsets` | `*first_bad` min= first byte failing UTF-8 |
 //!
+//! Nested columns (`nested.cu`, references in [`crate::decode::reference::nested`]): a repeated leaf's
+//! pages hold level entries, not rows, and its `ColumnDesc::num_rows` counts entries; v1 pages flagged
+//! `PAGE_V1_REP_LEVELS` have 1 step over their repetition levels. After 2:
+//! `gp_def_levels(const PageDesc*, u32 n, const ColumnDesc*, u32 ncols, const u64* outs)` (n × 256:
+//! each page's definition levels, a byte an entry, at `outs[column] + row_start`) and
+//! `gp_rep_levels(LevelJob*, u32 n)` (n × 256: a page's repetition levels, a byte an entry; errors in
+//! the job). Before 9, structs without lists take
+//! `gp_levels_at_least(const u8* levels, u64 len, u32 threshold, u8* out)` (any × any: validity bytes);
+//! columns with lists take the slot scan (the entries of a slot space `(r, t)` numbered:
+//! `gp_slot_tile_counts`, ceil(n / 4096) × 256; `gp_slot_tile_bases`, 1 × 1024; `gp_slot_tile_scan`,
+//! ceil(n / 4096) × 256), then `gp_compact` (a leaf's values, string offsets and validity bytes packed
+//! to its items' slots), `gp_list_offsets` and `gp_slot_flags` (a list's offsets, a list's or struct's
+//! validity bytes), grid-stride, any × 256.
+//!
 //! `t` is a `u64[n]` scratch buffer. Blocks of other sizes trap (except 1, 9 and 10). Every page error is
 //! in `PageDesc::error` / `error_detail`, dictionary errors in `DictDesc`, offset overflow in
 //! `ColumnDesc::error`; a later kernel skips a page already in error, and the result, errors included,
@@ -44,6 +58,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("values.cu", include_str!("values.cu")),
     ("strings.cu", include_str!("strings.cu")),
     ("delta.cu", include_str!("delta.cu")),
+    ("nested.cu", include_str!("nested.cu")),
     ("convert.cu", include_str!("convert.cu")),
     ("validate.cu", include_str!("validate.cu")),
     ("snappy.cu", include_str!("snappy.cu")),

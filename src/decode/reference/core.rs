@@ -22,7 +22,8 @@
 
 use super::Arena;
 use crate::decode::layout::{
-    ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PageDesc, encoding as enc, physical as pt,
+    ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, encoding as enc,
+    physical as pt,
 };
 
 /// Records `code` unless the page already holds an error (the kernels' `page_error`).
@@ -35,12 +36,12 @@ fn set_error(page: &mut PageDesc, code: ErrorCode, detail: u32) {
 
 /// The page's rows lie inside its column's output, and are fewer than 2^31 (`rows_ok` in
 /// core_util.cuh).
-fn rows_ok(page: &PageDesc, col: &ColumnDesc) -> bool {
+pub(super) fn rows_ok(page: &PageDesc, col: &ColumnDesc) -> bool {
     page.num_values <= i32::MAX as u32 && u64::from(page.row_start) + u64::from(page.num_values) <= col.num_rows
 }
 
 /// `len` bytes at `addr`, copied; an empty stream needs no region. `None` when not in the arena.
-fn bytes_at(arena: &Arena, addr: u64, len: u64) -> Option<Vec<u8>> {
+pub(super) fn bytes_at(arena: &Arena, addr: u64, len: u64) -> Option<Vec<u8>> {
     if len == 0 {
         return Some(Vec::new());
     }
@@ -162,7 +163,7 @@ impl<'a> HybridReader<'a> {
 
 /// How a hybrid decode stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
+pub(super) enum Stop {
     /// The stream ended before the value at this index.
     Ended(u32),
     /// The caller rejected the value at this index.
@@ -171,7 +172,7 @@ enum Stop {
 
 /// Decodes up to `count` values, stopping at the first the stream lacks or `reject` refuses: the
 /// values before that point, and why it stopped.
-fn hybrid_prefix(
+pub(super) fn hybrid_prefix(
     bytes: &[u8],
     width: u32,
     count: u32,
@@ -210,30 +211,41 @@ pub fn decode_hybrid(bytes: &[u8], bit_width: u32, count: usize) -> Result<(Vec<
 // ---- kernels ----
 
 /// `gp_page_setup`: for pages flagged [`PAGE_V1_LEVELS`], splits `data` at the u32 LE length prefix
-/// of the definition levels into `levels` and `values` ([`ErrorCode::Overrun`] when `4 + L >
-/// data_len`, detail `L`).
+/// of the definition levels into `levels` and `values`, after stepping over the repetition levels
+/// (their own u32 LE length, then the stream) of pages flagged [`PAGE_V1_REP_LEVELS`].
+/// [`ErrorCode::Overrun`] where a prefix is missing (detail 0) or announces more than the body holds
+/// (detail that length).
 pub fn page_setup(arena: &mut Arena, pages: &mut [PageDesc]) {
     for pg in pages.iter_mut() {
-        if pg.error != 0 || pg.flags & PAGE_V1_LEVELS == 0 {
+        if pg.error != 0 || pg.flags & (PAGE_V1_LEVELS | PAGE_V1_REP_LEVELS) == 0 {
             continue;
         }
-        if pg.data_len < 4 {
-            set_error(pg, ErrorCode::Overrun, 0);
-            continue;
-        }
-        let Some(prefix) = arena.get(pg.data, 4) else {
-            set_error(pg, ErrorCode::Overrun, 0);
-            continue;
+        let mut pos = 0u64;
+        let prefix_at = |pg: &mut PageDesc, pos: u64| -> Option<u64> {
+            let prefix = (pg.data_len - pos >= 4).then(|| arena.get(pg.data + pos, 4)).flatten();
+            let Some(prefix) = prefix else {
+                set_error(pg, ErrorCode::Overrun, 0);
+                return None;
+            };
+            let l = u64::from(u32_le(prefix));
+            if 4 + l > pg.data_len - pos {
+                set_error(pg, ErrorCode::Overrun, l as u32);
+                return None;
+            }
+            Some(l)
         };
-        let l = u64::from(u32_le(prefix));
-        if 4 + l > pg.data_len {
-            set_error(pg, ErrorCode::Overrun, l as u32);
-            continue;
+        if pg.flags & PAGE_V1_REP_LEVELS != 0 {
+            let Some(r) = prefix_at(pg, pos) else { continue };
+            pos = 4 + r;
         }
-        pg.levels = pg.data + 4;
-        pg.levels_len = l;
-        pg.values = pg.data + 4 + l;
-        pg.values_len = pg.data_len - 4 - l;
+        if pg.flags & PAGE_V1_LEVELS != 0 {
+            let Some(l) = prefix_at(pg, pos) else { continue };
+            pg.levels = pg.data + pos + 4;
+            pg.levels_len = l;
+            pos += 4 + l;
+        }
+        pg.values = pg.data + pos;
+        pg.values_len = pg.data_len - pos;
     }
 }
 

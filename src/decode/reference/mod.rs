@@ -11,6 +11,7 @@ pub mod core;
 #[cfg(test)]
 mod core_tests;
 pub mod delta;
+pub mod nested;
 pub mod page_headers;
 #[cfg(test)]
 pub(crate) mod test_pages;

@@ -325,7 +325,100 @@ int wsnap_main(const char* in_path, const char* out_path) {
     return 0;
 }
 
+// The nested-column kernels over one case read from `in_path` (kernels::emu::run_nested_emulated):
+// slot scans of a parent and a child space, list offsets (32 and 64 bits), slot flags and a
+// compaction with its end entry, over levels and outputs allocated at their exact sizes; then
+// gp_rep_levels over one stream. Launched as exec_device.rs does (the tile bases with 256 threads,
+// the emulation's widest block, where the device takes 1024).
+int nested_main(const char* in_path, const char* out_path) {
+    FILE* in = std::fopen(in_path, "rb");
+    if (!in) return 2;
+    char magic[6];
+    if (std::fread(magic, 1, 6, in) != 6 || std::memcmp(magic, "GPNST1", 6) != 0) return 3;
+    const uint64_t n = get<uint64_t>(in);
+    const uint32_t r = get<uint32_t>(in), t = get<uint32_t>(in), pr = get<uint32_t>(in), pt = get<uint32_t>(in);
+    const uint32_t threshold = get<uint32_t>(in), width = get<uint32_t>(in);
+    std::vector<uint8_t> def(n), rep(n), src((n + 1) * width);
+    if (n && (std::fread(def.data(), 1, n, in) != n || std::fread(rep.data(), 1, n, in) != n)) return 4;
+    if (std::fread(src.data(), 1, src.size(), in) != src.size()) return 4;
+    const uint64_t stream_len = get<uint64_t>(in);
+    uint8_t* stream = (uint8_t*)std::malloc(stream_len ? stream_len : 1);
+    if (stream_len && std::fread(stream, 1, stream_len, in) != stream_len) return 4;
+    LevelJob job{};
+    job.count = get<uint32_t>(in);
+    job.max_level = get<uint32_t>(in);
+    job.bit_width = get<uint32_t>(in);
+    job.flags = get<uint32_t>(in);
+    std::fclose(in);
+    std::vector<uint32_t> pp(n + 1), cp(n + 1);
+    const uint8_t* d = n ? def.data() : nullptr;
+    const uint8_t* p = n ? rep.data() : nullptr;
+    // As exec_device.rs launches the scan: tiles' counts, their bases, each tile from its base.
+    const uint32_t tiles = (uint32_t)((n + SLOT_TILE - 1) / SLOT_TILE);
+    auto scan = [&](uint32_t sr, uint32_t st, uint32_t* out) {
+        if (n == 0) {
+            out[0] = 0;
+            return;
+        }
+        std::vector<uint32_t> counts(tiles);
+        emu::launch(gp_slot_tile_counts, tiles, 256, d, p, (u64)n, sr, st, counts.data());
+        emu::launch(gp_slot_tile_bases, 1, 256, counts.data(), tiles);
+        emu::launch(gp_slot_tile_scan, tiles, 256, d, p, (u64)n, sr, st, (const u32*)counts.data(), out);
+    };
+    scan(pr, pt, pp.data());
+    scan(r, t, cp.data());
+    const uint32_t ps = pp[n], cs = cp[n];
+    std::vector<int32_t> off32(ps + 1);
+    std::vector<int64_t> off64(ps + 1);
+    std::vector<uint8_t> flags(ps ? ps : 1);
+    std::vector<uint8_t> packed((uint64_t)(cs + 1) * width);
+    const unsigned grid = (unsigned)((n + 1 + 255) / 256);
+    emu::launch(gp_list_offsets, grid, 256, d, p, (u64)n, pr, pt, (const u32*)pp.data(), (const u32*)cp.data(), 0u,
+                (u8*)off32.data());
+    emu::launch(gp_list_offsets, grid, 256, d, p, (u64)n, pr, pt, (const u32*)pp.data(), (const u32*)cp.data(), 1u,
+                (u8*)off64.data());
+    emu::launch(gp_slot_flags, grid, 256, d, p, (u64)n, pr, pt, (const u32*)pp.data(), threshold, flags.data());
+    emu::launch(gp_compact, grid, 256, d, p, (u64)n, r, t, (const u32*)cp.data(), (const u8*)src.data(), width, 1u,
+                packed.data());
+    std::vector<uint8_t> levels(job.count ? job.count : 1);
+    job.src = (u64)stream;
+    job.src_len = stream_len;
+    job.out = (u64)levels.data();
+    emu::launch(gp_rep_levels, 1, 256, &job, 1u);
+    // gp_def_levels over the same stream as a page's definition levels (width and maximum the job's),
+    // at row 2 of a column of count + 2 rows; then gp_levels_at_least over that column.
+    PageDesc page{};
+    page.levels = (u64)stream;
+    page.levels_len = stream_len;
+    page.num_values = job.count;
+    page.row_start = 2;
+    page.max_def = job.max_level;
+    page.def_bit_width = job.bit_width;
+    ColumnDesc col{};
+    col.num_rows = (u64)job.count + 2;
+    std::vector<uint8_t> def_out(job.count + 2), marks(job.count + 2);
+    const u64 table[1] = {(u64)def_out.data()};
+    emu::launch(gp_def_levels, 1, 256, (const PageDesc*)&page, 1u, (const ColumnDesc*)&col, 1u, table);
+    emu::launch(gp_levels_at_least, 2, 64, (const u8*)def_out.data(), (u64)(job.count + 2), threshold, marks.data());
+    FILE* out = std::fopen(out_path, "wb");
+    if (!out) return 2;
+    std::fwrite(def_out.data(), 1, def_out.size(), out);
+    std::fwrite(marks.data(), 1, marks.size(), out);
+    std::fwrite(pp.data(), 4, n + 1, out);
+    std::fwrite(cp.data(), 4, n + 1, out);
+    std::fwrite(off32.data(), 4, ps + 1, out);
+    std::fwrite(off64.data(), 8, ps + 1, out);
+    std::fwrite(flags.data(), 1, ps, out);
+    std::fwrite(packed.data(), 1, packed.size(), out);
+    std::fwrite(&job, sizeof job, 1, out);
+    std::fwrite(levels.data(), 1, job.count, out);
+    std::fclose(out);
+    std::free(stream);
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 4 && std::string(argv[1]) == "nested") return nested_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "wsnap") return wsnap_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "unsnap") return unsnap_main(argv[2], argv[3], false);
