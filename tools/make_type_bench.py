@@ -23,6 +23,12 @@ WIDTH = {"int32": 4, "int64": 8, "float64": 8, "decimal128": 16, "timestamp": 8,
          "string_long": 48, "list": 4 * 4 + 4, "struct": 4 + 8 + 12}
 
 
+def arr(values, **kwargs):
+    """pa.array, as one chunk (pyarrow chunks large string inputs)."""
+    a = pa.array(values, **kwargs)
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
 def draw(rng, n, card, run):
     """n indices: from the whole range (card 0) or from card distinct values, each repeated run times."""
     m = -(-n // run)
@@ -54,7 +60,7 @@ def column(kind, rng, n, card, run):
     if kind == "bool":
         return pa.array(idx % 2 == 0, mask=nulls)
     if kind in ("string", "string_long"):
-        return pa.array(strings(idx, kind == "string_long"), mask=nulls)
+        return arr(strings(idx, kind == "string_long"), mask=nulls)
     if kind == "list":
         # 0 to 6 items of int32 per list (about 3 on average).
         counts = (idx % 7).astype(np.int32)
@@ -63,7 +69,7 @@ def column(kind, rng, n, card, run):
         return pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(nulls))
     if kind == "struct":
         return pa.StructArray.from_arrays(
-            [pa.array((idx % (1 << 31)).astype(np.int32)), pa.array(idx / 7.0), pa.array(strings(idx, False))],
+            [pa.array((idx % (1 << 31)).astype(np.int32)), pa.array(idx / 7.0), arr(strings(idx, False))],
             names=["a", "b", "s"], mask=pa.array(nulls))
     raise ValueError(kind)
 
