@@ -1,4 +1,4 @@
-// Experiment (docs/gpu-decode-log.md, "Twenty-first session"):
+// Experiment:
 // the H2D copy rate of back-to-back copies of one piece
 // size from pinned memory, on 1 or 12 streams, alone and beside threads doing memcpy (the staged path's
 // `pread`s copy the page cache so). Build on the GPU machine: nvcc -O2 -arch=sm_90 -o copyrate copyrate.cu

@@ -1,4 +1,4 @@
-// Experiment (docs/gpu-decode-log.md, "Twenty-first session"):
+// Experiment:
 // copies straight from a hot file's page cache (the file
 // mmapped, each piece pinned with cudaHostRegister read-only, copied, unpinned) against the staged
 // path's way (pread into pinned buffers, then asynchronous copies), the whole file each way.

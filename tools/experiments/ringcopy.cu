@@ -1,4 +1,4 @@
-// Experiment (docs/gpu-decode-log.md, "Twenty-third session"):
+// Experiment:
 // does merging the staged path's copies help? The staged
 // way (each of THREADS threads preads 4 MiB pieces of a hot file into 3 pinned buffers of its own and
 // copies each on its own stream: one copy per piece) against one pinned ring of the same size (THREADS

@@ -19,8 +19,7 @@
 // long literal) is written by warp 0 itself, its elements in order, each by the whole warp.
 // Measured on the H200 (snappy benchmark file in one step, ncu): 41.2 ms, against 19.1 ms for the
 // pre-check's walk and 15.7 ms for nvCOMP's Snappy kernel after it (42.2 ms when the walk placed each
-// element itself). So nvCOMP, behind the pre-check, stays the default where it loads (see
-// docs/gpu-decode-log.md, "Sixth session").
+// element itself). So nvCOMP, behind the pre-check, stays the default where it loads.
 
 #define UNSNAP_RING 4096u
 // Output bytes resolved together by the block, and its threads.

@@ -3,9 +3,9 @@
 // copies bytes produced before it. The pre-check, nvCOMP and gp_unsnap follow that chain with one warp
 // or block per body, so a step lasts at least as long as its longest body takes them: on the snappy
 // benchmark file the 1 MB dictionary pages (260,000 elements) took 19 ms to check and 16 ms in nvCOMP.
-// Here both chains are cut into parallel work (but its total work is larger: measured on the H200 it
-// is slower on that file than the pre-check and nvCOMP, and is used only when chosen; see
-// docs/gpu-decode-log.md, "Eighth session"):
+// Here both chains are cut into parallel work (but its total work is larger, about four times the
+// one-warp decoders' time per byte on the H200, so decode/snappy_route.rs gives it only the longest
+// bodies, where they would otherwise bound their step):
 //
 //   1. gp_wsnap_tabulate: the stream (after its preamble) is cut into segments of WSNAP_SEG input
 //      bytes, a warp per segment. For each of the segment's first WSNAP_CAND bytes taken as an element
