@@ -26,7 +26,7 @@
 #             RUNS="bin[,VAR=VALUE...] ..." (binaries in .device/bin; default: gpu-parquet), best / median
 #             and every wall per run, FILE plain or snappy
 #   abbench   the same runs' `bench FILE --only-decode --no-cold` decode rows, ROUNDS rounds (default 1)
-#   cudf      the run beside cuDF (README, "GPU decode, beside cuDF"): bench hot and cold, cudf_baseline.py
+#   cudf      the run beside cuDF (README, "Performance"): bench hot and cold, cudf_baseline.py
 #             4,32, bench again, dd of the files after dropping the page cache, read --verify; the cuDF
 #             wheels as a tar split into .cudf-parts/p00... (shared/bench/README.md), each carried by an
 #             earlier call on the same warm machine: `part` (carry [".cudf-parts/p00"], then p01, ...)
