@@ -108,7 +108,7 @@ pub struct IoPolicy {
     pub direct_when_cold: bool,
     /// Bytes of each pinned bounce buffer of the staged path (also its unit of work per thread).
     /// Buffers that fit the CPU caches between the `pread` that fills them and the DMA that drains them
-    /// measured fastest (docs/history/README-2026-12-04.md).
+    /// measured fastest (docs/architecture.md, "Measuring").
     pub bounce_buffer_size: u64,
     /// Pinned bounce buffers per staged worker thread.
     pub bounce_buffers: usize,
