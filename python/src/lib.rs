@@ -82,7 +82,7 @@ fn parse_size(text: &str) -> Option<u64> {
         _ => return None,
     };
     let bytes = number * unit as f64;
-    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then(|| bytes as u64)
+    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
 }
 
 /// The smallest and largest budget accepted, as the library's `--memory-limit-mb` bounds (1 MiB .. 1 PiB).
