@@ -1,5 +1,10 @@
 from os import PathLike
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
+
+Size = Union[int, str]
+"""Bytes, or a size such as "64MiB", "2GiB", "1.5GB"."""
+Columns = Union[str, Sequence[str]]
+"""Column names, or one name."""
 
 class GpuParquetError(RuntimeError): ...
 
@@ -9,6 +14,7 @@ class CufileStats:
     def snapshot(self) -> dict[str, int]: ...
 
 class Table:
+    """A read's columns (device or host memory), its report, and the Arrow PyCapsule interfaces."""
     @property
     def num_rows(self) -> int: ...
     @property
@@ -21,24 +27,75 @@ class Table:
     def report(self) -> dict[str, Any]: ...
     @property
     def report_json(self) -> str: ...
-    def to_arrow(self) -> Any: ...
+    def to_arrow(self) -> Any:
+        """A pyarrow.Table in host memory; raises ImportError without pip install gpu-parquet[arrow]."""
     def __arrow_c_device_array__(self, requested_schema: Optional[object] = None, **kwargs: Any) -> tuple[object, object]: ...
     def __arrow_c_device_stream__(self, requested_schema: Optional[object] = None, **kwargs: Any) -> object: ...
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
     def __len__(self) -> int: ...
 
+class Batches(Iterator[Table]):
+    """One-batch Tables in host memory, read a row group group at a time (iter_batches, read_dataset(stream=True))."""
+    @property
+    def column_names(self) -> list[str]: ...
+    def __iter__(self) -> Batches: ...
+    def __next__(self) -> Table: ...
+
 def read(
     path: Union[str, PathLike[str]],
-    columns: Optional[Sequence[str]] = None,
+    columns: Optional[Columns] = None,
     row_groups: Optional[Sequence[int]] = None,
     backend: str = "auto",
     decode: str = "auto",
     device: Optional[int] = None,
     threads: Optional[int] = None,
-    memory_limit_mb: Optional[int] = None,
+    memory_limit: Optional[Size] = None,
     steps: Optional[int] = None,
     trust_compressed: bool = False,
     nvcomp: Optional[str] = None,
     progress: Union[bool, Callable[[dict[str, int]], None], None] = None,
-) -> Table: ...
-def check(directory: Optional[Union[str, PathLike[str]]] = None, device: int = 0) -> dict[str, Any]: ...
+    memory_limit_mb: Optional[int] = None,
+) -> Table:
+    """Reads a Parquet file (see help(gpu_parquet.read) for every argument).
+
+    path: the file. columns: names, or one name. row_groups: indices. backend: "auto", "cufile",
+    "staged" or "host". decode: "auto", "gpu" or "host". device: CUDA ordinal. threads: I/O threads
+    (0 .. 1024). memory_limit: bytes or "64MiB" (1 MiB .. 1 PiB). steps: decode steps (1 .. 4096).
+    trust_compressed: skip checking compressed page sizes. nvcomp: nvCOMP library path or "off".
+    progress: True, or a callable taking a dict (its exception is raised from read).
+    memory_limit_mb: deprecated, MiB.
+    """
+
+def read_dataset(
+    path_or_files: Union[str, PathLike[str], Sequence[Union[str, PathLike[str]]]],
+    columns: Optional[Columns] = None,
+    row_groups: Optional[Sequence[int]] = None,
+    backend: str = "auto",
+    device: Optional[int] = None,
+    threads: Optional[int] = None,
+    memory_limit: Optional[Size] = None,
+    steps: Optional[int] = None,
+    trust_compressed: bool = False,
+    nvcomp: Optional[str] = None,
+    memory_limit_mb: Optional[int] = None,
+    stream: bool = False,
+) -> Union[Table, Batches]:
+    """Reads files of one schema (a directory, glob, file or list) as one host Table; hive
+    key=value folders become columns. stream=True returns a Batches iterator instead."""
+
+def iter_batches(
+    path: Union[str, PathLike[str], Sequence[Union[str, PathLike[str]]]],
+    columns: Optional[Columns] = None,
+    row_groups: Optional[Sequence[int]] = None,
+    backend: str = "auto",
+    device: Optional[int] = None,
+    threads: Optional[int] = None,
+    memory_limit: Optional[Size] = None,
+    steps: Optional[int] = None,
+    trust_compressed: bool = False,
+    nvcomp: Optional[str] = None,
+    memory_limit_mb: Optional[int] = None,
+) -> Batches:
+    """Streams a file (or dataset) as one-batch host Tables, a row group group at a time within memory_limit."""
+def check(directory: Optional[Union[str, PathLike[str]]] = None, device: int = 0) -> dict[str, Any]:
+    """What this machine offers for reading files in directory (GPU, cuFile, nvidia-fs, O_DIRECT)."""

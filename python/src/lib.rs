@@ -13,10 +13,13 @@ use arrow::datatypes::SchemaRef;
 use arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow::ffi_stream::FFI_ArrowArrayStream;
 use gpu_parquet::config::Key;
+use gpu_parquet::dataset::{Dataset, DatasetBatches, DatasetSource};
 use gpu_parquet::decode::table::DeviceBatch;
 use gpu_parquet::device_ffi::{self, ARROW_DEVICE_CPU, FFI_ArrowDeviceArray};
-use gpu_parquet::{BackendKind, Reader, Settings};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use gpu_parquet::{BackendKind, Reader, ReaderBuilder, Settings};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyImportError, PyPermissionError, PyRuntimeError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
@@ -27,8 +30,104 @@ pyo3::create_exception!(
     "A read failed (the message names the file, column and row group where it can)."
 );
 
+/// A library error as the exception a Python user expects: a file that is not there is a
+/// `FileNotFoundError`, one that may not be read a `PermissionError`, the rest `GpuParquetError`.
 fn err(e: gpu_parquet::Error) -> PyErr {
+    if let gpu_parquet::Error::Io { source, .. } = &e {
+        match source.kind() {
+            std::io::ErrorKind::NotFound => return PyFileNotFoundError::new_err(e.to_string()),
+            std::io::ErrorKind::PermissionDenied => return PyPermissionError::new_err(e.to_string()),
+            _ => {}
+        }
+    }
     GpuParquetError::new_err(e.to_string())
+}
+
+/// Settings from the arguments given (`flags`, each with the Python argument that gave it) and the
+/// environment. A bad argument is a `ValueError` naming the argument (`threads=1000000: ...`), not the
+/// CLI flag the library names.
+fn settings_from(flags: &[(Key, &str, String)]) -> PyResult<Settings> {
+    let keyed: Vec<(Key, String)> = flags.iter().map(|(k, _, v)| (*k, v.clone())).collect();
+    Settings::from_env(&keyed).map_err(|e| {
+        if let gpu_parquet::Error::Config { setting, message } = &e {
+            for (key, arg, value) in flags {
+                if *setting == format!("{} {value}", key.flag()) {
+                    return PyValueError::new_err(format!("{arg}={value}: {message}"));
+                }
+            }
+            // A GPU_PARQUET_* variable: its name is what the user must fix.
+            return PyValueError::new_err(e.to_string());
+        }
+        err(e)
+    })
+}
+
+/// Bytes from an int or a size such as "64MiB", "2GiB", "1.5GB", "4096" (binary suffixes KiB..TiB,
+/// decimal KB..TB, an optional B; case-insensitive). `None` when the text is no size.
+fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, suffix) = t.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let unit: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "t" | "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => return None,
+    };
+    let bytes = number * unit as f64;
+    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
+}
+
+/// The smallest and largest budget accepted, as the library's `--memory-limit-mb` bounds (1 MiB .. 1 PiB).
+const MEMORY_LIMIT_BYTES: (u64, u64) = (1 << 20, 1 << 50);
+
+/// `memory_limit=` (int bytes or a size string) as bytes, checked against [`MEMORY_LIMIT_BYTES`].
+fn memory_limit_bytes(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let shown = value.repr().map(|r| r.to_string()).unwrap_or_default();
+    let bytes = if value.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(
+            "memory_limit: expected an int (bytes) or a size such as \"64MiB\", not a bool",
+        ));
+    } else if let Ok(s) = value.extract::<String>() {
+        parse_size(&s).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "memory_limit={shown}: expected bytes or a size such as \"64MiB\", \"2GiB\", \"1.5GB\""
+            ))
+        })?
+    } else if value.is_instance_of::<pyo3::types::PyInt>() {
+        value
+            .extract::<u64>()
+            .map_err(|_| PyValueError::new_err(format!("memory_limit={shown}: must not be negative")))?
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "memory_limit: expected an int (bytes) or a size string such as \"64MiB\", got {}",
+            value.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        )));
+    };
+    let (lo, hi) = MEMORY_LIMIT_BYTES;
+    if !(lo..=hi).contains(&bytes) {
+        return Err(PyValueError::new_err(format!(
+            "memory_limit={shown}: {bytes} bytes is outside 1MiB .. 1PiB"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// `columns=`: a list (or other sequence) of names, or one name as a str.
+fn column_names(value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if let Ok(one) = value.extract::<String>() {
+        return Ok(vec![one]);
+    }
+    value
+        .extract::<Vec<String>>()
+        .map_err(|_| PyTypeError::new_err("columns: expected a str or a list of str"))
 }
 
 /// What a table holds.
@@ -198,9 +297,18 @@ impl Table {
         py.import("json")?.call_method1("loads", (self.report_json.as_str(),))
     }
 
-    /// A `pyarrow.Table` in host memory (device columns are copied back).
+    /// A `pyarrow.Table` in host memory (device columns are copied back). Needs pyarrow:
+    /// `pip install gpu-parquet[arrow]`.
     fn to_arrow<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        slf.py().import("pyarrow")?.call_method1("table", (slf,))
+        let py = slf.py();
+        let pyarrow = py.import("pyarrow").map_err(|e| {
+            let missing = PyImportError::new_err(
+                "Table.to_arrow() needs pyarrow, an optional dependency: pip install gpu-parquet[arrow]",
+            );
+            missing.set_cause(py, Some(e));
+            missing
+        })?;
+        pyarrow.call_method1("table", (slf,))
     }
 
     fn __len__(&self) -> usize {
@@ -218,50 +326,173 @@ impl Table {
     }
 }
 
-/// Reads a Parquet file: onto the GPU (decoded there) where the backend reads into device memory,
-/// else into host memory (decoded by arrow-rs). Settings not given come from `GPU_PARQUET_*`.
+/// What every read function takes besides its source: the one place where arguments become
+/// `ReaderBuilder` settings, so an argument (a future `filters=`) is added here once for all of them.
+struct ReadOptions {
+    columns: Option<Vec<String>>,
+    row_groups: Option<Vec<usize>>,
+    backend: BackendKind,
+    settings: Settings,
+}
+
+impl ReadOptions {
+    /// Checks the arguments: a bad value is a `ValueError` naming the argument, a wrong type a
+    /// `TypeError`; `memory_limit_mb` warns that it is deprecated.
+    #[allow(clippy::too_many_arguments)]
+    fn from_args(
+        py: Python<'_>,
+        columns: Option<Bound<'_, PyAny>>,
+        row_groups: Option<Vec<usize>>,
+        backend: &str,
+        device: Option<usize>,
+        threads: Option<usize>,
+        memory_limit: Option<Bound<'_, PyAny>>,
+        steps: Option<usize>,
+        trust_compressed: bool,
+        nvcomp: Option<String>,
+        memory_limit_mb: Option<u64>,
+    ) -> PyResult<Self> {
+        let columns = columns.map(|c| column_names(&c)).transpose()?;
+        let memory_limit = memory_limit.map(|m| memory_limit_bytes(&m)).transpose()?;
+        if memory_limit_mb.is_some() {
+            if memory_limit.is_some() {
+                return Err(PyValueError::new_err(
+                    "memory_limit and memory_limit_mb: give one (memory_limit_mb is deprecated)",
+                ));
+            }
+            let text =
+                CString::new("memory_limit_mb is deprecated: use memory_limit (bytes, or a size such as \"64MiB\")")
+                    .expect("no NUL in the text");
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyDeprecationWarning>(), &text, 2)?;
+        }
+        let mut flags: Vec<(Key, &str, String)> = Vec::new();
+        if let Some(d) = device {
+            flags.push((Key::Device, "device", d.to_string()));
+        }
+        if let Some(t) = threads {
+            flags.push((Key::Threads, "threads", t.to_string()));
+        }
+        if let Some(m) = memory_limit_mb {
+            flags.push((Key::MemoryLimit, "memory_limit_mb", m.to_string()));
+        }
+        if let Some(s) = steps {
+            flags.push((Key::DecodeSteps, "steps", s.to_string()));
+        }
+        if trust_compressed {
+            flags.push((Key::TrustCompressed, "trust_compressed", "1".into()));
+        }
+        if let Some(n) = nvcomp {
+            flags.push((Key::Nvcomp, "nvcomp", n));
+        }
+        let mut settings = settings_from(&flags)?;
+        if memory_limit.is_some() {
+            settings.memory_limit = memory_limit;
+        }
+        let backend: BackendKind = backend
+            .parse()
+            .map_err(|e: String| PyValueError::new_err(format!("backend={backend:?}: {e}")))?;
+        Ok(Self {
+            columns,
+            row_groups,
+            backend,
+            settings,
+        })
+    }
+
+    /// A reader of one file configured by these options.
+    fn configure(&self, builder: ReaderBuilder) -> ReaderBuilder {
+        let mut builder = builder.with_settings(&self.settings).with_backend(self.backend);
+        if let Some(io) = shared_backend(self.backend, &self.settings) {
+            builder = builder.with_io(io);
+        }
+        if let Some(c) = &self.columns {
+            builder = builder.with_columns(c.clone());
+        }
+        if let Some(g) = &self.row_groups {
+            builder = builder.with_row_groups(g.clone());
+        }
+        builder
+    }
+}
+
+/// Reads a Parquet file into a `Table`: onto the GPU (decoded there) where the backend reads into
+/// device memory, else into host memory (decoded by arrow-rs). Settings not given come from the
+/// `GPU_PARQUET_*` environment variables. The read releases the GIL.
+///
+/// Arguments:
+///     path: the Parquet file (str or path-like).
+///     columns: the columns to read, a list of names (a single str is one column); None reads all.
+///     row_groups: the row groups to read, a list of indices; None reads all.
+///     backend: how bytes are read: "auto" (cuFile where it works, else the staged path), "cufile",
+///         "staged" (pread into pinned memory, then copied to the GPU) or "host" (no GPU).
+///     decode: where pages are decoded: "auto" (on the GPU when the backend reads into device
+///         memory), "gpu" or "host" (arrow-rs).
+///     device: the CUDA device ordinal (default 0, or GPU_PARQUET_DEVICE).
+///     threads: I/O threads, 0 .. 1024 (0: the library's default).
+///     memory_limit: the device-memory budget of the read, as bytes (int) or a size string such as
+///         "64MiB", "2GiB", "1.5GB" (1 MiB .. 1 PiB); None: from free device memory.
+///     steps: decode steps (batches) the read is split into, 1 .. 4096; None: as the budget needs.
+///     trust_compressed: skip checking compressed page sizes against the page headers.
+///     nvcomp: the nvCOMP library to load for decompression (a path), or "off".
+///     progress: True for a progress line on stderr, or a callable taking a dict (steps_done,
+///         steps, rows_done, rows, bytes_done, bytes) after each step; an exception it raises is
+///         raised from read.
+///     memory_limit_mb: deprecated (DeprecationWarning): the budget in MiB; use memory_limit.
+///
+/// Raises:
+///     FileNotFoundError: the file is not there. PermissionError: it may not be read.
+///     ValueError: an argument has a value outside what it accepts (the message names it).
+///     TypeError: an argument has the wrong type.
+///     GpuParquetError: the read failed (the message names the file, column and row group).
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit_mb=None, steps=None, trust_compressed=false, nvcomp=None, progress=None))]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, progress=None, memory_limit_mb=None))]
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
     path: std::path::PathBuf,
-    columns: Option<Vec<String>>,
+    columns: Option<Bound<'_, PyAny>>,
     row_groups: Option<Vec<usize>>,
     backend: &str,
     decode: &str,
     device: Option<usize>,
     threads: Option<usize>,
-    memory_limit_mb: Option<u64>,
+    memory_limit: Option<Bound<'_, PyAny>>,
     steps: Option<usize>,
     trust_compressed: bool,
     nvcomp: Option<String>,
     progress: Option<Bound<'_, PyAny>>,
+    memory_limit_mb: Option<u64>,
 ) -> PyResult<Table> {
-    let progress = progress_hook(&path, progress)?;
-    let mut flags: Vec<(Key, String)> = Vec::new();
-    if let Some(d) = device {
-        flags.push((Key::Device, d.to_string()));
+    let options = ReadOptions::from_args(
+        py,
+        columns,
+        row_groups,
+        backend,
+        device,
+        threads,
+        memory_limit,
+        steps,
+        trust_compressed,
+        nvcomp,
+        memory_limit_mb,
+    )?;
+    let (progress, callback_error) = progress_hook(&path, progress)?;
+    let result = read_with(py, path, options, decode, progress);
+    // An exception raised by the progress callback is the read's outcome, whatever came after it.
+    if let Some(e) = callback_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
     }
-    if let Some(t) = threads {
-        flags.push((Key::Threads, t.to_string()));
-    }
-    if let Some(m) = memory_limit_mb {
-        flags.push((Key::MemoryLimit, m.to_string()));
-    }
-    if let Some(s) = steps {
-        flags.push((Key::DecodeSteps, s.to_string()));
-    }
-    if trust_compressed {
-        flags.push((Key::TrustCompressed, "1".into()));
-    }
-    if let Some(n) = nvcomp {
-        flags.push((Key::Nvcomp, n));
-    }
-    let settings = Settings::from_env(&flags).map_err(err)?;
-    let kind: BackendKind = backend
-        .parse()
-        .map_err(|e: String| PyValueError::new_err(format!("backend={backend:?}: {e}")))?;
+    result
+}
+
+/// The read itself, once the arguments are checked.
+fn read_with(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    options: ReadOptions,
+    decode: &str,
+    progress: Option<ProgressFn>,
+) -> PyResult<Table> {
     let decode = decode.to_string();
     if !["auto", "gpu", "host"].contains(&decode.as_str()) {
         return Err(PyValueError::new_err(format!(
@@ -269,16 +500,7 @@ fn read(
         )));
     }
     py.detach(move || -> PyResult<Table> {
-        let mut builder = Reader::builder(&path).with_settings(&settings).with_backend(kind);
-        if let Some(io) = shared_backend(kind, &settings) {
-            builder = builder.with_io(io);
-        }
-        if let Some(c) = columns {
-            builder = builder.with_columns(c);
-        }
-        if let Some(g) = row_groups {
-            builder = builder.with_row_groups(g);
-        }
+        let mut builder = options.configure(Reader::builder(&path));
         if let Some(p) = progress {
             builder = builder.with_progress(p);
         }
@@ -311,6 +533,202 @@ fn read(
     })
 }
 
+/// Batches read one step at a time (`iter_batches`, `read_dataset(...)` streamed): each `next()` is a
+/// `Table` of one batch in host memory; the next is read and decoded in the background meanwhile.
+#[pyclass(module = "gpu_parquet", name = "Batches", frozen)]
+struct Batches {
+    schema: SchemaRef,
+    batches: std::sync::Mutex<Option<DatasetBatches>>,
+}
+
+#[pymethods]
+impl Batches {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Table>> {
+        let next = py.detach(|| {
+            let mut guard = self.batches.lock().unwrap_or_else(|p| p.into_inner());
+            let next = guard.as_mut().and_then(|b| b.next());
+            if !matches!(next, Some(Ok(_))) {
+                // Ended or failed: stop the background thread now, not when the object goes.
+                guard.take();
+            }
+            next
+        });
+        match next {
+            None => Ok(None),
+            Some(Err(e)) => Err(err(e)),
+            Some(Ok(b)) => Ok(Some(Table {
+                schema: b.batch.schema(),
+                num_rows: b.batch.num_rows(),
+                columns: Columns::Host(vec![b.batch]),
+                report_json: "{}".into(),
+            })),
+        }
+    }
+
+    /// The schema's column names (the files' selected columns, then the partition columns).
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+}
+
+/// The dataset's batches under `options`, and their schema.
+fn dataset_batches(py: Python<'_>, source: DatasetSource, options: ReadOptions) -> PyResult<Batches> {
+    let (schema, batches) = py.detach(move || -> PyResult<_> {
+        let ds = Dataset::open(source).map_err(err)?;
+        // The selected columns and the partitions, in the schema's order (the reader's projection).
+        let schema = match &options.columns {
+            None => ds.schema().clone(),
+            Some(names) => {
+                let partitions: Vec<&String> = ds.partition_fields().iter().map(|f| f.name()).collect();
+                let kept: Vec<_> = (ds.schema().fields().iter())
+                    .filter(|f| names.contains(f.name()) || partitions.contains(&f.name()))
+                    .cloned()
+                    .collect();
+                Arc::new(arrow::datatypes::Schema::new(kept))
+            }
+        };
+        let batches = ds.batches(move |b| options.configure(b));
+        Ok((schema, batches))
+    })?;
+    Ok(Batches {
+        schema,
+        batches: std::sync::Mutex::new(Some(batches)),
+    })
+}
+
+/// A dataset source from `path_or_files`: a directory, a glob pattern, one file, or a list of files.
+fn dataset_source(path_or_files: &Bound<'_, PyAny>) -> PyResult<DatasetSource> {
+    if let Ok(one) = path_or_files.extract::<std::path::PathBuf>() {
+        let text = one.to_string_lossy().into_owned();
+        return Ok(DatasetSource::from_args(&[text]));
+    }
+    path_or_files
+        .extract::<Vec<std::path::PathBuf>>()
+        .map(DatasetSource::Files)
+        .map_err(|_| PyTypeError::new_err("path_or_files: expected a path (str or path-like) or a list of paths"))
+}
+
+/// Reads many Parquet files of one schema as one `Table` in host memory (decoded by arrow-rs), file
+/// by file in path order. Hidden files (`.x`, `_SUCCESS`) are skipped; in a directory, hive
+/// partition folders (`key=value/`) become columns after the files' own (int64 when every value is
+/// an integer, else string; `__HIVE_DEFAULT_PARTITION__` is null).
+///
+/// Arguments:
+///     path_or_files: a directory (walked recursively), a glob pattern ("data/*.parquet"), one file,
+///         or a list of files (read in the order given).
+///     columns, row_groups, backend, device, threads, memory_limit, steps, trust_compressed,
+///     nvcomp, memory_limit_mb: as for `read` (row_groups select the same groups in every file).
+///     stream: False returns one `Table`; True returns a `Batches` iterator of one-batch tables
+///         (read and decoded one row group group at a time, within memory_limit).
+///
+/// Raises: as `read`; a file whose schema differs from the first is a `GpuParquetError` naming both.
+#[pyfunction]
+#[pyo3(signature = (path_or_files, columns=None, row_groups=None, backend="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, stream=false))]
+#[allow(clippy::too_many_arguments)]
+fn read_dataset<'py>(
+    py: Python<'py>,
+    path_or_files: Bound<'py, PyAny>,
+    columns: Option<Bound<'py, PyAny>>,
+    row_groups: Option<Vec<usize>>,
+    backend: &str,
+    device: Option<usize>,
+    threads: Option<usize>,
+    memory_limit: Option<Bound<'py, PyAny>>,
+    steps: Option<usize>,
+    trust_compressed: bool,
+    nvcomp: Option<String>,
+    memory_limit_mb: Option<u64>,
+    stream: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let source = dataset_source(&path_or_files)?;
+    let options = ReadOptions::from_args(
+        py,
+        columns,
+        row_groups,
+        backend,
+        device,
+        threads,
+        memory_limit,
+        steps,
+        trust_compressed,
+        nvcomp,
+        memory_limit_mb,
+    )?;
+    let batches = dataset_batches(py, source, options)?;
+    if stream {
+        return Ok(Bound::new(py, batches)?.into_any());
+    }
+    let schema = batches.schema.clone();
+    let all = py.detach(|| {
+        let mut guard = batches.batches.lock().unwrap_or_else(|p| p.into_inner());
+        guard
+            .take()
+            .into_iter()
+            .flatten()
+            .map(|b| b.map(|b| b.batch))
+            .collect::<gpu_parquet::Result<Vec<_>>>()
+    });
+    let all = all.map_err(err)?;
+    let table = Table {
+        schema: all.first().map(|b| b.schema()).unwrap_or(schema),
+        num_rows: all.iter().map(|b| b.num_rows()).sum(),
+        columns: Columns::Host(all),
+        report_json: "{}".into(),
+    };
+    Ok(Bound::new(py, table)?.into_any())
+}
+
+/// Streams one Parquet file (or a dataset: a directory, glob or list, as `read_dataset`) as a
+/// `Batches` iterator of one-batch `Table`s in host memory: row groups are read and decoded a group
+/// at a time (each group's column chunks within half of memory_limit), the next one in the
+/// background while the caller works on the current one. Stopping early (dropping the iterator)
+/// stops the reading.
+///
+/// Arguments:
+///     path: the Parquet file (or dataset source, as read_dataset's path_or_files).
+///     columns, row_groups, backend, device, threads, memory_limit, steps, trust_compressed,
+///     nvcomp, memory_limit_mb: as for `read`.
+///
+/// Raises: as `read`; errors met while streaming are raised from `next()`.
+#[pyfunction]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None))]
+#[allow(clippy::too_many_arguments)]
+fn iter_batches(
+    py: Python<'_>,
+    path: Bound<'_, PyAny>,
+    columns: Option<Bound<'_, PyAny>>,
+    row_groups: Option<Vec<usize>>,
+    backend: &str,
+    device: Option<usize>,
+    threads: Option<usize>,
+    memory_limit: Option<Bound<'_, PyAny>>,
+    steps: Option<usize>,
+    trust_compressed: bool,
+    nvcomp: Option<String>,
+    memory_limit_mb: Option<u64>,
+) -> PyResult<Batches> {
+    let source = dataset_source(&path)?;
+    let options = ReadOptions::from_args(
+        py,
+        columns,
+        row_groups,
+        backend,
+        device,
+        threads,
+        memory_limit,
+        steps,
+        trust_compressed,
+        nvcomp,
+        memory_limit_mb,
+    )?;
+    dataset_batches(py, source, options)
+}
+
 /// The backend of the last read with the same kind, device and I/O policy, built on first use and kept
 /// for the process: its pinned buffers, threads and cuFile driver are reused, since building them costs
 /// more than reading a few hundred MB. `None` when it cannot be built (the read then builds its own and
@@ -330,55 +748,72 @@ fn shared_backend(kind: BackendKind, settings: &Settings) -> Option<Arc<gpu_parq
 
 /// `progress=True`: a line on stderr rewritten after each step; a callable: called with a dict
 /// (`steps_done`, `steps`, `rows_done`, `rows`, `bytes_done`, `bytes`) from the read's threads, the GIL
-/// taken for the call (an exception it raises is reported as unraisable, and the read goes on).
+/// taken for the call. The first exception it raises is kept (the callback is not called again) and
+/// `read` raises it once the library returns: the library's progress hook cannot stop a read.
 type ProgressFn = Box<dyn Fn(gpu_parquet::Progress) + Send + Sync>;
+type CallbackError = Arc<std::sync::Mutex<Option<PyErr>>>;
 
-fn progress_hook(path: &std::path::Path, progress: Option<Bound<'_, PyAny>>) -> PyResult<Option<ProgressFn>> {
-    let Some(p) = progress else { return Ok(None) };
+fn progress_hook(
+    path: &std::path::Path,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<(Option<ProgressFn>, CallbackError)> {
+    let failed: CallbackError = Arc::default();
+    let Some(p) = progress else { return Ok((None, failed)) };
     if p.is_instance_of::<pyo3::types::PyBool>() {
         if !p.extract::<bool>()? {
-            return Ok(None);
+            return Ok((None, failed));
         }
         let name = path.display().to_string();
-        return Ok(Some(Box::new(move |p: gpu_parquet::Progress| {
-            eprint!(
-                "\rgpu_parquet: {name}: step {}/{}, {:.2}/{:.2} GB, {}/{} rows",
-                p.steps_done,
-                p.steps,
-                p.bytes_done as f64 / 1e9,
-                p.bytes as f64 / 1e9,
-                p.rows_done,
-                p.rows
-            );
-            if p.steps_done == p.steps {
-                eprintln!();
-            }
-        })));
+        return Ok((
+            Some(Box::new(move |p: gpu_parquet::Progress| {
+                eprint!(
+                    "\rgpu_parquet: {name}: step {}/{}, {:.2}/{:.2} GB, {}/{} rows",
+                    p.steps_done,
+                    p.steps,
+                    p.bytes_done as f64 / 1e9,
+                    p.bytes as f64 / 1e9,
+                    p.rows_done,
+                    p.rows
+                );
+                if p.steps_done == p.steps {
+                    eprintln!();
+                }
+            })),
+            failed,
+        ));
     }
     if !p.is_callable() {
-        return Err(PyValueError::new_err(
+        return Err(PyTypeError::new_err(
             "progress: expected True, False, None or a callable taking a dict",
         ));
     }
     let callback: Py<PyAny> = p.unbind();
-    Ok(Some(Box::new(move |p: gpu_parquet::Progress| {
-        Python::attach(|py| {
-            let call = || -> PyResult<()> {
-                let d = pyo3::types::PyDict::new(py);
-                d.set_item("steps_done", p.steps_done)?;
-                d.set_item("steps", p.steps)?;
-                d.set_item("rows_done", p.rows_done)?;
-                d.set_item("rows", p.rows)?;
-                d.set_item("bytes_done", p.bytes_done)?;
-                d.set_item("bytes", p.bytes)?;
-                callback.call1(py, (d,))?;
-                Ok(())
-            };
-            if let Err(e) = call() {
-                e.write_unraisable(py, Some(callback.bind(py)));
+    let keep = failed.clone();
+    Ok((
+        Some(Box::new(move |p: gpu_parquet::Progress| {
+            let mut first = keep.lock().unwrap_or_else(|p| p.into_inner());
+            if first.is_some() {
+                return;
             }
-        })
-    })))
+            Python::attach(|py| {
+                let call = || -> PyResult<()> {
+                    let d = pyo3::types::PyDict::new(py);
+                    d.set_item("steps_done", p.steps_done)?;
+                    d.set_item("steps", p.steps)?;
+                    d.set_item("rows_done", p.rows_done)?;
+                    d.set_item("rows", p.rows)?;
+                    d.set_item("bytes_done", p.bytes_done)?;
+                    d.set_item("bytes", p.bytes)?;
+                    callback.call1(py, (d,))?;
+                    Ok(())
+                };
+                if let Err(e) = call() {
+                    *first = Some(e);
+                }
+            })
+        })),
+        failed,
+    ))
 }
 
 /// cuFile's own level-3 statistics (summed over GPUs) as the libcufile this package uses counts them:
@@ -430,8 +865,11 @@ fn check_json(py: Python<'_>, directory: Option<std::path::PathBuf>, device: usi
 #[pymodule]
 fn _gpu_parquet(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add_function(wrap_pyfunction!(read_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(iter_batches, m)?)?;
     m.add_function(wrap_pyfunction!(check_json, m)?)?;
     m.add_class::<Table>()?;
+    m.add_class::<Batches>()?;
     m.add_class::<CufileStats>()?;
     m.add("GpuParquetError", m.py().get_type::<GpuParquetError>())?;
     Ok(())

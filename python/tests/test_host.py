@@ -144,7 +144,7 @@ def test_device_stream_capsule_hands_out_every_batch_then_its_end():
 
 
 def test_bad_input_raises_a_clear_error():
-    with pytest.raises(gpu_parquet.GpuParquetError, match="no-such-file"):
+    with pytest.raises(FileNotFoundError, match="no-such-file"):
         gpu_parquet.read(TESTDATA / "no-such-file.parquet", backend="host")
     with pytest.raises(ValueError, match="backend"):
         gpu_parquet.read(FILES[0], backend="warp")
@@ -183,17 +183,8 @@ def test_progress_true_writes_a_line_and_bad_values_are_refused(capfd):
     assert "step 1/1" in err and "flat_plain.parquet" in err, err
     gpu_parquet.read(path, backend="host", progress=False)
     assert capfd.readouterr().err == ""
-    with pytest.raises(ValueError, match="progress"):
+    with pytest.raises(TypeError, match="progress"):
         gpu_parquet.read(path, backend="host", progress="yes")
-
-
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_a_failing_progress_callback_does_not_fail_the_read():
-    def boom(_):
-        raise RuntimeError("callback failed")
-
-    t = gpu_parquet.read(TESTDATA / "flat_plain.parquet", backend="host", progress=boom)
-    assert t.num_rows > 0
 
 
 def test_cufile_stats_without_a_gpu_is_a_clear_error():
