@@ -27,8 +27,9 @@ use crate::gpu::guard;
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
 use crate::plan::{ChunkRange, ReadPlan};
-use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch_steps, pack_consecutive, split_balanced};
+use crate::reader::{ColumnChunks, ProgressCounter, Reader, pack_consecutive, split_balanced};
 use crate::report::ReadReport;
+use crate::scan::fetch_steps;
 
 /// Steps a read without compressed pages is cut into, when the budget allows: its reads bound it,
 /// and the smaller the last step, the less decode follows the last read. Measured on the H200
