@@ -27,8 +27,9 @@ use crate::gpu::guard;
 use crate::io::IoLog;
 use crate::io::select::AnyBuffer;
 use crate::plan::{ChunkRange, ReadPlan};
-use crate::reader::{ColumnChunks, ProgressCounter, Reader, fetch_steps, pack_consecutive, split_balanced};
+use crate::reader::{ColumnChunks, ProgressCounter, Reader, pack_consecutive, split_balanced};
 use crate::report::ReadReport;
+use crate::scan::fetch_steps;
 
 /// Steps a read without compressed pages is cut into, when the budget allows: its reads bound it,
 /// and the smaller the last step, the less decode follows the last read. Measured on the H200
@@ -89,6 +90,7 @@ const MIN_STEP_BYTES: u64 = 256 << 20;
 /// sources and lengths), for the budget.
 const TEMP_BYTES_PER_VALUE: u64 = 21;
 
+#[doc(hidden)] // a benchmark hook (`bench`), not the reading API
 /// A GPU read's steps, fetched into device memory and held ([`Reader::fetch_held_steps`]).
 #[derive(Debug)]
 pub struct HeldSteps {
@@ -323,6 +325,7 @@ impl Reader {
         Ok((self.plans_of(steps)?, largest))
     }
 
+    #[doc(hidden)] // a benchmark hook (`bench`), not the reading API
     /// The reads of [`Self::read_device`] alone: its steps fetched as its reading thread fetches them
     /// ([`fetch_steps`]; one call per step when `per_call`), each step's chunks dropped as they come,
     /// nothing decoded; returns once every copy has finished. For benchmarks: the pipeline's time
@@ -340,6 +343,7 @@ impl Reader {
         Ok((plans.len(), log))
     }
 
+    #[doc(hidden)] // a benchmark hook (`bench`), not the reading API
     /// The steps of [`Self::read_device`], fetched into device memory and held there, to be decoded
     /// (again and again) by [`Self::decode_held_steps`]: the decode of a read without its reads, for
     /// benchmarks. Every step's chunks are held at once, whatever the memory budget, and decoded all
@@ -399,6 +403,7 @@ impl Reader {
             .collect()
     }
 
+    #[doc(hidden)] // a benchmark hook (`bench`), not the reading API
     /// Decodes held steps as [`Self::read_device`] decodes the steps it reads: each on its chunks'
     /// stream, [`HeldSteps::decoders`] of them at once. Returns the batches in order and the most
     /// device memory one step held beyond its chunks. Ends once every step's counts are read back.

@@ -53,6 +53,7 @@ pub mod panic_guard;
 pub mod plan;
 pub mod reader;
 pub mod report;
+pub mod scan;
 
 pub use config::{BackendKind, CompatMode, IoPolicy, Settings};
 pub use error::{Error, Location, Result};

@@ -35,6 +35,7 @@ use crate::io::{DestBuffer, IoBackend, IoLog};
 use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, Projection, ReadPlan, RowGroupSelection};
 use crate::report::ReadReport;
+use crate::scan::MemoryBudget;
 
 /// Configures a [`Reader`]: file, columns, row groups, backend, device, I/O policy, memory budget.
 #[derive(Debug, Clone)]
@@ -185,8 +186,9 @@ impl ReaderBuilder {
         self
     }
 
-    /// The memory budget, bytes: a whole [`Reader::read`] must fit in it, and a [`Reader::stream`]
-    /// keeps at most two groups of row groups (the one handed out and the one being read) within it.
+    /// The memory limit, bytes, read as a [`MemoryBudget`](crate::scan::MemoryBudget): a whole
+    /// [`Reader::read`] is one step and must fit in it; a [`Reader::stream`] holds two steps (the one
+    /// handed out and the one being read), each within half of it.
     pub fn with_memory_limit(mut self, bytes: u64) -> Self {
         self.memory_limit = Some(bytes);
         self
@@ -347,7 +349,9 @@ impl Reader {
     /// # Ok::<(), gpu_parquet::Error>(())
     /// ```
     pub fn read(&self) -> Result<ColumnChunks> {
-        if let Some(limit) = self.memory_limit
+        // A whole read is one step: the budget's one step must hold the plan.
+        let budget = MemoryBudget::new(self.memory_limit, 1);
+        if let Some(limit) = budget.per_step()
             && self.plan.dest_len > limit
         {
             return Err(Error::InvalidRequest {
@@ -399,9 +403,9 @@ impl Reader {
     }
 
     /// Reads the selection one group of row groups at a time: one row group per item, or as many
-    /// consecutive ones as fit in half the memory limit. The next group's I/O runs on a background
-    /// thread while the caller works on the current one. A row group that alone exceeds half the
-    /// limit is an error naming it, before anything is read.
+    /// consecutive ones as fit in half the memory limit (a [`MemoryBudget`] of two steps in flight).
+    /// The next group's I/O runs on a background thread while the caller works on the current one. A
+    /// row group that alone exceeds half the limit is an error naming it, before anything is read.
     ///
     /// ```
     /// use gpu_parquet::{BackendKind, Reader};
@@ -427,7 +431,7 @@ impl Reader {
         ))
     }
 
-    /// Consecutive selected row groups, each group's chunks within half the memory limit.
+    /// Consecutive selected row groups in steps of a [`MemoryBudget`] of two steps in flight.
     fn group_row_groups(&self) -> Result<Vec<Vec<usize>>> {
         let mut per_group: Vec<(usize, u64)> = Vec::new();
         // An aligned plan (for O_DIRECT) pads each chunk to whole 4 KiB blocks at both ends.
@@ -446,22 +450,8 @@ impl Reader {
                 .sum();
             per_group.push((rg, bytes));
         }
-        let Some(limit) = self.memory_limit else {
-            return Ok(per_group.into_iter().map(|(rg, _)| vec![rg]).collect());
-        };
-        let budget = limit / 2;
-        if let Some(&(rg, bytes)) = per_group.iter().find(|(_, bytes)| *bytes > budget) {
-            return Err(Error::InvalidRequest {
-                location: crate::error::Location {
-                    row_group: Some(rg),
-                    ..self.source.location()
-                },
-                message: format!(
-                    "this row group's selected column chunks need {bytes} bytes, over half the memory limit of {limit} bytes (two groups are in memory at once while streaming)"
-                ),
-            });
-        }
-        Ok(pack_consecutive(per_group, budget))
+        // Streaming holds two steps: the one handed out and the one being read.
+        MemoryBudget::new(self.memory_limit, 2).plan_steps(per_group, &self.source.location())
     }
 }
 
@@ -516,54 +506,6 @@ pub(crate) fn share_of_middle(before: u128, bytes: u64, total: u128, groups: usi
         .map(|k| (k as usize).min(groups.max(1) - 1))
 }
 
-/// Fetches `plans` in order, as a GPU decode's reading thread does: `admit(k)` is called before step
-/// `k` is read (it may wait for memory; `false` stops), and each step read goes to `deliver`. On the
-/// staged backend the same workers read every step ([`StagedBackend::fetch_steps`]): a step is
-/// delivered, from one of them and in no set order, once its copies are queued (work on its buffer's
-/// stream comes after them); a failed step is delivered as its error and stops the rest. Other
-/// backends, `per_call`, or `GPU_PARQUET_STEP_FETCH=calls` fetch one step per call, in order,
-/// delivered as each call returns.
-///
-/// [`StagedBackend::fetch_steps`]: crate::io::staged::StagedBackend::fetch_steps
-pub(crate) fn fetch_steps(
-    io: &AnyBackend,
-    source: &ParquetSource,
-    plans: &[Arc<ReadPlan>],
-    threads: usize,
-    per_call: bool,
-    admit: &mut dyn FnMut(usize) -> bool,
-    deliver: &(dyn Fn(usize, Result<ColumnChunks>) + Sync),
-) {
-    let stepped = !(per_call || crate::config::fetch_step_per_call());
-    let Some(staged) = io.staged().filter(|_| stepped) else {
-        for (k, plan) in plans.iter().enumerate() {
-            if !admit(k) {
-                return;
-            }
-            let r = fetch(io, source, plan.clone(), threads);
-            let failed = r.is_err();
-            deliver(k, r);
-            if failed {
-                return;
-            }
-        }
-        return;
-    };
-    let chunks = |k: usize, f: crate::io::staged::SteppedFetch| {
-        let mut log = f.log;
-        io.note_choice(&mut log);
-        ColumnChunks::read(
-            source,
-            plans[k].clone(),
-            AnyBuffer::Device(f.buffer),
-            log,
-            f.queued,
-            threads,
-        )
-    };
-    staged.fetch_steps(source, plans, admit, &|k, r| deliver(k, r.and_then(|f| chunks(k, f))));
-}
-
 pub(crate) fn fetch(
     io: &AnyBackend,
     source: &ParquetSource,
@@ -599,7 +541,7 @@ pub struct ColumnChunks {
 impl ColumnChunks {
     /// The chunks of `plan` fetched into `buffer` over `fetched`, once the file is checked unchanged
     /// since its metadata was read; the report is built from `log`.
-    fn read(
+    pub(crate) fn read(
         source: &ParquetSource,
         plan: Arc<ReadPlan>,
         buffer: AnyBuffer,
