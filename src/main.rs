@@ -2,8 +2,8 @@
 //! environment once ([`Settings::from_env`], with flags in place of their variables), calls the
 //! [`Reader`] (or `inspect`, `check`, `bench`, the dataset reader), and prints.
 //!
-//! Errors, argument errors included, print as one line, `error: <message>`, on stderr, with exit
-//! status 1. Output is printed only after every library object is dropped, so the cuFile driver is
+//! Argument errors are clap's (usage, suggestions, exit status 2); other errors print as one line,
+//! `error: <message>`, on stderr, with exit status 1. Output is printed only after every library object is dropped, so the cuFile driver is
 //! closed before the process ends, whatever happens to stdout.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -637,21 +637,8 @@ fn emit(text: &str) -> ExitCode {
 fn main() -> ExitCode {
     // Panics the library contains become errors; keep their default message off stderr.
     gpu_parquet::panic_guard::install_quiet_hook();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                return emit(&e.to_string());
-            }
-            // One line, like every other error: clap's first line, without its own "error: " prefix.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("error: {first} (gpu-parquet --help lists the arguments)");
-            return ExitCode::FAILURE;
-        }
-    };
+    // Argument errors are clap's own: usage, suggestions for typos, and exit status 2.
+    let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
         Command::Read(args) => read(args),

@@ -829,13 +829,25 @@ fn flags_and_variables_share_one_validation() {
 }
 
 #[test]
-fn argument_errors_and_check_of_a_missing_directory_are_one_line_and_exit_1() {
-    let r = run(&["read"]);
-    r.assert_one_error_line("--help");
-    let r = run(&["read", "x.parquet", "--bogus"]);
-    r.assert_one_error_line("--bogus");
-    let r = run(&["frobnicate"]);
-    r.assert_one_error_line("frobnicate");
+fn argument_errors_are_clap_s_own_and_a_missing_directory_is_one_line() {
+    // clap's errors: exit status 2, its own text, the usage line.
+    let assert_clap = |r: &Run, names: &[&str]| {
+        assert_eq!(r.code, Some(2), "{}: exit status\nstderr: {}", r.what, r.stderr);
+        assert!(r.stderr.starts_with("error: "), "{}: {}", r.what, r.stderr);
+        for n in names {
+            assert!(r.stderr.contains(n), "{}: does not say '{n}':\n{}", r.what, r.stderr);
+        }
+    };
+    // No arguments: the usage and the subcommands, not the description as an error.
+    let r = run::<&str>(&[]);
+    assert_eq!(r.code, Some(2), "{}: {}", r.what, r.stderr);
+    assert!(r.stderr.contains("Usage:") && r.stderr.contains("read"), "{}", r.stderr);
+    // A missing FILE is named.
+    assert_clap(&run(&["read"]), &["<FILE>", "Usage:"]);
+    // A typo gets clap's suggestion.
+    assert_clap(&run(&["read", "x.parquet", "--verfy"]), &["--verfy", "--verify"]);
+    assert_clap(&run(&["raed"]), &["raed", "read"]);
+    assert_clap(&run(&["frobnicate"]), &["frobnicate"]);
     let r = run(&["check", "/nonexistent-gpu-parquet-dir"]);
     r.assert_one_error_line("/nonexistent-gpu-parquet-dir");
     let help = run(&["--help"]);
