@@ -1124,3 +1124,37 @@ fn warm_up_reports_one_read_and_only_decode_leaves_out_the_other_paths() {
     only.assert_ok();
     assert!(!only.stdout.lines().any(|l| l.starts_with("host ")), "{}", only.stdout);
 }
+
+/// `--output -` and `--output /dev/stdout` put only an Arrow IPC file on stdout (the report goes to
+/// stderr), equal to arrow-rs's read of the input; `-` is not a file name.
+#[test]
+fn output_to_stdout_is_only_arrow_ipc() {
+    let file = testdata("flat_zstd.parquet");
+    let want = arrow_rs(&file, None, None).expect("arrow-rs reads the bundled file");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for target in ["-", "/dev/stdout"] {
+        let out = Command::new(BIN)
+            .current_dir(dir.path())
+            .args([
+                OsString::from("read"),
+                file.clone().into(),
+                "--output".into(),
+                target.into(),
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run gpu-parquet");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "--output {target}: {stderr}");
+        let reader = arrow::ipc::reader::FileReader::try_new(std::io::Cursor::new(out.stdout), None)
+            .unwrap_or_else(|e| panic!("--output {target}: stdout is not an Arrow IPC file: {e}\nstderr: {stderr}"));
+        let batches: Vec<RecordBatch> = reader.map(|b| b.expect("batch")).collect();
+        let got = arrow::compute::concat_batches(&want.schema(), &batches).expect("concat");
+        assert_same_table(&format!("--output {target}"), &got, &want);
+        assert!(
+            stderr.contains("wrote"),
+            "--output {target}: the report is not on stderr: {stderr}"
+        );
+        assert!(!dir.path().join("-").exists(), "--output - wrote a file named '-'");
+    }
+}
