@@ -1158,3 +1158,36 @@ fn output_to_stdout_is_only_arrow_ipc() {
         assert!(!dir.path().join("-").exists(), "--output - wrote a file named '-'");
     }
 }
+
+/// A file that cannot be Parquet is refused in plain words, naming the file.
+#[test]
+fn non_parquet_files_are_named_and_refused_plainly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        (
+            "text.parquet",
+            b"hello, this is a CSV file\na,b\n1,2\n".to_vec(),
+            "not a Parquet file (no PAR1 magic at the end)",
+        ),
+        (
+            "short.parquet",
+            b"PAR1PAR1".to_vec(),
+            "file too short to be Parquet (8 bytes)",
+        ),
+        ("empty.parquet", Vec::new(), "file too short to be Parquet (0 bytes)"),
+        (
+            "long.parquet",
+            [&b"PAR1"[..], &[0u8; 8], &1000u32.to_le_bytes(), b"PAR1"].concat(),
+            "footer length 1000 exceeds the file (20 bytes)",
+        ),
+    ];
+    for (name, bytes, says) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        for cmd in ["inspect", "read"] {
+            let r = run(&[OsString::from(cmd), path.clone().into()]);
+            r.assert_one_error_line(&path.display().to_string());
+            assert!(r.stderr.contains(says), "{}: expected '{says}':\n{}", r.what, r.stderr);
+        }
+    }
+}
