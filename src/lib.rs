@@ -55,6 +55,9 @@ pub mod reader;
 pub mod report;
 pub mod scan;
 
+/// The `arrow` crate this one is built on (its types are those of every decoded table), so that a user
+/// needs no version of their own in step with ours.
+pub use arrow;
 pub use config::{BackendKind, CompatMode, IoPolicy, Settings};
 pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;
