@@ -2,8 +2,8 @@
 //! environment once ([`Settings::from_env`], with flags in place of their variables), calls the
 //! [`Reader`] (or `inspect`, `check`, `bench`, the dataset reader), and prints.
 //!
-//! Argument errors are clap's (usage, suggestions, exit status 2); other errors print as one line,
-//! `error: <message>`, on stderr, with exit status 1. Output is printed only after every library object is dropped, so the cuFile driver is
+//! Errors, argument errors included, print as one line, `error: <message>`, on stderr, with exit
+//! status 1. Output is printed only after every library object is dropped, so the cuFile driver is
 //! closed before the process ends, whatever happens to stdout.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -271,28 +271,7 @@ enum DecodeAt {
     None,
 }
 
-/// What a command prints: text on stdout, or (`read --output -`) an Arrow IPC file on stdout with
-/// the report on stderr, so that stdout stays an Arrow file.
-enum Printed {
-    Text(String),
-    Arrow { ipc: Vec<u8>, report: String },
-}
-
-/// `--output -` and `/dev/stdout` mean stdout.
-fn is_stdout(out: &std::path::Path) -> bool {
-    out == std::path::Path::new("-") || out == std::path::Path::new("/dev/stdout")
-}
-
-fn read(args: ReadArgs) -> gpu_parquet::Result<Printed> {
-    let mut ipc: Option<Vec<u8>> = None;
-    let text = read_into(&args, &mut ipc)?;
-    Ok(match ipc {
-        Some(ipc) => Printed::Arrow { ipc, report: text },
-        None => Printed::Text(text),
-    })
-}
-
-fn read_into(args: &ReadArgs, ipc: &mut Option<Vec<u8>>) -> gpu_parquet::Result<String> {
+fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     let settings = args.io.settings()?;
     let backend = parse_backend(&args.backend)?;
     let mut builder = Reader::builder(&args.file)
@@ -345,7 +324,7 @@ fn read_into(args: &ReadArgs, ipc: &mut Option<Vec<u8>>) -> gpu_parquet::Result<
                 checked = Some(got.num_rows());
             }
             progress.stage("writing");
-            write_output(args, &read.table.schema, std::slice::from_ref(&got), &mut extra, ipc)?;
+            write_output(&args, &read.table.schema, std::slice::from_ref(&got), &mut extra)?;
         }
         if let Some(rows) = checked {
             extra.insert(
@@ -387,7 +366,7 @@ fn read_into(args: &ReadArgs, ipc: &mut Option<Vec<u8>>) -> gpu_parquet::Result<
                 format!("decoded {} rows on the host (arrow-rs) in {:.1} ms", table.num_rows(), started.elapsed().as_secs_f64() * 1e3),
             ));
             progress.stage("writing");
-            write_output(args, &table.schema, &table.batches, &mut extra, ipc)?;
+            write_output(&args, &table.schema, &table.batches, &mut extra)?;
         }
         (report, None)
     };
@@ -434,31 +413,11 @@ fn write_output(
     schema: &arrow::datatypes::SchemaRef,
     batches: &[arrow::record_batch::RecordBatch],
     extra: &mut Vec<Extra>,
-    ipc: &mut Option<Vec<u8>>,
 ) -> gpu_parquet::Result<()> {
     let Some(out) = &args.output else {
         return Ok(());
     };
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    if is_stdout(out) {
-        // Held until every library object is dropped, then written by main.
-        let location = gpu_parquet::Location::file(out);
-        let mut bytes = Vec::new();
-        let mut writer = arrow::ipc::writer::FileWriter::try_new(&mut bytes, schema)
-            .map_err(|e| Error::parquet(location.clone(), e))?;
-        for b in batches {
-            writer.write(b).map_err(|e| Error::parquet(location.clone(), e))?;
-        }
-        writer.finish().map_err(|e| Error::parquet(location, e))?;
-        drop(writer);
-        *ipc = Some(bytes);
-        extra.push((
-            "output",
-            serde_json::json!({ "path": "-", "written": "stdout", "rows": rows, "format": "arrow-ipc-file" }),
-            format!("wrote {rows} rows to stdout (Arrow IPC file)"),
-        ));
-        return Ok(());
-    }
     let outcome = gpu_parquet::ipc_file::write_ipc_file(out, schema, batches, &[&args.file])?;
     extra.push((
         "output",
@@ -662,10 +621,10 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
 
 /// Writes `text` to stdout; a closed stdout (`gpu-parquet read F --json | head`) is not an error worth
 /// reporting: the reader has what it wanted.
-fn emit(bytes: &[u8]) -> ExitCode {
+fn emit(text: &str) -> ExitCode {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
@@ -678,22 +637,31 @@ fn emit(bytes: &[u8]) -> ExitCode {
 fn main() -> ExitCode {
     // Panics the library contains become errors; keep their default message off stderr.
     gpu_parquet::panic_guard::install_quiet_hook();
-    // Argument errors are clap's own: usage, suggestions for typos, and exit status 2.
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                return emit(&e.to_string());
+            }
+            // One line, like every other error: clap's first line, without its own "error: " prefix.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("error: {first} (gpu-parquet --help lists the arguments)");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
-        Command::Inspect { file, json } => inspect(file, json).map(Printed::Text),
+        Command::Inspect { file, json } => inspect(file, json),
         Command::Read(args) => read(args),
-        Command::Dataset(args) => dataset(args).map(Printed::Text),
-        Command::Check { dir, io, json } => check(dir, io, json).map(Printed::Text),
-        Command::Bench(args) => bench(args).map(Printed::Text),
+        Command::Dataset(args) => dataset(args),
+        Command::Check { dir, io, json } => check(dir, io, json),
+        Command::Bench(args) => bench(args),
     };
     // Every reader, backend and cuFile driver is dropped by now; only text is left to print.
     match result {
-        Ok(Printed::Text(text)) => emit(text.as_bytes()),
-        Ok(Printed::Arrow { ipc, report }) => {
-            eprint!("{report}");
-            emit(&ipc)
-        }
+        Ok(text) => emit(&text),
         Err(e) => {
             eprintln!("error: {}", one_line(&e.to_string()));
             ExitCode::FAILURE

@@ -72,7 +72,6 @@ impl ParquetSource {
         clear_nonblocking(&file).map_err(|e| Error::io(Location::file(&path), "cannot clear O_NONBLOCK", e))?;
         let len = stat.len();
         let location = Location::file(&path);
-        refuse_non_parquet_tail(&path, &file, len)?;
         refuse_unwalkable_footer(&path, &file, len)?;
         let (metadata, repairs) = contain_panics(&location, || {
             match ParquetMetaDataReader::new()
@@ -248,38 +247,6 @@ fn read_plain_footer(path: &Path, file: &File, len: u64) -> Result<Option<Vec<u8
     let mut footer = vec![0u8; meta_len as usize];
     read(&mut footer, len - 8 - meta_len)?;
     Ok(Some(footer))
-}
-
-/// Refuses, in plain words, a file that cannot be Parquet: too short for the magic at both ends and
-/// the footer length, without `PAR1` (or `PARE`, an encrypted footer) at its end, or with a footer
-/// length past the file. (`parquet`'s own messages, "Corrupt footer" or "need 827474264", do not say
-/// which.)
-fn refuse_non_parquet_tail(path: &Path, file: &File, len: u64) -> Result<()> {
-    use std::os::unix::fs::FileExt;
-    let location = Location::file(path);
-    if len < 12 {
-        return Err(Error::invalid_metadata(
-            location,
-            format!("file too short to be Parquet ({len} bytes)"),
-        ));
-    }
-    let mut tail = [0u8; 8];
-    file.read_exact_at(&mut tail, len - 8)
-        .map_err(|e| Error::io(location.clone(), "cannot read the footer", e))?;
-    if &tail[4..] != b"PAR1" && &tail[4..] != b"PARE" {
-        return Err(Error::invalid_metadata(
-            location,
-            "not a Parquet file (no PAR1 magic at the end)",
-        ));
-    }
-    let meta_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-    if meta_len > len - 12 {
-        return Err(Error::invalid_metadata(
-            location,
-            format!("footer length {meta_len} exceeds the file ({len} bytes)"),
-        ));
-    }
-    Ok(())
 }
 
 /// Walks a plaintext footer's Thrift once, in time linear in its length, before `parquet` decodes
