@@ -182,8 +182,9 @@ struct ReadArgs {
     /// `gpu`, `host` (arrow-rs on the CPU), or `none` (column chunks only, still encoded).
     #[arg(long, default_value = "auto")]
     decode: String,
-    /// Write the decoded table (what the GPU decoded, on the GPU path) as an Arrow IPC file.
-    #[arg(long)]
+    /// Write the decoded table (what the GPU decoded, on the GPU path) as an Arrow IPC file; `-` (or
+    /// `/dev/stdout`) writes it to standard output, and the report then goes to stderr.
+    #[arg(long, allow_hyphen_values = true)]
     output: Option<PathBuf>,
     /// Read the selection this many times first, in the same process, and report the read after
     /// them: the figures with memory pools grown and kernels loaded, as `bench`'s hot rows have them.
@@ -418,6 +419,15 @@ fn write_output(
         return Ok(());
     };
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    if is_stdout(out) {
+        gpu_parquet::ipc_file::write_ipc_to(std::io::stdout().lock(), "standard output", schema, batches)?;
+        extra.push((
+            "output",
+            serde_json::json!({ "path": "-", "written": "standard output", "rows": rows, "format": "arrow-ipc-file" }),
+            format!("wrote {rows} rows to standard output (Arrow IPC file)"),
+        ));
+        return Ok(());
+    }
     let outcome = gpu_parquet::ipc_file::write_ipc_file(out, schema, batches, &[&args.file])?;
     extra.push((
         "output",
@@ -431,6 +441,12 @@ fn write_output(
         format!("wrote {} ({rows} rows, Arrow IPC file; {outcome})", out.display()),
     ));
     Ok(())
+}
+
+/// Whether `--output` names standard output (`-` or `/dev/stdout`): the Arrow data then goes there
+/// alone, and the report to stderr.
+fn is_stdout(out: &std::path::Path) -> bool {
+    out == std::path::Path::new("-") || out == std::path::Path::new("/dev/stdout")
 }
 
 fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> String) -> String {
@@ -652,15 +668,23 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut report_to_stderr = false;
     let result = match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
-        Command::Read(args) => read(args),
+        Command::Read(args) => {
+            report_to_stderr = args.output.as_deref().is_some_and(is_stdout);
+            read(args)
+        }
         Command::Dataset(args) => dataset(args),
         Command::Check { dir, io, json } => check(dir, io, json),
         Command::Bench(args) => bench(args),
     };
     // Every reader, backend and cuFile driver is dropped by now; only text is left to print.
     match result {
+        Ok(text) if report_to_stderr => {
+            eprint!("{text}");
+            ExitCode::SUCCESS
+        }
         Ok(text) => emit(&text),
         Err(e) => {
             eprintln!("error: {}", one_line(&e.to_string()));

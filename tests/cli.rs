@@ -1112,3 +1112,40 @@ fn warm_up_reports_one_read_and_only_decode_leaves_out_the_other_paths() {
     only.assert_ok();
     assert!(!only.stdout.lines().any(|l| l.starts_with("host ")), "{}", only.stdout);
 }
+
+/// `--output -` and `--output /dev/stdout`: standard output holds the Arrow IPC file alone (arrow's
+/// reader takes it, with the input's rows), the report goes to stderr, and no file named `-` appears.
+#[test]
+fn output_to_stdout_is_only_the_arrow_file_and_the_report_goes_to_stderr() {
+    let file = testdata("flat_zstd.parquet");
+    let rows = metadata(&file).file_metadata().num_rows();
+    for out in ["-", "/dev/stdout"] {
+        let cwd = tempfile::tempdir().expect("tempdir");
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(cwd.path())
+            .args([
+                OsString::from("read"),
+                file.clone().into(),
+                "--output".into(),
+                out.into(),
+            ])
+            .stdin(Stdio::null());
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("GPU_PARQUET_") {
+                cmd.env_remove(k);
+            }
+        }
+        let done = cmd.output().expect("run gpu-parquet");
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(done.status.success(), "--output {out}: {:?}\n{stderr}", done.status);
+        let reader = arrow::ipc::reader::FileReader::try_new(std::io::Cursor::new(done.stdout), None)
+            .unwrap_or_else(|e| panic!("--output {out}: stdout is not an Arrow IPC file: {e}\nstderr: {stderr}"));
+        let got: usize = reader.map(|b| b.expect("batch").num_rows()).sum();
+        assert_eq!(got as i64, rows, "--output {out}");
+        assert!(
+            stderr.contains("standard output"),
+            "--output {out}: report not on stderr: {stderr}"
+        );
+        assert!(!cwd.path().join("-").exists(), "--output {out} wrote a file named '-'");
+    }
+}
