@@ -2,8 +2,9 @@
 //! environment once ([`Settings::from_env`], with flags in place of their variables), calls the
 //! [`Reader`] (or `inspect`, `check`, `bench`, the dataset reader), and prints.
 //!
-//! Errors, argument errors included, print as one line, `error: <message>`, on stderr, with exit
-//! status 1. Output is printed only after every library object is dropped, so the cuFile driver is
+//! Errors print as `error: <message>` on stderr (plus a `caused by:` line for each cause the message
+//! does not already include), with exit status 1; argument errors are clap's own (usage, suggestions,
+//! exit status 2). Output is printed only after every library object is dropped, so the cuFile driver is
 //! closed before the process ends, whatever happens to stdout.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -653,21 +654,8 @@ fn emit(text: &str) -> ExitCode {
 fn main() -> ExitCode {
     // Panics the library contains become errors; keep their default message off stderr.
     gpu_parquet::panic_guard::install_quiet_hook();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                return emit(&e.to_string());
-            }
-            // One line, like every other error: clap's first line, without its own "error: " prefix.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("error: {first} (gpu-parquet --help lists the arguments)");
-            return ExitCode::FAILURE;
-        }
-    };
+    // Argument errors are clap's own: usage, suggestions, exit status 2.
+    let cli = Cli::parse();
     let mut report_to_stderr = false;
     let result = match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
@@ -687,10 +675,28 @@ fn main() -> ExitCode {
         }
         Ok(text) => emit(&text),
         Err(e) => {
-            eprintln!("error: {}", one_line(&e.to_string()));
+            eprint!("{}", error_report(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `error: <message>`, then a `caused by: <message>` line for each error in the source chain whose
+/// message the one before it does not already include (most of the library's errors embed their
+/// direct source); every line printable, newline-terminated.
+fn error_report(error: &dyn std::error::Error) -> String {
+    let mut shown = error.to_string();
+    let mut text = format!("error: {}\n", one_line(&shown));
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let message = cause.to_string();
+        if !shown.contains(&message) {
+            text.push_str(&format!("caused by: {}\n", one_line(&message)));
+        }
+        shown = message;
+        next = cause.source();
+    }
+    text
 }
 
 /// `message` with control characters (a newline or NUL in a column name from a hostile footer, say)
@@ -710,7 +716,53 @@ fn one_line(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{error_report, one_line};
+
+    /// An error with a message and an optional source, the message not embedding the source's.
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn error_report_lists_the_source_chain_once_and_never_debug() {
+        let e = Layer(
+            "f.parquet: cannot read",
+            Some(Box::new(Layer(
+                "ZSTD failed",
+                Some(Box::new(Layer("frame too short", None))),
+            ))),
+        );
+        assert_eq!(
+            error_report(&e),
+            "error: f.parquet: cannot read\ncaused by: ZSTD failed\ncaused by: frame too short\n"
+        );
+        // A source the message already includes is not repeated.
+        let embedded = Layer(
+            "f.parquet: frame too short",
+            Some(Box::new(Layer("frame too short", None))),
+        );
+        assert_eq!(error_report(&embedded), "error: f.parquet: frame too short\n");
+        // The library's errors: Display, not Debug.
+        let lib = gpu_parquet::Error::io(
+            gpu_parquet::Location::file("x.parquet"),
+            "cannot open",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        );
+        let text = error_report(&lib);
+        assert!(text.starts_with("error: x.parquet: cannot open: "), "{text}");
+        assert!(!text.contains("Io {") && !text.contains("location:"), "{text}");
+    }
 
     #[test]
     fn errors_stay_one_printable_line() {

@@ -828,14 +828,29 @@ fn flags_and_variables_share_one_validation() {
     read(&["--task-size-mb", "1"], &[("GPU_PARQUET_TASK_SIZE_MB", "0")]).assert_ok();
 }
 
+/// Argument errors are clap's own: the error, a usage line, suggestions for typos, exit status 2.
 #[test]
-fn argument_errors_and_check_of_a_missing_directory_are_one_line_and_exit_1() {
-    let r = run(&["read"]);
-    r.assert_one_error_line("--help");
-    let r = run(&["read", "x.parquet", "--bogus"]);
-    r.assert_one_error_line("--bogus");
-    let r = run(&["frobnicate"]);
-    r.assert_one_error_line("frobnicate");
+fn argument_errors_are_clap_s_own_with_usage_and_suggestions() {
+    let clap_error = |args: &[&str], wants: &[&str]| {
+        let r = run(args);
+        assert_eq!(r.code, Some(2), "{}: exit status\nstderr: {}", r.what, r.stderr);
+        assert!(r.stdout.is_empty(), "{}: stdout: {}", r.what, r.stdout);
+        for want in wants {
+            assert!(r.stderr.contains(want), "{}: no '{want}' in:\n{}", r.what, r.stderr);
+        }
+    };
+    // No arguments: usage, not the description dressed as an error.
+    clap_error(&[], &["Usage:", "read"]);
+    // A missing FILE is named.
+    clap_error(&["read"], &["<FILE>", "Usage:"]);
+    // Typos get clap's suggestions.
+    clap_error(&["read", "x.parquet", "--colums", "a"], &["--colums", "--columns"]);
+    clap_error(&["raed", "x.parquet"], &["raed", "'read'"]);
+    clap_error(&["read", "x.parquet", "--bogus"], &["--bogus", "Usage:"]);
+}
+
+#[test]
+fn check_of_a_missing_directory_is_one_line_and_exit_1() {
     let r = run(&["check", "/nonexistent-gpu-parquet-dir"]);
     r.assert_one_error_line("/nonexistent-gpu-parquet-dir");
     let help = run(&["--help"]);
