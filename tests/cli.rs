@@ -1164,3 +1164,44 @@ fn output_to_stdout_is_only_the_arrow_file_and_the_report_goes_to_stderr() {
         assert!(!cwd.path().join("-").exists(), "--output {out} wrote a file named '-'");
     }
 }
+
+/// Files that cannot hold a Parquet footer are refused in plain words, naming the file, by the
+/// library and by the binary.
+#[test]
+fn files_without_a_parquet_frame_are_refused_in_plain_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut footer_past_start = vec![b'x'; 20];
+    footer_past_start.extend_from_slice(&1000u32.to_le_bytes());
+    footer_past_start.extend_from_slice(b"PAR1");
+    let cases: [(&str, Vec<u8>, String); 4] = [
+        (
+            "text.parquet",
+            b"a,b\n1,2\n3,4\n5,6\n".to_vec(),
+            "not a Parquet file (no PAR1 magic at its end)".into(),
+        ),
+        (
+            "magic.parquet",
+            b"PAR1PAR1".to_vec(),
+            "too short to be a Parquet file (8 bytes)".into(),
+        ),
+        (
+            "empty.parquet",
+            Vec::new(),
+            "too short to be a Parquet file (0 bytes)".into(),
+        ),
+        (
+            "long.parquet",
+            footer_past_start,
+            "footer length 1000 exceeds the file (28 bytes)".into(),
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).expect("write");
+        let err = gpu_parquet::ParquetSource::open(&path).expect_err(name).to_string();
+        assert!(err.contains(&want) && err.contains(name), "{name}: {err}");
+        let r = run(&[OsString::from("inspect"), path.clone().into()]);
+        r.assert_one_error_line(&path.display().to_string());
+        assert!(r.stderr.contains(&want), "{name}: {}", r.stderr);
+    }
+}
