@@ -128,8 +128,50 @@ impl IoArgs {
         f
     }
 
+    /// The settings, refusing a `--device` (or its variable) that names no GPU here and an nvCOMP path
+    /// that does not exist, rather than ignoring them.
     fn settings(&self) -> gpu_parquet::Result<Settings> {
-        Settings::from_env(&self.flags())
+        let settings = Settings::from_env(&self.flags())?;
+        let visible = gpu_parquet::gpu::GpuContext::device_count();
+        if settings.device >= visible && (visible > 0 || settings.device != 0) {
+            if visible == 0 {
+                return Err(Error::Config {
+                    setting: format!("--device {}", settings.device),
+                    message: format!("there is no GPU here ({})", no_gpu_reason()),
+                });
+            }
+            return Err(Error::NoSuchDevice {
+                ordinal: settings.device,
+                visible,
+            });
+        }
+        if let Some(path) = &settings.nvcomp
+            && !path.exists()
+        {
+            return Err(Error::Config {
+                setting: format!("--nvcomp {}", path.display()),
+                message: "no such file or directory (give libnvcomp.so.5 or the directory holding it)".into(),
+            });
+        }
+        Ok(settings)
+    }
+
+    /// [`IoArgs::settings`] for a command that reads: `--compat-mode off` (cuFile or fail) also fails
+    /// here without a GPU, instead of reading on the host.
+    fn read_settings(&self) -> gpu_parquet::Result<Settings> {
+        let settings = self.settings()?;
+        if settings.policy.compat_mode == gpu_parquet::CompatMode::Off
+            && gpu_parquet::gpu::GpuContext::device_count() == 0
+        {
+            return Err(Error::Unavailable {
+                backend: "cufile".into(),
+                reason: format!(
+                    "--compat-mode off asks for cuFile or failure, and there is no GPU here ({})",
+                    no_gpu_reason()
+                ),
+            });
+        }
+        Ok(settings)
     }
 }
 
@@ -274,7 +316,7 @@ enum DecodeAt {
 }
 
 fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
-    let settings = args.io.settings()?;
+    let settings = args.io.read_settings()?;
     let backend = parse_backend(&args.backend)?;
     let mut builder = Reader::builder(&args.file)
         .with_settings(&settings)
@@ -299,6 +341,12 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
             });
         }
     };
+    if decode == DecodeAt::None && args.output.is_some() {
+        return Err(Error::Config {
+            setting: "--decode none".into(),
+            message: "--output writes decoded columns; give --decode auto, gpu or host with it".into(),
+        });
+    }
     let mut extra: Vec<Extra> = Vec::new();
     let (report, decode_report) = if decode == DecodeAt::Gpu {
         for _ in 0..args.warm_up {
@@ -398,6 +446,13 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     }
 }
 
+/// Why there is no GPU here, as CUDA says.
+fn no_gpu_reason() -> String {
+    gpu_parquet::gpu::cuda_present()
+        .err()
+        .unwrap_or_else(|| "no CUDA device".into())
+}
+
 /// `--backend`'s value, or an error naming the flag.
 fn parse_backend(value: &str) -> gpu_parquet::Result<BackendKind> {
     value.parse().map_err(|message| Error::Config {
@@ -460,7 +515,7 @@ fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> Str
 
 fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     use gpu_parquet::dataset::{Dataset, DatasetSource};
-    let settings = args.io.settings()?;
+    let settings = args.io.read_settings()?;
     let backend = parse_backend(&args.backend)?;
     let ds = Dataset::open(DatasetSource::from_args(&args.paths))?;
     let device = settings.device;
@@ -617,7 +672,7 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
         io,
         json,
     } = args;
-    let settings = io.settings()?;
+    let settings = io.read_settings()?;
     let opts = gpu_parquet::bench::BenchOptions {
         reps,
         cold: !no_cold,

@@ -1205,3 +1205,32 @@ fn files_without_a_parquet_frame_are_refused_in_plain_words() {
         assert!(r.stderr.contains(&want), "{name}: {}", r.stderr);
     }
 }
+
+/// Flags that cannot be honoured are refused, not ignored: `--compat-mode off` without a GPU,
+/// `--device` naming no GPU, an `--nvcomp` path that does not exist, `--decode none` with `--output`.
+#[test]
+fn flags_that_cannot_be_honoured_are_refused() {
+    let nested = testdata("nested.parquet");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("never.arrow");
+    let read = |extra: &[&str]| {
+        let mut a: Vec<OsString> = vec!["read".into(), nested.clone().into()];
+        a.extend(extra.iter().map(OsString::from));
+        run(&a)
+    };
+    let no_gpu = gpu_parquet::gpu::GpuContext::device_count() == 0;
+    if no_gpu {
+        let r = read(&["--compat-mode", "off"]);
+        r.assert_one_error_line("--compat-mode off");
+        assert!(r.stderr.contains("no GPU"), "{}", r.stderr);
+        let r = read(&["--device", "99", "--backend", "host"]);
+        r.assert_one_error_line("--device 99");
+        assert!(r.stderr.contains("no GPU"), "{}", r.stderr);
+    } else {
+        read(&["--device", "99"]).assert_one_error_line("GPU 99 does not exist");
+    }
+    read(&["--nvcomp", "/nonexistent-gpu-parquet-nvcomp"]).assert_one_error_line("/nonexistent-gpu-parquet-nvcomp");
+    let o = out.display().to_string();
+    read(&["--decode", "none", "--output", &o]).assert_one_error_line("--decode none");
+    assert!(!out.exists(), "--decode none --output wrote {o}");
+}
