@@ -56,8 +56,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Read all column chunks of FILE through every available path, hot and cold (cold runs drop the
-    /// page cache, which needs root), as a table.
+    /// Read all column chunks of FILE through every available path, hot (and cold with
+    /// --drop-caches, which drops the whole machine's page cache and needs root), as a table.
     Bench(BenchArgs),
 }
 
@@ -182,7 +182,11 @@ struct BenchArgs {
     /// Hot repetitions per path (the best is reported).
     #[arg(long, default_value_t = 5)]
     reps: usize,
-    /// Skip the cold runs.
+    /// Also one cold run per path, each after dropping the whole machine's page cache (needs root;
+    /// it slows everything else running on the machine). Without it the cold rows are left out.
+    #[arg(long)]
+    drop_caches: bool,
+    /// Skip the cold runs (the default; overrides --drop-caches).
     #[arg(long)]
     no_cold: bool,
     /// Thread counts to try for the staged path.
@@ -665,6 +669,7 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
     let BenchArgs {
         file,
         reps,
+        drop_caches,
         no_cold,
         staged_threads,
         no_decode,
@@ -675,7 +680,7 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
     let settings = io.read_settings()?;
     let opts = gpu_parquet::bench::BenchOptions {
         reps,
-        cold: !no_cold,
+        cold: drop_caches && !no_cold,
         staged_threads,
         decode: !no_decode,
         other_paths: !only_decode,
@@ -687,6 +692,9 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
         device: settings.device,
         ..Default::default()
     };
+    if opts.cold {
+        eprintln!("bench: dropping the whole machine's page cache before each cold run (--drop-caches)");
+    }
     let report = gpu_parquet::bench::bench_paths(&file, &opts)?;
     Ok(render(json, &report, || report.to_table()))
 }

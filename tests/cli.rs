@@ -1234,3 +1234,23 @@ fn flags_that_cannot_be_honoured_are_refused() {
     read(&["--decode", "none", "--output", &o]).assert_one_error_line("--decode none");
     assert!(!out.exists(), "--decode none --output wrote {o}");
 }
+
+/// `bench` leaves the machine's page cache alone unless `--drop-caches` asks, and says why the cold
+/// rows are missing.
+#[test]
+fn bench_drops_the_page_cache_only_when_asked() {
+    let file = testdata("flat_plain.parquet");
+    let r = run(&[
+        OsString::from("bench"),
+        file.into(),
+        "--reps".into(),
+        "1".into(),
+        "--no-decode".into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    let j = r.json();
+    assert_eq!(j["cold"], false, "{}", r.stdout);
+    let why = j["cold_skipped"].as_str().unwrap_or_default();
+    assert!(why.contains("--drop-caches"), "{}", r.stdout);
+}
