@@ -32,6 +32,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bench;
+pub mod byte_size;
 pub mod check;
 pub mod config;
 #[cfg(any(test, feature = "conformance"))]
@@ -54,6 +55,7 @@ pub mod plan;
 pub mod reader;
 pub mod report;
 
+pub use byte_size::ByteSize;
 pub use config::{BackendKind, CompatMode, IoPolicy, Settings};
 pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;

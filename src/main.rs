@@ -83,9 +83,12 @@ struct IoArgs {
     /// cold (default): where most of a read's pages are not in the page cache].
     #[arg(long)]
     direct: bool,
-    /// Device-memory budget in MiB of a GPU decode (steps of row groups are cut to fit); default half
-    /// of the GPU's free memory.
-    #[arg(long, allow_hyphen_values = true)]
+    /// Device-memory budget of a GPU decode, e.g. 8GiB, 512MiB, 1.5GB or bytes (steps of row groups
+    /// are cut to fit); at least 1MiB; default half of the GPU's free memory.
+    #[arg(long, value_name = "SIZE", conflicts_with = "memory_limit_mb")]
+    memory_limit: Option<gpu_parquet::ByteSize>,
+    /// The same in MiB (kept for old scripts) [GPU_PARQUET_MEMORY_LIMIT_MB].
+    #[arg(long, hide = true, allow_hyphen_values = true)]
     memory_limit_mb: Option<String>,
     /// The fewest steps a GPU decode cuts a read into (the next step is read while one is decoded).
     #[arg(long, allow_hyphen_values = true)]
@@ -131,7 +134,16 @@ impl IoArgs {
     /// The settings, refusing a `--device` (or its variable) that names no GPU here and an nvCOMP path
     /// that does not exist, rather than ignoring them.
     fn settings(&self) -> gpu_parquet::Result<Settings> {
-        let settings = Settings::from_env(&self.flags())?;
+        let mut settings = Settings::from_env(&self.flags())?;
+        if let Some(size) = self.memory_limit {
+            if size.0 < 1 << 20 {
+                return Err(Error::Config {
+                    setting: format!("--memory-limit {size}"),
+                    message: "expected at least 1MiB".into(),
+                });
+            }
+            settings.memory_limit = Some(size.0);
+        }
         let visible = gpu_parquet::gpu::GpuContext::device_count();
         if settings.device >= visible && (visible > 0 || settings.device != 0) {
             if visible == 0 {

@@ -1254,3 +1254,26 @@ fn bench_drops_the_page_cache_only_when_asked() {
     let why = j["cold_skipped"].as_str().unwrap_or_default();
     assert!(why.contains("--drop-caches"), "{}", r.stdout);
 }
+
+/// `--memory-limit` takes sizes with units (one parser, `gpu_parquet::ByteSize`), and says what is wrong.
+#[test]
+fn memory_limit_takes_sizes_with_units() {
+    let nested = testdata("nested.parquet");
+    let read = |limit: &str| {
+        run(&[
+            OsString::from("read"),
+            nested.clone().into(),
+            "--backend".into(),
+            "host".into(),
+            "--memory-limit".into(),
+            limit.into(),
+        ])
+    };
+    for ok in ["8GiB", "512MiB", "1.5GB", "1048576"] {
+        read(ok).assert_ok();
+    }
+    let r = read("12apples");
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("is not a size"), "{}", r.stderr);
+    read("1KiB").assert_one_error_line("--memory-limit 1KiB: expected at least 1MiB");
+}
