@@ -274,6 +274,10 @@ struct DatasetArgs {
     /// Check a GPU read against arrow-rs reading every file on the host, value for value.
     #[arg(long)]
     verify: bool,
+    /// Write the rows read (partition columns included) as an Arrow IPC file, as `read --output`
+    /// does; `-` writes it to standard output, and the report then goes to stderr.
+    #[arg(long, allow_hyphen_values = true)]
+    output: Option<PathBuf>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -546,9 +550,17 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     let all_bytes: u64 = ds.row_group_bytes().iter().flatten().sum();
     // Throughput is over the selected column chunks' uncompressed bytes (cuDF's measure, as `read`
     // and `bench` count it): every column's without --columns.
+    let input_paths: Vec<&std::path::Path> = ds.files().iter().map(|f| f.path.as_path()).collect();
+    let schema_line = ds
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| format!("{}: {}", f.name(), f.data_type()))
+        .collect::<Vec<_>>()
+        .join(", ");
     let head = |bytes: u64| {
         format!(
-            "{} file{}, {} rows, {:.2} MB uncompressed{}",
+            "schema: {schema_line}\n{} file{}, {} rows, {:.2} MB uncompressed{}",
             ds.files().len(),
             if ds.files().len() == 1 { "" } else { "s" },
             ds.num_rows(),
@@ -598,11 +610,17 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
         let head = head(bytes);
         let started = std::time::Instant::now();
         let mut rows = 0usize;
+        let mut kept = Vec::new();
         for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
-            rows += b?.batch.num_rows();
+            let batch = b?.batch;
+            rows += batch.num_rows();
+            if args.output.is_some() {
+                kept.push(batch);
+            }
         }
         let seconds = started.elapsed().as_secs_f64();
         drop(progress);
+        let wrote = write_dataset_output(&args, &kept, &input_paths)?;
         let value = serde_json::json!({
             "files": ds.files().iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>(),
             "rows": rows,
@@ -610,21 +628,27 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
             "seconds": seconds,
             "on": "host",
             "why": why,
+            "output": wrote.as_ref().map(|(j, _)| j.clone()),
         });
         return Ok(render(args.json, &value, || {
             format!(
-                "{head}\nread and decoded on the host (arrow-rs; {why}): {rows} rows in {:.1} ms ({:.2} GB/s)\n",
+                "{head}\nread and decoded on the host (arrow-rs; {why}): {rows} rows in {:.1} ms ({:.2} GB/s)\n{}",
                 seconds * 1e3,
-                bytes as f64 / seconds.max(1e-9) / 1e9
+                bytes as f64 / seconds.max(1e-9) / 1e9,
+                wrote.as_ref().map(|(_, line)| format!("{line}\n")).unwrap_or_default()
             )
         }));
     }
     let devices = args.devices.clone().unwrap_or_else(|| vec![device]);
     let read = ds.read_devices(&devices, &configure)?;
     let mut verified = None;
-    if args.verify {
+    let on_host = if args.verify || args.output.is_some() {
+        Some(read.to_host(&ds)?)
+    } else {
+        None
+    };
+    if let Some(got) = on_host.as_ref().filter(|_| args.verify) {
         progress.stage("verifying against arrow-rs");
-        let got = read.to_host(&ds)?;
         let mut want = Vec::new();
         for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
             want.push(b?.batch);
@@ -637,7 +661,7 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
                 .map(Some)
                 .map_err(|e| Error::device("verifying the dataset", e))
         };
-        if concat(&got)? != concat(&want)? {
+        if concat(got)? != concat(&want)? {
             return Err(Error::device(
                 "verifying the dataset",
                 "the GPU-decoded columns differ from arrow-rs's decode of the same files",
@@ -646,8 +670,12 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
         verified = Some(read.num_rows());
     }
     drop(progress);
+    let wrote = write_dataset_output(&args, on_host.as_deref().unwrap_or_default(), &input_paths)?;
     let summary = read.summary();
     let mut value = serde_json::to_value(&summary).unwrap_or_default();
+    if let (Some(obj), Some((j, _))) = (value.as_object_mut(), &wrote) {
+        obj.insert("output".into(), j.clone());
+    }
     if let (Some(obj), Some(rows)) = (value.as_object_mut(), verified) {
         obj.insert(
             "verified".into(),
@@ -667,8 +695,44 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
                 "verified: {rows} rows decoded on the GPU(s) equal arrow-rs's decode, value for value\n"
             ));
         }
+        if let Some((_, line)) = &wrote {
+            text.push_str(line);
+            text.push('\n');
+        }
         text
     }))
+}
+
+/// Writes the dataset's `batches` to `--output`, if given (standard output for `-`): the JSON value
+/// and the line that say so.
+fn write_dataset_output(
+    args: &DatasetArgs,
+    batches: &[arrow::record_batch::RecordBatch],
+    inputs: &[&std::path::Path],
+) -> gpu_parquet::Result<Option<(serde_json::Value, String)>> {
+    let Some(out) = &args.output else {
+        return Ok(None);
+    };
+    let Some(first) = batches.first() else {
+        return Err(Error::InvalidRequest {
+            location: gpu_parquet::Location::file(out),
+            message: "the dataset read no rows; no Arrow IPC file written".into(),
+        });
+    };
+    let schema = first.schema();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    if is_stdout(out) {
+        gpu_parquet::ipc_file::write_ipc_to(std::io::stdout().lock(), "standard output", &schema, batches)?;
+        return Ok(Some((
+            serde_json::json!({ "path": "-", "written": "standard output", "rows": rows, "format": "arrow-ipc-file" }),
+            format!("wrote {rows} rows to standard output (Arrow IPC file)"),
+        )));
+    }
+    let outcome = gpu_parquet::ipc_file::write_ipc_file(out, &schema, batches, inputs)?;
+    Ok(Some((
+        serde_json::json!({ "path": out, "written": outcome.target(), "how": outcome.to_string(), "rows": rows, "format": "arrow-ipc-file" }),
+        format!("wrote {} ({rows} rows, Arrow IPC file; {outcome})", out.display()),
+    )))
 }
 
 fn check(dir: PathBuf, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
@@ -738,7 +802,10 @@ fn main() -> ExitCode {
             report_to_stderr = args.output.as_deref().is_some_and(is_stdout);
             read(args)
         }
-        Command::Dataset(args) => dataset(args),
+        Command::Dataset(args) => {
+            report_to_stderr = args.output.as_deref().is_some_and(is_stdout);
+            dataset(args)
+        }
         Command::Check { dir, io, json } => check(dir, io, json),
         Command::Bench(args) => bench(args),
     };

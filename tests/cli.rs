@@ -1277,3 +1277,55 @@ fn memory_limit_takes_sizes_with_units() {
     assert!(r.stderr.contains("is not a size"), "{}", r.stderr);
     read("1KiB").assert_one_error_line("--memory-limit 1KiB: expected at least 1MiB");
 }
+
+/// `dataset` shows the schema, and `--output` writes its rows (partition columns included) as Arrow
+/// IPC, to a file or alone to stdout.
+#[test]
+fn dataset_shows_its_schema_and_writes_arrow_ipc() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("ds");
+    for year in ["2023", "2024"] {
+        let d = root.join(format!("year={year}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(testdata("flat_plain.parquet"), d.join("part-0.parquet")).unwrap();
+    }
+    let rows = 2 * metadata(&testdata("flat_plain.parquet")).file_metadata().num_rows();
+    let out = dir.path().join("ds.arrow");
+    let r = run(&[
+        OsString::from("dataset"),
+        root.clone().into(),
+        "--backend".into(),
+        "host".into(),
+        "--output".into(),
+        out.clone().into(),
+    ]);
+    r.assert_ok();
+    assert!(
+        r.stdout.contains("schema: ") && r.stdout.contains("year: Int32"),
+        "{}",
+        r.stdout
+    );
+    let table = read_ipc(&out);
+    assert_eq!(table.num_rows() as i64, rows);
+    assert!(table.schema().field_with_name("year").is_ok(), "{:?}", table.schema());
+
+    let done = Command::new(BIN)
+        .args([
+            OsString::from("dataset"),
+            root.into(),
+            "--backend".into(),
+            "host".into(),
+            "--output".into(),
+            "-".into(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run gpu-parquet");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    let reader = arrow::ipc::reader::FileReader::try_new(std::io::Cursor::new(done.stdout), None)
+        .unwrap_or_else(|e| panic!("stdout is not an Arrow IPC file: {e}\n{stderr}"));
+    let got: usize = reader.map(|b| b.expect("batch").num_rows()).sum();
+    assert_eq!(got as i64, rows);
+    assert!(stderr.contains("schema: "), "{stderr}");
+}
