@@ -4,7 +4,8 @@
 //! have the same Arrow schema as the first (a mismatch names both files and the column); hidden
 //! entries (names starting with `.` or `_`, such as `_SUCCESS` or `.crc` files) are skipped, as
 //! pyarrow and Spark skip them. In a directory, hive-style partition folders (`key=value/`) become
-//! columns after the file's own: `Int64` when every value of the key is an integer, `Utf8`
+//! columns after the file's own: `Int32` when every value of the key is an integer that fits (as
+//! pyarrow infers them), `Int64` when every value is a 64-bit integer, `Utf8`
 //! otherwise (values percent-decoded; `__HIVE_DEFAULT_PARTITION__` is null), in the order the keys
 //! appear in the path. Every file must have the same keys.
 //!
@@ -30,7 +31,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Array, StringArray, new_null_array};
+use arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray, new_null_array};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
@@ -171,11 +172,16 @@ impl Dataset {
             .iter()
             .enumerate()
             .map(|(k, key)| {
-                let integers = files
-                    .iter()
-                    .filter_map(|f| f.partition_values[k].as_deref())
-                    .all(|v| v.parse::<i64>().is_ok());
-                Field::new(key, if integers { DataType::Int64 } else { DataType::Utf8 }, true)
+                let values = || files.iter().filter_map(|f| f.partition_values[k].as_deref());
+                // As pyarrow infers them: Int32 where every value fits, else Int64, else strings.
+                let data_type = if values().all(|v| v.parse::<i32>().is_ok()) {
+                    DataType::Int32
+                } else if values().all(|v| v.parse::<i64>().is_ok()) {
+                    DataType::Int64
+                } else {
+                    DataType::Utf8
+                };
+                Field::new(key, data_type, true)
             })
             .collect();
         for p in &partitions {
@@ -295,12 +301,16 @@ pub(crate) fn with_partitions(
     for (field, value) in fields.iter().zip(values) {
         let column: ArrayRef = match (field.data_type(), value) {
             (t, None) => new_null_array(t, n),
-            (DataType::Int64, Some(v)) => {
-                let v: i64 = v.parse().map_err(|_| Error::InvalidRequest {
+            (t @ (DataType::Int32 | DataType::Int64), Some(v)) => {
+                let not_integer = || Error::InvalidRequest {
                     location: Location::file(path),
-                    message: format!("partition value '{v}' of '{}' is not an integer", field.name()),
-                })?;
-                Arc::new(Int64Array::from_value(v, n))
+                    message: format!("partition value '{v}' of '{}' is not an {t} integer", field.name()),
+                };
+                if *t == DataType::Int32 {
+                    Arc::new(Int32Array::from_value(v.parse().map_err(|_| not_integer())?, n))
+                } else {
+                    Arc::new(Int64Array::from_value(v.parse().map_err(|_| not_integer())?, n))
+                }
             }
             (_, Some(v)) => Arc::new(StringArray::from_iter_values(std::iter::repeat_n(v.as_str(), n))),
         };

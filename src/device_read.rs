@@ -503,7 +503,7 @@ impl Reader {
                     ..self.source.location()
                 },
                 message: format!(
-                    "decoding this row group needs about {bytes} bytes of device memory, over half the budget of {budget} bytes (set a larger --memory-limit-mb)"
+                    "decoding this row group needs about {bytes} bytes of device memory, over half the budget of {budget} bytes (set a larger --memory-limit)"
                 ),
             });
         }

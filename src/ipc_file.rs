@@ -188,6 +188,25 @@ pub fn write_ipc_file(
     }
 }
 
+/// Writes `batches` (each matching `schema`) as an Arrow IPC file into `writer` (standard output, say),
+/// flushing it; errors name `name`. Dictionaries are merged as [`write_ipc_file`] merges them.
+pub fn write_ipc_to<W: std::io::Write>(
+    writer: W,
+    name: &str,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<()> {
+    let location = Location::file(name);
+    let batches = merge_dictionaries(schema, batches, &location)?;
+    let mut ipc = arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::new(writer), schema)
+        .map_err(|e| write_error(&location, "", e))?;
+    for batch in &batches {
+        ipc.write(batch).map_err(|e| write_error(&location, "", e))?;
+    }
+    let mut buffered = ipc.into_inner().map_err(|e| write_error(&location, "", e))?;
+    std::io::Write::flush(&mut buffered).map_err(|e| Error::io(location, "cannot write the Arrow IPC file", e))
+}
+
 /// The path to write: `out` itself, or where the symlink `out` finally points.
 fn resolve(out: &Path, location: &Location) -> Result<PathBuf> {
     match std::fs::symlink_metadata(out) {

@@ -32,6 +32,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bench;
+pub mod byte_size;
 pub mod check;
 pub mod config;
 #[cfg(any(test, feature = "conformance"))]
@@ -58,6 +59,7 @@ pub mod scan;
 /// The `arrow` crate this one is built on (its types are those of every decoded table), so that a user
 /// needs no version of their own in step with ours.
 pub use arrow;
+pub use byte_size::ByteSize;
 pub use config::{BackendKind, CompatMode, IoPolicy, Settings};
 pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;

@@ -2,8 +2,9 @@
 //! environment once ([`Settings::from_env`], with flags in place of their variables), calls the
 //! [`Reader`] (or `inspect`, `check`, `bench`, the dataset reader), and prints.
 //!
-//! Errors, argument errors included, print as one line, `error: <message>`, on stderr, with exit
-//! status 1. Output is printed only after every library object is dropped, so the cuFile driver is
+//! Errors print as `error: <message>` on stderr (plus a `caused by:` line for each cause the message
+//! does not already include), with exit status 1; argument errors are clap's own (usage, suggestions,
+//! exit status 2). Output is printed only after every library object is dropped, so the cuFile driver is
 //! closed before the process ends, whatever happens to stdout.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -55,8 +56,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Read all column chunks of FILE through every available path, hot and cold (cold runs drop the
-    /// page cache, which needs root), as a table.
+    /// Read all column chunks of FILE through every available path, hot (and cold with
+    /// --drop-caches, which drops the whole machine's page cache and needs root), as a table.
     Bench(BenchArgs),
 }
 
@@ -82,9 +83,12 @@ struct IoArgs {
     /// cold (default): where most of a read's pages are not in the page cache].
     #[arg(long)]
     direct: bool,
-    /// Device-memory budget in MiB of a GPU decode (steps of row groups are cut to fit); default half
-    /// of the GPU's free memory.
-    #[arg(long, allow_hyphen_values = true)]
+    /// Device-memory budget of a GPU decode, e.g. 8GiB, 512MiB, 1.5GB or bytes (steps of row groups
+    /// are cut to fit); at least 1MiB; default half of the GPU's free memory.
+    #[arg(long, value_name = "SIZE", conflicts_with = "memory_limit_mb")]
+    memory_limit: Option<gpu_parquet::ByteSize>,
+    /// The same in MiB (kept for old scripts) [GPU_PARQUET_MEMORY_LIMIT_MB].
+    #[arg(long, hide = true, allow_hyphen_values = true)]
     memory_limit_mb: Option<String>,
     /// The fewest steps a GPU decode cuts a read into (the next step is read while one is decoded).
     #[arg(long, allow_hyphen_values = true)]
@@ -127,8 +131,59 @@ impl IoArgs {
         f
     }
 
+    /// The settings, refusing a `--device` (or its variable) that names no GPU here and an nvCOMP path
+    /// that does not exist, rather than ignoring them.
     fn settings(&self) -> gpu_parquet::Result<Settings> {
-        Settings::from_env(&self.flags())
+        let mut settings = Settings::from_env(&self.flags())?;
+        if let Some(size) = self.memory_limit {
+            if size.0 < 1 << 20 {
+                return Err(Error::Config {
+                    setting: format!("--memory-limit {size}"),
+                    message: "expected at least 1MiB".into(),
+                });
+            }
+            settings.memory_limit = Some(size.0);
+        }
+        let visible = gpu_parquet::gpu::GpuContext::device_count();
+        if settings.device >= visible && (visible > 0 || settings.device != 0) {
+            if visible == 0 {
+                return Err(Error::Config {
+                    setting: format!("--device {}", settings.device),
+                    message: format!("there is no GPU here ({})", no_gpu_reason()),
+                });
+            }
+            return Err(Error::NoSuchDevice {
+                ordinal: settings.device,
+                visible,
+            });
+        }
+        if let Some(path) = &settings.nvcomp
+            && !path.exists()
+        {
+            return Err(Error::Config {
+                setting: format!("--nvcomp {}", path.display()),
+                message: "no such file or directory (give libnvcomp.so.5 or the directory holding it)".into(),
+            });
+        }
+        Ok(settings)
+    }
+
+    /// [`IoArgs::settings`] for a command that reads: `--compat-mode off` (cuFile or fail) also fails
+    /// here without a GPU, instead of reading on the host.
+    fn read_settings(&self) -> gpu_parquet::Result<Settings> {
+        let settings = self.settings()?;
+        if settings.policy.compat_mode == gpu_parquet::CompatMode::Off
+            && gpu_parquet::gpu::GpuContext::device_count() == 0
+        {
+            return Err(Error::Unavailable {
+                backend: "cufile".into(),
+                reason: format!(
+                    "--compat-mode off asks for cuFile or failure, and there is no GPU here ({})",
+                    no_gpu_reason()
+                ),
+            });
+        }
+        Ok(settings)
     }
 }
 
@@ -139,7 +194,11 @@ struct BenchArgs {
     /// Hot repetitions per path (the best is reported).
     #[arg(long, default_value_t = 5)]
     reps: usize,
-    /// Skip the cold runs.
+    /// Also one cold run per path, each after dropping the whole machine's page cache (needs root;
+    /// it slows everything else running on the machine). Without it the cold rows are left out.
+    #[arg(long)]
+    drop_caches: bool,
+    /// Skip the cold runs (the default; overrides --drop-caches).
     #[arg(long)]
     no_cold: bool,
     /// Thread counts to try for the staged path.
@@ -182,8 +241,9 @@ struct ReadArgs {
     /// `gpu`, `host` (arrow-rs on the CPU), or `none` (column chunks only, still encoded).
     #[arg(long, default_value = "auto")]
     decode: String,
-    /// Write the decoded table (what the GPU decoded, on the GPU path) as an Arrow IPC file.
-    #[arg(long)]
+    /// Write the decoded table (what the GPU decoded, on the GPU path) as an Arrow IPC file; `-` (or
+    /// `/dev/stdout`) writes it to standard output, and the report then goes to stderr.
+    #[arg(long, allow_hyphen_values = true)]
     output: Option<PathBuf>,
     /// Read the selection this many times first, in the same process, and report the read after
     /// them: the figures with memory pools grown and kernels loaded, as `bench`'s hot rows have them.
@@ -214,6 +274,10 @@ struct DatasetArgs {
     /// Check a GPU read against arrow-rs reading every file on the host, value for value.
     #[arg(long)]
     verify: bool,
+    /// Write the rows read (partition columns included) as an Arrow IPC file, as `read --output`
+    /// does; `-` writes it to standard output, and the report then goes to stderr.
+    #[arg(long, allow_hyphen_values = true)]
+    output: Option<PathBuf>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -272,7 +336,7 @@ enum DecodeAt {
 }
 
 fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
-    let settings = args.io.settings()?;
+    let settings = args.io.read_settings()?;
     let backend = parse_backend(&args.backend)?;
     let mut builder = Reader::builder(&args.file)
         .with_settings(&settings)
@@ -297,6 +361,12 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
             });
         }
     };
+    if decode == DecodeAt::None && args.output.is_some() {
+        return Err(Error::Config {
+            setting: "--decode none".into(),
+            message: "--output writes decoded columns; give --decode auto, gpu or host with it".into(),
+        });
+    }
     let mut extra: Vec<Extra> = Vec::new();
     let (report, decode_report) = if decode == DecodeAt::Gpu {
         for _ in 0..args.warm_up {
@@ -396,6 +466,13 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
     }
 }
 
+/// Why there is no GPU here, as CUDA says.
+fn no_gpu_reason() -> String {
+    gpu_parquet::gpu::cuda_present()
+        .err()
+        .unwrap_or_else(|| "no CUDA device".into())
+}
+
 /// `--backend`'s value, or an error naming the flag.
 fn parse_backend(value: &str) -> gpu_parquet::Result<BackendKind> {
     value.parse().map_err(|message| Error::Config {
@@ -418,6 +495,15 @@ fn write_output(
         return Ok(());
     };
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    if is_stdout(out) {
+        gpu_parquet::ipc_file::write_ipc_to(std::io::stdout().lock(), "standard output", schema, batches)?;
+        extra.push((
+            "output",
+            serde_json::json!({ "path": "-", "written": "standard output", "rows": rows, "format": "arrow-ipc-file" }),
+            format!("wrote {rows} rows to standard output (Arrow IPC file)"),
+        ));
+        return Ok(());
+    }
     let outcome = gpu_parquet::ipc_file::write_ipc_file(out, schema, batches, &[&args.file])?;
     extra.push((
         "output",
@@ -433,6 +519,12 @@ fn write_output(
     Ok(())
 }
 
+/// Whether `--output` names standard output (`-` or `/dev/stdout`): the Arrow data then goes there
+/// alone, and the report to stderr.
+fn is_stdout(out: &std::path::Path) -> bool {
+    out == std::path::Path::new("-") || out == std::path::Path::new("/dev/stdout")
+}
+
 fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> String) -> String {
     if json {
         format!("{}\n", serde_json::to_string_pretty(value).unwrap_or_default())
@@ -443,7 +535,7 @@ fn render(json: bool, value: &impl serde::Serialize, table: impl FnOnce() -> Str
 
 fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     use gpu_parquet::dataset::{Dataset, DatasetSource};
-    let settings = args.io.settings()?;
+    let settings = args.io.read_settings()?;
     let backend = parse_backend(&args.backend)?;
     let ds = Dataset::open(DatasetSource::from_args(&args.paths))?;
     let device = settings.device;
@@ -458,9 +550,17 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     let all_bytes: u64 = ds.row_group_bytes().iter().flatten().sum();
     // Throughput is over the selected column chunks' uncompressed bytes (cuDF's measure, as `read`
     // and `bench` count it): every column's without --columns.
+    let input_paths: Vec<&std::path::Path> = ds.files().iter().map(|f| f.path.as_path()).collect();
+    let schema_line = ds
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| format!("{}: {}", f.name(), f.data_type()))
+        .collect::<Vec<_>>()
+        .join(", ");
     let head = |bytes: u64| {
         format!(
-            "{} file{}, {} rows, {:.2} MB uncompressed{}",
+            "schema: {schema_line}\n{} file{}, {} rows, {:.2} MB uncompressed{}",
             ds.files().len(),
             if ds.files().len() == 1 { "" } else { "s" },
             ds.num_rows(),
@@ -510,11 +610,17 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
         let head = head(bytes);
         let started = std::time::Instant::now();
         let mut rows = 0usize;
+        let mut kept = Vec::new();
         for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
-            rows += b?.batch.num_rows();
+            let batch = b?.batch;
+            rows += batch.num_rows();
+            if args.output.is_some() {
+                kept.push(batch);
+            }
         }
         let seconds = started.elapsed().as_secs_f64();
         drop(progress);
+        let wrote = write_dataset_output(&args, &kept, &input_paths)?;
         let value = serde_json::json!({
             "files": ds.files().iter().map(|f| f.path.display().to_string()).collect::<Vec<_>>(),
             "rows": rows,
@@ -522,21 +628,27 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
             "seconds": seconds,
             "on": "host",
             "why": why,
+            "output": wrote.as_ref().map(|(j, _)| j.clone()),
         });
         return Ok(render(args.json, &value, || {
             format!(
-                "{head}\nread and decoded on the host (arrow-rs; {why}): {rows} rows in {:.1} ms ({:.2} GB/s)\n",
+                "{head}\nread and decoded on the host (arrow-rs; {why}): {rows} rows in {:.1} ms ({:.2} GB/s)\n{}",
                 seconds * 1e3,
-                bytes as f64 / seconds.max(1e-9) / 1e9
+                bytes as f64 / seconds.max(1e-9) / 1e9,
+                wrote.as_ref().map(|(_, line)| format!("{line}\n")).unwrap_or_default()
             )
         }));
     }
     let devices = args.devices.clone().unwrap_or_else(|| vec![device]);
     let read = ds.read_devices(&devices, &configure)?;
     let mut verified = None;
-    if args.verify {
+    let on_host = if args.verify || args.output.is_some() {
+        Some(read.to_host(&ds)?)
+    } else {
+        None
+    };
+    if let Some(got) = on_host.as_ref().filter(|_| args.verify) {
         progress.stage("verifying against arrow-rs");
-        let got = read.to_host(&ds)?;
         let mut want = Vec::new();
         for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
             want.push(b?.batch);
@@ -549,7 +661,7 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
                 .map(Some)
                 .map_err(|e| Error::device("verifying the dataset", e))
         };
-        if concat(&got)? != concat(&want)? {
+        if concat(got)? != concat(&want)? {
             return Err(Error::device(
                 "verifying the dataset",
                 "the GPU-decoded columns differ from arrow-rs's decode of the same files",
@@ -558,8 +670,12 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
         verified = Some(read.num_rows());
     }
     drop(progress);
+    let wrote = write_dataset_output(&args, on_host.as_deref().unwrap_or_default(), &input_paths)?;
     let summary = read.summary();
     let mut value = serde_json::to_value(&summary).unwrap_or_default();
+    if let (Some(obj), Some((j, _))) = (value.as_object_mut(), &wrote) {
+        obj.insert("output".into(), j.clone());
+    }
     if let (Some(obj), Some(rows)) = (value.as_object_mut(), verified) {
         obj.insert(
             "verified".into(),
@@ -579,8 +695,44 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
                 "verified: {rows} rows decoded on the GPU(s) equal arrow-rs's decode, value for value\n"
             ));
         }
+        if let Some((_, line)) = &wrote {
+            text.push_str(line);
+            text.push('\n');
+        }
         text
     }))
+}
+
+/// Writes the dataset's `batches` to `--output`, if given (standard output for `-`): the JSON value
+/// and the line that say so.
+fn write_dataset_output(
+    args: &DatasetArgs,
+    batches: &[arrow::record_batch::RecordBatch],
+    inputs: &[&std::path::Path],
+) -> gpu_parquet::Result<Option<(serde_json::Value, String)>> {
+    let Some(out) = &args.output else {
+        return Ok(None);
+    };
+    let Some(first) = batches.first() else {
+        return Err(Error::InvalidRequest {
+            location: gpu_parquet::Location::file(out),
+            message: "the dataset read no rows; no Arrow IPC file written".into(),
+        });
+    };
+    let schema = first.schema();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    if is_stdout(out) {
+        gpu_parquet::ipc_file::write_ipc_to(std::io::stdout().lock(), "standard output", &schema, batches)?;
+        return Ok(Some((
+            serde_json::json!({ "path": "-", "written": "standard output", "rows": rows, "format": "arrow-ipc-file" }),
+            format!("wrote {rows} rows to standard output (Arrow IPC file)"),
+        )));
+    }
+    let outcome = gpu_parquet::ipc_file::write_ipc_file(out, &schema, batches, inputs)?;
+    Ok(Some((
+        serde_json::json!({ "path": out, "written": outcome.target(), "how": outcome.to_string(), "rows": rows, "format": "arrow-ipc-file" }),
+        format!("wrote {} ({rows} rows, Arrow IPC file; {outcome})", out.display()),
+    )))
 }
 
 fn check(dir: PathBuf, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
@@ -593,6 +745,7 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
     let BenchArgs {
         file,
         reps,
+        drop_caches,
         no_cold,
         staged_threads,
         no_decode,
@@ -600,10 +753,10 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
         io,
         json,
     } = args;
-    let settings = io.settings()?;
+    let settings = io.read_settings()?;
     let opts = gpu_parquet::bench::BenchOptions {
         reps,
-        cold: !no_cold,
+        cold: drop_caches && !no_cold,
         staged_threads,
         decode: !no_decode,
         other_paths: !only_decode,
@@ -615,6 +768,9 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
         device: settings.device,
         ..Default::default()
     };
+    if opts.cold {
+        eprintln!("bench: dropping the whole machine's page cache before each cold run (--drop-caches)");
+    }
     let report = gpu_parquet::bench::bench_paths(&file, &opts)?;
     Ok(render(json, &report, || report.to_table()))
 }
@@ -637,36 +793,52 @@ fn emit(text: &str) -> ExitCode {
 fn main() -> ExitCode {
     // Panics the library contains become errors; keep their default message off stderr.
     gpu_parquet::panic_guard::install_quiet_hook();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                return emit(&e.to_string());
-            }
-            // One line, like every other error: clap's first line, without its own "error: " prefix.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("error: {first} (gpu-parquet --help lists the arguments)");
-            return ExitCode::FAILURE;
-        }
-    };
+    // Argument errors are clap's own: usage, suggestions, exit status 2.
+    let cli = Cli::parse();
+    let mut report_to_stderr = false;
     let result = match cli.command {
         Command::Inspect { file, json } => inspect(file, json),
-        Command::Read(args) => read(args),
-        Command::Dataset(args) => dataset(args),
+        Command::Read(args) => {
+            report_to_stderr = args.output.as_deref().is_some_and(is_stdout);
+            read(args)
+        }
+        Command::Dataset(args) => {
+            report_to_stderr = args.output.as_deref().is_some_and(is_stdout);
+            dataset(args)
+        }
         Command::Check { dir, io, json } => check(dir, io, json),
         Command::Bench(args) => bench(args),
     };
     // Every reader, backend and cuFile driver is dropped by now; only text is left to print.
     match result {
+        Ok(text) if report_to_stderr => {
+            eprint!("{text}");
+            ExitCode::SUCCESS
+        }
         Ok(text) => emit(&text),
         Err(e) => {
-            eprintln!("error: {}", one_line(&e.to_string()));
+            eprint!("{}", error_report(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `error: <message>`, then a `caused by: <message>` line for each error in the source chain whose
+/// message the one before it does not already include (most of the library's errors embed their
+/// direct source); every line printable, newline-terminated.
+fn error_report(error: &dyn std::error::Error) -> String {
+    let mut shown = error.to_string();
+    let mut text = format!("error: {}\n", one_line(&shown));
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let message = cause.to_string();
+        if !shown.contains(&message) {
+            text.push_str(&format!("caused by: {}\n", one_line(&message)));
+        }
+        shown = message;
+        next = cause.source();
+    }
+    text
 }
 
 /// `message` with control characters (a newline or NUL in a column name from a hostile footer, say)
@@ -686,7 +858,53 @@ fn one_line(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{error_report, one_line};
+
+    /// An error with a message and an optional source, the message not embedding the source's.
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn error_report_lists_the_source_chain_once_and_never_debug() {
+        let e = Layer(
+            "f.parquet: cannot read",
+            Some(Box::new(Layer(
+                "ZSTD failed",
+                Some(Box::new(Layer("frame too short", None))),
+            ))),
+        );
+        assert_eq!(
+            error_report(&e),
+            "error: f.parquet: cannot read\ncaused by: ZSTD failed\ncaused by: frame too short\n"
+        );
+        // A source the message already includes is not repeated.
+        let embedded = Layer(
+            "f.parquet: frame too short",
+            Some(Box::new(Layer("frame too short", None))),
+        );
+        assert_eq!(error_report(&embedded), "error: f.parquet: frame too short\n");
+        // The library's errors: Display, not Debug.
+        let lib = gpu_parquet::Error::io(
+            gpu_parquet::Location::file("x.parquet"),
+            "cannot open",
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        );
+        let text = error_report(&lib);
+        assert!(text.starts_with("error: x.parquet: cannot open: "), "{text}");
+        assert!(!text.contains("Io {") && !text.contains("location:"), "{text}");
+    }
 
     #[test]
     fn errors_stay_one_printable_line() {

@@ -72,6 +72,7 @@ impl ParquetSource {
         clear_nonblocking(&file).map_err(|e| Error::io(Location::file(&path), "cannot clear O_NONBLOCK", e))?;
         let len = stat.len();
         let location = Location::file(&path);
+        refuse_unframed(&path, &file, len)?;
         refuse_unwalkable_footer(&path, &file, len)?;
         let (metadata, repairs) = contain_panics(&location, || {
             match ParquetMetaDataReader::new()
@@ -225,6 +226,38 @@ impl ParquetSource {
             message: format!("the file changed while it was being read ({what}); read it again"),
         })
     }
+}
+
+/// Refuses, in plain words, a file that cannot hold a Parquet footer: shorter than the leading magic,
+/// footer length and trailing magic; not ending in `PAR1` (or `PARE`, an encrypted footer); or with
+/// a footer length past its start. (`parquet` says "Corrupt footer", or "need 827474264" for a file
+/// of `PAR1PAR1`, reading the magic as a length.)
+fn refuse_unframed(path: &Path, file: &File, len: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let location = Location::file(path);
+    if len < 12 {
+        return Err(Error::invalid_metadata(
+            location,
+            format!("too short to be a Parquet file ({len} bytes)"),
+        ));
+    }
+    let mut tail = [0u8; 8];
+    file.read_exact_at(&mut tail, len - 8)
+        .map_err(|e| Error::io(location.clone(), "cannot read the footer", e))?;
+    if &tail[4..] != b"PAR1" && &tail[4..] != b"PARE" {
+        return Err(Error::invalid_metadata(
+            location,
+            "not a Parquet file (no PAR1 magic at its end)",
+        ));
+    }
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if footer_len > len - 12 {
+        return Err(Error::invalid_metadata(
+            location,
+            format!("footer length {footer_len} exceeds the file ({len} bytes)"),
+        ));
+    }
+    Ok(())
 }
 
 /// The Thrift bytes of a plaintext footer (the file ends in its length and `PAR1`), or `None` for a

@@ -828,14 +828,29 @@ fn flags_and_variables_share_one_validation() {
     read(&["--task-size-mb", "1"], &[("GPU_PARQUET_TASK_SIZE_MB", "0")]).assert_ok();
 }
 
+/// Argument errors are clap's own: the error, a usage line, suggestions for typos, exit status 2.
 #[test]
-fn argument_errors_and_check_of_a_missing_directory_are_one_line_and_exit_1() {
-    let r = run(&["read"]);
-    r.assert_one_error_line("--help");
-    let r = run(&["read", "x.parquet", "--bogus"]);
-    r.assert_one_error_line("--bogus");
-    let r = run(&["frobnicate"]);
-    r.assert_one_error_line("frobnicate");
+fn argument_errors_are_clap_s_own_with_usage_and_suggestions() {
+    let clap_error = |args: &[&str], wants: &[&str]| {
+        let r = run(args);
+        assert_eq!(r.code, Some(2), "{}: exit status\nstderr: {}", r.what, r.stderr);
+        assert!(r.stdout.is_empty(), "{}: stdout: {}", r.what, r.stdout);
+        for want in wants {
+            assert!(r.stderr.contains(want), "{}: no '{want}' in:\n{}", r.what, r.stderr);
+        }
+    };
+    // No arguments: usage, not the description dressed as an error.
+    clap_error(&[], &["Usage:", "read"]);
+    // A missing FILE is named.
+    clap_error(&["read"], &["<FILE>", "Usage:"]);
+    // Typos get clap's suggestions.
+    clap_error(&["read", "x.parquet", "--colums", "a"], &["--colums", "--columns"]);
+    clap_error(&["raed", "x.parquet"], &["raed", "'read'"]);
+    clap_error(&["read", "x.parquet", "--bogus"], &["--bogus", "Usage:"]);
+}
+
+#[test]
+fn check_of_a_missing_directory_is_one_line_and_exit_1() {
     let r = run(&["check", "/nonexistent-gpu-parquet-dir"]);
     r.assert_one_error_line("/nonexistent-gpu-parquet-dir");
     let help = run(&["--help"]);
@@ -1111,4 +1126,206 @@ fn warm_up_reports_one_read_and_only_decode_leaves_out_the_other_paths() {
     ]);
     only.assert_ok();
     assert!(!only.stdout.lines().any(|l| l.starts_with("host ")), "{}", only.stdout);
+}
+
+/// `--output -` and `--output /dev/stdout`: standard output holds the Arrow IPC file alone (arrow's
+/// reader takes it, with the input's rows), the report goes to stderr, and no file named `-` appears.
+#[test]
+fn output_to_stdout_is_only_the_arrow_file_and_the_report_goes_to_stderr() {
+    let file = testdata("flat_zstd.parquet");
+    let rows = metadata(&file).file_metadata().num_rows();
+    for out in ["-", "/dev/stdout"] {
+        let cwd = tempfile::tempdir().expect("tempdir");
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(cwd.path())
+            .args([
+                OsString::from("read"),
+                file.clone().into(),
+                "--output".into(),
+                out.into(),
+            ])
+            .stdin(Stdio::null());
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("GPU_PARQUET_") {
+                cmd.env_remove(k);
+            }
+        }
+        let done = cmd.output().expect("run gpu-parquet");
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(done.status.success(), "--output {out}: {:?}\n{stderr}", done.status);
+        let reader = arrow::ipc::reader::FileReader::try_new(std::io::Cursor::new(done.stdout), None)
+            .unwrap_or_else(|e| panic!("--output {out}: stdout is not an Arrow IPC file: {e}\nstderr: {stderr}"));
+        let got: usize = reader.map(|b| b.expect("batch").num_rows()).sum();
+        assert_eq!(got as i64, rows, "--output {out}");
+        assert!(
+            stderr.contains("standard output"),
+            "--output {out}: report not on stderr: {stderr}"
+        );
+        assert!(!cwd.path().join("-").exists(), "--output {out} wrote a file named '-'");
+    }
+}
+
+/// Files that cannot hold a Parquet footer are refused in plain words, naming the file, by the
+/// library and by the binary.
+#[test]
+fn files_without_a_parquet_frame_are_refused_in_plain_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut footer_past_start = vec![b'x'; 20];
+    footer_past_start.extend_from_slice(&1000u32.to_le_bytes());
+    footer_past_start.extend_from_slice(b"PAR1");
+    let cases: [(&str, Vec<u8>, String); 4] = [
+        (
+            "text.parquet",
+            b"a,b\n1,2\n3,4\n5,6\n".to_vec(),
+            "not a Parquet file (no PAR1 magic at its end)".into(),
+        ),
+        (
+            "magic.parquet",
+            b"PAR1PAR1".to_vec(),
+            "too short to be a Parquet file (8 bytes)".into(),
+        ),
+        (
+            "empty.parquet",
+            Vec::new(),
+            "too short to be a Parquet file (0 bytes)".into(),
+        ),
+        (
+            "long.parquet",
+            footer_past_start,
+            "footer length 1000 exceeds the file (28 bytes)".into(),
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).expect("write");
+        let err = gpu_parquet::ParquetSource::open(&path).expect_err(name).to_string();
+        assert!(err.contains(&want) && err.contains(name), "{name}: {err}");
+        let r = run(&[OsString::from("inspect"), path.clone().into()]);
+        r.assert_one_error_line(&path.display().to_string());
+        assert!(r.stderr.contains(&want), "{name}: {}", r.stderr);
+    }
+}
+
+/// Flags that cannot be honoured are refused, not ignored: `--compat-mode off` without a GPU,
+/// `--device` naming no GPU, an `--nvcomp` path that does not exist, `--decode none` with `--output`.
+#[test]
+fn flags_that_cannot_be_honoured_are_refused() {
+    let nested = testdata("nested.parquet");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("never.arrow");
+    let read = |extra: &[&str]| {
+        let mut a: Vec<OsString> = vec!["read".into(), nested.clone().into()];
+        a.extend(extra.iter().map(OsString::from));
+        run(&a)
+    };
+    let no_gpu = gpu_parquet::gpu::GpuContext::device_count() == 0;
+    if no_gpu {
+        let r = read(&["--compat-mode", "off"]);
+        r.assert_one_error_line("--compat-mode off");
+        assert!(r.stderr.contains("no GPU"), "{}", r.stderr);
+        let r = read(&["--device", "99", "--backend", "host"]);
+        r.assert_one_error_line("--device 99");
+        assert!(r.stderr.contains("no GPU"), "{}", r.stderr);
+    } else {
+        read(&["--device", "99"]).assert_one_error_line("GPU 99 does not exist");
+    }
+    read(&["--nvcomp", "/nonexistent-gpu-parquet-nvcomp"]).assert_one_error_line("/nonexistent-gpu-parquet-nvcomp");
+    let o = out.display().to_string();
+    read(&["--decode", "none", "--output", &o]).assert_one_error_line("--decode none");
+    assert!(!out.exists(), "--decode none --output wrote {o}");
+}
+
+/// `bench` leaves the machine's page cache alone unless `--drop-caches` asks, and says why the cold
+/// rows are missing.
+#[test]
+fn bench_drops_the_page_cache_only_when_asked() {
+    let file = testdata("flat_plain.parquet");
+    let r = run(&[
+        OsString::from("bench"),
+        file.into(),
+        "--reps".into(),
+        "1".into(),
+        "--no-decode".into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    let j = r.json();
+    assert_eq!(j["cold"], false, "{}", r.stdout);
+    let why = j["cold_skipped"].as_str().unwrap_or_default();
+    assert!(why.contains("--drop-caches"), "{}", r.stdout);
+}
+
+/// `--memory-limit` takes sizes with units (one parser, `gpu_parquet::ByteSize`), and says what is wrong.
+#[test]
+fn memory_limit_takes_sizes_with_units() {
+    let nested = testdata("nested.parquet");
+    let read = |limit: &str| {
+        run(&[
+            OsString::from("read"),
+            nested.clone().into(),
+            "--backend".into(),
+            "host".into(),
+            "--memory-limit".into(),
+            limit.into(),
+        ])
+    };
+    for ok in ["8GiB", "512MiB", "1.5GB", "1048576"] {
+        read(ok).assert_ok();
+    }
+    let r = read("12apples");
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("is not a size"), "{}", r.stderr);
+    read("1KiB").assert_one_error_line("--memory-limit 1KiB: expected at least 1MiB");
+}
+
+/// `dataset` shows the schema, and `--output` writes its rows (partition columns included) as Arrow
+/// IPC, to a file or alone to stdout.
+#[test]
+fn dataset_shows_its_schema_and_writes_arrow_ipc() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("ds");
+    for year in ["2023", "2024"] {
+        let d = root.join(format!("year={year}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(testdata("flat_plain.parquet"), d.join("part-0.parquet")).unwrap();
+    }
+    let rows = 2 * metadata(&testdata("flat_plain.parquet")).file_metadata().num_rows();
+    let out = dir.path().join("ds.arrow");
+    let r = run(&[
+        OsString::from("dataset"),
+        root.clone().into(),
+        "--backend".into(),
+        "host".into(),
+        "--output".into(),
+        out.clone().into(),
+    ]);
+    r.assert_ok();
+    assert!(
+        r.stdout.contains("schema: ") && r.stdout.contains("year: Int32"),
+        "{}",
+        r.stdout
+    );
+    let table = read_ipc(&out);
+    assert_eq!(table.num_rows() as i64, rows);
+    assert!(table.schema().field_with_name("year").is_ok(), "{:?}", table.schema());
+
+    let done = Command::new(BIN)
+        .args([
+            OsString::from("dataset"),
+            root.into(),
+            "--backend".into(),
+            "host".into(),
+            "--output".into(),
+            "-".into(),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run gpu-parquet");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    let reader = arrow::ipc::reader::FileReader::try_new(std::io::Cursor::new(done.stdout), None)
+        .unwrap_or_else(|e| panic!("stdout is not an Arrow IPC file: {e}\n{stderr}"));
+    let got: usize = reader.map(|b| b.expect("batch").num_rows()).sum();
+    assert_eq!(got as i64, rows);
+    assert!(stderr.contains("schema: "), "{stderr}");
 }

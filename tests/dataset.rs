@@ -112,14 +112,14 @@ fn a_hive_directory_reads_as_its_files_with_partition_columns() {
         .collect();
     assert_eq!(
         fields,
-        vec![("year".into(), DataType::Int64), ("city".into(), DataType::Utf8)]
+        vec![("year".into(), DataType::Int32), ("city".into(), DataType::Utf8)]
     );
 
     let (got, files) = read_all(&ds, host).expect("read");
     let mut want = Vec::new();
     for (rel, batch) in &written {
         let n = batch.num_rows();
-        let year: i64 = rel[5..9].parse().unwrap();
+        let year: i32 = rel[5..9].parse().unwrap();
         let city: ArrayRef = if rel.contains("__HIVE_DEFAULT_PARTITION__") {
             arrow::array::new_null_array(&DataType::Utf8, n)
         } else if rel.contains("Paris") {
@@ -129,7 +129,7 @@ fn a_hive_directory_reads_as_its_files_with_partition_columns() {
         };
         want.push(with_partitions(
             batch,
-            &[("year", Arc::new(Int64Array::from(vec![year; n]))), ("city", city)],
+            &[("year", Arc::new(Int32Array::from(vec![year; n]))), ("city", city)],
         ));
     }
     let want = concat_batches(&want[0].schema(), &want).unwrap();
@@ -320,4 +320,26 @@ fn several_gpus_read_the_dataset_as_the_host_does() {
         );
         assert!(r.cufile_stats_check.is_none());
     }
+}
+
+/// Integer partition values are Int32 where every value fits, as pyarrow infers them, else Int64.
+#[test]
+fn integer_partitions_are_int32_where_they_fit_else_int64() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(&root.join("day=1/part-0.parquet"), 0, 10, false);
+    write(&root.join("day=2/part-0.parquet"), 10, 10, false);
+    let ds = Dataset::open(DatasetSource::Directory(root.to_path_buf())).expect("dataset");
+    assert_eq!(ds.partition_fields()[0].data_type(), &DataType::Int32);
+    let (got, _) = read_all(&ds, host).expect("read");
+    let day = got.column_by_name("day").expect("day column");
+    assert_eq!(day.data_type(), &DataType::Int32);
+
+    write(&root.join("day=4294967296/part-0.parquet"), 20, 10, false);
+    let ds = Dataset::open(DatasetSource::Directory(root.to_path_buf())).expect("dataset");
+    assert_eq!(ds.partition_fields()[0].data_type(), &DataType::Int64);
+    let (got, _) = read_all(&ds, host).expect("read");
+    let day = got.column_by_name("day").expect("day column");
+    let day = day.as_any().downcast_ref::<Int64Array>().expect("Int64");
+    assert_eq!(day.value(day.len() - 1), 4_294_967_296);
 }

@@ -133,7 +133,7 @@ case "${1:-}" in
       $B/gpu-parquet read $F/$f.parquet ${EXTRA:-} 2>&1 | grep -E "^decoded|^steps|^device memory"
     done; done ;;
   bench)
-    for f in $files; do $B/gpu-parquet bench $F/$f.parquet --reps 5 ${EXTRA:-}; done ;;
+    for f in $files; do $B/gpu-parquet bench $F/$f.parquet --reps 5 --drop-caches ${EXTRA:-}; done ;;
   python)
     python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .devpack/gpu_parquet-*.whl
     python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -3
@@ -161,7 +161,7 @@ case "${1:-}" in
   cudf)
     mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2
-    for f in $files; do echo "== ours $f"; decode_bench gpu-parquet $f; done
+    for f in $files; do echo "== ours $f"; decode_bench gpu-parquet $f --drop-caches; done
     for f in $files; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
     for f in $files; do echo "== ours again $f"; decode_bench gpu-parquet $f --no-cold; done
     for f in $files; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
