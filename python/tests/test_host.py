@@ -23,7 +23,12 @@ def test_host_read_equals_pyarrow(path):
     assert got.num_rows == want.num_rows == t.num_rows == len(t)
     assert got.column_names == want.column_names == t.column_names
     for name in want.column_names:
-        assert got.column(name).combine_chunks().equals(want.column(name).combine_chunks()), name
+        g, w = got.column(name).combine_chunks(), want.column(name).combine_chunks()
+        # The file's Arrow schema keeps an integer column dictionary-encoded: arrow-rs (and so we) keep
+        # it so, pyarrow restores dictionaries of strings only. Compare such a column by its values.
+        if pa.types.is_dictionary(g.type) and not pa.types.is_dictionary(w.type):
+            g = g.cast(g.type.value_type)
+        assert g.equals(w), name
 
 
 def test_report_counts_every_byte_on_the_host_path():
