@@ -80,17 +80,14 @@ extern "C" __global__ void gp_convert(u32 op, const u8* src, u32 src_width, u64 
             gp_sign_extend_words(((const i64*)src)[i], (i64*)dst + 4 * i, 4);
             break;
         case CONV_BE_TO_I32:
-            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + 4 * i, 4);
-            break;
         case CONV_BE_TO_I64:
-            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + 8 * i, 8);
-            break;
         case CONV_BE_TO_I128:
-            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + 16 * i, 16);
+        case CONV_BE_TO_I256: {
+            // 4, 8, 16 or 32 bytes, as the op numbers run.
+            const u32 width = 4u << (op - CONV_BE_TO_I32);
+            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + (u64)width * i, width);
             break;
-        case CONV_BE_TO_I256:
-            gp_big_endian_to_le(src + (u64)src_width * i, src_width, dst + 32 * i, 32);
-            break;
+        }
         default:
             return;
         }
