@@ -62,29 +62,6 @@ fn settings_from(flags: &[(Key, &str, String)]) -> PyResult<Settings> {
     })
 }
 
-/// Bytes from an int or a size such as "64MiB", "2GiB", "1.5GB", "4096" (binary suffixes KiB..TiB,
-/// decimal KB..TB, an optional B; case-insensitive). `None` when the text is no size.
-fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (number, suffix) = t.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let unit: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "m" | "mb" => 1_000_000,
-        "g" | "gb" => 1_000_000_000,
-        "t" | "tb" => 1_000_000_000_000,
-        "kib" => 1 << 10,
-        "mib" => 1 << 20,
-        "gib" => 1 << 30,
-        "tib" => 1 << 40,
-        _ => return None,
-    };
-    let bytes = number * unit as f64;
-    (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
-}
-
 /// The smallest and largest budget accepted, as the library's `--memory-limit-mb` bounds (1 MiB .. 1 PiB).
 const MEMORY_LIMIT_BYTES: (u64, u64) = (1 << 20, 1 << 50);
 
@@ -96,7 +73,7 @@ fn memory_limit_bytes(value: &Bound<'_, PyAny>) -> PyResult<u64> {
             "memory_limit: expected an int (bytes) or a size such as \"64MiB\", not a bool",
         ));
     } else if let Ok(s) = value.extract::<String>() {
-        parse_size(&s).ok_or_else(|| {
+        s.parse::<gpu_parquet::ByteSize>().map(|b| b.0).map_err(|_| {
             PyValueError::new_err(format!(
                 "memory_limit={shown}: expected bytes or a size such as \"64MiB\", \"2GiB\", \"1.5GB\""
             ))

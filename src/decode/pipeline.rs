@@ -881,41 +881,34 @@ pub fn decode_step<E: Executor>(
             fallback.insert(*route_idx, why);
         }
     }
-    // Keys index the step's dictionaries one after another: their entries must fit the key type.
-    for (route_idx, leaf) in &gpu {
-        if let LeafRole::DictionaryKeys(_) = leaf.role {
-            let entries: u64 = chunks
-                .iter()
-                .filter(|c| {
-                    gpu[c.column].0 == *route_idx && matches!(gpu[c.column].1.role, LeafRole::DictionaryKeys(_))
-                })
-                .flat_map(|c| &c.infos)
-                .filter(|p| p.page_type == 2)
-                .map(|p| p.num_values.max(0) as u64)
-                .sum();
-            if entries > key_capacity(&leaf.data_type) && !fallback.contains_key(route_idx) {
-                fallback.insert(
-                    *route_idx,
-                    format!(
-                        "{entries} dictionary entries in one step, more than {} keys hold: decoded on the host",
-                        leaf.data_type
-                    ),
-                );
+    // Level entries per GPU column (its rows, or more where it repeats), and dictionary entries.
+    let mut entries_of = vec![0u64; gpu.len()];
+    let mut dictionary_entries_of = vec![0u64; gpu.len()];
+    for ch in &chunks {
+        for p in &ch.infos {
+            let n = p.num_values.max(0) as u64;
+            match p.page_type {
+                0 | 3 => entries_of[ch.column] += n,
+                2 => dictionary_entries_of[ch.column] += n,
+                _ => {}
             }
         }
     }
-    // Level entries per GPU column: its rows, or more where it repeats.
-    let mut entries_of = vec![0u64; gpu.len()];
-    for ch in &chunks {
-        entries_of[ch.column] += ch
-            .infos
-            .iter()
-            .filter(|p| p.page_type == 0 || p.page_type == 3)
-            .map(|p| p.num_values.max(0) as u64)
-            .sum::<u64>();
-    }
-    for (gi, (route_idx, _)) in gpu.iter().enumerate() {
-        if entries_of[gi] > i32::MAX as u64 && !fallback.contains_key(route_idx) {
+    for (gi, (route_idx, leaf)) in gpu.iter().enumerate() {
+        if fallback.contains_key(route_idx) {
+            continue;
+        }
+        // Keys index the step's dictionaries one after another: their entries must fit the key type.
+        let entries = dictionary_entries_of[gi];
+        if matches!(leaf.role, LeafRole::DictionaryKeys(_)) && entries > key_capacity(&leaf.data_type) {
+            fallback.insert(
+                *route_idx,
+                format!(
+                    "{entries} dictionary entries in one step, more than {} keys hold: decoded on the host",
+                    leaf.data_type
+                ),
+            );
+        } else if entries_of[gi] > i32::MAX as u64 {
             fallback.insert(
                 *route_idx,
                 "more than 2^31 level entries in one step: decoded on the host".into(),
@@ -1089,13 +1082,7 @@ pub fn decode_step<E: Executor>(
         // A dictionary's values are as many as its chunks' dictionary entries; any other column has
         // its level entries (its rows, or more where it repeats).
         let column_rows = if values_role {
-            chunks
-                .iter()
-                .filter(|c| c.column == gi)
-                .flat_map(|c| &c.infos)
-                .filter(|p| p.page_type == 2)
-                .map(|p| p.num_values.max(0) as u64)
-                .sum()
+            dictionary_entries_of[gi]
         } else {
             entries_of[gi]
         };
@@ -2363,12 +2350,28 @@ fn check_utf8<E: Executor>(
     // The row holding byte `at`: the last row whose string starts at or before it and is not empty.
     let offsets: Vec<i32> = exec.read(c.out_offsets, c.num_rows as usize + 1)?;
     let row = offsets[1..].partition_point(|&o| (o as i64) <= at as i64) as u32;
-    let page = pages
-        .iter()
-        .position(|p| p.column == k as u32 && p.row_start <= row && row - p.row_start < p.num_values);
     let message =
         format!("a string that is not valid UTF-8 (byte {at} of the step's characters, row {row} of the step)");
-    Err(match page {
+    Err(row_error(source, gpu, kept, pages, origins, k, row as u64, message))
+}
+
+/// An error found at `row` of the step's column `k` (an index into the step's columns), named by the
+/// page holding that row where one does, else by the column.
+#[allow(clippy::too_many_arguments)]
+fn row_error(
+    source: &ParquetSource,
+    gpu: &[(usize, GpuLeaf)],
+    kept: &[usize],
+    pages: &[PageDesc],
+    origins: &[PageOrigin],
+    k: usize,
+    row: u64,
+    message: String,
+) -> Error {
+    let page = pages.iter().position(|p| {
+        p.column == k as u32 && (p.row_start as u64) <= row && row - (p.row_start as u64) < p.num_values as u64
+    });
+    match page {
         Some(pi) => page_error(source, gpu, &origins[pi], message),
         None => Error::CorruptPage {
             location: Location {
@@ -2378,7 +2381,7 @@ fn check_utf8<E: Executor>(
             page: None,
             message,
         },
-    })
+    }
 }
 
 /// The buffers of each BYTE_ARRAY column (by its index in `cols`) in its Arrow type's layout, from the
@@ -2493,22 +2496,7 @@ fn reshape_strings<E: Executor>(
                 if found[i] != u64::MAX {
                     let row = found[i];
                     let message = format!("a decimal of more than {width} bytes (row {row} of the step)");
-                    let page = pages.iter().position(|p| {
-                        p.column == k as u32
-                            && (p.row_start as u64) <= row
-                            && row - (p.row_start as u64) < p.num_values as u64
-                    });
-                    return Err(match page {
-                        Some(pi) => page_error(source, gpu, &origins[pi], message),
-                        None => Error::CorruptPage {
-                            location: Location {
-                                column: Some(source.column_path(gpu[kept[k]].1.leaf)),
-                                ..source.location()
-                            },
-                            page: None,
-                            message,
-                        },
-                    });
+                    return Err(row_error(source, gpu, kept, pages, origins, k, row, message));
                 }
                 exec.free(c.out_offsets);
                 exec.free(c.out_values);
