@@ -230,14 +230,15 @@ fn export_array<B: OwnedBuffer>(a: &DeviceArray<B>, owner: &Arc<dyn Any + Send +
             children.push(boxed);
         }
     }
-    let mut array = finish_array(a.len, a.null_count, buffers, children, variadic_sizes, owner);
-    if !dictionary.is_null() {
-        array.dictionary = dictionary;
-        // SAFETY: `finish_array` boxed this array's `ArrayPrivate` as its private data just now, and
-        // nothing else points to it yet.
-        unsafe { (*(array.private_data as *mut ArrayPrivate)).dictionary = dictionary };
-    }
-    Ok(array)
+    Ok(finish_array(
+        a.len,
+        a.null_count,
+        buffers,
+        children,
+        dictionary,
+        variadic_sizes,
+        owner,
+    ))
 }
 
 fn finish_array(
@@ -245,6 +246,7 @@ fn finish_array(
     null_count: usize,
     mut buffers: Vec<*const c_void>,
     children: Vec<*mut FFI_ArrowArray>,
+    dictionary: *mut FFI_ArrowArray,
     variadic_sizes: Option<Vec<i64>>,
     owner: &Arc<dyn Any + Send + Sync>,
 ) -> FFI_ArrowArray {
@@ -257,7 +259,7 @@ fn finish_array(
         _owner: owner.clone(),
         buffers,
         children,
-        dictionary: std::ptr::null_mut(),
+        dictionary,
         _variadic_sizes: variadic_sizes,
     });
     // The vectors' heap storage does not move with the box, so these pointers stay valid until release.
@@ -279,7 +281,7 @@ fn finish_array(
         n_children: private.children.len() as i64,
         buffers: buffers_ptr,
         children: children_ptr,
-        dictionary: std::ptr::null_mut(),
+        dictionary,
         release: Some(release_array),
         private_data: Box::into_raw(private) as *mut c_void,
     }
@@ -333,7 +335,15 @@ fn export_owned<B: OwnedBuffer + 'static>(
         .map(|c| Box::into_raw(Box::new(c)))
         .collect();
     Ok(FFI_ArrowDeviceArray {
-        array: finish_array(num_rows, 0, vec![std::ptr::null()], children, None, &any),
+        array: finish_array(
+            num_rows,
+            0,
+            vec![std::ptr::null()],
+            children,
+            std::ptr::null_mut(),
+            None,
+            &any,
+        ),
         device_id,
         device_type,
         sync_event,
