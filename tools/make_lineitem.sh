@@ -4,7 +4,11 @@
 # wheel carried in .wheels/ to a machine without a network), into DIR (default /tmp/bench):
 #   lineitem_snappy.parquet  tpchgen-cli's defaults (SNAPPY, about 7 MiB row groups)
 #   lineitem_zstd.parquet    --compression 'ZSTD(1)' --row-group-bytes 128MB
-# Both ask for Utf8View in their Arrow schema, as the generator writes it.
+#   lineitem_sorted.parquet  the snappy file sorted by l_shipdate, with page statistics, the page index
+#                            and bloom filters on l_orderkey and l_partkey (the selective-scan benchmark),
+#                            written by examples/sort_parquet.rs (SORT: its binary, default
+#                            .device/bin/sort_parquet) where that binary is there
+# All ask for Utf8View in their Arrow schema, as the generator writes it.
 # Usage: tools/make_lineitem.sh [DIR] [SF]
 set -euo pipefail
 dir=${1:-/tmp/bench}
@@ -25,4 +29,9 @@ tmp=$(mktemp -d "$dir/lineitem.XXXX")
 mv "$tmp/snappy/lineitem.parquet" "$dir/lineitem_snappy.parquet"
 mv "$tmp/zstd/lineitem.parquet" "$dir/lineitem_zstd.parquet"
 rm -rf "$tmp"
+sort=${SORT:-.device/bin/sort_parquet}
+if [ -x "$sort" ]; then
+  "$sort" "$dir/lineitem_snappy.parquet" "$dir/lineitem_sorted.parquet" --by l_shipdate \
+    --row-group-rows 4194304 --bloom l_orderkey,l_partkey
+fi
 ls -l "$dir"/lineitem_*.parquet
