@@ -9,9 +9,12 @@
 //! otherwise (values percent-decoded; `__HIVE_DEFAULT_PARTITION__` is null), in the order the keys
 //! appear in the path. Every file must have the same keys.
 //!
-//! [`Dataset::batches`] reads the files in path order, one row group (or group of row groups) at a
-//! time, on a background thread that reads and decodes the next group while the caller works on the
-//! current one; each [`Reader`] is configured by the caller (backend, columns, settings).
+//! Each file's footer is read once, by [`Dataset::open`]; its readers start from that
+//! [`ParquetSource`]. [`Dataset::batches`] scans the files in path order, one step of row groups at a
+//! time, the scan reading and decoding the next steps while the caller works on the current one
+//! (on the host by default, on the GPU when the reader is configured with
+//! [`Decode::Gpu`](crate::Decode::Gpu)); each [`Reader`](crate::Reader) is configured by the caller (backend, columns,
+//! settings, decode).
 //!
 //! ```
 //! use gpu_parquet::dataset::{Dataset, DatasetSource};
@@ -35,9 +38,12 @@ use arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray, new_null_array
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
+use crate::decode::gpu::GpuDecoder;
 use crate::error::{Error, Location, Result};
+use crate::io::select::AnyBackend;
 use crate::metadata::ParquetSource;
-use crate::reader::{Background, Reader, ReaderBuilder};
+use crate::reader::ReaderBuilder;
+use crate::scan::{Decode, Scan, StepOutput};
 
 /// Where a dataset's files are.
 #[derive(Debug, Clone)]
@@ -77,6 +83,8 @@ pub struct DatasetFile {
 #[derive(Debug, Clone)]
 pub struct Dataset {
     files: Vec<DatasetFile>,
+    /// Each file opened, its footer read and validated once.
+    sources: Vec<ParquetSource>,
     rows: Vec<u64>,
     /// Per file, each row group's uncompressed bytes (`total_byte_size`): how work is shared out.
     row_group_bytes: Vec<Vec<u64>>,
@@ -132,8 +140,10 @@ impl Dataset {
         let mut file_schema: Option<(PathBuf, SchemaRef)> = None;
         let mut rows = Vec::with_capacity(files.len());
         let mut row_group_bytes = Vec::with_capacity(files.len());
+        let mut sources = Vec::with_capacity(files.len());
         for f in &files {
             let source = ParquetSource::open(&f.path)?;
+            sources.push(source.clone());
             row_group_bytes.push(
                 source
                     .metadata()
@@ -196,6 +206,7 @@ impl Dataset {
         fields.extend(partitions.iter().cloned());
         Ok(Self {
             files,
+            sources,
             rows,
             row_group_bytes,
             partitions,
@@ -228,62 +239,137 @@ impl Dataset {
         self.rows.iter().sum()
     }
 
+    /// Each file, opened once (its validated footer): readers start from it
+    /// ([`ReaderBuilder::from_source`]).
+    pub fn sources(&self) -> &[ParquetSource] {
+        &self.sources
+    }
+
+    /// A reader builder for file `i`, from its already-open source.
+    pub fn reader_builder(&self, i: usize) -> ReaderBuilder {
+        ReaderBuilder::from_source(self.sources[i].clone())
+    }
+
     /// Reads every file's row groups in order as batches with the partition columns appended. Each
-    /// file's [`Reader`] is built by `configure` from [`Reader::builder`] (choose the backend, the
-    /// columns, the settings there). A background thread reads and decodes the next group while the
-    /// caller holds the current one; dropping the iterator stops it. The first error ends the stream.
+    /// file's [`Reader`](crate::Reader) is built by `configure` from [`Dataset::reader_builder`] (choose the backend,
+    /// the columns, the settings there; it decodes on the host unless `configure` asks for
+    /// [`Decode::Gpu`], whose device columns are then copied to the host). Each file is one
+    /// [`Reader::scan`](crate::Reader::scan), reading and decoding its next steps while the caller holds the current one;
+    /// the readers after the first share its backend and GPU decoder. Dropping the iterator stops the
+    /// scan. The first error ends the stream.
     pub fn batches(&self, configure: impl Fn(ReaderBuilder) -> ReaderBuilder + Send + 'static) -> DatasetBatches {
-        let files = self.files.clone();
-        let partitions = self.partitions.clone();
-        Background::spawn("gpu-parquet-dataset", 1, move |send| {
-            for (i, f) in files.iter().enumerate() {
-                if !read_file(i, f, &partitions, &configure, send) {
-                    return;
-                }
-            }
-        })
+        DatasetBatches {
+            files: self.files.clone(),
+            sources: self.sources.clone(),
+            partitions: self.partitions.clone(),
+            configure: Box::new(configure),
+            next_file: 0,
+            current: None,
+            pending: std::collections::VecDeque::new(),
+            shared: None,
+            ended: false,
+        }
     }
 }
 
-/// Reads file `i` group by group, handing each batch (or the first error) to `send`; false when the
-/// stream should stop (an error was sent, or the receiver is gone).
-fn read_file(
-    i: usize,
-    f: &DatasetFile,
-    partitions: &[Field],
-    configure: &dyn Fn(ReaderBuilder) -> ReaderBuilder,
-    send: &dyn Fn(Result<DatasetBatch>) -> bool,
-) -> bool {
-    let groups = configure(Reader::builder(&f.path)).build().and_then(|r| r.stream());
-    let groups = match groups {
-        Ok(g) => g,
-        Err(e) => {
-            send(Err(e));
-            return false;
+/// The batches of [`Dataset::batches`]: each file's scan in turn.
+pub struct DatasetBatches {
+    files: Vec<DatasetFile>,
+    sources: Vec<ParquetSource>,
+    partitions: Vec<Field>,
+    configure: Box<dyn Fn(ReaderBuilder) -> ReaderBuilder + Send>,
+    next_file: usize,
+    /// The file being scanned, and its scan.
+    current: Option<(usize, Scan<StepOutput>)>,
+    /// Batches of the current step not handed out yet.
+    pending: std::collections::VecDeque<DatasetBatch>,
+    /// The first reader's backend and GPU decoder, shared with the later ones.
+    shared: Option<(Arc<AnyBackend>, Option<Arc<GpuDecoder>>)>,
+    ended: bool,
+}
+
+impl std::fmt::Debug for DatasetBatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatasetBatches")
+            .field("files", &self.files.len())
+            .field("next_file", &self.next_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DatasetBatches {
+    /// Starts the scan of the next file; `None` when none is left.
+    fn start_next(&mut self) -> Option<Result<()>> {
+        let i = self.next_file;
+        let source = self.sources.get(i)?.clone();
+        self.next_file += 1;
+        let mut builder = (self.configure)(ReaderBuilder::from_source(source).with_decode(Decode::Host));
+        if let Some((io, decoder)) = &self.shared {
+            builder = builder.with_io(io.clone()).with_gpu_decoder(decoder.clone());
         }
-    };
-    for group in groups {
-        let table = match group.and_then(|g| g.decode()) {
-            Ok(t) => t,
-            Err(e) => {
-                send(Err(e));
-                return false;
+        let started = builder.build().and_then(|reader| {
+            let scan = reader.scan()?;
+            if self.shared.is_none() {
+                let decoder = reader.gpu_decoder.get().and_then(|d| d.as_ref().ok()).cloned();
+                self.shared = Some((reader.io().clone(), decoder));
+            }
+            Ok(scan)
+        });
+        Some(started.map(|scan| self.current = Some((i, scan))))
+    }
+
+    /// The next step of the current file as batches with the partitions; `None` at its end.
+    fn next_step(&mut self) -> Option<Result<()>> {
+        let (i, scan) = self.current.as_mut()?;
+        let i = *i;
+        let step = match scan.next() {
+            Some(step) => step,
+            None => {
+                self.current = None;
+                return None;
             }
         };
-        for batch in table.batches {
-            let out = with_partitions(batch, partitions, &f.partition_values, &f.path)
-                .map(|batch| DatasetBatch { file: i, batch });
-            let failed = out.is_err();
-            if !send(out) || failed {
-                return false;
+        let f = &self.files[i];
+        let batches = step.and_then(StepOutput::into_record_batches);
+        Some(batches.and_then(|batches| {
+            for batch in batches {
+                let batch = with_partitions(batch, &self.partitions, &f.partition_values, &f.path)?;
+                self.pending.push_back(DatasetBatch { file: i, batch });
+            }
+            Ok(())
+        }))
+    }
+}
+
+impl Iterator for DatasetBatches {
+    type Item = Result<DatasetBatch>;
+
+    fn next(&mut self) -> Option<Result<DatasetBatch>> {
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Some(Ok(b));
+            }
+            if self.ended {
+                return None;
+            }
+            let r = match self.next_step() {
+                Some(r) => r,
+                None => match self.start_next() {
+                    Some(r) => r,
+                    None => {
+                        self.ended = true;
+                        return None;
+                    }
+                },
+            };
+            if let Err(e) = r {
+                self.ended = true;
+                self.current = None;
+                return Some(Err(e));
             }
         }
     }
-    true
 }
-
-/// The batches of [`Dataset::batches`].
-pub type DatasetBatches = Background<DatasetBatch>;
 
 /// `batch` with one constant column per partition appended.
 pub(crate) fn with_partitions(
