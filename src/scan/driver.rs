@@ -474,9 +474,10 @@ impl<T> Iterator for Scan<T> {
 
 impl<T> Drop for Scan<T> {
     fn drop(&mut self) {
-        self.handed_out.take();
+        // Stopped before the handed-out step's place is given back, so no step is begun for it.
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.places.wake();
+        self.handed_out.take();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
