@@ -90,6 +90,8 @@ pub struct Dataset {
     row_group_bytes: Vec<Vec<u64>>,
     partitions: Vec<Field>,
     schema: SchemaRef,
+    /// The files' columns read ([`Dataset::select_columns`]; `None`: all).
+    columns: Option<Vec<String>>,
 }
 
 /// A batch of a dataset: which file it came from, and its rows with the partition columns.
@@ -211,7 +213,89 @@ impl Dataset {
             row_group_bytes,
             partitions,
             schema: Arc::new(Schema::new(fields)),
+            columns: None,
         })
+    }
+
+    /// This dataset reading only the columns `names`: the files' columns (top-level names, or dotted
+    /// paths to nested leaves) and partition columns, the latter still after the files' own in their
+    /// key order. A name that is neither is an error naming the columns there are; so is a selection
+    /// of partition columns alone (a read needs one of the files' columns for its rows).
+    pub fn select_columns<S: AsRef<str>>(&self, names: &[S]) -> Result<Self> {
+        let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+        let keys: Vec<&str> = self.partitions.iter().map(|f| f.name().as_str()).collect();
+        let file_fields = &self.schema.fields()[..self.schema.fields().len() - self.partitions.len()];
+        let mut columns = Vec::new();
+        for name in &names {
+            if keys.contains(name) {
+                continue;
+            }
+            let top = name.split('.').next().unwrap_or(name);
+            if !file_fields.iter().any(|f| f.name() == top) {
+                let known: Vec<&str> = file_fields.iter().map(|f| f.name().as_str()).collect();
+                return Err(Error::InvalidRequest {
+                    location: Location::file(&self.files[0].path),
+                    message: format!(
+                        "the dataset has no column '{name}' (the files' columns: {}; partition columns: {})",
+                        known.join(", "),
+                        if keys.is_empty() {
+                            "none".to_string()
+                        } else {
+                            keys.join(", ")
+                        }
+                    ),
+                });
+            }
+            columns.push(name.to_string());
+        }
+        if columns.is_empty() {
+            return Err(Error::InvalidRequest {
+                location: Location::file(&self.files[0].path),
+                message: format!(
+                    "select at least one of the files' columns besides the partition columns {}",
+                    names.join(", ")
+                ),
+            });
+        }
+        let keep: Vec<usize> = (0..self.partitions.len())
+            .filter(|&k| names.contains(&keys[k]))
+            .collect();
+        let partitions: Vec<Field> = keep.iter().map(|&k| self.partitions[k].clone()).collect();
+        let files = self
+            .files
+            .iter()
+            .map(|f| DatasetFile {
+                path: f.path.clone(),
+                partition_values: keep.iter().map(|&k| f.partition_values[k].clone()).collect(),
+            })
+            .collect();
+        // Top-level fields of the selection (nested ones whole), then the partitions kept.
+        let mut fields: Vec<Field> = file_fields
+            .iter()
+            .filter(|f| columns.iter().any(|c| c.split('.').next() == Some(f.name().as_str())))
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.extend(partitions.iter().cloned());
+        Ok(Self {
+            files,
+            sources: self.sources.clone(),
+            rows: self.rows.clone(),
+            row_group_bytes: self.row_group_bytes.clone(),
+            partitions,
+            schema: Arc::new(Schema::new(fields)),
+            columns: Some(columns),
+        })
+    }
+
+    /// The files' columns read, when [`select_columns`](Self::select_columns) chose them.
+    pub fn file_columns(&self) -> Option<&[String]> {
+        self.columns.as_deref()
+    }
+
+    /// `batch`, read from file `i`, with that file's partition columns appended.
+    pub fn attach_partitions(&self, i: usize, batch: RecordBatch) -> Result<RecordBatch> {
+        let f = &self.files[i];
+        with_partitions(batch, &self.partitions, &f.partition_values, &f.path)
     }
 
     /// Per file, each row group's uncompressed bytes (the footer's `total_byte_size`).
@@ -245,13 +329,18 @@ impl Dataset {
         &self.sources
     }
 
-    /// A reader builder for file `i`, from its already-open source.
+    /// A reader builder for file `i`, from its already-open source, with the selected columns.
     pub fn reader_builder(&self, i: usize) -> ReaderBuilder {
-        ReaderBuilder::from_source(self.sources[i].clone())
+        let b = ReaderBuilder::from_source(self.sources[i].clone());
+        match &self.columns {
+            Some(c) => b.with_columns(c.iter().cloned()),
+            None => b,
+        }
     }
 
-    /// Reads every file's row groups in order as batches with the partition columns appended. Each
-    /// file's [`Reader`](crate::Reader) is built by `configure` from [`Dataset::reader_builder`] (choose the backend,
+    /// Reads every file's row groups in order as batches with the (selected) partition columns
+    /// appended. Each file's [`Reader`](crate::Reader) is built by `configure` from
+    /// [`Dataset::reader_builder`] (choose the backend,
     /// the columns, the settings there; it decodes on the host unless `configure` asks for
     /// [`Decode::Gpu`], whose device columns are then copied to the host). Each file is one
     /// [`Reader::scan`](crate::Reader::scan), reading and decoding its next steps while the caller holds the current one;
@@ -259,9 +348,7 @@ impl Dataset {
     /// scan. The first error ends the stream.
     pub fn batches(&self, configure: impl Fn(ReaderBuilder) -> ReaderBuilder + Send + 'static) -> DatasetBatches {
         DatasetBatches {
-            files: self.files.clone(),
-            sources: self.sources.clone(),
-            partitions: self.partitions.clone(),
+            dataset: self.clone(),
             configure: Box::new(configure),
             next_file: 0,
             current: None,
@@ -274,9 +361,7 @@ impl Dataset {
 
 /// The batches of [`Dataset::batches`]: each file's scan in turn.
 pub struct DatasetBatches {
-    files: Vec<DatasetFile>,
-    sources: Vec<ParquetSource>,
-    partitions: Vec<Field>,
+    dataset: Dataset,
     configure: Box<dyn Fn(ReaderBuilder) -> ReaderBuilder + Send>,
     next_file: usize,
     /// The file being scanned, and its scan.
@@ -291,7 +376,7 @@ pub struct DatasetBatches {
 impl std::fmt::Debug for DatasetBatches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DatasetBatches")
-            .field("files", &self.files.len())
+            .field("files", &self.dataset.files.len())
             .field("next_file", &self.next_file)
             .finish_non_exhaustive()
     }
@@ -301,9 +386,11 @@ impl DatasetBatches {
     /// Starts the scan of the next file; `None` when none is left.
     fn start_next(&mut self) -> Option<Result<()>> {
         let i = self.next_file;
-        let source = self.sources.get(i)?.clone();
+        if i >= self.dataset.files.len() {
+            return None;
+        }
         self.next_file += 1;
-        let mut builder = (self.configure)(ReaderBuilder::from_source(source).with_decode(Decode::Host));
+        let mut builder = (self.configure)(self.dataset.reader_builder(i).with_decode(Decode::Host));
         if let Some((io, decoder)) = &self.shared {
             builder = builder.with_io(io.clone()).with_gpu_decoder(decoder.clone());
         }
@@ -329,11 +416,10 @@ impl DatasetBatches {
                 return None;
             }
         };
-        let f = &self.files[i];
         let batches = step.and_then(StepOutput::into_record_batches);
         Some(batches.and_then(|batches| {
             for batch in batches {
-                let batch = with_partitions(batch, &self.partitions, &f.partition_values, &f.path)?;
+                let batch = self.dataset.attach_partitions(i, batch)?;
                 self.pending.push_back(DatasetBatch { file: i, batch });
             }
             Ok(())
