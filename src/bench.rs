@@ -8,20 +8,24 @@
 //! copy" row gives the staged path's ceiling on this machine.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::config::{BackendKind, CompatMode, IoPolicy};
+use crate::decode::table::DeviceBatch;
 use crate::error::Result;
-use crate::gpu::GpuContext;
+use crate::gpu::{GpuContext, guard};
 use crate::io::pread::pread_exact;
 use crate::io::select::{AnyBackend, AnyBuffer};
 use crate::io::staged::pinned_copy_time;
-use crate::io::{DestBuffer, IoBackend, IoLog, IoPath};
+use crate::io::{DestBuffer, IoBackend, IoLog, IoPath, StepFetched, fetch_steps_per_call};
 use crate::metadata::ParquetSource;
 use crate::plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};
+use crate::reader::{ColumnChunks, Reader};
+use crate::scan::gpu::{GpuSteps, held_decoders};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -398,7 +402,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
     // The pipeline's reads alone (its steps fetched as it fetches them, nothing decoded): what the
     // decode beside them costs the reads, in the same run. On the staged backend also with one call per
     // step, what the workers going on from step to step save.
-    let per_call_too = reader.io.staged().is_some();
+    let per_call_too = reader.io().staged().is_some();
     for per_call in [false, true].into_iter().take(1 + per_call_too as usize) {
         let how = match (per_call_too, per_call) {
             (false, _) => "",
@@ -413,7 +417,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
             reps,
             false,
             || {
-                let (steps, log) = reader.read_steps_alone(per_call)?;
+                let (steps, log) = read_steps_alone(&reader, per_call)?;
                 steps_note = Some(format!("{steps} steps, as the decode reads them; nothing decoded"));
                 Ok(log)
             },
@@ -462,15 +466,15 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
     rows.push(alone);
 
     // Decode alone in the read's steps: held in device memory, all decoded at once
-    // (`Reader::fetch_held_steps`), or as many at once as `--decode-threads` says.
+    // ([`fetch_held_steps`]), or as many at once as `--decode-threads` says.
     let mut stepped = BenchRow::blank(
         format!("decode only, in the read's steps (chunks already in device memory{trusted})"),
         bytes,
     );
     let res = (|| -> Result<()> {
-        let held = reader.fetch_held_steps()?;
-        let (_, peak) = reader.decode_held_steps(&held)?;
-        let best = best_of(reps, || reader.decode_held_steps(&held))?;
+        let held = fetch_held_steps(&reader)?;
+        let (_, peak) = decode_held_steps(&reader, &held)?;
+        let best = best_of(reps, || decode_held_steps(&reader, &held))?;
         stepped.hot_s = Some(best.as_secs_f64());
         stepped.hot_gbps = Some(gbps(bytes, best));
         stepped.note = Some(format!(
@@ -646,4 +650,180 @@ mod tests {
         assert!(!json.contains("\"Err\"") && !json.contains("\"Ok\""), "{json}");
         assert!(json.contains(&format!("\"cold_skipped\":\"{NOT_ASKED}\"")), "{json}");
     }
+}
+
+// Benchmark hooks: a GPU read's steps read alone, or held in device memory and decoded alone, built
+// of the scan's pieces (its GPU step plan, the backend's stepped fetch, the GPU decoder).
+
+/// A GPU read's steps, fetched into device memory and held ([`fetch_held_steps`]).
+#[derive(Debug)]
+pub struct HeldSteps {
+    chunks: Vec<ColumnChunks>,
+    decoders: usize,
+}
+
+impl HeldSteps {
+    /// How many steps.
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Whether there is no step (an empty selection).
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// How many steps are decoded at once.
+    pub fn decoders(&self) -> usize {
+        self.decoders
+    }
+}
+
+/// The reads of [`crate::Reader::read_device`] alone: its steps fetched as its scan fetches them
+/// ([`IoBackend::fetch_steps`]; one call per step when `per_call`), each step's chunks dropped as
+/// they come, nothing decoded; returns once every copy has finished. The pipeline's time against its
+/// reads' own tells what decoding beside them costs. Returns the number of steps and the merged log
+/// (the steps' chunks are the selection's).
+pub fn read_steps_alone(reader: &Reader, per_call: bool) -> Result<(usize, IoLog)> {
+    let steps = GpuSteps::plan(reader, reader.gpu_decoder()?)?;
+    // Dropping the chunks frees their buffer after the copies (stream-ordered).
+    let logs = fetch_every_step(reader, &steps.plans, per_call, |c| c.log)?;
+    // Every copy has finished: the stepped fetch returns once its workers drained their streams,
+    // and a fetch per call waits for its copies.
+    let (_, log) = crate::device_read::merge_steps(&steps.plans, &logs);
+    Ok((steps.plans.len(), log))
+}
+
+/// The steps of [`crate::Reader::read_device`], fetched into device memory and held there, to be
+/// decoded (again and again) by [`decode_held_steps`]: the decode of a read without its reads. Every
+/// step's chunks are held at once, whatever the memory budget, and decoded all at once (as many
+/// decoding threads as steps, as far as the memory left allows: [`held_decoders`]) unless the reader
+/// was given a number of decoding threads: with no reads to overlap, steps decoded beside each other
+/// fill the GPU where one step's phases leave it idle. Measured on the H200 (`bench --only-decode
+/// --no-cold`, one call, alternating): snappy benchmark file, 8 steps, 4 at once 26.34 / 26.59 ms,
+/// all 8 25.14 / 24.38 ms; plain, 16 steps, 2 at once 22.50 ms, all 16 12.15 ms.
+pub fn fetch_held_steps(reader: &Reader) -> Result<HeldSteps> {
+    let decoder = reader.gpu_decoder()?;
+    let steps = GpuSteps::plan(reader, decoder.clone())?;
+    // Each step's copies are queued on its buffer's stream, which its decode is ordered after.
+    let chunks = fetch_every_step(reader, &steps.plans, false, |c| c)?;
+    let (free_after, _) = decoder.context().memory()?;
+    Ok(HeldSteps {
+        decoders: reader
+            .decode_threads
+            .unwrap_or_else(|| held_decoders(chunks.len(), free_after, steps.largest)),
+        chunks,
+    })
+}
+
+/// Fetches every step of `plans` (the backend's stepped fetch, or one call per step when `per_call`;
+/// nothing waiting for memory) and keeps `keep` of each, in step order. A failed step's error comes
+/// first, before the "not read" of the steps it stopped (on the staged backend steps are delivered in
+/// no set order).
+fn fetch_every_step<T: Send>(
+    reader: &Reader,
+    plans: &[Arc<ReadPlan>],
+    per_call: bool,
+    keep: impl Fn(ColumnChunks) -> T + Sync,
+) -> Result<Vec<T>> {
+    let kept: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..plans.len()).map(|_| None).collect());
+    let deliver = |k: usize, r: Result<StepFetched<AnyBuffer>>| {
+        let r = r
+            .and_then(|f| {
+                ColumnChunks::read(
+                    reader.source(),
+                    plans[k].clone(),
+                    f.buffer,
+                    f.log,
+                    f.queued,
+                    reader.policy.threads,
+                )
+            })
+            .map(&keep);
+        kept.lock().unwrap_or_else(|p| p.into_inner())[k] = Some(r);
+    };
+    let io = reader.io();
+    if per_call {
+        fetch_steps_per_call(&**io, reader.source(), plans, &mut |_| true, &deliver);
+    } else {
+        io.fetch_steps(reader.source(), plans, &mut |_| true, &deliver);
+    }
+    let mut kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Some(i) = kept.iter().position(|l| matches!(l, Some(Err(_))))
+        && let Some(Err(e)) = kept.swap_remove(i)
+    {
+        return Err(e);
+    }
+    kept.into_iter()
+        .map(|l| l.unwrap_or_else(|| Err(crate::Error::device("reading steps", "a step was not read"))))
+        .collect()
+}
+
+/// Decodes held steps as [`crate::Reader::read_device`] decodes the steps it reads: each on its
+/// chunks' stream, [`HeldSteps::decoders`] of them at once. Returns the batches in order and the most
+/// device memory one step held beyond its chunks. Ends once every step's counts are read back.
+pub fn decode_held_steps(reader: &Reader, held: &HeldSteps) -> Result<(Vec<DeviceBatch>, u64)> {
+    let decoder = reader.gpu_decoder()?;
+    let (schema, routes) = crate::decode::pipeline::route_columns(reader.source(), &reader.plan().columns)?;
+    let next = AtomicUsize::new(0);
+    let origin = Instant::now();
+    let decode_step = |k: usize, chunks: &ColumnChunks| {
+        guard("decoding a held step", || {
+            let AnyBuffer::Device(buffer) = chunks.buffer() else {
+                return Err(crate::Error::device("GPU decoder", "the backend returned host memory"));
+            };
+            let began = origin.elapsed();
+            let (batch, stats, peak) = decoder.decode(
+                reader.source(),
+                &schema,
+                &routes,
+                &chunks.plan,
+                buffer,
+                reader.policy.threads,
+                None,
+            )?;
+            // Where each held step's time goes, beside the others (`GPU_PARQUET_TRACE_FETCH`).
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            crate::config::trace_at(
+                origin,
+                format_args!(
+                    "held step {k} (began at {:.2} ms: headers {:.2}, decompression {:.2}, kernels {:.2} ms) decoded",
+                    ms(began),
+                    ms(stats.headers_time),
+                    ms(stats.decompress_time),
+                    ms(stats.decode_time)
+                ),
+            );
+            Ok((batch, peak))
+        })
+    };
+    // Each thread takes the next step until none is left, and hands back what it decoded (the
+    // chunks are already held: no reads to drive, so not the scan's threads).
+    let mut decoded: Vec<(usize, Result<(DeviceBatch, u64)>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..held.decoders.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, Ordering::SeqCst);
+                        let Some(chunks) = held.chunks.get(k) else { return mine };
+                        mine.push((k, decode_step(k, chunks)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+    });
+    decoded.sort_by_key(|d| d.0);
+    if decoded.len() != held.chunks.len() {
+        return Err(crate::Error::device("GPU decoder", "a step was not decoded"));
+    }
+    let mut batches = Vec::with_capacity(decoded.len());
+    let mut peak = 0;
+    for (_, r) in decoded {
+        let (batch, step_peak) = r?;
+        peak = peak.max(step_peak);
+        batches.push(batch);
+    }
+    Ok((batches, peak))
 }

@@ -12,7 +12,9 @@
 //!   [`ReadReport`] that attributes exactly each column's chunk bytes to it;
 //! - short reads: a file truncated after planning gives [`Error::ShortRead`] naming the file;
 //! - I/O errors: reading through a handle on a directory gives [`Error::Io`];
-//! - empty plans (no columns, no row groups, a file with zero row groups) fetch an empty buffer.
+//! - empty plans (no columns, no row groups, a file with zero row groups) fetch an empty buffer;
+//! - stepped fetches ([`IoBackend::fetch_steps`]): each step once, with the file's bytes and a
+//!   consistent log, `admit` asked in order and obeyed.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -646,12 +648,78 @@ pub fn check_fetch_into<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
     Ok(())
 }
 
+/// [`IoBackend::fetch_steps`]: one plan per row group (every column) fetched as steps; `admit` is
+/// asked in order, each step is delivered once with the file's bytes and a log consistent with its
+/// plan; `admit` saying false ends the fetch, delivering no step after it.
+pub fn check_fetch_steps<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
+    let name = backend.name();
+    let source = open(path)?;
+    let file = std::fs::read(path).map_err(|e| format!("[{name}] cannot read the file back: {e}"))?;
+    let plans: Vec<Arc<ReadPlan>> = (0..source.metadata().num_row_groups())
+        .map(|rg| {
+            plan(
+                &source,
+                Projection::All,
+                RowGroupSelection::Indices(vec![rg]),
+                PlanOptions::default(),
+            )
+            .map(Arc::new)
+        })
+        .collect::<Result<_, _>>()?;
+    for stop_at in [plans.len(), 1] {
+        let admitted = std::sync::Mutex::new(Vec::new());
+        let delivered = std::sync::Mutex::new(Vec::<(usize, Result<Vec<u8>, String>)>::new());
+        let mut admit = |k: usize| {
+            admitted.lock().unwrap_or_else(|p| p.into_inner()).push(k);
+            k < stop_at
+        };
+        let deliver = |k: usize, r: crate::Result<crate::io::StepFetched<B::Buffer>>| {
+            let r = r.map_err(|e| e.to_string()).and_then(|f| {
+                check_log(&plans[k], &f.log, &source)?;
+                f.buffer.to_host().map_err(|e| e.to_string())
+            });
+            delivered.lock().unwrap_or_else(|p| p.into_inner()).push((k, r));
+        };
+        backend.fetch_steps(&source, &plans, &mut admit, &deliver);
+        let admitted = admitted.into_inner().unwrap_or_else(|p| p.into_inner());
+        let want: Vec<usize> = (0..plans.len().min(stop_at + 1)).collect();
+        if admitted != want {
+            return Err(format!(
+                "[{name}] fetch_steps asked admit for {admitted:?}, expected {want:?}"
+            ));
+        }
+        let mut delivered = delivered.into_inner().unwrap_or_else(|p| p.into_inner());
+        delivered.sort_by_key(|d| d.0);
+        let keys: Vec<usize> = delivered.iter().map(|d| d.0).collect();
+        let want: Vec<usize> = (0..plans.len().min(stop_at)).collect();
+        if keys != want {
+            return Err(format!(
+                "[{name}] fetch_steps delivered steps {keys:?}, expected {want:?}"
+            ));
+        }
+        for (k, r) in delivered {
+            let buf = r.map_err(|e| format!("[{name}] step {k}: {e}"))?;
+            for c in &plans[k].chunks {
+                let (d, o, n) = (c.dest_offset as usize, c.offset as usize, c.len as usize);
+                if buf.get(d..d + n) != file.get(o..o + n) {
+                    return Err(format!(
+                        "[{name}] step {k}: column '{}' row group {}: chunk bytes differ from the file",
+                        c.column_path, c.row_group
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes the test files into `scratch` (which must exist) and runs every check against `backend`.
 pub fn run_all<B: IoBackend>(backend: &B, scratch: &Path) -> Result<(), String> {
     let files = write_test_files(scratch)?;
     check_fetch_into(backend, &files.mixed)?;
     check_plans(backend, &files.mixed)?;
     check_plans(backend, &files.snappy)?;
+    check_fetch_steps(backend, &files.mixed)?;
     check_short_read(backend, &files.mixed, scratch)?;
     check_io_error(backend, &files.mixed, scratch)?;
     check_empty_plans(backend, &files)?;

@@ -9,9 +9,12 @@
 //! otherwise (values percent-decoded; `__HIVE_DEFAULT_PARTITION__` is null), in the order the keys
 //! appear in the path. Every file must have the same keys.
 //!
-//! [`Dataset::batches`] reads the files in path order, one row group (or group of row groups) at a
-//! time, on a background thread that reads and decodes the next group while the caller works on the
-//! current one; each [`Reader`] is configured by the caller (backend, columns, settings).
+//! Each file's footer is read once, by [`Dataset::open`]; its readers start from that
+//! [`ParquetSource`]. [`Dataset::batches`] scans the files in path order, one step of row groups at a
+//! time, the scan reading and decoding the next steps while the caller works on the current one
+//! (on the host by default, on the GPU when the reader is configured with
+//! [`Decode::Gpu`](crate::Decode::Gpu)); each [`Reader`](crate::Reader) is configured by the caller (backend, columns,
+//! settings, decode).
 //!
 //! ```
 //! use gpu_parquet::dataset::{Dataset, DatasetSource};
@@ -35,9 +38,12 @@ use arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray, new_null_array
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
+use crate::decode::gpu::GpuDecoder;
 use crate::error::{Error, Location, Result};
+use crate::io::select::AnyBackend;
 use crate::metadata::ParquetSource;
-use crate::reader::{Background, Reader, ReaderBuilder};
+use crate::reader::ReaderBuilder;
+use crate::scan::{Decode, Scan, StepOutput};
 
 /// Where a dataset's files are.
 #[derive(Debug, Clone)]
@@ -77,11 +83,15 @@ pub struct DatasetFile {
 #[derive(Debug, Clone)]
 pub struct Dataset {
     files: Vec<DatasetFile>,
+    /// Each file opened, its footer read and validated once.
+    sources: Vec<ParquetSource>,
     rows: Vec<u64>,
     /// Per file, each row group's uncompressed bytes (`total_byte_size`): how work is shared out.
     row_group_bytes: Vec<Vec<u64>>,
     partitions: Vec<Field>,
     schema: SchemaRef,
+    /// The files' columns read ([`Dataset::select_columns`]; `None`: all).
+    columns: Option<Vec<String>>,
 }
 
 /// A batch of a dataset: which file it came from, and its rows with the partition columns.
@@ -132,8 +142,10 @@ impl Dataset {
         let mut file_schema: Option<(PathBuf, SchemaRef)> = None;
         let mut rows = Vec::with_capacity(files.len());
         let mut row_group_bytes = Vec::with_capacity(files.len());
+        let mut sources = Vec::with_capacity(files.len());
         for f in &files {
             let source = ParquetSource::open(&f.path)?;
+            sources.push(source.clone());
             row_group_bytes.push(
                 source
                     .metadata()
@@ -196,11 +208,94 @@ impl Dataset {
         fields.extend(partitions.iter().cloned());
         Ok(Self {
             files,
+            sources,
             rows,
             row_group_bytes,
             partitions,
             schema: Arc::new(Schema::new(fields)),
+            columns: None,
         })
+    }
+
+    /// This dataset reading only the columns `names`: the files' columns (top-level names, or dotted
+    /// paths to nested leaves) and partition columns, the latter still after the files' own in their
+    /// key order. A name that is neither is an error naming the columns there are; so is a selection
+    /// of partition columns alone (a read needs one of the files' columns for its rows).
+    pub fn select_columns<S: AsRef<str>>(&self, names: &[S]) -> Result<Self> {
+        let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+        let keys: Vec<&str> = self.partitions.iter().map(|f| f.name().as_str()).collect();
+        let file_fields = &self.schema.fields()[..self.schema.fields().len() - self.partitions.len()];
+        let mut columns = Vec::new();
+        for name in &names {
+            if keys.contains(name) {
+                continue;
+            }
+            let top = name.split('.').next().unwrap_or(name);
+            if !file_fields.iter().any(|f| f.name() == top) {
+                let known: Vec<&str> = file_fields.iter().map(|f| f.name().as_str()).collect();
+                return Err(Error::InvalidRequest {
+                    location: Location::file(&self.files[0].path),
+                    message: format!(
+                        "the dataset has no column '{name}' (the files' columns: {}; partition columns: {})",
+                        known.join(", "),
+                        if keys.is_empty() {
+                            "none".to_string()
+                        } else {
+                            keys.join(", ")
+                        }
+                    ),
+                });
+            }
+            columns.push(name.to_string());
+        }
+        if columns.is_empty() {
+            return Err(Error::InvalidRequest {
+                location: Location::file(&self.files[0].path),
+                message: format!(
+                    "select at least one of the files' columns besides the partition columns {}",
+                    names.join(", ")
+                ),
+            });
+        }
+        let keep: Vec<usize> = (0..self.partitions.len())
+            .filter(|&k| names.contains(&keys[k]))
+            .collect();
+        let partitions: Vec<Field> = keep.iter().map(|&k| self.partitions[k].clone()).collect();
+        let files = self
+            .files
+            .iter()
+            .map(|f| DatasetFile {
+                path: f.path.clone(),
+                partition_values: keep.iter().map(|&k| f.partition_values[k].clone()).collect(),
+            })
+            .collect();
+        // Top-level fields of the selection (nested ones whole), then the partitions kept.
+        let mut fields: Vec<Field> = file_fields
+            .iter()
+            .filter(|f| columns.iter().any(|c| c.split('.').next() == Some(f.name().as_str())))
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.extend(partitions.iter().cloned());
+        Ok(Self {
+            files,
+            sources: self.sources.clone(),
+            rows: self.rows.clone(),
+            row_group_bytes: self.row_group_bytes.clone(),
+            partitions,
+            schema: Arc::new(Schema::new(fields)),
+            columns: Some(columns),
+        })
+    }
+
+    /// The files' columns read, when [`select_columns`](Self::select_columns) chose them.
+    pub fn file_columns(&self) -> Option<&[String]> {
+        self.columns.as_deref()
+    }
+
+    /// `batch`, read from file `i`, with that file's partition columns appended.
+    pub fn attach_partitions(&self, i: usize, batch: RecordBatch) -> Result<RecordBatch> {
+        let f = &self.files[i];
+        with_partitions(batch, &self.partitions, &f.partition_values, &f.path)
     }
 
     /// Per file, each row group's uncompressed bytes (the footer's `total_byte_size`).
@@ -228,62 +323,139 @@ impl Dataset {
         self.rows.iter().sum()
     }
 
-    /// Reads every file's row groups in order as batches with the partition columns appended. Each
-    /// file's [`Reader`] is built by `configure` from [`Reader::builder`] (choose the backend, the
-    /// columns, the settings there). A background thread reads and decodes the next group while the
-    /// caller holds the current one; dropping the iterator stops it. The first error ends the stream.
+    /// Each file, opened once (its validated footer): readers start from it
+    /// ([`ReaderBuilder::from_source`]).
+    pub fn sources(&self) -> &[ParquetSource] {
+        &self.sources
+    }
+
+    /// A reader builder for file `i`, from its already-open source, with the selected columns.
+    pub fn reader_builder(&self, i: usize) -> ReaderBuilder {
+        let b = ReaderBuilder::from_source(self.sources[i].clone());
+        match &self.columns {
+            Some(c) => b.with_columns(c.iter().cloned()),
+            None => b,
+        }
+    }
+
+    /// Reads every file's row groups in order as batches with the (selected) partition columns
+    /// appended. Each file's [`Reader`](crate::Reader) is built by `configure` from
+    /// [`Dataset::reader_builder`] (choose the backend,
+    /// the columns, the settings there; it decodes on the host unless `configure` asks for
+    /// [`Decode::Gpu`], whose device columns are then copied to the host). Each file is one
+    /// [`Reader::scan`](crate::Reader::scan), reading and decoding its next steps while the caller holds the current one;
+    /// the readers after the first share its backend and GPU decoder. Dropping the iterator stops the
+    /// scan. The first error ends the stream.
     pub fn batches(&self, configure: impl Fn(ReaderBuilder) -> ReaderBuilder + Send + 'static) -> DatasetBatches {
-        let files = self.files.clone();
-        let partitions = self.partitions.clone();
-        Background::spawn("gpu-parquet-dataset", 1, move |send| {
-            for (i, f) in files.iter().enumerate() {
-                if !read_file(i, f, &partitions, &configure, send) {
-                    return;
-                }
-            }
-        })
+        DatasetBatches {
+            dataset: self.clone(),
+            configure: Box::new(configure),
+            next_file: 0,
+            current: None,
+            pending: std::collections::VecDeque::new(),
+            shared: None,
+            ended: false,
+        }
     }
 }
 
-/// Reads file `i` group by group, handing each batch (or the first error) to `send`; false when the
-/// stream should stop (an error was sent, or the receiver is gone).
-fn read_file(
-    i: usize,
-    f: &DatasetFile,
-    partitions: &[Field],
-    configure: &dyn Fn(ReaderBuilder) -> ReaderBuilder,
-    send: &dyn Fn(Result<DatasetBatch>) -> bool,
-) -> bool {
-    let groups = configure(Reader::builder(&f.path)).build().and_then(|r| r.stream());
-    let groups = match groups {
-        Ok(g) => g,
-        Err(e) => {
-            send(Err(e));
-            return false;
+/// The batches of [`Dataset::batches`]: each file's scan in turn.
+pub struct DatasetBatches {
+    dataset: Dataset,
+    configure: Box<dyn Fn(ReaderBuilder) -> ReaderBuilder + Send>,
+    next_file: usize,
+    /// The file being scanned, and its scan.
+    current: Option<(usize, Scan<StepOutput>)>,
+    /// Batches of the current step not handed out yet.
+    pending: std::collections::VecDeque<DatasetBatch>,
+    /// The first reader's backend and GPU decoder, shared with the later ones.
+    shared: Option<(Arc<AnyBackend>, Option<Arc<GpuDecoder>>)>,
+    ended: bool,
+}
+
+impl std::fmt::Debug for DatasetBatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatasetBatches")
+            .field("files", &self.dataset.files.len())
+            .field("next_file", &self.next_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DatasetBatches {
+    /// Starts the scan of the next file; `None` when none is left.
+    fn start_next(&mut self) -> Option<Result<()>> {
+        let i = self.next_file;
+        if i >= self.dataset.files.len() {
+            return None;
         }
-    };
-    for group in groups {
-        let table = match group.and_then(|g| g.decode()) {
-            Ok(t) => t,
-            Err(e) => {
-                send(Err(e));
-                return false;
+        self.next_file += 1;
+        let mut builder = (self.configure)(self.dataset.reader_builder(i).with_decode(Decode::Host));
+        if let Some((io, decoder)) = &self.shared {
+            builder = builder.with_io(io.clone()).with_gpu_decoder(decoder.clone());
+        }
+        let started = builder.build().and_then(|reader| {
+            let scan = reader.scan()?;
+            if self.shared.is_none() {
+                let decoder = reader.gpu_decoder.get().and_then(|d| d.as_ref().ok()).cloned();
+                self.shared = Some((reader.io().clone(), decoder));
+            }
+            Ok(scan)
+        });
+        Some(started.map(|scan| self.current = Some((i, scan))))
+    }
+
+    /// The next step of the current file as batches with the partitions; `None` at its end.
+    fn next_step(&mut self) -> Option<Result<()>> {
+        let (i, scan) = self.current.as_mut()?;
+        let i = *i;
+        let step = match scan.next() {
+            Some(step) => step,
+            None => {
+                self.current = None;
+                return None;
             }
         };
-        for batch in table.batches {
-            let out = with_partitions(batch, partitions, &f.partition_values, &f.path)
-                .map(|batch| DatasetBatch { file: i, batch });
-            let failed = out.is_err();
-            if !send(out) || failed {
-                return false;
+        let batches = step.and_then(StepOutput::into_record_batches);
+        Some(batches.and_then(|batches| {
+            for batch in batches {
+                let batch = self.dataset.attach_partitions(i, batch)?;
+                self.pending.push_back(DatasetBatch { file: i, batch });
+            }
+            Ok(())
+        }))
+    }
+}
+
+impl Iterator for DatasetBatches {
+    type Item = Result<DatasetBatch>;
+
+    fn next(&mut self) -> Option<Result<DatasetBatch>> {
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Some(Ok(b));
+            }
+            if self.ended {
+                return None;
+            }
+            let r = match self.next_step() {
+                Some(r) => r,
+                None => match self.start_next() {
+                    Some(r) => r,
+                    None => {
+                        self.ended = true;
+                        return None;
+                    }
+                },
+            };
+            if let Err(e) = r {
+                self.ended = true;
+                self.current = None;
+                return Some(Err(e));
             }
         }
     }
-    true
 }
-
-/// The batches of [`Dataset::batches`].
-pub type DatasetBatches = Background<DatasetBatch>;
 
 /// `batch` with one constant column per partition appended.
 pub(crate) fn with_partitions(

@@ -27,7 +27,9 @@
 //! - [`io`]: backends executing a plan (host, staged, cuFile, and the `auto` decorator), each logging
 //!   the path every read took and why.
 //! - [`report`] (per-column counters by path) and [`decode`] (fetched bytes into Arrow arrays).
-//! - [`reader`]: the builder over all of it. [`config`] holds the policy and the one environment read.
+//! - [`scan`]: the one driver of reads (steps under a memory budget, fetched ahead, each ending in
+//!   raw chunks, host batches or device columns); [`reader`]: the builder and scan spec over it.
+//!   [`config`] holds the policy and the one environment read.
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -65,6 +67,7 @@ pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;
 pub use plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};
 pub use reader::{ChunkStream, ColumnChunks, Progress, Reader, ReaderBuilder};
+pub use scan::{Decode, MemoryBudget, Scan, StepOutput};
 
 /// Says why a test skips, on stderr past the test harness's capture (which takes `print!`/`eprint!`
 /// only), so the reason shows in a plain `cargo test` run, as on CI.

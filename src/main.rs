@@ -271,7 +271,8 @@ struct DatasetArgs {
     backend: String,
     #[command(flatten)]
     io: IoArgs,
-    /// Check a GPU read against arrow-rs reading every file on the host, value for value.
+    /// Check the read against arrow-rs's own reader of every file on the host, value for value (on
+    /// the GPU path and the host path alike).
     #[arg(long)]
     verify: bool,
     /// Write the rows read (partition columns included) as an Arrow IPC file, as `read --output`
@@ -538,15 +539,13 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     let settings = args.io.read_settings()?;
     let backend = parse_backend(&args.backend)?;
     let ds = Dataset::open(DatasetSource::from_args(&args.paths))?;
-    let device = settings.device;
-    let columns = args.columns.clone();
-    let configure = move |b: gpu_parquet::ReaderBuilder| {
-        let b = b.with_settings(&settings).with_backend(backend);
-        match &columns {
-            Some(c) => b.with_columns(c.iter().cloned()),
-            None => b,
-        }
+    // The files' columns and partition columns, as the dataset tells them apart.
+    let ds = match &args.columns {
+        Some(c) => ds.select_columns(c)?,
+        None => ds,
     };
+    let device = settings.device;
+    let configure = move |b: gpu_parquet::ReaderBuilder| b.with_settings(&settings).with_backend(backend);
     let all_bytes: u64 = ds.row_group_bytes().iter().flatten().sum();
     // Throughput is over the selected column chunks' uncompressed bytes (cuDF's measure, as `read`
     // and `bench` count it): every column's without --columns.
@@ -601,8 +600,8 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
         };
         // The GPU path has these from its decode reports; here each file's plan gives them.
         let mut bytes = 0u64;
-        for f in ds.files() {
-            bytes += configure(gpu_parquet::Reader::builder(&f.path))
+        for i in 0..ds.files().len() {
+            bytes += configure(ds.reader_builder(i))
                 .with_backend(BackendKind::Host)
                 .build()?
                 .uncompressed_bytes();
@@ -614,11 +613,18 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
         for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
             let batch = b?.batch;
             rows += batch.num_rows();
-            if args.output.is_some() {
+            if args.output.is_some() || args.verify {
                 kept.push(batch);
             }
         }
         let seconds = started.elapsed().as_secs_f64();
+        let verified = if args.verify {
+            progress.stage("verifying against arrow-rs");
+            verify_dataset(&kept, &arrow_rs_dataset(&ds)?)?;
+            Some(rows)
+        } else {
+            None
+        };
         drop(progress);
         let wrote = write_dataset_output(&args, &kept, &input_paths)?;
         let value = serde_json::json!({
@@ -629,12 +635,18 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
             "on": "host",
             "why": why,
             "output": wrote.as_ref().map(|(j, _)| j.clone()),
+            "verified": verified.map(|rows| serde_json::json!({ "rows": rows, "equal_to_arrow_rs": true })),
         });
         return Ok(render(args.json, &value, || {
             format!(
-                "{head}\nread and decoded on the host (arrow-rs; {why}): {rows} rows in {:.1} ms ({:.2} GB/s)\n{}",
+                "{head}\nread and decoded on the host (arrow-rs; {why}): {rows} rows in {:.1} ms ({:.2} GB/s)\n{}{}",
                 seconds * 1e3,
                 bytes as f64 / seconds.max(1e-9) / 1e9,
+                verified
+                    .map(|rows| format!(
+                        "verified: {rows} rows equal arrow-rs's own read of the files, value for value\n"
+                    ))
+                    .unwrap_or_default(),
                 wrote.as_ref().map(|(_, line)| format!("{line}\n")).unwrap_or_default()
             )
         }));
@@ -649,24 +661,7 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     };
     if let Some(got) = on_host.as_ref().filter(|_| args.verify) {
         progress.stage("verifying against arrow-rs");
-        let mut want = Vec::new();
-        for b in ds.batches(move |b| configure(b).with_backend(BackendKind::Host)) {
-            want.push(b?.batch);
-        }
-        // Each side under its batches' own schema: with --columns that is the projection, not the
-        // dataset's whole schema (which concat_batches would index past the batches' columns).
-        let concat = |v: &[arrow::record_batch::RecordBatch]| -> gpu_parquet::Result<_> {
-            let Some(first) = v.first() else { return Ok(None) };
-            arrow::compute::concat_batches(&first.schema(), v)
-                .map(Some)
-                .map_err(|e| Error::device("verifying the dataset", e))
-        };
-        if concat(got)? != concat(&want)? {
-            return Err(Error::device(
-                "verifying the dataset",
-                "the GPU-decoded columns differ from arrow-rs's decode of the same files",
-            ));
-        }
+        verify_dataset(got, &arrow_rs_dataset(&ds)?)?;
         verified = Some(read.num_rows());
     }
     drop(progress);
@@ -705,6 +700,54 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
 
 /// Writes the dataset's `batches` to `--output`, if given (standard output for `-`): the JSON value
 /// and the line that say so.
+/// Fails unless `got` and `want` hold the same rows, value for value (each side concatenated under
+/// its batches' own schema: with --columns that is the projection, not the dataset's whole schema).
+fn verify_dataset(
+    got: &[arrow::record_batch::RecordBatch],
+    want: &[arrow::record_batch::RecordBatch],
+) -> gpu_parquet::Result<()> {
+    let concat = |v: &[arrow::record_batch::RecordBatch]| -> gpu_parquet::Result<_> {
+        let Some(first) = v.first() else { return Ok(None) };
+        arrow::compute::concat_batches(&first.schema(), v)
+            .map(Some)
+            .map_err(|e| Error::device("verifying the dataset", e))
+    };
+    if concat(got)? != concat(want)? {
+        return Err(Error::device(
+            "verifying the dataset",
+            "the decoded columns differ from arrow-rs's own read of the same files",
+        ));
+    }
+    Ok(())
+}
+
+/// The dataset read by arrow-rs's own reader, file by file (its selected columns, then the partition
+/// columns): the oracle of `dataset --verify`, independent of our fetches.
+fn arrow_rs_dataset(ds: &gpu_parquet::dataset::Dataset) -> gpu_parquet::Result<Vec<arrow::record_batch::RecordBatch>> {
+    use parquet::arrow::ProjectionMask;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let mut out = Vec::new();
+    for (i, f) in ds.files().iter().enumerate() {
+        let location = gpu_parquet::Location::file(&f.path);
+        let file = std::fs::File::open(&f.path).map_err(|e| Error::io(location.clone(), "cannot open", e))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(location.clone(), e))?;
+        let mask = match ds.file_columns() {
+            Some(c) => ProjectionMask::columns(builder.parquet_schema(), c.iter().map(String::as_str)),
+            None => ProjectionMask::all(),
+        };
+        let reader = builder
+            .with_projection(mask)
+            .build()
+            .map_err(|e| Error::parquet(location.clone(), e))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| Error::parquet(location.clone(), e))?;
+            out.push(ds.attach_partitions(i, batch)?);
+        }
+    }
+    Ok(out)
+}
+
 fn write_dataset_output(
     args: &DatasetArgs,
     batches: &[arrow::record_batch::RecordBatch],

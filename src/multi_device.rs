@@ -22,8 +22,9 @@ use crate::device_read::DeviceRead;
 use crate::error::{Error, Location, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::cufile::CufileDriver;
-use crate::reader::{Reader, ReaderBuilder, share_of_middle};
+use crate::reader::{Reader, ReaderBuilder};
 use crate::report::{PathCounts, StatsCheck};
+use crate::scan::budget::share_of_middle;
 
 /// A stretch of one file's row groups given to one GPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -275,8 +276,10 @@ impl MultiDeviceRead {
 
 impl Dataset {
     /// Reads the dataset on the GPUs `devices` at once, each decoding its share of the row groups
-    /// ([`spread_row_groups`]) into device columns on its own context. Each file's [`Reader`] is built
-    /// by `configure` (columns, backend, settings; the device is set here), and the readers of one GPU
+    /// ([`spread_row_groups`]) into device columns on its own context: each (file, row groups, GPU)
+    /// part is a [`Reader`] of those row groups, read by the scan ([`Reader::read_device`]), a GPU's
+    /// parts one after another. Each part's [`Reader`] is built by `configure` from the file's open
+    /// source (columns, backend, settings; the device is set here), and the readers of one GPU
     /// share one backend. The same ordinal given twice means two shares on that GPU. Every reader is
     /// built (files opened, plans made, backends started) before the first read, so a bad file or a
     /// missing GPU fails the whole read before it starts; the first read error fails it too.
@@ -305,7 +308,8 @@ impl Dataset {
         for (&device, share) in devices.iter().zip(shares) {
             let mut built: Vec<(Part, Reader)> = Vec::with_capacity(share.len());
             for part in share {
-                let mut b = configure(Reader::builder(&self.files()[part.file].path))
+                // From the dataset's open source: each footer is read once.
+                let mut b = configure(self.reader_builder(part.file))
                     .with_device(device)
                     .with_row_groups(part.row_groups.iter().copied());
                 if let Some((_, first)) = built.first() {

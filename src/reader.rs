@@ -22,7 +22,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use crate::config::{BackendKind, IoPolicy, Settings};
 use crate::decode::gpu::{DecoderOptions, GpuDecoder};
@@ -31,11 +30,14 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::io::select::{AnyBackend, AnyBuffer};
 use crate::io::verify::verify_against_file;
-use crate::io::{DestBuffer, IoBackend, IoLog};
+use crate::io::{DestBuffer, IoLog};
 use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, Projection, ReadPlan, RowGroupSelection};
 use crate::report::ReadReport;
-use crate::scan::MemoryBudget;
+use crate::scan::driver::{Release, Scan, ScanSpec};
+use crate::scan::gpu::GpuSteps;
+use crate::scan::sink::{AsOutput, HostSink, RawSink};
+use crate::scan::{Decode, MemoryBudget, StepOutput};
 
 /// Configures a [`Reader`]: file, columns, row groups, backend, device, I/O policy, memory budget.
 #[derive(Debug, Clone)]
@@ -52,6 +54,9 @@ pub struct ReaderBuilder {
     decode_steps: Option<usize>,
     decode_threads: Option<usize>,
     progress: Option<ProgressHook>,
+    decode: Decode,
+    source: Option<ParquetSource>,
+    shared_decoder: Option<Arc<GpuDecoder>>,
 }
 
 /// Where a read stands: handed to the [`ReaderBuilder::with_progress`] callback after each step (a
@@ -135,12 +140,36 @@ impl ReaderBuilder {
             decode_steps: None,
             decode_threads: None,
             progress: None,
+            decode: Decode::Auto,
+            source: None,
+            shared_decoder: None,
         }
     }
 
-    /// Calls `f` as the read goes: after each decode step of a GPU read, and once when a raw or host
-    /// read is done ([`Progress`]). It runs on the read's threads, so it should be quick. Not called by
-    /// [`Reader::stream`], whose caller sees each group as it comes.
+    /// A builder for a file already opened (its footer read and validated once, as a dataset does).
+    pub fn from_source(source: ParquetSource) -> Self {
+        let mut b = Self::new(source.path());
+        b.source = Some(source);
+        b
+    }
+
+    /// What [`Reader::scan`] yields per step: raw chunks, host batches or device columns (default
+    /// [`Decode::Auto`]: on the GPU where the backend reads into device memory, else on the host).
+    pub fn with_decode(mut self, decode: Decode) -> Self {
+        self.decode = decode;
+        self
+    }
+
+    /// Decodes on this GPU decoder (of the reader's device) instead of building one: readers of a
+    /// dataset share one.
+    pub(crate) fn with_gpu_decoder(mut self, decoder: Option<Arc<GpuDecoder>>) -> Self {
+        self.shared_decoder = decoder;
+        self
+    }
+
+    /// Calls `f` as the read goes: after each step of the scan is done (a GPU read's decode steps, in
+    /// the order they finish; the one step of a whole [`Reader::read`]) ([`Progress`]). It runs on the
+    /// read's threads, so it should be quick.
     pub fn with_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(ProgressHook(Arc::new(f)));
         self
@@ -186,9 +215,9 @@ impl ReaderBuilder {
         self
     }
 
-    /// The memory limit, bytes, read as a [`MemoryBudget`](crate::scan::MemoryBudget): a whole
-    /// [`Reader::read`] is one step and must fit in it; a [`Reader::stream`] holds two steps (the one
-    /// handed out and the one being read), each within half of it.
+    /// The memory limit, bytes: what the whole scan may hold at once, as [`MemoryBudget`] says (a
+    /// whole [`Reader::read`] is one step and must fit in it; a [`Reader::stream`] holds two steps,
+    /// each within half of it; a GPU decode two to five steps, in device memory).
     pub fn with_memory_limit(mut self, bytes: u64) -> Self {
         self.memory_limit = Some(bytes);
         self
@@ -236,7 +265,10 @@ impl ReaderBuilder {
     /// Opens the file, validates its metadata, builds the backend and plans the selection for it.
     pub fn build(self) -> Result<Reader> {
         self.policy.validate()?;
-        let source = ParquetSource::open(&self.path)?;
+        let source = match self.source {
+            Some(s) => s,
+            None => ParquetSource::open(&self.path)?,
+        };
         let io = match self.io {
             Some(b) => b,
             None => {
@@ -263,7 +295,11 @@ impl ReaderBuilder {
             decode_steps: self.decode_steps,
             decode_threads: self.decode_threads,
             progress: self.progress,
-            gpu_decoder: std::sync::OnceLock::new(),
+            decode: self.decode,
+            gpu_decoder: match self.shared_decoder {
+                Some(d) => std::sync::OnceLock::from(Ok(d)),
+                None => std::sync::OnceLock::new(),
+            },
         })
     }
 }
@@ -293,6 +329,7 @@ pub struct Reader {
     pub(crate) decode_steps: Option<usize>,
     pub(crate) decode_threads: Option<usize>,
     pub(crate) progress: Option<ProgressHook>,
+    pub(crate) decode: Decode,
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
 }
 
@@ -349,8 +386,17 @@ impl Reader {
     /// # Ok::<(), gpu_parquet::Error>(())
     /// ```
     pub fn read(&self) -> Result<ColumnChunks> {
-        // A whole read is one step: the budget's one step must hold the plan.
-        let budget = MemoryBudget::new(self.memory_limit, 1);
+        let budget = self.whole_budget()?;
+        let spec = self.host_spec(vec![self.plan.clone()], &budget, Release::Finished);
+        let mut steps = Scan::start(spec, RawSink).collect_all()?;
+        steps
+            .pop()
+            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))
+    }
+
+    /// A whole read is one step: the budget's one step must hold the plan.
+    fn whole_budget(&self) -> Result<MemoryBudget> {
+        let budget = MemoryBudget::whole(self.memory_limit);
         if let Some(limit) = budget.per_step()
             && self.plan.dest_len > limit
         {
@@ -362,12 +408,31 @@ impl Reader {
                 ),
             });
         }
-        let chunks = fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)?;
-        if self.progress.is_some() {
-            let (rows, bytes) = (self.plan.num_rows(self.source.metadata()), self.plan.useful_bytes());
-            ProgressCounter::new(self.progress.clone(), 1, rows, bytes).step_done(rows, bytes);
+        Ok(budget)
+    }
+
+    /// The scan of `plans` on the host side (raw chunks or host decoding) under `budget`: one worker
+    /// (a step's host decode spreads over the policy's threads itself), each step fetched by a call of
+    /// its own.
+    fn host_spec(&self, plans: Vec<Arc<ReadPlan>>, budget: &MemoryBudget, release: Release) -> ScanSpec {
+        let progress = ProgressCounter::new(
+            self.progress.clone(),
+            plans.len(),
+            plans.iter().map(|p| p.num_rows(self.source.metadata())).sum(),
+            plans.iter().map(|p| p.useful_bytes()).sum(),
+        );
+        ScanSpec {
+            io: self.io.clone(),
+            source: self.source.clone(),
+            plans,
+            per_call: true,
+            threads: self.policy.threads,
+            in_flight: budget.max_steps_in_flight(),
+            workers: 1,
+            release,
+            progress,
+            started: std::time::Instant::now(),
         }
-        Ok(chunks)
     }
 
     /// Reads and decodes the selection on the host into Arrow record batches (row groups in order).
@@ -383,7 +448,13 @@ impl Reader {
     /// # Ok::<(), gpu_parquet::Error>(())
     /// ```
     pub fn read_batches(&self) -> Result<DecodedTable> {
-        self.read()?.decode()
+        let budget = self.whole_budget()?;
+        let spec = self.host_spec(vec![self.plan.clone()], &budget, Release::Finished);
+        let mut steps = Scan::start(spec, HostSink).collect_all()?;
+        steps
+            .pop()
+            .map(|(_, table)| table)
+            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))
     }
 
     /// One read plan (this reader's projection and policy) per group of row groups.
@@ -403,7 +474,8 @@ impl Reader {
     }
 
     /// Reads the selection one group of row groups at a time: one row group per item, or as many
-    /// consecutive ones as fit in half the memory limit (a [`MemoryBudget`] of two steps in flight).
+    /// consecutive ones as fit in half the memory limit ([`MemoryBudget::streaming`]: two steps in
+    /// flight, the one handed out and the one being read).
     /// The next group's I/O runs on a background thread while the caller works on the current one. A
     /// row group that alone exceeds half the limit is an error naming it, before anything is read.
     ///
@@ -422,17 +494,79 @@ impl Reader {
     /// # Ok::<(), gpu_parquet::Error>(())
     /// ```
     pub fn stream(&self) -> Result<ChunkStream> {
-        let plans = self.plans_of(self.group_row_groups()?)?;
-        Ok(ChunkStream::start(
-            self.io.clone(),
-            self.source.clone(),
-            plans,
-            self.policy.threads,
+        let budget = MemoryBudget::streaming(self.memory_limit);
+        let plans = self.plans_of(self.group_row_groups(&budget)?)?;
+        Ok(Scan::start(self.host_spec(plans, &budget, Release::HandedOut), RawSink))
+    }
+
+    /// Reads the selection step by step, each step ending in what the reader's [`Decode`] asks
+    /// ([`ReaderBuilder::with_decode`]): raw chunks or host batches in steps of a
+    /// [`MemoryBudget::streaming`] budget, or device columns in the GPU decode's steps (as
+    /// [`Reader::read_device`] cuts them). The next steps are read and decoded while the caller holds
+    /// the current one; dropping the scan stops it.
+    ///
+    /// ```
+    /// use gpu_parquet::scan::{Decode, StepOutput};
+    /// use gpu_parquet::{BackendKind, Reader};
+    /// let reader = Reader::builder("testdata/flat_snappy_dict.parquet")
+    ///     .with_backend(BackendKind::Host)
+    ///     .with_decode(Decode::Host)
+    ///     .build()?;
+    /// let mut rows = 0;
+    /// for step in reader.scan()? {
+    ///     let StepOutput::Host { table, .. } = step? else { unreachable!() };
+    ///     rows += table.num_rows();
+    /// }
+    /// assert_eq!(rows, 2400);
+    /// # Ok::<(), gpu_parquet::Error>(())
+    /// ```
+    pub fn scan(&self) -> Result<Scan<StepOutput>> {
+        let on_gpu = match self.decode {
+            Decode::None => {
+                let budget = MemoryBudget::streaming(self.memory_limit);
+                let plans = self.plans_of(self.group_row_groups(&budget)?)?;
+                return Ok(Scan::start(
+                    self.host_spec(plans, &budget, Release::HandedOut),
+                    AsOutput(RawSink),
+                ));
+            }
+            Decode::Host => false,
+            Decode::Gpu => true,
+            Decode::Auto => self.io.is_device(),
+        };
+        if on_gpu {
+            let decoder = self.gpu_decoder()?;
+            let started = std::time::Instant::now();
+            let steps = GpuSteps::plan(self, decoder)?;
+            let (spec, sink) = steps.parts(self, started, Release::HandedOut);
+            return Ok(Scan::start(spec, AsOutput(sink)));
+        }
+        let budget = MemoryBudget::streaming(self.memory_limit);
+        let plans = self.plans_of(self.group_row_groups(&budget)?)?;
+        Ok(Scan::start(
+            self.host_spec(plans, &budget, Release::HandedOut),
+            AsOutput(HostSink),
         ))
     }
 
-    /// Consecutive selected row groups in steps of a [`MemoryBudget`] of two steps in flight.
-    fn group_row_groups(&self) -> Result<Vec<Vec<usize>>> {
+    /// The GPU decoder of this reader's device (compiled once, then shared).
+    pub fn gpu_decoder(&self) -> Result<Arc<GpuDecoder>> {
+        let ctx = self.io.context().ok_or_else(|| Error::Unavailable {
+            backend: self.io.kind().to_string(),
+            reason: "GPU decode needs a GPU backend (this reader reads into host memory)".into(),
+        })?;
+        self.gpu_decoder
+            .get_or_init(|| {
+                GpuDecoder::new(ctx, &self.decoder)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(|m| Error::device("GPU decoder", m))
+    }
+
+    /// Consecutive selected row groups in steps of `budget`.
+    fn group_row_groups(&self, budget: &MemoryBudget) -> Result<Vec<Vec<usize>>> {
         let mut per_group: Vec<(usize, u64)> = Vec::new();
         // An aligned plan (for O_DIRECT) pads each chunk to whole 4 KiB blocks at both ends.
         let padding = if self.plan.options.align {
@@ -450,78 +584,8 @@ impl Reader {
                 .sum();
             per_group.push((rg, bytes));
         }
-        // Streaming holds two steps: the one handed out and the one being read.
-        MemoryBudget::new(self.memory_limit, 2).plan_steps(per_group, &self.source.location())
+        budget.plan_steps(per_group, &self.source.location())
     }
-}
-
-/// Consecutive `(row group, bytes)` packed greedily into groups of at most `target` bytes (a group
-/// holds at least one row group, whatever its size).
-pub(crate) fn pack_consecutive(sizes: Vec<(usize, u64)>, target: u64) -> Vec<Vec<usize>> {
-    let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut used = 0u64;
-    for (rg, bytes) in sizes {
-        match out.last_mut() {
-            Some(g) if used + bytes <= target => {
-                g.push(rg);
-                used += bytes;
-            }
-            _ => {
-                out.push(vec![rg]);
-                used = bytes;
-            }
-        }
-    }
-    out
-}
-
-/// Consecutive `(row group, bytes)` cut into at most `groups` groups of about equal bytes: each row
-/// group goes to the group its middle byte falls in. Unlike [`pack_consecutive`] with a target of
-/// the total over `groups`, uneven row groups never spill into one more, small, group (a step with a
-/// compressed page costs about as much however small it is).
-pub(crate) fn split_balanced(sizes: &[(usize, u64)], groups: usize) -> Vec<Vec<usize>> {
-    let total: u128 = sizes.iter().map(|s| s.1 as u128).sum();
-    let groups = groups.max(1) as u128;
-    let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut before = 0u128;
-    let mut current = None;
-    for &(rg, bytes) in sizes {
-        let k = share_of_middle(before, bytes, total, groups as usize).unwrap_or(0);
-        if current != Some(k) {
-            out.push(Vec::new());
-            current = Some(k);
-        }
-        out.last_mut().expect("pushed above").push(rg);
-        before += bytes as u128;
-    }
-    out
-}
-
-/// Which of `groups` equal shares of `total` bytes holds the middle byte of `bytes` bytes that start
-/// `before` bytes in (the last share at most); `None` when `total` is 0.
-pub(crate) fn share_of_middle(before: u128, bytes: u64, total: u128, groups: usize) -> Option<usize> {
-    let middle = before + bytes as u128 / 2;
-    (middle * groups.max(1) as u128)
-        .checked_div(total)
-        .map(|k| (k as usize).min(groups.max(1) - 1))
-}
-
-pub(crate) fn fetch(
-    io: &AnyBackend,
-    source: &ParquetSource,
-    plan: Arc<ReadPlan>,
-    threads: usize,
-) -> Result<ColumnChunks> {
-    let started = std::time::Instant::now();
-    let f = io.fetch(source, &plan)?;
-    ColumnChunks::read(
-        source,
-        plan,
-        f.buffer,
-        f.log,
-        started..std::time::Instant::now(),
-        threads,
-    )
 }
 
 /// Column chunks read into memory: the buffer (laid out as the plan says), the plan, the I/O log and
@@ -613,113 +677,6 @@ impl ColumnChunks {
     }
 }
 
-/// Groups of row groups read one after another, the next read while the current one is in use.
-/// Dropping it stops the reads.
-pub type ChunkStream = Background<ColumnChunks>;
-
-impl ChunkStream {
-    pub(crate) fn start(io: Arc<AnyBackend>, source: ParquetSource, plans: Vec<Arc<ReadPlan>>, threads: usize) -> Self {
-        // A rendezvous channel: the worker reads group k+1 while the caller holds group k, then waits
-        // until the caller takes it, so at most two groups are in memory.
-        Background::spawn("gpu-parquet-prefetch", 0, move |send| {
-            for plan in plans {
-                let r = fetch(&io, &source, plan, threads);
-                let failed = r.is_err();
-                if !send(r) || failed {
-                    return;
-                }
-            }
-        })
-    }
-}
-
-/// Items made one after another on a named background thread, handed over through a channel of
-/// `bound` places (0: the next item is made while the caller holds the current one). Dropping it
-/// closes the channel, which stops the producer at its next hand-over, and joins the thread.
-#[derive(Debug)]
-pub struct Background<T> {
-    rx: Option<Receiver<Result<T>>>,
-    worker: Option<std::thread::JoinHandle<()>>,
-}
-
-impl<T: Send + 'static> Background<T> {
-    /// Runs `produce` on a thread named `name`; it hands over items with `send`, which says false
-    /// once the receiver is gone. If no thread can be started, the only item is that error.
-    pub(crate) fn spawn(
-        name: &str,
-        bound: usize,
-        produce: impl FnOnce(&dyn Fn(Result<T>) -> bool) + Send + 'static,
-    ) -> Self {
-        let (tx, rx): (SyncSender<Result<T>>, _) = sync_channel(bound);
-        let worker = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || produce(&|item| tx.send(item).is_ok()));
-        match worker {
-            Ok(w) => Self {
-                rx: Some(rx),
-                worker: Some(w),
-            },
-            Err(e) => {
-                let (tx, rx) = sync_channel(1);
-                let _ = tx.send(Err(Error::Unavailable {
-                    backend: name.into(),
-                    reason: format!("cannot start the thread {name}: {e}"),
-                }));
-                Self {
-                    rx: Some(rx),
-                    worker: None,
-                }
-            }
-        }
-    }
-}
-
-impl<T> Iterator for Background<T> {
-    type Item = Result<T>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.rx.as_ref()?.recv().ok()
-    }
-}
-
-impl<T> Drop for Background<T> {
-    fn drop(&mut self) {
-        // Closing the channel makes the worker stop at its next hand-over.
-        self.rx.take();
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sizes(bytes: &[u64]) -> Vec<(usize, u64)> {
-        bytes.iter().copied().enumerate().collect()
-    }
-
-    #[test]
-    fn balanced_splits_give_the_groups_asked_for_in_order() {
-        // Fifty slightly uneven row groups in two: two groups, not the three a greedy packing to
-        // half the total gives.
-        let uneven: Vec<u64> = (0..50).map(|i| 32_000_000 + (i % 3) * 100_000).collect();
-        let total: u64 = uneven.iter().sum();
-        assert_eq!(pack_consecutive(sizes(&uneven), total / 2).len(), 3);
-        let two = split_balanced(&sizes(&uneven), 2);
-        assert_eq!(two.len(), 2);
-        assert_eq!(two.concat(), (0..50).collect::<Vec<_>>());
-        assert!(two[0].len().abs_diff(two[1].len()) <= 1, "{two:?}");
-        // Never more groups than asked, nor than row groups; every row group once, in order.
-        for groups in 1..12 {
-            let cut = split_balanced(&sizes(&[5, 1, 1, 1, 9, 2, 2]), groups);
-            assert!(cut.len() <= groups.min(7), "{groups}: {cut:?}");
-            assert_eq!(cut.concat(), (0..7).collect::<Vec<_>>());
-            assert!(cut.iter().all(|g| !g.is_empty()));
-        }
-        // Empty row groups and an empty file.
-        assert_eq!(split_balanced(&sizes(&[0, 0, 0]), 2), vec![vec![0, 1, 2]]);
-        assert!(split_balanced(&[], 3).is_empty());
-    }
-}
+/// Groups of row groups read one after another by the scan, the next read while the current one is
+/// in use. Dropping it stops the reads.
+pub type ChunkStream = Scan<ColumnChunks>;

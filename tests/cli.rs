@@ -1329,3 +1329,58 @@ fn dataset_shows_its_schema_and_writes_arrow_ipc() {
     assert_eq!(got as i64, rows);
     assert!(stderr.contains("schema: "), "{stderr}");
 }
+
+/// `dataset --columns` may name a partition column, and `--verify` checks a host read against
+/// arrow-rs's own reader of the files; an unknown column is one error line naming it.
+#[test]
+fn dataset_selects_partition_columns_and_verifies_on_the_host() {
+    let plain = testdata("flat_plain.parquet");
+    let rows = metadata(&plain).file_metadata().num_rows() as u64;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for year in ["2024", "2025"] {
+        let d = dir.path().join(format!("year={year}"));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::copy(&plain, d.join("part-0.parquet")).expect("copy");
+    }
+    let first = metadata(&plain)
+        .file_metadata()
+        .schema_descr()
+        .column(0)
+        .path()
+        .string();
+    let columns = format!("{first},year");
+    let r = run(&[
+        OsString::from("dataset"),
+        dir.path().into(),
+        "--backend=host".into(),
+        "--columns".into(),
+        columns.clone().into(),
+        "--verify".into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    let j = r.json();
+    assert_eq!(j["rows"].as_u64(), Some(2 * rows), "{}", r.what);
+    assert_eq!(j["verified"]["rows"].as_u64(), Some(2 * rows), "{}", r.what);
+    assert_eq!(j["verified"]["equal_to_arrow_rs"], true, "{}", r.what);
+    let r = run(&[
+        OsString::from("dataset"),
+        dir.path().into(),
+        "--backend=host".into(),
+        "--columns".into(),
+        columns.into(),
+        "--verify".into(),
+    ]);
+    r.assert_ok();
+    assert!(r.stdout.contains(&format!("schema: {first}: ")), "{}", r.stdout);
+    assert!(r.stdout.contains("year: Int32"), "{}", r.stdout);
+    assert!(r.stdout.contains("verified: "), "{}", r.stdout);
+    let r = run(&[
+        OsString::from("dataset"),
+        dir.path().into(),
+        "--backend=host".into(),
+        "--columns".into(),
+        "nope".into(),
+    ]);
+    r.assert_one_error_line("'nope'");
+}

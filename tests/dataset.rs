@@ -343,3 +343,66 @@ fn integer_partitions_are_int32_where_they_fit_else_int64() {
     let day = day.as_any().downcast_ref::<Int64Array>().expect("Int64");
     assert_eq!(day.value(day.len() - 1), 4_294_967_296);
 }
+
+/// `select_columns`: the files' columns and partition columns chosen together, the partition
+/// columns' values as before; an unknown name and partition columns alone are clear errors.
+#[test]
+fn a_selection_may_name_partition_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let a = write(&root.join("year=2024/city=Oslo/part-0.parquet"), 0, 150, false);
+    let b = write(&root.join("year=2025/city=Rome/part-0.parquet"), 150, 120, false);
+    let ds = Dataset::open(DatasetSource::Directory(root.to_path_buf())).expect("dataset");
+    let picked = ds.select_columns(&["s", "year"]).expect("select");
+    let schema: Vec<&str> = picked.schema().fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(schema, ["s", "year"]);
+    assert_eq!(picked.partition_fields().len(), 1);
+    let (got, files) = read_all(&picked, host).expect("read");
+    assert_eq!(files.first(), Some(&0));
+    let want = |batch: &RecordBatch, year: i32| {
+        let s = batch.project(&[2]).unwrap();
+        let n = s.num_rows();
+        with_partitions(&s, &[("year", Arc::new(Int32Array::from_value(year, n)) as ArrayRef)])
+    };
+    let want = concat_batches(&got.schema(), &[want(&a, 2024), want(&b, 2025)]).unwrap();
+    assert_eq!(got, want);
+
+    let e = ds.select_columns(&["id", "nope"]).unwrap_err().to_string();
+    assert!(e.contains("'nope'") && e.contains("city"), "{e}");
+    let e = ds.select_columns(&["year"]).unwrap_err().to_string();
+    assert!(e.contains("at least one"), "{e}");
+}
+
+/// A dataset's readers start from the footers `Dataset::open` read: a file rewritten after it is
+/// an error naming the file, not a read of the new bytes under the old footer's plan.
+#[test]
+fn a_dataset_reads_each_footer_once_and_notices_a_rewritten_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("part-0.parquet");
+    write(&path, 0, 300, false);
+    let ds = Dataset::open(DatasetSource::Files(vec![path.clone()])).expect("dataset");
+    assert_eq!(ds.sources().len(), 1);
+    assert_eq!(ds.sources()[0].path(), path.as_path());
+    // Rewritten with other rows (and another size): the open source no longer matches the file.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&path, 0, 50, true);
+    let e = read_all(&ds, host).expect_err("the file changed").to_string();
+    assert!(e.contains(&path.display().to_string()), "{e}");
+}
+
+/// `Dataset::batches` with a GPU decode asked for: on a machine without a GPU (or a host backend) a
+/// clear error saying the GPU decode needs a GPU backend.
+#[test]
+fn a_dataset_decodes_on_the_gpu_only_when_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("part-0.parquet");
+    write(&path, 0, 120, false);
+    let ds = Dataset::open(DatasetSource::Files(vec![path])).expect("dataset");
+    let mut batches = ds.batches(|b| b.with_backend(BackendKind::Host).with_decode(gpu_parquet::Decode::Gpu));
+    let e = batches
+        .next()
+        .expect("one item")
+        .expect_err("no GPU decode on the host backend");
+    assert!(e.to_string().contains("GPU backend"), "{e}");
+    assert!(batches.next().is_none());
+}

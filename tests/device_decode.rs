@@ -588,11 +588,11 @@ fn held_steps_decode_as_the_read_does_again_and_again() {
             .with_memory_limit(64 << 20)
             .build()
             .expect("reader");
-        let held = reader.fetch_held_steps().expect("held steps");
+        let held = gpu_parquet::bench::fetch_held_steps(&reader).expect("held steps");
         assert!(held.len() >= 2, "{codec:?}: a small budget cuts the read into steps");
         // Twice over the same chunks: a decode must leave them as they were.
         for round in 0..2 {
-            let (batches, peak) = reader.decode_held_steps(&held).expect("decode");
+            let (batches, peak) = gpu_parquet::bench::decode_held_steps(&reader, &held).expect("decode");
             assert_eq!(batches.len(), held.len(), "{codec:?}: a batch per step");
             assert!(peak > 0, "{codec:?}: a step holds outputs");
             let table = gpu_parquet::decode::table::DeviceTable {

@@ -397,8 +397,8 @@ fn read_errors_in_a_stepped_gpu_read_fail_cleanly() {
     assert_eq!(first.table.to_host().expect("host"), want);
     drop(first);
     let (stepped, per_call) = (
-        reader.read_steps_alone(false).expect("stepped reads"),
-        reader.read_steps_alone(true).expect("a fetch per step"),
+        gpu_parquet::bench::read_steps_alone(&reader, false).expect("stepped reads"),
+        gpu_parquet::bench::read_steps_alone(&reader, true).expect("a fetch per step"),
     );
     let bytes = |log: &gpu_parquet::io::IoLog| log.tasks.iter().map(|t| t.bytes).sum::<u64>();
     assert_eq!(stepped.0, steps);

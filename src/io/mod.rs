@@ -133,6 +133,22 @@ pub struct Fetched<B> {
     pub log: IoLog,
 }
 
+/// One step of [`IoBackend::fetch_steps`]: its bytes, its log, and when its reads ran.
+#[derive(Debug)]
+pub struct StepFetched<B> {
+    /// The step's bytes, laid out as its plan says. On a device backend work queued later on the
+    /// buffer's stream comes after the copies into it.
+    pub buffer: B,
+    /// Its reads.
+    pub log: IoLog,
+    /// From the step's first read until its bytes were in place (for the staged backend's stepped
+    /// fetch: until its last copy was queued; the copies may still be running).
+    pub queued: std::ops::Range<std::time::Instant>,
+}
+
+/// Receives each step of [`IoBackend::fetch_steps`] (step index, its bytes or its error).
+pub type DeliverStep<'a, B> = dyn Fn(usize, Result<StepFetched<B>>) + Sync + 'a;
+
 /// A way of executing a [`ReadPlan`].
 pub trait IoBackend: Send + Sync {
     /// Where the bytes end up.
@@ -156,6 +172,54 @@ pub trait IoBackend: Send + Sync {
         let mut buffer = self.alloc(plan.dest_len)?;
         let log = self.fetch_into(source, plan, &mut buffer)?;
         Ok(Fetched { buffer, log })
+    }
+
+    /// Reads the steps `plans` (each a run of consecutive row groups) in order, the way a scan's
+    /// reading thread does: `admit(k)` is called, in order and on the calling thread, before step
+    /// `k` is read (it may wait for memory to hold the step; `false` ends the fetch there), and
+    /// each step goes to `deliver` once read. A step whose read fails is delivered as that error and
+    /// ends the fetch; the steps after it are not delivered. Returns once nothing more will be
+    /// delivered.
+    ///
+    /// The default is one [`fetch`](Self::fetch) per step, delivered as it returns, in order
+    /// ([`fetch_steps_per_call`]). A backend may do better: the staged backend keeps the same workers
+    /// reading from one step into the next, and delivers a step, from one of them and in no set
+    /// order, as soon as its copies are queued.
+    fn fetch_steps(
+        &self,
+        source: &ParquetSource,
+        plans: &[Arc<ReadPlan>],
+        admit: &mut dyn FnMut(usize) -> bool,
+        deliver: &DeliverStep<'_, Self::Buffer>,
+    ) {
+        fetch_steps_per_call(self, source, plans, admit, deliver)
+    }
+}
+
+/// [`IoBackend::fetch_steps`]'s default: one [`IoBackend::fetch`] per step, in order (also what a
+/// benchmark measures against a backend's own stepped fetch).
+pub fn fetch_steps_per_call<B: IoBackend + ?Sized>(
+    backend: &B,
+    source: &ParquetSource,
+    plans: &[Arc<ReadPlan>],
+    admit: &mut dyn FnMut(usize) -> bool,
+    deliver: &DeliverStep<'_, B::Buffer>,
+) {
+    for (k, plan) in plans.iter().enumerate() {
+        if !admit(k) {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let r = backend.fetch(source, plan).map(|f| StepFetched {
+            buffer: f.buffer,
+            log: f.log,
+            queued: started..std::time::Instant::now(),
+        });
+        let failed = r.is_err();
+        deliver(k, r);
+        if failed {
+            return;
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use crate::io::auto::AutoBackend;
 use crate::io::cufile::{CufileBackend, CufileOptions};
 use crate::io::host::{HostBackend, HostBuffer};
 use crate::io::staged::{StagedBackend, StagedOptions};
-use crate::io::{DestBuffer, IoBackend, IoLog};
+use crate::io::{DeliverStep, DestBuffer, IoBackend, IoLog, StepFetched};
 use crate::metadata::ParquetSource;
 use crate::plan::ReadPlan;
 
@@ -274,5 +274,50 @@ impl IoBackend for AnyBackend {
         };
         self.note_choice(&mut log);
         Ok(log)
+    }
+
+    /// The chosen backend's own stepped fetch (the staged backend's keeps its workers reading from
+    /// one step into the next), each step's log carrying the notes from choosing the backend.
+    fn fetch_steps(
+        &self,
+        source: &ParquetSource,
+        plans: &[Arc<ReadPlan>],
+        admit: &mut dyn FnMut(usize) -> bool,
+        deliver: &DeliverStep<'_, AnyBuffer>,
+    ) {
+        let noted = |k: usize, r: Result<StepFetched<AnyBuffer>>| {
+            deliver(
+                k,
+                r.map(|mut f| {
+                    self.note_choice(&mut f.log);
+                    f
+                }),
+            )
+        };
+        let device = |k: usize, r: Result<StepFetched<DeviceBuffer>>| {
+            noted(
+                k,
+                r.map(|f| StepFetched {
+                    buffer: AnyBuffer::Device(f.buffer),
+                    log: f.log,
+                    queued: f.queued,
+                }),
+            )
+        };
+        match &self.inner {
+            Inner::Host(b) => b.fetch_steps(source, plans, admit, &|k, r| {
+                noted(
+                    k,
+                    r.map(|f| StepFetched {
+                        buffer: AnyBuffer::Host(f.buffer),
+                        log: f.log,
+                        queued: f.queued,
+                    }),
+                )
+            }),
+            Inner::Staged(b) => b.fetch_steps(source, plans, admit, &device),
+            Inner::Cufile(b) => b.fetch_steps(source, plans, admit, &device),
+            Inner::Auto(b) => b.fetch_steps(source, plans, admit, &device),
+        }
     }
 }

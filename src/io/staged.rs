@@ -25,7 +25,9 @@ use crate::gpu::{
 };
 use crate::io::host::named_pool;
 use crate::io::pread::{cache_in_background, open_direct, pread_exact};
-use crate::io::{IoBackend, IoLog, IoPath, TaskRecord, check_dest_len, task_location};
+use crate::io::{
+    DeliverStep, IoBackend, IoLog, IoPath, StepFetched, TaskRecord, check_dest_len, fetch_steps_per_call, task_location,
+};
 use crate::metadata::ParquetSource;
 use crate::plan::{DIRECT_IO_ALIGN, ReadPlan, ReadTask};
 
@@ -87,7 +89,7 @@ pub struct StagedBackend {
     /// two fetches' jobs interleaved in the pool's queue could each wait for a thread the other holds
     /// (a fetch that finds it held starts threads of its own, as every fetch did before).
     fetching: Mutex<()>,
-    /// The bounce buffers of stepped fetches ([`fetch_steps`](Self::fetch_steps)), as much memory as
+    /// The bounce buffers of stepped fetches ([`fetch_steps_continuously`](Self::fetch_steps_continuously)), as much memory as
     /// the workers' own: pieces placed in file order, their copies queued in that order on one stream
     /// and merged where they follow each other (see [`PinnedRing`]). Held by one fetch at a time.
     ring: Mutex<PinnedRing<Arc<StepWork>>>,
@@ -357,12 +359,12 @@ impl StagedBackend {
     /// end when the copies were queued, not when they finished. A step whose read fails is delivered as
     /// that error and stops the fetch; the steps it stops are not delivered. Returns once every worker
     /// has drained its stream.
-    pub(crate) fn fetch_steps(
+    fn fetch_steps_continuously(
         &self,
         source: &ParquetSource,
         plans: &[Arc<ReadPlan>],
         admit: &mut dyn FnMut(usize) -> bool,
-        deliver: &(dyn Fn(usize, Result<SteppedFetch>) + Sync),
+        deliver: &DeliverStep<'_, DeviceBuffer>,
     ) {
         let t0 = Instant::now();
         let all: Vec<&ReadPlan> = plans.iter().map(|p| p.as_ref()).collect();
@@ -523,18 +525,11 @@ struct DirectChoice {
     cold: bool,
 }
 
-/// One step of [`StagedBackend::fetch_steps`], handed on once every copy into it is queued.
-#[derive(Debug)]
-pub(crate) struct SteppedFetch {
-    /// The step's bytes, laid out as its plan says; work queued on its stream comes after the copies.
-    pub buffer: DeviceBuffer,
-    /// Its reads; times from the step's first read, ending when the copies were queued.
-    pub log: IoLog,
-    /// From the step's first read to its last copy queued (copies may still be running then).
-    pub queued: std::ops::Range<Instant>,
-}
+/// One step of [`StagedBackend::fetch_steps_continuously`], handed on once every copy into it is queued: its log's
+/// times run from the step's first read and end when the copies were queued.
+type SteppedFetch = StepFetched<DeviceBuffer>;
 
-/// A step being read by the workers of [`StagedBackend::fetch_steps`].
+/// A step being read by the workers of [`StagedBackend::fetch_steps_continuously`].
 struct StepWork {
     k: usize,
     plan: Arc<ReadPlan>,
@@ -599,7 +594,7 @@ impl Drop for ClosingFeed<'_> {
     }
 }
 
-/// Where the workers of one [`StagedBackend::fetch_steps`] spent their time, summed over them, in
+/// Where the workers of one [`StagedBackend::fetch_steps_continuously`] spent their time, summed over them, in
 /// nanoseconds (for `GPU_PARQUET_TRACE_FETCH`: beside a decode the same reads were measured slower).
 #[derive(Default)]
 struct WorkerTimes {
@@ -632,7 +627,7 @@ impl WorkerTimes {
     }
 }
 
-/// What one worker of [`StagedBackend::fetch_steps`] shares with the others.
+/// What one worker of [`StagedBackend::fetch_steps_continuously`] shares with the others.
 struct StepWorker<'a> {
     times: &'a WorkerTimes,
     backend: &'a StagedBackend,
@@ -653,7 +648,7 @@ impl StepWorker<'_> {
         on: &mut usize,
         feed: &Feed,
         abort: &AtomicBool,
-        deliver: &(dyn Fn(usize, Result<SteppedFetch>) + Sync),
+        deliver: &DeliverStep<'_, DeviceBuffer>,
     ) -> Result<()> {
         let mut at = 0usize;
         while let Some(step) = feed.get(at, abort) {
@@ -1043,6 +1038,22 @@ impl IoBackend for StagedBackend {
         let len = usize::try_from(len)
             .map_err(|_| Error::device("allocating device memory", format!("{len} bytes do not fit in usize")))?;
         DeviceBuffer::alloc_pooled(&Stream::new(&self.ctx)?, len)
+    }
+
+    /// The same workers read every step ([`fetch_steps_continuously`](Self::fetch_steps_continuously)),
+    /// unless `GPU_PARQUET_STEP_FETCH=calls` asks for one call per step.
+    fn fetch_steps(
+        &self,
+        source: &ParquetSource,
+        plans: &[Arc<ReadPlan>],
+        admit: &mut dyn FnMut(usize) -> bool,
+        deliver: &DeliverStep<'_, DeviceBuffer>,
+    ) {
+        if crate::config::fetch_step_per_call() {
+            fetch_steps_per_call(self, source, plans, admit, deliver)
+        } else {
+            self.fetch_steps_continuously(source, plans, admit, deliver)
+        }
     }
 
     fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {

@@ -1,0 +1,546 @@
+//! A GPU decode's steps: how the selection is cut (a latency model under the memory budget), how
+//! many steps are decoded at once, and the sink that decodes a fetched step into device columns
+//! (page headers parsed on the host ahead of the decoders where the bytes are in the page cache).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::datatypes::SchemaRef;
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::config::WideSnappy;
+use crate::decode::gpu::GpuDecoder;
+use crate::decode::host_headers::{HeaderSlot, parse_step_headers, worth_parsing};
+use crate::decode::pipeline::{ColumnRoute, route_columns};
+// A one-warp decompressor's cost per compressed byte of a step's longest page bounds the step's GPU
+// time, whatever its size (measured in `snappy_route`).
+use crate::decode::snappy_route::{
+    CHAIN_NS_PER_BYTE_NVCOMP, CHAIN_NS_PER_BYTE_PRECHECKED, CHAIN_NS_PER_BYTE_UNSNAP, WIDE_MIN_SRC,
+};
+use crate::device_read::{BackendTimes, DecodedStep, StepSummary, Window};
+use crate::error::{Error, Result};
+use crate::io::select::AnyBuffer;
+use crate::metadata::ParquetSource;
+use crate::plan::{ChunkRange, ReadPlan};
+use crate::reader::{ProgressCounter, Reader};
+use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
+use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
+
+/// Steps a read without compressed pages is cut into, when the budget allows: its reads bound it,
+/// and the smaller the last step, the less decode follows the last read. Measured on the H200
+/// (plain benchmark file, `read --warm-up 2`, 2026-12-02, two machines): 8 / 12 / 16 / 24 steps
+/// 60.3-60.5 / 61.1-61.3 / 58.7-59.0 / 58.2-58.4 ms; 8 / 16 steps 62.9-65.9 / 60.7-63.7 ms.
+const STEPS_WITHOUT_FLOOR: u64 = 16;
+/// Steps a read whose steps have a floor of GPU time is cut into at most: each step adds its floor
+/// and its fixed costs (snappy benchmark file, same runs: 8 / 12 / 16 steps 45.0-45.4 / 45.6-47.7 /
+/// 54.4-55.3 ms).
+const MAX_STEPS_WITH_FLOOR: u64 = 8;
+/// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read and waiting
+/// (the reads run ahead of the decode), or being decoded.
+pub(crate) const STEPS_IN_FLIGHT: usize = 5;
+/// Steps decoded at once by default. Measured on the H200 (`bench --no-cold --staged-threads 12`, one
+/// run, file to decoded device columns): plain 78.2 / 77.2 / 86.8 ms and snappy 323.7 / 306.9 /
+/// 325.4 ms with 1 / 2 / 4 decoding threads. Again on 2026-12-02 (`read --warm-up 2`, two rounds
+/// alternating): plain 70.6 / 87.4 ms with 2, 74.7 / 71.6 ms with 4 (within the noise).
+const DECODERS: usize = 2;
+/// ... where a step's GPU time has a floor ([`longest_page_ns`]): its work is then a chain of
+/// latencies (its longest pages, each walked by one warp in the pre-check and in nvCOMP) that other
+/// steps at once fill. Snappy benchmark file, same runs, its long pages on the wide decoder: 64.6 /
+/// 73.6 ms with 2 (6 steps), 58.4 / 60.5 ms with 4 (8 steps); earlier that day, 8 steps, 75.4 ms with
+/// 2 and 54.4 / 57.8 / 61.2 ms with 4 (asked for 4, 6, 8: [`STEPS_IN_FLIGHT`] allows 4).
+const DECODERS_WITH_FLOOR: usize = 4;
+/// Steps read at once. One: a step's read is already spread over the backend's threads, and two at
+/// once were measured slower on the H200 (plain benchmark file: two 345 MB steps in 32 ms together
+/// against 10 ms each one after the other; again on 2026-12-01, `read`, 8 steps: 93.0 / 95.6 ms
+/// against 93.2 / 100.6 ms, and 16 steps 99.7 / 104.2 against 115.7 / 115.4). Contexts that block
+/// instead of spinning while they wait (`CU_CTX_SCHED_BLOCKING_SYNC`) were no faster (98.9 / 99.9 ms;
+/// again on 2026-12-02 with four decoding threads, three rounds, snappy auto / spin / yield / blocking
+/// 53.8-58.2 / 55.3-56.2 / 53.8-57.8 / 52.8-60.2 ms, plain 64.6-66.3 / 61.5-63.7 / 62.3-64.8 /
+/// 65.0-75.6 ms),
+/// nor was a last step cut into parts of 3, 2 and 1 row groups so that less decode follows the last
+/// read (`bench`, hot: 76.9 / 78.1 ms against 70.0 / 72.2 ms). What the gaps between steps cost is
+/// taken away instead by the staged backend's workers going on from one step to the next
+/// ([`IoBackend::fetch_steps`](crate::io::IoBackend::fetch_steps)).
+const FETCHES: usize = 1;
+/// Which decoders a step's compressed pages go to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageDecoders {
+    /// nvCOMP loaded (else the host decompresses, but for Snappy under `own_snappy`).
+    pub nvcomp: bool,
+    /// Snappy and LZ4 bodies are walked by the pre-check before nvCOMP.
+    pub prechecked: bool,
+    /// Snappy goes to `gp_unsnap`.
+    pub own_snappy: bool,
+    /// Which Snappy bodies go to the wide decoder, whose time grows with a step's bytes, not its
+    /// longest page.
+    pub wide_snappy: WideSnappy,
+}
+/// Staged reads while decoding runs, as measured in the pipeline on the H200 (345 MB steps in 7.5-8 ms).
+const PIPELINE_READ_BYTES_PER_NS: f64 = 45.0;
+/// Data pages are assumed this long where no offset index says (writers' usual limit).
+const ASSUMED_PAGE_BYTES: u64 = 1 << 20;
+/// Smallest step worth its fixed costs (launches, a few synchronisations).
+const MIN_STEP_BYTES: u64 = 256 << 20;
+/// Bytes of temporaries per row and column (value indices, validity bytes, dense values, string
+/// sources and lengths), for the budget.
+const TEMP_BYTES_PER_VALUE: u64 = 21;
+
+/// The GPU time a step costs at least, in nanoseconds: its longest compressed page, which each GPU
+/// decompressor of `decoders` (nvCOMP, the pre-check before it for Snappy and LZ4 bodies, or
+/// `gp_unsnap` for Snappy) follows with one warp or block, Snappy pages no longer than the wide
+/// decoder leaves them (none when it takes every one). Zero without pages decompressed on the GPU.
+/// A dictionary page's size is its chunk's start to its first data page; data pages' come from the
+/// offset index, or are taken as [`ASSUMED_PAGE_BYTES`] (capped at the chunk) without one.
+pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], decoders: PageDecoders) -> f64 {
+    use parquet::basic::Compression;
+    let mut longest = 0f64;
+    for c in chunks {
+        let chunk = meta.row_group(c.row_group).column(c.column);
+        let per_byte = match chunk.compression() {
+            Compression::UNCOMPRESSED => continue,
+            Compression::SNAPPY if decoders.wide_snappy == WideSnappy::All => continue,
+            Compression::SNAPPY if decoders.own_snappy => CHAIN_NS_PER_BYTE_UNSNAP,
+            // Decompressed on the host: no GPU floor.
+            _ if !decoders.nvcomp => continue,
+            Compression::SNAPPY | Compression::LZ4 | Compression::LZ4_RAW if decoders.prechecked => {
+                CHAIN_NS_PER_BYTE_PRECHECKED
+            }
+            _ => CHAIN_NS_PER_BYTE_NVCOMP,
+        };
+        let dictionary = (chunk.data_page_offset() - crate::metadata::chunk_start(chunk)).max(0) as u64;
+        let data = match meta.page_index().and_then(|p| p.offset_index(c.row_group, c.column)) {
+            Some(oi) => oi
+                .page_locations()
+                .iter()
+                .map(|l| l.compressed_page_size.max(0) as u64)
+                .max()
+                .unwrap_or(0),
+            None => ASSUMED_PAGE_BYTES.min(chunk.compressed_size().max(0) as u64),
+        };
+        let mut page = dictionary.max(data);
+        // Snappy pages past the wide decoder's lower bound are the ones it takes when they are
+        // longer than the rest of their step (when they are not, throughput bounds the step anyway).
+        if chunk.compression() == Compression::SNAPPY && decoders.wide_snappy == WideSnappy::Longest {
+            page = page.min(WIDE_MIN_SRC as u64);
+        }
+        longest = longest.max(page as f64 * per_byte);
+    }
+    longest
+}
+
+/// Steps for a read of `read_bytes` whose steps each cost at least `longest_ns` of GPU time. Without
+/// such a floor, [`STEPS_WITHOUT_FLOOR`]: reads bound the read, and more steps overlap more of them. With one,
+/// each step costs about that much however small it is, so about as many steps as the reads can hide
+/// (the reads' time over one step's floor, times the decoding threads), and two at least so that
+/// reading overlaps decoding. Measured on the H200 (snappy benchmark file, `read`, one run, two each):
+/// 1 / 2 / 3 / 4 / 6 steps took 124-134 / 117 / 124-131 / 135-145 / 166-186 ms with the pre-check;
+/// without it, 4 steps (its default) took 95 ms.
+pub(crate) fn steps_for_latency(read_bytes: u64, longest_ns: f64, decoders: usize) -> u64 {
+    if longest_ns <= 0.0 {
+        return STEPS_WITHOUT_FLOOR;
+    }
+    let read_ns = read_bytes as f64 / PIPELINE_READ_BYTES_PER_NS;
+    ((read_ns * decoders.max(1) as f64 / longest_ns).ceil() as u64).clamp(2, MAX_STEPS_WITH_FLOOR)
+}
+
+/// Held steps decoded at once by default ([`crate::bench::fetch_held_steps`]): every one of the `steps`,
+/// or as many as `free` device memory (with every step's chunks held) has room for, one at least,
+/// counting for each the estimate of the largest step, `largest` (its chunks and temporaries: more
+/// than a held step adds).
+pub(crate) fn held_decoders(steps: usize, free: u64, largest: u64) -> usize {
+    steps.min((free / largest.max(1)) as usize).max(1)
+}
+
+/// A GPU decode's steps, cut for its reader.
+pub(crate) struct GpuSteps {
+    /// The decoder (compiled once per reader).
+    pub decoder: Arc<GpuDecoder>,
+    /// The budget the steps were cut to.
+    pub budget: MemoryBudget,
+    /// Free device memory when the read began.
+    pub free_before: u64,
+    /// The steps' plans.
+    pub plans: Vec<Arc<ReadPlan>>,
+    /// Device memory the largest step needs (chunks and temporaries).
+    pub largest: u64,
+    /// Steps held at once.
+    pub in_flight: usize,
+    /// Steps decoded at once.
+    pub decoders: usize,
+    /// The decoded schema and each column's route.
+    pub schema: SchemaRef,
+    routes: Vec<ColumnRoute>,
+}
+
+impl GpuSteps {
+    /// The steps of `reader`'s selection, for a decode on `decoder` beginning at `started`.
+    pub(crate) fn plan(reader: &Reader, decoder: Arc<GpuDecoder>) -> Result<Self> {
+        let (free_before, _) = decoder.context().memory()?;
+        let budget = gpu_budget(reader, free_before);
+        let (schema, routes) = route_columns(&reader.source, &reader.plan.columns)?;
+        // The GPU time a step costs at least: how many steps, and how many decoded at once.
+        let floor = step_floor_ns(reader, &decoder);
+        let (steps, largest) = decode_steps(reader, &budget, floor)?;
+        let plans = reader.plans_of(steps)?;
+        let in_flight = budget.steps_in_flight_for(largest);
+        let most = in_flight - FETCHES.min(in_flight - 1);
+        Ok(Self {
+            decoder,
+            budget,
+            free_before,
+            plans,
+            largest,
+            in_flight,
+            decoders: decoders(reader, floor).clamp(1, most),
+            schema,
+            routes,
+        })
+    }
+
+    /// Starts the scan of these steps: each decoded on the GPU, `release` saying whether a step's
+    /// place in memory is given back once decoded (a whole read) or once handed out (a stream).
+    pub(crate) fn scan(&self, reader: &Reader, started: Instant, release: Release) -> Scan<DecodedStep> {
+        let (spec, sink) = self.parts(reader, started, release);
+        Scan::start(spec, sink)
+    }
+
+    /// The scan of these steps and its sink, to be started.
+    pub(crate) fn parts(&self, reader: &Reader, started: Instant, release: Release) -> (ScanSpec, GpuSink) {
+        let progress = ProgressCounter::new(
+            reader.progress.clone(),
+            self.plans.len(),
+            reader.plan.num_rows(reader.source.metadata()),
+            reader.plan.useful_bytes(),
+        );
+        let sink = GpuSink {
+            decoder: self.decoder.clone(),
+            source: reader.source.clone(),
+            schema: self.schema.clone(),
+            routes: self.routes.clone(),
+            threads: reader.policy.threads,
+            started,
+            headers: (0..self.plans.len()).map(|_| HeaderSlot::default()).collect(),
+        };
+        let spec = ScanSpec {
+            io: reader.io.clone(),
+            source: reader.source.clone(),
+            plans: self.plans.clone(),
+            per_call: false,
+            threads: reader.policy.threads,
+            in_flight: self.in_flight,
+            workers: self.decoders,
+            release,
+            progress,
+            started,
+        };
+        (spec, sink)
+    }
+}
+
+/// The memory budget of a GPU decode: the reader's memory limit, or half of `free` device memory;
+/// steps cut to a [`STEPS_IN_FLIGHT`]th of it, two held at least.
+pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
+    MemoryBudget::new(Some(reader.memory_limit.unwrap_or(free / 2)), 2, STEPS_IN_FLIGHT)
+}
+
+/// Consecutive selected row groups cut into steps, and the estimated device memory of the largest
+/// step (chunks and temporaries). Steps are cut to the budget's [`per_step`](MemoryBudget::per_step)
+/// (as many as [`steps_for_latency`] says when they stay over [`MIN_STEP_BYTES`]); a row group over
+/// [`per_row_group`](MemoryBudget::per_row_group) alone is an error naming it. `floor_ns` is a step's
+/// least GPU time ([`step_floor_ns`]).
+pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64) -> Result<(Vec<Vec<usize>>, u64)> {
+    let meta = reader.source.metadata();
+    let mut need: Vec<(usize, u64)> = Vec::new();
+    for &rg in &reader.plan.row_groups {
+        let rows = meta.row_group(rg).num_rows().max(0) as u64;
+        let mut bytes = 0u64;
+        for c in reader.plan.chunks.iter().filter(|c| c.row_group == rg) {
+            let unc = meta.row_group(rg).column(c.column).uncompressed_size().max(0) as u64;
+            bytes += c.len + 2 * unc + rows * TEMP_BYTES_PER_VALUE;
+        }
+        need.push((rg, bytes));
+    }
+    let total: u64 = need.iter().map(|n| n.1).sum();
+    budget.check_row_groups(
+        &need,
+        &reader.source.location(),
+        "decoding this row group needs about",
+        " (set a larger --memory-limit)",
+    )?;
+    let steps = reader
+        .decode_steps
+        .map_or_else(|| steps_for_latency_of(reader, floor_ns), |s| s as u64);
+    let share = budget.per_step().unwrap_or(u64::MAX).max(1);
+    // As many steps as asked (fewer when they would fall under MIN_STEP_BYTES), of even size;
+    // more when even steps would not fit the budget's share.
+    let steps = steps.min((total / MIN_STEP_BYTES).max(1));
+    let bytes_of = |g: &Vec<usize>| -> u64 {
+        g.iter()
+            .map(|rg| need.iter().find(|n| n.0 == *rg).map_or(0, |n| n.1))
+            .sum()
+    };
+    let even = split_balanced(&need, steps as usize);
+    let cut = if even.iter().all(|g| bytes_of(g) <= share) {
+        even
+    } else {
+        pack_consecutive(need.clone(), share)
+    };
+    let largest = cut.iter().map(bytes_of).max().unwrap_or(0).max(1);
+    Ok((cut, largest))
+}
+
+/// The GPU time a step of `reader`'s selection costs at least ([`longest_page_ns`]).
+pub(crate) fn step_floor_ns(reader: &Reader, decoder: &GpuDecoder) -> f64 {
+    let decoders = PageDecoders {
+        nvcomp: decoder.has_nvcomp(),
+        prechecked: decoder.prechecks(),
+        own_snappy: decoder.snappy_on_own_kernel(),
+        wide_snappy: crate::config::snappy_wide(),
+    };
+    longest_page_ns(reader.source.metadata(), &reader.plan.chunks, decoders)
+}
+
+/// Steps decoded at once: as asked, else [`DECODERS_WITH_FLOOR`] where steps have a floor and
+/// [`DECODERS`] where they do not.
+fn decoders(reader: &Reader, floor_ns: f64) -> usize {
+    reader
+        .decode_threads
+        .unwrap_or(if floor_ns > 0.0 { DECODERS_WITH_FLOOR } else { DECODERS })
+}
+
+/// How many steps to cut a read into by default ([`steps_for_latency`] over this selection, whose
+/// steps cost at least `floor_ns` of GPU time).
+fn steps_for_latency_of(reader: &Reader, floor_ns: f64) -> u64 {
+    steps_for_latency(reader.plan.dest_len, floor_ns, decoders(reader, floor_ns))
+}
+
+/// Decodes fetched steps into device columns, each on its chunks' stream; parses page headers on the
+/// host ahead of the decoders (when `GPU_PARQUET_HOST_HEADERS` leaves it on).
+pub(crate) struct GpuSink {
+    decoder: Arc<GpuDecoder>,
+    source: ParquetSource,
+    schema: SchemaRef,
+    routes: Vec<ColumnRoute>,
+    threads: usize,
+    started: Instant,
+    /// Page headers parsed on the host ahead of the decoders, step by step, at most as many steps
+    /// ahead of the last one handed to them as may be in flight; a decoder takes its step's (which
+    /// frees them), and a step whose headers are not ready when its decode begins parses them on the
+    /// GPU (the thread ahead then skips it, or drops what it parsed too late).
+    headers: Vec<HeaderSlot>,
+}
+
+impl StepSink for GpuSink {
+    type Output = DecodedStep;
+
+    fn what(&self) -> &'static str {
+        "decoding a step"
+    }
+
+    /// Decodes one fetched step (on its chunks' stream) and drops its chunks.
+    fn finish(&self, step: FetchedStep<'_>) -> Result<DecodedStep> {
+        let decode_from = Instant::now();
+        let chunks = step.chunks;
+        let host_headers = self.headers.get(step.k).and_then(HeaderSlot::take);
+        let AnyBuffer::Device(buffer) = &chunks.buffer else {
+            return Err(Error::device("GPU decoder", "the backend returned host memory"));
+        };
+        let (batch, stats, step_peak) = self.decoder.decode(
+            &self.source,
+            &self.schema,
+            &self.routes,
+            &chunks.plan,
+            buffer,
+            self.threads,
+            host_headers.as_ref(),
+        )?;
+        let (free_after, _) = self.decoder.context().memory()?;
+        let decode_window = Window::between(self.started, decode_from, Instant::now());
+        let read_window = Window::between(self.started, chunks.fetched.start, chunks.fetched.end);
+        let (plan, log) = (chunks.plan.clone(), chunks.log.clone());
+        drop(chunks);
+        // The step's chunks are dropped: the steps held now, this one's place included.
+        let held_steps = step.places.held();
+        let summary = StepSummary {
+            row_groups: plan.row_groups.clone(),
+            chunk_bytes: plan.dest_len,
+            stats,
+            io_wait: step.io_wait,
+            read_window,
+            decode_window,
+            backend: BackendTimes::of(&log),
+        };
+        Ok(DecodedStep {
+            batch,
+            summary,
+            plan,
+            log,
+            step_peak,
+            free_after,
+            held_steps,
+        })
+    }
+
+    fn runs_ahead(&self) -> bool {
+        crate::config::host_headers()
+    }
+
+    fn run_ahead(&self, plans: &[Arc<ReadPlan>], turn: &dyn Fn(usize) -> bool) {
+        let Ok(file) = std::fs::File::open(self.source.path()) else {
+            return;
+        };
+        for (k, plan) in plans.iter().enumerate() {
+            if !turn(k) {
+                return;
+            }
+            if self.headers[k].is_taken() {
+                crate::config::trace_at(self.started, format_args!("step {k}: headers left to the GPU (late)"));
+                continue;
+            }
+            // A failed read (or a panic) leaves the step's headers to the GPU.
+            let parsed = crate::panic_guard::contain_panics(&self.source.location(), || {
+                Ok(worth_parsing(&file, plan)
+                    .then(|| parse_step_headers(&file, plan).ok())
+                    .flatten())
+            })
+            .ok()
+            .flatten();
+            let what = match parsed.map(|h| self.headers[k].offer(h)) {
+                Some(true) => "parsed on the host",
+                Some(false) => "parsed on the host too late, dropped",
+                None => "left to the GPU",
+            };
+            crate::config::trace_at(self.started, format_args!("step {k}: headers {what}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::snappy_route::{NVCOMP_NS_PER_BYTE, PRECHECK_NS_PER_BYTE, UNSNAP_NS_PER_BYTE};
+    use crate::plan::{Projection, RowGroupSelection};
+
+    fn chunks_of(path: &str) -> (crate::ParquetSource, ReadPlan) {
+        let source = crate::ParquetSource::open(path).unwrap();
+        let plan = ReadPlan::build(&source, &Projection::All, &RowGroupSelection::All, Default::default()).unwrap();
+        (source, plan)
+    }
+
+    #[test]
+    fn held_steps_decode_at_once_as_far_as_memory_allows() {
+        const GB: u64 = 1 << 30;
+        // The snappy benchmark file on an H200: 8 steps of some 1.5 GB, 137 GB free once held.
+        assert_eq!(held_decoders(8, 137 * GB, 3 * GB / 2), 8);
+        // Many steps: as many as the largest fits in what is free.
+        assert_eq!(held_decoders(100, 40 * GB, 4 * GB), 10);
+        // Nearly nothing free: one at a time, never none.
+        assert_eq!(held_decoders(100, GB / 2, 4 * GB), 1);
+        assert_eq!(held_decoders(3, 0, 0), 1);
+    }
+
+    #[test]
+    fn only_compressed_pages_set_a_floor_and_the_pre_check_raises_it() {
+        let with = |nvcomp, prechecked, own_snappy| PageDecoders {
+            nvcomp,
+            prechecked,
+            own_snappy,
+            wide_snappy: WideSnappy::Off,
+        };
+        let (plain, plan) = chunks_of("testdata/flat_plain.parquet");
+        assert_eq!(
+            longest_page_ns(plain.metadata(), &plan.chunks, with(true, true, false)),
+            0.0
+        );
+        let (snappy, plan) = chunks_of("testdata/flat_snappy_dict.parquet");
+        let trusted = longest_page_ns(snappy.metadata(), &plan.chunks, with(true, false, false));
+        let checked = longest_page_ns(snappy.metadata(), &plan.chunks, with(true, true, false));
+        assert!(trusted > 0.0, "{trusted}");
+        let ratio = checked / trusted;
+        let want = (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE) / NVCOMP_NS_PER_BYTE;
+        assert!((ratio - want).abs() < 1e-9, "{ratio} against {want}");
+        // Our own Snappy kernel sets its own floor, with or without nvCOMP; the host sets none.
+        let own = longest_page_ns(snappy.metadata(), &plan.chunks, with(false, true, true));
+        assert!(
+            (own / trusted - UNSNAP_NS_PER_BYTE / NVCOMP_NS_PER_BYTE).abs() < 1e-9,
+            "{own}"
+        );
+        assert_eq!(
+            longest_page_ns(snappy.metadata(), &plan.chunks, with(false, true, false)),
+            0.0
+        );
+        // The wide Snappy decoder on every body sets none, nvCOMP or not; on the longest only, it
+        // leaves this file's short pages (all under its bound) their floor.
+        for nvcomp in [true, false] {
+            let on = |wide_snappy| PageDecoders {
+                wide_snappy,
+                ..with(nvcomp, true, !nvcomp)
+            };
+            let off = longest_page_ns(snappy.metadata(), &plan.chunks, on(WideSnappy::Off));
+            assert!(off > 0.0);
+            assert_eq!(
+                longest_page_ns(snappy.metadata(), &plan.chunks, on(WideSnappy::Longest)),
+                off
+            );
+            assert_eq!(
+                longest_page_ns(snappy.metadata(), &plan.chunks, on(WideSnappy::All)),
+                0.0
+            );
+        }
+    }
+
+    #[test]
+    fn the_wide_decoder_caps_a_long_snappy_page_floor_at_its_lower_bound() {
+        use arrow::array::Int64Array;
+        use parquet::file::properties::WriterProperties;
+        // One Snappy data page of 300,000 incompressible values (2.4 MB), with an offset index.
+        let mut next = crate::decode::reference::xorshift(7);
+        let values = Int64Array::from_iter_values((0..300_000).map(|_| next() as i64));
+        let batch = arrow::record_batch::RecordBatch::try_from_iter([("v", Arc::new(values) as _)]).unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .set_dictionary_enabled(false)
+            .set_data_page_size_limit(64 << 20)
+            .set_write_batch_size(1 << 20)
+            .build();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let (source, plan) = chunks_of(file.path().to_str().unwrap());
+        let with = |wide_snappy| PageDecoders {
+            nvcomp: true,
+            prechecked: true,
+            own_snappy: false,
+            wide_snappy,
+        };
+        let per_byte = NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE;
+        let off = longest_page_ns(source.metadata(), &plan.chunks, with(WideSnappy::Off));
+        assert!(off > 2.4e6 * per_byte, "{off}");
+        let longest = longest_page_ns(source.metadata(), &plan.chunks, with(WideSnappy::Longest));
+        assert_eq!(longest, WIDE_MIN_SRC as f64 * per_byte);
+    }
+
+    #[test]
+    fn fewer_steps_the_longer_a_step_must_take() {
+        // Reads alone bound the read: the most steps.
+        assert_eq!(steps_for_latency(3 << 30, 0.0, 2), STEPS_WITHOUT_FLOOR);
+        // The snappy benchmark file: 1.63 GB of chunks read in 36 ms, 975 kB pages with the pre-check
+        // (27 ms a step), two decoders: three steps.
+        let floor = 975e3 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
+        assert_eq!(steps_for_latency(1_631_856_109, floor, 2), 3);
+        // Without it, the reads hide more steps (16 ms a step).
+        assert_eq!(steps_for_latency(1_631_856_109, 975e3 * NVCOMP_NS_PER_BYTE, 2), 5);
+        // Its long pages on the wide decoder (a page counted at 256 KiB), four decoders: the most.
+        let capped = WIDE_MIN_SRC as f64 * (NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE);
+        assert_eq!(
+            steps_for_latency(1_631_856_109, capped, DECODERS_WITH_FLOOR),
+            MAX_STEPS_WITH_FLOOR
+        );
+        assert_eq!(steps_for_latency(1_631_856_109, capped, 1), 5);
+        // Tiny pages: the most a read with a floor gets.
+        assert_eq!(steps_for_latency(3 << 30, 1.0, 2), MAX_STEPS_WITH_FLOOR);
+        // A huge floor still leaves two steps, so that reading overlaps decoding.
+        assert_eq!(steps_for_latency(1 << 20, 1e12, 1), 2);
+    }
+}
