@@ -599,6 +599,11 @@ pub mod encoding {
     pub const RLE_DICTIONARY: u32 = 8;
     /// BYTE_STREAM_SPLIT.
     pub const BYTE_STREAM_SPLIT: u32 = 9;
+    /// Not a Parquet encoding: the keys of a dictionary-typed column over one of its pages that is not
+    /// dictionary-encoded (a writer's fallback once its dictionary grew too large). The page's values
+    /// are decoded into the column's dictionary, in row order from its entry `dict_count`, so row `i`'s
+    /// key is `dict_count + i` (`gp_gather_fixed`, INT32 pages only).
+    pub const SEQUENCE_KEYS: u32 = 100;
 }
 
 /// Parquet physical `Type` values.

@@ -875,7 +875,7 @@ pub fn decode_step<E: Executor>(
         if fallback.contains_key(route_idx) {
             continue;
         }
-        if let Some(why) = validate_chunk(ch, leaf).map_err(|m| corrupt(source, &gpu, ch, m.1, &m.0))? {
+        if let Some(why) = validate_chunk(ch, &validated_as(leaf)).map_err(|m| corrupt(source, &gpu, ch, m.1, &m.0))? {
             fallback.insert(*route_idx, why);
         } else if let Some(why) = dictionary_chunk_fallback(ch, leaf) {
             fallback.insert(*route_idx, why);
@@ -894,6 +894,7 @@ pub fn decode_step<E: Executor>(
             }
         }
     }
+    add_plain_page_entries(&chunks, &mut gpu, &mut dictionary_entries_of);
     for (gi, (route_idx, leaf)) in gpu.iter().enumerate() {
         if fallback.contains_key(route_idx) {
             continue;
@@ -945,7 +946,7 @@ pub fn decode_step<E: Executor>(
             let unused = match gpu[ch.column].1.role {
                 LeafRole::Column => false,
                 LeafRole::DictionaryKeys(_) => p.page_type == 2,
-                LeafRole::DictionaryValues => p.page_type != 2,
+                LeafRole::DictionaryValues => p.page_type != 2 && dictionary_encoded(p),
             };
             if !keep[ch.column] || p.page_type == 1 || unused {
                 b.push(Body {
@@ -1087,15 +1088,16 @@ pub fn decode_step<E: Executor>(
             entries_of[gi]
         };
         let n = column_rows as usize;
-        let needs_dense = !values_role
-            && chunks
-                .iter()
-                .filter(|c| c.column == gi)
-                .flat_map(|c| &c.infos)
-                .any(|p| {
-                    let e = p.encoding as u32;
-                    (p.page_type == 0 || p.page_type == 3) && e != encoding::PLAIN
-                });
+        let needs_dense = chunks
+            .iter()
+            .filter(|c| c.column == gi)
+            .flat_map(|c| &c.infos)
+            .any(|p| {
+                let e = p.encoding as u32;
+                (p.page_type == 0 || p.page_type == 3)
+                    && e != encoding::PLAIN
+                    && !(values_role && dictionary_encoded(p))
+            });
         let dense_width = leaf.type_len.max(4);
         let mut c = ColumnDesc {
             num_rows: column_rows,
@@ -1188,7 +1190,8 @@ pub fn decode_step<E: Executor>(
                         });
                         row += count as u64;
                     }
-                    (LeafRole::DictionaryValues, _) => {}
+                    // Its data pages not dictionary-encoded decode into the values like a column's (below).
+                    (LeafRole::DictionaryValues, t) if !matches!(t, 0 | 3) || dictionary_encoded(p) => {}
                     (_, 2) => {
                         let count = p.num_values as u32;
                         let mut index = 0;
@@ -1240,6 +1243,12 @@ pub fn decode_step<E: Executor>(
                             column: col_of_gpu[gi],
                             ..Default::default()
                         };
+                        if matches!(leaf.role, LeafRole::DictionaryKeys(_)) && !dictionary_encoded(p) {
+                            // Its rows' values join the dictionary in order: the keys count on.
+                            d.encoding = encoding::SEQUENCE_KEYS;
+                            d.dict_count = key_base as u32;
+                            key_base += num_values as u64;
+                        }
                         if v2 {
                             if leaf.max_def > 0 {
                                 // v2 bodies start with the repetition levels, then the definition levels.
@@ -2638,33 +2647,72 @@ fn check_chunk(c: &ChunkDesc, ch: &ChunkPages, gpu: &[(usize, GpuLeaf)], source:
     ))
 }
 
-/// Checks a GPU chunk's pages on the host. `Ok(Some(why))`: the kernels cannot decode it (the column
-/// goes to the host); `Err((message, page))`: the chunk is corrupt.
-/// Why a dictionary-typed column's chunk goes to the host: its keys come from dictionary indices, so
-/// every data page must be dictionary-encoded after a dictionary page (a writer falls back to plain
-/// pages when the dictionary grows too large).
+/// Whether `p` is a data page of dictionary indices.
+fn dictionary_encoded(p: &PageInfo) -> bool {
+    matches!(p.page_type, 0 | 3) && matches!(p.encoding as u32, encoding::PLAIN_DICTIONARY | encoding::RLE_DICTIONARY)
+}
+
+/// Why a dictionary-typed column's chunk goes to the host. Its data pages that are not
+/// dictionary-encoded (a writer falls back to plain pages once its dictionary grows too large, or
+/// never writes one) decode into the column's dictionary values, with keys counting on in row order
+/// ([`encoding::SEQUENCE_KEYS`]): arrow-rs re-encodes such values into a dictionary of its own, equal
+/// value for value. Not yet in repeated columns, whose values would need their level entries' slots.
 fn dictionary_chunk_fallback(ch: &ChunkPages, leaf: &GpuLeaf) -> Option<String> {
-    if !matches!(leaf.role, LeafRole::DictionaryKeys(_)) {
+    if !matches!(leaf.role, LeafRole::DictionaryKeys(_)) || leaf.max_rep == 0 {
         return None;
     }
-    let mut has_dictionary = false;
-    for p in &ch.infos {
-        match p.page_type {
-            2 => has_dictionary = true,
-            0 | 3 => {
-                let e = p.encoding as u32;
-                if e != encoding::PLAIN_DICTIONARY && e != encoding::RLE_DICTIONARY {
-                    return Some(format!(
-                        "a dictionary-typed column with data pages in encoding {e} (not dictionary indices): decoded on the host"
-                    ));
-                }
-            }
-            _ => {}
+    ch.infos
+        .iter()
+        .find(|p| matches!(p.page_type, 0 | 3) && !dictionary_encoded(p))
+        .map(|p| {
+            format!(
+                "a repeated dictionary-typed column with data pages in encoding {} (not dictionary indices): decoded on the host",
+                p.encoding
+            )
+        })
+}
+
+/// The leaf whose page encodings [`validate_chunk`] checks: a dictionary-typed column's keys are
+/// checked as its values' physical type (their plain pages hold values, not keys).
+fn validated_as(leaf: &GpuLeaf) -> std::borrow::Cow<'_, GpuLeaf> {
+    match &leaf.role {
+        LeafRole::DictionaryKeys(values) => std::borrow::Cow::Owned(GpuLeaf {
+            physical: values.physical,
+            type_len: values.type_len,
+            ..leaf.clone()
+        }),
+        _ => std::borrow::Cow::Borrowed(leaf),
+    }
+}
+
+/// Adds to `dictionary_entries` (by GPU column) the level entries of dictionary-typed columns' data
+/// pages that are not dictionary-encoded, for their keys and values leaves both: those pages' values
+/// join the dictionary values, nulls included as null entries, so the values leaf then takes the
+/// keys' definition levels.
+fn add_plain_page_entries(chunks: &[ChunkPages], gpu: &mut [(usize, GpuLeaf)], dictionary_entries: &mut [u64]) {
+    let mut plain = vec![0u64; gpu.len()];
+    for ch in chunks {
+        if matches!(gpu[ch.column].1.role, LeafRole::Column) {
+            continue;
+        }
+        plain[ch.column] += ch
+            .infos
+            .iter()
+            .filter(|p| matches!(p.page_type, 0 | 3) && !dictionary_encoded(p))
+            .map(|p| p.num_values.max(0) as u64)
+            .sum::<u64>();
+    }
+    for gi in 0..gpu.len() {
+        dictionary_entries[gi] += plain[gi];
+        // The values leaf follows its keys leaf (see `decode_step`).
+        if plain[gi] > 0 && gpu[gi].1.role == LeafRole::DictionaryValues && gi > 0 {
+            gpu[gi].1.max_def = gpu[gi - 1].1.max_def;
         }
     }
-    (!has_dictionary && ch.infos.iter().any(|p| p.page_type == 0 || p.page_type == 3))
-        .then(|| "a dictionary-typed column without a dictionary page: decoded on the host".to_string())
 }
+
+/// Checks a GPU chunk's pages on the host. `Ok(Some(why))`: the kernels cannot decode it (the column
+/// goes to the host); `Err((message, page))`: the chunk is corrupt.
 
 fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option<String>, (String, Option<usize>)> {
     let mut values = 0u64;

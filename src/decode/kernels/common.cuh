@@ -79,6 +79,8 @@ struct ColumnDesc {
 #define ENC_DELTA_BYTE_ARRAY 7u
 #define ENC_RLE_DICTIONARY 8u
 #define ENC_BYTE_STREAM_SPLIT 9u
+// Not a Parquet encoding: a dictionary-typed column's keys over a page not dictionary-encoded (encoding::SEQUENCE_KEYS).
+#define ENC_SEQUENCE_KEYS 100u
 
 #define PT_BOOLEAN 0u
 #define PT_INT32 1u

@@ -250,8 +250,8 @@ pub fn page_setup(arena: &mut Arena, pages: &mut [PageDesc]) {
 }
 
 /// `gp_levels`: decodes each nullable page's definition levels into `vidx` (the row's index among the
-/// page's present values, -1 for a null), `out_valid` (1/0, when set) and `num_non_null`. Required
-/// columns: `num_non_null = num_values`. Errors: [`ErrorCode::BadBitWidth`] (width over 8, detail the
+/// page's present values, -1 for a null), `out_valid` (1/0, when set) and `num_non_null`. Pages of
+/// `max_def` 0: `num_non_null = num_values`, and `vidx = i`, `out_valid = 1` where the column has them. Errors: [`ErrorCode::BadBitWidth`] (width over 8, detail the
 /// width, `num_non_null` 0), [`ErrorCode::BadLevel`] / [`ErrorCode::Overrun`] at the first bad or
 /// missing level (detail its index; earlier rows written and counted).
 pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
@@ -264,7 +264,17 @@ pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
             continue;
         };
         if pg.max_def == 0 {
+            // A page without levels in a column with them (a dictionary's entries among a
+            // dictionary-typed column's plain pages): every row present, in order.
             pg.num_non_null = pg.num_values;
+            let row = u64::from(pg.row_start);
+            let n = pg.num_values as usize;
+            let wrote_vidx =
+                col.vidx == 0 || n == 0 || arena.write(col.vidx + row * 4, &(0..n as i32).collect::<Vec<i32>>());
+            let wrote_valid = col.out_valid == 0 || n == 0 || arena.write(col.out_valid + row, &vec![1u8; n]);
+            if !(wrote_vidx && wrote_valid) {
+                set_error(pg, ErrorCode::BadPageSize, pg.num_values);
+            }
             continue;
         }
         if pg.def_bit_width > 8 {
@@ -450,6 +460,8 @@ enum Source {
     PlainBool,
     Dict,
     Dense,
+    /// Row `i`'s key `dict_count + i` ([`enc::SEQUENCE_KEYS`]).
+    Keys,
 }
 
 fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
@@ -465,6 +477,7 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
             enc::RLE => Some(Source::Dense),
             _ => None,
         },
+        pt::INT32 if encoding == enc::SEQUENCE_KEYS => Some(Source::Keys),
         pt::INT32 | pt::INT64 => match encoding {
             enc::DELTA_BINARY_PACKED | enc::BYTE_STREAM_SPLIT => Some(Source::Dense),
             _ => plain_or_dict,
@@ -481,7 +494,8 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
 /// `gp_gather_fixed`: each row of each fixed-width page gets its value's bytes at `out_values + row *
 /// out_width` (zeros for a null): PLAIN from `values`, BOOLEAN PLAIN's bit as a byte, dictionary
 /// entries through the `u32` indices in `dense`, and RLE booleans, DELTA_BINARY_PACKED and
-/// BYTE_STREAM_SPLIT from `dense`. Errors: [`ErrorCode::BadEncoding`] (nothing written, detail the
+/// BYTE_STREAM_SPLIT from `dense`, and [`enc::SEQUENCE_KEYS`] pages the key `dict_count + i` of row
+/// `i`. Errors: [`ErrorCode::BadEncoding`] (nothing written, detail the
 /// encoding); [`ErrorCode::Overrun`] for the lowest row whose value lies past `values_len` /
 /// `dict_len` or whose value index is past `num_non_null` or the page's rows (detail its value index
 /// `k`; every other row
@@ -574,6 +588,13 @@ fn gather_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, src: Sour
                     dict.get(idx * tl..(idx + 1) * tl)
                 }
                 Source::Dense => dense.get(k * dw..k * dw + tl),
+                Source::Keys => {
+                    let key = pg.dict_count.wrapping_add(i as u32).to_le_bytes();
+                    let w = w.min(4);
+                    dst[..w].copy_from_slice(&key[..w]);
+                    dst[w..].fill(0);
+                    continue;
+                }
             }
         };
         match value {

@@ -1629,6 +1629,52 @@ fn edge_step(case: u32) -> Step {
                 });
             }
         }
+        6 => {
+            // A dictionary-typed column's plain fallback pages: its keys (INT32, nullable) over a page
+            // of SEQUENCE_KEYS after a dictionary-encoded one, and its values (nullable strings): the
+            // dictionary's entries as a page without levels (max_def 0), then the plain page's rows.
+            // Levels of the fallback page: 1 0 1 1 0 1 (a bit-packed group of 8, the last 2 unused).
+            let levels = [0x03u8, 0b0010_1101];
+            cols.push(col_of(&mut arena, pt::INT32, 4, 9, true));
+            let identity: Vec<u8> = (0..3i32).flat_map(i32::to_le_bytes).collect();
+            let mut p = page(pt::INT32, 4, 3, 1, 0);
+            p.levels = arena.upload(&[6u8, 1]); // an RLE run of 3 present
+            p.levels_len = 2;
+            p.encoding = enc::RLE_DICTIONARY;
+            p.values = arena.upload(&[2u8, 6, 2, 1]); // width 2, RLE run of 3 of index 2... then more
+            p.values_len = 4;
+            p.dict = arena.upload(&identity);
+            p.dict_len = 12;
+            p.dict_count = 3;
+            pages.push(p);
+            let mut p = page(pt::INT32, 4, 6, 1, 0);
+            p.row_start = 3;
+            p.levels = arena.upload(&levels);
+            p.levels_len = 2;
+            p.encoding = enc::SEQUENCE_KEYS;
+            p.dict_count = 3; // the fallback page's rows follow the dictionary's 3 entries
+            pages.push(p);
+            cols.push(col_of(&mut arena, pt::BYTE_ARRAY, 0, 9, true));
+            let strings = |items: &[&str]| -> Vec<u8> {
+                items
+                    .iter()
+                    .flat_map(|v| [&(v.len() as u32).to_le_bytes()[..], v.as_bytes()].concat())
+                    .collect()
+            };
+            let entries = strings(&["ab", "", "cde"]);
+            let mut p = page(pt::BYTE_ARRAY, 0, 3, 0, 1);
+            p.values = arena.upload(&entries);
+            p.values_len = entries.len() as u64;
+            pages.push(p);
+            let fallback = strings(&["w", "xx", "yyy", "z"]);
+            let mut p = page(pt::BYTE_ARRAY, 0, 6, 1, 1);
+            p.row_start = 3;
+            p.levels = arena.upload(&levels);
+            p.levels_len = 2;
+            p.values = arena.upload(&fallback);
+            p.values_len = fallback.len() as u64;
+            pages.push(p);
+        }
         _ => unreachable!(),
     }
     Step {
@@ -1639,9 +1685,24 @@ fn edge_step(case: u32) -> Step {
     }
 }
 
+/// Edge step 6: keys count on over a fallback page, and a page without levels in a nullable column is
+/// all present.
+#[test]
+fn sequence_keys_and_a_page_without_levels() {
+    let mut step = edge_step(6);
+    let outs = run_core(&mut step);
+    assert!(step.pages.iter().all(|p| p.error == 0), "{:?}", step.pages);
+    let keys: Vec<i32> = bytemuck::pod_collect_to_vec(&outs[0].values);
+    assert_eq!(keys, [2, 2, 2, 3, 0, 5, 6, 0, 8]);
+    assert_eq!(outs[0].valid.as_deref(), Some(&[1u8, 1, 1, 1, 0, 1, 1, 0, 1][..]));
+    assert_eq!(outs[1].valid.as_deref(), Some(&[1u8, 1, 1, 1, 0, 1, 1, 0, 1][..]));
+    assert_eq!(outs[1].values, b"abcdewxxyyyz");
+    assert_eq!(outs[1].offsets.as_deref(), Some(&[0, 2, 2, 5, 6, 6, 8, 11, 11, 12][..]));
+}
+
 #[test]
 fn kernels_match_references_on_edge_steps() {
-    for case in 0..6 {
+    for case in 0..7 {
         if !kernels_match(&format!("edge step {case}"), || edge_step(case)) {
             return;
         }
