@@ -220,8 +220,10 @@ pub enum Kernel {
         chars: u64,
         /// Characters.
         n: u64,
-        /// `i32[rows + 1]`, the Arrow offsets.
+        /// `i32[rows + 1]` (or `i64` where `offset_width` is 8), the Arrow offsets.
         offsets: u64,
+        /// Bytes per offset: 4 or 8.
+        offset_width: u32,
         /// Rows.
         rows: u64,
         /// `u64`.
@@ -591,9 +593,10 @@ impl Executor for HostExecutor {
                 chars,
                 n,
                 offsets,
+                offset_width,
                 rows,
                 result,
-            } => reference::core::validate_utf8_at(a, chars, n, offsets, rows, result),
+            } => reference::core::validate_utf8_at(a, chars, n, (offsets, offset_width), rows, result),
             Kernel::Convert {
                 op,
                 src,

@@ -1054,6 +1054,7 @@ impl Executor for DeviceExecutor<'_> {
                 chars,
                 n,
                 offsets,
+                offset_width,
                 rows,
                 result,
             } => {
@@ -1063,7 +1064,14 @@ impl Executor for DeviceExecutor<'_> {
                     "gp_validate_utf8",
                     grid,
                     256,
-                    &[U64(chars), U64(n), U64(offsets), U64(rows), U64(result)],
+                    &[
+                        U64(chars),
+                        U64(n),
+                        U64(offsets),
+                        U32(offset_width),
+                        U64(rows),
+                        U64(result),
+                    ],
                 )
             }
             Kernel::Convert {

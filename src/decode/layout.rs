@@ -189,7 +189,8 @@ pub struct ColumnDesc {
     /// at that stride).
     pub dense_width: u32,
     /// Bytes per output value for fixed-width columns (the physical width; 1 for BOOLEAN before
-    /// packing); 0 for BYTE_ARRAY.
+    /// packing); for BYTE_ARRAY, bytes per offset: 8 for `i64` offsets (`LargeUtf8` / `LargeBinary`),
+    /// else (4 or 0) `i32`.
     pub out_width: u32,
     /// Output values: fixed width `num_rows * out_width` bytes (BOOLEAN: one byte per row, packed
     /// later); BYTE_ARRAY: the characters (`chars_capacity` bytes).
@@ -197,7 +198,7 @@ pub struct ColumnDesc {
     /// Output validity, one byte per row (1 present, 0 null), packed into a bitmap later; 0 when the
     /// column is required.
     pub out_valid: u64,
-    /// BYTE_ARRAY: `i32[num_rows + 1]` Arrow offsets.
+    /// BYTE_ARRAY: `i32[num_rows + 1]` Arrow offsets (`i64` where `out_width` is 8).
     pub out_offsets: u64,
     /// BYTE_ARRAY: `u64[num_rows]` dense source addresses of the present values (`(row_start + k)`).
     /// For a DELTA_BYTE_ARRAY value, the address of its suffix: `gp_delta_byte_array_copy` rebuilds

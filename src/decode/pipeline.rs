@@ -173,13 +173,14 @@ impl NestedShape {
     }
 }
 
-/// The Arrow layout the kernels' strings (32-bit offsets and characters) end in.
+/// The Arrow layout the kernels' strings (offsets and characters) end in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StringOutput {
     /// `Utf8` / `Binary`: the offsets and characters as they are.
     #[default]
     Offsets32,
-    /// `LargeUtf8` / `LargeBinary`: the offsets widened to 64 bits.
+    /// `LargeUtf8` / `LargeBinary`: 64-bit offsets, as the kernels write them for these columns (so
+    /// a step's characters may pass 2 GiB).
     Offsets64,
     /// `Utf8View` / `BinaryView`: 16-byte views into the characters (none when every string is inline).
     Views,
@@ -1103,7 +1104,7 @@ pub fn decode_step<E: Executor>(
             num_rows: column_rows,
             dense_width,
             out_width: if leaf.physical == physical::BYTE_ARRAY {
-                0
+                offset_width(leaf)
             } else {
                 leaf.type_len
             },
@@ -1123,10 +1124,11 @@ pub fn decode_step<E: Executor>(
         }
         if leaf.physical == physical::BYTE_ARRAY {
             // offsets[0] is written by the column's first page; a step of no rows has none.
+            let width = offset_width(leaf) as usize;
             c.out_offsets = if n == 0 {
-                exec.alloc(4)?
+                exec.alloc(width)?
             } else {
-                exec.alloc_uninit((n + 1) * 4)?
+                exec.alloc_uninit((n + 1) * width)?
             };
             c.str_src = exec.alloc_uninit(n * 8)?;
             c.str_len = exec.alloc_uninit(n * 4)?;
@@ -1348,8 +1350,7 @@ pub fn decode_step<E: Executor>(
         if has(&is_ba) {
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
             for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
-                let last: Vec<i32> = exec.read(c.out_offsets + c.num_rows * 4, 1)?;
-                let chars = last.first().copied().unwrap_or(0).max(0) as u64;
+                let chars = last_offset(exec, c)?;
                 c.chars_capacity = chars;
                 // gp_copy_strings writes every character up to the last offset.
                 c.out_values = exec.alloc_uninit(chars as usize)?;
@@ -2043,7 +2044,7 @@ fn compact_repeated_leaves<E: Executor>(
             Ok(dst)
         };
         if leaf.physical == physical::BYTE_ARRAY {
-            c.out_offsets = pack(exec, c.out_offsets, 4, true)?;
+            c.out_offsets = pack(exec, c.out_offsets, offset_width(leaf), true)?;
         } else {
             c.out_values = pack(exec, c.out_values, c.out_width.max(1), false)?;
         }
@@ -2325,7 +2326,7 @@ fn check_utf8<E: Executor>(
     source: &ParquetSource,
     gpu: &[(usize, GpuLeaf)],
 ) -> Result<()> {
-    // Checked on the 32-bit offsets, before they are reshaped into the Arrow type's layout.
+    // Checked on the kernels' offsets, before they are reshaped into the Arrow type's layout.
     let strings: Vec<usize> = (0..cols.len())
         .filter(|&k| {
             matches!(
@@ -2345,6 +2346,7 @@ fn check_utf8<E: Executor>(
             chars: c.out_values,
             n: c.chars_capacity,
             offsets: c.out_offsets,
+            offset_width: if c.out_width == 8 { 8 } else { 4 },
             rows: c.num_rows,
             result: results + 8 * i as u64,
         })?;
@@ -2357,8 +2359,13 @@ fn check_utf8<E: Executor>(
     let k = strings[i];
     let c = &cols[k];
     // The row holding byte `at`: the last row whose string starts at or before it and is not empty.
-    let offsets: Vec<i32> = exec.read(c.out_offsets, c.num_rows as usize + 1)?;
-    let row = offsets[1..].partition_point(|&o| (o as i64) <= at as i64) as u32;
+    let offsets: Vec<i64> = if c.out_width == 8 {
+        exec.read(c.out_offsets, c.num_rows as usize + 1)?
+    } else {
+        let narrow: Vec<i32> = exec.read(c.out_offsets, c.num_rows as usize + 1)?;
+        narrow.into_iter().map(i64::from).collect()
+    };
+    let row = offsets[1..].partition_point(|&o| o <= at as i64) as u32;
     let message =
         format!("a string that is not valid UTF-8 (byte {at} of the step's characters, row {row} of the step)");
     Err(row_error(source, gpu, kept, pages, origins, k, row as u64, message))
@@ -2393,8 +2400,32 @@ fn row_error(
     }
 }
 
+/// Bytes per offset of a BYTE_ARRAY leaf's strings in the kernels (its `ColumnDesc::out_width`): 8 for
+/// `LargeUtf8` / `LargeBinary`, whose offsets are written 64-bit from the start (so their characters may
+/// pass 2 GiB in one step, and no widening pass is needed), else 4.
+fn offset_width(leaf: &GpuLeaf) -> u32 {
+    if leaf.strings == StringOutput::Offsets64 { 8 } else { 4 }
+}
+
+/// A BYTE_ARRAY column's last offset (its characters), as wide as the column's offsets.
+fn last_offset<E: Executor>(exec: &mut E, c: &ColumnDesc) -> Result<u64> {
+    let last = if c.out_width == 8 {
+        exec.read::<i64>(c.out_offsets + c.num_rows * 8, 1)?
+            .first()
+            .copied()
+            .unwrap_or(0)
+    } else {
+        exec.read::<i32>(c.out_offsets + c.num_rows * 4, 1)?
+            .first()
+            .copied()
+            .unwrap_or(0)
+            .into()
+    };
+    Ok(last.max(0) as u64)
+}
+
 /// The buffers of each BYTE_ARRAY column (by its index in `cols`) in its Arrow type's layout, from the
-/// kernels' 32-bit offsets and characters: as they are, offsets widened, views, or decimals. The
+/// kernels' offsets and characters: as they are (32- or 64-bit offsets), views, or decimals. The
 /// results the host needs (the longest view, a decimal too long) are read once for all columns.
 #[allow(clippy::too_many_arguments)]
 fn reshape_strings<E: Executor>(
@@ -2436,18 +2467,8 @@ fn reshape_strings<E: Executor>(
         let layout = gpu[kept[k]].1.strings;
         let result = results + 8 * i as u64;
         let dst = match layout {
-            StringOutput::Offsets32 => continue,
-            StringOutput::Offsets64 => {
-                let dst = exec.alloc_uninit((n as usize + 1) * 8)?;
-                exec.launch(Kernel::Convert {
-                    op: Conversion::I32ToI64,
-                    src: c.out_offsets,
-                    src_width: 4,
-                    n: n + 1,
-                    dst,
-                })?;
-                dst
-            }
+            // Offsets already in the type's width (see `offset_width`).
+            StringOutput::Offsets32 | StringOutput::Offsets64 => continue,
             StringOutput::Views => {
                 let dst = exec.alloc_uninit((n as usize * 16).max(16))?;
                 exec.launch(Kernel::StringsToViews {
@@ -2486,11 +2507,7 @@ fn reshape_strings<E: Executor>(
         let k = strings[i];
         let c = cols[k];
         let buffers = match layout {
-            StringOutput::Offsets32 => continue,
-            StringOutput::Offsets64 => {
-                exec.free(c.out_offsets);
-                vec![exec.take(dst)?, exec.take(c.out_values)?]
-            }
+            StringOutput::Offsets32 | StringOutput::Offsets64 => continue,
             StringOutput::Views => {
                 exec.free(c.out_offsets);
                 // Every string inline: no data buffer, as arrow-rs's own views of short strings.

@@ -442,7 +442,6 @@ gp_delta_byte_array_copy(PageDesc* pages, u32 n, ColumnDesc* cols) {
     const ColumnDesc* col = &cols[page->column];
     const u64 row0 = page->row_start, rows = page->num_values, count = page->num_non_null;
     const i32* vidx = (const i32*)col->vidx;
-    const i32* offsets = (const i32*)col->out_offsets;
     const u32* str_len = (const u32*)col->str_len;
     const u64* str_src = (const u64*)col->str_src;
     const u8* dense = (const u8*)col->dense;
@@ -467,7 +466,7 @@ gp_delta_byte_array_copy(PageDesc* pages, u32 n, ColumnDesc* cols) {
             const u64 at = row0 + (u64)k;
             p = *(const u32*)(dense + at * col->dense_width);
             vlen = str_len[at];
-            const i64 off = offsets[row0 + i], next = offsets[row0 + i + 1];
+            const i64 off = offset_at(*col, row0 + i), next = offset_at(*col, row0 + i + 1);
             bad = off < 0 || next != off + (i64)vlen || (u64)off + vlen > col->chars_capacity;
             sh_p[r] = p;
             sh_len[r] = vlen;

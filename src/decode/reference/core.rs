@@ -758,11 +758,28 @@ fn first_page_of(pages: &[PageDesc], column: u64) -> usize {
     lo
 }
 
+/// `count` offsets at `addr`, as `i64` where `wide`, else `i32` (widened).
+pub(crate) fn read_offsets(arena: &Arena, addr: u64, wide: bool, count: usize) -> Option<Vec<i64>> {
+    if wide {
+        arena.read::<i64>(addr, count)
+    } else {
+        arena
+            .read::<i32>(addr, count)
+            .map(|v| v.into_iter().map(i64::from).collect())
+    }
+}
+
+/// Whether a BYTE_ARRAY column's offsets are `i64` (`out_width` 8: `LargeUtf8` / `LargeBinary`), not
+/// `i32` (`wide_offsets` in common.cuh).
+pub fn wide_offsets(col: &ColumnDesc) -> bool {
+    col.out_width == 8
+}
+
 /// `gp_string_page_totals`, `gp_string_page_bases` and `gp_string_offsets`: each BYTE_ARRAY column's
-/// `out_offsets` (`i32[num_rows + 1]`, from 0) as the running sum of its rows' lengths (nulls 0; the
-/// rows of a page in error 0). A column whose total exceeds `i32::MAX` gets `error =`
-/// [`ErrorCode::OffsetOverflow`] and no offsets (nor does a column already in error). Pages whose rows
-/// lie outside their column are skipped.
+/// `out_offsets` (`i32[num_rows + 1]`, or `i64` where [`wide_offsets`], from 0) as the running sum of
+/// its rows' lengths (nulls 0; the rows of a page in error 0). A column of `i32` offsets whose total
+/// exceeds `i32::MAX` gets `error =` [`ErrorCode::OffsetOverflow`] and no offsets (nor does a column
+/// already in error). Pages whose rows lie outside their column are skipped.
 pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnDesc]) {
     // Step 1: page totals.
     let mut lens: Vec<Vec<u64>> = Vec::with_capacity(pages.len());
@@ -784,7 +801,7 @@ pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnD
             *base = carry;
             carry += total;
         }
-        if col.physical == pt::BYTE_ARRAY && carry > i32::MAX as u64 && col.error == 0 {
+        if col.physical == pt::BYTE_ARRAY && !wide_offsets(col) && carry > i32::MAX as u64 && col.error == 0 {
             col.error = ErrorCode::OffsetOverflow as u32;
         }
     }
@@ -796,18 +813,28 @@ pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnD
         if pg.physical != pt::BYTE_ARRAY || col.error != 0 || !rows_ok(pg, col) {
             continue;
         }
-        if pg.row_start == 0 {
-            arena.write(col.out_offsets, &[0i32]);
-        }
         let mut run = bases[p];
-        let offs: Vec<i32> = lens[p]
+        let offs: Vec<u64> = lens[p]
             .iter()
             .map(|&l| {
                 run += l;
-                run as i32
+                run
             })
             .collect();
-        arena.write(col.out_offsets + (u64::from(pg.row_start) + 1) * 4, &offs);
+        let first = u64::from(pg.row_start) + 1;
+        if wide_offsets(col) {
+            if pg.row_start == 0 {
+                arena.write(col.out_offsets, &[0i64]);
+            }
+            let offs: Vec<i64> = offs.iter().map(|&o| o as i64).collect();
+            arena.write(col.out_offsets + first * 8, &offs);
+        } else {
+            if pg.row_start == 0 {
+                arena.write(col.out_offsets, &[0i32]);
+            }
+            let offs: Vec<i32> = offs.iter().map(|&o| o as i32).collect();
+            arena.write(col.out_offsets + first * 4, &offs);
+        }
     }
 }
 
@@ -843,7 +870,8 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
     } else {
         arena.read(col.vidx + row * 4, nv).ok_or(missing)?
     };
-    let offsets: Vec<i32> = arena.read(col.out_offsets + row * 4, nv).ok_or(missing)?;
+    let wide = wide_offsets(col);
+    let offsets = read_offsets(arena, col.out_offsets + row * if wide { 8 } else { 4 }, wide, nv).ok_or(missing)?;
     let srcs: Vec<u64> = arena.read(col.str_src + row * 8, nn).ok_or(missing)?;
     let lens: Vec<u32> = arena.read(col.str_len + row * 4, nn).ok_or(missing)?;
     let mut first_bad: Option<u32> = None;
@@ -928,23 +956,28 @@ fn utf8_ok_at(chars: &[u8], p: usize) -> bool {
 /// `gp_validate_utf8`: the first byte position of `chars` where UTF-8 fails (a byte out of place, or
 /// a non-empty string starting on a continuation byte), or `u64::MAX` when every string
 /// `chars[offsets[r]..offsets[r + 1]]` is valid UTF-8.
-pub fn validate_utf8(chars: &[u8], offsets: &[i32]) -> u64 {
+pub fn validate_utf8<O: Copy + Into<i64>>(chars: &[u8], offsets: &[O]) -> u64 {
     let bytes = (0..chars.len())
         .find(|&p| !utf8_ok_at(chars, p))
         .map_or(u64::MAX, |p| p as u64);
     let starts = offsets
         .windows(2)
-        .filter(|w| w[0] >= 0 && (w[0] as usize) < chars.len() && w[1] > w[0] && utf8_cont(chars[w[0] as usize]))
-        .map(|w| w[0] as u64)
+        .map(|w| (w[0].into(), w[1].into()))
+        .filter(|&(o, next): &(i64, i64)| {
+            o >= 0 && (o as u64) < chars.len() as u64 && next > o && utf8_cont(chars[o as usize])
+        })
+        .map(|(o, _)| o as u64)
         .next()
         .unwrap_or(u64::MAX);
     bytes.min(starts)
 }
 
-/// [`validate_utf8`] over arena buffers: `n` characters at `chars`, `rows + 1` offsets at `offsets`;
-/// the result at `result` (left alone if a buffer is not in the arena, a caller's bug).
-pub fn validate_utf8_at(arena: &mut Arena, chars: u64, n: u64, offsets: u64, rows: u64, result: u64) {
-    let (Some(c), Some(o)) = (arena.get(chars, n), arena.read::<i32>(offsets, rows as usize + 1)) else {
+/// [`validate_utf8`] over arena buffers: `n` characters at `chars`, `rows + 1` offsets at `offsets.0`
+/// of `offsets.1` bytes each (4 or 8); the result at `result` (left alone if a buffer is not in the
+/// arena, a caller's bug).
+pub fn validate_utf8_at(arena: &mut Arena, chars: u64, n: u64, offsets: (u64, u32), rows: u64, result: u64) {
+    let o = read_offsets(arena, offsets.0, offsets.1 == 8, rows as usize + 1);
+    let (Some(c), Some(o)) = (arena.get(chars, n), o) else {
         return;
     };
     let bad = validate_utf8(c, &o);

@@ -600,8 +600,14 @@ pub fn delta_byte_array_copy(arena: &mut Arena, pages: &mut [PageDesc], cols: &[
             let p = u64::from(get::<u32>(arena, col.dense + at * u64::from(col.dense_width), d)?);
             let len = u64::from(get::<u32>(arena, col.str_len + at * 4, d)?);
             let src = get::<u64>(arena, col.str_src + at * 8, d)?;
-            let off = i64::from(get::<i32>(arena, col.out_offsets + row * 4, d)?);
-            let next = i64::from(get::<i32>(arena, col.out_offsets + (row + 1) * 4, d)?);
+            let offset = |at: u64| -> Result<i64, Fail> {
+                if super::core::wide_offsets(col) {
+                    get::<i64>(arena, col.out_offsets + at * 8, d)
+                } else {
+                    get::<i32>(arena, col.out_offsets + at * 4, d).map(i64::from)
+                }
+            };
+            let (off, next) = (offset(row)?, offset(row + 1)?);
             if off < 0 || next != off + len as i64 || off as u64 + len > col.chars_capacity {
                 return overrun;
             }
