@@ -640,3 +640,72 @@ fn nested_columns_take_the_gpu_route() {
         }
     }
 }
+
+/// Steps with more strings than 32-bit offsets hold, as if 2 GiB were 600 bytes: views cut their
+/// characters into data buffers (several hundred bytes each) and 64-bit offsets run on, both equal to
+/// arrow-rs value for value; Utf8 and Binary are refused, naming the column and the way out.
+#[test]
+fn strings_past_the_offsets_limit_of_a_step() {
+    use gpu_parquet::decode::gpu::decode_reference_with_string_offset_limit;
+    let path = common::testdata_dir().join("types.parquet");
+    let source = ParquetSource::open(&path).unwrap();
+    let descr = source.metadata().file_metadata().schema_descr_ptr();
+    let leaf = |name: &str| {
+        (0..descr.num_columns())
+            .find(|&l| descr.column(l).path().parts()[0] == name)
+            .unwrap_or_else(|| panic!("{name} in types.parquet"))
+    };
+    let limit = 600;
+    for (name, buffers_at_least) in [
+        ("view", 10),
+        ("binary_view", 10),
+        ("short_view", 1),
+        ("large", 2),
+        ("large_binary", 2),
+    ] {
+        let projection = Projection::Leaves(vec![leaf(name)]);
+        let plan = ReadPlan::build(&source, &projection, &RowGroupSelection::All, PlanOptions::default()).unwrap();
+        let fetched = host_fetch(&source, &plan, 2).buffer;
+        let oracle = decode_fetched(&source, &plan, &fetched, 2)
+            .and_then(|t| t.concat())
+            .unwrap();
+        let (batch, _) = decode_reference_with_string_offset_limit(&source, &plan, &fetched, limit).unwrap();
+        let column = &batch.columns[0];
+        assert_eq!(column.decoded, DecodedWhere::Gpu, "{name}");
+        assert!(
+            column.array.buffers.len() >= buffers_at_least,
+            "{name}: {} buffers",
+            column.array.buffers.len()
+        );
+        let got = batch.to_host().unwrap();
+        assert_eq!(oracle.column(0).to_data(), got.column(0).to_data(), "{name}");
+    }
+    // The same with the limit of the kernels: one data buffer.
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::Leaves(vec![leaf("view")]),
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let (batch, _) = decode_reference(&source, &plan, &fetched).unwrap();
+    assert_eq!(batch.columns[0].array.buffers.len(), 2);
+
+    for name in ["binary", "category"] {
+        let projection = Projection::Leaves(vec![leaf(name)]);
+        let plan = ReadPlan::build(&source, &projection, &RowGroupSelection::All, PlanOptions::default()).unwrap();
+        let fetched = host_fetch(&source, &plan, 2).buffer;
+        let limit = if name == "binary" { 600 } else { 20 };
+        match decode_reference_with_string_offset_limit(&source, &plan, &fetched, limit) {
+            Err(e @ gpu_parquet::Error::InvalidRequest { .. }) => {
+                let message = e.to_string();
+                assert!(
+                    message.contains("32-bit offsets hold") && message.contains(name),
+                    "{message}"
+                );
+            }
+            other => panic!("{name}: {:?}", other.map(|(b, _)| b.columns[0].array.data_type.clone())),
+        }
+    }
+}

@@ -1089,8 +1089,10 @@ impl Executor for DeviceExecutor<'_> {
                     &[U32(op as u32), U64(src), U32(src_width), U64(n), U64(dst)],
                 )
             }
+            Kernel::CopyBytes { src, dst, n } => self.copy_kernel(src, dst, n),
             Kernel::StringsToViews {
                 offsets,
+                segment,
                 chars,
                 chars_len,
                 n,
@@ -1104,6 +1106,7 @@ impl Executor for DeviceExecutor<'_> {
                     256,
                     &[
                         U64(offsets),
+                        U64(segment),
                         U64(chars),
                         U64(chars_len),
                         U64(n),

@@ -735,6 +735,21 @@ pub enum Conversion {
     BigEndianToI128 = 11,
     /// The same, at most 32 bytes, to `i256`.
     BigEndianToI256 = 12,
+    /// INT96 to seconds since the epoch (`Int96::to_seconds`: whole days, then nanoseconds of the day
+    /// divided toward zero, wrapping).
+    Int96ToSeconds = 13,
+    /// INT96 to milliseconds since the epoch (`Int96::to_millis`).
+    Int96ToMillis = 14,
+    /// INT96 to microseconds since the epoch (`Int96::to_micros`).
+    Int96ToMicros = 15,
+    /// `i32` days to `i64` milliseconds (`Date64` from a Parquet DATE, as arrow-rs: `x as i64 *
+    /// 86_400_000`).
+    DaysToMillis = 16,
+    /// A Parquet INTERVAL (12 bytes: months, days, milliseconds, each a little-endian `u32`) to
+    /// `Interval(YearMonth)`: the months as `i32`.
+    IntervalToYearMonth = 17,
+    /// The same to `Interval(DayTime)`: the days and milliseconds (8 bytes).
+    IntervalToDayTime = 18,
 }
 
 impl Conversion {
@@ -755,6 +770,10 @@ impl Conversion {
             C::BigEndianToI64 => (type_len as usize, 8),
             C::BigEndianToI128 => (type_len as usize, 16),
             C::BigEndianToI256 => (type_len as usize, 32),
+            C::Int96ToSeconds | C::Int96ToMillis | C::Int96ToMicros => (12, 8),
+            C::DaysToMillis => (4, 8),
+            C::IntervalToYearMonth => (12, 4),
+            C::IntervalToDayTime => (12, 8),
         }
     }
 }

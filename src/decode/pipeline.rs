@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use arrow::datatypes::{DataType, IntervalUnit, SchemaRef, TimeUnit};
 use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{Compression, Type as PhysicalType};
@@ -508,6 +508,13 @@ fn route_leaf(
                     DataType::Decimal128(..),
                     DataType::Decimal32(..) | DataType::Decimal64(..) | DataType::Decimal256(..)
                 )
+                // Units and types the Parquet logical types cannot name (arrow-rs's `apply_hint`).
+                | (DataType::Int32 | DataType::Int64, DataType::Timestamp(..))
+                | (DataType::Int32, DataType::Time32(_))
+                | (DataType::Int64, DataType::Time64(_) | DataType::Duration(_) | DataType::Date64)
+                | (DataType::Date32, DataType::Date64)
+                | (DataType::Timestamp(TimeUnit::Nanosecond, None), DataType::Timestamp(..))
+                | (DataType::Interval(_), DataType::Interval(_))
         );
     if !same_bits {
         return Err(format!(
@@ -538,6 +545,8 @@ fn route_leaf(
         // Arrow's Null (Parquet's UNKNOWN logical type): the levels alone count its slots.
         (PhysicalType::INT32 | PhysicalType::INT64 | PhysicalType::FLOAT | PhysicalType::DOUBLE, D::Null) => None,
         (PhysicalType::INT32, D::Int32 | D::UInt32 | D::Date32 | D::Time32(_)) => None,
+        (PhysicalType::INT32, D::Timestamp(..)) => Some(Conversion::I32ToI64),
+        (PhysicalType::INT32, D::Date64) => Some(Conversion::DaysToMillis),
         (PhysicalType::INT32, D::Int8 | D::UInt8) => Some(Conversion::I32ToI8),
         (PhysicalType::INT32, D::Int16 | D::UInt16) => Some(Conversion::I32ToI16),
         (PhysicalType::INT32, D::Decimal32(..)) => None,
@@ -550,7 +559,12 @@ fn route_leaf(
         (PhysicalType::INT64, D::Decimal64(..)) => None,
         (PhysicalType::INT64, D::Decimal128(..)) => Some(Conversion::I64ToI128),
         (PhysicalType::INT64, D::Decimal256(..)) => Some(Conversion::I64ToI256),
-        (PhysicalType::INT96, D::Timestamp(TimeUnit::Nanosecond, _)) => Some(Conversion::Int96ToNanos),
+        (PhysicalType::INT96, D::Timestamp(unit, _)) => Some(match unit {
+            TimeUnit::Second => Conversion::Int96ToSeconds,
+            TimeUnit::Millisecond => Conversion::Int96ToMillis,
+            TimeUnit::Microsecond => Conversion::Int96ToMicros,
+            TimeUnit::Nanosecond => Conversion::Int96ToNanos,
+        }),
         (PhysicalType::FLOAT, D::Float32) | (PhysicalType::DOUBLE, D::Float64) => None,
         (
             PhysicalType::BYTE_ARRAY,
@@ -578,6 +592,13 @@ fn route_leaf(
         }
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::FixedSizeBinary(n)) if *n as u32 == type_len && type_len > 0 => None,
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Float16) if type_len == 2 => None,
+        // arrow-rs reads no MonthDayNano interval from Parquet (an error there, the host route here).
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Interval(IntervalUnit::YearMonth)) if type_len == 12 => {
+            Some(Conversion::IntervalToYearMonth)
+        }
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Interval(IntervalUnit::DayTime)) if type_len == 12 => {
+            Some(Conversion::IntervalToDayTime)
+        }
         _ => {
             return Err(format!("{data_type} from Parquet {pt}: decoded on the host"));
         }
@@ -1345,6 +1366,9 @@ pub fn decode_step<E: Executor>(
                 run(exec, PageKernel::DeltaByteArrayLengths)?;
             }
             run(exec, PageKernel::StringOffsets)?;
+            if widen_overflowing_views(exec, cols_addr, &mut cols, &kept, &gpu)? {
+                run(exec, PageKernel::StringOffsets)?;
+            }
         }
         check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
         if has(&is_ba) {
@@ -2044,7 +2068,7 @@ fn compact_repeated_leaves<E: Executor>(
             Ok(dst)
         };
         if leaf.physical == physical::BYTE_ARRAY {
-            c.out_offsets = pack(exec, c.out_offsets, offset_width(leaf), true)?;
+            c.out_offsets = pack(exec, c.out_offsets, if c.out_width == 8 { 8 } else { 4 }, true)?;
         } else {
             c.out_values = pack(exec, c.out_values, c.out_width.max(1), false)?;
         }
@@ -2473,6 +2497,7 @@ fn reshape_strings<E: Executor>(
                 let dst = exec.alloc_uninit((n as usize * 16).max(16))?;
                 exec.launch(Kernel::StringsToViews {
                     offsets: c.out_offsets,
+                    segment: view_segment(exec, c),
                     chars: c.out_values,
                     chars_len: c.chars_capacity,
                     n,
@@ -2514,6 +2539,20 @@ fn reshape_strings<E: Executor>(
                 if found[i] as u32 <= 12 {
                     exec.free(c.out_values);
                     vec![exec.take(dst)?]
+                } else if view_segment(exec, &c) != 0 {
+                    let segment = view_segment(exec, &c);
+                    if found[i] > segment {
+                        let message = format!(
+                            "a string of {} bytes among more than {} bytes of strings in one step: views of so \
+                             many strings take strings of at most {segment} bytes",
+                            found[i],
+                            exec.string_offset_limit()
+                        );
+                        return Err(step_error(source, gpu, kept[k], message));
+                    }
+                    let mut buffers = vec![exec.take(dst)?];
+                    buffers.extend(view_data_buffers(exec, &c)?);
+                    buffers
                 } else {
                     vec![exec.take(dst)?, exec.take(c.out_values)?]
                 }
@@ -2532,6 +2571,89 @@ fn reshape_strings<E: Executor>(
         out.insert(k, buffers);
     }
     Ok(out)
+}
+
+/// The segment of a view column's characters (see [`Kernel::StringsToViews`]): 0 for a column of 32-bit
+/// offsets (one data buffer); for one whose characters passed the 32-bit offsets' limit (64-bit, see
+/// [`widen_overflowing_views`]), half that limit, so that a buffer of two segments keeps every view's
+/// offset (an `i32`) and end within it.
+fn view_segment<E: Executor>(exec: &E, c: &ColumnDesc) -> u64 {
+    if c.out_width == 8 {
+        (exec.string_offset_limit() + 1) / 2
+    } else {
+        0
+    }
+}
+
+/// The data buffers of a view column cut into segments: buffer `j` holds its characters from segment
+/// `j` on, two segments long (a copy each; the characters are then freed), so every string starting in
+/// segment `j` and no longer than a segment lies in buffer `j`.
+fn view_data_buffers<E: Executor>(exec: &mut E, c: &ColumnDesc) -> Result<Vec<E::Buffer>> {
+    let segment = view_segment(exec, c);
+    let chars = c.chars_capacity;
+    let mut buffers = Vec::new();
+    let mut start = 0;
+    while start < chars {
+        let len = (chars - start).min(2 * segment);
+        let dst = exec.alloc_uninit(len as usize)?;
+        exec.launch(Kernel::CopyBytes {
+            src: c.out_values + start,
+            dst,
+            n: len,
+        })?;
+        buffers.push(exec.take(dst)?);
+        start += segment;
+    }
+    exec.free(c.out_values);
+    Ok(buffers)
+}
+
+/// An error of a whole column's step (no page to blame): the step asks more of a layout than it holds.
+fn step_error(source: &ParquetSource, gpu: &[(usize, GpuLeaf)], gi: usize, message: String) -> Error {
+    Error::InvalidRequest {
+        location: Location {
+            column: Some(source.column_path(gpu[gi].1.leaf)),
+            ..source.location()
+        },
+        message,
+    }
+}
+
+/// Columns decoded into views whose characters passed the 32-bit offsets' limit in this step
+/// (`OffsetOverflow` after `gp_string_page_bases`) get 64-bit offsets instead, error cleared:
+/// `true` when there is one, and the offsets are then to be computed again. Views index their
+/// characters in segments ([`view_segment`]), so such a column still decodes into one array. Reads
+/// the column descriptors only where a view column is in the step.
+fn widen_overflowing_views<E: Executor>(
+    exec: &mut E,
+    cols_addr: u64,
+    cols: &mut [ColumnDesc],
+    kept: &[usize],
+    gpu: &[(usize, GpuLeaf)],
+) -> Result<bool> {
+    let is_view = |k: usize| {
+        let leaf = &gpu[kept[k]].1;
+        leaf.physical == physical::BYTE_ARRAY && leaf.strings == StringOutput::Views
+    };
+    if !(0..cols.len()).any(is_view) {
+        return Ok(false);
+    }
+    let mut now: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
+    let mut widened = false;
+    for (k, c) in now.iter_mut().enumerate() {
+        if is_view(k) && c.error == ErrorCode::OffsetOverflow as u32 && c.out_width != 8 {
+            exec.free(c.out_offsets);
+            c.out_offsets = exec.alloc_uninit((c.num_rows as usize + 1) * 8)?;
+            c.out_width = 8;
+            c.error = 0;
+            widened = true;
+        }
+    }
+    if widened {
+        exec.write(cols_addr, &now)?;
+        cols.copy_from_slice(&now);
+    }
+    Ok(widened)
 }
 
 /// Reads the step's page and column error flags once; the first page error (in page order) wins.
@@ -2554,6 +2676,16 @@ fn check_pages<E: Executor>(
     let cols: Vec<ColumnDesc> = exec.read(cols_addr, ncols as usize)?;
     if let Some((k, c)) = cols.iter().enumerate().find(|(_, c)| c.error != 0) {
         let gi = kept[k];
+        if c.error == ErrorCode::OffsetOverflow as u32 {
+            // Not a damaged page: the step holds more characters than the Arrow type's 32-bit offsets.
+            let message = format!(
+                "more than {} bytes of strings in one step, more than {}'s 32-bit offsets hold: read fewer \
+                 row groups a step (more decode steps), or as LargeUtf8, LargeBinary or views",
+                exec.string_offset_limit(),
+                gpu[gi].1.data_type
+            );
+            return Err(step_error(source, gpu, gi, message));
+        }
         let what = ErrorCode::from_u32(c.error)
             .map(ErrorCode::describe)
             .unwrap_or("an unknown decoder error");

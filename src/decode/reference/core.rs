@@ -781,6 +781,12 @@ pub fn wide_offsets(col: &ColumnDesc) -> bool {
 /// exceeds `i32::MAX` gets `error =` [`ErrorCode::OffsetOverflow`] and no offsets (nor does a column
 /// already in error). Pages whose rows lie outside their column are skipped.
 pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnDesc]) {
+    string_offsets_within(arena, pages, cols, i32::MAX as u64);
+}
+
+/// [`string_offsets`] with columns of 32-bit offsets holding at most `limit` characters (`i32::MAX` in
+/// the kernels; smaller in tests, [`crate::decode::exec::HostExecutor::with_string_offset_limit`]).
+pub fn string_offsets_within(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnDesc], limit: u64) {
     // Step 1: page totals.
     let mut lens: Vec<Vec<u64>> = Vec::with_capacity(pages.len());
     let mut bases: Vec<u64> = Vec::with_capacity(pages.len());
@@ -801,7 +807,8 @@ pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnD
             *base = carry;
             carry += total;
         }
-        if col.physical == pt::BYTE_ARRAY && !wide_offsets(col) && carry > i32::MAX as u64 && col.error == 0 {
+        if col.physical == pt::BYTE_ARRAY && !wide_offsets(col) && carry > limit.min(i32::MAX as u64) && col.error == 0
+        {
             col.error = ErrorCode::OffsetOverflow as u32;
         }
     }
