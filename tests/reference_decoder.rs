@@ -709,3 +709,143 @@ fn strings_past_the_offsets_limit_of_a_step() {
         }
     }
 }
+
+/// Decodes every column of `file` through the reference pipeline and arrow-rs: every column on the GPU
+/// route, equal value for value; the Arrow types, to check the file asked for what the test meant.
+fn gpu_route_types(file: &Path) -> Vec<String> {
+    let source = ParquetSource::open(file).unwrap();
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let oracle = decode_fetched(&source, &plan, &fetched, 2)
+        .and_then(|t| t.concat())
+        .unwrap();
+    let (batch, stats) = decode_reference(&source, &plan, &fetched).unwrap();
+    for c in &batch.columns {
+        assert_eq!(c.decoded, DecodedWhere::Gpu, "{}: {:?}", c.name, stats.columns);
+    }
+    let got = batch.to_host().unwrap();
+    assert_eq!(oracle.schema(), got.schema());
+    for (i, f) in oracle.schema().fields().iter().enumerate() {
+        assert_eq!(oracle.column(i).to_data(), got.column(i).to_data(), "{}", f.name());
+    }
+    oracle
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.data_type().to_string())
+        .collect()
+}
+
+/// Arrow types the file's Arrow schema asks for over integers and intervals (arrow-rs's hints): Date64
+/// from INT32 dates and from INT64, INT32 timestamps, Time32, Duration, both interval units; and INT96
+/// read as timestamps of seconds, milliseconds and microseconds.
+#[test]
+fn dates_timestamps_intervals_and_int96_units_take_the_gpu_route() {
+    use arrow::array::{
+        ArrayRef, Date64Array, DurationMillisecondArray, IntervalDayTimeArray, IntervalYearMonthArray,
+        Time32SecondArray,
+    };
+    use arrow::datatypes::{DataType, Field, IntervalDayTime, Schema, TimeUnit};
+    use arrow::record_batch::RecordBatch;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+
+    let rows = 500i64;
+    let some = |i: i64| i % 7 != 3;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Date64Array::from_iter(
+            (0..rows).map(|i| some(i).then_some((i - 250) * 86_400_000 * 37)),
+        )),
+        Arc::new(Time32SecondArray::from_iter(
+            (0..rows).map(|i| some(i).then_some((i * 97 % 86_400) as i32)),
+        )),
+        Arc::new(DurationMillisecondArray::from_iter(
+            (0..rows).map(|i| some(i).then_some(i * 1_000_003 - 7)),
+        )),
+        Arc::new(IntervalYearMonthArray::from_iter(
+            (0..rows).map(|i| some(i).then_some(i as i32 - 100)),
+        )),
+        Arc::new(IntervalDayTimeArray::from_iter((0..rows).map(|i| {
+            some(i).then(|| IntervalDayTime::new(i as i32, (i * 86_399) as i32))
+        }))),
+    ];
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("date64", DataType::Date64, true),
+        Field::new("time32", DataType::Time32(TimeUnit::Second), true),
+        Field::new("duration", DataType::Duration(TimeUnit::Millisecond), true),
+        Field::new("months", columns[3].data_type().clone(), true),
+        Field::new("day_time", columns[4].data_type().clone(), true),
+    ]));
+    let batch = RecordBatch::try_new(schema, columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for coerce in [false, true] {
+        let path = dir.path().join(format!("hints-{coerce}.parquet"));
+        let props = WriterProperties::builder()
+            .set_coerce_types(coerce)
+            .set_data_page_row_count_limit(64)
+            .set_write_batch_size(32)
+            .build();
+        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let types = gpu_route_types(&path);
+        assert!(types.iter().any(|t| t == "Date64"), "{types:?}");
+        assert!(types.iter().any(|t| t.starts_with("Interval(DayTime")), "{types:?}");
+    }
+
+    // INT96 written by the column writer, with an Arrow schema asking for each unit.
+    for unit in [
+        TimeUnit::Second,
+        TimeUnit::Millisecond,
+        TimeUnit::Microsecond,
+        TimeUnit::Nanosecond,
+    ] {
+        let path = dir.path().join(format!("int96-{unit:?}.parquet"));
+        write_int96(&path, DataType::Timestamp(unit, None));
+        let types = gpu_route_types(&path);
+        assert_eq!(types, [DataType::Timestamp(unit, None).to_string()]);
+    }
+}
+
+/// A file of one nullable INT96 column (days around the epoch and far from it, nanoseconds of the day
+/// up to a whole day and beyond) whose Arrow schema says `arrow_type`.
+fn write_int96(path: &Path, arrow_type: arrow::datatypes::DataType) {
+    use parquet::data_type::{Int96, Int96Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+    use std::sync::Arc;
+
+    let schema = Arc::new(parse_message_type("message m { optional int96 t; }").unwrap());
+    let arrow_schema = arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("t", arrow_type, true)]);
+    let mut props = WriterProperties::builder().set_data_page_row_count_limit(50).build();
+    parquet::arrow::add_encoded_arrow_schema_to_metadata(&arrow_schema, &mut props);
+    let mut w = SerializedFileWriter::new(std::fs::File::create(path).unwrap(), schema, Arc::new(props)).unwrap();
+    let mut values = Vec::new();
+    let mut defs = Vec::new();
+    for i in 0..300u64 {
+        if i % 9 == 4 {
+            defs.push(0);
+            continue;
+        }
+        defs.push(1);
+        let nanos = (i * 987_654_321_123) % 90_000_000_000_000;
+        let day = 2_440_588 + (i as i64 * 733 - 100_000);
+        values.push(Int96::from(vec![nanos as u32, (nanos >> 32) as u32, day as u32]));
+    }
+    let mut rg = w.next_row_group().unwrap();
+    let mut col = rg.next_column().unwrap().unwrap();
+    col.typed::<Int96Type>()
+        .write_batch(&values, Some(&defs), None)
+        .unwrap();
+    col.close().unwrap();
+    rg.close().unwrap();
+    w.close().unwrap();
+}
