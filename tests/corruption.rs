@@ -1,5 +1,6 @@
 //! The corruption suite: files written here with arrow-rs (every route of the decoder: plain,
-//! dictionary, delta, byte stream split, nulls, a list, views, 64-bit offsets, a fixed-length decimal,
+//! dictionary, delta, byte stream split, nulls, a list, views, 64-bit offsets, a fixed-length decimal
+//! (dictionary in v1, DELTA_BYTE_ARRAY in v2),
 //! a dictionary-typed column whose dictionary overflows into plain pages;
 //! uncompressed and Snappy; data pages v1 and v2), then damaged on purpose at known places: truncated at every section boundary, bytes flipped in
 //! the footer, the page headers and the page data, metadata that lies (chunks past the end or
@@ -114,7 +115,14 @@ fn write_base(dir: &Path) -> Vec<PathBuf> {
         ("plain-v1", Compression::UNCOMPRESSED, WriterVersion::PARQUET_1_0),
         ("snappy-v2", Compression::SNAPPY, WriterVersion::PARQUET_2_0),
     ] {
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder();
+        if version == WriterVersion::PARQUET_2_0 {
+            // The fixed-length decimal as DELTA_BYTE_ARRAY (its v1 twin keeps the dictionary).
+            props = props
+                .set_column_dictionary_enabled(ColumnPath::from("money"), false)
+                .set_column_encoding(ColumnPath::from("money"), Encoding::DELTA_BYTE_ARRAY);
+        }
+        let props = props
             .set_compression(compression)
             .set_writer_version(version)
             .set_max_row_group_row_count(Some(ROWS / 3))

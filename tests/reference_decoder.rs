@@ -392,9 +392,6 @@ fn view_large_and_decimal_columns_take_the_gpu_route() {
                 {
                     continue;
                 }
-                if matches!(&c.decoded, DecodedWhere::Host(why) if why.contains("DELTA_BYTE_ARRAY on FIXED")) {
-                    continue; // TEMP
-                }
                 if mixed.contains(&c.name) && matches!(c.array.data_type, arrow::datatypes::DataType::Dictionary(..)) {
                     mixed_on_gpu.insert(c.name.clone());
                 }

@@ -33,6 +33,9 @@ pub enum PageKernel {
     DeltaLengthByteArray,
     /// DELTA_BYTE_ARRAY lengths, suffixes and prefixes (`gp_delta_byte_array_lengths`).
     DeltaByteArrayLengths,
+    /// DELTA_BYTE_ARRAY pages of FIXED_LEN_BYTE_ARRAY columns, whole, into dense values
+    /// (`gp_delta_byte_array_fixed`).
+    DeltaByteArrayFixed,
     /// Arrow offsets of byte-array columns (the string offset kernels).
     StringOffsets,
     /// Characters of PLAIN, dictionary and DELTA_LENGTH byte arrays (`gp_copy_strings`).
@@ -550,6 +553,7 @@ impl Executor for HostExecutor {
                     PageKernel::ByteArrayValues => core::byte_array_values(a, &mut ps, &cs),
                     PageKernel::DeltaLengthByteArray => delta::delta_length_byte_array(a, &mut ps, &cs),
                     PageKernel::DeltaByteArrayLengths => delta::delta_byte_array_lengths(a, &mut ps, &cs),
+                    PageKernel::DeltaByteArrayFixed => delta::delta_byte_array_fixed(a, &mut ps, &cs),
                     PageKernel::StringOffsets => core::string_offsets_within(a, &ps, &mut cs, self.string_offset_limit),
                     PageKernel::CopyStrings => core::copy_strings(a, &mut ps, &cs),
                     PageKernel::DeltaByteArrayCopy => delta::delta_byte_array_copy(a, &mut ps, &cs),

@@ -276,6 +276,7 @@ fn page_kernel_names(kind: PageKernel) -> &'static [&'static str] {
         PageKernel::ByteArrayValues => &[],
         PageKernel::DeltaLengthByteArray => &["gp_delta_length_byte_array"],
         PageKernel::DeltaByteArrayLengths => &["gp_delta_byte_array_lengths"],
+        PageKernel::DeltaByteArrayFixed => &["gp_delta_byte_array_fixed"],
         PageKernel::StringOffsets => &[],
         PageKernel::CopyStrings => &["gp_copy_strings"],
         PageKernel::DeltaByteArrayCopy => &["gp_delta_byte_array_copy"],

@@ -1155,6 +1155,11 @@ pub fn decode_step<E: Executor>(
             c.str_len = exec.alloc_uninit(n * 4)?;
         } else {
             c.out_values = exec.alloc_uninit(n * leaf.type_len as usize)?;
+            if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && fixed_delta_byte_array(&chunks, gi) {
+                // gp_delta_byte_array_fixed's suffixes and lengths (its values go to dense).
+                c.str_src = exec.alloc_uninit(n * 8)?;
+                c.str_len = exec.alloc_uninit(n * 4)?;
+            }
         }
         cols.push(c);
         if leaf.max_rep > 0 {
@@ -1353,6 +1358,9 @@ pub fn decode_step<E: Executor>(
         }
         if has(&|p| p.encoding == encoding::BYTE_STREAM_SPLIT) {
             run(exec, PageKernel::ByteStreamSplit)?;
+        }
+        if has(&|p| p.physical == physical::FIXED_LEN_BYTE_ARRAY && p.encoding == encoding::DELTA_BYTE_ARRAY) {
+            run(exec, PageKernel::DeltaByteArrayFixed)?;
         }
         if has(&|p| !is_ba(p)) {
             run(exec, PageKernel::GatherFixed)?;
@@ -2796,6 +2804,15 @@ fn check_chunk(c: &ChunkDesc, ch: &ChunkPages, gpu: &[(usize, GpuLeaf)], source:
     ))
 }
 
+/// Whether GPU column `gi` (a FIXED_LEN_BYTE_ARRAY one) has DELTA_BYTE_ARRAY pages in this step.
+fn fixed_delta_byte_array(chunks: &[ChunkPages], gi: usize) -> bool {
+    chunks
+        .iter()
+        .filter(|c| c.column == gi)
+        .flat_map(|c| &c.infos)
+        .any(|p| matches!(p.page_type, 0 | 3) && p.encoding as u32 == encoding::DELTA_BYTE_ARRAY)
+}
+
 /// Whether `p` is a data page of dictionary indices.
 fn dictionary_encoded(p: &PageInfo) -> bool {
     matches!(p.page_type, 0 | 3) && matches!(p.encoding as u32, encoding::PLAIN_DICTIONARY | encoding::RLE_DICTIONARY)
@@ -2904,12 +2921,20 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
                         e,
                         encoding::PLAIN | encoding::PLAIN_DICTIONARY | encoding::RLE_DICTIONARY
                     ),
-                    physical::FLOAT | physical::DOUBLE | physical::FIXED_LEN_BYTE_ARRAY => matches!(
+                    physical::FLOAT | physical::DOUBLE => matches!(
                         e,
                         encoding::PLAIN
                             | encoding::PLAIN_DICTIONARY
                             | encoding::RLE_DICTIONARY
                             | encoding::BYTE_STREAM_SPLIT
+                    ),
+                    physical::FIXED_LEN_BYTE_ARRAY => matches!(
+                        e,
+                        encoding::PLAIN
+                            | encoding::PLAIN_DICTIONARY
+                            | encoding::RLE_DICTIONARY
+                            | encoding::BYTE_STREAM_SPLIT
+                            | encoding::DELTA_BYTE_ARRAY
                     ),
                     physical::BYTE_ARRAY => matches!(
                         e,
@@ -2922,11 +2947,6 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
                     _ => false,
                 };
                 if !ok {
-                    if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && e == encoding::DELTA_BYTE_ARRAY {
-                        return Ok(Some(
-                            "DELTA_BYTE_ARRAY on FIXED_LEN_BYTE_ARRAY: decoded on the host".into(),
-                        ));
-                    }
                     return bad(format!("encoding {e} is not valid for this column's type"));
                 }
                 // Values outside parquet.thrift's Encoding make the header invalid even where the

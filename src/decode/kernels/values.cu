@@ -24,7 +24,9 @@ __device__ inline u32 gather_source(u32 physical, u32 enc) {
         case PT_FLOAT:
         case PT_DOUBLE:
         case PT_FIXED_LEN_BYTE_ARRAY:
+            // DELTA_BYTE_ARRAY: rebuilt in dense by gp_delta_byte_array_fixed.
             if (enc == ENC_BYTE_STREAM_SPLIT) return SRC_DENSE;
+            if (physical == PT_FIXED_LEN_BYTE_ARRAY && enc == ENC_DELTA_BYTE_ARRAY) return SRC_DENSE;
             return enc == ENC_PLAIN ? SRC_PLAIN : dict ? SRC_DICT : SRC_BAD;
         case PT_INT96:
             return enc == ENC_PLAIN ? SRC_PLAIN : dict ? SRC_DICT : SRC_BAD;

@@ -482,6 +482,7 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
             enc::DELTA_BINARY_PACKED | enc::BYTE_STREAM_SPLIT => Some(Source::Dense),
             _ => plain_or_dict,
         },
+        pt::FIXED_LEN_BYTE_ARRAY if encoding == enc::DELTA_BYTE_ARRAY => Some(Source::Dense),
         pt::FLOAT | pt::DOUBLE | pt::FIXED_LEN_BYTE_ARRAY => match encoding {
             enc::BYTE_STREAM_SPLIT => Some(Source::Dense),
             _ => plain_or_dict,
