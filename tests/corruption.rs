@@ -1,5 +1,7 @@
 //! The corruption suite: files written here with arrow-rs (every route of the decoder: plain,
-//! dictionary, delta, byte stream split, nulls, a list, views, 64-bit offsets, a fixed-length decimal;
+//! dictionary, delta, byte stream split, nulls, a list, views, 64-bit offsets, a fixed-length decimal
+//! (dictionary in v1, DELTA_BYTE_ARRAY in v2),
+//! a dictionary-typed column whose dictionary overflows into plain pages;
 //! uncompressed and Snappy; data pages v1 and v2), then damaged on purpose at known places: truncated at every section boundary, bytes flipped in
 //! the footer, the page headers and the page data, metadata that lies (chunks past the end or
 //! overlapping, negative offsets, huge value and row counts), dictionary-index bit widths over 32 and
@@ -20,8 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use arrow::array::{
-    Array, ArrayRef, Decimal128Array, Float32Array, Int32Array, Int64Array, LargeStringArray, ListArray, StringArray,
-    StringViewArray,
+    Array, ArrayRef, Decimal128Array, DictionaryArray, Float32Array, Int32Array, Int64Array, LargeStringArray,
+    ListArray, StringArray, StringViewArray,
 };
 use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use arrow::record_batch::RecordBatch;
@@ -69,6 +71,13 @@ fn table() -> RecordBatch {
     let large: LargeStringArray = (0..ROWS)
         .map(|i| (i % 7 != 0).then(|| format!("large-{}", i % 41)))
         .collect();
+    // Dictionary-typed, its dictionary past its limit after a few entries: dictionary pages, then plain.
+    let category: DictionaryArray<Int32Type> = (0..ROWS)
+        .map(|i| (i % 11 != 0).then(|| format!("category-{}", i % 300)))
+        .collect::<Vec<_>>()
+        .iter()
+        .map(Option::as_deref)
+        .collect();
     let money = Decimal128Array::from_iter((0..ROWS).map(|i| (i % 8 != 0).then_some(i as i128 * 1_000_000_007 - 5)))
         .with_precision_and_scale(30, 2)
         .expect("decimal");
@@ -82,6 +91,7 @@ fn table() -> RecordBatch {
         Field::new("view", DataType::Utf8View, true),
         Field::new("large", DataType::LargeUtf8, true),
         Field::new("money", money.data_type().clone(), true),
+        Field::new("category", category.data_type().clone(), true),
     ]);
     let columns: Vec<ArrayRef> = vec![
         Arc::new(ids),
@@ -93,6 +103,7 @@ fn table() -> RecordBatch {
         Arc::new(views),
         Arc::new(large),
         Arc::new(money),
+        Arc::new(category),
     ];
     RecordBatch::try_new(Arc::new(schema), columns).expect("batch")
 }
@@ -104,7 +115,14 @@ fn write_base(dir: &Path) -> Vec<PathBuf> {
         ("plain-v1", Compression::UNCOMPRESSED, WriterVersion::PARQUET_1_0),
         ("snappy-v2", Compression::SNAPPY, WriterVersion::PARQUET_2_0),
     ] {
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder();
+        if version == WriterVersion::PARQUET_2_0 {
+            // The fixed-length decimal as DELTA_BYTE_ARRAY (its v1 twin keeps the dictionary).
+            props = props
+                .set_column_dictionary_enabled(ColumnPath::from("money"), false)
+                .set_column_encoding(ColumnPath::from("money"), Encoding::DELTA_BYTE_ARRAY);
+        }
+        let props = props
             .set_compression(compression)
             .set_writer_version(version)
             .set_max_row_group_row_count(Some(ROWS / 3))
@@ -115,6 +133,7 @@ fn write_base(dir: &Path) -> Vec<PathBuf> {
             .set_column_encoding(ColumnPath::from("delta"), Encoding::DELTA_BINARY_PACKED)
             .set_column_dictionary_enabled(ColumnPath::from("f"), false)
             .set_column_encoding(ColumnPath::from("f"), Encoding::BYTE_STREAM_SPLIT)
+            .set_column_dictionary_page_size_limit(ColumnPath::from("category"), 512)
             .build();
         let path = dir.join(format!("{name}.parquet"));
         let file = std::fs::File::create(&path).expect("create");

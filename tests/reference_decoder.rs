@@ -337,10 +337,12 @@ fn view_large_and_decimal_columns_take_the_gpu_route() {
 
     let path = common::testdata_dir().join("types.parquet");
     let want = common::arrow_rs_read(&path).expect("arrow-rs reads types.parquet");
-    let rewrite = |dictionary: bool, version: WriterVersion| {
+    // A dictionary limit of a few bytes: writers fall back to plain pages once their dictionary passes it.
+    let rewrite_with = |dictionary: bool, version: WriterVersion, dictionary_limit: usize| {
         let file = tempfile::NamedTempFile::new().unwrap();
         let props = WriterProperties::builder()
             .set_dictionary_enabled(dictionary)
+            .set_dictionary_page_size_limit(dictionary_limit)
             .set_writer_version(version)
             .set_data_page_row_count_limit(128)
             .set_write_batch_size(64)
@@ -350,11 +352,23 @@ fn view_large_and_decimal_columns_take_the_gpu_route() {
         w.close().unwrap();
         file
     };
+    let rewrite = |dictionary: bool, version: WriterVersion| rewrite_with(dictionary, version, usize::MAX);
     let plain = rewrite(false, WriterVersion::PARQUET_1_0);
     let v2 = rewrite(true, WriterVersion::PARQUET_2_0);
+    let fallback_v1 = rewrite_with(true, WriterVersion::PARQUET_1_0, 64);
+    let fallback_v2 = rewrite_with(true, WriterVersion::PARQUET_2_0, 64);
+    // Dictionary-typed columns decoded on the GPU from chunks of dictionary and plain pages.
+    let mut mixed_on_gpu = std::collections::BTreeSet::new();
 
-    for file in [path.as_path(), plain.path(), v2.path()] {
+    for file in [
+        path.as_path(),
+        plain.path(),
+        v2.path(),
+        fallback_v1.path(),
+        fallback_v2.path(),
+    ] {
         let source = ParquetSource::open(file).unwrap();
+        let mixed = mixed_dictionary_chunks(file);
         let leaves = source.metadata().file_metadata().schema_descr().num_columns();
         let mut projections = vec![Projection::All];
         projections.extend((0..leaves).map(|l| Projection::Leaves(vec![l])));
@@ -366,15 +380,20 @@ fn view_large_and_decimal_columns_take_the_gpu_route() {
                 .unwrap();
             let (batch, stats) = decode_reference(&source, &plan, &fetched).unwrap();
             for c in &batch.columns {
-                // A dictionary-typed column written without a dictionary has no indices to keep.
-                if file == plain.path() && matches!(c.array.data_type, arrow::datatypes::DataType::Dictionary(..)) {
-                    assert!(
-                        matches!(&c.decoded, DecodedWhere::Host(why) if why.contains("not dictionary indices")),
-                        "{}: {:?}",
-                        c.name,
-                        c.decoded
-                    );
+                // Dictionary-typed columns with plain pages (all of them, or after the dictionary
+                // grew past its limit) decode those into the dictionary's values, a key a row: more
+                // rows than narrow keys hold go to the host (arrow-rs re-encodes them).
+                if file != path.as_path()
+                    && matches!(&c.decoded, DecodedWhere::Host(why) if why.contains("keys hold"))
+                    && matches!(
+                        c.array.data_type,
+                        arrow::datatypes::DataType::Dictionary(ref k, _) if k.primitive_width() == Some(1)
+                    )
+                {
                     continue;
+                }
+                if mixed.contains(&c.name) && matches!(c.array.data_type, arrow::datatypes::DataType::Dictionary(..)) {
+                    mixed_on_gpu.insert(c.name.clone());
                 }
                 assert_eq!(
                     c.decoded,
@@ -398,6 +417,11 @@ fn view_large_and_decimal_columns_take_the_gpu_route() {
             }
         }
     }
+    assert_eq!(
+        mixed_on_gpu.into_iter().collect::<Vec<_>>(),
+        ["code", "label"],
+        "dictionary-typed columns of dictionary and plain pages on the GPU"
+    );
     // The file's own types, not the Parquet defaults: views, 64-bit offsets, narrow and wide decimals.
     let types: Vec<String> = want
         .schema()
@@ -418,6 +442,32 @@ fn view_large_and_decimal_columns_take_the_gpu_route() {
     ] {
         assert!(types.iter().any(|x| x == t), "{t} in {types:?}");
     }
+}
+
+/// Chunks whose data pages are some dictionary-encoded and some not (a writer's fallback), by their
+/// page headers: the top-level field names of their leaves.
+fn mixed_dictionary_chunks(path: &Path) -> std::collections::BTreeSet<String> {
+    let source = ParquetSource::open(path).unwrap();
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let headers = parse_step_headers(&std::fs::File::open(path).unwrap(), &plan).unwrap();
+    headers
+        .iter()
+        .filter(|(_, h)| {
+            let data = || h.pages.iter().filter(|p| p.page_type == 0 || p.page_type == 3);
+            // Encodings 2 and 8: PLAIN_DICTIONARY and RLE_DICTIONARY.
+            data().any(|p| matches!(p.encoding, 2 | 8)) && data().any(|p| !matches!(p.encoding, 2 | 8))
+        })
+        .map(|((_, leaf), _)| {
+            let descr = source.metadata().file_metadata().schema_descr();
+            descr.column(*leaf).path().parts()[0].clone()
+        })
+        .collect()
 }
 
 /// Nested columns take the GPU route and decode value for value as arrow-rs decodes them, with its
@@ -586,4 +636,213 @@ fn nested_columns_take_the_gpu_route() {
             }
         }
     }
+}
+
+/// Steps with more strings than 32-bit offsets hold, as if 2 GiB were 600 bytes: views cut their
+/// characters into data buffers (several hundred bytes each) and 64-bit offsets run on, both equal to
+/// arrow-rs value for value; Utf8 and Binary are refused, naming the column and the way out.
+#[test]
+fn strings_past_the_offsets_limit_of_a_step() {
+    use gpu_parquet::decode::gpu::decode_reference_with_string_offset_limit;
+    let path = common::testdata_dir().join("types.parquet");
+    let source = ParquetSource::open(&path).unwrap();
+    let descr = source.metadata().file_metadata().schema_descr_ptr();
+    let leaf = |name: &str| {
+        (0..descr.num_columns())
+            .find(|&l| descr.column(l).path().parts()[0] == name)
+            .unwrap_or_else(|| panic!("{name} in types.parquet"))
+    };
+    let limit = 600;
+    for (name, buffers_at_least) in [
+        ("view", 10),
+        ("binary_view", 10),
+        ("short_view", 1),
+        ("large", 2),
+        ("large_binary", 2),
+    ] {
+        let projection = Projection::Leaves(vec![leaf(name)]);
+        let plan = ReadPlan::build(&source, &projection, &RowGroupSelection::All, PlanOptions::default()).unwrap();
+        let fetched = host_fetch(&source, &plan, 2).buffer;
+        let oracle = decode_fetched(&source, &plan, &fetched, 2)
+            .and_then(|t| t.concat())
+            .unwrap();
+        let (batch, _) = decode_reference_with_string_offset_limit(&source, &plan, &fetched, limit).unwrap();
+        let column = &batch.columns[0];
+        assert_eq!(column.decoded, DecodedWhere::Gpu, "{name}");
+        assert!(
+            column.array.buffers.len() >= buffers_at_least,
+            "{name}: {} buffers",
+            column.array.buffers.len()
+        );
+        let got = batch.to_host().unwrap();
+        assert_eq!(oracle.column(0).to_data(), got.column(0).to_data(), "{name}");
+    }
+    // The same with the limit of the kernels: one data buffer.
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::Leaves(vec![leaf("view")]),
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let (batch, _) = decode_reference(&source, &plan, &fetched).unwrap();
+    assert_eq!(batch.columns[0].array.buffers.len(), 2);
+
+    for name in ["binary", "category"] {
+        let projection = Projection::Leaves(vec![leaf(name)]);
+        let plan = ReadPlan::build(&source, &projection, &RowGroupSelection::All, PlanOptions::default()).unwrap();
+        let fetched = host_fetch(&source, &plan, 2).buffer;
+        let limit = if name == "binary" { 600 } else { 20 };
+        match decode_reference_with_string_offset_limit(&source, &plan, &fetched, limit) {
+            Err(e @ gpu_parquet::Error::InvalidRequest { .. }) => {
+                let message = e.to_string();
+                assert!(
+                    message.contains("32-bit offsets hold") && message.contains(name),
+                    "{message}"
+                );
+            }
+            other => panic!("{name}: {:?}", other.map(|(b, _)| b.columns[0].array.data_type.clone())),
+        }
+    }
+}
+
+/// Decodes every column of `file` through the reference pipeline and arrow-rs: every column on the GPU
+/// route, equal value for value; the Arrow types, to check the file asked for what the test meant.
+fn gpu_route_types(file: &Path) -> Vec<String> {
+    let source = ParquetSource::open(file).unwrap();
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let oracle = decode_fetched(&source, &plan, &fetched, 2)
+        .and_then(|t| t.concat())
+        .unwrap();
+    let (batch, stats) = decode_reference(&source, &plan, &fetched).unwrap();
+    for c in &batch.columns {
+        assert_eq!(c.decoded, DecodedWhere::Gpu, "{}: {:?}", c.name, stats.columns);
+    }
+    let got = batch.to_host().unwrap();
+    assert_eq!(oracle.schema(), got.schema());
+    for (i, f) in oracle.schema().fields().iter().enumerate() {
+        assert_eq!(oracle.column(i).to_data(), got.column(i).to_data(), "{}", f.name());
+    }
+    oracle
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.data_type().to_string())
+        .collect()
+}
+
+/// Arrow types the file's Arrow schema asks for over integers and intervals (arrow-rs's hints): Date64
+/// from INT32 dates and from INT64, INT32 timestamps, Time32, Duration, both interval units; and INT96
+/// read as timestamps of seconds, milliseconds and microseconds.
+#[test]
+fn dates_timestamps_intervals_and_int96_units_take_the_gpu_route() {
+    use arrow::array::{
+        ArrayRef, Date64Array, DurationMillisecondArray, IntervalDayTimeArray, IntervalYearMonthArray,
+        Time32SecondArray,
+    };
+    use arrow::datatypes::{DataType, Field, IntervalDayTime, Schema, TimeUnit};
+    use arrow::record_batch::RecordBatch;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+
+    let rows = 500i64;
+    let some = |i: i64| i % 7 != 3;
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Date64Array::from_iter(
+            (0..rows).map(|i| some(i).then_some((i - 250) * 86_400_000 * 37)),
+        )),
+        Arc::new(Time32SecondArray::from_iter(
+            (0..rows).map(|i| some(i).then_some((i * 97 % 86_400) as i32)),
+        )),
+        Arc::new(DurationMillisecondArray::from_iter(
+            (0..rows).map(|i| some(i).then_some(i * 1_000_003 - 7)),
+        )),
+        Arc::new(IntervalYearMonthArray::from_iter(
+            (0..rows).map(|i| some(i).then_some(i as i32 - 100)),
+        )),
+        Arc::new(IntervalDayTimeArray::from_iter((0..rows).map(|i| {
+            some(i).then(|| IntervalDayTime::new(i as i32, (i * 86_399) as i32))
+        }))),
+    ];
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("date64", DataType::Date64, true),
+        Field::new("time32", DataType::Time32(TimeUnit::Second), true),
+        Field::new("duration", DataType::Duration(TimeUnit::Millisecond), true),
+        Field::new("months", columns[3].data_type().clone(), true),
+        Field::new("day_time", columns[4].data_type().clone(), true),
+    ]));
+    let batch = RecordBatch::try_new(schema, columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for coerce in [false, true] {
+        let path = dir.path().join(format!("hints-{coerce}.parquet"));
+        let props = WriterProperties::builder()
+            .set_coerce_types(coerce)
+            .set_data_page_row_count_limit(64)
+            .set_write_batch_size(32)
+            .build();
+        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let types = gpu_route_types(&path);
+        assert!(types.iter().any(|t| t == "Date64"), "{types:?}");
+        assert!(types.iter().any(|t| t.starts_with("Interval(DayTime")), "{types:?}");
+    }
+
+    // INT96 written by the column writer, with an Arrow schema asking for each unit.
+    for unit in [
+        TimeUnit::Second,
+        TimeUnit::Millisecond,
+        TimeUnit::Microsecond,
+        TimeUnit::Nanosecond,
+    ] {
+        let path = dir.path().join(format!("int96-{unit:?}.parquet"));
+        write_int96(&path, DataType::Timestamp(unit, None));
+        let types = gpu_route_types(&path);
+        assert_eq!(types, [DataType::Timestamp(unit, None).to_string()]);
+    }
+}
+
+/// A file of one nullable INT96 column (days around the epoch and far from it, nanoseconds of the day
+/// up to a whole day and beyond) whose Arrow schema says `arrow_type`.
+fn write_int96(path: &Path, arrow_type: arrow::datatypes::DataType) {
+    use parquet::data_type::{Int96, Int96Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+    use std::sync::Arc;
+
+    let schema = Arc::new(parse_message_type("message m { optional int96 t; }").unwrap());
+    let arrow_schema = arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("t", arrow_type, true)]);
+    let mut props = WriterProperties::builder().set_data_page_row_count_limit(50).build();
+    parquet::arrow::add_encoded_arrow_schema_to_metadata(&arrow_schema, &mut props);
+    let mut w = SerializedFileWriter::new(std::fs::File::create(path).unwrap(), schema, Arc::new(props)).unwrap();
+    let mut values = Vec::new();
+    let mut defs = Vec::new();
+    for i in 0..300u64 {
+        if i % 9 == 4 {
+            defs.push(0);
+            continue;
+        }
+        defs.push(1);
+        let nanos = (i * 987_654_321_123) % 90_000_000_000_000;
+        let day = 2_440_588 + (i as i64 * 733 - 100_000);
+        values.push(Int96::from(vec![nanos as u32, (nanos >> 32) as u32, day as u32]));
+    }
+    let mut rg = w.next_row_group().unwrap();
+    let mut col = rg.next_column().unwrap().unwrap();
+    col.typed::<Int96Type>()
+        .write_batch(&values, Some(&defs), None)
+        .unwrap();
+    col.close().unwrap();
+    rg.close().unwrap();
+    w.close().unwrap();
 }

@@ -33,6 +33,9 @@ pub enum PageKernel {
     DeltaLengthByteArray,
     /// DELTA_BYTE_ARRAY lengths, suffixes and prefixes (`gp_delta_byte_array_lengths`).
     DeltaByteArrayLengths,
+    /// DELTA_BYTE_ARRAY pages of FIXED_LEN_BYTE_ARRAY columns, whole, into dense values
+    /// (`gp_delta_byte_array_fixed`).
+    DeltaByteArrayFixed,
     /// Arrow offsets of byte-array columns (the string offset kernels).
     StringOffsets,
     /// Characters of PLAIN, dictionary and DELTA_LENGTH byte arrays (`gp_copy_strings`).
@@ -220,8 +223,10 @@ pub enum Kernel {
         chars: u64,
         /// Characters.
         n: u64,
-        /// `i32[rows + 1]`, the Arrow offsets.
+        /// `i32[rows + 1]` (or `i64` where `offset_width` is 8), the Arrow offsets.
         offsets: u64,
+        /// Bytes per offset: 4 or 8.
+        offset_width: u32,
         /// Rows.
         rows: u64,
         /// `u64`.
@@ -244,8 +249,12 @@ pub enum Kernel {
     /// `chars`: a string of at most 12 bytes inline, a longer one as its length, first 4 bytes, buffer
     /// 0 and its offset; the longest length is max'ed into the `u32` at `max_len`.
     StringsToViews {
-        /// `i32[n + 1]`.
+        /// `i32[n + 1]`, or `i64` where `segment` is not 0.
         offsets: u64,
+        /// 0: one data buffer (buffer 0, offset = the string's start). Else the offsets are `i64` and
+        /// the characters are cut into segments of this many bytes (at most 2^30): a string starting in
+        /// segment `j` gets buffer `j` and its offset in it, buffer `j` holding segments `j` and `j + 1`.
+        segment: u64,
         /// The characters.
         chars: u64,
         /// Characters (`offsets[n]`); a string outside them reads as empty.
@@ -256,6 +265,15 @@ pub enum Kernel {
         views: u64,
         /// `u32`, starting at 0.
         max_len: u64,
+    },
+    /// `n` bytes from `src` to `dst` (not overlapping).
+    CopyBytes {
+        /// Source.
+        src: u64,
+        /// Destination.
+        dst: u64,
+        /// Bytes.
+        n: u64,
     },
     /// Decimals of `width` bytes (16: `i128`, 32: `i256`) from `n` big-endian two's complement byte
     /// strings (BYTE_ARRAY decimals; empty: 0, as arrow-rs reads a null slot); the first row whose
@@ -334,6 +352,11 @@ pub trait Executor {
     fn free(&mut self, addr: u64);
     /// Queues a kernel.
     fn launch(&mut self, kernel: Kernel) -> Result<()>;
+    /// The most characters a string column of 32-bit offsets holds in one step: `i32::MAX` (the
+    /// kernels' limit), less where a test says so ([`HostExecutor::with_string_offset_limit`]).
+    fn string_offset_limit(&self) -> u64 {
+        i32::MAX as u64
+    }
     /// Decompresses `items` (all of codec `codec`), writing each output and returning each page's
     /// outcome: `Ok(actual bytes)` or `Err(why)`. Returns where it ran.
     fn decompress(
@@ -383,9 +406,12 @@ impl OwnedBuffer for crate::gpu::DeviceBuffer<u8> {
 }
 
 /// The host executor: an [`Arena`] for memory and the kernels' references for the kernels.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HostExecutor {
     arena: Arena,
+    /// The most characters a column of 32-bit offsets holds in one step (`i32::MAX`; smaller in tests,
+    /// through [`Self::with_string_offset_limit`], to reach the paths of larger steps on small files).
+    string_offset_limit: u64,
     /// Page-header passes run (`gp_page_headers` launches), for tests of the one-pass path.
     header_passes: usize,
 }
@@ -395,8 +421,16 @@ impl HostExecutor {
     pub fn new() -> Self {
         HostExecutor {
             arena: Arena::new(),
+            string_offset_limit: i32::MAX as u64,
             header_passes: 0,
         }
+    }
+
+    /// Test support: columns of 32-bit offsets hold at most `limit` characters a step (as if 2 GiB were
+    /// `limit` bytes), so small files reach what steps of over 2 GiB of strings do.
+    pub fn with_string_offset_limit(mut self, limit: u64) -> Self {
+        self.string_offset_limit = limit.clamp(2, i32::MAX as u64);
+        self
     }
 
     /// Page-header passes run so far.
@@ -412,8 +446,18 @@ impl HostExecutor {
     }
 }
 
+impl Default for HostExecutor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Executor for HostExecutor {
     type Buffer = Vec<u8>;
+
+    fn string_offset_limit(&self) -> u64 {
+        self.string_offset_limit
+    }
 
     fn alloc(&mut self, bytes: usize) -> Result<u64> {
         Ok(self.arena.alloc(bytes))
@@ -509,7 +553,8 @@ impl Executor for HostExecutor {
                     PageKernel::ByteArrayValues => core::byte_array_values(a, &mut ps, &cs),
                     PageKernel::DeltaLengthByteArray => delta::delta_length_byte_array(a, &mut ps, &cs),
                     PageKernel::DeltaByteArrayLengths => delta::delta_byte_array_lengths(a, &mut ps, &cs),
-                    PageKernel::StringOffsets => core::string_offsets(a, &ps, &mut cs),
+                    PageKernel::DeltaByteArrayFixed => delta::delta_byte_array_fixed(a, &mut ps, &cs),
+                    PageKernel::StringOffsets => core::string_offsets_within(a, &ps, &mut cs, self.string_offset_limit),
                     PageKernel::CopyStrings => core::copy_strings(a, &mut ps, &cs),
                     PageKernel::DeltaByteArrayCopy => delta::delta_byte_array_copy(a, &mut ps, &cs),
                 }
@@ -591,9 +636,10 @@ impl Executor for HostExecutor {
                 chars,
                 n,
                 offsets,
+                offset_width,
                 rows,
                 result,
-            } => reference::core::validate_utf8_at(a, chars, n, offsets, rows, result),
+            } => reference::core::validate_utf8_at(a, chars, n, (offsets, offset_width), rows, result),
             Kernel::Convert {
                 op,
                 src,
@@ -603,12 +649,22 @@ impl Executor for HostExecutor {
             } => reference::convert::convert(a, op, src, src_width, n, dst),
             Kernel::StringsToViews {
                 offsets,
+                segment,
                 chars,
                 chars_len,
                 n,
                 views,
                 max_len,
-            } => reference::convert::strings_to_views(a, offsets, chars, chars_len, n, views, max_len),
+            } => reference::convert::strings_to_views(a, (offsets, segment), chars, chars_len, n, views, max_len),
+            Kernel::CopyBytes { src, dst, n } => {
+                let bytes = a
+                    .get(src, n)
+                    .map(<[u8]>::to_vec)
+                    .ok_or_else(|| Self::missing(src, "a copy"))?;
+                if !a.write(dst, &bytes) {
+                    return Err(Self::missing(dst, "a copy"));
+                }
+            }
             Kernel::StringsToDecimal {
                 offsets,
                 chars,

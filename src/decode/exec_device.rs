@@ -276,6 +276,7 @@ fn page_kernel_names(kind: PageKernel) -> &'static [&'static str] {
         PageKernel::ByteArrayValues => &[],
         PageKernel::DeltaLengthByteArray => &["gp_delta_length_byte_array"],
         PageKernel::DeltaByteArrayLengths => &["gp_delta_byte_array_lengths"],
+        PageKernel::DeltaByteArrayFixed => &["gp_delta_byte_array_fixed"],
         PageKernel::StringOffsets => &[],
         PageKernel::CopyStrings => &["gp_copy_strings"],
         PageKernel::DeltaByteArrayCopy => &["gp_delta_byte_array_copy"],
@@ -1054,6 +1055,7 @@ impl Executor for DeviceExecutor<'_> {
                 chars,
                 n,
                 offsets,
+                offset_width,
                 rows,
                 result,
             } => {
@@ -1063,7 +1065,14 @@ impl Executor for DeviceExecutor<'_> {
                     "gp_validate_utf8",
                     grid,
                     256,
-                    &[U64(chars), U64(n), U64(offsets), U64(rows), U64(result)],
+                    &[
+                        U64(chars),
+                        U64(n),
+                        U64(offsets),
+                        U32(offset_width),
+                        U64(rows),
+                        U64(result),
+                    ],
                 )
             }
             Kernel::Convert {
@@ -1081,8 +1090,10 @@ impl Executor for DeviceExecutor<'_> {
                     &[U32(op as u32), U64(src), U32(src_width), U64(n), U64(dst)],
                 )
             }
+            Kernel::CopyBytes { src, dst, n } => self.copy_kernel(src, dst, n),
             Kernel::StringsToViews {
                 offsets,
+                segment,
                 chars,
                 chars_len,
                 n,
@@ -1096,6 +1107,7 @@ impl Executor for DeviceExecutor<'_> {
                     256,
                     &[
                         U64(offsets),
+                        U64(segment),
                         U64(chars),
                         U64(chars_len),
                         U64(n),

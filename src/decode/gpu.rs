@@ -179,6 +179,32 @@ pub fn decode_reference(
     decode_reference_with(source, plan, fetched, &PageHints::default(), None).map(|(b, s, _)| (b, s))
 }
 
+/// Test support: [`decode_reference`] as if 2 GiB (the most characters a string column of 32-bit
+/// offsets holds in one step) were `limit` bytes, so that small files take the paths of steps with more
+/// strings than that ([`HostExecutor::with_string_offset_limit`]).
+pub fn decode_reference_with_string_offset_limit(
+    source: &ParquetSource,
+    plan: &ReadPlan,
+    fetched: &Bytes,
+    limit: u64,
+) -> Result<(DeviceBatch<Vec<u8>>, StepStats)> {
+    let (schema, routes) = route_columns(source, &plan.columns)?;
+    let mut exec = HostExecutor::new().with_string_offset_limit(limit);
+    let base = crate::decode::exec::Executor::upload(&mut exec, fetched.as_ref())?;
+    decode_step(
+        &mut exec,
+        source,
+        &schema,
+        &routes,
+        plan,
+        &plan.row_groups,
+        base,
+        1,
+        &PageHints::default(),
+        None,
+    )
+}
+
 /// [`decode_reference`] with `hints` carried over from earlier steps, and the page headers parsed on
 /// the host where `host_headers` holds them (as a GPU read gives them, [`crate::decode::host_headers`]);
 /// also returns the page-header passes it ran (0 with host headers, 1 when the hints held, else 3: the

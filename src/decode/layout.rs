@@ -189,7 +189,8 @@ pub struct ColumnDesc {
     /// at that stride).
     pub dense_width: u32,
     /// Bytes per output value for fixed-width columns (the physical width; 1 for BOOLEAN before
-    /// packing); 0 for BYTE_ARRAY.
+    /// packing); for BYTE_ARRAY, bytes per offset: 8 for `i64` offsets (`LargeUtf8` / `LargeBinary`),
+    /// else (4 or 0) `i32`.
     pub out_width: u32,
     /// Output values: fixed width `num_rows * out_width` bytes (BOOLEAN: one byte per row, packed
     /// later); BYTE_ARRAY: the characters (`chars_capacity` bytes).
@@ -197,7 +198,7 @@ pub struct ColumnDesc {
     /// Output validity, one byte per row (1 present, 0 null), packed into a bitmap later; 0 when the
     /// column is required.
     pub out_valid: u64,
-    /// BYTE_ARRAY: `i32[num_rows + 1]` Arrow offsets.
+    /// BYTE_ARRAY: `i32[num_rows + 1]` Arrow offsets (`i64` where `out_width` is 8).
     pub out_offsets: u64,
     /// BYTE_ARRAY: `u64[num_rows]` dense source addresses of the present values (`(row_start + k)`).
     /// For a DELTA_BYTE_ARRAY value, the address of its suffix: `gp_delta_byte_array_copy` rebuilds
@@ -599,6 +600,11 @@ pub mod encoding {
     pub const RLE_DICTIONARY: u32 = 8;
     /// BYTE_STREAM_SPLIT.
     pub const BYTE_STREAM_SPLIT: u32 = 9;
+    /// Not a Parquet encoding: the keys of a dictionary-typed column over one of its pages that is not
+    /// dictionary-encoded (a writer's fallback once its dictionary grew too large). The page's values
+    /// are decoded into the column's dictionary, in row order from its entry `dict_count`, so row `i`'s
+    /// key is `dict_count + i` (`gp_gather_fixed`, INT32 pages only).
+    pub const SEQUENCE_KEYS: u32 = 100;
 }
 
 /// Parquet physical `Type` values.
@@ -729,6 +735,21 @@ pub enum Conversion {
     BigEndianToI128 = 11,
     /// The same, at most 32 bytes, to `i256`.
     BigEndianToI256 = 12,
+    /// INT96 to seconds since the epoch (`Int96::to_seconds`: whole days, then nanoseconds of the day
+    /// divided toward zero, wrapping).
+    Int96ToSeconds = 13,
+    /// INT96 to milliseconds since the epoch (`Int96::to_millis`).
+    Int96ToMillis = 14,
+    /// INT96 to microseconds since the epoch (`Int96::to_micros`).
+    Int96ToMicros = 15,
+    /// `i32` days to `i64` milliseconds (`Date64` from a Parquet DATE, as arrow-rs: `x as i64 *
+    /// 86_400_000`).
+    DaysToMillis = 16,
+    /// A Parquet INTERVAL (12 bytes: months, days, milliseconds, each a little-endian `u32`) to
+    /// `Interval(YearMonth)`: the months as `i32`.
+    IntervalToYearMonth = 17,
+    /// The same to `Interval(DayTime)`: the days and milliseconds (8 bytes).
+    IntervalToDayTime = 18,
 }
 
 impl Conversion {
@@ -749,6 +770,10 @@ impl Conversion {
             C::BigEndianToI64 => (type_len as usize, 8),
             C::BigEndianToI128 => (type_len as usize, 16),
             C::BigEndianToI256 => (type_len as usize, 32),
+            C::Int96ToSeconds | C::Int96ToMillis | C::Int96ToMicros => (12, 8),
+            C::DaysToMillis => (4, 8),
+            C::IntervalToYearMonth => (12, 4),
+            C::IntervalToDayTime => (12, 8),
         }
     }
 }

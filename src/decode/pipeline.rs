@@ -26,11 +26,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use arrow::datatypes::{DataType, IntervalUnit, SchemaRef, TimeUnit};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{Compression, Type as PhysicalType};
 use serde::Serialize;
 
+use self::launch::{step_error, view_data_buffers, view_segment};
 use crate::decode::exec::{Conversion, Executor, Kernel};
 use crate::decode::host_headers::HostHeaders;
 use crate::decode::layout::{ColumnDesc, ErrorCode, PageDesc, PageInfo, physical};
@@ -181,13 +182,14 @@ impl NestedShape {
     }
 }
 
-/// The Arrow layout the kernels' strings (32-bit offsets and characters) end in.
+/// The Arrow layout the kernels' strings (offsets and characters) end in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StringOutput {
     /// `Utf8` / `Binary`: the offsets and characters as they are.
     #[default]
     Offsets32,
-    /// `LargeUtf8` / `LargeBinary`: the offsets widened to 64 bits.
+    /// `LargeUtf8` / `LargeBinary`: 64-bit offsets, as the kernels write them for these columns (so
+    /// a step's characters may pass 2 GiB).
     Offsets64,
     /// `Utf8View` / `BinaryView`: 16-byte views into the characters (none when every string is inline).
     Views,
@@ -515,6 +517,13 @@ fn route_leaf(
                     DataType::Decimal128(..),
                     DataType::Decimal32(..) | DataType::Decimal64(..) | DataType::Decimal256(..)
                 )
+                // Units and types the Parquet logical types cannot name (arrow-rs's `apply_hint`).
+                | (DataType::Int32 | DataType::Int64, DataType::Timestamp(..))
+                | (DataType::Int32, DataType::Time32(_))
+                | (DataType::Int64, DataType::Time64(_) | DataType::Duration(_) | DataType::Date64)
+                | (DataType::Date32, DataType::Date64)
+                | (DataType::Timestamp(TimeUnit::Nanosecond, None), DataType::Timestamp(..))
+                | (DataType::Interval(_), DataType::Interval(_))
         );
     if !same_bits {
         return Err(format!(
@@ -545,6 +554,8 @@ fn route_leaf(
         // Arrow's Null (Parquet's UNKNOWN logical type): the levels alone count its slots.
         (PhysicalType::INT32 | PhysicalType::INT64 | PhysicalType::FLOAT | PhysicalType::DOUBLE, D::Null) => None,
         (PhysicalType::INT32, D::Int32 | D::UInt32 | D::Date32 | D::Time32(_)) => None,
+        (PhysicalType::INT32, D::Timestamp(..)) => Some(Conversion::I32ToI64),
+        (PhysicalType::INT32, D::Date64) => Some(Conversion::DaysToMillis),
         (PhysicalType::INT32, D::Int8 | D::UInt8) => Some(Conversion::I32ToI8),
         (PhysicalType::INT32, D::Int16 | D::UInt16) => Some(Conversion::I32ToI16),
         (PhysicalType::INT32, D::Decimal32(..)) => None,
@@ -557,7 +568,12 @@ fn route_leaf(
         (PhysicalType::INT64, D::Decimal64(..)) => None,
         (PhysicalType::INT64, D::Decimal128(..)) => Some(Conversion::I64ToI128),
         (PhysicalType::INT64, D::Decimal256(..)) => Some(Conversion::I64ToI256),
-        (PhysicalType::INT96, D::Timestamp(TimeUnit::Nanosecond, _)) => Some(Conversion::Int96ToNanos),
+        (PhysicalType::INT96, D::Timestamp(unit, _)) => Some(match unit {
+            TimeUnit::Second => Conversion::Int96ToSeconds,
+            TimeUnit::Millisecond => Conversion::Int96ToMillis,
+            TimeUnit::Microsecond => Conversion::Int96ToMicros,
+            TimeUnit::Nanosecond => Conversion::Int96ToNanos,
+        }),
         (PhysicalType::FLOAT, D::Float32) | (PhysicalType::DOUBLE, D::Float64) => None,
         (
             PhysicalType::BYTE_ARRAY,
@@ -585,6 +601,13 @@ fn route_leaf(
         }
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::FixedSizeBinary(n)) if *n as u32 == type_len && type_len > 0 => None,
         (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Float16) if type_len == 2 => None,
+        // arrow-rs reads no MonthDayNano interval from Parquet (an error there, the host route here).
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Interval(IntervalUnit::YearMonth)) if type_len == 12 => {
+            Some(Conversion::IntervalToYearMonth)
+        }
+        (PhysicalType::FIXED_LEN_BYTE_ARRAY, D::Interval(IntervalUnit::DayTime)) if type_len == 12 => {
+            Some(Conversion::IntervalToDayTime)
+        }
         _ => {
             return Err(format!("{data_type} from Parquet {pt}: decoded on the host"));
         }
@@ -1272,7 +1295,7 @@ fn compact_repeated_leaves<E: Executor>(
             Ok(dst)
         };
         if leaf.physical == physical::BYTE_ARRAY {
-            c.out_offsets = pack(exec, c.out_offsets, 4, true)?;
+            c.out_offsets = pack(exec, c.out_offsets, if c.out_width == 8 { 8 } else { 4 }, true)?;
         } else {
             c.out_values = pack(exec, c.out_values, c.out_width.max(1), false)?;
         }
@@ -1554,7 +1577,7 @@ fn check_utf8<E: Executor>(
     source: &ParquetSource,
     gpu: &[(usize, GpuLeaf)],
 ) -> Result<()> {
-    // Checked on the 32-bit offsets, before they are reshaped into the Arrow type's layout.
+    // Checked on the kernels' offsets, before they are reshaped into the Arrow type's layout.
     let strings: Vec<usize> = (0..cols.len())
         .filter(|&k| {
             matches!(
@@ -1574,6 +1597,7 @@ fn check_utf8<E: Executor>(
             chars: c.out_values,
             n: c.chars_capacity,
             offsets: c.out_offsets,
+            offset_width: if c.out_width == 8 { 8 } else { 4 },
             rows: c.num_rows,
             result: results + 8 * i as u64,
         })?;
@@ -1586,8 +1610,13 @@ fn check_utf8<E: Executor>(
     let k = strings[i];
     let c = &cols[k];
     // The row holding byte `at`: the last row whose string starts at or before it and is not empty.
-    let offsets: Vec<i32> = exec.read(c.out_offsets, c.num_rows as usize + 1)?;
-    let row = offsets[1..].partition_point(|&o| (o as i64) <= at as i64) as u32;
+    let offsets: Vec<i64> = if c.out_width == 8 {
+        exec.read(c.out_offsets, c.num_rows as usize + 1)?
+    } else {
+        let narrow: Vec<i32> = exec.read(c.out_offsets, c.num_rows as usize + 1)?;
+        narrow.into_iter().map(i64::from).collect()
+    };
+    let row = offsets[1..].partition_point(|&o| o <= at as i64) as u32;
     let message =
         format!("a string that is not valid UTF-8 (byte {at} of the step's characters, row {row} of the step)");
     Err(row_error(source, gpu, kept, pages, origins, k, row as u64, message))
@@ -1622,8 +1651,32 @@ fn row_error(
     }
 }
 
+/// Bytes per offset of a BYTE_ARRAY leaf's strings in the kernels (its `ColumnDesc::out_width`): 8 for
+/// `LargeUtf8` / `LargeBinary`, whose offsets are written 64-bit from the start (so their characters may
+/// pass 2 GiB in one step, and no widening pass is needed), else 4.
+pub(super) fn offset_width(leaf: &GpuLeaf) -> u32 {
+    if leaf.strings == StringOutput::Offsets64 { 8 } else { 4 }
+}
+
+/// A BYTE_ARRAY column's last offset (its characters), as wide as the column's offsets.
+pub(super) fn last_offset<E: Executor>(exec: &mut E, c: &ColumnDesc) -> Result<u64> {
+    let last = if c.out_width == 8 {
+        exec.read::<i64>(c.out_offsets + c.num_rows * 8, 1)?
+            .first()
+            .copied()
+            .unwrap_or(0)
+    } else {
+        exec.read::<i32>(c.out_offsets + c.num_rows * 4, 1)?
+            .first()
+            .copied()
+            .unwrap_or(0)
+            .into()
+    };
+    Ok(last.max(0) as u64)
+}
+
 /// The buffers of each BYTE_ARRAY column (by its index in `cols`) in its Arrow type's layout, from the
-/// kernels' 32-bit offsets and characters: as they are, offsets widened, views, or decimals. The
+/// kernels' offsets and characters: as they are (32- or 64-bit offsets), views, or decimals. The
 /// results the host needs (the longest view, a decimal too long) are read once for all columns.
 #[allow(clippy::too_many_arguments)]
 fn reshape_strings<E: Executor>(
@@ -1665,22 +1718,13 @@ fn reshape_strings<E: Executor>(
         let layout = gpu[kept[k]].1.strings;
         let result = results + 8 * i as u64;
         let dst = match layout {
-            StringOutput::Offsets32 => continue,
-            StringOutput::Offsets64 => {
-                let dst = exec.alloc_uninit((n as usize + 1) * 8)?;
-                exec.launch(Kernel::Convert {
-                    op: Conversion::I32ToI64,
-                    src: c.out_offsets,
-                    src_width: 4,
-                    n: n + 1,
-                    dst,
-                })?;
-                dst
-            }
+            // Offsets already in the type's width (see `offset_width`).
+            StringOutput::Offsets32 | StringOutput::Offsets64 => continue,
             StringOutput::Views => {
                 let dst = exec.alloc_uninit((n as usize * 16).max(16))?;
                 exec.launch(Kernel::StringsToViews {
                     offsets: c.out_offsets,
+                    segment: view_segment(exec, c),
                     chars: c.out_values,
                     chars_len: c.chars_capacity,
                     n,
@@ -1715,17 +1759,27 @@ fn reshape_strings<E: Executor>(
         let k = strings[i];
         let c = cols[k];
         let buffers = match layout {
-            StringOutput::Offsets32 => continue,
-            StringOutput::Offsets64 => {
-                exec.free(c.out_offsets);
-                vec![exec.take(dst)?, exec.take(c.out_values)?]
-            }
+            StringOutput::Offsets32 | StringOutput::Offsets64 => continue,
             StringOutput::Views => {
                 exec.free(c.out_offsets);
                 // Every string inline: no data buffer, as arrow-rs's own views of short strings.
                 if found[i] as u32 <= 12 {
                     exec.free(c.out_values);
                     vec![exec.take(dst)?]
+                } else if view_segment(exec, &c) != 0 {
+                    let segment = view_segment(exec, &c);
+                    if found[i] > segment {
+                        let message = format!(
+                            "a string of {} bytes among more than {} bytes of strings in one step: views of so \
+                             many strings take strings of at most {segment} bytes",
+                            found[i],
+                            exec.string_offset_limit()
+                        );
+                        return Err(step_error(source, gpu, kept[k], message));
+                    }
+                    let mut buffers = vec![exec.take(dst)?];
+                    buffers.extend(view_data_buffers(exec, &c)?);
+                    buffers
                 } else {
                     vec![exec.take(dst)?, exec.take(c.out_values)?]
                 }

@@ -79,6 +79,8 @@ struct ColumnDesc {
 #define ENC_DELTA_BYTE_ARRAY 7u
 #define ENC_RLE_DICTIONARY 8u
 #define ENC_BYTE_STREAM_SPLIT 9u
+// Not a Parquet encoding: a dictionary-typed column's keys over a page not dictionary-encoded (encoding::SEQUENCE_KEYS).
+#define ENC_SEQUENCE_KEYS 100u
 
 #define PT_BOOLEAN 0u
 #define PT_INT32 1u
@@ -90,6 +92,14 @@ struct ColumnDesc {
 #define PT_FIXED_LEN_BYTE_ARRAY 7u
 
 // Records the first error of a page: later errors do not overwrite it.
+// A BYTE_ARRAY column's offsets are i64 where its out_width is 8 (LargeUtf8 / LargeBinary), else i32.
+__device__ inline bool wide_offsets(const ColumnDesc& col) { return col.out_width == 8; }
+
+// Offset i of a BYTE_ARRAY column (i32 or i64, as wide_offsets says).
+__device__ inline i64 offset_at(const ColumnDesc& col, u64 i) {
+    return wide_offsets(col) ? ((const i64*)col.out_offsets)[i] : (i64)((const i32*)col.out_offsets)[i];
+}
+
 __device__ inline void page_error(PageDesc* page, u32 code, u32 detail) {
     if (atomicCAS(&page->error, 0u, code) == 0u) {
         page->error_detail = detail;

@@ -399,14 +399,10 @@ gp_delta_length_byte_array(PageDesc* pages, u32 n, ColumnDesc* cols) {
     delta_lengths_to_sources(page, col, s.end, nullptr, s.scratch, &slot, sh_len);
 }
 
-// DELTA_BYTE_ARRAY pages of BYTE_ARRAY columns (FIXED_LEN_BYTE_ARRAY ones are decoded on the host; here
-// they are BAD_ENCODING): per present value k (at row_start + k), the prefix length as u32 at dense,
-// str_len = prefix + suffix length, str_src = the address of the suffix's bytes.
-extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
-gp_delta_byte_array_lengths(PageDesc* pages, u32 n, ColumnDesc* cols) {
-    PageDesc* page = delta_page(pages, n, ENC_DELTA_BYTE_ARRAY, PT_BIT(PT_BYTE_ARRAY));
-    if (!page) return;
-    const ColumnDesc* col = &cols[page->column];
+// The prefix and suffix streams of a DELTA_BYTE_ARRAY page: per present value k (at row_start + k), the
+// prefix length as u32 at dense, str_len = prefix + suffix length, str_src = the address of the
+// suffix's bytes. False (the page's error recorded) on an error. Collective.
+__device__ bool delta_byte_array_streams(PageDesc* page, const ColumnDesc* col) {
     const u8* values = (const u8*)page->values;
     const u64 len = page->values_len, count = page->num_non_null;
     __shared__ DbpState s;
@@ -415,16 +411,96 @@ gp_delta_byte_array_lengths(PageDesc* pages, u32 n, ColumnDesc* cols) {
     DenseSink prefixes{(u8*)col->dense, col->dense_width, page->row_start, 4};
     if (!dbp_decode(s, values, len, 0, count, 32, true, ~0ull, prefixes)) {
         dbp_report(page, s);
-        return;
+        return false;
     }
     const u64 suffix_start = s.end, prefix_total = s.total;
     __syncthreads();  // every thread has read s before thread 0 starts the suffix stream
     U32Sink suffixes{(u32*)col->str_len, page->row_start};
     if (!dbp_decode(s, values, len, suffix_start, count, 32, true, prefix_total, suffixes)) {
         dbp_report(page, s);
-        return;
+        return false;
     }
     delta_lengths_to_sources(page, col, s.end, (const u8*)col->dense, s.scratch, &slot, sh_len);
+    __syncthreads();  // thread 0's error, if any, is seen by all
+    return *(volatile const u32*)&page->error == 0;
+}
+
+// DELTA_BYTE_ARRAY pages of FIXED_LEN_BYTE_ARRAY columns, whole (before gp_gather_fixed): the streams
+// as delta_byte_array_streams, then every value's length must be type_len (else BAD_PREFIX, detail the
+// lowest such value k), and value k is rebuilt into dense + (row_start + k) * dense_width over its
+// prefix length (every prefix of a window is read before the window's values are written), for
+// gp_gather_fixed to take to its row. Values go in windows of blockDim.x; a value's prefix bytes come
+// from the suffix of the nearest earlier value of the window whose prefix does not cover them, else
+// from the previous window's last value, already written. BYTE_ARRAY pages: nothing.
+extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
+gp_delta_byte_array_fixed(PageDesc* pages, u32 n, ColumnDesc* cols) {
+    PageDesc* page =
+        delta_page(pages, n, ENC_DELTA_BYTE_ARRAY, PT_BIT(PT_BYTE_ARRAY) | PT_BIT(PT_FIXED_LEN_BYTE_ARRAY));
+    if (!page || page->physical != PT_FIXED_LEN_BYTE_ARRAY) return;
+    const ColumnDesc* col = &cols[page->column];
+    if (col->dense_width < 4 || page->type_len > col->dense_width) {
+        if (threadIdx.x == 0) page_error(page, ERR_BAD_ENCODING, page->physical);
+        return;
+    }
+    if (!delta_byte_array_streams(page, col)) return;
+    const u64 row0 = page->row_start, count = page->num_non_null, dw = col->dense_width;
+    const u32 tl = page->type_len;
+    u8* dense = (u8*)col->dense;
+    const u32* str_len = (const u32*)col->str_len;
+    const u64* str_src = (const u64*)col->str_src;
+    __shared__ u32 sh_p[GP_DELTA_THREADS];
+    __shared__ u64 sh_src[GP_DELTA_THREADS];
+    __shared__ u64 bad_slot;
+    for (u64 k0 = 0; k0 < count; k0 += blockDim.x) {
+        const u32 t = threadIdx.x;
+        const u64 k = k0 + t;
+        const bool here = k < count;
+        u32 p = 0, vlen = 0;
+        if (here) {
+            p = *(const u32*)(dense + (row0 + k) * dw);
+            vlen = str_len[row0 + k];
+            sh_p[t] = p;
+            sh_src[t] = str_src[row0 + k];
+        }
+        // Collective (its barriers also order the reads above before the writes below).
+        const u64 first = block_first_bad(here && vlen != tl, k, &bad_slot);
+        if (first != ~0ull) {
+            if (t == 0) page_error(page, ERR_BAD_PREFIX, clamp_u32(first));
+            return;
+        }
+        if (here) {
+            // Every prefix was checked against the previous value's length (type_len), so each byte
+            // below stays inside its value.
+            u8* dst = dense + (row0 + k) * dw;
+            const u8* suffix = (const u8*)sh_src[t];
+            for (u32 j = p; j < tl; j++) dst[j] = suffix[j - p];
+            u32 limit = p;  // bytes [0, limit) still to fill
+            for (i32 m = (i32)t - 1; m >= 0 && limit > 0; m--) {
+                const u32 pm = sh_p[m];
+                if (pm < limit) {
+                    const u8* src = (const u8*)sh_src[m];
+                    for (u32 j = pm; j < limit; j++) dst[j] = src[j - pm];
+                    limit = pm;
+                }
+            }
+            if (limit > 0 && k0 > 0) {
+                const u8* prev = dense + (row0 + k0 - 1) * dw;
+                for (u32 j = 0; j < limit; j++) dst[j] = prev[j];
+            }
+        }
+        __syncthreads();  // this window's values are written before the next reads them
+    }
+}
+
+// DELTA_BYTE_ARRAY pages of BYTE_ARRAY columns (FIXED_LEN_BYTE_ARRAY ones are gp_delta_byte_array_fixed's,
+// skipped here): per present value k (at row_start + k), the prefix length as u32 at dense,
+// str_len = prefix + suffix length, str_src = the address of the suffix's bytes.
+extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
+gp_delta_byte_array_lengths(PageDesc* pages, u32 n, ColumnDesc* cols) {
+    PageDesc* page =
+        delta_page(pages, n, ENC_DELTA_BYTE_ARRAY, PT_BIT(PT_BYTE_ARRAY) | PT_BIT(PT_FIXED_LEN_BYTE_ARRAY));
+    if (!page || page->physical != PT_BYTE_ARRAY) return;
+    delta_byte_array_streams(page, &cols[page->column]);
 }
 
 // DELTA_BYTE_ARRAY pages, after gp_delta_byte_array_lengths and the offsets: rebuilds each present
@@ -437,12 +513,12 @@ gp_delta_byte_array_lengths(PageDesc* pages, u32 n, ColumnDesc* cols) {
 // value's or the previous value's length.
 extern "C" __global__ void __launch_bounds__(GP_DELTA_THREADS)
 gp_delta_byte_array_copy(PageDesc* pages, u32 n, ColumnDesc* cols) {
-    PageDesc* page = delta_page(pages, n, ENC_DELTA_BYTE_ARRAY, PT_BIT(PT_BYTE_ARRAY));
-    if (!page) return;
+    PageDesc* page =
+        delta_page(pages, n, ENC_DELTA_BYTE_ARRAY, PT_BIT(PT_BYTE_ARRAY) | PT_BIT(PT_FIXED_LEN_BYTE_ARRAY));
+    if (!page || page->physical != PT_BYTE_ARRAY) return;
     const ColumnDesc* col = &cols[page->column];
     const u64 row0 = page->row_start, rows = page->num_values, count = page->num_non_null;
     const i32* vidx = (const i32*)col->vidx;
-    const i32* offsets = (const i32*)col->out_offsets;
     const u32* str_len = (const u32*)col->str_len;
     const u64* str_src = (const u64*)col->str_src;
     const u8* dense = (const u8*)col->dense;
@@ -467,7 +543,7 @@ gp_delta_byte_array_copy(PageDesc* pages, u32 n, ColumnDesc* cols) {
             const u64 at = row0 + (u64)k;
             p = *(const u32*)(dense + at * col->dense_width);
             vlen = str_len[at];
-            const i64 off = offsets[row0 + i], next = offsets[row0 + i + 1];
+            const i64 off = offset_at(*col, row0 + i), next = offset_at(*col, row0 + i + 1);
             bad = off < 0 || next != off + (i64)vlen || (u64)off + vlen > col->chars_capacity;
             sh_p[r] = p;
             sh_len[r] = vlen;

@@ -32,8 +32,8 @@ extern "C" __global__ void gp_page_setup(PageDesc* pages, u32 n) {
 
 // Block per page (grid n, block 256, no dynamic shared memory). Decodes the page's definition levels:
 // vidx[row_start + i] = index of row i's value among the page's present values, or -1 for a null;
-// out_valid[row_start + i] = 1 / 0 when out_valid != 0; num_non_null = present values. Required columns
-// (max_def 0): num_non_null = num_values and nothing else. Errors: BAD_BIT_WIDTH (def_bit_width > 8,
+// out_valid[row_start + i] = 1 / 0 when out_valid != 0; num_non_null = present values. Pages of max_def
+// 0: num_non_null = num_values, and vidx = i, out_valid = 1 where the column has them. Errors: BAD_BIT_WIDTH (def_bit_width > 8,
 // detail = width, num_non_null = 0); BAD_LEVEL (detail = level index) or OVERRUN (detail = index of the
 // first level the stream lacks), whichever index is lower; rows before it are written, num_non_null
 // counts them; BAD_PAGE_SIZE when the page's rows are not inside the column.
@@ -51,6 +51,14 @@ extern "C" __global__ void __launch_bounds__(256) gp_levels(PageDesc* pages, u32
         return;
     }
     if (page.max_def == 0) {
+        // A page without levels in a column with them (a dictionary's entries among a dictionary-typed
+        // column's plain pages): every row present, in order.
+        i32* vidx = col.vidx ? (i32*)col.vidx + page.row_start : nullptr;
+        u8* valid = col.out_valid ? (u8*)col.out_valid + page.row_start : nullptr;
+        for (u32 idx = t; (vidx || valid) && idx < page.num_values; idx += BLOCK) {
+            if (vidx) vidx[idx] = (i32)idx;
+            if (valid) valid[idx] = 1;
+        }
         if (t == 0) pg->num_non_null = page.num_values;
         return;
     }

@@ -402,8 +402,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_page_totals(const Pa
 
 // String offsets, step 2 of 3. Block per column (grid ncols, block 256, no dynamic shared memory); pages
 // sorted by column, then row. Turns page_totals, in place, into each page's base: the exclusive sum of
-// the totals of the column's earlier pages. A BYTE_ARRAY column whose total exceeds i32::MAX gets
-// error = OFFSET_OVERFLOW (atomicCAS; an earlier error stays).
+// the totals of the column's earlier pages. A BYTE_ARRAY column of i32 offsets whose total exceeds
+// i32::MAX gets error = OFFSET_OVERFLOW (atomicCAS; an earlier error stays).
 extern "C" __global__ void __launch_bounds__(256) gp_string_page_bases(const PageDesc* pages, u32 n, ColumnDesc* cols,
                                                                       u32 ncols, u64* page_totals) {
     using namespace gpcore;
@@ -421,7 +421,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_page_bases(const Pag
         if (p < hi) page_totals[p] = carry + excl;
         carry += total;
     }
-    if (threadIdx.x == 0 && cols[c].physical == PT_BYTE_ARRAY && carry > 0x7fffffffull) {
+    if (threadIdx.x == 0 && cols[c].physical == PT_BYTE_ARRAY && !wide_offsets(cols[c]) && carry > 0x7fffffffull) {
         atomicCAS(&cols[c].error, 0u, ERR_OFFSET_OVERFLOW);
     }
 }
@@ -429,7 +429,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_page_bases(const Pag
 // String offsets, step 3 of 3. Block per page (grid n, block 256, no dynamic shared memory): for a
 // BYTE_ARRAY page whose rows lie in its column, and whose column has no error, writes
 // out_offsets[row_start + i + 1] = page_bases[p] + the lengths of rows 0..=i (nulls and the rows of a
-// page in error count 0), and out_offsets[0] = 0 from the page at row 0. Needs no chars buffer.
+// page in error count 0), and out_offsets[0] = 0 from the page at row 0, as i64 where the column's
+// offsets are wide (wide_offsets), else i32. Needs no chars buffer.
 extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDesc* pages, u32 n,
                                                                    const ColumnDesc* cols, const u64* page_bases) {
     using namespace gpcore;
@@ -440,8 +441,16 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDe
     const ColumnDesc col = cols[page.column];
     if (col.error != 0 || !string_page(page, col)) return;
     const u32 t = threadIdx.x;
+    const bool wide = wide_offsets(col);
     i32* offsets = (i32*)col.out_offsets;
-    if (page.row_start == 0 && t == 0) offsets[0] = 0;
+    i64* offsets64 = (i64*)col.out_offsets;
+    if (page.row_start == 0 && t == 0) {
+        if (wide) {
+            offsets64[0] = 0;
+        } else {
+            offsets[0] = 0;
+        }
+    }
     __shared__ u64 scratch[32];
     constexpr u32 ITEMS = 4;
     u64 carry = page_bases[blockIdx.x];
@@ -461,7 +470,11 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDe
             const u32 i = tile + ITEMS * t + j;
             if (i < page.num_values) {
                 run += l[j];
-                offsets[(u64)page.row_start + i + 1] = (i32)run;
+                if (wide) {
+                    offsets64[(u64)page.row_start + i + 1] = (i64)run;
+                } else {
+                    offsets[(u64)page.row_start + i + 1] = (i32)run;
+                }
             }
         }
         carry += total;
@@ -492,7 +505,6 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
     __syncthreads();
     const bool required = page.max_def == 0;
     const i32* vidx = (const i32*)col.vidx + page.row_start;
-    const i32* offsets = (const i32*)col.out_offsets + page.row_start;
     const u64* srcs = (const u64*)col.str_src + page.row_start;
     const u32* lens = (const u32*)col.str_len + page.row_start;
     const u64 chars = col.out_values, cap = col.chars_capacity;
@@ -508,7 +520,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
             } else if (k >= 0) {
                 len = lens[k];
                 src = srcs[k];
-                const i64 o = offsets[i];
+                const i64 o = offset_at(col, (u64)page.row_start + i);
                 if (o < 0 || (u64)o + len > cap || (src == 0 && len > 0)) {
                     atomicMin(&first_bad, i);
                 } else {
@@ -582,9 +594,10 @@ __device__ inline bool utf8_ok_at(const u8* chars, u64 n, u64 p) {
 // UTF-8 exactly when every byte passes utf8_ok_at and no string starts on a continuation byte. The
 // first failing byte position (a string starting on a continuation byte fails at its first byte) is
 // atomicMin'ed into *first_bad, which the host sets to ~0 first. Reads only chars[0, n) and
-// offsets[0, rows].
+// offsets[0, rows] (i64 when offset_width is 8, else i32).
 // Host reference: reference/core.rs (validate_utf8).
-extern "C" __global__ void gp_validate_utf8(const u8* chars, u64 n, const i32* offsets, u64 rows, u64* first_bad) {
+extern "C" __global__ void gp_validate_utf8(const u8* chars, u64 n, const void* offsets, u32 offset_width, u64 rows,
+                                            u64* first_bad) {
     using namespace gpcore;
     const u64 stride = (u64)gridDim.x * blockDim.x;
     const u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -614,8 +627,10 @@ extern "C" __global__ void gp_validate_utf8(const u8* chars, u64 n, const i32* o
         }
     }
     for (u64 r = start; r < rows; r += stride) {
-        const i32 o = offsets[r];
-        if (o >= 0 && (u64)o < n && offsets[r + 1] > o && utf8_cont(chars[o])) {
+        const bool wide = offset_width == 8;
+        const i64 o = wide ? ((const i64*)offsets)[r] : (i64)((const i32*)offsets)[r];
+        const i64 next = wide ? ((const i64*)offsets)[r + 1] : (i64)((const i32*)offsets)[r + 1];
+        if (o >= 0 && (u64)o < n && next > o && utf8_cont(chars[o])) {
             bad = bad < (u64)o ? bad : (u64)o;
             break;
         }

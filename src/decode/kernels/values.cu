@@ -9,6 +9,7 @@ constexpr u32 SRC_PLAIN = 1;       // values + k * type_len
 constexpr u32 SRC_PLAIN_BOOL = 2;  // bit k of values
 constexpr u32 SRC_DICT = 3;        // u32 index in dense, bytes at dict + index * type_len
 constexpr u32 SRC_DENSE = 4;       // dense + (row_start + k) * dense_width (RLE booleans, DELTA, BSS)
+constexpr u32 SRC_KEYS = 5;        // the key dict_count + i of row i (ENC_SEQUENCE_KEYS)
 
 __device__ inline u32 gather_source(u32 physical, u32 enc) {
     const bool dict = enc == ENC_PLAIN_DICTIONARY || enc == ENC_RLE_DICTIONARY;
@@ -17,12 +18,15 @@ __device__ inline u32 gather_source(u32 physical, u32 enc) {
             return enc == ENC_PLAIN ? SRC_PLAIN_BOOL : enc == ENC_RLE ? SRC_DENSE : SRC_BAD;
         case PT_INT32:
         case PT_INT64:
+            if (physical == PT_INT32 && enc == ENC_SEQUENCE_KEYS) return SRC_KEYS;
             if (enc == ENC_DELTA_BINARY_PACKED || enc == ENC_BYTE_STREAM_SPLIT) return SRC_DENSE;
             return enc == ENC_PLAIN ? SRC_PLAIN : dict ? SRC_DICT : SRC_BAD;
         case PT_FLOAT:
         case PT_DOUBLE:
         case PT_FIXED_LEN_BYTE_ARRAY:
+            // DELTA_BYTE_ARRAY: rebuilt in dense by gp_delta_byte_array_fixed.
             if (enc == ENC_BYTE_STREAM_SPLIT) return SRC_DENSE;
+            if (physical == PT_FIXED_LEN_BYTE_ARRAY && enc == ENC_DELTA_BYTE_ARRAY) return SRC_DENSE;
             return enc == ENC_PLAIN ? SRC_PLAIN : dict ? SRC_DICT : SRC_BAD;
         case PT_INT96:
             return enc == ENC_PLAIN ? SRC_PLAIN : dict ? SRC_DICT : SRC_BAD;
@@ -81,7 +85,9 @@ __device__ inline void zero_value(u8* dst, u32 w, bool fast) {
 // (k = i for required columns, else vidx[row_start + i]; a null row gets zeros): PLAIN from values +
 // k * type_len, BOOLEAN PLAIN bit k (LSB first) as a byte, dictionary from dict + idx * type_len with
 // idx the u32 in dense, RLE booleans / DELTA_BINARY_PACKED / BYTE_STREAM_SPLIT from dense + (row_start +
-// k) * dense_width. min(type_len, out_width) bytes are copied, the rest of out_width zeroed.
+// k) * dense_width; INT32 pages of ENC_SEQUENCE_KEYS (a dictionary-typed column's keys over a page not
+// dictionary-encoded) the key dict_count + i, with no source read. min(type_len, out_width) bytes are
+// copied, the rest of out_width zeroed.
 // Errors: BAD_ENCODING (an encoding not valid for the type; nothing written, detail = encoding);
 // OVERRUN for a value past values_len (PLAIN) or dict_len (dictionary), or k >= min(num_non_null,
 // num_values), detail = k
@@ -190,6 +196,14 @@ extern "C" __global__ void __launch_bounds__(256) gp_gather_fixed(PageDesc* page
                     }
                     for (u32 b = w; b < ow; b++) dst[b] = 0;
                 }
+                break;
+            }
+            case SRC_KEYS: {
+                // Row i's own slot among the dictionary's values, which hold the page's rows in order.
+                const u32 key = page.dict_count + i;
+                const u8 bytes[4] = {(u8)key, (u8)(key >> 8), (u8)(key >> 16), (u8)(key >> 24)};
+                copy_value(dst, bytes, w < 4 ? w : 4, false);
+                for (u32 b = w < 4 ? w : 4; b < ow; b++) dst[b] = 0;
                 break;
             }
             default: {  // SRC_DENSE

@@ -2,7 +2,7 @@
 //! kernels lack, or more entries than one step's descriptors hold, falls back to the host.
 
 use super::{ChunkPages, GpuLeaf, LeafRole, StepColumns, StepInput, corrupt, key_capacity};
-use crate::decode::layout::{encoding, physical};
+use crate::decode::layout::{PageInfo, encoding, physical};
 use crate::error::Result;
 
 /// Largest page the pipeline accepts, compressed or not (arrow-rs's limit is i32 sizes too).
@@ -22,14 +22,13 @@ pub(super) struct Checked {
 /// cannot decode go to `step.fallback` with the reason.
 pub(super) fn check_columns(input: &StepInput<'_>, step: &mut StepColumns) -> Result<Checked> {
     let source = input.source;
-    let gpu = &step.gpu;
-    let fallback = &mut step.fallback;
+    let (gpu, fallback) = (&step.gpu, &mut step.fallback);
     for ch in &step.chunks {
         let (route_idx, leaf) = &gpu[ch.column];
         if fallback.contains_key(route_idx) {
             continue;
         }
-        if let Some(why) = validate_chunk(ch, leaf).map_err(|m| corrupt(source, gpu, ch, m.1, &m.0))? {
+        if let Some(why) = validate_chunk(ch, &validated_as(leaf)).map_err(|m| corrupt(source, gpu, ch, m.1, &m.0))? {
             fallback.insert(*route_idx, why);
         } else if let Some(why) = dictionary_chunk_fallback(ch, leaf) {
             fallback.insert(*route_idx, why);
@@ -48,6 +47,8 @@ pub(super) fn check_columns(input: &StepInput<'_>, step: &mut StepColumns) -> Re
             }
         }
     }
+    add_plain_page_entries(&step.chunks, &mut step.gpu, &mut dictionary_entries_of);
+    let (gpu, fallback) = (&step.gpu, &mut step.fallback);
     for (gi, (route_idx, leaf)) in gpu.iter().enumerate() {
         if fallback.contains_key(route_idx) {
             continue;
@@ -77,30 +78,77 @@ pub(super) fn check_columns(input: &StepInput<'_>, step: &mut StepColumns) -> Re
     })
 }
 
-/// Why a dictionary-typed column's chunk goes to the host: its keys come from dictionary indices, so
-/// every data page must be dictionary-encoded after a dictionary page (a writer falls back to plain
-/// pages when the dictionary grows too large).
+/// Whether GPU column `gi` (a FIXED_LEN_BYTE_ARRAY one) has DELTA_BYTE_ARRAY pages in this step.
+pub(super) fn fixed_delta_byte_array(chunks: &[ChunkPages], gi: usize) -> bool {
+    chunks
+        .iter()
+        .filter(|c| c.column == gi)
+        .flat_map(|c| &c.infos)
+        .any(|p| matches!(p.page_type, 0 | 3) && p.encoding as u32 == encoding::DELTA_BYTE_ARRAY)
+}
+
+/// Whether `p` is a data page of dictionary indices.
+pub(super) fn dictionary_encoded(p: &PageInfo) -> bool {
+    matches!(p.page_type, 0 | 3) && matches!(p.encoding as u32, encoding::PLAIN_DICTIONARY | encoding::RLE_DICTIONARY)
+}
+
+/// Why a dictionary-typed column's chunk goes to the host. Its data pages that are not
+/// dictionary-encoded (a writer falls back to plain pages once its dictionary grows too large, or
+/// never writes one) decode into the column's dictionary values, with keys counting on in row order
+/// ([`encoding::SEQUENCE_KEYS`]): arrow-rs re-encodes such values into a dictionary of its own, equal
+/// value for value. Not yet in repeated columns, whose values would need their level entries' slots.
 fn dictionary_chunk_fallback(ch: &ChunkPages, leaf: &GpuLeaf) -> Option<String> {
-    if !matches!(leaf.role, LeafRole::DictionaryKeys(_)) {
+    if !matches!(leaf.role, LeafRole::DictionaryKeys(_)) || leaf.max_rep == 0 {
         return None;
     }
-    let mut has_dictionary = false;
-    for p in &ch.infos {
-        match p.page_type {
-            2 => has_dictionary = true,
-            0 | 3 => {
-                let e = p.encoding as u32;
-                if e != encoding::PLAIN_DICTIONARY && e != encoding::RLE_DICTIONARY {
-                    return Some(format!(
-                        "a dictionary-typed column with data pages in encoding {e} (not dictionary indices): decoded on the host"
-                    ));
-                }
-            }
-            _ => {}
+    ch.infos
+        .iter()
+        .find(|p| matches!(p.page_type, 0 | 3) && !dictionary_encoded(p))
+        .map(|p| {
+            format!(
+                "a repeated dictionary-typed column with data pages in encoding {} (not dictionary indices): decoded on the host",
+                p.encoding
+            )
+        })
+}
+
+/// The leaf whose page encodings [`validate_chunk`] checks: a dictionary-typed column's keys are
+/// checked as its values' physical type (their plain pages hold values, not keys).
+fn validated_as(leaf: &GpuLeaf) -> std::borrow::Cow<'_, GpuLeaf> {
+    match &leaf.role {
+        LeafRole::DictionaryKeys(values) => std::borrow::Cow::Owned(GpuLeaf {
+            physical: values.physical,
+            type_len: values.type_len,
+            ..leaf.clone()
+        }),
+        _ => std::borrow::Cow::Borrowed(leaf),
+    }
+}
+
+/// Adds to `dictionary_entries` (by GPU column) the level entries of dictionary-typed columns' data
+/// pages that are not dictionary-encoded, for their keys and values leaves both: those pages' values
+/// join the dictionary values, nulls included as null entries, so the values leaf then takes the
+/// keys' definition levels.
+fn add_plain_page_entries(chunks: &[ChunkPages], gpu: &mut [(usize, GpuLeaf)], dictionary_entries: &mut [u64]) {
+    let mut plain = vec![0u64; gpu.len()];
+    for ch in chunks {
+        if matches!(gpu[ch.column].1.role, LeafRole::Column) {
+            continue;
+        }
+        plain[ch.column] += ch
+            .infos
+            .iter()
+            .filter(|p| matches!(p.page_type, 0 | 3) && !dictionary_encoded(p))
+            .map(|p| p.num_values.max(0) as u64)
+            .sum::<u64>();
+    }
+    for gi in 0..gpu.len() {
+        dictionary_entries[gi] += plain[gi];
+        // The values leaf follows its keys leaf (see `decode_step`).
+        if plain[gi] > 0 && gpu[gi].1.role == LeafRole::DictionaryValues && gi > 0 {
+            gpu[gi].1.max_def = gpu[gi - 1].1.max_def;
         }
     }
-    (!has_dictionary && ch.infos.iter().any(|p| p.page_type == 0 || p.page_type == 3))
-        .then(|| "a dictionary-typed column without a dictionary page: decoded on the host".to_string())
 }
 
 /// Checks a GPU chunk's pages on the host. `Ok(Some(why))`: the kernels cannot decode it (the column
@@ -146,12 +194,20 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
                         e,
                         encoding::PLAIN | encoding::PLAIN_DICTIONARY | encoding::RLE_DICTIONARY
                     ),
-                    physical::FLOAT | physical::DOUBLE | physical::FIXED_LEN_BYTE_ARRAY => matches!(
+                    physical::FLOAT | physical::DOUBLE => matches!(
                         e,
                         encoding::PLAIN
                             | encoding::PLAIN_DICTIONARY
                             | encoding::RLE_DICTIONARY
                             | encoding::BYTE_STREAM_SPLIT
+                    ),
+                    physical::FIXED_LEN_BYTE_ARRAY => matches!(
+                        e,
+                        encoding::PLAIN
+                            | encoding::PLAIN_DICTIONARY
+                            | encoding::RLE_DICTIONARY
+                            | encoding::BYTE_STREAM_SPLIT
+                            | encoding::DELTA_BYTE_ARRAY
                     ),
                     physical::BYTE_ARRAY => matches!(
                         e,
@@ -164,11 +220,6 @@ fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option
                     _ => false,
                 };
                 if !ok {
-                    if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && e == encoding::DELTA_BYTE_ARRAY {
-                        return Ok(Some(
-                            "DELTA_BYTE_ARRAY on FIXED_LEN_BYTE_ARRAY: decoded on the host".into(),
-                        ));
-                    }
                     return bad(format!("encoding {e} is not valid for this column's type"));
                 }
                 // Values outside parquet.thrift's Encoding make the header invalid even where the

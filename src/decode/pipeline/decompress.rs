@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use parquet::basic::Compression;
 
+use super::checks::dictionary_encoded;
 use super::{LeafRole, StepColumns, StepInput, corrupt};
 use crate::decode::exec::{Decompress, DecompressedOn, Executor};
 use crate::error::Result;
@@ -60,7 +61,7 @@ pub(super) fn decompress_bodies<E: Executor>(
             let unused = match gpu[ch.column].1.role {
                 LeafRole::Column => false,
                 LeafRole::DictionaryKeys(_) => p.page_type == 2,
-                LeafRole::DictionaryValues => p.page_type != 2,
+                LeafRole::DictionaryValues => p.page_type != 2 && dictionary_encoded(p),
             };
             if !keep[ch.column] || p.page_type == 1 || unused {
                 b.push(Body {

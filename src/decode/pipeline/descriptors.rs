@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use super::checks::Checked;
+use super::checks::{Checked, dictionary_encoded, fixed_delta_byte_array};
 use super::decompress::Body;
-use super::{LeafRole, PageOrigin, StepColumns, StepInput, corrupt, rep_level_job};
+use super::{LeafRole, PageOrigin, StepColumns, StepInput, corrupt, offset_width, rep_level_job};
 use crate::decode::exec::Executor;
 use crate::decode::layout::{
     ColumnDesc, DictDesc, DictEntry, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, encoding, physical,
@@ -65,21 +65,22 @@ pub(super) fn describe<E: Executor>(
             checked.entries_of[gi]
         };
         let n = column_rows as usize;
-        let needs_dense = !values_role
-            && chunks
-                .iter()
-                .filter(|c| c.column == gi)
-                .flat_map(|c| &c.infos)
-                .any(|p| {
-                    let e = p.encoding as u32;
-                    (p.page_type == 0 || p.page_type == 3) && e != encoding::PLAIN
-                });
+        let needs_dense = chunks
+            .iter()
+            .filter(|c| c.column == gi)
+            .flat_map(|c| &c.infos)
+            .any(|p| {
+                let e = p.encoding as u32;
+                (p.page_type == 0 || p.page_type == 3)
+                    && e != encoding::PLAIN
+                    && !(values_role && dictionary_encoded(p))
+            });
         let dense_width = leaf.type_len.max(4);
         let mut c = ColumnDesc {
             num_rows: column_rows,
             dense_width,
             out_width: if leaf.physical == physical::BYTE_ARRAY {
-                0
+                offset_width(leaf)
             } else {
                 leaf.type_len
             },
@@ -99,15 +100,21 @@ pub(super) fn describe<E: Executor>(
         }
         if leaf.physical == physical::BYTE_ARRAY {
             // offsets[0] is written by the column's first page; a step of no rows has none.
+            let width = offset_width(leaf) as usize;
             c.out_offsets = if n == 0 {
-                exec.alloc(4)?
+                exec.alloc(width)?
             } else {
-                exec.alloc_uninit((n + 1) * 4)?
+                exec.alloc_uninit((n + 1) * width)?
             };
             c.str_src = exec.alloc_uninit(n * 8)?;
             c.str_len = exec.alloc_uninit(n * 4)?;
         } else {
             c.out_values = exec.alloc_uninit(n * leaf.type_len as usize)?;
+            if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && fixed_delta_byte_array(&chunks, gi) {
+                // gp_delta_byte_array_fixed's suffixes and lengths (its values go to dense).
+                c.str_src = exec.alloc_uninit(n * 8)?;
+                c.str_len = exec.alloc_uninit(n * 4)?;
+            }
         }
         cols.push(c);
         if leaf.max_rep > 0 {
@@ -166,7 +173,8 @@ pub(super) fn describe<E: Executor>(
                         });
                         row += count as u64;
                     }
-                    (LeafRole::DictionaryValues, _) => {}
+                    // Its data pages not dictionary-encoded decode into the values like a column's (below).
+                    (LeafRole::DictionaryValues, t) if !matches!(t, 0 | 3) || dictionary_encoded(p) => {}
                     (_, 2) => {
                         let count = p.num_values as u32;
                         let mut index = 0;
@@ -218,6 +226,12 @@ pub(super) fn describe<E: Executor>(
                             column: col_of_gpu[gi],
                             ..Default::default()
                         };
+                        if matches!(leaf.role, LeafRole::DictionaryKeys(_)) && !dictionary_encoded(p) {
+                            // Its rows' values join the dictionary in order: the keys count on.
+                            d.encoding = encoding::SEQUENCE_KEYS;
+                            d.dict_count = key_base as u32;
+                            key_base += num_values as u64;
+                        }
                         if v2 {
                             if leaf.max_def > 0 {
                                 // v2 bodies start with the repetition levels, then the definition levels.

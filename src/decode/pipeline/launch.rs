@@ -3,8 +3,8 @@
 
 use super::descriptors::Descriptors;
 use super::{
-    GpuLeaf, NestedLevels, PageOrigin, StepColumns, StepInput, check_utf8, decode_rep_levels, kernel_error,
-    nested_def_levels,
+    GpuLeaf, NestedLevels, PageOrigin, StepColumns, StepInput, StringOutput, check_utf8, decode_rep_levels,
+    kernel_error, last_offset, nested_def_levels,
 };
 use crate::decode::exec::{Executor, Kernel, PageKernel, PageShape};
 use crate::decode::layout::{ColumnDesc, DictDesc, ErrorCode, PageDesc, encoding, physical};
@@ -83,6 +83,9 @@ pub(super) fn run_kernels<E: Executor>(
         if has(&|p| p.encoding == encoding::BYTE_STREAM_SPLIT) {
             run(exec, PageKernel::ByteStreamSplit)?;
         }
+        if has(&|p| p.physical == physical::FIXED_LEN_BYTE_ARRAY && p.encoding == encoding::DELTA_BYTE_ARRAY) {
+            run(exec, PageKernel::DeltaByteArrayFixed)?;
+        }
         if has(&|p| !is_ba(p)) {
             run(exec, PageKernel::GatherFixed)?;
         }
@@ -95,13 +98,15 @@ pub(super) fn run_kernels<E: Executor>(
                 run(exec, PageKernel::DeltaByteArrayLengths)?;
             }
             run(exec, PageKernel::StringOffsets)?;
+            if widen_overflowing_views(exec, cols_addr, cols, kept, gpu)? {
+                run(exec, PageKernel::StringOffsets)?;
+            }
         }
         check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
         if has(&is_ba) {
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
             for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
-                let last: Vec<i32> = exec.read(c.out_offsets + c.num_rows * 4, 1)?;
-                let chars = last.first().copied().unwrap_or(0).max(0) as u64;
+                let chars = last_offset(exec, c)?;
                 c.chars_capacity = chars;
                 // gp_copy_strings writes every character up to the last offset.
                 c.out_values = exec.alloc_uninit(chars as usize)?;
@@ -144,6 +149,89 @@ pub(super) fn run_kernels<E: Executor>(
     Ok(levels)
 }
 
+/// The segment of a view column's characters (see [`Kernel::StringsToViews`]): 0 for a column of 32-bit
+/// offsets (one data buffer); for one whose characters passed the 32-bit offsets' limit (64-bit, see
+/// [`widen_overflowing_views`]), half that limit, so that a buffer of two segments keeps every view's
+/// offset (an `i32`) and end within it.
+pub(super) fn view_segment<E: Executor>(exec: &E, c: &ColumnDesc) -> u64 {
+    if c.out_width == 8 {
+        (exec.string_offset_limit() + 1) / 2
+    } else {
+        0
+    }
+}
+
+/// The data buffers of a view column cut into segments: buffer `j` holds its characters from segment
+/// `j` on, two segments long (a copy each; the characters are then freed), so every string starting in
+/// segment `j` and no longer than a segment lies in buffer `j`.
+pub(super) fn view_data_buffers<E: Executor>(exec: &mut E, c: &ColumnDesc) -> Result<Vec<E::Buffer>> {
+    let segment = view_segment(exec, c);
+    let chars = c.chars_capacity;
+    let mut buffers = Vec::new();
+    let mut start = 0;
+    while start < chars {
+        let len = (chars - start).min(2 * segment);
+        let dst = exec.alloc_uninit(len as usize)?;
+        exec.launch(Kernel::CopyBytes {
+            src: c.out_values + start,
+            dst,
+            n: len,
+        })?;
+        buffers.push(exec.take(dst)?);
+        start += segment;
+    }
+    exec.free(c.out_values);
+    Ok(buffers)
+}
+
+/// An error of a whole column's step (no page to blame): the step asks more of a layout than it holds.
+pub(super) fn step_error(source: &ParquetSource, gpu: &[(usize, GpuLeaf)], gi: usize, message: String) -> Error {
+    Error::InvalidRequest {
+        location: Location {
+            column: Some(source.column_path(gpu[gi].1.leaf)),
+            ..source.location()
+        },
+        message,
+    }
+}
+
+/// Columns decoded into views whose characters passed the 32-bit offsets' limit in this step
+/// (`OffsetOverflow` after `gp_string_page_bases`) get 64-bit offsets instead, error cleared:
+/// `true` when there is one, and the offsets are then to be computed again. Views index their
+/// characters in segments ([`view_segment`]), so such a column still decodes into one array. Reads
+/// the column descriptors only where a view column is in the step.
+fn widen_overflowing_views<E: Executor>(
+    exec: &mut E,
+    cols_addr: u64,
+    cols: &mut [ColumnDesc],
+    kept: &[usize],
+    gpu: &[(usize, GpuLeaf)],
+) -> Result<bool> {
+    let is_view = |k: usize| {
+        let leaf = &gpu[kept[k]].1;
+        leaf.physical == physical::BYTE_ARRAY && leaf.strings == StringOutput::Views
+    };
+    if !(0..cols.len()).any(is_view) {
+        return Ok(false);
+    }
+    let mut now: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
+    let mut widened = false;
+    for (k, c) in now.iter_mut().enumerate() {
+        if is_view(k) && c.error == ErrorCode::OffsetOverflow as u32 && c.out_width != 8 {
+            exec.free(c.out_offsets);
+            c.out_offsets = exec.alloc_uninit((c.num_rows as usize + 1) * 8)?;
+            c.out_width = 8;
+            c.error = 0;
+            widened = true;
+        }
+    }
+    if widened {
+        exec.write(cols_addr, &now)?;
+        cols.copy_from_slice(&now);
+    }
+    Ok(widened)
+}
+
 /// Reads the step's page and column error flags once; the first page error (in page order) wins.
 #[allow(clippy::too_many_arguments)]
 fn check_pages<E: Executor>(
@@ -164,6 +252,16 @@ fn check_pages<E: Executor>(
     let cols: Vec<ColumnDesc> = exec.read(cols_addr, ncols as usize)?;
     if let Some((k, c)) = cols.iter().enumerate().find(|(_, c)| c.error != 0) {
         let gi = kept[k];
+        if c.error == ErrorCode::OffsetOverflow as u32 {
+            // Not a damaged page: the step holds more characters than the Arrow type's 32-bit offsets.
+            let message = format!(
+                "more than {} bytes of strings in one step, more than {}'s 32-bit offsets hold: read fewer \
+                 row groups a step (more decode steps), or as LargeUtf8, LargeBinary or views",
+                exec.string_offset_limit(),
+                gpu[gi].1.data_type
+            );
+            return Err(step_error(source, gpu, gi, message));
+        }
         let what = ErrorCode::from_u32(c.error)
             .map(ErrorCode::describe)
             .unwrap_or("an unknown decoder error");

@@ -16,14 +16,29 @@ pub fn convert_one(op: Conversion, src: &[u8], dst: &mut [u8]) {
         Conversion::I32ToI64 => dst.copy_from_slice(&(i32_at(src) as i64).to_le_bytes()),
         Conversion::I32ToI256 => sign_extend_le(&src[..4], dst),
         Conversion::I64ToI256 => sign_extend_le(&src[..8], dst),
-        Conversion::Int96ToNanos => {
+        Conversion::Int96ToNanos
+        | Conversion::Int96ToSeconds
+        | Conversion::Int96ToMillis
+        | Conversion::Int96ToMicros => {
             let w0 = u32::from_le_bytes(src[0..4].try_into().expect("4 bytes")) as i64;
             let w1 = u32::from_le_bytes(src[4..8].try_into().expect("4 bytes")) as i64;
             let day = i32_at(&src[8..12]) as i64;
-            let nanos = (w1 << 32) + w0;
-            let v = (day - 2_440_588).wrapping_mul(86_400_000_000_000).wrapping_add(nanos);
+            let nanos = (w1 << 32).wrapping_add(w0);
+            // Units a day, and nanoseconds a unit (arrow-rs's `Int96::to_*`).
+            let (per_day, nanos_per_unit) = match op {
+                Conversion::Int96ToSeconds => (86_400, 1_000_000_000),
+                Conversion::Int96ToMillis => (86_400_000, 1_000_000),
+                Conversion::Int96ToMicros => (86_400_000_000, 1_000),
+                _ => (86_400_000_000_000, 1),
+            };
+            let v = (day - 2_440_588)
+                .wrapping_mul(per_day)
+                .wrapping_add(nanos / nanos_per_unit);
             dst.copy_from_slice(&v.to_le_bytes())
         }
+        Conversion::DaysToMillis => dst.copy_from_slice(&(i32_at(src) as i64 * 86_400_000).to_le_bytes()),
+        Conversion::IntervalToYearMonth => dst.copy_from_slice(&src[0..4]),
+        Conversion::IntervalToDayTime => dst.copy_from_slice(&src[4..12]),
         Conversion::BigEndianToI32
         | Conversion::BigEndianToI64
         | Conversion::BigEndianToI128
@@ -76,28 +91,45 @@ pub fn convert(arena: &mut Arena, op: Conversion, src: u64, src_width: u32, n: u
 
 /// The `(start, len)` of string `i` given `n + 1` offsets, or `None` where it lies outside `chars_len`
 /// characters or runs backwards (the kernel then writes an empty string).
-fn string_at(offsets: &[i32], i: usize, chars_len: u64) -> Option<(u64, u64)> {
-    let (s, e) = (offsets[i], offsets[i + 1]);
+fn string_at<O: Copy + Into<i64>>(offsets: &[O], i: usize, chars_len: u64) -> Option<(u64, u64)> {
+    let (s, e): (i64, i64) = (offsets[i].into(), offsets[i + 1].into());
     (s >= 0 && e >= s && e as u64 <= chars_len).then_some((s as u64, (e - s) as u64))
 }
 
 /// Arrow's view of one string: its length, then up to 12 bytes inline, or its first 4 bytes, buffer 0
 /// and its offset.
 pub fn view_of(bytes: &[u8], offset: u32) -> [u8; 16] {
+    view_in(bytes, 0, offset)
+}
+
+/// [`view_of`] in data buffer `buffer`.
+pub fn view_in(bytes: &[u8], buffer: u32, offset: u32) -> [u8; 16] {
     let mut v = [0u8; 16];
     v[..4].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
     if bytes.len() <= 12 {
         v[4..4 + bytes.len()].copy_from_slice(bytes);
     } else {
         v[4..8].copy_from_slice(&bytes[..4]);
+        v[8..12].copy_from_slice(&buffer.to_le_bytes());
         v[12..16].copy_from_slice(&offset.to_le_bytes());
     }
     v
 }
 
-/// Reference of `gp_strings_to_views` ([`Kernel::StringsToViews`](crate::decode::exec::Kernel)).
-pub fn strings_to_views(arena: &mut Arena, offsets: u64, chars: u64, chars_len: u64, n: u64, views: u64, max_len: u64) {
-    let Some(offs) = arena.read::<i32>(offsets, n as usize + 1) else {
+/// Reference of `gp_strings_to_views` ([`Kernel::StringsToViews`](crate::decode::exec::Kernel)):
+/// `offsets` is the offsets' address and the segment (0: `i32` offsets, one buffer; else `i64`
+/// offsets, a string starting in segment `j` in buffer `j` at its offset from the segment's start).
+pub fn strings_to_views(
+    arena: &mut Arena,
+    offsets: (u64, u64),
+    chars: u64,
+    chars_len: u64,
+    n: u64,
+    views: u64,
+    max_len: u64,
+) {
+    let (offsets, segment) = offsets;
+    let Some(offs) = super::core::read_offsets(arena, offsets, segment != 0, n as usize + 1) else {
         return;
     };
     let Some(text) = arena.get(chars, chars_len).map(<[u8]>::to_vec) else {
@@ -111,7 +143,15 @@ pub fn strings_to_views(arena: &mut Arena, offsets: u64, chars: u64, chars_len: 
     for i in 0..n as usize {
         let (start, len) = string_at(&offs, i, chars_len).unwrap_or((0, 0));
         longest = longest.max(len as u32);
-        out.extend_from_slice(&view_of(&text[start as usize..(start + len) as usize], start as u32));
+        let (buffer, offset) = match segment {
+            0 => (0, start),
+            s => (start / s, start % s),
+        };
+        out.extend_from_slice(&view_in(
+            &text[start as usize..(start + len) as usize],
+            buffer as u32,
+            offset as u32,
+        ));
     }
     arena.write(views, &out);
     arena.write(max_len, &[longest]);
@@ -170,10 +210,41 @@ mod tests {
             for w in v.data() {
                 src.extend_from_slice(&w.to_le_bytes());
             }
-            let mut dst = [0u8; 8];
-            convert_one(Conversion::Int96ToNanos, &src, &mut dst);
-            assert_eq!(i64::from_le_bytes(dst), v.to_nanos(), "{nanos} {day}");
+            let units: [(Conversion, fn(&parquet::data_type::Int96) -> i64); 4] = [
+                (Conversion::Int96ToNanos, |v| v.to_nanos()),
+                (Conversion::Int96ToMicros, |v| v.to_micros()),
+                (Conversion::Int96ToMillis, |v| v.to_millis()),
+                (Conversion::Int96ToSeconds, |v| v.to_seconds()),
+            ];
+            for (op, want) in units {
+                let mut dst = [0u8; 8];
+                convert_one(op, &src, &mut dst);
+                assert_eq!(i64::from_le_bytes(dst), want(&v), "{op:?} {nanos} {day}");
+            }
         }
+    }
+
+    /// Dates as arrow-rs widens them, and both interval units from Parquet's 12 bytes.
+    #[test]
+    fn dates_and_intervals_match_arrow_rs() {
+        for days in [0i32, 1, -1, 19_000, i32::MAX, i32::MIN] {
+            let mut dst = [0u8; 8];
+            convert_one(Conversion::DaysToMillis, &days.to_le_bytes(), &mut dst);
+            assert_eq!(i64::from_le_bytes(dst), days as i64 * 86_400_000);
+        }
+        let interval: Vec<u8> = [7u32, 30, 86_399_999].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut months = [0u8; 4];
+        convert_one(Conversion::IntervalToYearMonth, &interval, &mut months);
+        assert_eq!(i32::from_le_bytes(months), 7);
+        let mut day_time = [0u8; 8];
+        convert_one(Conversion::IntervalToDayTime, &interval, &mut day_time);
+        // Arrow's IntervalDayTime: days, then milliseconds, each an i32.
+        let want = arrow::datatypes::IntervalDayTime::new(30, 86_399_999);
+        let got = (
+            i32::from_le_bytes(day_time[..4].try_into().unwrap()),
+            i32::from_le_bytes(day_time[4..].try_into().unwrap()),
+        );
+        assert_eq!(got, (want.days, want.milliseconds));
     }
 
     /// Views equal arrow's own (`make_view`) for every length around the inline limit.
@@ -227,7 +298,7 @@ mod tests {
             arena.write(c, &chars);
             let v = arena.alloc(lens.len() * 16 + 16);
             let m = arena.alloc(8);
-            strings_to_views(&mut arena, o, c, chars.len() as u64, n, v, m);
+            strings_to_views(&mut arena, (o, 0), c, chars.len() as u64, n, v, m);
             let views: Vec<u128> = arena.read(v, lens.len()).unwrap();
             for (i, view) in views.iter().enumerate() {
                 let s = &chars[offsets[i] as usize..offsets[i + 1] as usize];

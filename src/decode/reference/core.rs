@@ -250,8 +250,8 @@ pub fn page_setup(arena: &mut Arena, pages: &mut [PageDesc]) {
 }
 
 /// `gp_levels`: decodes each nullable page's definition levels into `vidx` (the row's index among the
-/// page's present values, -1 for a null), `out_valid` (1/0, when set) and `num_non_null`. Required
-/// columns: `num_non_null = num_values`. Errors: [`ErrorCode::BadBitWidth`] (width over 8, detail the
+/// page's present values, -1 for a null), `out_valid` (1/0, when set) and `num_non_null`. Pages of
+/// `max_def` 0: `num_non_null = num_values`, and `vidx = i`, `out_valid = 1` where the column has them. Errors: [`ErrorCode::BadBitWidth`] (width over 8, detail the
 /// width, `num_non_null` 0), [`ErrorCode::BadLevel`] / [`ErrorCode::Overrun`] at the first bad or
 /// missing level (detail its index; earlier rows written and counted).
 pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
@@ -264,7 +264,17 @@ pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
             continue;
         };
         if pg.max_def == 0 {
+            // A page without levels in a column with them (a dictionary's entries among a
+            // dictionary-typed column's plain pages): every row present, in order.
             pg.num_non_null = pg.num_values;
+            let row = u64::from(pg.row_start);
+            let n = pg.num_values as usize;
+            let wrote_vidx =
+                col.vidx == 0 || n == 0 || arena.write(col.vidx + row * 4, &(0..n as i32).collect::<Vec<i32>>());
+            let wrote_valid = col.out_valid == 0 || n == 0 || arena.write(col.out_valid + row, &vec![1u8; n]);
+            if !(wrote_vidx && wrote_valid) {
+                set_error(pg, ErrorCode::BadPageSize, pg.num_values);
+            }
             continue;
         }
         if pg.def_bit_width > 8 {
@@ -450,6 +460,8 @@ enum Source {
     PlainBool,
     Dict,
     Dense,
+    /// Row `i`'s key `dict_count + i` ([`enc::SEQUENCE_KEYS`]).
+    Keys,
 }
 
 fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
@@ -465,10 +477,12 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
             enc::RLE => Some(Source::Dense),
             _ => None,
         },
+        pt::INT32 if encoding == enc::SEQUENCE_KEYS => Some(Source::Keys),
         pt::INT32 | pt::INT64 => match encoding {
             enc::DELTA_BINARY_PACKED | enc::BYTE_STREAM_SPLIT => Some(Source::Dense),
             _ => plain_or_dict,
         },
+        pt::FIXED_LEN_BYTE_ARRAY if encoding == enc::DELTA_BYTE_ARRAY => Some(Source::Dense),
         pt::FLOAT | pt::DOUBLE | pt::FIXED_LEN_BYTE_ARRAY => match encoding {
             enc::BYTE_STREAM_SPLIT => Some(Source::Dense),
             _ => plain_or_dict,
@@ -481,7 +495,8 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
 /// `gp_gather_fixed`: each row of each fixed-width page gets its value's bytes at `out_values + row *
 /// out_width` (zeros for a null): PLAIN from `values`, BOOLEAN PLAIN's bit as a byte, dictionary
 /// entries through the `u32` indices in `dense`, and RLE booleans, DELTA_BINARY_PACKED and
-/// BYTE_STREAM_SPLIT from `dense`. Errors: [`ErrorCode::BadEncoding`] (nothing written, detail the
+/// BYTE_STREAM_SPLIT from `dense`, and [`enc::SEQUENCE_KEYS`] pages the key `dict_count + i` of row
+/// `i`. Errors: [`ErrorCode::BadEncoding`] (nothing written, detail the
 /// encoding); [`ErrorCode::Overrun`] for the lowest row whose value lies past `values_len` /
 /// `dict_len` or whose value index is past `num_non_null` or the page's rows (detail its value index
 /// `k`; every other row
@@ -574,6 +589,13 @@ fn gather_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, src: Sour
                     dict.get(idx * tl..(idx + 1) * tl)
                 }
                 Source::Dense => dense.get(k * dw..k * dw + tl),
+                Source::Keys => {
+                    let key = pg.dict_count.wrapping_add(i as u32).to_le_bytes();
+                    let w = w.min(4);
+                    dst[..w].copy_from_slice(&key[..w]);
+                    dst[w..].fill(0);
+                    continue;
+                }
             }
         };
         match value {
@@ -737,12 +759,35 @@ fn first_page_of(pages: &[PageDesc], column: u64) -> usize {
     lo
 }
 
+/// `count` offsets at `addr`, as `i64` where `wide`, else `i32` (widened).
+pub(crate) fn read_offsets(arena: &Arena, addr: u64, wide: bool, count: usize) -> Option<Vec<i64>> {
+    if wide {
+        arena.read::<i64>(addr, count)
+    } else {
+        arena
+            .read::<i32>(addr, count)
+            .map(|v| v.into_iter().map(i64::from).collect())
+    }
+}
+
+/// Whether a BYTE_ARRAY column's offsets are `i64` (`out_width` 8: `LargeUtf8` / `LargeBinary`), not
+/// `i32` (`wide_offsets` in common.cuh).
+pub fn wide_offsets(col: &ColumnDesc) -> bool {
+    col.out_width == 8
+}
+
 /// `gp_string_page_totals`, `gp_string_page_bases` and `gp_string_offsets`: each BYTE_ARRAY column's
-/// `out_offsets` (`i32[num_rows + 1]`, from 0) as the running sum of its rows' lengths (nulls 0; the
-/// rows of a page in error 0). A column whose total exceeds `i32::MAX` gets `error =`
-/// [`ErrorCode::OffsetOverflow`] and no offsets (nor does a column already in error). Pages whose rows
-/// lie outside their column are skipped.
+/// `out_offsets` (`i32[num_rows + 1]`, or `i64` where [`wide_offsets`], from 0) as the running sum of
+/// its rows' lengths (nulls 0; the rows of a page in error 0). A column of `i32` offsets whose total
+/// exceeds `i32::MAX` gets `error =` [`ErrorCode::OffsetOverflow`] and no offsets (nor does a column
+/// already in error). Pages whose rows lie outside their column are skipped.
 pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnDesc]) {
+    string_offsets_within(arena, pages, cols, i32::MAX as u64);
+}
+
+/// [`string_offsets`] with columns of 32-bit offsets holding at most `limit` characters (`i32::MAX` in
+/// the kernels; smaller in tests, [`crate::decode::exec::HostExecutor::with_string_offset_limit`]).
+pub fn string_offsets_within(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnDesc], limit: u64) {
     // Step 1: page totals.
     let mut lens: Vec<Vec<u64>> = Vec::with_capacity(pages.len());
     let mut bases: Vec<u64> = Vec::with_capacity(pages.len());
@@ -763,7 +808,8 @@ pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnD
             *base = carry;
             carry += total;
         }
-        if col.physical == pt::BYTE_ARRAY && carry > i32::MAX as u64 && col.error == 0 {
+        if col.physical == pt::BYTE_ARRAY && !wide_offsets(col) && carry > limit.min(i32::MAX as u64) && col.error == 0
+        {
             col.error = ErrorCode::OffsetOverflow as u32;
         }
     }
@@ -775,18 +821,28 @@ pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnD
         if pg.physical != pt::BYTE_ARRAY || col.error != 0 || !rows_ok(pg, col) {
             continue;
         }
-        if pg.row_start == 0 {
-            arena.write(col.out_offsets, &[0i32]);
-        }
         let mut run = bases[p];
-        let offs: Vec<i32> = lens[p]
+        let offs: Vec<u64> = lens[p]
             .iter()
             .map(|&l| {
                 run += l;
-                run as i32
+                run
             })
             .collect();
-        arena.write(col.out_offsets + (u64::from(pg.row_start) + 1) * 4, &offs);
+        let first = u64::from(pg.row_start) + 1;
+        if wide_offsets(col) {
+            if pg.row_start == 0 {
+                arena.write(col.out_offsets, &[0i64]);
+            }
+            let offs: Vec<i64> = offs.iter().map(|&o| o as i64).collect();
+            arena.write(col.out_offsets + first * 8, &offs);
+        } else {
+            if pg.row_start == 0 {
+                arena.write(col.out_offsets, &[0i32]);
+            }
+            let offs: Vec<i32> = offs.iter().map(|&o| o as i32).collect();
+            arena.write(col.out_offsets + first * 4, &offs);
+        }
     }
 }
 
@@ -822,7 +878,8 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
     } else {
         arena.read(col.vidx + row * 4, nv).ok_or(missing)?
     };
-    let offsets: Vec<i32> = arena.read(col.out_offsets + row * 4, nv).ok_or(missing)?;
+    let wide = wide_offsets(col);
+    let offsets = read_offsets(arena, col.out_offsets + row * if wide { 8 } else { 4 }, wide, nv).ok_or(missing)?;
     let srcs: Vec<u64> = arena.read(col.str_src + row * 8, nn).ok_or(missing)?;
     let lens: Vec<u32> = arena.read(col.str_len + row * 4, nn).ok_or(missing)?;
     let mut first_bad: Option<u32> = None;
@@ -907,23 +964,28 @@ fn utf8_ok_at(chars: &[u8], p: usize) -> bool {
 /// `gp_validate_utf8`: the first byte position of `chars` where UTF-8 fails (a byte out of place, or
 /// a non-empty string starting on a continuation byte), or `u64::MAX` when every string
 /// `chars[offsets[r]..offsets[r + 1]]` is valid UTF-8.
-pub fn validate_utf8(chars: &[u8], offsets: &[i32]) -> u64 {
+pub fn validate_utf8<O: Copy + Into<i64>>(chars: &[u8], offsets: &[O]) -> u64 {
     let bytes = (0..chars.len())
         .find(|&p| !utf8_ok_at(chars, p))
         .map_or(u64::MAX, |p| p as u64);
     let starts = offsets
         .windows(2)
-        .filter(|w| w[0] >= 0 && (w[0] as usize) < chars.len() && w[1] > w[0] && utf8_cont(chars[w[0] as usize]))
-        .map(|w| w[0] as u64)
+        .map(|w| (w[0].into(), w[1].into()))
+        .filter(|&(o, next): &(i64, i64)| {
+            o >= 0 && (o as u64) < chars.len() as u64 && next > o && utf8_cont(chars[o as usize])
+        })
+        .map(|(o, _)| o as u64)
         .next()
         .unwrap_or(u64::MAX);
     bytes.min(starts)
 }
 
-/// [`validate_utf8`] over arena buffers: `n` characters at `chars`, `rows + 1` offsets at `offsets`;
-/// the result at `result` (left alone if a buffer is not in the arena, a caller's bug).
-pub fn validate_utf8_at(arena: &mut Arena, chars: u64, n: u64, offsets: u64, rows: u64, result: u64) {
-    let (Some(c), Some(o)) = (arena.get(chars, n), arena.read::<i32>(offsets, rows as usize + 1)) else {
+/// [`validate_utf8`] over arena buffers: `n` characters at `chars`, `rows + 1` offsets at `offsets.0`
+/// of `offsets.1` bytes each (4 or 8); the result at `result` (left alone if a buffer is not in the
+/// arena, a caller's bug).
+pub fn validate_utf8_at(arena: &mut Arena, chars: u64, n: u64, offsets: (u64, u32), rows: u64, result: u64) {
+    let o = read_offsets(arena, offsets.0, offsets.1 == 8, rows as usize + 1);
+    let (Some(c), Some(o)) = (arena.get(chars, n), o) else {
         return;
     };
     let bad = validate_utf8(c, &o);

@@ -483,14 +483,15 @@ fn compare(name: &str, array: &dyn Array, col: &ColumnDesc, out: &ColumnOut) {
             assert_eq!(*set, want, "{name}: true values");
         }
         DataType::Utf8 | DataType::Binary => {
-            let (offsets, data): (Vec<i32>, &[u8]) = match array.data_type() {
+            let wide = |o: &[i32]| o.iter().map(|&o| i64::from(o)).collect::<Vec<i64>>();
+            let (offsets, data): (Vec<i64>, &[u8]) = match array.data_type() {
                 DataType::Utf8 => {
                     let s = array.as_string::<i32>();
-                    (s.value_offsets().to_vec(), s.value_data())
+                    (wide(s.value_offsets()), s.value_data())
                 }
                 _ => {
                     let s = array.as_binary::<i32>();
-                    (s.value_offsets().to_vec(), s.value_data())
+                    (wide(s.value_offsets()), s.value_data())
                 }
             };
             assert_eq!(out.offsets.as_deref(), Some(&offsets[..]), "{name}: offsets");
@@ -1535,12 +1536,18 @@ fn edge_step(case: u32) -> Step {
                 }
             }
         }
-        3 | 4 => {
+        3 | 4 | 7 => {
             // Strings whose lengths another decoder wrote (DELTA_LENGTH_BYTE_ARRAY pages): long and
-            // short values from unaligned sources, nulls; case 4 overflows the 32-bit offsets.
+            // short values from unaligned sources, nulls; case 4 overflows the 32-bit offsets, case 7
+            // is case 3 with 64-bit offsets (a LargeUtf8 column).
             let rows = 700;
-            cols.push(col_of(&mut arena, pt::BYTE_ARRAY, 0, rows, true));
-            let mut rng = Rng(u64::from(case));
+            let mut col = col_of(&mut arena, pt::BYTE_ARRAY, 0, rows, true);
+            if case == 7 {
+                col.out_width = 8;
+                col.out_offsets = arena.alloc((rows as usize + 1) * 8);
+            }
+            cols.push(col);
+            let mut rng = Rng(u64::from(if case == 7 { 3 } else { case }));
             let src: Vec<u8> = (0..20_000).map(|_| rng.next() as u8).collect();
             let base = arena.upload(&src);
             let (mut srcs, mut lens) = (Vec::new(), Vec::new());
@@ -1629,6 +1636,52 @@ fn edge_step(case: u32) -> Step {
                 });
             }
         }
+        6 => {
+            // A dictionary-typed column's plain fallback pages: its keys (INT32, nullable) over a page
+            // of SEQUENCE_KEYS after a dictionary-encoded one, and its values (nullable strings): the
+            // dictionary's entries as a page without levels (max_def 0), then the plain page's rows.
+            // Levels of the fallback page: 1 0 1 1 0 1 (a bit-packed group of 8, the last 2 unused).
+            let levels = [0x03u8, 0b0010_1101];
+            cols.push(col_of(&mut arena, pt::INT32, 4, 9, true));
+            let identity: Vec<u8> = (0..3i32).flat_map(i32::to_le_bytes).collect();
+            let mut p = page(pt::INT32, 4, 3, 1, 0);
+            p.levels = arena.upload(&[6u8, 1]); // an RLE run of 3 present
+            p.levels_len = 2;
+            p.encoding = enc::RLE_DICTIONARY;
+            p.values = arena.upload(&[2u8, 6, 2, 1]); // width 2, RLE run of 3 of index 2... then more
+            p.values_len = 4;
+            p.dict = arena.upload(&identity);
+            p.dict_len = 12;
+            p.dict_count = 3;
+            pages.push(p);
+            let mut p = page(pt::INT32, 4, 6, 1, 0);
+            p.row_start = 3;
+            p.levels = arena.upload(&levels);
+            p.levels_len = 2;
+            p.encoding = enc::SEQUENCE_KEYS;
+            p.dict_count = 3; // the fallback page's rows follow the dictionary's 3 entries
+            pages.push(p);
+            cols.push(col_of(&mut arena, pt::BYTE_ARRAY, 0, 9, true));
+            let strings = |items: &[&str]| -> Vec<u8> {
+                items
+                    .iter()
+                    .flat_map(|v| [&(v.len() as u32).to_le_bytes()[..], v.as_bytes()].concat())
+                    .collect()
+            };
+            let entries = strings(&["ab", "", "cde"]);
+            let mut p = page(pt::BYTE_ARRAY, 0, 3, 0, 1);
+            p.values = arena.upload(&entries);
+            p.values_len = entries.len() as u64;
+            pages.push(p);
+            let fallback = strings(&["w", "xx", "yyy", "z"]);
+            let mut p = page(pt::BYTE_ARRAY, 0, 6, 1, 1);
+            p.row_start = 3;
+            p.levels = arena.upload(&levels);
+            p.levels_len = 2;
+            p.values = arena.upload(&fallback);
+            p.values_len = fallback.len() as u64;
+            pages.push(p);
+        }
         _ => unreachable!(),
     }
     Step {
@@ -1639,9 +1692,47 @@ fn edge_step(case: u32) -> Step {
     }
 }
 
+/// Edge step 6: keys count on over a fallback page, and a page without levels in a nullable column is
+/// all present.
+#[test]
+fn sequence_keys_and_a_page_without_levels() {
+    let mut step = edge_step(6);
+    let outs = run_core(&mut step);
+    assert!(step.pages.iter().all(|p| p.error == 0), "{:?}", step.pages);
+    let keys: Vec<i32> = bytemuck::pod_collect_to_vec(&outs[0].values);
+    assert_eq!(keys, [2, 2, 2, 3, 0, 5, 6, 0, 8]);
+    assert_eq!(outs[0].valid.as_deref(), Some(&[1u8, 1, 1, 1, 0, 1, 1, 0, 1][..]));
+    assert_eq!(outs[1].valid.as_deref(), Some(&[1u8, 1, 1, 1, 0, 1, 1, 0, 1][..]));
+    assert_eq!(outs[1].values, b"abcdewxxyyyz");
+    assert_eq!(outs[1].offsets.as_deref(), Some(&[0, 2, 2, 5, 6, 6, 8, 11, 11, 12][..]));
+}
+
+/// Edge step 4's strings (past 2 GiB) in a column of 64-bit offsets: no overflow, the offsets run on
+/// past `i32::MAX`; edge step 7 (64-bit offsets) gives edge step 3's strings.
+#[test]
+fn wide_offsets_pass_2_gib() {
+    let mut step = edge_step(4);
+    let rows = step.cols[0].num_rows as usize;
+    step.cols[0].out_width = 8;
+    step.cols[0].out_offsets = step.arena.alloc((rows + 1) * 8);
+    page_setup(&mut step.arena, &mut step.pages);
+    levels(&mut step.arena, &mut step.pages, &step.cols);
+    string_offsets(&mut step.arena, &step.pages, &mut step.cols);
+    assert_eq!(step.cols[0].error, 0);
+    let offsets: Vec<i64> = step.arena.read(step.cols[0].out_offsets, rows + 1).expect("offsets");
+    assert!(offsets.windows(2).all(|w| w[0] <= w[1]));
+    assert!(offsets[rows] > i64::from(i32::MAX), "{}", offsets[rows]);
+
+    let (mut narrow, mut wide) = (edge_step(3), edge_step(7));
+    let (narrow, wide) = (run_core(&mut narrow), run_core(&mut wide));
+    assert_eq!(narrow[0].offsets, wide[0].offsets);
+    assert_eq!(narrow[0].values, wide[0].values);
+    assert_eq!(narrow[0].utf8_first_bad, wide[0].utf8_first_bad);
+}
+
 #[test]
 fn kernels_match_references_on_edge_steps() {
-    for case in 0..6 {
+    for case in 0..8 {
         if !kernels_match(&format!("edge step {case}"), || edge_step(case)) {
             return;
         }

@@ -541,26 +541,71 @@ pub fn delta_length_byte_array(arena: &mut Arena, pages: &mut [PageDesc], cols: 
 /// Reference of `gp_delta_byte_array_lengths`: each DELTA_BYTE_ARRAY page of a BYTE_ARRAY column writes,
 /// per present value `k` (at `row_start + k`), `str_len` (prefix + suffix length), `str_src` (the
 /// address of its suffix in the page) and the prefix length as `u32` at `dense`. FIXED_LEN_BYTE_ARRAY
-/// (the host's) and other types are [`ErrorCode::BadEncoding`].
+/// pages are [`delta_byte_array_fixed`]'s (skipped); other types are [`ErrorCode::BadEncoding`].
 pub fn delta_byte_array_lengths(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for_pages(
         arena,
         pages,
         cols,
         encoding::DELTA_BYTE_ARRAY,
-        |arena, page, col, values| {
-            if page.physical != physical::BYTE_ARRAY {
-                return Err((ErrorCode::BadEncoding, page.physical));
+        |arena, page, col, values| match page.physical {
+            physical::BYTE_ARRAY => dba_streams(arena, page, col, values).map(|_| ()),
+            physical::FIXED_LEN_BYTE_ARRAY => Ok(()),
+            _ => Err((ErrorCode::BadEncoding, page.physical)),
+        },
+    );
+}
+
+/// The streams of one DELTA_BYTE_ARRAY page into `dense` (prefixes), `str_len` and `str_src`, as
+/// [`delta_byte_array_lengths`] writes them; the values' (prefix, suffix) parts.
+fn dba_streams(arena: &mut Arena, page: &PageDesc, col: &ColumnDesc, values: &[u8]) -> Result<Vec<(u32, Span)>, Fail> {
+    let parts = dba_lengths(values, u64::from(page.num_non_null))?;
+    for (k, (p, s)) in parts.iter().enumerate() {
+        let at = u64::from(page.row_start) + k as u64;
+        let d = k as u32;
+        put(arena, col.dense + at * u64::from(col.dense_width), &p.to_le_bytes(), d)?;
+        put(arena, col.str_len + at * 4, &(p + s.len).to_le_bytes(), d)?;
+        put(arena, col.str_src + at * 8, &(page.values + s.at).to_le_bytes(), d)?;
+    }
+    Ok(parts)
+}
+
+/// Reference of `gp_delta_byte_array_fixed`: each DELTA_BYTE_ARRAY page of a FIXED_LEN_BYTE_ARRAY
+/// column, whole. Its streams as [`delta_byte_array_lengths`] writes them; every value's length must be
+/// `type_len` ([`ErrorCode::BadPrefix`], detail the lowest such value); then value `k` (its previous
+/// value's first `prefix` bytes, then its suffix) at `dense + (row_start + k) * dense_width`, for
+/// `gather_fixed`. A `dense_width` under 4 or under `type_len` is [`ErrorCode::BadEncoding`] (detail
+/// the type). BYTE_ARRAY pages are skipped; other types are [`ErrorCode::BadEncoding`].
+pub fn delta_byte_array_fixed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+    for_pages(
+        arena,
+        pages,
+        cols,
+        encoding::DELTA_BYTE_ARRAY,
+        |arena, page, col, values| match page.physical {
+            physical::BYTE_ARRAY => Ok(()),
+            physical::FIXED_LEN_BYTE_ARRAY => {
+                let dw = u64::from(col.dense_width);
+                if dw < 4 || u64::from(page.type_len) > dw {
+                    return Err((ErrorCode::BadEncoding, page.physical));
+                }
+                let parts = dba_streams(arena, page, col, values)?;
+                let tl = page.type_len as usize;
+                if let Some(k) = parts.iter().position(|(p, s)| (p + s.len) as usize != tl) {
+                    return Err((ErrorCode::BadPrefix, detail(k as u64)));
+                }
+                let mut prev: Vec<u8> = Vec::new();
+                for (k, (p, s)) in parts.into_iter().enumerate() {
+                    // Each prefix was checked against the previous value's length (type_len).
+                    let mut v = prev[..p as usize].to_vec();
+                    v.extend_from_slice(&values[s.at as usize..s.at as usize + s.len as usize]);
+                    let at = u64::from(page.row_start) + k as u64;
+                    put(arena, col.dense + at * dw, &v, detail(k as u64))?;
+                    prev = v;
+                }
+                Ok(())
             }
-            let parts = dba_lengths(values, u64::from(page.num_non_null))?;
-            for (k, (p, s)) in parts.into_iter().enumerate() {
-                let at = u64::from(page.row_start) + k as u64;
-                let d = k as u32;
-                put(arena, col.dense + at * u64::from(col.dense_width), &p.to_le_bytes(), d)?;
-                put(arena, col.str_len + at * 4, &(p + s.len).to_le_bytes(), d)?;
-                put(arena, col.str_src + at * 8, &(page.values + s.at).to_le_bytes(), d)?;
-            }
-            Ok(())
+            _ => Err((ErrorCode::BadEncoding, page.physical)),
         },
     );
 }
@@ -575,8 +620,10 @@ pub fn delta_byte_array_lengths(arena: &mut Arena, pages: &mut [PageDesc], cols:
 /// value's length.
 pub fn delta_byte_array_copy(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for_pages(arena, pages, cols, encoding::DELTA_BYTE_ARRAY, |arena, page, col, _| {
-        if page.physical != physical::BYTE_ARRAY {
-            return Err((ErrorCode::BadEncoding, page.physical));
+        match page.physical {
+            physical::BYTE_ARRAY => {}
+            physical::FIXED_LEN_BYTE_ARRAY => return Ok(()),
+            _ => return Err((ErrorCode::BadEncoding, page.physical)),
         }
         let row0 = u64::from(page.row_start);
         let (mut next_k, mut prev_off, mut prev_len) = (0u64, 0u64, 0u64);
@@ -600,8 +647,14 @@ pub fn delta_byte_array_copy(arena: &mut Arena, pages: &mut [PageDesc], cols: &[
             let p = u64::from(get::<u32>(arena, col.dense + at * u64::from(col.dense_width), d)?);
             let len = u64::from(get::<u32>(arena, col.str_len + at * 4, d)?);
             let src = get::<u64>(arena, col.str_src + at * 8, d)?;
-            let off = i64::from(get::<i32>(arena, col.out_offsets + row * 4, d)?);
-            let next = i64::from(get::<i32>(arena, col.out_offsets + (row + 1) * 4, d)?);
+            let offset = |at: u64| -> Result<i64, Fail> {
+                if super::core::wide_offsets(col) {
+                    get::<i64>(arena, col.out_offsets + at * 8, d)
+                } else {
+                    get::<i32>(arena, col.out_offsets + at * 4, d).map(i64::from)
+                }
+            };
+            let (off, next) = (offset(row)?, offset(row + 1)?);
             if off < 0 || next != off + len as i64 || off as u64 + len > col.chars_capacity {
                 return overrun;
             }

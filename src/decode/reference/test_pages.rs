@@ -31,8 +31,8 @@ pub(crate) struct ColumnOut {
     pub values: Vec<u8>,
     /// One byte per row, for nullable columns.
     pub valid: Option<Vec<u8>>,
-    /// BYTE_ARRAY: `num_rows + 1` offsets.
-    pub offsets: Option<Vec<i32>>,
+    /// BYTE_ARRAY: `num_rows + 1` offsets (`i32` or, where `out_width` is 8, `i64`, widened).
+    pub offsets: Option<Vec<i64>>,
     /// `pack_bits` of `valid`: words and set count.
     pub valid_bits: Option<(Vec<u32>, u64)>,
     /// BOOLEAN: `pack_bits` of the value bytes.
@@ -207,7 +207,8 @@ pub(crate) fn alloc_column(arena: &mut Arena, col: &mut ColumnDesc, nullable: bo
     col.dense = alloc(true, n * col.dense_width as usize);
     col.out_values = alloc(!byte_array, n * col.out_width as usize);
     col.out_valid = alloc(nullable, n);
-    col.out_offsets = alloc(byte_array, (n + 1) * 4);
+    let offset_width = if r::wide_offsets(col) { 8 } else { 4 };
+    col.out_offsets = alloc(byte_array, (n + 1) * offset_width);
     col.str_src = alloc(byte_array, n * 8);
     col.str_len = alloc(byte_array, n * 4);
     col.chars_capacity = 0;
@@ -231,9 +232,14 @@ pub(crate) fn run_core(step: &mut Step) -> Vec<ColumnOut> {
     r::byte_array_values(arena, pages, cols);
     r::string_offsets(arena, pages, cols);
     for col in cols.iter_mut().filter(|c| c.physical == pt::BYTE_ARRAY && c.error == 0) {
-        let last = arena
-            .read::<i32>(col.out_offsets + col.num_rows * 4, 1)
-            .expect("offsets")[0];
+        let wide = r::wide_offsets(col);
+        let last = r::read_offsets(
+            arena,
+            col.out_offsets + col.num_rows * if wide { 8 } else { 4 },
+            wide,
+            1,
+        )
+        .expect("offsets")[0];
         let cap = last.max(0) as u64;
         col.out_values = arena.alloc(cap as usize);
         col.chars_capacity = cap;
@@ -266,7 +272,8 @@ pub(crate) fn run_core(step: &mut Step) -> Vec<ColumnOut> {
                 out.valid_bits = Some(pack(arena, col.out_valid));
             }
             if byte_array {
-                let offsets: Vec<i32> = arena.read(col.out_offsets, n as usize + 1).expect("offsets");
+                let offsets =
+                    r::read_offsets(arena, col.out_offsets, r::wide_offsets(col), n as usize + 1).expect("offsets");
                 out.utf8_first_bad = Some(r::validate_utf8(&out.values, &offsets));
                 out.offsets = Some(offsets);
             }

@@ -485,7 +485,8 @@ int main(int argc, char** argv) {
     std::vector<uint8_t*> chars(ncols, nullptr);
     for (uint32_t c = 0; c < ncols; c++) {
         if (cols[c].physical != PT_BYTE_ARRAY || cols[c].error != 0) continue;
-        const int32_t last = ((const int32_t*)cols[c].out_offsets)[cols[c].num_rows];
+        const int64_t last = cols[c].out_width == 8 ? ((const int64_t*)cols[c].out_offsets)[cols[c].num_rows]
+                                                    : ((const int32_t*)cols[c].out_offsets)[cols[c].num_rows];
         const uint64_t cap = last > 0 ? (uint64_t)last : 0;
         chars[c] = alloc_real(cap);
         cols[c].out_values = (uint64_t)chars[c];
@@ -540,11 +541,12 @@ int main(int argc, char** argv) {
             const uint64_t cap = col.chars_capacity;
             uint8_t* aligned = copy_ending_at(chars[c], cap, 0);
             uint8_t* odd = copy_ending_at(chars[c], cap, 1);
+            const u32 width = col.out_width == 8 ? 8u : 4u;
             emu::launch(gp_validate_utf8, grid, 64, (const u8*)aligned, (u64)cap,
-                        (const i32*)to_real(col.out_offsets), (u64)col.num_rows, (u64*)&first_bad);
+                        (const void*)to_real(col.out_offsets), width, (u64)col.num_rows, (u64*)&first_bad);
             unsigned long long first_bad_odd = ~0ull;
             emu::launch(gp_validate_utf8, grid, 64, (const u8*)odd + 1, (u64)cap,
-                        (const i32*)to_real(col.out_offsets), (u64)col.num_rows, (u64*)&first_bad_odd);
+                        (const void*)to_real(col.out_offsets), width, (u64)col.num_rows, (u64*)&first_bad_odd);
             std::free(aligned);
             std::free(odd);
             if (first_bad != first_bad_odd) {
