@@ -7,32 +7,40 @@
 //! the kernels do not decode (fixed-size lists, Arrow types needing more than a per-value conversion,
 //! deprecated level encodings) are decoded by arrow-rs from the same fetched bytes and uploaded, each
 //! with its reason.
+//!
+//! [`decode_step`] runs the phases one after another, as libcudf splits preprocess / decode /
+//! chunking, each in its own file under `pipeline/`: `headers` (page headers), `checks` (host checks
+//! and fallbacks), `decompress`, `descriptors` (columns' outputs, pages, dictionaries, repetition level
+//! jobs), `launch` (the kernels in order) and `assemble` (bitmaps, layouts, nested structure,
+//! host-routed columns, schema order). This file holds the routes (which column decodes where, as
+//! what) and the nested columns' structure, which the phases share.
+
+mod assemble;
+mod checks;
+mod decompress;
+mod descriptors;
+mod headers;
+mod launch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
-use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{Compression, Type as PhysicalType};
 use serde::Serialize;
 
-use crate::decode::exec::{Conversion, Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
+use crate::decode::exec::{Conversion, Executor, Kernel};
 use crate::decode::host_headers::HostHeaders;
-use crate::decode::layout::{
-    ChunkDesc, ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, PageInfo,
-    encoding, physical,
-};
+use crate::decode::layout::{ColumnDesc, ErrorCode, PageDesc, PageInfo, physical};
 use crate::decode::reference::nested::{LEVELS_FIRST_ZERO, LEVELS_V1_PREFIX, LevelJob};
-use crate::decode::reference::page_headers::ChunkHeaders;
-use crate::decode::table::{BITMAP_PADDING, DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
+use crate::decode::table::{BITMAP_PADDING, DeviceArray, DeviceBatch};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
-use crate::plan::{ChunkRange, PlanOptions, ReadPlan};
+use crate::plan::{ChunkRange, ReadPlan};
 
-/// Largest page the pipeline accepts, compressed or not (arrow-rs's limit is i32 sizes too).
-const MAX_PAGE_BYTES: i64 = i32::MAX as i64;
+pub use headers::PageHints;
 
 /// How one top-level column is decoded.
 #[derive(Debug, Clone, PartialEq)]
@@ -690,9 +698,6 @@ pub struct StepStats {
     pub decode_time: Duration,
 }
 
-/// One page body to decompress: its chunk, its page, and where from and to.
-type DecompressJob = (usize, usize, Decompress);
-
 /// Where a page came from, for errors.
 #[derive(Debug, Clone)]
 struct PageOrigin {
@@ -712,6 +717,8 @@ struct ChunkPages {
     codec: Compression,
     /// Address of the chunk's first byte.
     start: u64,
+    /// The chunk's length in bytes.
+    len: u64,
     infos: Vec<PageInfo>,
 }
 
@@ -731,30 +738,110 @@ pub fn decode_step<E: Executor>(
     hints: &PageHints,
     host_headers: Option<&HostHeaders>,
 ) -> Result<(DeviceBatch<E::Buffer>, StepStats)> {
-    let location = source.location();
-    let meta = source.metadata();
-    let chunk_of: BTreeMap<(usize, usize), &ChunkRange> =
-        plan.chunks.iter().map(|c| ((c.row_group, c.column), c)).collect();
-    let mut rows_of = Vec::with_capacity(row_groups.len());
-    for &g in row_groups {
-        let n = meta.row_group(g).num_rows();
-        let n = u64::try_from(n).map_err(|_| {
-            Error::invalid_metadata(
-                Location {
-                    row_group: Some(g),
-                    ..location.clone()
-                },
-                format!("negative row count {n}"),
-            )
-        })?;
-        rows_of.push(n);
-    }
-    let num_rows: u64 = rows_of.iter().sum();
+    let input = StepInput::new(source, routes, plan, row_groups, chunk_base)?;
     let mut stats = StepStats::default();
     let started = Instant::now();
+    let mut step = gpu_columns(&input)?;
+    stats.headers_on_host = headers::read_page_headers(exec, &input, &mut step, hints, host_headers)?;
+    let checked = checks::check_columns(&input, &mut step)?;
+    stats.headers_time = started.elapsed();
 
-    // GPU columns, in route order; their chunks, row group by row group.
-    let mut gpu: Vec<(usize, GpuLeaf)> = routes
+    let t_dec = Instant::now();
+    let decompressed = decompress::decompress_bodies(exec, &input, &step, &checked.keep)?;
+    stats.decompress_time = t_dec.elapsed();
+
+    let t_decode = Instant::now();
+    let mut descriptors = descriptors::describe(exec, &input, &step, &checked, &decompressed.bodies)?;
+    let levels = launch::run_kernels(exec, &input, &step, &mut descriptors, decompressed.base)?;
+    let mut arrays = assemble::gpu_arrays(exec, &input, &step, descriptors, levels)?;
+    assemble::host_arrays(exec, &input, &step, host_threads, &mut arrays)?;
+    stats.decode_time = t_decode.elapsed();
+
+    let columns = assemble::columns_in_order(&input, &step, &decompressed.on, arrays, &mut stats)?;
+    Ok((
+        DeviceBatch {
+            schema: schema.clone(),
+            num_rows: input.num_rows as usize,
+            columns,
+            row_groups: row_groups.to_vec(),
+            location: input.location,
+        },
+        stats,
+    ))
+}
+
+/// What every phase of a step reads: the file, the projection, the plan, and where its chunks are.
+struct StepInput<'a> {
+    source: &'a ParquetSource,
+    routes: &'a [ColumnRoute],
+    plan: &'a ReadPlan,
+    row_groups: &'a [usize],
+    /// Address of the plan's first byte in the executor's memory.
+    chunk_base: u64,
+    location: Location,
+    chunk_of: BTreeMap<(usize, usize), &'a ChunkRange>,
+    /// Rows of each of `row_groups`.
+    rows_of: Vec<u64>,
+    num_rows: u64,
+}
+
+impl<'a> StepInput<'a> {
+    fn new(
+        source: &'a ParquetSource,
+        routes: &'a [ColumnRoute],
+        plan: &'a ReadPlan,
+        row_groups: &'a [usize],
+        chunk_base: u64,
+    ) -> Result<Self> {
+        let location = source.location();
+        let meta = source.metadata();
+        let chunk_of: BTreeMap<(usize, usize), &ChunkRange> =
+            plan.chunks.iter().map(|c| ((c.row_group, c.column), c)).collect();
+        let mut rows_of = Vec::with_capacity(row_groups.len());
+        for &g in row_groups {
+            let n = meta.row_group(g).num_rows();
+            let n = u64::try_from(n).map_err(|_| {
+                Error::invalid_metadata(
+                    Location {
+                        row_group: Some(g),
+                        ..location.clone()
+                    },
+                    format!("negative row count {n}"),
+                )
+            })?;
+            rows_of.push(n);
+        }
+        let num_rows: u64 = rows_of.iter().sum();
+        Ok(Self {
+            source,
+            routes,
+            plan,
+            row_groups,
+            chunk_base,
+            location,
+            chunk_of,
+            rows_of,
+            num_rows,
+        })
+    }
+}
+
+/// The step's GPU columns and their chunks, filled in phase by phase.
+struct StepColumns {
+    /// GPU columns (leaves), in route order, each with its route's index.
+    gpu: Vec<(usize, GpuLeaf)>,
+    /// Routes that fell back to the host, and why.
+    fallback: BTreeMap<usize, String>,
+    /// The GPU columns' chunks, column by column, row group by row group; their pages once parsed.
+    chunks: Vec<ChunkPages>,
+}
+
+/// The step's GPU columns, in route order, and their chunks, row group by row group.
+fn gpu_columns(input: &StepInput<'_>) -> Result<StepColumns> {
+    let source = input.source;
+    let meta = source.metadata();
+    let mut gpu: Vec<(usize, GpuLeaf)> = input
+        .routes
         .iter()
         .enumerate()
         .flat_map(|(i, r)| match &r.route {
@@ -768,883 +855,34 @@ pub fn decode_step<E: Executor>(
         })
         .collect();
     let mut fallback: BTreeMap<usize, String> = BTreeMap::new();
-    if num_rows > u32::MAX as u64 && !gpu.is_empty() {
+    if input.num_rows > u32::MAX as u64 && !gpu.is_empty() {
         for (i, _) in gpu.drain(..) {
             fallback.insert(i, "more than 2^32 rows in one step: decoded on the host".into());
         }
     }
 
     let mut chunks: Vec<ChunkPages> = Vec::new();
-    let mut descs: Vec<ChunkDesc> = Vec::new();
     for (gi, (_, leaf)) in gpu.iter().enumerate() {
-        for (slot, &g) in row_groups.iter().enumerate() {
-            let c = chunk_of.get(&(g, leaf.leaf)).ok_or_else(|| Error::InvalidRequest {
-                location: Location::chunk(&location.file, source.column_path(leaf.leaf), g),
-                message: "the plan does not fetch this column chunk".into(),
-            })?;
-            let start = chunk_base + c.dest_offset;
-            descs.push(ChunkDesc {
-                start,
-                len: c.len,
-                ..Default::default()
-            });
+        for (slot, &g) in input.row_groups.iter().enumerate() {
+            let c = input
+                .chunk_of
+                .get(&(g, leaf.leaf))
+                .ok_or_else(|| Error::InvalidRequest {
+                    location: Location::chunk(&input.location.file, source.column_path(leaf.leaf), g),
+                    message: "the plan does not fetch this column chunk".into(),
+                })?;
             chunks.push(ChunkPages {
                 column: gi,
                 row_group: g,
-                rows: rows_of[slot],
+                rows: input.rows_of[slot],
                 codec: meta.row_group(g).column(leaf.leaf).compression(),
-                start,
+                start: input.chunk_base + c.dest_offset,
+                len: c.len,
                 infos: Vec::new(),
             });
         }
     }
-
-    // Page headers: as the host parsed them from the file where `host_headers` holds every chunk's
-    // (no pass, no wait); else one pass into room for as many pages as `hints` expect of each chunk;
-    // where a chunk holds more, a count pass, then a fill pass into exact room. (Each pass walks a
-    // chunk's headers one after another, a warp's first lane per chunk: 0.41-0.59 ms on a snappy
-    // benchmark step.)
-    let from_host = host_headers.and_then(|h| {
-        chunks
-            .iter()
-            .map(|ch| h.get(&(ch.row_group, gpu[ch.column].1.leaf)))
-            .collect::<Option<Vec<&ChunkHeaders>>>()
-    });
-    if let Some(found) = from_host {
-        stats.headers_on_host = true;
-        for (i, h) in found.into_iter().enumerate() {
-            let c = ChunkDesc {
-                page_count: h.pages.len().min(u32::MAX as usize) as u32,
-                error: h.error,
-                error_at: h.error_at,
-                ..descs[i]
-            };
-            check_chunk(&c, &chunks[i], &gpu, source)?;
-            chunks[i].infos = h.pages.clone();
-            hints.record(gpu[chunks[i].column].1.leaf, c.page_count, descs[i].len);
-        }
-    } else if !descs.is_empty() {
-        let n = descs.len() as u32;
-        let mut total = 0u64;
-        for (i, ch) in chunks.iter().enumerate() {
-            descs[i].first_page = total.min(u32::MAX as u64) as u32;
-            descs[i].page_capacity = hints.expected_pages(gpu[ch.column].1.leaf, descs[i].len);
-            total += descs[i].page_capacity as u64;
-        }
-        let mut one_pass = None;
-        if total <= u32::MAX as u64 {
-            let d = exec.upload(&descs)?;
-            let p = exec.alloc(total as usize * std::mem::size_of::<PageInfo>())?;
-            exec.launch(Kernel::PageHeaders { chunks: d, n, pages: p })?;
-            let filled: Vec<ChunkDesc> = exec.read(d, descs.len())?;
-            let overflow = filled
-                .iter()
-                .zip(&descs)
-                .any(|(c, want)| c.error == ErrorCode::TooManyPages as u32 && c.page_count == want.page_capacity);
-            if !overflow {
-                let infos: Vec<PageInfo> = exec.read(p, total as usize)?;
-                one_pass = Some((filled, infos));
-            }
-            exec.free(p);
-            exec.free(d);
-        }
-        let (filled, infos) = match one_pass {
-            Some(found) => found,
-            None => count_then_fill(exec, &mut descs, &chunks, &gpu, source)?,
-        };
-        for (i, c) in filled.iter().enumerate() {
-            check_chunk(c, &chunks[i], &gpu, source)?;
-            if c.page_count > descs[i].page_capacity {
-                return Err(corrupt(
-                    source,
-                    &gpu,
-                    &chunks[i],
-                    None,
-                    ErrorCode::TooManyPages.describe(),
-                ));
-            }
-            let first = descs[i].first_page as usize;
-            chunks[i].infos = infos[first..first + c.page_count as usize].to_vec();
-            hints.record(gpu[chunks[i].column].1.leaf, c.page_count, descs[i].len);
-        }
-    }
-
-    // Host checks; columns with page features the kernels lack fall back to the host.
-    for ch in &chunks {
-        let (route_idx, leaf) = &gpu[ch.column];
-        if fallback.contains_key(route_idx) {
-            continue;
-        }
-        if let Some(why) = validate_chunk(ch, leaf).map_err(|m| corrupt(source, &gpu, ch, m.1, &m.0))? {
-            fallback.insert(*route_idx, why);
-        } else if let Some(why) = dictionary_chunk_fallback(ch, leaf) {
-            fallback.insert(*route_idx, why);
-        }
-    }
-    // Level entries per GPU column (its rows, or more where it repeats), and dictionary entries.
-    let mut entries_of = vec![0u64; gpu.len()];
-    let mut dictionary_entries_of = vec![0u64; gpu.len()];
-    for ch in &chunks {
-        for p in &ch.infos {
-            let n = p.num_values.max(0) as u64;
-            match p.page_type {
-                0 | 3 => entries_of[ch.column] += n,
-                2 => dictionary_entries_of[ch.column] += n,
-                _ => {}
-            }
-        }
-    }
-    for (gi, (route_idx, leaf)) in gpu.iter().enumerate() {
-        if fallback.contains_key(route_idx) {
-            continue;
-        }
-        // Keys index the step's dictionaries one after another: their entries must fit the key type.
-        let entries = dictionary_entries_of[gi];
-        if matches!(leaf.role, LeafRole::DictionaryKeys(_)) && entries > key_capacity(&leaf.data_type) {
-            fallback.insert(
-                *route_idx,
-                format!(
-                    "{entries} dictionary entries in one step, more than {} keys hold: decoded on the host",
-                    leaf.data_type
-                ),
-            );
-        } else if entries_of[gi] > i32::MAX as u64 {
-            fallback.insert(
-                *route_idx,
-                "more than 2^31 level entries in one step: decoded on the host".into(),
-            );
-        }
-    }
-    let keep: Vec<bool> = gpu.iter().map(|(i, _)| !fallback.contains_key(i)).collect();
-    stats.headers_time = started.elapsed();
-
-    // Decompression plan: every compressed body gets a place in one output buffer.
-    let t_dec = Instant::now();
-    struct Body {
-        data: u64,
-        data_len: u64,
-        levels: u64,
-        levels_len: u64,
-    }
-    let mut bodies: Vec<Vec<Body>> = Vec::with_capacity(chunks.len());
-    let mut jobs: BTreeMap<String, (Compression, Vec<DecompressJob>)> = BTreeMap::new();
-    let mut out_total = 0u64;
-    let mut out_items: Vec<(usize, usize, u64, u64)> = Vec::new(); // chunk, page, offset in output, len
-    for (ci, ch) in chunks.iter().enumerate() {
-        let mut b = Vec::with_capacity(ch.infos.len());
-        for (pi, p) in ch.infos.iter().enumerate() {
-            let body = ch.start + p.data_offset;
-            let levels_len = if p.page_type == 3 {
-                (p.def_levels_byte_length as u64) + (p.rep_levels_byte_length as u64)
-            } else {
-                0
-            };
-            let compressed = ch.codec != Compression::UNCOMPRESSED && (p.page_type != 3 || p.is_compressed != 0);
-            let in_len = (p.compressed_size as u64).saturating_sub(levels_len);
-            // A dictionary-typed column's keys need no dictionary bytes, its values nothing else.
-            let unused = match gpu[ch.column].1.role {
-                LeafRole::Column => false,
-                LeafRole::DictionaryKeys(_) => p.page_type == 2,
-                LeafRole::DictionaryValues => p.page_type != 2,
-            };
-            if !keep[ch.column] || p.page_type == 1 || unused {
-                b.push(Body {
-                    data: 0,
-                    data_len: 0,
-                    levels: 0,
-                    levels_len: 0,
-                });
-                continue;
-            }
-            if compressed {
-                let out_len = (p.uncompressed_size as i64) - levels_len as i64;
-                if out_len < 0 {
-                    return Err(corrupt(
-                        source,
-                        &gpu,
-                        ch,
-                        Some(pi),
-                        &format!(
-                            "uncompressed size {} is smaller than its levels ({levels_len} bytes)",
-                            p.uncompressed_size
-                        ),
-                    ));
-                }
-                if out_len == 0 {
-                    // Nothing to decompress (an empty page, or a v2 page of levels only).
-                    b.push(Body {
-                        data: 0,
-                        data_len: 0,
-                        levels: body,
-                        levels_len,
-                    });
-                    continue;
-                }
-                out_items.push((ci, pi, out_total, out_len as u64));
-                // 64-byte aligned outputs: nvCOMP asks at most that of its output buffers.
-                out_total += (out_len as u64).div_ceil(64) * 64;
-                b.push(Body {
-                    data: 0,
-                    data_len: out_len as u64,
-                    levels: body,
-                    levels_len,
-                });
-            } else {
-                b.push(Body {
-                    data: body + levels_len,
-                    data_len: in_len,
-                    levels: body,
-                    levels_len,
-                });
-            }
-        }
-        bodies.push(b);
-    }
-    // Zeroed, though every body's output is written by its decompressor: compute-sanitizer's initcheck
-    // then flags reads of nvCOMP's output (by our kernels and nvCOMP's own) as uninitialized.
-    let dec_base = if out_total > 0 {
-        exec.alloc(out_total as usize)?
-    } else {
-        0
-    };
-    for &(ci, pi, off, len) in &out_items {
-        let ch = &chunks[ci];
-        let p = &ch.infos[pi];
-        let body = &mut bodies[ci][pi];
-        body.data = dec_base + off;
-        let src = ch.start + p.data_offset + body.levels_len;
-        let src_len = (p.compressed_size as u64).saturating_sub(body.levels_len);
-        jobs.entry(format!("{:?}", ch.codec))
-            .or_insert_with(|| (ch.codec, Vec::new()))
-            .1
-            .push((
-                ci,
-                pi,
-                Decompress {
-                    src,
-                    src_len: src_len as usize,
-                    dst: body.data,
-                    dst_len: len as usize,
-                },
-            ));
-    }
-    let mut decompressed_on: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for (_, (codec, items)) in jobs {
-        let batch: Vec<Decompress> = items.iter().map(|x| x.2).collect();
-        let (outcomes, on) = exec.decompress(codec, &batch)?;
-        let on_s = match on {
-            DecompressedOn::Gpu(by) => format!("gpu ({by})"),
-            DecompressedOn::Host(why) => format!("host ({why})"),
-        };
-        for ((ci, pi, d), r) in items.iter().zip(outcomes) {
-            let ch = &chunks[*ci];
-            match r {
-                Ok(n) if n == d.dst_len => {}
-                Ok(n) => {
-                    return Err(corrupt(
-                        source,
-                        &gpu,
-                        ch,
-                        Some(*pi),
-                        &format!("{codec} page decompressed to {n} bytes, its header says {}", d.dst_len),
-                    ));
-                }
-                Err(why) => {
-                    return Err(corrupt(
-                        source,
-                        &gpu,
-                        ch,
-                        Some(*pi),
-                        &format!("{codec} decompression failed: {why}"),
-                    ));
-                }
-            }
-            let v = decompressed_on.entry(ch.column).or_default();
-            if !v.contains(&on_s) {
-                v.push(on_s.clone());
-            }
-        }
-    }
-    stats.decompress_time = t_dec.elapsed();
-
-    // Descriptors.
-    let t_decode = Instant::now();
-    let kept: Vec<usize> = (0..gpu.len()).filter(|&i| keep[i]).collect();
-    let mut col_of_gpu = vec![u32::MAX; gpu.len()];
-    let mut cols: Vec<ColumnDesc> = Vec::with_capacity(kept.len());
-    // Repetition levels, a byte an entry, of the repeated GPU columns; by GPU column.
-    let mut rep_levels: BTreeMap<usize, u64> = BTreeMap::new();
-    let mut rep_jobs: Vec<(LevelJob, usize)> = Vec::new(); // and the page's index
-    for (k, &gi) in kept.iter().enumerate() {
-        col_of_gpu[gi] = k as u32;
-        let leaf = &gpu[gi].1;
-        let values_role = leaf.role == LeafRole::DictionaryValues;
-        // A dictionary's values are as many as its chunks' dictionary entries; any other column has
-        // its level entries (its rows, or more where it repeats).
-        let column_rows = if values_role {
-            dictionary_entries_of[gi]
-        } else {
-            entries_of[gi]
-        };
-        let n = column_rows as usize;
-        let needs_dense = !values_role
-            && chunks
-                .iter()
-                .filter(|c| c.column == gi)
-                .flat_map(|c| &c.infos)
-                .any(|p| {
-                    let e = p.encoding as u32;
-                    (p.page_type == 0 || p.page_type == 3) && e != encoding::PLAIN
-                });
-        let dense_width = leaf.type_len.max(4);
-        let mut c = ColumnDesc {
-            num_rows: column_rows,
-            dense_width,
-            out_width: if leaf.physical == physical::BYTE_ARRAY {
-                0
-            } else {
-                leaf.type_len
-            },
-            physical: leaf.physical,
-            ..Default::default()
-        };
-        // Not zeroed: gp_levels writes vidx and out_valid for every row, the values kernels every
-        // row of out_values (zeros for a null) and out_offsets up to num_rows, and the value kernels
-        // dense, str_src and str_len for every present value of a page they leave without error,
-        // the only entries read after them (the host executor poisons these buffers to test that).
-        if leaf.max_def > 0 {
-            c.vidx = exec.alloc_uninit(n * 4)?;
-            c.out_valid = exec.alloc_uninit(n)?;
-        }
-        if needs_dense {
-            c.dense = exec.alloc_uninit(n * dense_width as usize)?;
-        }
-        if leaf.physical == physical::BYTE_ARRAY {
-            // offsets[0] is written by the column's first page; a step of no rows has none.
-            c.out_offsets = if n == 0 {
-                exec.alloc(4)?
-            } else {
-                exec.alloc_uninit((n + 1) * 4)?
-            };
-            c.str_src = exec.alloc_uninit(n * 8)?;
-            c.str_len = exec.alloc_uninit(n * 4)?;
-        } else {
-            c.out_values = exec.alloc_uninit(n * leaf.type_len as usize)?;
-        }
-        cols.push(c);
-        if leaf.max_rep > 0 {
-            rep_levels.insert(gi, exec.alloc(n.max(1))?);
-        }
-    }
-
-    let mut pages: Vec<PageDesc> = Vec::new();
-    let mut origins: Vec<PageOrigin> = Vec::new();
-    let mut dicts: Vec<DictDesc> = Vec::new();
-    let mut dict_origins: Vec<PageOrigin> = Vec::new();
-    // Identity dictionaries of dictionary-typed columns' keys, freed after the kernels.
-    let mut identities: Vec<u64> = Vec::new();
-    for &gi in &kept {
-        let leaf = &gpu[gi].1;
-        let mut row = 0u64;
-        let mut key_base = 0u64;
-        for (ci, ch) in chunks.iter().enumerate().filter(|(_, c)| c.column == gi) {
-            let mut dict = (0u64, 0u64, 0u32, 0u64);
-            for (pi, p) in ch.infos.iter().enumerate() {
-                let body = &bodies[ci][pi];
-                match (&leaf.role, p.page_type) {
-                    (LeafRole::DictionaryKeys(_), 2) => {
-                        // Key of entry e of this chunk's dictionary: the entries before it in the step, plus e.
-                        let count = p.num_values.max(0) as u32;
-                        let identity: Vec<i32> = (0..count).map(|e| (key_base + e as u64) as i32).collect();
-                        key_base += count as u64;
-                        let at = if identity.is_empty() {
-                            exec.alloc(4)?
-                        } else {
-                            exec.upload(&identity)?
-                        };
-                        identities.push(at);
-                        dict = (at, count as u64 * 4, count, 0);
-                    }
-                    (LeafRole::DictionaryValues, 2) => {
-                        // The dictionary page as a plain data page of the values column.
-                        let count = p.num_values.max(0) as u32;
-                        pages.push(PageDesc {
-                            data: body.data,
-                            data_len: body.data_len,
-                            values: body.data,
-                            values_len: body.data_len,
-                            num_values: count,
-                            row_start: row as u32,
-                            encoding: encoding::PLAIN,
-                            physical: leaf.physical,
-                            type_len: leaf.type_len,
-                            column: col_of_gpu[gi],
-                            ..Default::default()
-                        });
-                        origins.push(PageOrigin {
-                            column: gi,
-                            row_group: ch.row_group,
-                            page: pi,
-                        });
-                        row += count as u64;
-                    }
-                    (LeafRole::DictionaryValues, _) => {}
-                    (_, 2) => {
-                        let count = p.num_values as u32;
-                        let mut index = 0;
-                        if leaf.physical == physical::BYTE_ARRAY {
-                            if count as u64 > body.data_len / 4 {
-                                return Err(corrupt(
-                                    source,
-                                    &gpu,
-                                    ch,
-                                    Some(pi),
-                                    &format!("the dictionary declares {count} entries in {} bytes", body.data_len),
-                                ));
-                            }
-                            index = exec.alloc(count as usize * std::mem::size_of::<DictEntry>())?;
-                            dicts.push(DictDesc {
-                                data: body.data,
-                                data_len: body.data_len,
-                                index,
-                                count,
-                                ..Default::default()
-                            });
-                            dict_origins.push(PageOrigin {
-                                column: gi,
-                                row_group: ch.row_group,
-                                page: pi,
-                            });
-                        }
-                        dict = (body.data, body.data_len, count, index);
-                    }
-                    (_, 0 | 3) => {
-                        let v2 = p.page_type == 3;
-                        let num_values = p.num_values as u32;
-                        let mut d = PageDesc {
-                            data: body.data,
-                            data_len: body.data_len,
-                            values: body.data,
-                            values_len: body.data_len,
-                            dict: dict.0,
-                            dict_len: dict.1,
-                            dict_count: dict.2,
-                            dict_index: dict.3,
-                            num_values,
-                            row_start: row as u32,
-                            encoding: p.encoding as u32,
-                            physical: leaf.physical,
-                            type_len: leaf.type_len,
-                            max_def: leaf.max_def,
-                            def_bit_width: 32 - leaf.max_def.leading_zeros(),
-                            column: col_of_gpu[gi],
-                            ..Default::default()
-                        };
-                        if v2 {
-                            if leaf.max_def > 0 {
-                                // v2 bodies start with the repetition levels, then the definition levels.
-                                d.levels = body.levels + p.rep_levels_byte_length as u64;
-                                d.levels_len = p.def_levels_byte_length as u64;
-                            }
-                        } else {
-                            if leaf.max_def > 0 {
-                                d.flags |= PAGE_V1_LEVELS;
-                            }
-                            if leaf.max_rep > 0 {
-                                d.flags |= PAGE_V1_REP_LEVELS;
-                            }
-                        }
-                        if let Some(&levels) = rep_levels.get(&gi) {
-                            let first_of_chunk = !ch.infos[..pi].iter().any(|q| q.page_type == 0 || q.page_type == 3);
-                            let body = (body.data, body.data_len, body.levels);
-                            let job = rep_level_job(p, body, levels + row, leaf.max_rep, first_of_chunk);
-                            rep_jobs.push((job, pages.len()));
-                        }
-                        row += num_values as u64;
-                        pages.push(d);
-                        origins.push(PageOrigin {
-                            column: gi,
-                            row_group: ch.row_group,
-                            page: pi,
-                        });
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-
-    // Kernels, in order.
-    let mut levels = NestedLevels::default();
-    let n = pages.len() as u32;
-    let ncols = cols.len() as u32;
-    let pages_addr = if pages.is_empty() { 0 } else { exec.upload(&pages)? };
-    let cols_addr = if cols.is_empty() { 0 } else { exec.upload(&cols)? };
-    let has = |f: &dyn Fn(&PageDesc) -> bool| pages.iter().any(f);
-    let is_dict = |p: &PageDesc| p.encoding == encoding::PLAIN_DICTIONARY || p.encoding == encoding::RLE_DICTIONARY;
-    let is_ba = |p: &PageDesc| p.physical == physical::BYTE_ARRAY;
-    let largest_strings = PageShape::of(pages.iter().filter(|p| is_ba(p)));
-    let run = |exec: &mut E, kind: PageKernel| {
-        exec.launch(Kernel::Pages {
-            kind,
-            pages: pages_addr,
-            n,
-            cols: cols_addr,
-            ncols,
-            largest_strings,
-        })
-    };
-    if n > 0 {
-        run(exec, PageKernel::Setup)?;
-        run(exec, PageKernel::Levels)?;
-        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
-        decode_rep_levels(exec, &rep_jobs, &origins, source, &gpu)?;
-        if !dicts.is_empty() {
-            let d = exec.upload(&dicts)?;
-            exec.launch(Kernel::DictByteArrayIndex {
-                dicts: d,
-                n: dicts.len() as u32,
-                largest: dicts.iter().map(|e| e.data_len).max().unwrap_or(0),
-            })?;
-            let back: Vec<DictDesc> = exec.read(d, dicts.len())?;
-            if let Some((i, e)) = back.iter().enumerate().find(|(_, e)| e.error != 0) {
-                let o = &dict_origins[i];
-                return Err(kernel_error(source, &gpu, o, e.error, e.error_detail));
-            }
-            exec.free(d);
-        }
-        if has(&|p| is_dict(p) || (p.physical == physical::BOOLEAN && p.encoding == encoding::RLE)) {
-            run(exec, PageKernel::DictIndices)?;
-        }
-        if has(&|p| p.encoding == encoding::DELTA_BINARY_PACKED) {
-            run(exec, PageKernel::DeltaBinaryPacked)?;
-        }
-        if has(&|p| p.encoding == encoding::BYTE_STREAM_SPLIT) {
-            run(exec, PageKernel::ByteStreamSplit)?;
-        }
-        if has(&|p| !is_ba(p)) {
-            run(exec, PageKernel::GatherFixed)?;
-        }
-        if has(&is_ba) {
-            run(exec, PageKernel::ByteArrayValues)?;
-            if has(&|p| p.encoding == encoding::DELTA_LENGTH_BYTE_ARRAY) {
-                run(exec, PageKernel::DeltaLengthByteArray)?;
-            }
-            if has(&|p| p.encoding == encoding::DELTA_BYTE_ARRAY) {
-                run(exec, PageKernel::DeltaByteArrayLengths)?;
-            }
-            run(exec, PageKernel::StringOffsets)?;
-        }
-        check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
-        if has(&is_ba) {
-            let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
-            for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
-                let last: Vec<i32> = exec.read(c.out_offsets + c.num_rows * 4, 1)?;
-                let chars = last.first().copied().unwrap_or(0).max(0) as u64;
-                c.chars_capacity = chars;
-                // gp_copy_strings writes every character up to the last offset.
-                c.out_values = exec.alloc_uninit(chars as usize)?;
-            }
-            exec.write(cols_addr, &updated)?;
-            cols = updated;
-            run(exec, PageKernel::CopyStrings)?;
-            if has(&|p| p.encoding == encoding::DELTA_BYTE_ARRAY) {
-                run(exec, PageKernel::DeltaByteArrayCopy)?;
-            }
-            check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
-            check_utf8(exec, &cols, &kept, &pages, &origins, source, &gpu)?;
-        }
-    }
-    // What only the kernels above read, freed now (stream-ordered) rather than with the step: the
-    // decompressed pages, dictionary entry tables and per-value scratch. The layouts below allocate
-    // (views are 16 bytes a row), so a step's peak then holds one or the other, not both.
-    for at in identities {
-        exec.free(at);
-    }
-    if dec_base != 0 {
-        exec.free(dec_base);
-    }
-    for d in &dicts {
-        exec.free(d.index);
-    }
-    for c in &cols {
-        for scratch in [c.dense, c.str_src, c.str_len, c.vidx] {
-            if scratch != 0 {
-                exec.free(scratch);
-            }
-        }
-    }
-
-    if n == 0 {
-        // No pages (a step of no rows): the structs' levels are empty, no kernel to run.
-        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
-    }
-
-    // Bitmaps and conversions, then the arrays.
-    let mut counts_addr = 0;
-    if !cols.is_empty() {
-        counts_addr = exec.alloc(cols.len() * 2 * 8)?;
-    }
-    levels.rep = rep_levels;
-    compact_repeated_leaves(exec, routes, &gpu, &kept, &mut cols, &levels)?;
-    let mut bitmaps: Vec<(u64, u64)> = Vec::with_capacity(cols.len());
-    for (k, c) in cols.iter().enumerate() {
-        // Bitmaps are allocated to a multiple of 64 bytes (zeroed past the last word), as Arrow
-        // recommends: cuDF's import copies a validity bitmap rounded up to 64 bytes, and a copy past
-        // the end of a stream-ordered allocation fails (cudaErrorInvalidValue).
-        let words = (c.num_rows.div_ceil(32) * 4) as usize;
-        let words = words.next_multiple_of(BITMAP_PADDING);
-        let validity = if c.out_valid != 0 {
-            let w = exec.alloc(words)?;
-            exec.launch(Kernel::PackBits {
-                bytes: c.out_valid,
-                n: c.num_rows,
-                words: w,
-                count: counts_addr + 16 * k as u64,
-            })?;
-            w
-        } else {
-            0
-        };
-        let values = if c.physical == physical::BOOLEAN {
-            let w = exec.alloc(words)?;
-            exec.launch(Kernel::PackBits {
-                bytes: c.out_values,
-                n: c.num_rows,
-                words: w,
-                count: counts_addr + 16 * k as u64 + 8,
-            })?;
-            w
-        } else {
-            0
-        };
-        bitmaps.push((validity, values));
-    }
-    let counts: Vec<u64> = if cols.is_empty() {
-        Vec::new()
-    } else {
-        exec.read(counts_addr, cols.len() * 2)?
-    };
-
-    let mut reshaped = reshape_strings(exec, &mut cols, &kept, &pages, &origins, source, &gpu)?;
-    let mut arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
-    let mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
-    for (k, (&gi, c)) in kept.iter().zip(&cols).enumerate() {
-        let leaf = &gpu[gi].1;
-        let num_rows = c.num_rows;
-        let (validity, bool_values) = bitmaps[k];
-        if leaf.data_type == DataType::Null {
-            leaf_arrays.insert(gi, null_array(exec, c, validity));
-            continue;
-        }
-        let present = if c.out_valid != 0 { counts[2 * k] } else { num_rows };
-        let null_count = (num_rows - present.min(num_rows)) as usize;
-        let validity = if validity != 0 && null_count > 0 {
-            Some(exec.take(validity)?)
-        } else {
-            None
-        };
-        let buffers = if leaf.physical == physical::BYTE_ARRAY {
-            match reshaped.remove(&k) {
-                Some(buffers) => buffers,
-                None => vec![exec.take(c.out_offsets)?, exec.take(c.out_values)?],
-            }
-        } else if leaf.physical == physical::BOOLEAN {
-            vec![exec.take(bool_values)?]
-        } else if let Some(op) = leaf.conversion {
-            let (_, dw) = op.widths(leaf.type_len);
-            let dst = exec.alloc_uninit((num_rows as usize * dw).max(1))?;
-            exec.launch(Kernel::Convert {
-                op,
-                src: c.out_values,
-                src_width: leaf.type_len,
-                n: num_rows,
-                dst,
-            })?;
-            exec.free(c.out_values);
-            vec![exec.take(dst)?]
-        } else {
-            vec![exec.take(c.out_values)?]
-        };
-        leaf_arrays.insert(
-            gi,
-            DeviceArray {
-                data_type: leaf.data_type.clone(),
-                len: num_rows as usize,
-                null_count,
-                validity,
-                buffers,
-                children: Vec::new(),
-            },
-        );
-    }
-    assemble_columns(
-        exec,
-        routes,
-        &gpu,
-        leaf_arrays,
-        &levels,
-        num_rows,
-        &location,
-        &mut arrays,
-    )?;
-
-    // Host-routed columns: arrow-rs over the same fetched bytes.
-    let host_cols: Vec<usize> = routes
-        .iter()
-        .enumerate()
-        .filter(|(i, r)| matches!(r.route, Route::Host(_)) || fallback.contains_key(i))
-        .map(|(i, _)| i)
-        .collect();
-    if !host_cols.is_empty() {
-        let leaves: Vec<usize> = host_cols
-            .iter()
-            .flat_map(|&i| routes[i].leaves.iter().copied())
-            .collect();
-        let mut sub_chunks = Vec::new();
-        for &g in row_groups {
-            for &l in &leaves {
-                let c = chunk_of.get(&(g, l)).ok_or_else(|| Error::InvalidRequest {
-                    location: Location::chunk(&location.file, source.column_path(l), g),
-                    message: "the plan does not fetch this column chunk".into(),
-                })?;
-                sub_chunks.push((*c).clone());
-            }
-        }
-        let mut sorted_leaves = leaves.clone();
-        sorted_leaves.sort_unstable();
-        // The chunks packed end to end in file order, whatever the fetch's layout was (an O_DIRECT
-        // plan pads its chunks to 4 KiB): the sub-plan lays them out that way, then they are copied
-        // to where it says.
-        let sub = ReadPlan::from_chunks(
-            sub_chunks,
-            sorted_leaves,
-            row_groups.to_vec(),
-            source.len(),
-            PlanOptions {
-                align: false,
-                max_gap: 0,
-                ..plan.options
-            },
-        );
-        let mut packed = vec![0u8; sub.dest_len as usize];
-        for sc in &sub.chunks {
-            // Every sub-plan chunk is one of `chunk_of`'s (cloned above); looked up, not indexed, so that
-            // no path here can panic.
-            let c = chunk_of
-                .get(&(sc.row_group, sc.column))
-                .ok_or_else(|| Error::InvalidRequest {
-                    location: Location::chunk(&location.file, sc.column_path.clone(), sc.row_group),
-                    message: "the plan does not fetch this column chunk".into(),
-                })?;
-            let bytes: Vec<u8> = exec.read(chunk_base + c.dest_offset, c.len as usize)?;
-            let at = sc.dest_offset as usize;
-            packed
-                .get_mut(at..at + bytes.len())
-                .ok_or_else(|| Error::InvalidRequest {
-                    location: Location::chunk(&location.file, sc.column_path.clone(), sc.row_group),
-                    message: "this column chunk overlaps another".into(),
-                })?
-                .copy_from_slice(&bytes);
-        }
-        let table = crate::decode::host::decode_fetched(source, &sub, &Bytes::from(packed), host_threads)?;
-        let batch = table.concat()?;
-        if batch.num_rows() as u64 != num_rows {
-            return Err(Error::parquet(
-                location.clone(),
-                format!(
-                    "arrow-rs decoded {} rows where the row groups hold {num_rows}",
-                    batch.num_rows()
-                ),
-            ));
-        }
-        for (j, &i) in host_cols.iter().enumerate() {
-            let data = batch.column(j).to_data();
-            let mut up = |b: &[u8]| -> Result<E::Buffer> {
-                let a = exec.upload(b)?;
-                exec.take(a)
-            };
-            arrays.insert(i, upload_array(&data, &mut up)?);
-        }
-    }
-    stats.decode_time = t_decode.elapsed();
-
-    // Columns in schema order, with where each ran.
-    let mut columns = Vec::with_capacity(routes.len());
-    for (i, r) in routes.iter().enumerate() {
-        let array = arrays
-            .remove(&i)
-            .ok_or_else(|| Error::parquet(location.clone(), format!("column '{}' was not decoded", r.name)))?;
-        let decoded = match (&r.route, fallback.get(&i)) {
-            (Route::Host(why), _) | (_, Some(why)) => DecodedWhere::Host(why.clone()),
-            _ => DecodedWhere::Gpu,
-        };
-        // The route's leaves among the GPU columns.
-        let gis: Vec<usize> = (0..gpu.len()).filter(|&g| gpu[g].0 == i).collect();
-        let mut cs = ColumnStepStats {
-            name: r.name.clone(),
-            ..Default::default()
-        };
-        if !gis.is_empty() {
-            let mine: Vec<&ChunkPages> = chunks.iter().filter(|c| gis.contains(&c.column)).collect();
-            cs.pages = mine.iter().map(|c| c.infos.len()).sum();
-            cs.compressed_bytes = mine
-                .iter()
-                .flat_map(|c| &c.infos)
-                .map(|p| p.compressed_size.max(0) as u64)
-                .sum();
-            cs.uncompressed_bytes = mine
-                .iter()
-                .flat_map(|c| &c.infos)
-                .map(|p| p.uncompressed_size.max(0) as u64)
-                .sum();
-            let mut codecs: Vec<String> = mine.iter().map(|c| format!("{:?}", c.codec)).collect();
-            codecs.dedup();
-            cs.codec = codecs.join(",");
-            let mut on: Vec<&String> = gis.iter().filter_map(|g| decompressed_on.get(g)).flatten().collect();
-            on.sort();
-            on.dedup();
-            cs.decompressed_on = if on.is_empty() {
-                "none".into()
-            } else {
-                on.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            };
-        } else {
-            let mut codecs: Vec<String> = Vec::new();
-            for &g in row_groups {
-                for &l in &r.leaves {
-                    let chunk = meta.row_group(g).column(l);
-                    codecs.push(format!("{:?}", chunk.compression()));
-                    cs.compressed_bytes += chunk.compressed_size().max(0) as u64;
-                    cs.uncompressed_bytes += chunk.uncompressed_size().max(0) as u64;
-                }
-            }
-            codecs.sort();
-            codecs.dedup();
-            cs.codec = codecs.join(",");
-            cs.decompressed_on = "host (arrow-rs)".into();
-        }
-        cs.decoded_on = match &decoded {
-            DecodedWhere::Gpu => "gpu".into(),
-            DecodedWhere::Host(why) => format!("host ({why})"),
-        };
-        stats.columns.push(cs);
-        columns.push(DeviceColumn {
-            name: r.name.clone(),
-            array,
-            decoded,
-        });
-    }
-    Ok((
-        DeviceBatch {
-            schema: schema.clone(),
-            num_rows: num_rows as usize,
-            columns,
-            row_groups: row_groups.to_vec(),
-            location,
-        },
-        stats,
-    ))
+    Ok(StepColumns { gpu, fallback, chunks })
 }
 
 /// A Null-typed leaf's array: no buffers, no validity (arrow-rs's NullArray) over its slots; the values
@@ -2506,276 +1744,4 @@ fn reshape_strings<E: Executor>(
         out.insert(k, buffers);
     }
     Ok(out)
-}
-
-/// Reads the step's page and column error flags once; the first page error (in page order) wins.
-#[allow(clippy::too_many_arguments)]
-fn check_pages<E: Executor>(
-    exec: &mut E,
-    pages_addr: u64,
-    n: u32,
-    cols_addr: u64,
-    ncols: u32,
-    origins: &[PageOrigin],
-    kept: &[usize],
-    source: &ParquetSource,
-    gpu: &[(usize, GpuLeaf)],
-) -> Result<()> {
-    let pages: Vec<PageDesc> = exec.read(pages_addr, n as usize)?;
-    if let Some((i, p)) = pages.iter().enumerate().find(|(_, p)| p.error != 0) {
-        return Err(kernel_error(source, gpu, &origins[i], p.error, p.error_detail));
-    }
-    let cols: Vec<ColumnDesc> = exec.read(cols_addr, ncols as usize)?;
-    if let Some((k, c)) = cols.iter().enumerate().find(|(_, c)| c.error != 0) {
-        let gi = kept[k];
-        let what = ErrorCode::from_u32(c.error)
-            .map(ErrorCode::describe)
-            .unwrap_or("an unknown decoder error");
-        return Err(Error::CorruptPage {
-            location: Location {
-                column: Some(source.column_path(gpu[gi].1.leaf)),
-                ..source.location()
-            },
-            page: None,
-            message: what.to_string(),
-        });
-    }
-    Ok(())
-}
-
-/// How many pages to expect per byte of each leaf column's chunks, learnt from the steps decoded so far
-/// (a reader's steps cut the same columns), so that page headers are parsed in one pass.
-#[derive(Debug, Default)]
-pub struct PageHints(std::sync::Mutex<BTreeMap<usize, (u64, u64)>>);
-
-impl PageHints {
-    /// Room for the pages of a `len`-byte chunk of `leaf`: a quarter more than its column's pages per
-    /// byte so far, plus 4; one page per 32 KiB plus 4 for a column not seen yet.
-    fn expected_pages(&self, leaf: usize, len: u64) -> u32 {
-        let seen = self.0.lock().ok().and_then(|m| m.get(&leaf).copied());
-        let pages = match seen {
-            Some((pages, bytes)) if bytes > 0 => (len as u128 * pages as u128 * 5 / (bytes as u128 * 4)) as u64,
-            _ => len / (32 << 10),
-        };
-        pages.saturating_add(4).min(u32::MAX as u64) as u32
-    }
-
-    /// A `len`-byte chunk of `leaf` held `pages` pages.
-    fn record(&self, leaf: usize, pages: u32, len: u64) {
-        if let Ok(mut m) = self.0.lock() {
-            let e = m.entry(leaf).or_default();
-            e.0 = e.0.saturating_add(pages as u64);
-            e.1 = e.1.saturating_add(len);
-        }
-    }
-}
-
-/// Page headers in two passes: the count pass, then the fill pass into exact room (`descs` get their
-/// places). The chunks' results and every page, laid out as `descs` say.
-fn count_then_fill<E: Executor>(
-    exec: &mut E,
-    descs: &mut [ChunkDesc],
-    chunks: &[ChunkPages],
-    gpu: &[(usize, GpuLeaf)],
-    source: &ParquetSource,
-) -> Result<(Vec<ChunkDesc>, Vec<PageInfo>)> {
-    let n = descs.len() as u32;
-    for d in descs.iter_mut() {
-        d.first_page = 0;
-        d.page_capacity = 0;
-    }
-    let d = exec.upload(descs)?;
-    exec.launch(Kernel::PageHeaders { chunks: d, n, pages: 0 })?;
-    let counted: Vec<ChunkDesc> = exec.read(d, descs.len())?;
-    let mut total = 0u64;
-    for (i, c) in counted.iter().enumerate() {
-        check_chunk(c, &chunks[i], gpu, source)?;
-        descs[i].first_page = total as u32;
-        descs[i].page_capacity = c.page_count;
-        total += c.page_count as u64;
-    }
-    if total > u32::MAX as u64 {
-        return Err(Error::invalid_metadata(
-            source.location(),
-            format!("{total} pages in one step"),
-        ));
-    }
-    exec.write(d, descs)?;
-    let p = exec.alloc(total as usize * std::mem::size_of::<PageInfo>())?;
-    exec.launch(Kernel::PageHeaders { chunks: d, n, pages: p })?;
-    let filled: Vec<ChunkDesc> = exec.read(d, descs.len())?;
-    let infos: Vec<PageInfo> = exec.read(p, total as usize)?;
-    exec.free(p);
-    exec.free(d);
-    for (i, c) in filled.iter().enumerate() {
-        if c.error == 0 && c.page_count != descs[i].page_capacity {
-            return Err(corrupt(
-                source,
-                gpu,
-                &chunks[i],
-                None,
-                ErrorCode::TooManyPages.describe(),
-            ));
-        }
-    }
-    Ok((filled, infos))
-}
-
-/// A chunk's header-pass outcome: an error names the page by its header offset.
-fn check_chunk(c: &ChunkDesc, ch: &ChunkPages, gpu: &[(usize, GpuLeaf)], source: &ParquetSource) -> Result<()> {
-    if c.error == 0 {
-        return Ok(());
-    }
-    let what = ErrorCode::from_u32(c.error)
-        .map(ErrorCode::describe)
-        .unwrap_or("an unknown header error");
-    Err(corrupt(
-        source,
-        gpu,
-        ch,
-        Some(c.page_count as usize),
-        &format!("{what} (page header at chunk offset {})", c.error_at),
-    ))
-}
-
-/// Checks a GPU chunk's pages on the host. `Ok(Some(why))`: the kernels cannot decode it (the column
-/// goes to the host); `Err((message, page))`: the chunk is corrupt.
-/// Why a dictionary-typed column's chunk goes to the host: its keys come from dictionary indices, so
-/// every data page must be dictionary-encoded after a dictionary page (a writer falls back to plain
-/// pages when the dictionary grows too large).
-fn dictionary_chunk_fallback(ch: &ChunkPages, leaf: &GpuLeaf) -> Option<String> {
-    if !matches!(leaf.role, LeafRole::DictionaryKeys(_)) {
-        return None;
-    }
-    let mut has_dictionary = false;
-    for p in &ch.infos {
-        match p.page_type {
-            2 => has_dictionary = true,
-            0 | 3 => {
-                let e = p.encoding as u32;
-                if e != encoding::PLAIN_DICTIONARY && e != encoding::RLE_DICTIONARY {
-                    return Some(format!(
-                        "a dictionary-typed column with data pages in encoding {e} (not dictionary indices): decoded on the host"
-                    ));
-                }
-            }
-            _ => {}
-        }
-    }
-    (!has_dictionary && ch.infos.iter().any(|p| p.page_type == 0 || p.page_type == 3))
-        .then(|| "a dictionary-typed column without a dictionary page: decoded on the host".to_string())
-}
-
-fn validate_chunk(ch: &ChunkPages, leaf: &GpuLeaf) -> std::result::Result<Option<String>, (String, Option<usize>)> {
-    let mut values = 0u64;
-    let mut seen_data = false;
-    let mut seen_dict = false;
-    for (i, p) in ch.infos.iter().enumerate() {
-        let bad = |m: String| Err((m, Some(i)));
-        if p.compressed_size < 0 || p.uncompressed_size < 0 || p.num_values < 0 {
-            return bad("a negative size or count".into());
-        }
-        if p.compressed_size as i64 > MAX_PAGE_BYTES || p.uncompressed_size as i64 > MAX_PAGE_BYTES {
-            return bad("a page over 2 GiB".into());
-        }
-        match p.page_type {
-            1 => continue,
-            2 => {
-                if seen_data || seen_dict {
-                    return bad("a dictionary page that is not the chunk's first page".into());
-                }
-                if p.encoding as u32 != encoding::PLAIN && p.encoding as u32 != encoding::PLAIN_DICTIONARY {
-                    return bad(format!("dictionary page encoding {}", p.encoding));
-                }
-                seen_dict = true;
-            }
-            0 | 3 => {
-                seen_data = true;
-                values += p.num_values as u64;
-                let e = p.encoding as u32;
-                let ok = match leaf.physical {
-                    physical::BOOLEAN => e == encoding::PLAIN || e == encoding::RLE,
-                    physical::INT32 | physical::INT64 => matches!(
-                        e,
-                        encoding::PLAIN
-                            | encoding::PLAIN_DICTIONARY
-                            | encoding::RLE_DICTIONARY
-                            | encoding::DELTA_BINARY_PACKED
-                            | encoding::BYTE_STREAM_SPLIT
-                    ),
-                    physical::INT96 => matches!(
-                        e,
-                        encoding::PLAIN | encoding::PLAIN_DICTIONARY | encoding::RLE_DICTIONARY
-                    ),
-                    physical::FLOAT | physical::DOUBLE | physical::FIXED_LEN_BYTE_ARRAY => matches!(
-                        e,
-                        encoding::PLAIN
-                            | encoding::PLAIN_DICTIONARY
-                            | encoding::RLE_DICTIONARY
-                            | encoding::BYTE_STREAM_SPLIT
-                    ),
-                    physical::BYTE_ARRAY => matches!(
-                        e,
-                        encoding::PLAIN
-                            | encoding::PLAIN_DICTIONARY
-                            | encoding::RLE_DICTIONARY
-                            | encoding::DELTA_LENGTH_BYTE_ARRAY
-                            | encoding::DELTA_BYTE_ARRAY
-                    ),
-                    _ => false,
-                };
-                if !ok {
-                    if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && e == encoding::DELTA_BYTE_ARRAY {
-                        return Ok(Some(
-                            "DELTA_BYTE_ARRAY on FIXED_LEN_BYTE_ARRAY: decoded on the host".into(),
-                        ));
-                    }
-                    return bad(format!("encoding {e} is not valid for this column's type"));
-                }
-                // Values outside parquet.thrift's Encoding make the header invalid even where the
-                // column has no levels to decode (arrow-rs refuses the page the same way).
-                let known = |e: i32| e == 0 || (2..=9).contains(&e);
-                if p.page_type == 0 && !(known(p.def_level_encoding) && known(p.rep_level_encoding)) {
-                    return bad(format!(
-                        "level encodings {} and {} (not Parquet encodings)",
-                        p.def_level_encoding, p.rep_level_encoding
-                    ));
-                }
-                if p.page_type == 0 && leaf.max_rep > 0 && p.rep_level_encoding as u32 != encoding::RLE {
-                    return Ok(Some(format!(
-                        "repetition levels in encoding {} (deprecated BIT_PACKED): decoded on the host",
-                        p.rep_level_encoding
-                    )));
-                }
-                if p.page_type == 0 && leaf.max_def > 0 && p.def_level_encoding as u32 != encoding::RLE {
-                    return Ok(Some(format!(
-                        "definition levels in encoding {} (deprecated BIT_PACKED): decoded on the host",
-                        p.def_level_encoding
-                    )));
-                }
-                if p.page_type == 3 {
-                    // Repetition level bytes in a flat column (some writers store an empty run) are
-                    // skipped, as arrow-rs does.
-                    if p.rep_levels_byte_length < 0
-                        || p.def_levels_byte_length < 0
-                        || (p.def_levels_byte_length as i64 + p.rep_levels_byte_length as i64)
-                            > p.compressed_size as i64
-                    {
-                        return bad("level lengths larger than the page".into());
-                    }
-                }
-            }
-            t => return bad(format!("unknown page type {t}")),
-        }
-    }
-    if leaf.max_rep == 0 && values != ch.rows {
-        return Err((
-            format!(
-                "the data pages hold {values} values, the row group has {} rows",
-                ch.rows
-            ),
-            None,
-        ));
-    }
-    Ok(None)
 }

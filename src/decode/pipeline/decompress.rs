@@ -1,0 +1,188 @@
+//! Phase 3 of a step: every compressed page body gets a place in one output buffer and is decompressed,
+//! batched by codec (nvCOMP, our Snappy kernels or the host, as the executor decides); uncompressed
+//! bodies are used where they were fetched.
+
+use std::collections::BTreeMap;
+
+use parquet::basic::Compression;
+
+use super::{LeafRole, StepColumns, StepInput, corrupt};
+use crate::decode::exec::{Decompress, DecompressedOn, Executor};
+use crate::error::Result;
+
+/// One page body to decompress: its chunk, its page, and where from and to.
+type DecompressJob = (usize, usize, Decompress);
+
+/// Where a page's body and levels are after decompression (all zero for a page not decoded).
+pub(super) struct Body {
+    pub(super) data: u64,
+    pub(super) data_len: u64,
+    pub(super) levels: u64,
+    pub(super) levels_len: u64,
+}
+
+/// The step's page bodies after decompression.
+pub(super) struct Decompressed {
+    /// Per chunk, per page.
+    pub(super) bodies: Vec<Vec<Body>>,
+    /// The buffer holding every decompressed body (0 when none), freed after the decode kernels.
+    pub(super) base: u64,
+    /// Where each GPU column's bodies were decompressed ("gpu (nvCOMP)", "host (<why>)", ...).
+    pub(super) on: BTreeMap<usize, Vec<String>>,
+}
+
+/// Decompresses the bodies of the pages the kept GPU columns decode (`keep`, by GPU column).
+pub(super) fn decompress_bodies<E: Executor>(
+    exec: &mut E,
+    input: &StepInput<'_>,
+    step: &StepColumns,
+    keep: &[bool],
+) -> Result<Decompressed> {
+    let source = input.source;
+    let gpu = &step.gpu;
+    let chunks = &step.chunks;
+    let mut bodies: Vec<Vec<Body>> = Vec::with_capacity(chunks.len());
+    let mut jobs: BTreeMap<String, (Compression, Vec<DecompressJob>)> = BTreeMap::new();
+    let mut out_total = 0u64;
+    let mut out_items: Vec<(usize, usize, u64, u64)> = Vec::new(); // chunk, page, offset in output, len
+    for (ci, ch) in chunks.iter().enumerate() {
+        let mut b = Vec::with_capacity(ch.infos.len());
+        for (pi, p) in ch.infos.iter().enumerate() {
+            let body = ch.start + p.data_offset;
+            let levels_len = if p.page_type == 3 {
+                (p.def_levels_byte_length as u64) + (p.rep_levels_byte_length as u64)
+            } else {
+                0
+            };
+            let compressed = ch.codec != Compression::UNCOMPRESSED && (p.page_type != 3 || p.is_compressed != 0);
+            let in_len = (p.compressed_size as u64).saturating_sub(levels_len);
+            // A dictionary-typed column's keys need no dictionary bytes, its values nothing else.
+            let unused = match gpu[ch.column].1.role {
+                LeafRole::Column => false,
+                LeafRole::DictionaryKeys(_) => p.page_type == 2,
+                LeafRole::DictionaryValues => p.page_type != 2,
+            };
+            if !keep[ch.column] || p.page_type == 1 || unused {
+                b.push(Body {
+                    data: 0,
+                    data_len: 0,
+                    levels: 0,
+                    levels_len: 0,
+                });
+                continue;
+            }
+            if compressed {
+                let out_len = (p.uncompressed_size as i64) - levels_len as i64;
+                if out_len < 0 {
+                    return Err(corrupt(
+                        source,
+                        gpu,
+                        ch,
+                        Some(pi),
+                        &format!(
+                            "uncompressed size {} is smaller than its levels ({levels_len} bytes)",
+                            p.uncompressed_size
+                        ),
+                    ));
+                }
+                if out_len == 0 {
+                    // Nothing to decompress (an empty page, or a v2 page of levels only).
+                    b.push(Body {
+                        data: 0,
+                        data_len: 0,
+                        levels: body,
+                        levels_len,
+                    });
+                    continue;
+                }
+                out_items.push((ci, pi, out_total, out_len as u64));
+                // 64-byte aligned outputs: nvCOMP asks at most that of its output buffers.
+                out_total += (out_len as u64).div_ceil(64) * 64;
+                b.push(Body {
+                    data: 0,
+                    data_len: out_len as u64,
+                    levels: body,
+                    levels_len,
+                });
+            } else {
+                b.push(Body {
+                    data: body + levels_len,
+                    data_len: in_len,
+                    levels: body,
+                    levels_len,
+                });
+            }
+        }
+        bodies.push(b);
+    }
+    // Zeroed, though every body's output is written by its decompressor: compute-sanitizer's initcheck
+    // then flags reads of nvCOMP's output (by our kernels and nvCOMP's own) as uninitialized.
+    let dec_base = if out_total > 0 {
+        exec.alloc(out_total as usize)?
+    } else {
+        0
+    };
+    for &(ci, pi, off, len) in &out_items {
+        let ch = &chunks[ci];
+        let p = &ch.infos[pi];
+        let body = &mut bodies[ci][pi];
+        body.data = dec_base + off;
+        let src = ch.start + p.data_offset + body.levels_len;
+        let src_len = (p.compressed_size as u64).saturating_sub(body.levels_len);
+        jobs.entry(format!("{:?}", ch.codec))
+            .or_insert_with(|| (ch.codec, Vec::new()))
+            .1
+            .push((
+                ci,
+                pi,
+                Decompress {
+                    src,
+                    src_len: src_len as usize,
+                    dst: body.data,
+                    dst_len: len as usize,
+                },
+            ));
+    }
+    let mut decompressed_on: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (_, (codec, items)) in jobs {
+        let batch: Vec<Decompress> = items.iter().map(|x| x.2).collect();
+        let (outcomes, on) = exec.decompress(codec, &batch)?;
+        let on_s = match on {
+            DecompressedOn::Gpu(by) => format!("gpu ({by})"),
+            DecompressedOn::Host(why) => format!("host ({why})"),
+        };
+        for ((ci, pi, d), r) in items.iter().zip(outcomes) {
+            let ch = &chunks[*ci];
+            match r {
+                Ok(n) if n == d.dst_len => {}
+                Ok(n) => {
+                    return Err(corrupt(
+                        source,
+                        gpu,
+                        ch,
+                        Some(*pi),
+                        &format!("{codec} page decompressed to {n} bytes, its header says {}", d.dst_len),
+                    ));
+                }
+                Err(why) => {
+                    return Err(corrupt(
+                        source,
+                        gpu,
+                        ch,
+                        Some(*pi),
+                        &format!("{codec} decompression failed: {why}"),
+                    ));
+                }
+            }
+            let v = decompressed_on.entry(ch.column).or_default();
+            if !v.contains(&on_s) {
+                v.push(on_s.clone());
+            }
+        }
+    }
+    Ok(Decompressed {
+        bodies,
+        base: dec_base,
+        on: decompressed_on,
+    })
+}

@@ -1,0 +1,180 @@
+//! Phase 5 of a step: the decode kernels, in order (levels, dictionaries, values, strings), their
+//! error flags read once; then what only they read is freed.
+
+use super::descriptors::Descriptors;
+use super::{
+    GpuLeaf, NestedLevels, PageOrigin, StepColumns, StepInput, check_utf8, decode_rep_levels, kernel_error,
+    nested_def_levels,
+};
+use crate::decode::exec::{Executor, Kernel, PageKernel, PageShape};
+use crate::decode::layout::{ColumnDesc, DictDesc, ErrorCode, PageDesc, encoding, physical};
+use crate::error::{Error, Location, Result};
+use crate::metadata::ParquetSource;
+
+/// Runs the kernels over the step's descriptors; `decompressed` is the decompressed bodies' buffer
+/// (0 when none). Returns the nested columns' levels.
+pub(super) fn run_kernels<E: Executor>(
+    exec: &mut E,
+    input: &StepInput<'_>,
+    step: &StepColumns,
+    descriptors: &mut Descriptors,
+    decompressed: u64,
+) -> Result<NestedLevels> {
+    let source = input.source;
+    let routes = input.routes;
+    let gpu = &step.gpu;
+    let dec_base = decompressed;
+    let Descriptors {
+        kept,
+        cols,
+        rep_jobs,
+        pages,
+        origins,
+        dicts,
+        dict_origins,
+        identities,
+        ..
+    } = descriptors;
+    // Kernels, in order.
+    let mut levels = NestedLevels::default();
+    let n = pages.len() as u32;
+    let ncols = cols.len() as u32;
+    let pages_addr = if pages.is_empty() { 0 } else { exec.upload(&pages)? };
+    let cols_addr = if cols.is_empty() { 0 } else { exec.upload(&cols)? };
+    let has = |f: &dyn Fn(&PageDesc) -> bool| pages.iter().any(f);
+    let is_dict = |p: &PageDesc| p.encoding == encoding::PLAIN_DICTIONARY || p.encoding == encoding::RLE_DICTIONARY;
+    let is_ba = |p: &PageDesc| p.physical == physical::BYTE_ARRAY;
+    let largest_strings = PageShape::of(pages.iter().filter(|p| is_ba(p)));
+    let run = |exec: &mut E, kind: PageKernel| {
+        exec.launch(Kernel::Pages {
+            kind,
+            pages: pages_addr,
+            n,
+            cols: cols_addr,
+            ncols,
+            largest_strings,
+        })
+    };
+    if n > 0 {
+        run(exec, PageKernel::Setup)?;
+        run(exec, PageKernel::Levels)?;
+        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
+        decode_rep_levels(exec, &rep_jobs, &origins, source, &gpu)?;
+        if !dicts.is_empty() {
+            let d = exec.upload(&dicts)?;
+            exec.launch(Kernel::DictByteArrayIndex {
+                dicts: d,
+                n: dicts.len() as u32,
+                largest: dicts.iter().map(|e| e.data_len).max().unwrap_or(0),
+            })?;
+            let back: Vec<DictDesc> = exec.read(d, dicts.len())?;
+            if let Some((i, e)) = back.iter().enumerate().find(|(_, e)| e.error != 0) {
+                let o = &dict_origins[i];
+                return Err(kernel_error(source, &gpu, o, e.error, e.error_detail));
+            }
+            exec.free(d);
+        }
+        if has(&|p| is_dict(p) || (p.physical == physical::BOOLEAN && p.encoding == encoding::RLE)) {
+            run(exec, PageKernel::DictIndices)?;
+        }
+        if has(&|p| p.encoding == encoding::DELTA_BINARY_PACKED) {
+            run(exec, PageKernel::DeltaBinaryPacked)?;
+        }
+        if has(&|p| p.encoding == encoding::BYTE_STREAM_SPLIT) {
+            run(exec, PageKernel::ByteStreamSplit)?;
+        }
+        if has(&|p| !is_ba(p)) {
+            run(exec, PageKernel::GatherFixed)?;
+        }
+        if has(&is_ba) {
+            run(exec, PageKernel::ByteArrayValues)?;
+            if has(&|p| p.encoding == encoding::DELTA_LENGTH_BYTE_ARRAY) {
+                run(exec, PageKernel::DeltaLengthByteArray)?;
+            }
+            if has(&|p| p.encoding == encoding::DELTA_BYTE_ARRAY) {
+                run(exec, PageKernel::DeltaByteArrayLengths)?;
+            }
+            run(exec, PageKernel::StringOffsets)?;
+        }
+        check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
+        if has(&is_ba) {
+            let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
+            for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
+                let last: Vec<i32> = exec.read(c.out_offsets + c.num_rows * 4, 1)?;
+                let chars = last.first().copied().unwrap_or(0).max(0) as u64;
+                c.chars_capacity = chars;
+                // gp_copy_strings writes every character up to the last offset.
+                c.out_values = exec.alloc_uninit(chars as usize)?;
+            }
+            exec.write(cols_addr, &updated)?;
+            *cols = updated;
+            run(exec, PageKernel::CopyStrings)?;
+            if has(&|p| p.encoding == encoding::DELTA_BYTE_ARRAY) {
+                run(exec, PageKernel::DeltaByteArrayCopy)?;
+            }
+            check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
+            check_utf8(exec, &cols, &kept, &pages, &origins, source, &gpu)?;
+        }
+    }
+    // What only the kernels above read, freed now (stream-ordered) rather than with the step: the
+    // decompressed pages, dictionary entry tables and per-value scratch. The layouts below allocate
+    // (views are 16 bytes a row), so a step's peak then holds one or the other, not both.
+    for &at in identities.iter() {
+        exec.free(at);
+    }
+    if dec_base != 0 {
+        exec.free(dec_base);
+    }
+    for d in dicts.iter() {
+        exec.free(d.index);
+    }
+    for c in cols.iter() {
+        for scratch in [c.dense, c.str_src, c.str_len, c.vidx] {
+            if scratch != 0 {
+                exec.free(scratch);
+            }
+        }
+    }
+
+    if n == 0 {
+        // No pages (a step of no rows): the structs' levels are empty, no kernel to run.
+        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
+    }
+
+    Ok(levels)
+}
+
+/// Reads the step's page and column error flags once; the first page error (in page order) wins.
+#[allow(clippy::too_many_arguments)]
+fn check_pages<E: Executor>(
+    exec: &mut E,
+    pages_addr: u64,
+    n: u32,
+    cols_addr: u64,
+    ncols: u32,
+    origins: &[PageOrigin],
+    kept: &[usize],
+    source: &ParquetSource,
+    gpu: &[(usize, GpuLeaf)],
+) -> Result<()> {
+    let pages: Vec<PageDesc> = exec.read(pages_addr, n as usize)?;
+    if let Some((i, p)) = pages.iter().enumerate().find(|(_, p)| p.error != 0) {
+        return Err(kernel_error(source, gpu, &origins[i], p.error, p.error_detail));
+    }
+    let cols: Vec<ColumnDesc> = exec.read(cols_addr, ncols as usize)?;
+    if let Some((k, c)) = cols.iter().enumerate().find(|(_, c)| c.error != 0) {
+        let gi = kept[k];
+        let what = ErrorCode::from_u32(c.error)
+            .map(ErrorCode::describe)
+            .unwrap_or("an unknown decoder error");
+        return Err(Error::CorruptPage {
+            location: Location {
+                column: Some(source.column_path(gpu[gi].1.leaf)),
+                ..source.location()
+            },
+            page: None,
+            message: what.to_string(),
+        });
+    }
+    Ok(())
+}
