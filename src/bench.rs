@@ -697,7 +697,7 @@ pub fn read_steps_alone(reader: &Reader, per_call: bool) -> Result<(usize, IoLog
 /// The steps of [`crate::Reader::read_device`], fetched into device memory and held there, to be
 /// decoded (again and again) by [`decode_held_steps`]: the decode of a read without its reads. Every
 /// step's chunks are held at once, whatever the memory budget, and decoded all at once (as many
-/// decoding threads as steps, as far as the memory left allows: [`held_decoders`]) unless the reader
+/// decoding threads as steps, as far as the memory left allows: `held_decoders`) unless the reader
 /// was given a number of decoding threads: with no reads to overlap, steps decoded beside each other
 /// fill the GPU where one step's phases leave it idle. Measured on the H200 (`bench --only-decode
 /// --no-cold`, one call, alternating): snappy benchmark file, 8 steps, 4 at once 26.34 / 26.59 ms,

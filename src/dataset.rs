@@ -13,7 +13,7 @@
 //! [`ParquetSource`]. [`Dataset::batches`] scans the files in path order, one step of row groups at a
 //! time, the scan reading and decoding the next steps while the caller works on the current one
 //! (on the host by default, on the GPU when the reader is configured with
-//! [`Decode::Gpu`](crate::Decode::Gpu)); each [`Reader`](crate::Reader) is configured by the caller (backend, columns,
+//! [`Decode::Gpu`]); each [`Reader`](crate::Reader) is configured by the caller (backend, columns,
 //! settings, decode).
 //!
 //! ```

@@ -1040,7 +1040,7 @@ impl IoBackend for StagedBackend {
         DeviceBuffer::alloc_pooled(&Stream::new(&self.ctx)?, len)
     }
 
-    /// The same workers read every step ([`fetch_steps_continuously`](Self::fetch_steps_continuously)),
+    /// The same workers read every step (`fetch_steps_continuously`),
     /// unless `GPU_PARQUET_STEP_FETCH=calls` asks for one call per step.
     fn fetch_steps(
         &self,

@@ -18,6 +18,9 @@ use crate::metadata::ParquetSource;
 use crate::plan::ReadPlan;
 use crate::reader::{ColumnChunks, ProgressCounter};
 
+/// A scan thread's work.
+type Job = Box<dyn FnOnce() + Send>;
+
 /// One fetched step, handed to a [`StepSink`].
 pub(crate) struct FetchedStep<'a> {
     /// Its index in the scan.
@@ -255,7 +258,7 @@ impl<T: Send + 'static> Scan<T> {
             let (shared, spec) = (shared.clone(), spec.clone());
             move || read_steps(&shared, &spec, tx)
         };
-        let mut jobs: Vec<(&str, Box<dyn FnOnce() + Send>)> = vec![("gpu-parquet-scan-read", Box::new(reading))];
+        let mut jobs: Vec<(&str, Job)> = vec![("gpu-parquet-scan-read", Box::new(reading))];
         if sink.runs_ahead() {
             let (shared, spec, sink) = (shared.clone(), spec.clone(), sink.clone());
             jobs.push((
