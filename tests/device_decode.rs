@@ -908,3 +908,64 @@ fn segmented_views_equal_the_reference_on_the_device() {
         );
     }
 }
+
+/// Fixed-size lists of fixed-width items on the GPU (null lists padded with null items, null items,
+/// not-null lists), in one step and in one step per row group, equal to arrow-rs and to the host
+/// references; v1 and v2 pages.
+#[test]
+fn fixed_size_lists_decode_on_the_gpu() {
+    use arrow::array::{Array, FixedSizeListArray};
+    let Some(_ctx) = gpu() else { return };
+    let rows = 2000usize;
+    let item = |t: DataType, nullable| Arc::new(Field::new("item", t, nullable));
+    let embedding = FixedSizeListArray::new(
+        item(DataType::Float32, true),
+        8,
+        Arc::new(Float32Array::from_iter(
+            (0..rows * 8).map(|i| (i % 13 != 5).then_some(i as f32 * 0.25)),
+        )),
+        Some((0..rows).map(|r| r % 9 != 2).collect()),
+    );
+    let triple = FixedSizeListArray::new(
+        item(DataType::Int64, false),
+        3,
+        Arc::new(Int64Array::from_iter_values((0..rows as i64 * 3).map(|i| i * 7 - 100))),
+        None,
+    );
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("embedding", embedding.data_type().clone(), true),
+        Field::new("triple", triple.data_type().clone(), false),
+    ]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(embedding) as ArrayRef, Arc::new(triple)]).expect("batch");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+        let path = dir.path().join(format!("fixed-{version:?}.parquet"));
+        let props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_max_row_group_row_count(Some(700))
+            .set_data_page_row_count_limit(100)
+            .set_write_batch_size(50)
+            .build();
+        write(&path, &batch, props);
+        let name = path.display().to_string();
+        let (want, reference) = host_reads(&path).expect("arrow-rs");
+        for steps in [1, 3] {
+            let read = Reader::builder(&path)
+                .with_backend(BackendKind::Auto)
+                .with_decoder_options(options())
+                .with_decode_steps(steps)
+                .build()
+                .expect("reader")
+                .read_device()
+                .expect("GPU read");
+            for c in read.table.batches.iter().flat_map(|b| &b.columns) {
+                assert_eq!(c.decoded, DecodedWhere::Gpu, "{name}: {}", c.name);
+            }
+            let got = read.table.to_host().expect("host copy");
+            assert_same(&name, &want, &got, "GPU vs arrow-rs");
+            if let Some(r) = &reference {
+                assert_same(&name, r, &got, "GPU vs host reference");
+            }
+        }
+    }
+}

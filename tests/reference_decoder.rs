@@ -156,11 +156,12 @@ fn reference_pipeline_equals_arrow_rs_on_every_file() {
 /// was handed the chunks packed end to end under the aligned plan's offsets.
 #[test]
 fn an_aligned_fetch_decodes_as_an_unaligned_one() {
-    // A fixed-size list (host-routed: the kernels build lists, maps and structs, not these) beside a
-    // list and a flat column.
+    // Fixed-size lists (of integers, and of strings: host-routed, the kernels pad fixed-width items
+    // only) beside a list and a flat column.
     let fixed = {
-        use arrow::array::{ArrayRef, FixedSizeListArray, Int32Array, ListArray};
+        use arrow::array::{ArrayRef, FixedSizeListArray, Int32Array, ListArray, StringArray};
         use arrow::datatypes::Int32Type;
+        use arrow::datatypes::{DataType, Field};
         use std::sync::Arc;
         let n = 2000;
         let values = (0..n).map(|i| (i % 5 != 0).then(|| (0..3).map(move |j| Some(i * 3 + j))));
@@ -175,6 +176,15 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
                 Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(lists)) as ArrayRef,
             ),
             ("id", Arc::new(Int32Array::from_iter_values(0..n)) as ArrayRef),
+            (
+                "words",
+                Arc::new(FixedSizeListArray::new(
+                    Arc::new(Field::new("item", DataType::Utf8, true)),
+                    2,
+                    Arc::new(StringArray::from_iter_values((0..n * 2).map(|i| format!("w{}", i % 7)))),
+                    None,
+                )) as ArrayRef,
+            ),
         ])
         .unwrap();
         let file = tempfile::NamedTempFile::new().unwrap();
@@ -845,4 +855,98 @@ fn write_int96(path: &Path, arrow_type: arrow::datatypes::DataType) {
     col.close().unwrap();
     rg.close().unwrap();
     w.close().unwrap();
+}
+
+/// Fixed-size lists of fixed-width items take the GPU route and decode as arrow-rs decodes them: null
+/// lists padded with null items, null items kept, not-null lists; v1 and v2 pages, with and without
+/// dictionaries, small pages, several row groups, read whole and leaf by leaf. Fixed-size lists of
+/// strings go to the host, saying why.
+#[test]
+fn fixed_size_lists_take_the_gpu_route() {
+    use arrow::array::{Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use arrow::record_batch::RecordBatch;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::{WriterProperties, WriterVersion};
+    use std::sync::Arc;
+
+    let rows = 700usize;
+    let item = |t: DataType, nullable| Arc::new(Field::new("item", t, nullable));
+    let embedding = FixedSizeListArray::new(
+        item(DataType::Float32, true),
+        4,
+        Arc::new(Float32Array::from_iter(
+            (0..rows * 4).map(|i| (i % 13 != 5).then_some(i as f32 * 0.25)),
+        )),
+        Some((0..rows).map(|r| r % 9 != 2).collect()),
+    );
+    let triple = FixedSizeListArray::new(
+        item(DataType::Int64, false),
+        3,
+        Arc::new(Int64Array::from_iter_values((0..rows as i64 * 3).map(|i| i * 7 - 100))),
+        None,
+    );
+    let words = FixedSizeListArray::new(
+        item(DataType::Utf8, true),
+        2,
+        Arc::new(StringArray::from_iter(
+            (0..rows * 2).map(|i| Some(format!("w{}", i % 17))),
+        )),
+        None,
+    );
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("embedding", embedding.data_type().clone(), true),
+        Field::new("triple", triple.data_type().clone(), false),
+        Field::new("words", words.data_type().clone(), false),
+    ]));
+    let columns: Vec<ArrayRef> = vec![Arc::new(embedding), Arc::new(triple), Arc::new(words)];
+    let batch = RecordBatch::try_new(schema, columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (version, dictionary) in [(WriterVersion::PARQUET_1_0, false), (WriterVersion::PARQUET_2_0, true)] {
+        let path = dir.path().join(format!("fixed-{version:?}.parquet"));
+        let props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_dictionary_enabled(dictionary)
+            .set_max_row_group_row_count(Some(300))
+            .set_data_page_row_count_limit(50)
+            .set_write_batch_size(25)
+            .build();
+        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let source = ParquetSource::open(&path).unwrap();
+        let leaves = source.metadata().file_metadata().schema_descr().num_columns();
+        let mut projections = vec![Projection::All];
+        projections.extend((0..leaves).map(|l| Projection::Leaves(vec![l])));
+        for projection in projections {
+            let plan = ReadPlan::build(&source, &projection, &RowGroupSelection::All, PlanOptions::default()).unwrap();
+            let fetched = host_fetch(&source, &plan, 2).buffer;
+            let oracle = decode_fetched(&source, &plan, &fetched, 2)
+                .and_then(|t| t.concat())
+                .unwrap();
+            let (got, stats) = decode_reference(&source, &plan, &fetched).unwrap();
+            for c in &got.columns {
+                if c.name == "words" {
+                    assert!(
+                        matches!(&c.decoded, DecodedWhere::Host(why) if why.contains("fixed-width items only")),
+                        "{:?}",
+                        c.decoded
+                    );
+                } else {
+                    assert_eq!(c.decoded, DecodedWhere::Gpu, "{}: {:?}", c.name, stats.columns);
+                    assert!(matches!(c.array.data_type, DataType::FixedSizeList(..)), "{}", c.name);
+                }
+            }
+            let got = got.to_host().unwrap();
+            assert_eq!(oracle.schema(), got.schema());
+            for (i, f) in oracle.schema().fields().iter().enumerate() {
+                assert_eq!(
+                    oracle.column(i).to_data(),
+                    got.column(i).to_data(),
+                    "{version:?}: {}",
+                    f.name()
+                );
+            }
+        }
+    }
 }

@@ -165,6 +165,37 @@ pub enum Kernel {
         /// `parent slots + 1` offsets.
         offsets: u64,
     },
+    /// Checks a fixed-size list's 32-bit offsets (`gp_fixed_size_check`): the lowest list of neither 0
+    /// nor `size` items is min'ed into the `u64` at `result` (starting at `u64::MAX`), the lists of no
+    /// item counted into the `u64` after it (starting at 0).
+    FixedSizeCheck {
+        /// `i32[slots + 1]`.
+        offsets: u64,
+        /// Lists.
+        slots: u64,
+        /// Items a list.
+        size: u32,
+        /// `u64[2]`.
+        result: u64,
+    },
+    /// A fixed-size list's items with its lists of no item padded with `size` nulls
+    /// (`gp_fixed_size_pad`).
+    FixedSizePad {
+        /// `i32[slots + 1]`.
+        offsets: u64,
+        /// Lists.
+        slots: u64,
+        /// Items a list.
+        size: u32,
+        /// The items: values, validity bitmap (0: all valid), count.
+        src: (u64, u64, u64),
+        /// Bytes a value.
+        width: u32,
+        /// `slots * size` values.
+        dst: u64,
+        /// `u8[slots * size]`: 1 where the item is valid.
+        dst_valid: u64,
+    },
     /// `out[pos[i]] = def[i] >= threshold` at each slot `i` of `space` (`gp_slot_flags`).
     SlotFlags {
         /// `u8[n]`, or 0.
@@ -350,6 +381,9 @@ pub trait Executor {
     fn take(&mut self, addr: u64) -> Result<Self::Buffer>;
     /// Frees the allocation that starts at `addr` now.
     fn free(&mut self, addr: u64);
+    /// Takes back a buffer [`Self::take`] handed out (kernels may then read it), at the address returned
+    /// (the host executor's is a copy).
+    fn adopt(&mut self, buffer: Self::Buffer) -> Result<u64>;
     /// Queues a kernel.
     fn launch(&mut self, kernel: Kernel) -> Result<()>;
     /// The most characters a string column of 32-bit offsets holds in one step: `i32::MAX` (the
@@ -499,6 +533,10 @@ impl Executor for HostExecutor {
         self.arena.free(addr);
     }
 
+    fn adopt(&mut self, buffer: Vec<u8>) -> Result<u64> {
+        Ok(self.arena.upload(&buffer))
+    }
+
     fn launch(&mut self, kernel: Kernel) -> Result<()> {
         if matches!(kernel, Kernel::PageHeaders { .. }) {
             self.header_passes += 1;
@@ -597,6 +635,21 @@ impl Executor for HostExecutor {
                 space,
                 pos,
             } => reference::nested::slot_scan(a, def, rep, n, space, pos),
+            Kernel::FixedSizeCheck {
+                offsets,
+                slots,
+                size,
+                result,
+            } => reference::nested::fixed_size_check(a, offsets, slots, size, result),
+            Kernel::FixedSizePad {
+                offsets,
+                slots,
+                size,
+                src,
+                width,
+                dst,
+                dst_valid,
+            } => reference::nested::fixed_size_pad(a, offsets, slots, size, src, width, dst, dst_valid),
             Kernel::ListOffsets {
                 def,
                 rep,

@@ -815,6 +815,13 @@ impl Executor for DeviceExecutor<'_> {
         }
     }
 
+    fn adopt(&mut self, buffer: DeviceBuffer<u8>) -> Result<u64> {
+        // `take` left its bytes counted in `live_bytes`, which `free` takes off again.
+        let addr = buffer.device_address();
+        self.owned.insert(addr, buffer);
+        Ok(addr)
+    }
+
     fn launch(&mut self, kernel: Kernel) -> Result<()> {
         use Arg::*;
         match kernel {
@@ -960,6 +967,47 @@ impl Executor for DeviceExecutor<'_> {
                 )?;
                 self.free(counts);
                 Ok(())
+            }
+            Kernel::FixedSizeCheck {
+                offsets,
+                slots,
+                size,
+                result,
+            } => {
+                let grid = slots.div_ceil(256).clamp(1, 4096) as u32;
+                self.launch_raw(
+                    "gp_fixed_size_check",
+                    grid,
+                    256,
+                    &[U64(offsets), U64(slots), U32(size), U64(result)],
+                )
+            }
+            Kernel::FixedSizePad {
+                offsets,
+                slots,
+                size,
+                src,
+                width,
+                dst,
+                dst_valid,
+            } => {
+                let grid = (slots * u64::from(size)).div_ceil(256).clamp(1, 65_535) as u32;
+                self.launch_raw(
+                    "gp_fixed_size_pad",
+                    grid,
+                    256,
+                    &[
+                        U64(offsets),
+                        U64(slots),
+                        U32(size),
+                        U64(src.0),
+                        U64(src.1),
+                        U64(src.2),
+                        U32(width),
+                        U64(dst),
+                        U64(dst_valid),
+                    ],
+                )
             }
             Kernel::ListOffsets {
                 def,

@@ -1,12 +1,12 @@
 //! The GPU decode pipeline for one step (a group of row groups), written once over an [`Executor`]:
 //! page headers → validation and decompression plan (host) → decompression (nvCOMP batches by codec,
 //! or host) → levels → dictionaries → values → string offsets and characters → bitmaps → conversions,
-//! with the kernels' error flags read once per step. Nested columns (structs, lists, large lists, maps)
-//! decode leaf by leaf over their level entries, then their Arrow structure is built from the levels
-//! (repetition levels → slot scans → list offsets, validities, leaves packed to their slots). Columns
-//! the kernels do not decode (fixed-size lists, Arrow types needing more than a per-value conversion,
-//! deprecated level encodings) are decoded by arrow-rs from the same fetched bytes and uploaded, each
-//! with its reason.
+//! with the kernels' error flags read once per step. Nested columns (structs, lists, large lists, maps,
+//! fixed-size lists) decode leaf by leaf over their level entries, then their Arrow structure is built
+//! from the levels (repetition levels → slot scans → list offsets, validities, leaves packed to their
+//! slots). Columns the kernels do not decode (list views, Arrow types needing more than a per-value
+//! conversion, deprecated level encodings) are decoded by arrow-rs from the same fetched bytes and
+//! uploaded, each with its reason.
 //!
 //! [`decode_step`] runs the phases one after another, as libcudf splits preprocess / decode /
 //! chunking, each in its own file under `pipeline/`: `headers` (page headers), `checks` (host checks
@@ -257,17 +257,18 @@ fn route_one(
     }
     if matches!(
         data_type,
-        DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(..)
+        DataType::Struct(_)
+            | DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::Map(..)
+            | DataType::FixedSizeList(..)
     ) {
         return match route_nested(descr, leaves, data_type, natural) {
             Ok(nested) => Route::GpuNested(nested),
             Err(why) => Route::Host(why),
         };
     }
-    if matches!(
-        data_type,
-        DataType::FixedSizeList(..) | DataType::ListView(_) | DataType::LargeListView(_)
-    ) {
+    if matches!(data_type, DataType::ListView(_) | DataType::LargeListView(_)) {
         return Route::Host(UNSUPPORTED_LIST.into());
     }
     let [leaf] = leaves else {
@@ -290,8 +291,7 @@ fn route_one(
 }
 
 /// Why a nested column the kernels do not decode goes to the host.
-const UNSUPPORTED_LIST: &str =
-    "a list layout the kernels do not build (fixed-size lists, list views, odd schemas): decoded on the host";
+const UNSUPPORTED_LIST: &str = "a list layout the kernels do not build (list views, odd schemas): decoded on the host";
 
 /// A nested column's leaves and structure (structs, lists, maps), walked along the Parquet schema from
 /// the column's root with the Arrow type arrow-rs gives (`data_type`, and `natural` without the file's
@@ -411,7 +411,7 @@ fn walk_nested(
                 }
             }
             (
-                DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _),
+                DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) | DataType::FixedSizeList(f, _),
                 DataType::List(nf) | DataType::LargeList(nf) | DataType::Map(nf, _),
             ) if !element => {
                 // A LIST or MAP group: one repeated child, the element itself (two-level lists, a
@@ -462,6 +462,18 @@ fn walk_nested(
                     path.pop();
                     item
                 };
+                if let DataType::FixedSizeList(_, size) = data_type {
+                    // Null and empty lists become `size` null items (arrow-rs's padding): the kernels
+                    // pad fixed-width items only.
+                    let fixed_width = matches!(&child, NestedShape::Leaf(i)
+                        if out[*i].data_type != DataType::Boolean && out[*i].data_type.primitive_width().is_some());
+                    if !fixed_width || *size < 1 {
+                        return Err(format!(
+                            "a fixed-size list of {} (the kernels pad fixed-width items only): decoded on the host",
+                            f.data_type()
+                        ));
+                    }
+                }
                 NestedShape::List {
                     data_type: data_type.clone(),
                     nullable: optional,
@@ -1515,6 +1527,19 @@ fn build_list_node<E: Executor>(
             };
             let items_array = build_list_node(exec, child, items, leaves, lv, scans)?;
             same_lengths(std::slice::from_ref(&items_array), item_slots)?;
+            if let DataType::FixedSizeList(_, size) = data_type {
+                let list = (offsets, slots, *size as u32);
+                let result = fixed_size_list(exec, list, items_array);
+                exec.free(offsets);
+                return Ok(DeviceArray {
+                    data_type: data_type.clone(),
+                    len: slots as usize,
+                    null_count,
+                    validity,
+                    buffers: Vec::new(),
+                    children: vec![result?],
+                });
+            }
             Ok(DeviceArray {
                 data_type: data_type.clone(),
                 len: slots as usize,
@@ -1525,6 +1550,96 @@ fn build_list_node<E: Executor>(
             })
         }
     }
+}
+
+/// The items of a fixed-size list (`FixedSizeList`) from its lists' 32-bit offsets (`list`: offsets,
+/// lists, size) and its items' array (fixed-width values): the items as they are where every list holds
+/// `size`; lists of no item (null or empty) padded with `size` null items, as arrow-rs pads them. A
+/// list of another count is refused, as arrow-rs refuses it.
+fn fixed_size_list<E: Executor>(
+    exec: &mut E,
+    (offsets, slots, size): (u64, u64, u32),
+    items: DeviceArray<E::Buffer>,
+) -> Result<DeviceArray<E::Buffer>> {
+    let result = exec.alloc(16)?;
+    exec.write(result, &[u64::MAX, 0])?;
+    exec.launch(Kernel::FixedSizeCheck {
+        offsets,
+        slots,
+        size,
+        result,
+    })?;
+    let found: Vec<u64> = exec.read(result, 2)?;
+    exec.free(result);
+    if found[0] != u64::MAX {
+        return Err(Error::parquet(
+            Location::default(),
+            format!(
+                "Encountered misaligned row: list {} of the step holds neither {size} items nor none",
+                found[0]
+            ),
+        ));
+    }
+    if found[1] == 0 {
+        return Ok(items);
+    }
+    let width = items
+        .data_type
+        .primitive_width()
+        .ok_or_else(|| Error::parquet(Location::default(), "fixed-size list items of no fixed width"))?;
+    let n = slots * u64::from(size);
+    let src_len = items.len as u64;
+    let data_type = items.data_type.clone();
+    let (mut values, mut validity) = (0, 0);
+    if src_len > 0 {
+        let DeviceArray {
+            buffers, validity: v, ..
+        } = items;
+        let buffer = buffers
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::parquet(Location::default(), "fixed-size list items without values"))?;
+        values = exec.adopt(buffer)?;
+        if let Some(v) = v {
+            validity = exec.adopt(v)?;
+        }
+    }
+    let dst = exec.alloc_uninit((n as usize * width).max(1))?;
+    let valid = exec.alloc_uninit((n as usize).max(1))?;
+    exec.launch(Kernel::FixedSizePad {
+        offsets,
+        slots,
+        size,
+        src: (values, validity, src_len),
+        width: width as u32,
+        dst,
+        dst_valid: valid,
+    })?;
+    for at in [values, validity] {
+        if at != 0 {
+            exec.free(at);
+        }
+    }
+    let words = ((n.div_ceil(32) * 4) as usize).next_multiple_of(BITMAP_PADDING);
+    let bitmap = exec.alloc(words)?;
+    let count = exec.alloc(8)?;
+    exec.launch(Kernel::PackBits {
+        bytes: valid,
+        n,
+        words: bitmap,
+        count,
+    })?;
+    let set = exec.read::<u64>(count, 1)?.first().copied().unwrap_or(0);
+    exec.free(count);
+    exec.free(valid);
+    Ok(DeviceArray {
+        data_type,
+        len: n as usize,
+        null_count: (n - set.min(n)) as usize,
+        validity: Some(exec.take(bitmap)?),
+        buffers: vec![exec.take(dst)?],
+        children: Vec::new(),
+    })
 }
 
 /// An error found while planning a GPU chunk's pages.

@@ -281,6 +281,9 @@ pub(crate) struct NestedCase {
     pub src: Vec<u8>,
     pub stream: Vec<u8>,
     pub job: (u32, u32, u32, u32),
+    /// Items a list for the fixed-size list kernels over the parent's lists (the items: the compacted
+    /// child values, their validity bits the `src` bytes).
+    pub size: u32,
 }
 
 /// What the emulated nested kernels wrote for a [`NestedCase`] (see driver.cpp's `nested_main`).
@@ -297,6 +300,10 @@ pub(crate) struct NestedOut {
     pub packed: Vec<u8>,
     pub job_error: (u32, u32),
     pub levels: Vec<u8>,
+    /// `gp_fixed_size_check`'s result, then `gp_fixed_size_pad`'s values and validity bytes.
+    pub fixed_check: Vec<u64>,
+    pub fixed_values: Vec<u8>,
+    pub fixed_valid: Vec<u8>,
 }
 
 /// Runs [`NestedCase`] in the emulation.
@@ -312,6 +319,7 @@ pub(crate) fn run_nested_emulated(case: &NestedCase) -> NestedOut {
         case.parent.1,
         case.threshold,
         case.width,
+        case.size,
     ] {
         put_u32(&mut input, v);
     }
@@ -339,6 +347,10 @@ pub(crate) fn run_nested_emulated(case: &NestedCase) -> NestedOut {
     let word = |i: usize| u32::from_le_bytes(job[i..i + 4].try_into().expect("4 bytes"));
     let job_error = (word(40), word(44));
     let levels = r.take(case.job.0 as usize).to_vec();
+    let fixed_check: Vec<u64> = bytemuck::pod_collect_to_vec(r.take(16));
+    let items = ps * case.size as usize;
+    let fixed_values = r.take(items * case.width as usize).to_vec();
+    let fixed_valid = r.take(items).to_vec();
     NestedOut {
         def_levels,
         marks,
@@ -350,6 +362,9 @@ pub(crate) fn run_nested_emulated(case: &NestedCase) -> NestedOut {
         packed,
         job_error,
         levels,
+        fixed_check,
+        fixed_values,
+        fixed_valid,
     }
 }
 

@@ -18,7 +18,7 @@
 //! | 2 | `gp_levels(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `levels` | `vidx`, `out_valid`, `num_non_null` |
 //! | 3 | `gp_dict_indices(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values` | `dense` (u32 indices / RLE booleans) |
 //! | 4 | `gp_dict_byte_array_index(DictDesc*, u32 ndicts, WalkChain* chains)` (chains zeroed, one a dictionary) | ndicts × slices × 256 | `data` | `index` |
-//! | | (DELTA_* and BYTE_STREAM_SPLIT decoders) | | | `dense`, `str_src`, `str_len` |
+//! | | (DELTA_* and BYTE_STREAM_SPLIT decoders; `gp_delta_byte_array_fixed` rebuilds FIXED_LEN_BYTE_ARRAY values in `dense`) | | | `dense`, `str_src`, `str_len` |
 //! | 5 | `gp_gather_fixed(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values`, `dict`, `dense`, `vidx` | `out_values` |
 //! | 6 | `gp_byte_array_values(PageDesc*, u32 n, ColumnDesc*, WalkChain* chains)` (chains zeroed, one a page) | n × slices × 256 | `values`, `dense`, `dict_index` | `str_src`, `str_len` |
 //! | 7a | `gp_string_page_totals(const PageDesc*, u32 n, const ColumnDesc*, u64* t)` | n × 256 | `vidx`, `str_len` | `t[n]` |
@@ -41,7 +41,13 @@
 //! `gp_slot_tile_counts`, ceil(n / 4096) × 256; `gp_slot_tile_bases`, 1 × 1024; `gp_slot_tile_scan`,
 //! ceil(n / 4096) × 256), then `gp_compact` (a leaf's values, string offsets and validity bytes packed
 //! to its items' slots), `gp_list_offsets` and `gp_slot_flags` (a list's offsets, a list's or struct's
-//! validity bytes), grid-stride, any × 256.
+//! validity bytes), grid-stride, any × 256. A fixed-size list then takes `gp_fixed_size_check` (its
+//! lists' item counts) and, where a list has no item, `gp_fixed_size_pad` (its items with `size` nulls
+//! for each such list), grid-stride, any × any.
+//!
+//! `gp_string_offsets` writes `i64` offsets for a column whose `out_width` is 8 (`LargeUtf8`,
+//! `LargeBinary`, and views whose characters pass 2 GiB a step, widened and computed again), and the
+//! kernels reading offsets read them so.
 //!
 //! `t` is a `u64[n]` scratch buffer. Blocks of other sizes trap (except 1, 9 and 10). Every page error is
 //! in `PageDesc::error` / `error_detail`, dictionary errors in `DictDesc`, offset overflow in

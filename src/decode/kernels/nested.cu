@@ -302,3 +302,50 @@ extern "C" __global__ void gp_compact(const u8* def, const u8* rep, u64 n, u32 r
         for (u32 b = 0; b < width; b++) d[b] = s[b];
     }
 }
+
+// Fixed-size lists (FixedSizeList), from a list's 32-bit offsets. Grid-stride over `slots` lists (any
+// grid): the lowest list whose item count is neither 0 nor `size` is atomicMin'ed into result[0] (the
+// host sets it to ~0), and the lists of no item (null or empty) are counted into result[1] (set to 0).
+// Twin: reference/nested.rs fixed_size_check.
+extern "C" __global__ void gp_fixed_size_check(const i32* offsets, u64 slots, u32 size, u64* result) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 bad = ~0ull, empty = 0;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < slots; i += stride) {
+        const i64 len = (i64)offsets[i + 1] - (i64)offsets[i];
+        if (len == 0) {
+            empty++;
+        } else if (len != (i64)size && bad == ~0ull) {
+            bad = i;  // later lists of this thread only come after it
+        }
+    }
+    if (bad != ~0ull) atomicMin((unsigned long long*)&result[0], (unsigned long long)bad);
+    if (empty) atomicAdd((unsigned long long*)&result[1], (unsigned long long)empty);
+}
+
+// Grid-stride over slots * size items (any grid): item k of list i, for a list of `size` items, is
+// the `width` bytes of item offsets[i] + k of src and its validity bit (LSB-first bitmap src_validity,
+// all valid when null); for a list of no item (arrow-rs pads null and empty lists so), or an item
+// outside src's src_len, zeros and a null. One validity byte an item at dst_valid, for gp_pack_bits.
+// Twin: reference/nested.rs fixed_size_pad.
+extern "C" __global__ void gp_fixed_size_pad(const i32* offsets, u64 slots, u32 size, const u8* src,
+                                             const u8* src_validity, u64 src_len, u32 width, u8* dst,
+                                             u8* dst_valid) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 n = slots * size;
+    for (u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+        const u64 i = j / size, k = j % size;
+        const i64 start = offsets[i], len = (i64)offsets[i + 1] - start;
+        const i64 s = start + (i64)k;
+        const bool from = len == (i64)size && s >= 0 && (u64)s < src_len;
+        bool valid = false;
+        u8* d = dst + j * width;
+        if (from) {
+            valid = src_validity == nullptr || ((src_validity[(u64)s >> 3] >> ((u64)s & 7)) & 1);
+            const u8* p = src + (u64)s * width;
+            for (u32 b = 0; b < width; b++) d[b] = p[b];
+        } else {
+            for (u32 b = 0; b < width; b++) d[b] = 0;
+        }
+        dst_valid[j] = valid ? 1 : 0;
+    }
+}

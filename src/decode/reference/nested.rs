@@ -239,6 +239,83 @@ pub fn compact(
     }
 }
 
+/// `gp_fixed_size_check`: over `slots` lists of 32-bit `offsets`, the lowest list whose item count is
+/// neither 0 nor `size` is min'ed into the `u64` at `result`, and the lists of no item (null or empty)
+/// are added to the `u64` after it. Nothing is done where a buffer is not in the arena.
+pub fn fixed_size_check(arena: &mut Arena, offsets: u64, slots: u64, size: u32, result: u64) {
+    let (Some(o), Some(r)) = (
+        arena.read::<i32>(offsets, slots as usize + 1),
+        arena.read::<u64>(result, 2),
+    ) else {
+        return;
+    };
+    let (mut first_bad, mut empty) = (r[0], r[1]);
+    for (i, w) in o.windows(2).enumerate() {
+        let len = i64::from(w[1]) - i64::from(w[0]);
+        if len == 0 {
+            empty += 1;
+        } else if len != i64::from(size) {
+            first_bad = first_bad.min(i as u64);
+        }
+    }
+    arena.write(result, &[first_bad, empty]);
+}
+
+/// `gp_fixed_size_pad`: item `k` of list `i` (`slots * size` items), for a list of `size` items, is
+/// the `width` bytes of item `offsets[i] + k` of `src` (of `src_len` items) and its bit of the
+/// LSB-first bitmap `src_validity` (all valid where 0); for a list of no item (null or empty: arrow-rs
+/// pads them so) or an item outside `src`, zeros and a null. Values at `dst`, a validity byte an item
+/// at `dst_valid`. Nothing is done where a buffer is not in the arena.
+#[allow(clippy::too_many_arguments)]
+pub fn fixed_size_pad(
+    arena: &mut Arena,
+    offsets: u64,
+    slots: u64,
+    size: u32,
+    src: (u64, u64, u64),
+    width: u32,
+    dst: u64,
+    dst_valid: u64,
+) {
+    let (src, src_validity, src_len) = src;
+    let w = width as usize;
+    let Some(o) = arena.read::<i32>(offsets, slots as usize + 1) else {
+        return;
+    };
+    let values = match src_len {
+        0 => Vec::new(),
+        len => match bytes_at(arena, src, len * u64::from(width)) {
+            Some(v) => v,
+            None => return,
+        },
+    };
+    let bits = match src_validity {
+        _ if src_len == 0 => None,
+        0 => None,
+        at => match bytes_at(arena, at, src_len.div_ceil(8)) {
+            Some(b) => Some(b),
+            None => return,
+        },
+    };
+    let n = slots as usize * size as usize;
+    let mut out = vec![0u8; n * w];
+    let mut valid = vec![0u8; n];
+    for j in 0..n {
+        let (i, k) = (j / size as usize, j % size as usize);
+        let (start, len) = (i64::from(o[i]), i64::from(o[i + 1]) - i64::from(o[i]));
+        let s = start + k as i64;
+        if len == i64::from(size) && s >= 0 && (s as u64) < src_len {
+            let s = s as usize;
+            valid[j] = bits.as_ref().map_or(1, |b| (b[s >> 3] >> (s & 7)) & 1);
+            out[j * w..(j + 1) * w].copy_from_slice(&values[s * w..(s + 1) * w]);
+        }
+    }
+    if n > 0 {
+        arena.write(dst, &out);
+        arena.write(dst_valid, &valid);
+    }
+}
+
 /// `gp_def_levels`: for each page without error whose column `c` has `outs[c] != 0` and definition
 /// levels (`max_def > 0`, width at most 8), writes its levels one byte each at `outs[c] + row_start`,
 /// as `gp_levels` decodes them. It stops at the first level the stream lacks or that exceeds
@@ -577,6 +654,21 @@ mod tests {
         def_levels(&mut a, &[page], &[col], &[def_out]);
         let marks = a.alloc(rows);
         levels_at_least(&mut a, def_out, rows as u64, c.threshold, marks);
+        let check = a.upload_slice(&[u64::MAX, 0]);
+        fixed_size_check(&mut a, o32, ps as u64, c.size, check);
+        let items = ps * c.size as usize;
+        let (fixed_values, fixed_valid) = (a.alloc((items * c.width as usize).max(1)), a.alloc(items.max(1)));
+        let pad_src = (packed, src, cs as u64);
+        fixed_size_pad(
+            &mut a,
+            o32,
+            ps as u64,
+            c.size,
+            pad_src,
+            c.width,
+            fixed_values,
+            fixed_valid,
+        );
         crate::decode::kernels::emu::NestedOut {
             def_levels: a.read(def_out, rows).unwrap(),
             marks: a.read(marks, rows).unwrap(),
@@ -588,6 +680,9 @@ mod tests {
             packed: a.read(packed, (cs + 1) * c.width as usize).unwrap(),
             job_error: (job[0].error, job[0].error_detail),
             levels: a.read(out, c.job.0 as usize).unwrap(),
+            fixed_check: a.read(check, 2).unwrap(),
+            fixed_values: a.read(fixed_values, items * c.width as usize).unwrap(),
+            fixed_valid: a.read(fixed_valid, items).unwrap(),
         }
     }
 
@@ -649,6 +744,7 @@ mod tests {
                 src,
                 stream,
                 job: (count, max_level, bw, flags),
+                size: 1 + case % 3,
             };
             let got = emu::run_nested_emulated(&c);
             let want = nested_reference(&c);

@@ -337,7 +337,7 @@ int nested_main(const char* in_path, const char* out_path) {
     if (std::fread(magic, 1, 6, in) != 6 || std::memcmp(magic, "GPNST1", 6) != 0) return 3;
     const uint64_t n = get<uint64_t>(in);
     const uint32_t r = get<uint32_t>(in), t = get<uint32_t>(in), pr = get<uint32_t>(in), pt = get<uint32_t>(in);
-    const uint32_t threshold = get<uint32_t>(in), width = get<uint32_t>(in);
+    const uint32_t threshold = get<uint32_t>(in), width = get<uint32_t>(in), size = get<uint32_t>(in);
     std::vector<uint8_t> def(n), rep(n), src((n + 1) * width);
     if (n && (std::fread(def.data(), 1, n, in) != n || std::fread(rep.data(), 1, n, in) != n)) return 4;
     if (std::fread(src.data(), 1, src.size(), in) != src.size()) return 4;
@@ -400,6 +400,15 @@ int nested_main(const char* in_path, const char* out_path) {
     const u64 table[1] = {(u64)def_out.data()};
     emu::launch(gp_def_levels, 1, 256, (const PageDesc*)&page, 1u, (const ColumnDesc*)&col, 1u, table);
     emu::launch(gp_levels_at_least, 2, 64, (const u8*)def_out.data(), (u64)(job.count + 2), threshold, marks.data());
+    // The fixed-size list kernels over the parent's lists (32-bit offsets): the compacted items, their
+    // validity bits the src bytes, each output at its exact size.
+    uint64_t fixed_check[2] = {~0ull, 0};
+    emu::launch(gp_fixed_size_check, 2, 64, (const i32*)off32.data(), (u64)ps, size, (u64*)fixed_check);
+    const uint64_t items = (uint64_t)ps * size;
+    uint8_t* fixed_values = (uint8_t*)std::malloc(items * width ? items * width : 1);
+    uint8_t* fixed_valid = (uint8_t*)std::malloc(items ? items : 1);
+    emu::launch(gp_fixed_size_pad, 2, 64, (const i32*)off32.data(), (u64)ps, size, (const u8*)packed.data(),
+                (const u8*)src.data(), (u64)cs, width, fixed_values, fixed_valid);
     FILE* out = std::fopen(out_path, "wb");
     if (!out) return 2;
     std::fwrite(def_out.data(), 1, def_out.size(), out);
@@ -412,8 +421,13 @@ int nested_main(const char* in_path, const char* out_path) {
     std::fwrite(packed.data(), 1, packed.size(), out);
     std::fwrite(&job, sizeof job, 1, out);
     std::fwrite(levels.data(), 1, job.count, out);
+    std::fwrite(fixed_check, 8, 2, out);
+    std::fwrite(fixed_values, 1, items * width, out);
+    std::fwrite(fixed_valid, 1, items, out);
     std::fclose(out);
     std::free(stream);
+    std::free(fixed_values);
+    std::free(fixed_valid);
     return 0;
 }
 
