@@ -168,6 +168,33 @@ impl GpuDecoder {
     }
 }
 
+impl GpuDecoder {
+    /// `batch` filtered by `predicate` with this decoder's kernels, on the stream of the batch's
+    /// buffers (a new one for a batch without any): compacted, or unchanged with a mask (`mode`). See
+    /// [`crate::decode::row_filter`].
+    pub fn filter(
+        &self,
+        batch: DeviceBatch,
+        predicate: &crate::decode::row_filter::RowPredicate,
+        mode: crate::decode::row_filter::FilterMode,
+    ) -> Result<crate::decode::row_filter::Filtered<DeviceBuffer<u8>>> {
+        use crate::decode::row_filter::{filter_batch, first_buffer};
+        let stream = match first_buffer(&batch) {
+            Some(b) if !Arc::ptr_eq(b.context(), &self.ctx) => {
+                return Err(Error::device(
+                    "GPU row filter",
+                    "the batch is on another GPU than the decoder's kernels",
+                ));
+            }
+            Some(b) => b.stream().clone(),
+            None => crate::gpu::Stream::new(&self.ctx)?,
+        };
+        let mut exec =
+            DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), None).with_staging(&self.staging);
+        filter_batch(&mut exec, batch, predicate, mode)
+    }
+}
+
 /// Runs the GPU decode pipeline on the host, with the kernels' references in place of the kernels:
 /// `fetched` is laid out as `plan` says. Its output must equal arrow-rs's (CI checks it) and the GPU's.
 pub fn decode_reference(

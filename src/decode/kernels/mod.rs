@@ -64,6 +64,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("snappy.cu", include_str!("snappy.cu")),
     ("snappy_wide.cu", include_str!("snappy_wide.cu")),
     ("transfer.cu", include_str!("transfer.cu")),
+    ("row_filter.cu", include_str!("row_filter.cu")),
 ];
 
 #[cfg(test)]
