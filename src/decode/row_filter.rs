@@ -1374,17 +1374,41 @@ pub fn filter_record_batch(
     predicate: &RowPredicate,
     mode: FilterMode,
 ) -> Result<(Option<RecordBatch>, Option<BooleanArray>)> {
-    let mut exec = HostExecutor::new();
     let data: Vec<ArrayData> = batch.columns().iter().map(|c| c.to_data()).collect();
+    let names: Vec<String> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let (rows, mask) = filter_array_data(&data, &names, batch.num_rows(), predicate, mode)?;
+    let rows = match rows {
+        Some(r) => {
+            let options = RecordBatchOptions::new().with_row_count(Some(r.num_rows()));
+            Some(
+                RecordBatch::try_new_with_options(batch.schema(), r.columns().to_vec(), &options)
+                    .map_err(|e| Error::device("building the row filter's output", e))?,
+            )
+        }
+        None => None,
+    };
+    Ok((rows, mask))
+}
+
+/// [`filter_record_batch`] over arrow-rs arrays (at any offsets) named `names`, of `num_rows` rows
+/// (the output's fields are nullable).
+pub fn filter_array_data(
+    data: &[ArrayData],
+    names: &[String],
+    num_rows: usize,
+    predicate: &RowPredicate,
+    mode: FilterMode,
+) -> Result<(Option<RecordBatch>, Option<BooleanArray>)> {
+    let mut exec = HostExecutor::new();
     let refs = data
         .iter()
         .map(|d| upload_array_data(&mut exec, d))
         .collect::<Result<Vec<_>>>()?;
     let ctx = FilterContext {
         location: Location::default(),
-        names: batch.schema().fields().iter().map(|f| f.name().clone()).collect(),
+        names: names.to_vec(),
     };
-    match filter_columns(&mut exec, &refs, batch.num_rows() as u64, predicate, mode, &ctx)? {
+    match filter_columns(&mut exec, &refs, num_rows as u64, predicate, mode, &ctx)? {
         FilterOutput::Mask { bits, len, .. } => {
             let bytes = exec.take(bits)?;
             let d = ArrayData::builder(DataType::Boolean)
@@ -1397,12 +1421,17 @@ pub fn filter_record_batch(
         FilterOutput::Rows { num_rows, columns } => {
             let arrays = columns
                 .iter()
-                .zip(&data)
+                .zip(data)
                 .map(|(f, d)| to_array_data(&mut exec, f, d).map(make_array))
                 .collect::<Result<Vec<ArrayRef>>>()?;
-            let schema: SchemaRef = batch.schema();
+            let fields: Vec<arrow::datatypes::Field> = names
+                .iter()
+                .zip(&arrays)
+                .map(|(n, a)| arrow::datatypes::Field::new(n, a.data_type().clone(), true))
+                .collect();
+            let schema: SchemaRef = Arc::new(arrow::datatypes::Schema::new(fields));
             let options = RecordBatchOptions::new().with_row_count(Some(num_rows as usize));
-            let out = RecordBatch::try_new_with_options(Arc::clone(&schema), arrays, &options)
+            let out = RecordBatch::try_new_with_options(schema, arrays, &options)
                 .map_err(|e| Error::device("building the row filter's output", e))?;
             Ok((Some(out), None))
         }

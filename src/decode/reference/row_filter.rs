@@ -30,6 +30,14 @@ fn min_into(arena: &mut Arena, error: u64, row: u64) {
     }
 }
 
+/// `len` bytes at `addr`, copied (none for an empty range, wherever it points).
+fn bytes_at(arena: &Arena, addr: u64, len: u64) -> Option<Vec<u8>> {
+    if len == 0 {
+        return Some(Vec::new());
+    }
+    arena.get(addr, len).map(<[u8]>::to_vec)
+}
+
 fn bit(bytes: &[u8], i: u64) -> Option<bool> {
     bytes.get((i / 8) as usize).map(|b| b >> (i % 8) & 1 == 1)
 }
@@ -98,7 +106,7 @@ fn decide(op: u32, ords: impl Iterator<Item = std::cmp::Ordering>) -> u8 {
 /// The literals of a byte leaf: `nlits` strings, `lit_offsets` (`u64[nlits + 1]`) into `lits`.
 fn byte_literals(arena: &Arena, d: &RowLeafDesc) -> Option<Vec<Vec<u8>>> {
     let offs: Vec<u64> = arena.read(d.lit_offsets, d.nlits as usize + 1)?;
-    let all = arena.get(d.lits, d.lits_len)?;
+    let all = bytes_at(arena, d.lits, d.lits_len)?;
     offs.windows(2)
         .map(|w| all.get(w[0] as usize..w[1] as usize).map(<[u8]>::to_vec))
         .collect()
@@ -109,26 +117,21 @@ pub fn leaf(arena: &mut Arena, leaf: u64, n: u64, out: u64) {
     let Some(d) = arena.read::<RowLeafDesc>(leaf, 1).and_then(|v| v.first().copied()) else {
         return;
     };
-    let validity = if d.validity != 0 {
-        arena.get(d.validity, d.validity_len).map(<[u8]>::to_vec)
-    } else {
-        Some(Vec::new())
-    };
-    let (Some(validity), Some(values)) = (validity, arena.get(d.values, d.values_len).map(<[u8]>::to_vec)) else {
+    let (Some(validity), Some(values)) = (
+        bytes_at(arena, d.validity, d.validity_len),
+        bytes_at(arena, d.values, d.values_len),
+    ) else {
         return;
     };
     let w = d.width as u64;
-    let fixed_lits = arena.get(d.lits, d.lits_len).map(<[u8]>::to_vec).unwrap_or_default();
+    let fixed_lits = bytes_at(arena, d.lits, d.lits_len).unwrap_or_default();
     let byte_lits = if matches!(d.kind, LEAF_BYTES | LEAF_VIEW | LEAF_FIXED_BYTES) {
         byte_literals(arena, &d).unwrap_or_default()
     } else {
         Vec::new()
     };
-    let offsets = arena
-        .get(d.offsets, d.offsets_len)
-        .map(<[u8]>::to_vec)
-        .unwrap_or_default();
-    let aux = arena.get(d.aux, d.aux_len).map(<[u8]>::to_vec).unwrap_or_default();
+    let offsets = bytes_at(arena, d.offsets, d.offsets_len).unwrap_or_default();
+    let aux = bytes_at(arena, d.aux, d.aux_len).unwrap_or_default();
     let mut result = vec![UNKNOWN; n as usize];
     let mut first_bad = u64::MAX;
     for i in 0..n {
@@ -233,13 +236,13 @@ fn view_bytes(arena: &Arena, views: &[u8], bufs: &[u8], lens: &[u8], row: u64) -
 
 /// `gp_rf_logic`: Kleene `a and b`, `a or b`, or `not a`, over `n` bytes into `out`.
 pub fn logic(arena: &mut Arena, op: RowLogicOp, a: u64, b: u64, n: u64, out: u64) {
-    let Some(x) = arena.get(a, n).map(<[u8]>::to_vec) else {
+    let Some(x) = bytes_at(arena, a, n) else {
         return;
     };
     let y = if op == RowLogicOp::Not {
         vec![FALSE; n as usize]
     } else {
-        let Some(y) = arena.get(b, n).map(<[u8]>::to_vec) else {
+        let Some(y) = bytes_at(arena, b, n) else {
             return;
         };
         y
@@ -264,7 +267,7 @@ pub fn kleene(op: RowLogicOp, p: u8, q: u8) -> u8 {
 /// The items of a scan's input: a mask's rows ([`TRUE`] counts 1) or `u64` lengths.
 fn scan_items(arena: &Arena, kind: RowScan, src: u64, n: u64) -> Option<Vec<u64>> {
     match kind {
-        RowScan::Mask => Some(arena.get(src, n)?.iter().map(|&m| (m == TRUE) as u64).collect()),
+        RowScan::Mask => Some(bytes_at(arena, src, n)?.iter().map(|&m| (m == TRUE) as u64).collect()),
         RowScan::Lengths32 | RowScan::Lengths64 => arena.read::<u64>(src, n as usize),
     }
 }
@@ -341,7 +344,7 @@ pub fn tile_scan(arena: &mut Arena, kind: RowScan, src: u64, n: u64, bases: u64,
 /// `gp_rf_mask_bits`: bit `i` of `words` (`u32[ceil(n / 32)]`, LSB first) set where `mask[i]` is
 /// [`TRUE`]; the set bits added to the `u64` at `count`.
 pub fn mask_bits(arena: &mut Arena, mask: u64, n: u64, words: u64, count: u64) {
-    let Some(m) = arena.get(mask, n).map(<[u8]>::to_vec) else {
+    let Some(m) = bytes_at(arena, mask, n) else {
         return;
     };
     let mut w = vec![0u32; n.div_ceil(32) as usize];
@@ -391,7 +394,7 @@ pub fn gather_fixed(
     let Some(ix) = indices(arena, idx, count, rows, error) else {
         return;
     };
-    let Some(s) = arena.get(src, src_len).map(<[u8]>::to_vec) else {
+    let Some(s) = bytes_at(arena, src, src_len) else {
         return;
     };
     let w = width as u64;
@@ -429,7 +432,7 @@ pub fn gather_bits(
     let Some(ix) = indices(arena, idx, count, rows, error) else {
         return;
     };
-    let Some(s) = arena.get(src, src_len).map(<[u8]>::to_vec) else {
+    let Some(s) = bytes_at(arena, src, src_len) else {
         return;
     };
     let mut w = vec![0u32; count.div_ceil(32) as usize];
@@ -473,7 +476,7 @@ pub fn gather_lengths(
     let Some(ix) = indices(arena, idx, count, rows, error) else {
         return;
     };
-    let Some(o) = arena.get(offsets, offsets_len).map(<[u8]>::to_vec) else {
+    let Some(o) = bytes_at(arena, offsets, offsets_len) else {
         return;
     };
     let w = if wide { 8 } else { 4 };
@@ -521,14 +524,14 @@ pub fn gather_chars(
     let Some(ix) = indices(arena, idx, count, rows, error) else {
         return;
     };
-    let Some(o) = arena.get(offsets, offsets_len).map(<[u8]>::to_vec) else {
+    let Some(o) = bytes_at(arena, offsets, offsets_len) else {
         return;
     };
     let dw = if dst_wide { 8 } else { 4 };
-    let Some(d) = arena.get(dst_offsets, (count + 1) * dw).map(<[u8]>::to_vec) else {
+    let Some(d) = bytes_at(arena, dst_offsets, (count + 1) * dw) else {
         return;
     };
-    let Some(c) = arena.get(chars, chars_len).map(<[u8]>::to_vec) else {
+    let Some(c) = bytes_at(arena, chars, chars_len) else {
         return;
     };
     let w = if wide { 8 } else { 4 };
@@ -572,11 +575,11 @@ pub fn expand_ranges(
     let Some(ix) = indices(arena, idx, count, rows, error) else {
         return;
     };
-    let Some(o) = arena.get(offsets, offsets_len).map(<[u8]>::to_vec) else {
+    let Some(o) = bytes_at(arena, offsets, offsets_len) else {
         return;
     };
     let dw = if dst_wide { 8 } else { 4 };
-    let Some(d) = arena.get(dst_offsets, (count + 1) * dw).map(<[u8]>::to_vec) else {
+    let Some(d) = bytes_at(arena, dst_offsets, (count + 1) * dw) else {
         return;
     };
     let w = if wide { 8 } else { 4 };
