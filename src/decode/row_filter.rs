@@ -1300,7 +1300,7 @@ pub(crate) fn first_buffer<B: OwnedBuffer>(batch: &DeviceBatch<B>) -> Option<&B>
 }
 
 /// An arrow-rs array's layout in `exec` (buffers uploaded, offsets kept).
-fn upload_array_data(exec: &mut HostExecutor, d: &ArrayData) -> Result<ColumnRef> {
+fn upload_array_data<E: Executor>(exec: &mut E, d: &ArrayData) -> Result<ColumnRef> {
     let validity = match d.nulls() {
         Some(n) if n.null_count() > 0 => Some(BitsRef {
             buf: BufRef {
@@ -1337,14 +1337,14 @@ fn upload_array_data(exec: &mut HostExecutor, d: &ArrayData) -> Result<ColumnRef
     })
 }
 
-fn to_array_data(exec: &mut HostExecutor, f: &FilteredColumn, input: &ArrayData) -> Result<ArrayData> {
+fn to_array_data<E: Executor>(exec: &mut E, f: &FilteredColumn, input: &ArrayData) -> Result<ArrayData> {
     if f.kept {
         return Ok(input.clone());
     }
     let fail = |e: arrow::error::ArrowError| Error::device("building the row filter's output", e);
     let mut take = |o: OutBuf, k: usize| -> Result<Buffer> {
         match o {
-            OutBuf::New(a) => Ok(Buffer::from_vec(exec.take(a)?)),
+            OutBuf::New(a) => Ok(Buffer::from_vec(exec.take(a)?.to_host()?)),
             OutBuf::Kept => input
                 .buffers()
                 .get(k)
@@ -1399,18 +1399,29 @@ pub fn filter_array_data(
     predicate: &RowPredicate,
     mode: FilterMode,
 ) -> Result<(Option<RecordBatch>, Option<BooleanArray>)> {
-    let mut exec = HostExecutor::new();
+    filter_array_data_with(&mut HostExecutor::new(), data, names, num_rows, predicate, mode)
+}
+
+/// [`filter_array_data`] on `exec`.
+pub(crate) fn filter_array_data_with<E: Executor>(
+    exec: &mut E,
+    data: &[ArrayData],
+    names: &[String],
+    num_rows: usize,
+    predicate: &RowPredicate,
+    mode: FilterMode,
+) -> Result<(Option<RecordBatch>, Option<BooleanArray>)> {
     let refs = data
         .iter()
-        .map(|d| upload_array_data(&mut exec, d))
+        .map(|d| upload_array_data(exec, d))
         .collect::<Result<Vec<_>>>()?;
     let ctx = FilterContext {
         location: Location::default(),
         names: names.to_vec(),
     };
-    match filter_columns(&mut exec, &refs, num_rows as u64, predicate, mode, &ctx)? {
+    match filter_columns(exec, &refs, num_rows as u64, predicate, mode, &ctx)? {
         FilterOutput::Mask { bits, len, .. } => {
-            let bytes = exec.take(bits)?;
+            let bytes = exec.take(bits)?.to_host()?;
             let d = ArrayData::builder(DataType::Boolean)
                 .len(len as usize)
                 .add_buffer(Buffer::from_vec(bytes))
@@ -1422,7 +1433,7 @@ pub fn filter_array_data(
             let arrays = columns
                 .iter()
                 .zip(data)
-                .map(|(f, d)| to_array_data(&mut exec, f, d).map(make_array))
+                .map(|(f, d)| to_array_data(exec, f, d).map(make_array))
                 .collect::<Result<Vec<ArrayRef>>>()?;
             let fields: Vec<arrow::datatypes::Field> = names
                 .iter()

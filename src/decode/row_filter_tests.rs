@@ -11,6 +11,7 @@ use arrow::datatypes::{
     Int16Type, Int32Type, Int64Type, Schema, TimeUnit, TimestampMicrosecondType, UInt8Type, UInt16Type, UInt32Type,
     UInt64Type,
 };
+use bytemuck::Pod;
 use proptest::prelude::*;
 
 use super::Scalar;
@@ -556,28 +557,56 @@ fn mask_and_rows_of_a_device_batch_on_the_host_executor() {
     assert_eq!(m.as_boolean(), &nulls_false(&mask));
 }
 
+/// A Utf8 column of `n` rows in `exec` whose offsets run past its characters at row `bad`.
+fn bad_strings<E: Executor>(exec: &mut E, n: u64, bad: u64) -> ColumnRef {
+    let offsets: Vec<i32> = (0..=n as i32)
+        .map(|i| if i as u64 > bad { 90 + i } else { i })
+        .collect();
+    let chars = vec![b'a'; n as usize];
+    let offsets = BufRef {
+        addr: exec.upload(&offsets).expect("upload"),
+        len: 4 * (n + 1),
+    };
+    let chars = BufRef {
+        addr: exec.upload(&chars).expect("upload"),
+        len: n,
+    };
+    ColumnRef {
+        data_type: DataType::Utf8,
+        len: n,
+        offset: 0,
+        null_count: 0,
+        validity: None,
+        buffers: vec![offsets, chars],
+        children: Vec::new(),
+    }
+}
+
+/// The error of filtering `bad_strings(n, bad)` by `p` on `exec`.
+fn bad_strings_error<E: Executor>(exec: &mut E, p: &RowPredicate, mode: FilterMode) -> String {
+    let col = bad_strings(exec, 5, 2);
+    let ctx = FilterContext {
+        location: Location::file("f.parquet"),
+        names: vec!["s".to_string()],
+    };
+    filter_columns(exec, &[col], 5, p, mode, &ctx).unwrap_err().to_string()
+}
+
 #[test]
 fn a_bad_offset_buffer_is_an_error_naming_the_column_and_row() {
-    // Offsets running past the characters at row 2.
-    let offsets = Buffer::from_slice_ref([0i32, 1, 2, 50, 51]);
-    let chars = Buffer::from_slice_ref(b"abcd");
-    // SAFETY of the test: the data is invalid on purpose, built without validation, and only the filter
-    // (which must not trust it) reads it.
-    let bad = unsafe {
-        ArrayData::builder(DataType::Utf8)
-            .len(4)
-            .add_buffer(offsets)
-            .add_buffer(chars)
-            .build_unchecked()
-    };
-    let names = vec!["s".to_string()];
     let p = RowPredicate::compare(0, CmpOp::Eq, Scalar::Bytes(b"a".to_vec()));
-    let e = filter_array_data(std::slice::from_ref(&bad), &names, 4, &p, FilterMode::Mask).unwrap_err();
-    let msg = e.to_string();
-    assert!(msg.contains("'s'") && msg.contains("row 2"), "{msg}");
+    let msg = bad_strings_error(&mut HostExecutor::new(), &p, FilterMode::Mask);
+    assert!(
+        msg.contains("f.parquet") && msg.contains("'s'") && msg.contains("row 2"),
+        "{msg}"
+    );
     // A predicate that reads no string, and the compaction then meets the bad row.
-    let e = filter_array_data(&[bad], &names, 4, &RowPredicate::IsNotNull(0), FilterMode::Compact).unwrap_err();
-    assert!(e.to_string().contains("'s'"), "{e}");
+    let msg = bad_strings_error(
+        &mut HostExecutor::new(),
+        &RowPredicate::IsNotNull(0),
+        FilterMode::Compact,
+    );
+    assert!(msg.contains("'s'") && msg.contains("row 2"), "{msg}");
 }
 
 #[test]
@@ -685,4 +714,125 @@ fn floats_compare_in_total_order_as_arrow_does() {
         .expect("mask");
         assert_eq!(m.expect("mask").true_count(), k, "values below {x}");
     }
+}
+
+/// The kernels' CUDA source run on the CPU ([`crate::decode::kernels::emu`], under ASan and UBSan) as
+/// an executor: memory is an arena, each launch runs its [`launch_plan`] in the emulation over all of
+/// it, every allocation exactly its size there.
+#[derive(Debug)]
+struct EmuExecutor {
+    arena: Arena,
+}
+
+impl Default for EmuExecutor {
+    fn default() -> Self {
+        // Arena::new, not Arena's derived default: addresses start above 0, as 0 means none.
+        EmuExecutor { arena: Arena::new() }
+    }
+}
+
+impl EmuExecutor {
+    fn missing(addr: u64) -> Error {
+        Error::device("the kernel emulation", format!("{addr:#x} is outside every allocation"))
+    }
+}
+
+impl Executor for EmuExecutor {
+    type Buffer = Vec<u8>;
+
+    fn alloc(&mut self, bytes: usize) -> Result<u64> {
+        Ok(self.arena.alloc(bytes))
+    }
+    fn alloc_uninit(&mut self, bytes: usize) -> Result<u64> {
+        Ok(self.arena.upload(&vec![crate::decode::exec::UNINIT_POISON; bytes]))
+    }
+    fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64> {
+        Ok(self.arena.upload_slice(items))
+    }
+    fn write<T: Pod>(&mut self, addr: u64, items: &[T]) -> Result<()> {
+        if self.arena.write(addr, items) {
+            Ok(())
+        } else {
+            Err(Self::missing(addr))
+        }
+    }
+    fn read<T: Pod>(&mut self, addr: u64, count: usize) -> Result<Vec<T>> {
+        self.arena.read(addr, count).ok_or_else(|| Self::missing(addr))
+    }
+    fn take(&mut self, addr: u64) -> Result<Vec<u8>> {
+        let bytes = self.arena.region(addr).ok_or_else(|| Self::missing(addr))?.to_vec();
+        self.arena.free(addr);
+        Ok(bytes)
+    }
+    fn free(&mut self, addr: u64) {
+        self.arena.free(addr);
+    }
+    fn launch(&mut self, kernel: Kernel) -> Result<()> {
+        let plan = launch_plan(&kernel)
+            .ok_or_else(|| Error::device("the kernel emulation", format!("{kernel:?} is not a row-filter kernel")))?;
+        let regions: Vec<(u64, Vec<u8>)> = self.arena.iter().map(|(a, b)| (a, b.to_vec())).collect();
+        let back = crate::decode::kernels::emu::run_row_filter_emulated(&regions, &plan);
+        for ((addr, _), bytes) in regions.iter().zip(back) {
+            self.arena.write(*addr, &bytes);
+        }
+        Ok(())
+    }
+    fn decompress(
+        &mut self,
+        _codec: parquet::basic::Compression,
+        _items: &[crate::decode::exec::Decompress],
+    ) -> Result<(
+        Vec<std::result::Result<usize, String>>,
+        crate::decode::exec::DecompressedOn,
+    )> {
+        Err(Error::device("the kernel emulation", "runs no decompression"))
+    }
+}
+
+/// The emulated kernels' filter of `data` equals the references' (and so arrow-rs's), both modes.
+fn check_emulated(data: &[ArrayData], p: &RowPredicate) {
+    let n = data.first().map_or(0, ArrayData::len);
+    let names: Vec<String> = (0..data.len()).map(|k| format!("c{k}")).collect();
+    for mode in [FilterMode::Compact, FilterMode::Mask] {
+        let want = filter_array_data(data, &names, n, p, mode).unwrap_or_else(|e| panic!("{e}"));
+        let got = filter_array_data_with(&mut EmuExecutor::default(), data, &names, n, p, mode)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(got, want, "{mode:?} of {p:?}");
+    }
+}
+
+#[test]
+fn kernels_match_references_in_the_emulation() {
+    if let Err(why) = crate::decode::kernels::emu::available() {
+        crate::test_skip(&why);
+        return;
+    }
+    let mut rng = Rng::new(2024);
+    let all = types();
+    // Every type once, under a random predicate over it and a neighbour.
+    for pair in all.chunks(2) {
+        let data = gen_columns(&mut rng, pair, 150);
+        let schema = Schema::new(
+            pair.iter()
+                .enumerate()
+                .map(|(k, t)| Field::new(format!("c{k}"), t.clone(), true))
+                .collect::<Vec<_>>(),
+        );
+        let batch = RecordBatch::try_new(Arc::new(schema), data.iter().map(|d| make_array(d.clone())).collect())
+            .expect("batch");
+        let p = gen_predicate(&mut rng, &batch, 2);
+        check_emulated(&data, &p);
+    }
+    // Several tiles of the scan, and a bad offset buffer's error.
+    let data = gen_columns(&mut rng, &[DataType::Int64, DataType::Utf8], 9000);
+    check_emulated(&data, &RowPredicate::compare(0, CmpOp::Gt, Scalar::Int64(0)));
+    let p = RowPredicate::compare(0, CmpOp::Eq, Scalar::Bytes(b"a".to_vec()));
+    let msg = bad_strings_error(&mut EmuExecutor::default(), &p, FilterMode::Compact);
+    assert!(msg.contains("row 2"), "{msg}");
+    let msg = bad_strings_error(
+        &mut EmuExecutor::default(),
+        &RowPredicate::IsNotNull(0),
+        FilterMode::Compact,
+    );
+    assert!(msg.contains("row 2"), "{msg}");
 }

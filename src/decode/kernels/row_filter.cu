@@ -57,7 +57,7 @@ namespace gprf {
 __device__ inline u64 first_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ inline u64 all_threads() { return (u64)gridDim.x * blockDim.x; }
 
-__device__ inline void report(u64 error, u64 row) {
+__device__ inline void report(u64* error, u64 row) {
     if (error) atomicMin((unsigned long long*)error, (unsigned long long)row);
 }
 
@@ -258,7 +258,7 @@ extern "C" __global__ void gp_rf_leaf(const RowLeafDesc* desc, u64 n, u8* out) {
             r = leaf_row(d, d.offset + i);
         }
         if (r < 0) {
-            report(d.error, i);
+            report((u64*)d.error, i);
             r = RF_UNKNOWN;
         }
         out[i] = (u8)r;
@@ -411,7 +411,7 @@ extern "C" __global__ void gp_rf_mask_bits(const u8* mask, u64 n, u32* words, u6
 
 // Grid-stride over output rows (any grid and block): dst[j] = src[offset + idx[j]], `width` bytes each.
 extern "C" __global__ void gp_rf_gather_fixed(const u8* src, u64 src_len, u32 width, u64 offset, u64 rows,
-                                              const u32* idx, u64 count, u8* dst, u64 error) {
+                                              const u32* idx, u64 count, u8* dst, u64* error) {
     using namespace gprf;
     for (u64 j = first_thread(); j < count; j += all_threads()) {
         const u64 i = idx[j];
@@ -437,7 +437,7 @@ extern "C" __global__ void gp_rf_gather_fixed(const u8* src, u64 src_len, u32 wi
 // Grid-stride over output words (any grid and block): bit j of dst (u32[ceil(count / 32)]) = bit
 // bit_offset + idx[j] of src (src_len bytes); the set bits added to *set.
 extern "C" __global__ void gp_rf_gather_bits(const u8* src, u64 src_len, u64 bit_offset, u64 rows, const u32* idx,
-                                             u64 count, u32* dst, u64* set, u64 error) {
+                                             u64 count, u32* dst, u64* set, u64* error) {
     using namespace gprf;
     const u64 nwords = (count + 31) / 32;
     for (u64 w = first_thread(); w < nwords; w += all_threads()) {
@@ -458,7 +458,7 @@ extern "C" __global__ void gp_rf_gather_bits(const u8* src, u64 src_len, u64 bit
 // Grid-stride over output rows (any grid and block): lens[j] = the length of row offset + idx[j]'s range
 // in `chars_len` characters, from 4- or 8-byte (wide) offsets; 0 and an error where it fails its checks.
 extern "C" __global__ void gp_rf_gather_lengths(const u8* offsets, u64 offsets_len, u32 wide, u64 offset, u64 rows,
-                                                u64 chars_len, const u32* idx, u64 count, u64* lens, u64 error) {
+                                                u64 chars_len, const u32* idx, u64 count, u64* lens, u64* error) {
     using namespace gprf;
     const u32 w = wide ? 8 : 4;
     for (u64 j = first_thread(); j < count; j += all_threads()) {
@@ -476,7 +476,7 @@ extern "C" __global__ void gp_rf_gather_lengths(const u8* offsets, u64 offsets_l
 // copied to dst at dst_offsets[j] (count + 1 offsets of 4 or 8 bytes, dst_len characters).
 extern "C" __global__ void gp_rf_gather_chars(const u8* offsets, u64 offsets_len, u32 wide, u64 offset, u64 rows,
                                               const u8* chars, u64 chars_len, const u32* idx, u64 count,
-                                              const u8* dst_offsets, u32 dst_wide, u8* dst, u64 dst_len, u64 error) {
+                                              const u8* dst_offsets, u32 dst_wide, u8* dst, u64 dst_len, u64* error) {
     using namespace gprf;
     const u32 w = wide ? 8 : 4, dw = dst_wide ? 8 : 4;
     const u64 lane = threadIdx.x & 31;
@@ -499,7 +499,7 @@ extern "C" __global__ void gp_rf_gather_chars(const u8* offsets, u64 offsets_len
 // child_indices[dst_offsets[j]..] (child_count entries).
 extern "C" __global__ void gp_rf_expand_ranges(const u8* offsets, u64 offsets_len, u32 wide, u64 offset, u64 rows,
                                                u64 child_rows, const u32* idx, u64 count, const u8* dst_offsets,
-                                               u32 dst_wide, u32* child_indices, u64 child_count, u64 error) {
+                                               u32 dst_wide, u32* child_indices, u64 child_count, u64* error) {
     using namespace gprf;
     const u32 w = wide ? 8 : 4, dw = dst_wide ? 8 : 4;
     const u64 lane = threadIdx.x & 31;
