@@ -315,7 +315,7 @@ pub fn tile_scan(arena: &mut Arena, kind: RowScan, src: u64, n: u64, bases: u64,
     let mut run = 0u64;
     let mut positions = Vec::with_capacity(n as usize + 1);
     for (i, v) in items.iter().enumerate() {
-        if i as u64 % SCAN_TILE == 0 {
+        if (i as u64).is_multiple_of(SCAN_TILE) {
             run = bases[i / SCAN_TILE as usize];
         }
         positions.push(run);
