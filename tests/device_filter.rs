@@ -352,3 +352,78 @@ fn host_references_equal_arrow_on_the_same_batches() {
         }
     }
 }
+
+/// [`batch`] written as a Parquet file of a few row groups (dictionary-encoded where arrow-rs does,
+/// its Arrow schema embedded, so the views, dictionary and decimal types come back).
+fn write_file(dir: &std::path::Path, host: &RecordBatch) -> std::path::PathBuf {
+    let path = dir.join("filter.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(8_000))
+        .build();
+    let file = std::fs::File::create(&path).expect("create");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, host.schema(), Some(props)).expect("writer");
+    w.write(host).expect("write");
+    w.close().expect("close");
+    path
+}
+
+/// Batches as the decode pipeline assembles them (the host references' decode of a written file),
+/// filtered through the references: equal to arrow-rs's filter of the same decoded batch.
+#[test]
+fn pipeline_batches_filter_as_arrow_does() {
+    use gpu_parquet::decode::gpu::decode_reference;
+    use gpu_parquet::{ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};
+    let dir = tempfile::tempdir().expect("dir");
+    let host = batch(&mut Rng(77), 20_000);
+    let path = write_file(dir.path(), &host);
+    let source = ParquetSource::open(&path).expect("open");
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .expect("plan");
+    let fetched = common::host_fetch(&source, &plan, 2).buffer;
+    for p in predicates() {
+        let (decoded, _) = decode_reference(&source, &plan, &fetched).expect("decode");
+        assert!(decoded.columns.iter().all(|c| c.decoded == DecodedWhere::Gpu));
+        let whole = decoded.to_host().expect("host copy");
+        let want = arrow::compute::filter_record_batch(&whole, &arrow_mask(&whole, &p)).expect("filter");
+        let Filtered::Rows(rows) = decoded.filter_host(&p, FilterMode::Compact).expect("filter") else {
+            panic!("rows asked for")
+        };
+        assert_eq!(rows.to_host().expect("host copy"), want, "{p:?}");
+    }
+}
+
+/// A file read onto the GPU by the reader, each step's batch filtered there: equal to arrow-rs's filter
+/// of the batch's host copy.
+#[test]
+fn gpu_filter_of_batches_read_by_the_reader() {
+    let Some((_ctx, decoder)) = gpu() else { return };
+    let dir = tempfile::tempdir().expect("dir");
+    let host = batch(&mut Rng(78), 70_000);
+    let path = write_file(dir.path(), &host);
+    let options: DecoderOptions = Settings::from_env(&[]).expect("settings").decoder_options();
+    for p in predicates() {
+        let read = gpu_parquet::Reader::builder(&path)
+            .with_backend(gpu_parquet::BackendKind::Auto)
+            .with_decoder_options(options.clone())
+            .build()
+            .expect("reader")
+            .read_device()
+            .expect("read");
+        for (k, b) in read.table.batches.into_iter().enumerate() {
+            let whole = b.to_host().expect("host copy");
+            let want = arrow::compute::filter_record_batch(&whole, &arrow_mask(&whole, &p)).expect("filter");
+            let Filtered::Rows(rows) = b
+                .filter(&p, &decoder, FilterMode::Compact)
+                .unwrap_or_else(|e| panic!("step {k}, {p:?}: {e}"))
+            else {
+                panic!("rows asked for")
+            };
+            assert_eq!(rows.to_host().expect("host copy"), want, "step {k}, {p:?}");
+        }
+    }
+}
