@@ -278,6 +278,11 @@ fn gpu_filter_equals_arrow_and_the_references() {
                 panic!("a mask asked for")
             };
             assert_eq!(selected, want.num_rows());
+            // The mask compacts a batch of the same rows (the payload of a two-pass scan).
+            let compacted = upload(&stream, &host)
+                .compact(&m, &decoder)
+                .unwrap_or_else(|e| panic!("{n} rows, {p:?}: {e}"));
+            assert_eq!(compacted.to_host().expect("host copy"), want, "compacted by the mask");
             let m = m.to_host().expect("host copy");
             assert_eq!(m.as_boolean(), &nulls_false(&mask), "mask, {n} rows, {p:?}");
         }

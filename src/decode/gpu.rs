@@ -170,16 +170,21 @@ impl GpuDecoder {
 
 impl GpuDecoder {
     /// `batch` filtered by `predicate` with this decoder's kernels, on the stream of the batch's
-    /// buffers (a new one for a batch without any): compacted, or unchanged with a mask (`mode`). See
-    /// [`crate::decode::row_filter`].
+    /// buffers: compacted, or unchanged with a mask (`mode`). See [`crate::decode::row_filter`].
     pub fn filter(
         &self,
         batch: DeviceBatch,
         predicate: &crate::decode::row_filter::RowPredicate,
         mode: crate::decode::row_filter::FilterMode,
     ) -> Result<crate::decode::row_filter::Filtered<DeviceBuffer<u8>>> {
-        use crate::decode::row_filter::{filter_batch, first_buffer};
-        let stream = match first_buffer(&batch) {
+        let mut exec = self.row_filter_executor(&batch)?;
+        crate::decode::row_filter::filter_batch(&mut exec, batch, predicate, mode)
+    }
+
+    /// An executor for the row filter's kernels over `batch`: on the stream of its buffers (a new one
+    /// for a batch without any), which must be on this decoder's GPU.
+    pub(crate) fn row_filter_executor(&self, batch: &DeviceBatch) -> Result<DeviceExecutor<'static>> {
+        let stream = match crate::decode::row_filter::first_buffer(batch) {
             Some(b) if !Arc::ptr_eq(b.context(), &self.ctx) => {
                 return Err(Error::device(
                     "GPU row filter",
@@ -189,9 +194,7 @@ impl GpuDecoder {
             Some(b) => b.stream().clone(),
             None => crate::gpu::Stream::new(&self.ctx)?,
         };
-        let mut exec =
-            DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), None).with_staging(&self.staging);
-        filter_batch(&mut exec, batch, predicate, mode)
+        Ok(DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), None).with_staging(&self.staging))
     }
 }
 

@@ -12,6 +12,10 @@
 //! inputs are only read (the device executor addresses the batch's buffers in place); buffers a column
 //! keeps unchanged (a dictionary's values, a view column's data buffers) move to the output.
 //!
+//! For a two-pass scan, the predicate's mask over a batch of the filter columns
+//! ([`RowPredicate::columns`], [`RowPredicate::map_columns`], [`FilterMode::Mask`]) then compacts the
+//! payload batch of the same rows ([`DeviceBatch::compact`], [`compact_batch`]).
+//!
 //! What runs where: the predicate's leaves compare one column with literals typed to its Arrow layout
 //! ([`Scalar`]); `and` / `or` / `not` combine them by Kleene logic. The mask's selected rows are
 //! counted and numbered by a multi-block scan (tile sums, tile bases, tile scan), then each column is
@@ -309,6 +313,49 @@ impl RowPredicate {
     #[allow(clippy::should_implement_trait)]
     pub fn not(self) -> Self {
         RowPredicate::Not(Box::new(self))
+    }
+
+    /// The columns it reads, ascending, each once: those to decode before the others.
+    pub fn columns(&self) -> Vec<usize> {
+        fn walk(p: &RowPredicate, out: &mut Vec<usize>) {
+            match p {
+                RowPredicate::Compare { column, .. }
+                | RowPredicate::InList { column, .. }
+                | RowPredicate::IsNull(column)
+                | RowPredicate::IsNotNull(column) => out.push(*column),
+                RowPredicate::And(a, b) | RowPredicate::Or(a, b) => {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                RowPredicate::Not(a) => walk(a, out),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The same predicate over other column indices (`to(column)`): for a batch of only the filter
+    /// columns, say.
+    pub fn map_columns(&self, to: &impl Fn(usize) -> usize) -> Self {
+        match self {
+            RowPredicate::Compare { column, op, value } => RowPredicate::Compare {
+                column: to(*column),
+                op: *op,
+                value: value.clone(),
+            },
+            RowPredicate::InList { column, values } => RowPredicate::InList {
+                column: to(*column),
+                values: values.clone(),
+            },
+            RowPredicate::IsNull(c) => RowPredicate::IsNull(to(*c)),
+            RowPredicate::IsNotNull(c) => RowPredicate::IsNotNull(to(*c)),
+            RowPredicate::And(a, b) => a.map_columns(to).and(b.map_columns(to)),
+            RowPredicate::Or(a, b) => a.map_columns(to).or(b.map_columns(to)),
+            RowPredicate::Not(a) => a.map_columns(to).not(),
+        }
     }
 }
 
@@ -1237,34 +1284,97 @@ pub fn filter_batch<E: FilterExecutor>(
                 selected: selected as usize,
             })
         }
-        FilterOutput::Rows { num_rows, columns } => {
-            let DeviceBatch {
-                schema,
-                columns: inputs,
-                row_groups,
-                location,
-                ..
-            } = batch;
-            let columns = columns
-                .into_iter()
-                .zip(inputs)
-                .map(|(f, c)| {
-                    Ok(DeviceColumn {
-                        name: c.name,
-                        array: into_device_array(exec, f, c.array)?,
-                        decoded: c.decoded,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Filtered::Rows(DeviceBatch {
-                schema,
-                num_rows: num_rows as usize,
-                columns,
-                row_groups,
-                location,
-            }))
+        FilterOutput::Rows { num_rows, columns } => Ok(Filtered::Rows(assemble(exec, batch, num_rows, columns)?)),
+    }
+}
+
+/// `batch` with its columns replaced by their filtered outputs (`num_rows` rows).
+fn assemble<E: Executor>(
+    exec: &mut E,
+    batch: DeviceBatch<E::Buffer>,
+    num_rows: u64,
+    columns: Vec<FilteredColumn>,
+) -> Result<DeviceBatch<E::Buffer>> {
+    let DeviceBatch {
+        schema,
+        columns: inputs,
+        row_groups,
+        location,
+        ..
+    } = batch;
+    let columns = columns
+        .into_iter()
+        .zip(inputs)
+        .map(|(f, c)| {
+            Ok(DeviceColumn {
+                name: c.name,
+                array: into_device_array(exec, f, c.array)?,
+                decoded: c.decoded,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(DeviceBatch {
+        schema,
+        num_rows: num_rows as usize,
+        columns,
+        row_groups,
+        location,
+    })
+}
+
+/// Frees the new buffers of a filtered column.
+fn free_outputs<E: Executor>(exec: &mut E, f: &FilteredColumn) {
+    for o in f.validity.iter().chain(&f.buffers) {
+        if let OutBuf::New(a) = *o {
+            exec.free(a);
         }
     }
+    for c in &f.children {
+        free_outputs(exec, c);
+    }
+}
+
+/// `batch` compacted to the rows `mask` selects (a `Boolean` array of its rows, as
+/// [`FilterMode::Mask`] gives, null or false rows left out) on `exec`: the payload columns of a step
+/// whose predicate was evaluated over its filter columns before.
+pub fn compact_batch<E: FilterExecutor>(
+    exec: &mut E,
+    batch: DeviceBatch<E::Buffer>,
+    mask: &DeviceArray<E::Buffer>,
+) -> Result<DeviceBatch<E::Buffer>> {
+    if mask.data_type != DataType::Boolean || mask.len != batch.num_rows {
+        return Err(Error::InvalidRequest {
+            location: batch.location.clone(),
+            message: format!(
+                "a mask of {} {} rows for a batch of {} rows",
+                mask.len, mask.data_type, batch.num_rows
+            ),
+        });
+    }
+    let mut refs = batch
+        .columns
+        .iter()
+        .map(|c| column_ref(exec, &c.array))
+        .collect::<Result<Vec<_>>>()?;
+    let mask_column = refs.len();
+    refs.push(column_ref(exec, mask)?);
+    let mut names: Vec<String> = batch.columns.iter().map(|c| c.name.clone()).collect();
+    names.push("the mask".to_string());
+    let ctx = FilterContext {
+        location: batch.location.clone(),
+        names,
+    };
+    let selected = RowPredicate::compare(mask_column, CmpOp::Eq, Scalar::Boolean(true));
+    let FilterOutput::Rows { num_rows, mut columns } =
+        filter_columns(exec, &refs, batch.num_rows as u64, &selected, FilterMode::Compact, &ctx)?
+    else {
+        return Err(Error::device("the row filter", "a mask where rows were asked for"));
+    };
+    // The mask compacted along with the columns: all true, of no use.
+    if let Some(m) = columns.pop() {
+        free_outputs(exec, &m);
+    }
+    assemble(exec, batch, num_rows, columns)
 }
 
 impl DeviceBatch<crate::gpu::DeviceBuffer<u8>> {
@@ -1278,6 +1388,12 @@ impl DeviceBatch<crate::gpu::DeviceBuffer<u8>> {
     ) -> Result<Filtered<crate::gpu::DeviceBuffer<u8>>> {
         decoder.filter(self, predicate, mode)
     }
+
+    /// The batch compacted on the GPU of `decoder` to the rows `mask` selects (see [`compact_batch`]).
+    pub fn compact(self, mask: &DeviceArray, decoder: &crate::decode::gpu::GpuDecoder) -> Result<Self> {
+        let mut exec = decoder.row_filter_executor(&self)?;
+        compact_batch(&mut exec, self, mask)
+    }
 }
 
 impl DeviceBatch<Vec<u8>> {
@@ -1285,6 +1401,11 @@ impl DeviceBatch<Vec<u8>> {
     /// references.
     pub fn filter_host(self, predicate: &RowPredicate, mode: FilterMode) -> Result<Filtered<Vec<u8>>> {
         filter_batch(&mut HostExecutor::new(), self, predicate, mode)
+    }
+
+    /// [`DeviceBatch::compact`] on a host batch, through the kernels' references.
+    pub fn compact_host(self, mask: &DeviceArray<Vec<u8>>) -> Result<Self> {
+        compact_batch(&mut HostExecutor::new(), self, mask)
     }
 }
 

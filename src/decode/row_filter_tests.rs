@@ -553,8 +553,32 @@ fn mask_and_rows_of_a_device_batch_on_the_host_executor() {
     assert_eq!(same.to_host().expect("host"), batch);
     assert_eq!(selected, want.num_rows());
     assert_eq!(m.buffers[0].len() % BITMAP_PADDING, 0, "a padded bitmap");
-    let m = m.to_host().expect("host");
+    let mask_array = m;
+    let m = mask_array.to_host().expect("host");
     assert_eq!(m.as_boolean(), &nulls_false(&mask));
+    // The mask of the filter columns compacts the batch as the predicate would.
+    let compacted = device_batch().compact_host(&mask_array).expect("compact");
+    assert_eq!(compacted.to_host().expect("host"), want);
+    // A mask of another length is refused.
+    let mut short = device_batch();
+    short.num_rows = 999;
+    let e = short.compact_host(&mask_array).unwrap_err();
+    assert!(e.to_string().contains("999"), "{e}");
+}
+
+#[test]
+fn a_predicate_names_its_columns_and_moves_to_others() {
+    let p = RowPredicate::compare(4, CmpOp::Gt, Scalar::Int32(0)).and(
+        RowPredicate::IsNull(1).or(RowPredicate::InList {
+            column: 4,
+            values: vec![],
+        }
+        .not()),
+    );
+    assert_eq!(p.columns(), vec![1, 4]);
+    let q = p.map_columns(&|c| if c == 4 { 0 } else { 1 });
+    assert_eq!(q.columns(), vec![0, 1]);
+    assert_eq!(q.map_columns(&|c| if c == 0 { 4 } else { 1 }), p);
 }
 
 /// A Utf8 column of `n` rows in `exec` whose offsets run past its characters at row `bad`.
