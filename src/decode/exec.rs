@@ -326,6 +326,202 @@ pub enum Kernel {
         /// `u64`.
         too_long: u64,
     },
+    /// A row-filter predicate leaf over `n` rows into tri-state bytes (`gp_rf_leaf`; see
+    /// [`crate::decode::row_filter`]).
+    RowLeaf {
+        /// `RowLeafDesc`.
+        leaf: u64,
+        /// Rows.
+        n: u64,
+        /// `u8[n]`.
+        out: u64,
+    },
+    /// Kleene logic over tri-state bytes (`gp_rf_logic`).
+    RowLogic {
+        /// Which.
+        op: crate::decode::row_filter::RowLogicOp,
+        /// `u8[n]`.
+        a: u64,
+        /// `u8[n]` (unread for `not`).
+        b: u64,
+        /// Bytes.
+        n: u64,
+        /// `u8[n]`.
+        out: u64,
+    },
+    /// Tile sums of a row-filter scan (`gp_rf_tile_sums`).
+    RowTileSums {
+        /// What it scans.
+        kind: crate::decode::row_filter::RowScan,
+        /// The items.
+        src: u64,
+        /// Items.
+        n: u64,
+        /// `u64[ceil(n / SCAN_TILE)]`.
+        sums: u64,
+    },
+    /// The tile sums' exclusive prefix sums, in place, and their total (`gp_rf_tile_bases`).
+    RowTileBases {
+        /// `u64[ntiles]`.
+        sums: u64,
+        /// Tiles.
+        ntiles: u64,
+        /// `u64`.
+        total: u64,
+    },
+    /// Each tile scanned from its base: a mask's selected indices or lengths' offsets (`gp_rf_tile_scan`).
+    RowTileScan {
+        /// What it scans.
+        kind: crate::decode::row_filter::RowScan,
+        /// The items.
+        src: u64,
+        /// Items.
+        n: u64,
+        /// The tile bases.
+        bases: u64,
+        /// `u64` total.
+        total: u64,
+        /// `u32` indices, or `n + 1` offsets.
+        out: u64,
+        /// Entries `out` holds.
+        out_cap: u64,
+    },
+    /// A tri-state mask packed into bits where true, the set bits added to `count` (`gp_rf_mask_bits`).
+    RowMaskBits {
+        /// `u8[n]`.
+        mask: u64,
+        /// Rows.
+        n: u64,
+        /// `u32[ceil(n / 32)]`.
+        words: u64,
+        /// `u64`.
+        count: u64,
+    },
+    /// Fixed-width values gathered at selected rows (`gp_rf_gather_fixed`).
+    RowGatherFixed {
+        /// The values.
+        src: u64,
+        /// Their bytes.
+        src_len: u64,
+        /// Bytes a value.
+        width: u32,
+        /// Value index of row 0.
+        offset: u64,
+        /// Rows an index may name.
+        rows: u64,
+        /// `u32[count]`.
+        indices: u64,
+        /// Selected rows.
+        count: u64,
+        /// `count * width` bytes.
+        dst: u64,
+        /// `u64` error word.
+        error: u64,
+    },
+    /// Bits gathered at selected rows, the set ones counted (`gp_rf_gather_bits`).
+    RowGatherBits {
+        /// The bitmap.
+        src: u64,
+        /// Its bytes.
+        src_len: u64,
+        /// Bit of row 0.
+        bit_offset: u64,
+        /// Rows an index may name.
+        rows: u64,
+        /// `u32[count]`.
+        indices: u64,
+        /// Selected rows.
+        count: u64,
+        /// `u32[ceil(count / 32)]`.
+        dst: u64,
+        /// `u64` set-bit counter.
+        set: u64,
+        /// `u64` error word.
+        error: u64,
+    },
+    /// The lengths of selected rows' ranges (strings, lists) (`gp_rf_gather_lengths`).
+    RowGatherLengths {
+        /// The offsets.
+        offsets: u64,
+        /// Their bytes.
+        offsets_len: u64,
+        /// 64-bit offsets, else 32-bit.
+        wide: bool,
+        /// Offset index of row 0.
+        offset: u64,
+        /// Rows an index may name.
+        rows: u64,
+        /// Characters (or items) the ranges must lie in.
+        chars_len: u64,
+        /// `u32[count]`.
+        indices: u64,
+        /// Selected rows.
+        count: u64,
+        /// `u64[count]`.
+        lens: u64,
+        /// `u64` error word.
+        error: u64,
+    },
+    /// Selected rows' characters copied to their new offsets (`gp_rf_gather_chars`).
+    RowGatherChars {
+        /// The offsets.
+        offsets: u64,
+        /// Their bytes.
+        offsets_len: u64,
+        /// 64-bit offsets, else 32-bit.
+        wide: bool,
+        /// Offset index of row 0.
+        offset: u64,
+        /// Rows an index may name.
+        rows: u64,
+        /// The characters.
+        chars: u64,
+        /// Their bytes.
+        chars_len: u64,
+        /// `u32[count]`.
+        indices: u64,
+        /// Selected rows.
+        count: u64,
+        /// `count + 1` new offsets.
+        dst_offsets: u64,
+        /// Whether they are 64-bit.
+        dst_wide: bool,
+        /// The new characters.
+        dst: u64,
+        /// Their bytes.
+        dst_len: u64,
+        /// `u64` error word.
+        error: u64,
+    },
+    /// A list's selected rows' item indices (`gp_rf_expand_ranges`).
+    RowExpandRanges {
+        /// The offsets.
+        offsets: u64,
+        /// Their bytes.
+        offsets_len: u64,
+        /// 64-bit offsets, else 32-bit.
+        wide: bool,
+        /// Offset index of row 0.
+        offset: u64,
+        /// Rows an index may name.
+        rows: u64,
+        /// Items of the child.
+        child_rows: u64,
+        /// `u32[count]`.
+        indices: u64,
+        /// Selected rows.
+        count: u64,
+        /// `count + 1` new offsets.
+        dst_offsets: u64,
+        /// Whether they are 64-bit.
+        dst_wide: bool,
+        /// `u32[child_count]`.
+        child_indices: u64,
+        /// Selected items.
+        child_count: u64,
+        /// `u64` error word.
+        error: u64,
+    },
 }
 
 pub use crate::decode::layout::Conversion;
@@ -542,6 +738,9 @@ impl Executor for HostExecutor {
             self.header_passes += 1;
         }
         let a = &mut self.arena;
+        if crate::decode::row_filter::run_reference(a, &kernel) {
+            return Ok(());
+        }
         match kernel {
             Kernel::PageHeaders { chunks, n, pages } => {
                 let mut cs: Vec<ChunkDesc> = a
@@ -727,6 +926,18 @@ impl Executor for HostExecutor {
                 dst,
                 too_long,
             } => reference::convert::strings_to_decimal(a, offsets, chars, chars_len, n, width, dst, too_long),
+            // Run above.
+            Kernel::RowLeaf { .. }
+            | Kernel::RowLogic { .. }
+            | Kernel::RowTileSums { .. }
+            | Kernel::RowTileBases { .. }
+            | Kernel::RowTileScan { .. }
+            | Kernel::RowMaskBits { .. }
+            | Kernel::RowGatherFixed { .. }
+            | Kernel::RowGatherBits { .. }
+            | Kernel::RowGatherLengths { .. }
+            | Kernel::RowGatherChars { .. }
+            | Kernel::RowExpandRanges { .. } => {}
         }
         Ok(())
     }

@@ -824,6 +824,18 @@ impl Executor for DeviceExecutor<'_> {
 
     fn launch(&mut self, kernel: Kernel) -> Result<()> {
         use Arg::*;
+        if let Some(l) = crate::decode::row_filter::launch_plan(&kernel) {
+            use crate::decode::row_filter::RowArg;
+            let args: Vec<Arg> = l
+                .args
+                .iter()
+                .map(|a| match *a {
+                    RowArg::Ptr(v) | RowArg::U64(v) => U64(v),
+                    RowArg::U32(v) => U32(v),
+                })
+                .collect();
+            return self.launch_raw(l.name, l.grid, l.block, &args);
+        }
         match kernel {
             Kernel::PageHeaders { chunks, n, pages } => {
                 self.launch_raw("gp_page_headers", n, 32, &[U64(chunks), U32(n), U64(pages)])
@@ -1189,6 +1201,18 @@ impl Executor for DeviceExecutor<'_> {
                     ],
                 )
             }
+            // Launched above, by their plan.
+            Kernel::RowLeaf { .. }
+            | Kernel::RowLogic { .. }
+            | Kernel::RowTileSums { .. }
+            | Kernel::RowTileBases { .. }
+            | Kernel::RowTileScan { .. }
+            | Kernel::RowMaskBits { .. }
+            | Kernel::RowGatherFixed { .. }
+            | Kernel::RowGatherBits { .. }
+            | Kernel::RowGatherLengths { .. }
+            | Kernel::RowGatherChars { .. }
+            | Kernel::RowExpandRanges { .. } => Ok(()),
         }
     }
 

@@ -168,6 +168,36 @@ impl GpuDecoder {
     }
 }
 
+impl GpuDecoder {
+    /// `batch` filtered by `predicate` with this decoder's kernels, on the stream of the batch's
+    /// buffers: compacted, or unchanged with a mask (`mode`). See [`crate::decode::row_filter`].
+    pub fn filter(
+        &self,
+        batch: DeviceBatch,
+        predicate: &crate::decode::row_filter::RowPredicate,
+        mode: crate::decode::row_filter::FilterMode,
+    ) -> Result<crate::decode::row_filter::Filtered<DeviceBuffer<u8>>> {
+        let mut exec = self.row_filter_executor(&batch)?;
+        crate::decode::row_filter::filter_batch(&mut exec, batch, predicate, mode)
+    }
+
+    /// An executor for the row filter's kernels over `batch`: on the stream of its buffers (a new one
+    /// for a batch without any), which must be on this decoder's GPU.
+    pub(crate) fn row_filter_executor(&self, batch: &DeviceBatch) -> Result<DeviceExecutor<'static>> {
+        let stream = match crate::decode::row_filter::first_buffer(batch) {
+            Some(b) if !Arc::ptr_eq(b.context(), &self.ctx) => {
+                return Err(Error::device(
+                    "GPU row filter",
+                    "the batch is on another GPU than the decoder's kernels",
+                ));
+            }
+            Some(b) => b.stream().clone(),
+            None => crate::gpu::Stream::new(&self.ctx)?,
+        };
+        Ok(DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), None).with_staging(&self.staging))
+    }
+}
+
 /// Runs the GPU decode pipeline on the host, with the kernels' references in place of the kernels:
 /// `fetched` is laid out as `plan` says. Its output must equal arrow-rs's (CI checks it) and the GPU's.
 pub fn decode_reference(

@@ -15,6 +15,7 @@ pub mod kernels;
 pub mod layout;
 pub mod pipeline;
 pub mod reference;
+pub mod row_filter;
 pub mod snappy_route;
 pub mod table;
 

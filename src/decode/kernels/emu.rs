@@ -21,7 +21,7 @@ use crate::decode::reference::test_pages::{ColumnOut, Step};
 
 /// The files of [`super::SOURCES`] the emulation compiles: the core kernels and what they need (other
 /// kernel files may use CUDA features the emulation does not provide).
-const EMULATED: [&str; 9] = [
+const EMULATED: [&str; 10] = [
     "common.cuh",
     "core_util.cuh",
     "levels.cu",
@@ -31,6 +31,7 @@ const EMULATED: [&str; 9] = [
     "validate.cu",
     "snappy.cu",
     "snappy_wide.cu",
+    "row_filter.cu",
 ];
 
 const EMU_H: &str = include_str!("emu/cuda_emu.h");
@@ -468,6 +469,44 @@ pub(crate) fn run_wsnap_emulated(items: &[(u64, Vec<u8>)], resolve: bool) -> Vec
         at += *dst_len as usize;
     }
     assert_eq!(at, output.len(), "one status, count and output per item");
+    back
+}
+
+/// One row-filter launch ([`crate::decode::row_filter::launch_plan`]) run in the emulation over
+/// `regions` (arena addresses and bytes, each an allocation of exactly its size there): the regions'
+/// bytes after it, in order.
+pub(crate) fn run_row_filter_emulated(
+    regions: &[(u64, Vec<u8>)],
+    launch: &crate::decode::row_filter::RowLaunch,
+) -> Vec<Vec<u8>> {
+    use crate::decode::row_filter::RowArg;
+    let bin = driver().expect("emulation available");
+    let mut input = b"GPRFC1".to_vec();
+    put_u32(&mut input, regions.len() as u32);
+    for (addr, bytes) in regions {
+        put_u64(&mut input, *addr);
+        put_u64(&mut input, bytes.len() as u64);
+        input.extend_from_slice(bytes);
+    }
+    put_u32(&mut input, 1);
+    put_u32(&mut input, launch.name.len() as u32);
+    input.extend_from_slice(launch.name.as_bytes());
+    put_u32(&mut input, launch.grid);
+    put_u32(&mut input, launch.block);
+    put_u32(&mut input, launch.args.len() as u32);
+    for a in &launch.args {
+        let (tag, v) = match *a {
+            RowArg::Ptr(v) => (b'p', v),
+            RowArg::U64(v) => (b'q', v),
+            RowArg::U32(v) => (b'u', v as u64),
+        };
+        input.push(tag);
+        put_u64(&mut input, v);
+    }
+    let output = run_driver(&bin, &["rowfilter"], &input);
+    let mut r = Reader(&output);
+    let back = regions.iter().map(|(_, b)| r.take(b.len()).to_vec()).collect();
+    assert!(r.0.is_empty(), "trailing output");
     back
 }
 

@@ -49,6 +49,16 @@
 //! `LargeBinary`, and views whose characters pass 2 GiB a step, widened and computed again), and the
 //! kernels reading offsets read them so.
 //!
+//! The row filter (`row_filter.cu`, references in [`crate::decode::reference::row_filter`], launches
+//! from [`crate::decode::row_filter::launch_plan`], orchestrated by
+//! [`crate::decode::row_filter::filter_columns`]) runs on decoded Arrow columns, not pages: `gp_rf_leaf`
+//! (a predicate leaf into a tri-state byte a row) and `gp_rf_logic` (Kleene and / or / not), grid-stride;
+//! the scan `gp_rf_tile_sums` (ceil(n / 4096) × 256), `gp_rf_tile_bases` (1 × 256) and
+//! `gp_rf_tile_scan` (ceil(n / 4096) × 256), turning a mask into selected row indices or lengths into
+//! offsets; `gp_rf_mask_bits`; and the gathers `gp_rf_gather_fixed`, `gp_rf_gather_bits`,
+//! `gp_rf_gather_lengths` (grid-stride), `gp_rf_gather_chars` and `gp_rf_expand_ranges` (a warp a
+//! row). Data errors are min'ed into `u64` error words as the row they concern.
+//!
 //! `t` is a `u64[n]` scratch buffer. Blocks of other sizes trap (except 1, 9 and 10). Every page error is
 //! in `PageDesc::error` / `error_detail`, dictionary errors in `DictDesc`, offset overflow in
 //! `ColumnDesc::error`; a later kernel skips a page already in error, and the result, errors included,
@@ -70,6 +80,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("snappy.cu", include_str!("snappy.cu")),
     ("snappy_wide.cu", include_str!("snappy_wide.cu")),
     ("transfer.cu", include_str!("transfer.cu")),
+    ("row_filter.cu", include_str!("row_filter.cu")),
 ];
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod core_tests;
 pub mod delta;
 pub mod nested;
 pub mod page_headers;
+pub mod row_filter;
 #[cfg(test)]
 pub(crate) mod test_pages;
 pub mod unsnap;

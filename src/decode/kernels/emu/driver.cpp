@@ -22,6 +22,11 @@
 //                 sizes), u64 len, bytes} (layout.rs, wsnap::plan)
 //   wsnap OUT:    per item u32 status, u32 unresolved, then the output buffer (0xab where not written)
 //                 (the wide Snappy decoder's kernels, in layout.rs's order)
+//   rowfilter IN:  "GPRFC1" u32 nregions {u64 addr, u64 len, bytes} u32 ncalls {u32 name length, name,
+//                  u32 grid, u32 block, u32 nargs {u8 tag ('p' an address, 'q' a u64, 'u' a u32), u64}}
+//                  (row_filter.rs's launch plans; gp_rf_leaf's descriptor, and a view leaf's table of
+//                  data buffers, have their addresses translated for the launch)
+//   rowfilter OUT: the regions' bytes again, in order
 #include "cuda_emu.h"
 
 #include KERNELS_CU
@@ -31,6 +36,8 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace {
 
@@ -431,7 +438,112 @@ int nested_main(const char* in_path, const char* out_path) {
     return 0;
 }
 
+struct CallArg {
+    char tag;
+    uint64_t v;
+};
+
+template <class P>
+P call_arg(const CallArg& a) {
+    if constexpr (std::is_pointer_v<P>) {
+        if (a.tag != 'p') {
+            std::fprintf(stderr, "driver: a number where the kernel takes an address\n");
+            std::exit(5);
+        }
+        return (P)to_real(a.v);
+    } else {
+        if (a.tag == 'p') {
+            std::fprintf(stderr, "driver: an address where the kernel takes a number\n");
+            std::exit(5);
+        }
+        return (P)a.v;
+    }
+}
+
+template <class... P, size_t... I>
+void call_with(void (*k)(P...), unsigned grid, unsigned block, const std::vector<CallArg>& a,
+               std::index_sequence<I...>) {
+    emu::launch(k, grid, block, call_arg<P>(a[I])...);
+}
+
+template <class... P>
+void call(void (*k)(P...), unsigned grid, unsigned block, const std::vector<CallArg>& a) {
+    if (a.size() != sizeof...(P)) {
+        std::fprintf(stderr, "driver: %zu arguments for a kernel of %zu\n", a.size(), sizeof...(P));
+        std::exit(5);
+    }
+    call_with(k, grid, block, a, std::index_sequence_for<P...>{});
+}
+
+// A u64 address at p translated to the emulation's memory; the original bytes kept in `saved`.
+void translate_word(u64* p, std::vector<std::pair<u64*, u64>>& saved) {
+    saved.push_back({p, *p});
+    *p = to_real(*p);
+}
+
+int rowfilter_main(const char* in_path, const char* out_path) {
+    FILE* in = std::fopen(in_path, "rb");
+    if (!in) return 2;
+    char magic[6];
+    if (std::fread(magic, 1, 6, in) != 6 || std::memcmp(magic, "GPRFC1", 6) != 0) return 2;
+    const uint32_t nregions = get<uint32_t>(in);
+    for (uint32_t k = 0; k < nregions; k++) {
+        Region r;
+        r.fake = get<uint64_t>(in);
+        r.len = get<uint64_t>(in);
+        r.real = alloc_real(r.len);
+        if (r.len && std::fread(r.real, 1, r.len, in) != r.len) return 4;
+        regions.push_back(r);
+    }
+    const uint32_t ncalls = get<uint32_t>(in);
+    for (uint32_t c = 0; c < ncalls; c++) {
+        std::string name(get<uint32_t>(in), '\0');
+        if (!name.empty() && std::fread(name.data(), 1, name.size(), in) != name.size()) return 4;
+        const uint32_t grid = get<uint32_t>(in), block = get<uint32_t>(in);
+        std::vector<CallArg> args(get<uint32_t>(in));
+        for (CallArg& a : args) {
+            a.tag = (char)get<uint8_t>(in);
+            a.v = get<uint64_t>(in);
+        }
+        std::vector<std::pair<u64*, u64>> saved;
+        if (name == "gp_rf_leaf" && !args.empty()) {
+            RowLeafDesc* d = (RowLeafDesc*)to_real(args[0].v);
+            for (u64* f : {&d->values, &d->offsets, &d->aux, &d->validity, &d->lits, &d->lit_offsets, &d->error})
+                translate_word(f, saved);
+            if (d->kind == LEAF_VIEW)
+                for (uint64_t k = 0; k < d->offsets_len / 8; k++) translate_word((u64*)d->offsets + k, saved);
+        }
+        if (name == "gp_rf_leaf") call(gp_rf_leaf, grid, block, args);
+        else if (name == "gp_rf_logic") call(gp_rf_logic, grid, block, args);
+        else if (name == "gp_rf_tile_sums") call(gp_rf_tile_sums, grid, block, args);
+        else if (name == "gp_rf_tile_bases") call(gp_rf_tile_bases, grid, block, args);
+        else if (name == "gp_rf_tile_scan") call(gp_rf_tile_scan, grid, block, args);
+        else if (name == "gp_rf_mask_bits") call(gp_rf_mask_bits, grid, block, args);
+        else if (name == "gp_rf_gather_fixed") call(gp_rf_gather_fixed, grid, block, args);
+        else if (name == "gp_rf_gather_bits") call(gp_rf_gather_bits, grid, block, args);
+        else if (name == "gp_rf_gather_lengths") call(gp_rf_gather_lengths, grid, block, args);
+        else if (name == "gp_rf_gather_chars") call(gp_rf_gather_chars, grid, block, args);
+        else if (name == "gp_rf_expand_ranges") call(gp_rf_expand_ranges, grid, block, args);
+        else {
+            std::fprintf(stderr, "driver: no kernel %s\n", name.c_str());
+            return 5;
+        }
+        // Translated in reverse, so a word translated twice gets its first value back.
+        for (auto it = saved.rbegin(); it != saved.rend(); ++it) *it->first = it->second;
+    }
+    std::fclose(in);
+    FILE* out = std::fopen(out_path, "wb");
+    if (!out) return 2;
+    for (const Region& r : regions)
+        if (r.len) std::fwrite(r.real, 1, r.len, out);
+    std::fclose(out);
+    for (const Region& r : regions) std::free(r.real);
+    regions.clear();
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 4 && std::string(argv[1]) == "rowfilter") return rowfilter_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "nested") return nested_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "wsnap") return wsnap_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
