@@ -52,6 +52,8 @@ pub struct ReaderBuilder {
     decode_steps: Option<usize>,
     decode_threads: Option<usize>,
     progress: Option<ProgressHook>,
+    /// Issue 43's filter hook: see [`ReaderBuilder::with_filter`].
+    filter: Option<crate::filter::Expr>,
 }
 
 /// Where a read stands: handed to the [`ReaderBuilder::with_progress`] callback after each step (a
@@ -135,7 +137,20 @@ impl ReaderBuilder {
             decode_steps: None,
             decode_threads: None,
             progress: None,
+            filter: None,
         }
+    }
+
+    /// Reads only what `filter` may accept. At build the filter is typed against the file (a
+    /// missing column or a literal of the wrong type is an error), the row groups that cannot hold a
+    /// matching row are dropped (statistics, bloom filters, page index: [`Reader::pruning`]) and the
+    /// filter's columns are read too; a host decode ([`Reader::read_batches`],
+    /// [`ColumnChunks::decode`] of [`Reader::read`] and [`Reader::stream`]) keeps the accepted rows
+    /// exactly and drops the columns read only for the filter. The raw chunks of `read()` and the
+    /// GPU read (`read_device`) are those of the surviving row groups, unfiltered within them.
+    pub fn with_filter(mut self, filter: crate::filter::Expr) -> Self {
+        self.filter = Some(filter);
+        self
     }
 
     /// Calls `f` as the read goes: after each decode step of a GPU read, and once when a raw or host
@@ -251,11 +266,27 @@ impl ReaderBuilder {
         };
         // Planned for the backend: the staged path may read a cold file O_DIRECT, aligned for that.
         let options = self.policy.plan_options_for(io.staged().is_some());
-        let plan = ReadPlan::build(&source, &self.columns, &self.row_groups, options)?;
+        // Issue 43's filter hook: pruned row groups, the filter's columns added.
+        let filter = match &self.filter {
+            Some(e) => Some(Arc::new(crate::filter::PlannedFilter::plan(
+                &source,
+                e,
+                &self.columns,
+                &self.row_groups,
+            )?)),
+            None => None,
+        };
+        let (columns, row_groups) = match &filter {
+            Some(f) => (&f.projection, &f.row_groups),
+            None => (&self.columns, &self.row_groups),
+        };
+        let plan = ReadPlan::build(&source, columns, row_groups, options)?;
+        let columns = columns.clone();
         Ok(Reader {
+            filter,
             source,
             plan: Arc::new(plan),
-            columns: self.columns,
+            columns,
             io,
             policy: self.policy,
             memory_limit: self.memory_limit,
@@ -294,9 +325,21 @@ pub struct Reader {
     pub(crate) decode_threads: Option<usize>,
     pub(crate) progress: Option<ProgressHook>,
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
+    /// Issue 43's filter hook ([`ReaderBuilder::with_filter`]).
+    pub(crate) filter: crate::filter::SharedFilter,
 }
 
 impl Reader {
+    /// What the filter pruned ([`ReaderBuilder::with_filter`]); `None` without a filter.
+    pub fn pruning(&self) -> Option<&crate::report::PruningReport> {
+        self.filter.as_deref().map(|f| f.report())
+    }
+
+    /// The filter as planned for this file, with its [`crate::filter::ScanSelection`].
+    pub fn filter(&self) -> Option<&crate::filter::PlannedFilter> {
+        self.filter.as_deref()
+    }
+
     /// A [`ReaderBuilder`] for `path`.
     pub fn builder(path: impl AsRef<Path>) -> ReaderBuilder {
         ReaderBuilder::new(path)
@@ -362,7 +405,8 @@ impl Reader {
                 ),
             });
         }
-        let chunks = fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)?;
+        let mut chunks = fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)?;
+        chunks.filter = self.filter.clone();
         if self.progress.is_some() {
             let (rows, bytes) = (self.plan.num_rows(self.source.metadata()), self.plan.useful_bytes());
             ProgressCounter::new(self.progress.clone(), 1, rows, bytes).step_done(rows, bytes);
@@ -428,6 +472,7 @@ impl Reader {
             self.source.clone(),
             plans,
             self.policy.threads,
+            self.filter.clone(),
         ))
     }
 
@@ -536,6 +581,8 @@ pub struct ColumnChunks {
     pub(crate) log: IoLog,
     pub(crate) source: ParquetSource,
     pub(crate) decode_threads: usize,
+    /// Issue 43's filter hook: applied by [`Self::decode`].
+    pub(crate) filter: crate::filter::SharedFilter,
 }
 
 impl ColumnChunks {
@@ -559,6 +606,7 @@ impl ColumnChunks {
             log,
             source: source.clone(),
             decode_threads,
+            filter: None,
         })
     }
 
@@ -609,7 +657,11 @@ impl ColumnChunks {
     /// Decodes the chunks on the host into Arrow record batches (copying device bytes back first).
     pub fn decode(self) -> Result<DecodedTable> {
         let bytes = self.buffer.into_host_bytes()?;
-        decode_fetched(&self.source, &self.plan, &bytes, self.decode_threads)
+        let table = decode_fetched(&self.source, &self.plan, &bytes, self.decode_threads)?;
+        match &self.filter {
+            Some(f) => f.apply(table),
+            None => Ok(table),
+        }
     }
 }
 
@@ -618,12 +670,21 @@ impl ColumnChunks {
 pub type ChunkStream = Background<ColumnChunks>;
 
 impl ChunkStream {
-    pub(crate) fn start(io: Arc<AnyBackend>, source: ParquetSource, plans: Vec<Arc<ReadPlan>>, threads: usize) -> Self {
+    pub(crate) fn start(
+        io: Arc<AnyBackend>,
+        source: ParquetSource,
+        plans: Vec<Arc<ReadPlan>>,
+        threads: usize,
+        filter: crate::filter::SharedFilter,
+    ) -> Self {
         // A rendezvous channel: the worker reads group k+1 while the caller holds group k, then waits
         // until the caller takes it, so at most two groups are in memory.
         Background::spawn("gpu-parquet-prefetch", 0, move |send| {
             for plan in plans {
-                let r = fetch(&io, &source, plan, threads);
+                let r = fetch(&io, &source, plan, threads).map(|mut c| {
+                    c.filter = filter.clone();
+                    c
+                });
                 let failed = r.is_err();
                 if !send(r) || failed {
                     return;

@@ -14,11 +14,13 @@
 //! ```
 
 mod bind;
+mod hook;
 mod parse;
 pub mod prune;
 
 pub use crate::report::{ColumnPruningReport, PruningReport};
 pub use bind::{Leaf, Predicate, Test};
+pub use hook::{PlannedFilter, SharedFilter};
 pub use prune::{ChunkPages, RowGroupSelection, ScanSelection, prune};
 
 use std::fmt;

@@ -121,7 +121,9 @@ struct Stats {
 /// Per container: could a row of it pass `leaf`? False only where the statistics prove not.
 fn could_match(leaf: &Leaf, stats: &Stats) -> Result<Vec<bool>> {
     let n = stats.mins.len();
-    let all_null = |i: usize| stats.nulls.is_valid(i) && stats.rows[i].is_some_and(|r| stats.nulls.value(i) >= r);
+    // Only a null count equal to the rows says "all null": writers put -1 (read as 2^64 - 1) for
+    // unknown, and some write ColumnIndexes whose null_pages wrongly say so of required columns.
+    let all_null = |i: usize| stats.nulls.is_valid(i) && stats.rows[i].is_some_and(|r| stats.nulls.value(i) == r);
     // `proves(a, op, v)[i]`: a known `a[i] op v`.
     let proves = |a: &ArrayRef, op: CmpOp, v: &ArrayRef| -> Result<Vec<bool>> {
         let r = compare(a, op, v)?;
