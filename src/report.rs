@@ -610,7 +610,7 @@ impl PruningReport {
     /// The report as text: a summary line, then one row per filter column.
     pub fn to_table(&self) -> String {
         let mut out = format!(
-            "pruning: {} of {} row groups kept ({} by statistics, {} by bloom filters, {} by page index pruned); {} of {} pages pruned; {} of {} rows and {} of {} bytes avoided\n",
+            "pruning: {} of {} row groups kept (pruned: {} by statistics, {} by bloom filters, {} by page index); {} of {} pages pruned; {} of {} rows and {} of {} bytes avoided\n",
             self.row_groups_selected,
             self.row_groups,
             self.row_groups_pruned_by_statistics,
@@ -641,6 +641,15 @@ impl PruningReport {
                 c.chunks_without_column_index.to_string(),
             ]);
         }
+        let sum = |f: fn(&ColumnPruningReport) -> u64| self.columns.iter().map(f).sum::<u64>().to_string();
+        rows.push(vec![
+            "TOTAL (per test)".into(),
+            sum(|c| c.row_groups_pruned_by_statistics),
+            sum(|c| c.row_groups_pruned_by_bloom_filter),
+            sum(|c| c.bloom_filters_read),
+            sum(|c| c.pages_pruned_by_page_index),
+            sum(|c| c.chunks_without_column_index),
+        ]);
         out.push_str(&aligned_table(&rows));
         out
     }

@@ -124,6 +124,17 @@ impl PlannedFilter {
         &self.selection.report
     }
 
+    /// Keeps the rows of `batch` the filter accepts, then drops the columns read only for it.
+    pub fn apply_batch(&self, batch: &arrow::record_batch::RecordBatch) -> Result<arrow::record_batch::RecordBatch> {
+        let keep: Vec<usize> = (0..batch.num_columns())
+            .filter(|&i| !self.added_columns.contains(batch.schema().field(i).name()))
+            .collect();
+        self.predicate
+            .filter(batch)?
+            .project(&keep)
+            .map_err(|e| Error::parquet(crate::error::Location::default(), e))
+    }
+
     /// Keeps the rows of `table` the filter accepts, then drops the columns read only for it.
     pub fn apply(&self, mut table: DecodedTable) -> Result<DecodedTable> {
         let keep: Vec<usize> = (0..table.schema.fields().len())
