@@ -553,7 +553,7 @@ pub(crate) fn aligned_table(rows: &[Vec<String>]) -> String {
 
 /// What a filter pruned before any data byte moved ([`crate::filter::prune`]), per reason. A row
 /// group is counted under the first reason that removed it, in the order statistics, bloom filters,
-/// page index; pages and bytes are those of the projection's column chunks.
+/// dictionaries, page index; pages and bytes are those of the projection's column chunks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PruningReport {
     /// Row groups considered.
@@ -564,6 +564,9 @@ pub struct PruningReport {
     pub row_groups_pruned_by_statistics: u64,
     /// Row groups ruled out by bloom filters (`=` and `in` tests), the statistics having kept them.
     pub row_groups_pruned_by_bloom_filter: u64,
+    /// Row groups ruled out by dictionaries (`=` and `in` tests on chunks whose every data page is
+    /// dictionary-encoded), statistics and bloom filters having kept them.
+    pub row_groups_pruned_by_dictionary: u64,
     /// Row groups of which no page survives the page index.
     pub row_groups_pruned_by_page_index: u64,
     /// Rows of the row groups considered.
@@ -594,6 +597,10 @@ pub struct ColumnPruningReport {
     pub row_groups_pruned_by_bloom_filter: u64,
     /// Bloom filters read.
     pub bloom_filters_read: u64,
+    /// Row groups its dictionary ruled out.
+    pub row_groups_pruned_by_dictionary: u64,
+    /// Dictionary pages read.
+    pub dictionary_pages_read: u64,
     /// Pages its ColumnIndex ruled out.
     pub pages_pruned_by_page_index: u64,
     /// Column chunks with no ColumnIndex (none, or offsets only) in the row groups the page index
@@ -610,11 +617,12 @@ impl PruningReport {
     /// The report as text: a summary line, then one row per filter column.
     pub fn to_table(&self) -> String {
         let mut out = format!(
-            "pruning: {} of {} row groups kept (pruned: {} by statistics, {} by bloom filters, {} by page index); {} of {} pages pruned; {} of {} rows and {} of {} bytes avoided\n",
+            "pruning: {} of {} row groups kept (pruned: {} by statistics, {} by bloom filters, {} by dictionaries, {} by page index); {} of {} pages pruned; {} of {} rows and {} of {} bytes avoided\n",
             self.row_groups_selected,
             self.row_groups,
             self.row_groups_pruned_by_statistics,
             self.row_groups_pruned_by_bloom_filter,
+            self.row_groups_pruned_by_dictionary,
             self.row_groups_pruned_by_page_index,
             self.pages_pruned,
             self.pages,
@@ -628,6 +636,8 @@ impl PruningReport {
             "row groups pruned (statistics)".into(),
             "(bloom)".into(),
             "bloom filters read".into(),
+            "(dictionary)".into(),
+            "dictionaries read".into(),
             "pages pruned (page index)".into(),
             "chunks without column index".into(),
         ]];
@@ -637,6 +647,8 @@ impl PruningReport {
                 c.row_groups_pruned_by_statistics.to_string(),
                 c.row_groups_pruned_by_bloom_filter.to_string(),
                 c.bloom_filters_read.to_string(),
+                c.row_groups_pruned_by_dictionary.to_string(),
+                c.dictionary_pages_read.to_string(),
                 c.pages_pruned_by_page_index.to_string(),
                 c.chunks_without_column_index.to_string(),
             ]);
@@ -647,6 +659,8 @@ impl PruningReport {
             sum(|c| c.row_groups_pruned_by_statistics),
             sum(|c| c.row_groups_pruned_by_bloom_filter),
             sum(|c| c.bloom_filters_read),
+            sum(|c| c.row_groups_pruned_by_dictionary),
+            sum(|c| c.dictionary_pages_read),
             sum(|c| c.pages_pruned_by_page_index),
             sum(|c| c.chunks_without_column_index),
         ]);

@@ -107,6 +107,7 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
         report.row_groups_selected
             + report.row_groups_pruned_by_statistics
             + report.row_groups_pruned_by_bloom_filter
+            + report.row_groups_pruned_by_dictionary
             + report.row_groups_pruned_by_page_index
     );
     assert!(report.rows_selected >= matching as u64);
@@ -179,12 +180,13 @@ fn batch(data: &Data) -> RecordBatch {
 }
 
 /// Writes `batch` with `rows_per_group` rows per row group and about `rows_per_page` rows per page,
-/// page statistics and index, bloom filters on `i` and `s`.
+/// page statistics and index, bloom filters on `i` and `s` if `blooms`.
 fn write(
     batch: &RecordBatch,
     rows_per_group: usize,
     rows_per_page: usize,
     dictionary: bool,
+    blooms: bool,
 ) -> tempfile::NamedTempFile {
     let file = tempfile::NamedTempFile::new().unwrap();
     let props = WriterProperties::builder()
@@ -193,8 +195,8 @@ fn write(
         .set_write_batch_size(rows_per_page.max(1))
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_dictionary_enabled(dictionary)
-        .set_column_bloom_filter_enabled(ColumnPath::from("i"), true)
-        .set_column_bloom_filter_enabled(ColumnPath::from("s"), true)
+        .set_column_bloom_filter_enabled(ColumnPath::from("i"), blooms)
+        .set_column_bloom_filter_enabled(ColumnPath::from("s"), blooms)
         .build();
     let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
     w.write(batch).unwrap();
@@ -273,9 +275,10 @@ proptest! {
         rows_per_group in 1usize..80,
         rows_per_page in 1usize..12,
         dictionary in any::<bool>(),
+        blooms in any::<bool>(),
         filters in proptest::collection::vec(filter_text(), 1..4),
     ) {
-        let file = write(&batch(&data), rows_per_group, rows_per_page, dictionary);
+        let file = write(&batch(&data), rows_per_group, rows_per_page, dictionary, blooms);
         for text in filters {
             let expr = Expr::parse(&text).unwrap();
             check(file.path(), &expr);
@@ -293,7 +296,7 @@ fn sorted_file() -> tempfile::NamedTempFile {
         u: (0..n).map(|k| k as u32).collect(),
         d: (0..n).map(|k| k / 20).collect(),
     };
-    write(&batch(&data), 100, 10, true)
+    write(&batch(&data), 100, 10, true, true)
 }
 
 #[test]
@@ -321,6 +324,19 @@ fn each_reason_prunes_where_it_should() {
     assert_eq!(r.row_groups_pruned_by_statistics, 0, "{r:?}");
     assert_eq!(r.row_groups_pruned_by_bloom_filter, 20, "{r:?}");
     assert_eq!(r.columns[0].bloom_filters_read, 20);
+
+    // Dictionaries: `f` (k / 2) has no bloom filter and every page of it is dictionary-encoded; a
+    // value inside row group 10's bounds but not in it is ruled out by its dictionary.
+    let (sel, matching) = check(file.path(), &Expr::parse("f = 520.25").unwrap());
+    assert_eq!(matching, 0);
+    let r = &sel.report;
+    assert_eq!(r.row_groups_pruned_by_statistics, 19, "{r:?}");
+    assert_eq!(r.row_groups_pruned_by_dictionary, 1, "{r:?}");
+    assert_eq!(r.columns[0].dictionary_pages_read, 1);
+    // A value the dictionary has survives it.
+    let (sel, matching) = check(file.path(), &Expr::parse("f in (520.5, 7)").unwrap());
+    assert_eq!(matching, 2);
+    assert_eq!(sel.report.row_groups_selected, 2);
 
     // The page index alone: every row group's statistics span `i % 100 == 50`-ish values... an `or`
     // of two narrow ranges in one row group keeps two pages.

@@ -1,7 +1,8 @@
 //! Pruning: which row groups, rows and pages of a file could hold a row a [`Predicate`] accepts,
-//! decided from metadata before any data byte moves. Pure apart from the bloom filters, which are
-//! read (through `parquet`'s [`Sbbf`] reader) only for `=` / `in` tests on row groups the statistics
-//! kept.
+//! decided from metadata before any data byte moves. Pure apart from the bloom filters (read through
+//! `parquet`'s [`Sbbf`] reader) and dictionary pages (one small read each, decoded by `parquet`'s
+//! page reader), both only for `=` / `in` tests on row groups the statistics kept; a chunk's
+//! dictionary rules a value out only when every data page of the chunk is dictionary-encoded.
 //!
 //! Every decision is conservative: a row group, page or row range is dropped only when metadata
 //! proves no row in it is accepted. Statistics may be absent (unknown: kept), truncated (byte
@@ -19,11 +20,15 @@ use std::ops::Range;
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, UInt64Array};
 use arrow::datatypes::{DataType, Schema};
+use bytes::Bytes;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::basic::Encoding;
 use parquet::basic::{SortOrder, Type as PhysicalType};
 use parquet::bloom_filter::Sbbf;
-use parquet::file::metadata::ParquetMetaData;
-use parquet::file::reader::ChunkReader;
+use parquet::column::page::{Page, PageReader};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
+use parquet::file::reader::{ChunkReader, Length};
+use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::bind::compare;
 use super::{CmpOp, Leaf, Predicate, Test};
@@ -375,6 +380,98 @@ fn bloom_probes(leaf: &Leaf, physical: PhysicalType) -> Option<Vec<Vec<u8>>> {
     values.into_iter().map(probe).collect()
 }
 
+/// Whether every data page of `chunk` is dictionary-encoded, as its page encoding statistics say
+/// (without them: unknown, so no).
+fn all_dictionary_encoded(chunk: &ColumnChunkMetaData) -> bool {
+    use parquet::basic::PageType;
+    if chunk.dictionary_page_offset().is_none() {
+        return false;
+    }
+    if let Some(mask) = chunk.page_encoding_stats_mask() {
+        return mask.is_only(Encoding::PLAIN_DICTIONARY) || mask.is_only(Encoding::RLE_DICTIONARY);
+    }
+    chunk.page_encoding_stats().is_some_and(|stats| {
+        stats
+            .iter()
+            .filter(|s| matches!(s.page_type, PageType::DATA_PAGE | PageType::DATA_PAGE_V2))
+            .all(|s| matches!(s.encoding, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY))
+    })
+}
+
+/// The bytes of a file from `start`, as a [`ChunkReader`] at the file's offsets.
+struct Window {
+    start: u64,
+    bytes: Bytes,
+}
+
+impl Length for Window {
+    fn len(&self) -> u64 {
+        self.start + self.bytes.len() as u64
+    }
+}
+
+impl ChunkReader for Window {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        use bytes::Buf;
+        Ok(self
+            .get_bytes(start, (self.len().saturating_sub(start)) as usize)?
+            .reader())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let from = start
+            .checked_sub(self.start)
+            .map(|f| f as usize)
+            .filter(|&f| f.checked_add(length).is_some_and(|e| e <= self.bytes.len()));
+        match from {
+            Some(f) => Ok(self.bytes.slice(f..f + length)),
+            None => Err(parquet::errors::ParquetError::EOF(format!(
+                "{start}+{length} is outside the dictionary page's bytes"
+            ))),
+        }
+    }
+}
+
+/// The dictionary's values of an all-dictionary-encoded `chunk`, each in its Parquet plain encoding
+/// (a BYTE_ARRAY's without its length), or `None` where it cannot say (not all pages dictionary
+/// encoded, unreadable, a type not handled).
+fn dictionary_values<R: ChunkReader>(chunk: &ColumnChunkMetaData, file: &R) -> Option<Vec<Bytes>> {
+    if !all_dictionary_encoded(chunk) {
+        return None;
+    }
+    let start = chunk_start(chunk).max(0) as u64;
+    let end = (chunk.data_page_offset().max(0) as u64).min(start + chunk.compressed_size().max(0) as u64);
+    let bytes = file.get_bytes(start, end.checked_sub(start)? as usize).ok()?;
+    let window = std::sync::Arc::new(Window { start, bytes });
+    let mut pages = SerializedPageReader::new(window, chunk, chunk.num_values().max(0) as usize, None).ok()?;
+    let Ok(Some(Page::DictionaryPage { buf, num_values, .. })) = pages.get_next_page() else {
+        return None;
+    };
+    let width = match chunk.column_type() {
+        PhysicalType::INT32 | PhysicalType::FLOAT => Some(4),
+        PhysicalType::INT64 | PhysicalType::DOUBLE => Some(8),
+        PhysicalType::BYTE_ARRAY => None,
+        _ => return None,
+    };
+    let mut out = Vec::with_capacity(num_values as usize);
+    let mut at = 0usize;
+    for _ in 0..num_values {
+        let (from, len) = match width {
+            Some(w) => (at, w),
+            None => {
+                let len = u32::from_le_bytes(buf.get(at..at + 4)?.try_into().ok()?) as usize;
+                (at + 4, len)
+            }
+        };
+        let to = from.checked_add(len).filter(|&t| t <= buf.len())?;
+        out.push(buf.slice(from..to));
+        at = to;
+    }
+    Some(out)
+}
+
 /// Prunes `row_groups` of a file (its `meta`, Arrow `schema`, and `file` for bloom filters; `None`
 /// reads none) by `predicate`, and lays out the surviving pages of the projection's leaf columns
 /// `leaves`. `location` names the file in errors.
@@ -452,6 +549,7 @@ pub fn prune<R: ChunkReader>(
 
     let mut out = Vec::new();
     let mut bloom_cache: HashMap<(usize, usize), Option<Sbbf>> = HashMap::new();
+    let mut dictionary_cache: HashMap<(usize, usize), Option<Vec<Bytes>>> = HashMap::new();
     for (k, &g) in row_groups.iter().enumerate() {
         let group = meta.row_group(g);
         let num_rows = group.num_rows().max(0) as u64;
@@ -525,11 +623,57 @@ pub fn prune<R: ChunkReader>(
             continue;
         }
 
-        // Stage 3: the page index, down to row ranges.
+        // Stage 3: dictionaries of `=` / `in` leaves still standing, where every data page uses one.
+        let mut dictionary_verdict = vec![true; leaves_of.len()];
+        if let Some(file) = file {
+            for (i, leaf) in leaves_of.iter().enumerate() {
+                let col = &columns[&leaf.column];
+                let Some(ci) = col.leaf else { continue };
+                if !(stats_verdict[i][k] && bloom_verdict[i]) || !all_dictionary_encoded(group.column(ci)) {
+                    continue;
+                }
+                let Some(probes) = bloom_probes(leaf, descr.column(ci).physical_type()) else {
+                    continue;
+                };
+                let entry = dictionary_cache.entry((g, ci)).or_insert_with(|| {
+                    per_column
+                        .get_mut(&leaf.column)
+                        .expect("every column")
+                        .dictionary_pages_read += 1;
+                    dictionary_values(group.column(ci), file)
+                });
+                if let Some(values) = entry
+                    && probes
+                        .iter()
+                        .all(|p| !values.iter().any(|v| v.as_ref() == p.as_slice()))
+                {
+                    dictionary_verdict[i] = false;
+                    per_column
+                        .get_mut(&leaf.column)
+                        .expect("every column")
+                        .row_groups_pruned_by_dictionary += 1;
+                }
+            }
+        }
+        let mut leaf_no = 0;
+        let by_dictionary = eval_ranges(predicate, &mut leaf_no, &mut |i, _| {
+            if stats_verdict[i][k] && bloom_verdict[i] && dictionary_verdict[i] {
+                full.clone()
+            } else {
+                Vec::new()
+            }
+        });
+        if by_dictionary.is_empty() {
+            report.row_groups_pruned_by_dictionary += 1;
+            report.bytes_avoided += projection_bytes;
+            continue;
+        }
+
+        // Stage 4: the page index, down to row ranges.
         let mut page_verdicts: Vec<Option<Ranges>> = Vec::new();
         for (i, leaf) in leaves_of.iter().enumerate() {
             let col = &columns[&leaf.column];
-            if !(stats_verdict[i][k] && bloom_verdict[i]) {
+            if !(stats_verdict[i][k] && bloom_verdict[i] && dictionary_verdict[i]) {
                 page_verdicts.push(Some(Vec::new()));
                 continue;
             }
