@@ -44,6 +44,7 @@ pub mod decode;
 pub mod device_ffi;
 pub mod device_read;
 pub mod error;
+pub mod filter;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod gpu;

@@ -57,6 +57,8 @@ pub struct ReaderBuilder {
     decode: Decode,
     source: Option<ParquetSource>,
     shared_decoder: Option<Arc<GpuDecoder>>,
+    /// Issue 43's filter hook: see [`ReaderBuilder::with_filter`].
+    filter: Option<crate::filter::Expr>,
 }
 
 /// Where a read stands: handed to the [`ReaderBuilder::with_progress`] callback after each step (a
@@ -143,6 +145,7 @@ impl ReaderBuilder {
             decode: Decode::Auto,
             source: None,
             shared_decoder: None,
+            filter: None,
         }
     }
 
@@ -164,6 +167,18 @@ impl ReaderBuilder {
     /// dataset share one.
     pub(crate) fn with_gpu_decoder(mut self, decoder: Option<Arc<GpuDecoder>>) -> Self {
         self.shared_decoder = decoder;
+        self
+    }
+
+    /// Reads only what `filter` may accept. At build the filter is typed against the file (a
+    /// missing column or a literal of the wrong type is an error), the row groups that cannot hold a
+    /// matching row are dropped (statistics, bloom filters, page index: [`Reader::pruning`]) and the
+    /// filter's columns are read too; a host decode ([`Reader::read_batches`],
+    /// [`ColumnChunks::decode`] of [`Reader::read`] and [`Reader::stream`]) keeps the accepted rows
+    /// exactly and drops the columns read only for the filter. The raw chunks of `read()` and the
+    /// GPU read (`read_device`) are those of the surviving row groups, unfiltered within them.
+    pub fn with_filter(mut self, filter: crate::filter::Expr) -> Self {
+        self.filter = Some(filter);
         self
     }
 
@@ -283,11 +298,27 @@ impl ReaderBuilder {
         };
         // Planned for the backend: the staged path may read a cold file O_DIRECT, aligned for that.
         let options = self.policy.plan_options_for(io.staged().is_some());
-        let plan = ReadPlan::build(&source, &self.columns, &self.row_groups, options)?;
+        // Issue 43's filter hook: pruned row groups, the filter's columns added.
+        let filter = match &self.filter {
+            Some(e) => Some(Arc::new(crate::filter::PlannedFilter::plan(
+                &source,
+                e,
+                &self.columns,
+                &self.row_groups,
+            )?)),
+            None => None,
+        };
+        let (columns, row_groups) = match &filter {
+            Some(f) => (&f.projection, &f.row_groups),
+            None => (&self.columns, &self.row_groups),
+        };
+        let plan = ReadPlan::build(&source, columns, row_groups, options)?;
+        let columns = columns.clone();
         Ok(Reader {
+            filter,
             source,
             plan: Arc::new(plan),
-            columns: self.columns,
+            columns,
             io,
             policy: self.policy,
             memory_limit: self.memory_limit,
@@ -331,9 +362,21 @@ pub struct Reader {
     pub(crate) progress: Option<ProgressHook>,
     pub(crate) decode: Decode,
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
+    /// Issue 43's filter hook ([`ReaderBuilder::with_filter`]).
+    pub(crate) filter: crate::filter::SharedFilter,
 }
 
 impl Reader {
+    /// What the filter pruned ([`ReaderBuilder::with_filter`]); `None` without a filter.
+    pub fn pruning(&self) -> Option<&crate::report::PruningReport> {
+        self.filter.as_deref().map(|f| f.report())
+    }
+
+    /// The filter as planned for this file, with its [`crate::filter::ScanSelection`].
+    pub fn filter(&self) -> Option<&crate::filter::PlannedFilter> {
+        self.filter.as_deref()
+    }
+
     /// A [`ReaderBuilder`] for `path`.
     pub fn builder(path: impl AsRef<Path>) -> ReaderBuilder {
         ReaderBuilder::new(path)
@@ -388,7 +431,7 @@ impl Reader {
     pub fn read(&self) -> Result<ColumnChunks> {
         let budget = self.whole_budget()?;
         let spec = self.host_spec(vec![self.plan.clone()], &budget, Release::Finished);
-        let mut steps = Scan::start(spec, RawSink).collect_all()?;
+        let mut steps = Scan::start(spec, RawSink(self.filter.clone())).collect_all()?;
         steps
             .pop()
             .ok_or_else(|| Error::device("scan", "a whole read gave no step"))
@@ -450,7 +493,7 @@ impl Reader {
     pub fn read_batches(&self) -> Result<DecodedTable> {
         let budget = self.whole_budget()?;
         let spec = self.host_spec(vec![self.plan.clone()], &budget, Release::Finished);
-        let mut steps = Scan::start(spec, HostSink).collect_all()?;
+        let mut steps = Scan::start(spec, HostSink(self.filter.clone())).collect_all()?;
         steps
             .pop()
             .map(|(_, table)| table)
@@ -496,7 +539,10 @@ impl Reader {
     pub fn stream(&self) -> Result<ChunkStream> {
         let budget = MemoryBudget::streaming(self.memory_limit);
         let plans = self.plans_of(self.group_row_groups(&budget)?)?;
-        Ok(Scan::start(self.host_spec(plans, &budget, Release::HandedOut), RawSink))
+        Ok(Scan::start(
+            self.host_spec(plans, &budget, Release::HandedOut),
+            RawSink(self.filter.clone()),
+        ))
     }
 
     /// Reads the selection step by step, each step ending in what the reader's [`Decode`] asks
@@ -527,7 +573,7 @@ impl Reader {
                 let plans = self.plans_of(self.group_row_groups(&budget)?)?;
                 return Ok(Scan::start(
                     self.host_spec(plans, &budget, Release::HandedOut),
-                    AsOutput(RawSink),
+                    AsOutput(RawSink(self.filter.clone())),
                 ));
             }
             Decode::Host => false,
@@ -545,7 +591,7 @@ impl Reader {
         let plans = self.plans_of(self.group_row_groups(&budget)?)?;
         Ok(Scan::start(
             self.host_spec(plans, &budget, Release::HandedOut),
-            AsOutput(HostSink),
+            AsOutput(HostSink(self.filter.clone())),
         ))
     }
 
@@ -600,6 +646,8 @@ pub struct ColumnChunks {
     pub(crate) log: IoLog,
     pub(crate) source: ParquetSource,
     pub(crate) decode_threads: usize,
+    /// Issue 43's filter hook: applied by [`Self::decode`].
+    pub(crate) filter: crate::filter::SharedFilter,
 }
 
 impl ColumnChunks {
@@ -623,6 +671,7 @@ impl ColumnChunks {
             log,
             source: source.clone(),
             decode_threads,
+            filter: None,
         })
     }
 
@@ -673,7 +722,11 @@ impl ColumnChunks {
     /// Decodes the chunks on the host into Arrow record batches (copying device bytes back first).
     pub fn decode(self) -> Result<DecodedTable> {
         let bytes = self.buffer.into_host_bytes()?;
-        decode_fetched(&self.source, &self.plan, &bytes, self.decode_threads)
+        let table = decode_fetched(&self.source, &self.plan, &bytes, self.decode_threads)?;
+        match &self.filter {
+            Some(f) => f.apply(table),
+            None => Ok(table),
+        }
     }
 }
 

@@ -549,7 +549,128 @@ pub(crate) fn aligned_table(rows: &[Vec<String>]) -> String {
     out
 }
 
+// ---- Filter pruning (issue 43): its own section, apart from the I/O path counters above. ----
+
+/// What a filter pruned before any data byte moved ([`crate::filter::prune`]), per reason. A row
+/// group is counted under the first reason that removed it, in the order statistics, bloom filters,
+/// dictionaries, page index; pages and bytes are those of the projection's column chunks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PruningReport {
+    /// Row groups considered.
+    pub row_groups: u64,
+    /// Row groups left to read.
+    pub row_groups_selected: u64,
+    /// Row groups ruled out by their column chunks' statistics (min, max, null count).
+    pub row_groups_pruned_by_statistics: u64,
+    /// Row groups ruled out by bloom filters (`=` and `in` tests), the statistics having kept them.
+    pub row_groups_pruned_by_bloom_filter: u64,
+    /// Row groups ruled out by dictionaries (`=` and `in` tests on chunks whose every data page is
+    /// dictionary-encoded), statistics and bloom filters having kept them.
+    pub row_groups_pruned_by_dictionary: u64,
+    /// Row groups of which no page survives the page index.
+    pub row_groups_pruned_by_page_index: u64,
+    /// Rows of the row groups considered.
+    pub rows: u64,
+    /// Rows in the surviving row ranges (an upper bound of the rows the filter accepts).
+    pub rows_selected: u64,
+    /// Data pages (per the OffsetIndex) of the projection's chunks in the surviving row groups.
+    pub pages: u64,
+    /// Of those, pages holding no surviving row.
+    pub pages_pruned: u64,
+    /// Compressed bytes of the projection's column chunks over the row groups considered.
+    pub bytes: u64,
+    /// Of those, bytes in pruned row groups and pruned pages.
+    pub bytes_avoided: u64,
+    /// Per filter column, what its tests ruled out.
+    pub columns: Vec<ColumnPruningReport>,
+}
+
+/// What one filter column's tests ruled out (a test may rule a row group or page out while another
+/// branch of an `or` keeps it, so these need not add up to the totals).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ColumnPruningReport {
+    /// The column.
+    pub column: String,
+    /// Row groups its statistics ruled out.
+    pub row_groups_pruned_by_statistics: u64,
+    /// Row groups its bloom filter ruled out.
+    pub row_groups_pruned_by_bloom_filter: u64,
+    /// Bloom filters read.
+    pub bloom_filters_read: u64,
+    /// Row groups its dictionary ruled out.
+    pub row_groups_pruned_by_dictionary: u64,
+    /// Dictionary pages read.
+    pub dictionary_pages_read: u64,
+    /// Pages its ColumnIndex ruled out.
+    pub pages_pruned_by_page_index: u64,
+    /// Column chunks with no ColumnIndex (none, or offsets only) in the row groups the page index
+    /// was consulted for: no page pruning from this column there.
+    pub chunks_without_column_index: u64,
+}
+
+impl PruningReport {
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The report as text: a summary line, then one row per filter column.
+    pub fn to_table(&self) -> String {
+        let mut out = format!(
+            "pruning: {} of {} row groups kept (pruned: {} by statistics, {} by bloom filters, {} by dictionaries, {} by page index); {} of {} pages pruned; {} of {} rows and {} of {} bytes avoided\n",
+            self.row_groups_selected,
+            self.row_groups,
+            self.row_groups_pruned_by_statistics,
+            self.row_groups_pruned_by_bloom_filter,
+            self.row_groups_pruned_by_dictionary,
+            self.row_groups_pruned_by_page_index,
+            self.pages_pruned,
+            self.pages,
+            self.rows - self.rows_selected.min(self.rows),
+            self.rows,
+            self.bytes_avoided,
+            self.bytes,
+        );
+        let mut rows = vec![vec![
+            "filter column".to_string(),
+            "row groups pruned (statistics)".into(),
+            "(bloom)".into(),
+            "bloom filters read".into(),
+            "(dictionary)".into(),
+            "dictionaries read".into(),
+            "pages pruned (page index)".into(),
+            "chunks without column index".into(),
+        ]];
+        for c in &self.columns {
+            rows.push(vec![
+                c.column.clone(),
+                c.row_groups_pruned_by_statistics.to_string(),
+                c.row_groups_pruned_by_bloom_filter.to_string(),
+                c.bloom_filters_read.to_string(),
+                c.row_groups_pruned_by_dictionary.to_string(),
+                c.dictionary_pages_read.to_string(),
+                c.pages_pruned_by_page_index.to_string(),
+                c.chunks_without_column_index.to_string(),
+            ]);
+        }
+        let sum = |f: fn(&ColumnPruningReport) -> u64| self.columns.iter().map(f).sum::<u64>().to_string();
+        rows.push(vec![
+            "TOTAL (per test)".into(),
+            sum(|c| c.row_groups_pruned_by_statistics),
+            sum(|c| c.row_groups_pruned_by_bloom_filter),
+            sum(|c| c.bloom_filters_read),
+            sum(|c| c.row_groups_pruned_by_dictionary),
+            sum(|c| c.dictionary_pages_read),
+            sum(|c| c.pages_pruned_by_page_index),
+            sum(|c| c.chunks_without_column_index),
+        ]);
+        out.push_str(&aligned_table(&rows));
+        out
+    }
+}
+
 #[cfg(test)]
+
 mod tests {
     use super::*;
 

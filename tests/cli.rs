@@ -1384,3 +1384,87 @@ fn dataset_selects_partition_columns_and_verifies_on_the_host() {
     ]);
     r.assert_one_error_line("'nope'");
 }
+
+/// `read --filter`: the rows written are arrow-rs's rows that pass the filter, the pruning summary is
+/// printed (table and JSON), and a bad filter is one clear line.
+#[test]
+fn read_with_a_filter_writes_the_matching_rows_and_the_pruning() {
+    use arrow::array::{Array, Int64Array};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = testdata("flat_snappy_dict.parquet");
+    let out = dir.path().join("filtered.arrow");
+    let r = run(&read_args(
+        &file,
+        &out,
+        &[
+            "--backend",
+            "host",
+            "--decode",
+            "host",
+            "--columns",
+            "s,f64",
+            "--filter",
+            "id < 100 or id = 2399",
+        ],
+    ));
+    assert!(r.ok(), "{}: {}", r.what, r.stderr);
+    assert!(
+        r.stdout
+            .contains("pruning: 2 of 3 row groups kept (pruned: 1 by statistics"),
+        "{}",
+        r.stdout
+    );
+    let ours = read_ipc(&out);
+    // arrow-rs's whole file, filtered by hand.
+    let all = arrow_rs(&file, None, None).expect("arrow-rs reads it");
+    let ids = all
+        .column_by_name("id")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    let keep: arrow::array::BooleanArray = ids.iter().map(|v| v.map(|v| v < 100 || v == 2399)).collect();
+    let theirs = arrow::compute::filter_record_batch(&all, &keep).unwrap();
+    let theirs = theirs
+        .project(&[
+            theirs.schema().index_of("f64").unwrap(),
+            theirs.schema().index_of("s").unwrap(),
+        ])
+        .unwrap();
+    let theirs = RecordBatch::try_new(ours.schema(), theirs.columns().to_vec()).unwrap_or(theirs);
+    assert_eq!(ours.num_rows(), 101);
+    assert_eq!(ours.schema().fields().len(), 2, "the filter's column is dropped");
+    for name in ["s", "f64"] {
+        assert_eq!(
+            ours.column_by_name(name).unwrap().to_data(),
+            theirs.column_by_name(name).unwrap().to_data(),
+            "{name}"
+        );
+    }
+
+    let r = run(&[
+        "read".into(),
+        file.clone().into_os_string(),
+        "--backend".into(),
+        "host".into(),
+        "--filter".into(),
+        "id >= 2000".into(),
+        "--json".into(),
+    ]);
+    assert!(r.ok(), "{}: {}", r.what, r.stderr);
+    let p = &r.json()["pruning"];
+    assert_eq!(p["row_groups"], 3);
+    assert_eq!(p["row_groups_selected"], 1);
+    assert_eq!(p["row_groups_pruned_by_statistics"], 2);
+    assert_eq!(p["columns"][0]["column"], "id");
+
+    let f = file.display().to_string();
+    let r = run(&read_args(&file, &out, &["--backend", "host", "--filter", "id < 'x'"]));
+    r.assert_one_error_line(&f);
+    assert!(r.stderr.contains("column 'id'"), "{}", r.stderr);
+    let r = run(&read_args(&file, &out, &["--backend", "host", "--filter", "nope = 1"]));
+    r.assert_one_error_line(&f);
+    let r = run(&read_args(&file, &out, &["--backend", "host", "--filter", "id <"]));
+    r.assert_one_error_line("filter \"id <\"");
+    assert!(r.stderr.contains("at position 4"), "{}", r.stderr);
+}

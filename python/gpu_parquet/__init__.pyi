@@ -55,6 +55,7 @@ def read(
     nvcomp: Optional[str] = None,
     progress: Union[bool, Callable[[dict[str, int]], None], None] = None,
     memory_limit_mb: Optional[int] = None,
+    filters: Union[str, Sequence[Any], None] = None,
 ) -> Table:
     """Reads a Parquet file (see help(gpu_parquet.read) for every argument).
 
@@ -63,7 +64,8 @@ def read(
     (0 .. 1024). memory_limit: bytes or "64MiB" (1 MiB .. 1 PiB). steps: decode steps (1 .. 4096).
     trust_compressed: skip checking compressed page sizes. nvcomp: nvCOMP library path or "off".
     progress: True, or a callable taking a dict (its exception is raised from read).
-    memory_limit_mb: deprecated, MiB.
+    memory_limit_mb: deprecated, MiB. filters: a str ("a >= 3 and s in ('x', 'y')") or pyarrow's DNF
+    (a list of (column, op, value) tuples, or a list of such lists): only the rows that pass.
     """
 
 def read_dataset(

@@ -310,6 +310,8 @@ struct ReadOptions {
     row_groups: Option<Vec<usize>>,
     backend: BackendKind,
     settings: Settings,
+    /// `read`'s `filters=` (issue 43).
+    filter: Option<gpu_parquet::filter::Expr>,
 }
 
 impl ReadOptions {
@@ -373,6 +375,7 @@ impl ReadOptions {
             row_groups,
             backend,
             settings,
+            filter: None,
         })
     }
 
@@ -388,7 +391,78 @@ impl ReadOptions {
         if let Some(g) = &self.row_groups {
             builder = builder.with_row_groups(g.clone());
         }
+        if let Some(f) = &self.filter {
+            builder = builder.with_filter(f.clone());
+        }
         builder
+    }
+}
+
+/// `filters=`: a str in the CLI's syntax ("a >= 3 and s in ('x', 'y')"), or pyarrow's DNF form: a
+/// list of (column, op, value) tuples (all must hold), or a list of such lists (any must hold).
+fn filter_from_py(filters: &Bound<'_, PyAny>) -> PyResult<gpu_parquet::filter::Expr> {
+    use gpu_parquet::filter::{DnfTerm, Expr};
+    if let Ok(text) = filters.extract::<String>() {
+        return Expr::parse(&text).map_err(|e| PyValueError::new_err(format!("filters: {e}")));
+    }
+    let shape = "filters: expected a str, a list of (column, op, value) tuples, or a list of such lists";
+    let outer: Vec<Bound<'_, PyAny>> = filters.extract().map_err(|_| PyTypeError::new_err(shape))?;
+    let conjunctions: Vec<Vec<Bound<'_, PyAny>>> = if outer.iter().all(|t| t.is_instance_of::<PyTuple>()) {
+        vec![outer]
+    } else {
+        outer
+            .iter()
+            .map(|c| c.extract::<Vec<Bound<'_, PyAny>>>())
+            .collect::<PyResult<_>>()
+            .map_err(|_| PyTypeError::new_err(shape))?
+    };
+    let mut dnf = Vec::new();
+    for conj in conjunctions {
+        let mut terms = Vec::new();
+        for t in conj {
+            let (column, op, value): (String, String, Bound<'_, PyAny>) = t
+                .extract()
+                .map_err(|_| PyTypeError::new_err(format!("{shape}; got {t}")))?;
+            let values = if op.to_ascii_lowercase().contains("in") {
+                let items: Vec<Bound<'_, PyAny>> = value
+                    .try_iter()
+                    .and_then(|it| it.collect::<PyResult<Vec<_>>>())
+                    .map_err(|_| PyTypeError::new_err(format!("filters: '{op}' on {column} takes a list of values")))?;
+                items.iter().map(literal_from_py).collect::<PyResult<Vec<_>>>()?
+            } else {
+                vec![literal_from_py(&value)?]
+            };
+            terms.push(DnfTerm { column, op, values });
+        }
+        dnf.push(terms);
+    }
+    Expr::from_dnf(&dnf).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A Python value as a filter literal: bool, int, float, decimal.Decimal, str, datetime.date or
+/// datetime.datetime (as ISO text, typed by the column).
+fn literal_from_py(v: &Bound<'_, PyAny>) -> PyResult<gpu_parquet::filter::Literal> {
+    use gpu_parquet::filter::Literal;
+    use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
+    if v.is_instance_of::<PyBool>() {
+        return Ok(Literal::Bool(v.extract()?));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Ok(Literal::Number(v.str()?.to_string()));
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(Literal::Number(v.repr()?.to_string()));
+    }
+    if v.is_instance_of::<PyString>() {
+        return Ok(Literal::Str(v.extract()?));
+    }
+    let type_name = v.get_type().name()?.to_string();
+    match type_name.as_str() {
+        "Decimal" => Ok(Literal::Number(v.str()?.to_string())),
+        "date" | "datetime" | "Timestamp" => Ok(Literal::Str(v.call_method0("isoformat")?.extract()?)),
+        _ => Err(PyTypeError::new_err(format!(
+            "filters: a value of type {type_name} ({v}): expected bool, int, float, Decimal, str, date or datetime"
+        ))),
     }
 }
 
@@ -415,6 +489,10 @@ impl ReadOptions {
 ///         steps, rows_done, rows, bytes_done, bytes) after each step; an exception it raises is
 ///         raised from read.
 ///     memory_limit_mb: deprecated (DeprecationWarning): the budget in MiB; use memory_limit.
+///     filters: only the rows that pass: a str ("l_shipdate >= '1994-01-01' and l_quantity < 24")
+///         or pyarrow's DNF form (a list of (column, op, value) tuples, or a list of such lists; ops
+///         =, ==, !=, <, <=, >, >=, in, not in), with pyarrow's results. Row groups are pruned by
+///         statistics, bloom filters and the page index first (report["pruning"]).
 ///
 /// Raises:
 ///     FileNotFoundError: the file is not there. PermissionError: it may not be read.
@@ -422,7 +500,7 @@ impl ReadOptions {
 ///     TypeError: an argument has the wrong type.
 ///     GpuParquetError: the read failed (the message names the file, column and row group).
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, progress=None, memory_limit_mb=None))]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, progress=None, memory_limit_mb=None, filters=None))]
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
@@ -439,8 +517,10 @@ fn read(
     nvcomp: Option<String>,
     progress: Option<Bound<'_, PyAny>>,
     memory_limit_mb: Option<u64>,
+    filters: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Table> {
-    let options = ReadOptions::from_args(
+    let filter = filters.map(|f| filter_from_py(&f)).transpose()?;
+    let mut options = ReadOptions::from_args(
         py,
         columns,
         row_groups,
@@ -453,6 +533,7 @@ fn read(
         nvcomp,
         memory_limit_mb,
     )?;
+    options.filter = filter;
     let (progress, callback_error) = progress_hook(&path, progress)?;
     let result = read_with(py, path, options, decode, progress);
     // An exception raised by the progress callback is the read's outcome, whatever came after it.
@@ -483,11 +564,26 @@ fn read_with(
         }
         let reader = builder.build().map_err(err)?;
         let on_gpu = decode == "gpu" || (decode == "auto" && reader.io().is_device());
+        let pruning = reader.pruning().map(|p| serde_json::to_value(p).unwrap_or_default());
         if on_gpu {
             let r = reader.read_device().map_err(err)?;
             let mut report = serde_json::to_value(&r.io).unwrap_or_default();
             if let Some(o) = report.as_object_mut() {
                 o.insert("decode".into(), serde_json::to_value(&r.decode).unwrap_or_default());
+                if let Some(p) = &pruning {
+                    o.insert("pruning".into(), p.clone());
+                }
+            }
+            // Issue 43: the GPU decodes the surviving row groups whole; until the predicate runs
+            // there, the exact row filter is applied on the host.
+            if let Some(f) = reader.filter() {
+                let batch = f.apply_batch(&r.table.to_host().map_err(err)?).map_err(err)?;
+                return Ok(Table {
+                    schema: batch.schema(),
+                    num_rows: batch.num_rows(),
+                    columns: Columns::Host(vec![batch]),
+                    report_json: report.to_string(),
+                });
             }
             let num_rows = r.table.num_rows();
             Ok(Table {
@@ -498,7 +594,10 @@ fn read_with(
             })
         } else {
             let chunks = reader.read().map_err(err)?;
-            let report = serde_json::to_value(chunks.report()).unwrap_or_default();
+            let mut report = serde_json::to_value(chunks.report()).unwrap_or_default();
+            if let (Some(o), Some(p)) = (report.as_object_mut(), pruning) {
+                o.insert("pruning".into(), p);
+            }
             let table = chunks.decode().map_err(err)?;
             Ok(Table {
                 schema: table.schema.clone(),

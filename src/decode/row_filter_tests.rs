@@ -791,6 +791,9 @@ impl Executor for EmuExecutor {
     fn free(&mut self, addr: u64) {
         self.arena.free(addr);
     }
+    fn adopt(&mut self, buffer: Vec<u8>) -> Result<u64> {
+        Ok(self.arena.upload(&buffer))
+    }
     fn launch(&mut self, kernel: Kernel) -> Result<()> {
         let plan = launch_plan(&kernel)
             .ok_or_else(|| Error::device("the kernel emulation", format!("{kernel:?} is not a row-filter kernel")))?;

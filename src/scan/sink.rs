@@ -8,7 +8,7 @@ use crate::scan::StepOutput;
 use crate::scan::driver::{FetchedStep, StepSink};
 
 /// A step ends in its fetched column chunks.
-pub(crate) struct RawSink;
+pub(crate) struct RawSink(pub crate::filter::SharedFilter);
 
 impl StepSink for RawSink {
     type Output = ColumnChunks;
@@ -18,12 +18,14 @@ impl StepSink for RawSink {
     }
 
     fn finish(&self, step: FetchedStep<'_>) -> Result<ColumnChunks> {
-        Ok(step.chunks)
+        let mut chunks = step.chunks;
+        chunks.filter = self.0.clone();
+        Ok(chunks)
     }
 }
 
 /// A step ends in Arrow record batches decoded on the host by arrow-rs (with its row groups).
-pub(crate) struct HostSink;
+pub(crate) struct HostSink(pub crate::filter::SharedFilter);
 
 impl StepSink for HostSink {
     type Output = (Vec<usize>, DecodedTable);
@@ -33,8 +35,10 @@ impl StepSink for HostSink {
     }
 
     fn finish(&self, step: FetchedStep<'_>) -> Result<(Vec<usize>, DecodedTable)> {
-        let row_groups = step.chunks.row_groups().to_vec();
-        Ok((row_groups, step.chunks.decode()?))
+        let mut chunks = step.chunks;
+        chunks.filter = self.0.clone();
+        let row_groups = chunks.row_groups().to_vec();
+        Ok((row_groups, chunks.decode()?))
     }
 }
 
