@@ -364,6 +364,65 @@ fn each_reason_prunes_where_it_should() {
     assert_eq!(sel.report.bytes_avoided, 0);
 }
 
+/// Offsets-only page indexes (an OffsetIndex without a ColumnIndex, as written for columns with
+/// chunk statistics only): that column prunes no page, but its page byte ranges still follow the
+/// rows the other columns' ColumnIndexes select.
+#[test]
+fn offsets_only_page_indexes_prune_nothing_but_give_page_ranges() {
+    let n = 2000;
+    let data = Data {
+        i: (0..n).map(Some).collect(),
+        s: (0..n).map(|k| Some(format!("v{k:05}"))).collect(),
+        f: (0..n).map(|k| Some(k as f64)).collect(),
+        u: (0..n).map(|k| k as u32).collect(),
+        d: (0..n).map(|k| k / 20).collect(),
+    };
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(100))
+        .set_data_page_row_count_limit(10)
+        .set_write_batch_size(10)
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_column_statistics_enabled(ColumnPath::from("i"), EnabledStatistics::Chunk)
+        .build();
+    let b = batch(&data);
+    let mut w = ArrowWriter::try_new(file.reopen().unwrap(), b.schema(), Some(props)).unwrap();
+    w.write(&b).unwrap();
+    w.close().unwrap();
+    let meta = ParquetSource::open(file.path()).unwrap().metadata().clone();
+    let index = meta.page_index().expect("a page index");
+    assert!(index.column_index(19, 0).is_none() && index.offset_index(19, 0).is_some());
+
+    // `i` alone: its row-group statistics prune, its pages are all kept.
+    let (sel, matching) = check(file.path(), &Expr::parse("i >= 1995").unwrap());
+    assert_eq!(matching, 5);
+    assert_eq!(sel.report.row_groups_pruned_by_statistics, 19);
+    assert_eq!(sel.row_groups[0].rows, vec![0..100]);
+    assert_eq!(sel.report.columns[0].chunks_without_column_index, 1);
+    assert_eq!(sel.report.pages_pruned, 0);
+
+    // With `d` (day = row / 20), whose ColumnIndex selects rows 80..100 of the last row group: `i`'s
+    // chunk keeps only the two pages holding them, from its OffsetIndex.
+    let (sel, matching) = check(file.path(), &Expr::parse("i >= 1900 and d >= '1970-04-10'").unwrap());
+    assert_eq!(matching, 20);
+    let last = &sel.row_groups[0];
+    assert_eq!(last.rows, vec![80..100]);
+    let i_pages = last
+        .chunks
+        .iter()
+        .find(|c| c.column == 0)
+        .unwrap()
+        .pages
+        .as_ref()
+        .unwrap();
+    let locations = index.offset_index(19, 0).unwrap().page_locations();
+    let want: Vec<_> = locations[8..]
+        .iter()
+        .map(|l| l.offset as u64..(l.offset + l.compressed_page_size as i64) as u64)
+        .collect();
+    assert_eq!(i_pages, &want);
+}
+
 #[test]
 fn the_reader_reads_filter_columns_and_drops_them() {
     let file = sorted_file();
