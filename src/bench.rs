@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::config::{BackendKind, CompatMode, IoPolicy};
+use crate::config::{BackendKind, CompatMode, IoPolicy, Tuning};
 use crate::error::Result;
 use crate::gpu::GpuContext;
 use crate::io::pread::pread_exact;
@@ -51,6 +51,8 @@ pub struct BenchOptions {
     pub decode_steps: Option<usize>,
     /// Steps the decode rows decode at once (default: the reader's, `--decode-threads`).
     pub decode_threads: Option<usize>,
+    /// Developer tuning (tracing, the Snappy decoders' choice) of every reader it builds.
+    pub tuning: Tuning,
 }
 
 impl Default for BenchOptions {
@@ -68,6 +70,7 @@ impl Default for BenchOptions {
             decoder: Default::default(),
             decode_steps: None,
             decode_threads: None,
+            tuning: Tuning::default(),
         }
     }
 }
@@ -238,6 +241,10 @@ fn measure_backend(
 
 /// Benchmarks every path available here on `file`.
 pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
+    if opts.tuning.trace {
+        // The I/O rows read through backends of their own, without a reader.
+        crate::config::enable_tracing();
+    }
     let source = ParquetSource::open(file)?;
     let plan_with = |align: bool| {
         ReadPlan::build(
@@ -348,6 +355,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
             .with_projection(opts.columns.clone())
             .with_device(opts.device)
             .with_policy(opts.policy.clone())
+            .with_tuning(opts.tuning)
             .with_decoder_options(crate::decode::gpu::DecoderOptions {
                 trust_compressed: trust,
                 ..opts.decoder.clone()

@@ -299,7 +299,8 @@ impl Reader {
             return Err(Error::device("GPU decoder", "the read stopped before its last step"));
         }
         let (plan, log) = merge_steps(&io_plans, &io_logs);
-        let io = ReadReport::build(&self.source.path().display().to_string(), &plan, &log);
+        let mut io = ReadReport::build(&self.source.path().display().to_string(), &plan, &log);
+        io.tuning = self.tuning;
         let uncompressed_bytes = self.uncompressed_bytes();
         let decode = DecodeReport {
             setup: decoder.setup().clone(),
@@ -537,7 +538,7 @@ impl Reader {
             nvcomp: decoder.has_nvcomp(),
             prechecked: decoder.prechecks(),
             own_snappy: decoder.snappy_on_own_kernel(),
-            wide_snappy: crate::config::snappy_wide(),
+            wide_snappy: decoder.snappy().wide(),
         };
         longest_page_ns(self.source.metadata(), &self.plan.chunks, decoders)
     }
@@ -787,7 +788,8 @@ impl Pipeline {
                     fail(0, e);
                 }
             });
-            if crate::config::host_headers() {
+            // The host parses the headers of steps in the page cache ahead of the decoders.
+            {
                 let (stop, headers, handed) = (&stop, &headers, &handed);
                 s.spawn(move || {
                     let Ok(file) = std::fs::File::open(reader.source.path()) else {

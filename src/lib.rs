@@ -60,7 +60,7 @@ pub mod scan;
 /// needs no version of their own in step with ours.
 pub use arrow;
 pub use byte_size::ByteSize;
-pub use config::{BackendKind, CompatMode, IoPolicy, Settings};
+pub use config::{BackendKind, CompatMode, IoPolicy, Settings, SnappyDecoders, Tuning};
 pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;
 pub use plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use crate::config::{BackendKind, IoPolicy, Settings};
+use crate::config::{BackendKind, IoPolicy, Settings, Tuning};
 use crate::decode::gpu::{DecoderOptions, GpuDecoder};
 use crate::decode::host::{DecodedTable, decode_fetched};
 use crate::error::{Error, Result};
@@ -52,6 +52,7 @@ pub struct ReaderBuilder {
     decode_steps: Option<usize>,
     decode_threads: Option<usize>,
     progress: Option<ProgressHook>,
+    tuning: Tuning,
 }
 
 /// Where a read stands: handed to the [`ReaderBuilder::with_progress`] callback after each step (a
@@ -135,6 +136,7 @@ impl ReaderBuilder {
             decode_steps: None,
             decode_threads: None,
             progress: None,
+            tuning: Tuning::default(),
         }
     }
 
@@ -194,7 +196,8 @@ impl ReaderBuilder {
         self
     }
 
-    /// Policy, device and memory limit from [`Settings`] (for example [`Settings::from_env`]).
+    /// Policy, device, memory limit, decoder options and tuning from [`Settings`] (for example
+    /// [`Settings::from_env`]).
     pub fn with_settings(mut self, settings: &Settings) -> Self {
         self.policy = settings.policy.clone();
         self.device = settings.device;
@@ -202,6 +205,15 @@ impl ReaderBuilder {
         self.decoder = settings.decoder_options();
         self.decode_steps = settings.decode_steps;
         self.decode_threads = settings.decode_threads;
+        self.tuning = settings.tuning;
+        self
+    }
+
+    /// Developer [`Tuning`] (default: none): tracing, the Snappy decoders' choice. Written in the
+    /// read report where it differs from the default.
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = tuning;
+        self.decoder.snappy = tuning.snappy;
         self
     }
 
@@ -222,6 +234,7 @@ impl ReaderBuilder {
 
     /// Where the GPU decoder caches its compiled kernels and finds nvCOMP.
     pub fn with_decoder_options(mut self, options: DecoderOptions) -> Self {
+        self.tuning.snappy = options.snappy;
         self.decoder = options;
         self
     }
@@ -236,6 +249,9 @@ impl ReaderBuilder {
     /// Opens the file, validates its metadata, builds the backend and plans the selection for it.
     pub fn build(self) -> Result<Reader> {
         self.policy.validate()?;
+        if self.tuning.trace {
+            crate::config::enable_tracing();
+        }
         let source = ParquetSource::open(&self.path)?;
         let io = match self.io {
             Some(b) => b,
@@ -263,6 +279,7 @@ impl ReaderBuilder {
             decode_steps: self.decode_steps,
             decode_threads: self.decode_threads,
             progress: self.progress,
+            tuning: self.tuning,
             gpu_decoder: std::sync::OnceLock::new(),
         })
     }
@@ -293,6 +310,7 @@ pub struct Reader {
     pub(crate) decode_steps: Option<usize>,
     pub(crate) decode_threads: Option<usize>,
     pub(crate) progress: Option<ProgressHook>,
+    pub(crate) tuning: Tuning,
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
 }
 
@@ -362,7 +380,7 @@ impl Reader {
                 ),
             });
         }
-        let chunks = fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)?;
+        let chunks = fetch(&self.io, &self.source, self.plan.clone(), self.policy.threads)?.with_tuning(self.tuning);
         if self.progress.is_some() {
             let (rows, bytes) = (self.plan.num_rows(self.source.metadata()), self.plan.useful_bytes());
             ProgressCounter::new(self.progress.clone(), 1, rows, bytes).step_done(rows, bytes);
@@ -428,6 +446,7 @@ impl Reader {
             self.source.clone(),
             plans,
             self.policy.threads,
+            self.tuning,
         ))
     }
 
@@ -606,6 +625,12 @@ impl ColumnChunks {
         verify_against_file(&self.source, &self.plan, &self.buffer.to_host()?)
     }
 
+    /// The reader's tuning, for the report.
+    pub(crate) fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.report.tuning = tuning;
+        self
+    }
+
     /// Decodes the chunks on the host into Arrow record batches (copying device bytes back first).
     pub fn decode(self) -> Result<DecodedTable> {
         let bytes = self.buffer.into_host_bytes()?;
@@ -618,12 +643,18 @@ impl ColumnChunks {
 pub type ChunkStream = Background<ColumnChunks>;
 
 impl ChunkStream {
-    pub(crate) fn start(io: Arc<AnyBackend>, source: ParquetSource, plans: Vec<Arc<ReadPlan>>, threads: usize) -> Self {
+    pub(crate) fn start(
+        io: Arc<AnyBackend>,
+        source: ParquetSource,
+        plans: Vec<Arc<ReadPlan>>,
+        threads: usize,
+        tuning: Tuning,
+    ) -> Self {
         // A rendezvous channel: the worker reads group k+1 while the caller holds group k, then waits
         // until the caller takes it, so at most two groups are in memory.
         Background::spawn("gpu-parquet-prefetch", 0, move |send| {
             for plan in plans {
-                let r = fetch(&io, &source, plan, threads);
+                let r = fetch(&io, &source, plan, threads).map(|c| c.with_tuning(tuning));
                 let failed = r.is_err();
                 if !send(r) || failed {
                     return;

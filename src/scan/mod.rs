@@ -95,8 +95,7 @@ impl MemoryBudget {
 /// staged backend the same workers read every step ([`StagedBackend::fetch_steps`]): a step is
 /// delivered, from one of them and in no set order, once its copies are queued (work on its buffer's
 /// stream comes after them); a failed step is delivered as its error and stops the rest. Other
-/// backends, `per_call`, or `GPU_PARQUET_STEP_FETCH=calls` fetch one step per call, in order,
-/// delivered as each call returns.
+/// backends, or `per_call`, fetch one step per call, in order, delivered as each call returns.
 ///
 /// [`StagedBackend::fetch_steps`]: crate::io::staged::StagedBackend::fetch_steps
 pub(crate) fn fetch_steps(
@@ -108,7 +107,7 @@ pub(crate) fn fetch_steps(
     admit: &mut dyn FnMut(usize) -> bool,
     deliver: &(dyn Fn(usize, Result<ColumnChunks>) + Sync),
 ) {
-    let stepped = !(per_call || crate::config::fetch_step_per_call());
+    let stepped = !per_call;
     let Some(staged) = io.staged().filter(|_| stepped) else {
         for (k, plan) in plans.iter().enumerate() {
             if !admit(k) {
