@@ -243,7 +243,7 @@ fn measure_backend(
 pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
     if opts.tuning.trace {
         // The I/O rows read through backends of their own, without a reader.
-        crate::config::enable_tracing();
+        crate::trace::enable();
     }
     let source = ParquetSource::open(file)?;
     let plan_with = |align: bool| {

@@ -530,39 +530,6 @@ pub(crate) enum WideSnappy {
     All,
 }
 
-/// Tracing (`GPU_PARQUET_TRACE_FETCH`, [`Tuning::trace`]): off until a reader with it is built.
-static TRACING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Turns tracing on for the rest of the process.
-pub(crate) fn enable_tracing() {
-    TRACING.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Whether tracing is on ([`Tuning::trace`] of a reader built so far).
-pub(crate) fn trace_fetches() -> bool {
-    TRACING.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// With [`trace_fetches`] on, prints `what` and when it happened, in milliseconds since `origin` and
-/// since the process's first trace ([`trace_clock`]: lines of different origins line up).
-pub(crate) fn trace_at(origin: std::time::Instant, what: std::fmt::Arguments<'_>) {
-    if trace_fetches() {
-        eprintln!(
-            "trace {what} at {:.2} ms ({:.2} ms on the trace clock)",
-            origin.elapsed().as_secs_f64() * 1e3,
-            trace_clock(std::time::Instant::now())
-        );
-    }
-}
-
-/// Milliseconds from the process's first call of this function to `at`.
-pub(crate) fn trace_clock(at: std::time::Instant) -> f64 {
-    static FIRST: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    at.saturating_duration_since(*FIRST.get_or_init(std::time::Instant::now))
-        .as_secs_f64()
-        * 1e3
-}
-
 impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
     /// and `HOME` for [`Settings::python_dirs`]; `XDG_CACHE_HOME` for the kernel cache), with `flags`

@@ -258,7 +258,7 @@ impl Reader {
         let floor = self.step_floor_ns(&decoder);
         let (plans, largest) = self.step_plans(budget, floor)?;
         let in_flight = steps_in_flight(budget, largest);
-        crate::config::trace_at(started, format_args!("read: {} steps planned", plans.len()));
+        crate::trace::at(started, format_args!("read: {} steps planned", plans.len()));
         let chunk_bytes: Vec<u64> = plans.iter().map(|p| p.dest_len).collect();
         let progress = ProgressCounter::new(
             self.progress.clone(),
@@ -430,7 +430,7 @@ impl Reader {
                 )?;
                 // Where each held step's time goes, beside the others (`GPU_PARQUET_TRACE_FETCH`).
                 let ms = |d: Duration| d.as_secs_f64() * 1e3;
-                crate::config::trace_at(
+                crate::trace::at(
                     origin,
                     format_args!(
                         "held step {k} (began at {:.2} ms: headers {:.2}, decompression {:.2}, kernels {:.2} ms) decoded",
@@ -750,7 +750,7 @@ impl Pipeline {
             let (stop_r, places_r, fail_r) = (&stop, &places, &fail);
             s.spawn(move || {
                 let (stop, places, fail) = (stop_r, places_r, fail_r);
-                let trace = |what: std::fmt::Arguments<'_>| crate::config::trace_at(started, what);
+                let trace = |what: std::fmt::Arguments<'_>| crate::trace::at(started, what);
                 trace(format_args!("read: reading thread began"));
                 let mut admit = |k: usize| {
                     let taken = places.take(stop);
@@ -806,7 +806,7 @@ impl Pipeline {
                             return;
                         }
                         if headers[k].is_taken() {
-                            crate::config::trace_at(started, format_args!("step {k}: headers left to the GPU (late)"));
+                            crate::trace::at(started, format_args!("step {k}: headers left to the GPU (late)"));
                             continue;
                         }
                         // A failed read (or a panic) leaves the step's headers to the GPU.
@@ -822,7 +822,7 @@ impl Pipeline {
                             Some(false) => "parsed on the host too late, dropped",
                             None => "left to the GPU",
                         };
-                        crate::config::trace_at(started, format_args!("step {k}: headers {what}"));
+                        crate::trace::at(started, format_args!("step {k}: headers {what}"));
                     }
                 });
             }

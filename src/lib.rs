@@ -55,6 +55,7 @@ pub mod plan;
 pub mod reader;
 pub mod report;
 pub mod scan;
+pub(crate) mod trace;
 
 /// The `arrow` crate this one is built on (its types are those of every decoded table), so that a user
 /// needs no version of their own in step with ours.

@@ -250,7 +250,7 @@ impl ReaderBuilder {
     pub fn build(self) -> Result<Reader> {
         self.policy.validate()?;
         if self.tuning.trace {
-            crate::config::enable_tracing();
+            crate::trace::enable();
         }
         let source = ParquetSource::open(&self.path)?;
         let io = match self.io {

@@ -1146,11 +1146,11 @@ impl Executor for DeviceExecutor<'_> {
     ) -> Result<(Vec<std::result::Result<usize, String>>, DecompressedOn)> {
         let began = Instant::now();
         // With GPU_PARQUET_TRACE_FETCH, when each decoder's part ended (trace clock, milliseconds).
-        let tracing = crate::config::trace_fetches();
+        let tracing = crate::trace::enabled();
         let mut ended: Vec<(&str, f64)> = Vec::new();
         let mut mark = |what: &'static str| {
             if tracing {
-                ended.push((what, crate::config::trace_clock(Instant::now())));
+                ended.push((what, crate::trace::clock(Instant::now())));
             }
         };
         let mut results: Vec<Option<std::result::Result<usize, String>>> = vec![None; items.len()];
@@ -1309,7 +1309,7 @@ impl Executor for DeviceExecutor<'_> {
                     .sum::<f64>()
                     / 1e6
             };
-            let start = crate::config::trace_clock(began);
+            let start = crate::trace::clock(began);
             let parts: Vec<String> = ended
                 .iter()
                 .map(|(what, at)| format!("{what} +{:.2}", at - start))

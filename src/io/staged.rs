@@ -242,7 +242,7 @@ impl StagedBackend {
         for r in results {
             pieces_done.extend(r?);
         }
-        if crate::config::trace_fetches() {
+        if crate::trace::enabled() {
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
             let starts = pieces_done.iter().map(|r| r.start);
             eprintln!(
@@ -406,7 +406,7 @@ impl StagedBackend {
                     None
                 }
             };
-            crate::config::trace_at(
+            crate::trace::at(
                 t0,
                 format_args!("fetch_steps: O_DIRECT decided (from the fetch's start)"),
             );
@@ -447,7 +447,7 @@ impl StagedBackend {
                 match self.publish(k, k + 1 == plans.len(), plan, nworkers) {
                     Ok(Some(step)) => {
                         published.store(k, Ordering::SeqCst);
-                        crate::config::trace_at(
+                        crate::trace::at(
                             t0,
                             format_args!("fetch_steps: step {k} published (from the fetch's start)"),
                         );
@@ -473,13 +473,13 @@ impl StagedBackend {
                 }
             }
         });
-        if crate::config::trace_fetches() {
+        if crate::trace::enabled() {
             let (places, copies) = ring.counts();
-            crate::config::trace_at(
+            crate::trace::at(
                 t0,
                 format_args!("fetch_steps: {places} pieces in {copies} copies, the last queued"),
             );
-            crate::config::trace_at(t0, format_args!("fetch_steps: {}", times.describe()));
+            crate::trace::at(t0, format_args!("fetch_steps: {}", times.describe()));
         }
         // Always drain: no copy may read the ring or write a step's buffer after this returns (the
         // steps not delivered are dropped then).
@@ -684,7 +684,7 @@ impl StepWorker<'_> {
                     return Ok(());
                 }
                 if step.k == 0 && taken == 0 {
-                    crate::config::trace_at(
+                    crate::trace::at(
                         self.t0,
                         format_args!("fetch_steps: first piece taken (from the fetch's start)"),
                     );

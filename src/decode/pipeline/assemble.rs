@@ -137,16 +137,7 @@ pub(super) fn gpu_arrays<E: Executor>(
             },
         );
     }
-    assemble_columns(
-        exec,
-        routes,
-        gpu,
-        leaf_arrays,
-        &levels,
-        num_rows,
-        location,
-        &mut arrays,
-    )?;
+    assemble_columns(exec, routes, gpu, leaf_arrays, &levels, num_rows, location, &mut arrays)?;
 
     Ok(arrays)
 }
