@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::config::{BackendKind, CompatMode, IoPolicy};
+use crate::config::{BackendKind, CompatMode, IoPolicy, Tuning};
 use crate::decode::table::DeviceBatch;
 use crate::error::Result;
 use crate::gpu::{GpuContext, guard};
@@ -55,6 +55,8 @@ pub struct BenchOptions {
     pub decode_steps: Option<usize>,
     /// Steps the decode rows decode at once (default: the reader's, `--decode-threads`).
     pub decode_threads: Option<usize>,
+    /// Developer tuning (tracing, the Snappy decoders' choice) of every reader it builds.
+    pub tuning: Tuning,
 }
 
 impl Default for BenchOptions {
@@ -72,6 +74,7 @@ impl Default for BenchOptions {
             decoder: Default::default(),
             decode_steps: None,
             decode_threads: None,
+            tuning: Tuning::default(),
         }
     }
 }
@@ -242,6 +245,10 @@ fn measure_backend(
 
 /// Benchmarks every path available here on `file`.
 pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
+    if opts.tuning.trace {
+        // The I/O rows read through backends of their own, without a reader.
+        crate::trace::enable();
+    }
     let source = ParquetSource::open(file)?;
     let plan_with = |align: bool| {
         ReadPlan::build(
@@ -352,6 +359,7 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
             .with_projection(opts.columns.clone())
             .with_device(opts.device)
             .with_policy(opts.policy.clone())
+            .with_tuning(opts.tuning)
             .with_decoder_options(crate::decode::gpu::DecoderOptions {
                 trust_compressed: trust,
                 ..opts.decoder.clone()
@@ -784,7 +792,7 @@ pub fn decode_held_steps(reader: &Reader, held: &HeldSteps) -> Result<(Vec<Devic
             )?;
             // Where each held step's time goes, beside the others (`GPU_PARQUET_TRACE_FETCH`).
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
-            crate::config::trace_at(
+            crate::trace::at(
                 origin,
                 format_args!(
                     "held step {k} (began at {:.2} ms: headers {:.2}, decompression {:.2}, kernels {:.2} ms) decoded",

@@ -386,115 +386,136 @@ pub struct Settings {
     pub decode_threads: Option<usize>,
     /// Hand compressed bodies to nvCOMP without the GPU pre-check (trusted files only).
     pub trust_compressed: bool,
+    /// Developer tuning (tracing, the Snappy decoders' choice).
+    pub tuning: Tuning,
 }
 
-/// Whether `GPU_PARQUET_TRACE_FETCH` is set: a developer's diagnostic, not a setting, that prints each
-/// staged fetch's phases and each pipeline step's fetch to stderr (where the time between the last copy
-/// and the fetch's return goes, and what comes before a read's first `pread`: its planning, the
-/// `O_DIRECT` choice, each step's buffer), and each held step's phases in `bench`'s decode alone in the
-/// read's steps, and when each decoder of a step's decompression came back. Read once per process, here
-/// with the settings.
-pub(crate) fn trace_fetches() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("GPU_PARQUET_TRACE_FETCH").is_some_and(|v| !v.is_empty()))
+/// Developer tuning: choices kept to compare alternatives in one run, not settings a user needs.
+/// Read from the environment with the other settings ([`Settings::from_env`]), set per reader
+/// ([`crate::ReaderBuilder::with_tuning`]), and written in the read report where they differ from the
+/// default ([`Tuning::differences`]).
+///
+/// Switches whose alternative lost when measured were deleted with their code paths (see
+/// `docs/settings.md`); what stays is diagnostics and the Snappy decoders' choice, which is also how
+/// each decoder is tested alone on a GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Tuning {
+    /// `GPU_PARQUET_TRACE_FETCH=1`: print to stderr each staged fetch's phases and each pipeline
+    /// step's fetch (where the time between the last copy and the fetch's return goes, and what comes
+    /// before a read's first `pread`: its planning, the `O_DIRECT` choice, each step's buffer), each
+    /// held step's phases in `bench`'s decode alone in the read's steps, and when each decoder of a
+    /// step's decompression came back. Once a reader with it is built, tracing stays on for the
+    /// process (the staged backend's threads are shared between readers).
+    pub trace: bool,
+    /// `GPU_PARQUET_SNAPPY`: which GPU decoders take Snappy bodies.
+    pub snappy: SnappyDecoders,
 }
 
-/// With [`trace_fetches`] on, prints `what` and when it happened, in milliseconds since `origin` and
-/// since the process's first trace ([`trace_clock`]: lines of different origins line up).
-pub(crate) fn trace_at(origin: std::time::Instant, what: std::fmt::Arguments<'_>) {
-    if trace_fetches() {
-        eprintln!(
-            "trace {what} at {:.2} ms ({:.2} ms on the trace clock)",
-            origin.elapsed().as_secs_f64() * 1e3,
-            trace_clock(std::time::Instant::now())
-        );
+impl Tuning {
+    /// Reads `GPU_PARQUET_TRACE_FETCH` and `GPU_PARQUET_SNAPPY` through `var`.
+    fn from_lookup(var: &impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut t = Tuning::default();
+        let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+        if let Some(v) = set(TRACE_VAR) {
+            t.trace = parse_bool(&v).map_err(|message| Error::Config {
+                setting: format!("{TRACE_VAR}={v}"),
+                message,
+            })?;
+        }
+        if let Some(v) = set(SNAPPY_VAR) {
+            t.snappy = v.parse().map_err(|message| Error::Config {
+                setting: format!("{SNAPPY_VAR}={v}"),
+                message,
+            })?;
+        }
+        Ok(t)
+    }
+
+    /// The fields that differ from the default, as the variables that would set them
+    /// (`GPU_PARQUET_SNAPPY=gp_unsnap`); empty for the default.
+    pub fn differences(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.trace {
+            out.push(format!("{TRACE_VAR}=1"));
+        }
+        if self.snappy != SnappyDecoders::default() {
+            out.push(format!("{SNAPPY_VAR}={}", self.snappy));
+        }
+        out
     }
 }
 
-/// Milliseconds from the process's first call of this function to `at`.
-pub(crate) fn trace_clock(at: std::time::Instant) -> f64 {
-    static FIRST: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    at.saturating_duration_since(*FIRST.get_or_init(std::time::Instant::now))
-        .as_secs_f64()
-        * 1e3
-}
+const TRACE_VAR: &str = "GPU_PARQUET_TRACE_FETCH";
+const SNAPPY_VAR: &str = "GPU_PARQUET_SNAPPY";
 
-/// Whether `GPU_PARQUET_STEP_FETCH=calls` is set: a developer's switch, not a setting, that makes a GPU
-/// decode's reading thread fetch each step with a call of its own instead of keeping the staged
-/// backend's workers reading from one step into the next (to compare the two in one run).
-pub(crate) fn fetch_step_per_call() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("GPU_PARQUET_STEP_FETCH").is_ok_and(|v| v == "calls"))
-}
-
-/// Whether `GPU_PARQUET_SMALL_TRANSFERS=copy-engine` is set: a developer's switch, not a setting, that
-/// makes the GPU decoder move its descriptors and small results with `cuMemcpy`/`cuMemset` (the copy
-/// engines, queued behind the staged reads' copies) instead of its own kernels through mapped host
-/// memory (to compare the two in one run).
-pub(crate) fn small_transfers_on_copy_engine() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("GPU_PARQUET_SMALL_TRANSFERS").is_ok_and(|v| v == "copy-engine"))
-}
-
-/// Whether a GPU read parses the page headers of steps whose bytes are in the page cache on the host,
-/// ahead of the decoders ([`crate::decode::host_headers`]): by default; `GPU_PARQUET_HOST_HEADERS=0`,
-/// a developer's switch, leaves every step's headers to the GPU (to compare the two in one run).
-pub(crate) fn host_headers() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("GPU_PARQUET_HOST_HEADERS").map_or(true, |v| v != "0"))
-}
-
-/// `GPU_PARQUET_SNAPPY`, a developer's switch to compare the GPU Snappy decoders in one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SnappyChoice {
-    /// Unset: the longest bodies of a step to the wide decoder where that shortens the step
+/// Which GPU decoders take Snappy bodies (`GPU_PARQUET_SNAPPY`). nvCOMP against our own kernels is a
+/// real comparison (the default was measured: pre-check and nvCOMP beat `gp_unsnap`, 34.8 against
+/// 42.2 ms of kernels for the snappy benchmark file in one step; the wide decoder beats both on the
+/// longest bodies), and our kernels are the path where nvCOMP is absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SnappyDecoders {
+    /// `auto`: the longest bodies of a step to the wide decoder where that shortens the step
     /// ([`crate::decode::snappy_route`]), the rest to nvCOMP after the pre-check (`gp_unsnap` where
     /// nvCOMP did not load).
-    Default,
+    #[default]
+    Auto,
     /// `gp_unsnap`: every body to `gp_unsnap`.
     Unsnap,
     /// `nvcomp`: every body to nvCOMP, after the pre-check.
     Nvcomp,
-    /// `gp_wsnap`: every body to the wide decoder.
+    /// `gp_wsnap`: every body the wide decoder can take to it.
     Wide,
 }
 
-fn snappy_choice() -> SnappyChoice {
-    static CHOICE: std::sync::OnceLock<SnappyChoice> = std::sync::OnceLock::new();
-    *CHOICE.get_or_init(|| match std::env::var("GPU_PARQUET_SNAPPY").as_deref() {
-        Ok("gp_unsnap") => SnappyChoice::Unsnap,
-        Ok("nvcomp") => SnappyChoice::Nvcomp,
-        Ok("gp_wsnap") => SnappyChoice::Wide,
-        _ => SnappyChoice::Default,
-    })
-}
+impl SnappyDecoders {
+    /// Whether the Snappy bodies the wide decoder does not take go to the decoder's own `gp_unsnap`
+    /// rather than nvCOMP: under `auto` and `gp_wsnap` only where nvCOMP did not load.
+    pub(crate) fn own_kernel(self, nvcomp_loaded: bool) -> bool {
+        match self {
+            SnappyDecoders::Unsnap => true,
+            SnappyDecoders::Nvcomp => false,
+            SnappyDecoders::Auto | SnappyDecoders::Wide => !nvcomp_loaded,
+        }
+    }
 
-/// Whether the Snappy bodies the wide decoder does not take go to the decoder's own `gp_unsnap`
-/// rather than nvCOMP: by default where nvCOMP did not load (pre-check and nvCOMP were measured faster
-/// on the H200: 34.8 against 42.2 ms of kernels for the snappy benchmark file in one step).
-/// `GPU_PARQUET_SNAPPY=gp_unsnap` or `=nvcomp` chooses one for every body.
-pub(crate) fn snappy_on_own_kernel(nvcomp_loaded: bool) -> bool {
-    match snappy_choice() {
-        SnappyChoice::Unsnap => true,
-        SnappyChoice::Nvcomp => false,
-        SnappyChoice::Default | SnappyChoice::Wide => !nvcomp_loaded,
+    /// Which Snappy bodies the wide decoder takes.
+    pub(crate) fn wide(self) -> WideSnappy {
+        match self {
+            SnappyDecoders::Auto => WideSnappy::Longest,
+            SnappyDecoders::Wide => WideSnappy::All,
+            SnappyDecoders::Unsnap | SnappyDecoders::Nvcomp => WideSnappy::Off,
+        }
     }
 }
 
-/// Whether Snappy bodies of literals only go to `gp_snappy_literals` (a copy) before the other GPU
-/// decoders: by default; `GPU_PARQUET_SNAPPY_LITERALS=0`, a developer's switch, sends them on with the
-/// rest (to compare the two in one run).
-pub(crate) fn snappy_literals_copied() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("GPU_PARQUET_SNAPPY_LITERALS").map_or(true, |v| v != "0"))
+impl FromStr for SnappyDecoders {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim() {
+            "auto" => Ok(SnappyDecoders::Auto),
+            "gp_unsnap" => Ok(SnappyDecoders::Unsnap),
+            "nvcomp" => Ok(SnappyDecoders::Nvcomp),
+            "gp_wsnap" => Ok(SnappyDecoders::Wide),
+            _ => Err("expected auto, gp_unsnap, nvcomp or gp_wsnap".into()),
+        }
+    }
 }
 
-/// Whether the wide Snappy decoder ends with `gp_wsnap_resolve` where its plan allows (bodies of at
-/// most `layout::wsnap::RESOLVE_MAX_SEGS` segments): by default; `GPU_PARQUET_WSNAP_RESOLVE=0`, a
-/// developer's switch, keeps the jump rounds and the gather (to compare the two in one run).
-pub(crate) fn wsnap_resolve() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("GPU_PARQUET_WSNAP_RESOLVE").map_or(true, |v| v != "0"))
+impl std::fmt::Display for SnappyDecoders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SnappyDecoders::Auto => "auto",
+            SnappyDecoders::Unsnap => "gp_unsnap",
+            SnappyDecoders::Nvcomp => "nvcomp",
+            SnappyDecoders::Wide => "gp_wsnap",
+        })
+    }
+}
+
+impl serde::Serialize for SnappyDecoders {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// Which Snappy bodies the wide decoder (`kernels/snappy_wide.cu`) takes.
@@ -509,21 +530,11 @@ pub(crate) enum WideSnappy {
     All,
 }
 
-pub(crate) fn snappy_wide() -> WideSnappy {
-    match snappy_choice() {
-        SnappyChoice::Default => WideSnappy::Longest,
-        SnappyChoice::Wide => WideSnappy::All,
-        SnappyChoice::Unsnap | SnappyChoice::Nvcomp => WideSnappy::Off,
-    }
-}
-
 impl Settings {
     /// Reads the `GPU_PARQUET_*` variables (and `CUFILE_ENV_PATH_JSON`; `PYTHONPATH`, `VIRTUAL_ENV`
-    /// and `HOME` for [`Settings::python_dirs`]), with `flags` given on the command line taking the
-    /// place of their variables. The only environment read of the library besides the developer's
-    /// `trace_fetches`, `fetch_step_per_call`, `small_transfers_on_copy_engine`,
-    /// `snappy_literals_copied` and `GPU_PARQUET_SNAPPY` (`snappy_on_own_kernel`, `snappy_wide`)
-    /// switches (crate-private).
+    /// and `HOME` for [`Settings::python_dirs`]; `XDG_CACHE_HOME` for the kernel cache), with `flags`
+    /// given on the command line taking the place of their variables; the developer's [`Tuning`]
+    /// from its variables. The only environment read of the library.
     pub fn from_env(flags: &[(Key, String)]) -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok(), flags)
     }
@@ -549,6 +560,7 @@ impl Settings {
                     })
                     .map(|d| d.join("gpu-parquet")),
             },
+            tuning: Tuning::from_lookup(&var)?,
             ..Settings::default()
         };
         for key in Key::ALL {
@@ -572,6 +584,7 @@ impl Settings {
             kernel_cache: self.kernel_cache.clone(),
             nvcomp: self.nvcomp_search(),
             trust_compressed: self.trust_compressed,
+            snappy: self.tuning.snappy,
         }
     }
 
@@ -822,6 +835,41 @@ mod tests {
     }
 
     #[test]
+    fn tuning_from_its_variables() {
+        let s = Settings::from_lookup(vars(&[]), &[]).unwrap();
+        assert_eq!(s.tuning, Tuning::default());
+        assert!(s.tuning.differences().is_empty());
+        let s = Settings::from_lookup(
+            vars(&[("GPU_PARQUET_TRACE_FETCH", "1"), ("GPU_PARQUET_SNAPPY", "nvcomp")]),
+            &[],
+        )
+        .unwrap();
+        assert!(s.tuning.trace);
+        assert_eq!(s.tuning.snappy, SnappyDecoders::Nvcomp);
+        assert_eq!(s.decoder_options().snappy, SnappyDecoders::Nvcomp);
+        assert_eq!(
+            s.tuning.differences(),
+            ["GPU_PARQUET_TRACE_FETCH=1", "GPU_PARQUET_SNAPPY=nvcomp"]
+        );
+        for name in ["auto", "gp_unsnap", "nvcomp", "gp_wsnap"] {
+            assert_eq!(name.parse::<SnappyDecoders>().unwrap().to_string(), name);
+        }
+        for (k, v) in [
+            ("GPU_PARQUET_TRACE_FETCH", "yes please"),
+            ("GPU_PARQUET_SNAPPY", "gp_fast"),
+        ] {
+            let e = Settings::from_lookup(vars(&[(k, v)]), &[]).unwrap_err();
+            assert!(e.to_string().contains(&format!("{k}={v}")), "{e}");
+        }
+        // Which decoders each choice sends Snappy bodies to.
+        assert!(!SnappyDecoders::Auto.own_kernel(true) && SnappyDecoders::Auto.own_kernel(false));
+        assert!(SnappyDecoders::Unsnap.own_kernel(true) && !SnappyDecoders::Nvcomp.own_kernel(false));
+        assert_eq!(SnappyDecoders::Auto.wide(), WideSnappy::Longest);
+        assert_eq!(SnappyDecoders::Wide.wide(), WideSnappy::All);
+        assert_eq!(SnappyDecoders::Nvcomp.wide(), WideSnappy::Off);
+    }
+
+    #[test]
     fn names_parse() {
         assert_eq!("HOST".parse::<BackendKind>().unwrap(), BackendKind::Host);
         assert_eq!("cufile".parse::<BackendKind>().unwrap(), BackendKind::Cufile);
@@ -853,4 +901,6 @@ pub struct DecoderOptions {
     /// (it was seen reading far out of bounds, which ends the process's use of the GPU). nvCOMP's
     /// statuses and output sizes are still checked.
     pub trust_compressed: bool,
+    /// Which GPU decoders take Snappy bodies ([`Tuning::snappy`]).
+    pub snappy: SnappyDecoders,
 }

@@ -157,7 +157,7 @@ impl Reader {
         let decoder = self.gpu_decoder()?;
         let started = Instant::now();
         let steps = GpuSteps::plan(self, decoder.clone())?;
-        crate::config::trace_at(started, format_args!("read: {} steps planned", steps.plans.len()));
+        crate::trace::at(started, format_args!("read: {} steps planned", steps.plans.len()));
         let n = steps.plans.len();
         // Every step's columns are kept: a step's place is free once its chunks are dropped.
         let outcomes = steps.scan(self, started, Release::Finished).collect_all()?;
@@ -185,7 +185,8 @@ impl Reader {
             return Err(Error::device("GPU decoder", "the read stopped before its last step"));
         }
         let (plan, log) = merge_steps(&io_plans, &io_logs);
-        let io = ReadReport::build(&self.source.path().display().to_string(), &plan, &log);
+        let mut io = ReadReport::build(&self.source.path().display().to_string(), &plan, &log);
+        io.tuning = self.tuning;
         let uncompressed_bytes = self.uncompressed_bytes();
         let decode = DecodeReport {
             setup: decoder.setup().clone(),

@@ -58,12 +58,13 @@ pub mod plan;
 pub mod reader;
 pub mod report;
 pub mod scan;
+pub(crate) mod trace;
 
 /// The `arrow` crate this one is built on (its types are those of every decoded table), so that a user
 /// needs no version of their own in step with ours.
 pub use arrow;
 pub use byte_size::ByteSize;
-pub use config::{BackendKind, CompatMode, IoPolicy, Settings};
+pub use config::{BackendKind, CompatMode, IoPolicy, Settings, SnappyDecoders, Tuning};
 pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;
 pub use plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};

@@ -831,6 +831,7 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
         decoder: settings.decoder_options(),
         decode_steps: settings.decode_steps,
         decode_threads: settings.decode_threads,
+        tuning: settings.tuning,
         policy: settings.policy,
         device: settings.device,
         ..Default::default()

@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{BackendKind, IoPolicy, Settings};
+use crate::config::{BackendKind, IoPolicy, Settings, Tuning};
 use crate::decode::gpu::{DecoderOptions, GpuDecoder};
 use crate::decode::host::{DecodedTable, decode_fetched};
 use crate::error::{Error, Result};
@@ -54,6 +54,7 @@ pub struct ReaderBuilder {
     decode_steps: Option<usize>,
     decode_threads: Option<usize>,
     progress: Option<ProgressHook>,
+    tuning: Tuning,
     decode: Decode,
     source: Option<ParquetSource>,
     shared_decoder: Option<Arc<GpuDecoder>>,
@@ -142,6 +143,7 @@ impl ReaderBuilder {
             decode_steps: None,
             decode_threads: None,
             progress: None,
+            tuning: Tuning::default(),
             decode: Decode::Auto,
             source: None,
             shared_decoder: None,
@@ -246,6 +248,15 @@ impl ReaderBuilder {
         self.decoder = settings.decoder_options();
         self.decode_steps = settings.decode_steps;
         self.decode_threads = settings.decode_threads;
+        self.tuning = settings.tuning;
+        self
+    }
+
+    /// Developer [`Tuning`] (default: none): tracing, the Snappy decoders' choice. Written in the
+    /// read report where it differs from the default.
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = tuning;
+        self.decoder.snappy = tuning.snappy;
         self
     }
 
@@ -266,6 +277,7 @@ impl ReaderBuilder {
 
     /// Where the GPU decoder caches its compiled kernels and finds nvCOMP.
     pub fn with_decoder_options(mut self, options: DecoderOptions) -> Self {
+        self.tuning.snappy = options.snappy;
         self.decoder = options;
         self
     }
@@ -280,6 +292,9 @@ impl ReaderBuilder {
     /// Opens the file, validates its metadata, builds the backend and plans the selection for it.
     pub fn build(self) -> Result<Reader> {
         self.policy.validate()?;
+        if self.tuning.trace {
+            crate::trace::enable();
+        }
         let source = match self.source {
             Some(s) => s,
             None => ParquetSource::open(&self.path)?,
@@ -326,6 +341,7 @@ impl ReaderBuilder {
             decode_steps: self.decode_steps,
             decode_threads: self.decode_threads,
             progress: self.progress,
+            tuning: self.tuning,
             decode: self.decode,
             gpu_decoder: match self.shared_decoder {
                 Some(d) => std::sync::OnceLock::from(Ok(d)),
@@ -360,6 +376,8 @@ pub struct Reader {
     pub(crate) decode_steps: Option<usize>,
     pub(crate) decode_threads: Option<usize>,
     pub(crate) progress: Option<ProgressHook>,
+    /// Developer tuning, written in the report ([`ReaderBuilder::with_tuning`]).
+    pub(crate) tuning: Tuning,
     pub(crate) decode: Decode,
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
     /// Issue 43's filter hook ([`ReaderBuilder::with_filter`]).
@@ -432,9 +450,11 @@ impl Reader {
         let budget = self.whole_budget()?;
         let spec = self.host_spec(vec![self.plan.clone()], &budget, Release::Finished);
         let mut steps = Scan::start(spec, RawSink(self.filter.clone())).collect_all()?;
-        steps
+        let mut chunks = steps
             .pop()
-            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))
+            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))?;
+        chunks.report.tuning = self.tuning;
+        Ok(chunks)
     }
 
     /// A whole read is one step: the budget's one step must hold the plan.

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
+use crate::config::Tuning;
 use crate::io::{CufileStatsDelta, IoLog, IoPath};
 use crate::plan::ReadPlan;
 
@@ -139,6 +140,9 @@ pub struct ReadReport {
     pub cufile_stats_check: Option<StatsCheck>,
     /// How bytes, reads and time are attributed.
     pub rules: &'static str,
+    /// The reader's developer tuning ([`crate::config::Tuning`]); in the table only where it differs
+    /// from the default.
+    pub tuning: Tuning,
 }
 
 /// The attribution rules, as printed in reports.
@@ -420,6 +424,7 @@ impl ReadReport {
             cufile_stats: log.cufile_stats,
             cufile_stats_check: log.cufile_stats.as_ref().map(|s| StatsCheck::new(&total, s)),
             rules: ATTRIBUTION_RULES,
+            tuning: Tuning::default(),
         }
     }
 
@@ -504,6 +509,10 @@ impl ReadReport {
                 "our counters and cuFile's statistics {verdict}: {}\n",
                 c.details.join("; ")
             ));
+        }
+        let tuned = self.tuning.differences();
+        if !tuned.is_empty() {
+            out.push_str(&format!("tuning: {}\n", tuned.join(", ")));
         }
         for n in &self.notes {
             out.push_str(&format!("note: {n}\n"));

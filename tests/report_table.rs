@@ -294,3 +294,54 @@ fn one_task_serving_two_columns_splits_its_time_by_bytes() {
     }
     assert!(json["rules"].as_str().unwrap_or_default().contains("apportioned"));
 }
+
+/// The reader's tuning is in the JSON report always, and in the table as one line only where it
+/// differs from the default; `Settings` reads it from its variables, naming a bad value.
+#[test]
+fn tuning_is_reported_where_it_differs_from_the_default() {
+    use gpu_parquet::{BackendKind, Reader, Settings, SnappyDecoders, Tuning};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_file(dir.path());
+    let read = |tuning: Option<Tuning>| {
+        let mut b = Reader::builder(&path).with_backend(BackendKind::Host);
+        if let Some(t) = tuning {
+            b = b.with_tuning(t);
+        }
+        b.build().expect("build").read().expect("read").report().clone()
+    };
+    let plain = read(None);
+    assert!(!plain.to_table().contains("tuning:"), "{}", plain.to_table());
+    let json: serde_json::Value = serde_json::from_str(&plain.to_json()).expect("json");
+    assert_eq!(json["tuning"]["snappy"], "auto");
+    assert_eq!(json["tuning"]["trace"], false);
+
+    let tuned = Tuning {
+        snappy: SnappyDecoders::Unsnap,
+        ..Tuning::default()
+    };
+    let report = read(Some(tuned));
+    let table = report.to_table();
+    let lines: Vec<&str> = table.lines().filter(|l| l.starts_with("tuning:")).collect();
+    assert_eq!(lines, ["tuning: GPU_PARQUET_SNAPPY=gp_unsnap"]);
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("json");
+    assert_eq!(json["tuning"]["snappy"], "gp_unsnap");
+
+    // Through Settings, as the CLI and Python build readers.
+    let env = |k: &str| (k == "GPU_PARQUET_SNAPPY").then(|| "gp_wsnap".to_string());
+    let settings = Settings::from_lookup(env, &[]).expect("settings");
+    assert_eq!(settings.tuning.snappy, SnappyDecoders::Wide);
+    assert_eq!(settings.decoder_options().snappy, SnappyDecoders::Wide);
+    let report = Reader::builder(&path)
+        .with_settings(&settings)
+        .with_backend(BackendKind::Host)
+        .build()
+        .expect("build")
+        .read()
+        .expect("read")
+        .report()
+        .clone();
+    assert!(report.to_table().contains("tuning: GPU_PARQUET_SNAPPY=gp_wsnap\n"));
+    let bad = |k: &str| (k == "GPU_PARQUET_SNAPPY").then(|| "fastest".to_string());
+    let err = Settings::from_lookup(bad, &[]).expect_err("a bad decoder name");
+    assert!(err.to_string().contains("GPU_PARQUET_SNAPPY=fastest"), "{err}");
+}

@@ -9,6 +9,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use parquet::basic::Compression;
 use rayon::prelude::*;
 
+use crate::config::SnappyDecoders;
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
 use crate::decode::layout::{
     UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, snappy_literals, validate_codec, validate_status, wsnap,
@@ -53,6 +54,8 @@ pub struct DeviceExecutor<'a> {
     /// Mapped host memory for small transfers (`None`: they go through the copy engines), and the pool
     /// it returns to.
     staging: Option<(MappedStaging, StagingPool)>,
+    /// Which GPU decoders take Snappy bodies.
+    snappy: SnappyDecoders,
 }
 
 impl<'a> DeviceExecutor<'a> {
@@ -74,16 +77,20 @@ impl<'a> DeviceExecutor<'a> {
             peak_bytes: 0,
             precheck: true,
             staging: None,
+            snappy: SnappyDecoders::default(),
         }
+    }
+
+    /// Which GPU decoders take Snappy bodies (default [`SnappyDecoders::Auto`]).
+    pub fn with_snappy(mut self, snappy: SnappyDecoders) -> Self {
+        self.snappy = snappy;
+        self
     }
 
     /// Moves descriptors and small results through mapped host memory from `pool` (or new), with the
     /// executor's own copy kernel, instead of the copy engines; put back into `pool` on drop. Stays on
-    /// the copy engines where no mapped memory can be had, or under `GPU_PARQUET_SMALL_TRANSFERS=copy-engine`.
+    /// the copy engines where no mapped memory can be had.
     pub fn with_staging(mut self, pool: &StagingPool) -> Self {
-        if crate::config::small_transfers_on_copy_engine() {
-            return self;
-        }
         let reused = pool.lock().ok().and_then(|mut p| p.pop());
         let staging = match reused {
             Some(mut m) => m.reuse().ok().map(|_| m),
@@ -406,7 +413,7 @@ impl DeviceExecutor<'_> {
         let open: Vec<usize> = (0..items.len())
             .filter(|&i| results[i].is_none() && offsets_fit_u31(&items[i]))
             .collect();
-        match crate::config::snappy_wide() {
+        match self.snappy.wide() {
             WideSnappy::Off => Vec::new(),
             WideSnappy::All => open,
             WideSnappy::Longest => {
@@ -570,7 +577,7 @@ impl DeviceExecutor<'_> {
         self.launch_on(&side, "gp_wsnap_join", n, 32, &args)?;
         self.launch_on(&side, "gp_wsnap_emit", plan.seg_blocks, 128, &args)?;
         self.launch_on(&side, "gp_wsnap_finish", n, 32, &args)?;
-        if plan.resolve && crate::config::wsnap_resolve() {
+        if plan.resolve {
             return self.launch_on(&side, "gp_wsnap_resolve", n, wsnap::RESOLVE_THREADS, &args);
         }
         for r in 0..plan.rounds {
@@ -1223,11 +1230,11 @@ impl Executor for DeviceExecutor<'_> {
     ) -> Result<(Vec<std::result::Result<usize, String>>, DecompressedOn)> {
         let began = Instant::now();
         // With GPU_PARQUET_TRACE_FETCH, when each decoder's part ended (trace clock, milliseconds).
-        let tracing = crate::config::trace_fetches();
+        let tracing = crate::trace::enabled();
         let mut ended: Vec<(&str, f64)> = Vec::new();
         let mut mark = |what: &'static str| {
             if tracing {
-                ended.push((what, crate::config::trace_clock(Instant::now())));
+                ended.push((what, crate::trace::clock(Instant::now())));
             }
         };
         let mut results: Vec<Option<std::result::Result<usize, String>>> = vec![None; items.len()];
@@ -1246,12 +1253,12 @@ impl Executor for DeviceExecutor<'_> {
         };
         // Snappy has decoders of our own, safe on any input (no pre-check, no nvCOMP): the wide one
         // for the longest bodies where that shortens the step (`snappy_route`), or for every body when
-        // chosen (`crate::config::snappy_wide`); `gp_unsnap` where nvCOMP did not load, or when chosen
-        // (`crate::config::snappy_on_own_kernel`).
+        // chosen (`SnappyDecoders::wide`); `gp_unsnap` where nvCOMP did not load, or when chosen
+        // (`SnappyDecoders::own_kernel`).
         let mut host_why: Vec<String> = Vec::new();
         // The wide decoder's bodies, in flight on a side stream while the other GPU decoders take the
         // rest; those it refuses then go to the host (the pre-check would refuse them too).
-        let own_snappy = codec == Compression::SNAPPY && crate::config::snappy_on_own_kernel(self.nvcomp.is_ok());
+        let own_snappy = codec == Compression::SNAPPY && self.snappy.own_kernel(self.nvcomp.is_ok());
         let mut on_wide = vec![false; items.len()];
         let mut wide = None;
         if codec == Compression::SNAPPY {
@@ -1270,7 +1277,7 @@ impl Executor for DeviceExecutor<'_> {
             .collect();
         // Snappy bodies of literals only are copied by `gp_snappy_literals`, launched first on the
         // step's stream; which ones it took is read back with the next decoder's statuses.
-        let literal_todo: Vec<usize> = if codec == Compression::SNAPPY && crate::config::snappy_literals_copied() {
+        let literal_todo: Vec<usize> = if codec == Compression::SNAPPY {
             open.iter().copied().filter(|&i| offsets_fit_u31(&items[i])).collect()
         } else {
             Vec::new()
@@ -1386,7 +1393,7 @@ impl Executor for DeviceExecutor<'_> {
                     .sum::<f64>()
                     / 1e6
             };
-            let start = crate::config::trace_clock(began);
+            let start = crate::trace::clock(began);
             let parts: Vec<String> = ended
                 .iter()
                 .map(|(what, at)| format!("{what} +{:.2}", at - start))

@@ -10,6 +10,7 @@ use arrow::datatypes::SchemaRef;
 use bytes::Bytes;
 use serde::Serialize;
 
+use crate::config::SnappyDecoders;
 use crate::decode::exec::HostExecutor;
 use crate::decode::exec_device::{DeviceExecutor, StagingPool};
 use crate::decode::host_headers::HostHeaders;
@@ -55,6 +56,8 @@ pub struct GpuDecoder {
     nvcomp: std::result::Result<Arc<Nvcomp>, String>,
     setup: DecoderSetup,
     trust_compressed: bool,
+    /// Which GPU decoders take Snappy bodies.
+    snappy: SnappyDecoders,
     /// Mapped host memory the steps' executors move their small transfers through, reused.
     staging: StagingPool,
     /// Pages per chunk byte seen so far, per leaf column (one header pass where they hold).
@@ -94,6 +97,7 @@ impl GpuDecoder {
             nvcomp,
             setup,
             trust_compressed: options.trust_compressed,
+            snappy: options.snappy,
             staging: StagingPool::default(),
             page_hints: PageHints::default(),
         })
@@ -106,7 +110,12 @@ impl GpuDecoder {
 
     /// Whether Snappy pages go to the decoder's own kernel (`gp_unsnap`) rather than nvCOMP.
     pub fn snappy_on_own_kernel(&self) -> bool {
-        crate::config::snappy_on_own_kernel(self.has_nvcomp())
+        self.snappy.own_kernel(self.has_nvcomp())
+    }
+
+    /// Which GPU decoders take Snappy bodies ([`DecoderOptions::snappy`]).
+    pub fn snappy(&self) -> SnappyDecoders {
+        self.snappy
     }
 
     /// Whether compressed bodies are checked on the GPU before nvCOMP sees them.
@@ -151,6 +160,7 @@ impl GpuDecoder {
             Some(chunks),
         )
         .with_precheck(!self.trust_compressed)
+        .with_snappy(self.snappy)
         .with_staging(&self.staging);
         let (batch, stats) = decode_step(
             &mut exec,

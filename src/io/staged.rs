@@ -25,9 +25,7 @@ use crate::gpu::{
 };
 use crate::io::host::named_pool;
 use crate::io::pread::{cache_in_background, open_direct, pread_exact};
-use crate::io::{
-    DeliverStep, IoBackend, IoLog, IoPath, StepFetched, TaskRecord, check_dest_len, fetch_steps_per_call, task_location,
-};
+use crate::io::{DeliverStep, IoBackend, IoLog, IoPath, StepFetched, TaskRecord, check_dest_len, task_location};
 use crate::metadata::ParquetSource;
 use crate::plan::{DIRECT_IO_ALIGN, ReadPlan, ReadTask};
 
@@ -244,7 +242,7 @@ impl StagedBackend {
         for r in results {
             pieces_done.extend(r?);
         }
-        if crate::config::trace_fetches() {
+        if crate::trace::enabled() {
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
             let starts = pieces_done.iter().map(|r| r.start);
             eprintln!(
@@ -408,7 +406,7 @@ impl StagedBackend {
                     None
                 }
             };
-            crate::config::trace_at(
+            crate::trace::at(
                 t0,
                 format_args!("fetch_steps: O_DIRECT decided (from the fetch's start)"),
             );
@@ -449,7 +447,7 @@ impl StagedBackend {
                 match self.publish(k, k + 1 == plans.len(), plan, nworkers) {
                     Ok(Some(step)) => {
                         published.store(k, Ordering::SeqCst);
-                        crate::config::trace_at(
+                        crate::trace::at(
                             t0,
                             format_args!("fetch_steps: step {k} published (from the fetch's start)"),
                         );
@@ -475,13 +473,13 @@ impl StagedBackend {
                 }
             }
         });
-        if crate::config::trace_fetches() {
+        if crate::trace::enabled() {
             let (places, copies) = ring.counts();
-            crate::config::trace_at(
+            crate::trace::at(
                 t0,
                 format_args!("fetch_steps: {places} pieces in {copies} copies, the last queued"),
             );
-            crate::config::trace_at(t0, format_args!("fetch_steps: {}", times.describe()));
+            crate::trace::at(t0, format_args!("fetch_steps: {}", times.describe()));
         }
         // Always drain: no copy may read the ring or write a step's buffer after this returns (the
         // steps not delivered are dropped then).
@@ -679,7 +677,7 @@ impl StepWorker<'_> {
                     return Ok(());
                 }
                 if step.k == 0 && taken == 0 {
-                    crate::config::trace_at(
+                    crate::trace::at(
                         self.t0,
                         format_args!("fetch_steps: first piece taken (from the fetch's start)"),
                     );
@@ -1049,11 +1047,7 @@ impl IoBackend for StagedBackend {
         admit: &mut dyn FnMut(usize) -> bool,
         deliver: &DeliverStep<'_, DeviceBuffer>,
     ) {
-        if crate::config::fetch_step_per_call() {
-            fetch_steps_per_call(self, source, plans, admit, deliver)
-        } else {
-            self.fetch_steps_continuously(source, plans, admit, deliver)
-        }
+        self.fetch_steps_continuously(source, plans, admit, deliver)
     }
 
     fn fetch_into(&self, source: &ParquetSource, plan: &ReadPlan, dest: &mut DeviceBuffer) -> Result<IoLog> {

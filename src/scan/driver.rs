@@ -343,7 +343,7 @@ impl<T> Scan<T> {
 
 /// The reading thread: every step through the backend's stepped fetch, each after taking a place.
 fn read_steps<T: Send>(shared: &Shared<T>, spec: &ScanSpec, tx: std::sync::mpsc::Sender<(usize, ColumnChunks, Place)>) {
-    let trace = |what: std::fmt::Arguments<'_>| crate::config::trace_at(spec.started, what);
+    let trace = |what: std::fmt::Arguments<'_>| crate::trace::at(spec.started, what);
     trace(format_args!("scan: reading thread began"));
     let taken: Mutex<HashMap<usize, Place>> = Mutex::new(HashMap::new());
     let mut admit = |k: usize| match shared.places.take(&shared.stop) {

@@ -295,7 +295,7 @@ pub(crate) fn step_floor_ns(reader: &Reader, decoder: &GpuDecoder) -> f64 {
         nvcomp: decoder.has_nvcomp(),
         prechecked: decoder.prechecks(),
         own_snappy: decoder.snappy_on_own_kernel(),
-        wide_snappy: crate::config::snappy_wide(),
+        wide_snappy: decoder.snappy().wide(),
     };
     longest_page_ns(reader.source.metadata(), &reader.plan.chunks, decoders)
 }
@@ -382,7 +382,8 @@ impl StepSink for GpuSink {
     }
 
     fn runs_ahead(&self) -> bool {
-        crate::config::host_headers()
+        // The host parses the headers of steps in the page cache ahead of the decoders.
+        true
     }
 
     fn run_ahead(&self, plans: &[Arc<ReadPlan>], turn: &dyn Fn(usize) -> bool) {
@@ -394,7 +395,7 @@ impl StepSink for GpuSink {
                 return;
             }
             if self.headers[k].is_taken() {
-                crate::config::trace_at(self.started, format_args!("step {k}: headers left to the GPU (late)"));
+                crate::trace::at(self.started, format_args!("step {k}: headers left to the GPU (late)"));
                 continue;
             }
             // A failed read (or a panic) leaves the step's headers to the GPU.
@@ -410,7 +411,7 @@ impl StepSink for GpuSink {
                 Some(false) => "parsed on the host too late, dropped",
                 None => "left to the GPU",
             };
-            crate::config::trace_at(self.started, format_args!("step {k}: headers {what}"));
+            crate::trace::at(self.started, format_args!("step {k}: headers {what}"));
         }
     }
 }

@@ -45,7 +45,7 @@ pub(super) fn gpu_arrays<E: Executor>(
         counts_addr = exec.alloc(cols.len() * 2 * 8)?;
     }
     levels.rep = rep_levels;
-    compact_repeated_leaves(exec, routes, &gpu, &kept, &mut cols, &levels)?;
+    compact_repeated_leaves(exec, routes, gpu, &kept, &mut cols, &levels)?;
     let mut bitmaps: Vec<(u64, u64)> = Vec::with_capacity(cols.len());
     for (k, c) in cols.iter().enumerate() {
         // Bitmaps are allocated to a multiple of 64 bytes (zeroed past the last word), as Arrow
@@ -85,7 +85,7 @@ pub(super) fn gpu_arrays<E: Executor>(
         exec.read(counts_addr, cols.len() * 2)?
     };
 
-    let mut reshaped = reshape_strings(exec, &mut cols, &kept, &pages, &origins, source, &gpu)?;
+    let mut reshaped = reshape_strings(exec, &mut cols, &kept, &pages, &origins, source, gpu)?;
     let mut arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
     let mut leaf_arrays: BTreeMap<usize, DeviceArray<E::Buffer>> = BTreeMap::new();
     for (k, (&gi, c)) in kept.iter().zip(&cols).enumerate() {
@@ -137,16 +137,7 @@ pub(super) fn gpu_arrays<E: Executor>(
             },
         );
     }
-    assemble_columns(
-        exec,
-        routes,
-        &gpu,
-        leaf_arrays,
-        &levels,
-        num_rows,
-        &location,
-        &mut arrays,
-    )?;
+    assemble_columns(exec, routes, gpu, leaf_arrays, &levels, num_rows, location, &mut arrays)?;
 
     Ok(arrays)
 }

@@ -39,8 +39,8 @@ pub(super) fn run_kernels<E: Executor>(
     let mut levels = NestedLevels::default();
     let n = pages.len() as u32;
     let ncols = cols.len() as u32;
-    let pages_addr = if pages.is_empty() { 0 } else { exec.upload(&pages)? };
-    let cols_addr = if cols.is_empty() { 0 } else { exec.upload(&cols)? };
+    let pages_addr = if pages.is_empty() { 0 } else { exec.upload(pages)? };
+    let cols_addr = if cols.is_empty() { 0 } else { exec.upload(cols)? };
     let has = |f: &dyn Fn(&PageDesc) -> bool| pages.iter().any(f);
     let is_dict = |p: &PageDesc| p.encoding == encoding::PLAIN_DICTIONARY || p.encoding == encoding::RLE_DICTIONARY;
     let is_ba = |p: &PageDesc| p.physical == physical::BYTE_ARRAY;
@@ -58,10 +58,10 @@ pub(super) fn run_kernels<E: Executor>(
     if n > 0 {
         run(exec, PageKernel::Setup)?;
         run(exec, PageKernel::Levels)?;
-        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
-        decode_rep_levels(exec, &rep_jobs, &origins, source, &gpu)?;
+        levels = nested_def_levels(exec, routes, gpu, kept, cols, (pages_addr, n), (cols_addr, ncols))?;
+        decode_rep_levels(exec, rep_jobs, origins, source, gpu)?;
         if !dicts.is_empty() {
-            let d = exec.upload(&dicts)?;
+            let d = exec.upload(dicts)?;
             exec.launch(Kernel::DictByteArrayIndex {
                 dicts: d,
                 n: dicts.len() as u32,
@@ -70,7 +70,7 @@ pub(super) fn run_kernels<E: Executor>(
             let back: Vec<DictDesc> = exec.read(d, dicts.len())?;
             if let Some((i, e)) = back.iter().enumerate().find(|(_, e)| e.error != 0) {
                 let o = &dict_origins[i];
-                return Err(kernel_error(source, &gpu, o, e.error, e.error_detail));
+                return Err(kernel_error(source, gpu, o, e.error, e.error_detail));
             }
             exec.free(d);
         }
@@ -102,7 +102,7 @@ pub(super) fn run_kernels<E: Executor>(
                 run(exec, PageKernel::StringOffsets)?;
             }
         }
-        check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
+        check_pages(exec, pages_addr, n, cols_addr, ncols, origins, kept, source, gpu)?;
         if has(&is_ba) {
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
             for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
@@ -117,8 +117,8 @@ pub(super) fn run_kernels<E: Executor>(
             if has(&|p| p.encoding == encoding::DELTA_BYTE_ARRAY) {
                 run(exec, PageKernel::DeltaByteArrayCopy)?;
             }
-            check_pages(exec, pages_addr, n, cols_addr, ncols, &origins, &kept, source, &gpu)?;
-            check_utf8(exec, &cols, &kept, &pages, &origins, source, &gpu)?;
+            check_pages(exec, pages_addr, n, cols_addr, ncols, origins, kept, source, gpu)?;
+            check_utf8(exec, cols, kept, pages, origins, source, gpu)?;
         }
     }
     // What only the kernels above read, freed now (stream-ordered) rather than with the step: the
@@ -143,7 +143,7 @@ pub(super) fn run_kernels<E: Executor>(
 
     if n == 0 {
         // No pages (a step of no rows): the structs' levels are empty, no kernel to run.
-        levels = nested_def_levels(exec, routes, &gpu, &kept, &cols, (pages_addr, n), (cols_addr, ncols))?;
+        levels = nested_def_levels(exec, routes, gpu, kept, cols, (pages_addr, n), (cols_addr, ncols))?;
     }
 
     Ok(levels)
