@@ -252,8 +252,8 @@ impl ReaderBuilder {
         self
     }
 
-    /// Developer [`Tuning`] (default: none): tracing, the Snappy decoders' choice. Written in the
-    /// read report where it differs from the default.
+    /// Developer [`Tuning`] (default: none): tracing, the Snappy decoders' choice (which it also sets
+    /// in the decoder options). Written in the read report where it differs from the default.
     pub fn with_tuning(mut self, tuning: Tuning) -> Self {
         self.tuning = tuning;
         self.decoder.snappy = tuning.snappy;
@@ -275,7 +275,9 @@ impl ReaderBuilder {
         self
     }
 
-    /// Where the GPU decoder caches its compiled kernels and finds nvCOMP.
+    /// Where the GPU decoder caches its compiled kernels and finds nvCOMP, and which decoders take
+    /// Snappy bodies (`options.snappy`, which becomes the tuning's: the last of this and
+    /// [`Self::with_tuning`] wins).
     pub fn with_decoder_options(mut self, options: DecoderOptions) -> Self {
         self.tuning.snappy = options.snappy;
         self.decoder = options;

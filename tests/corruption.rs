@@ -563,6 +563,8 @@ fn decode_with(decoder: Decoder, path: &Path) -> Result<RecordBatch, Error> {
             .with_io(shared_backend(backend)?)
             // The plan aligned as the backend's reads are (O_DIRECT).
             .with_policy(policy_of(backend))
+            // `GPU_PARQUET_SNAPPY` chooses the Snappy decoders under test.
+            .with_tuning(gpu_parquet::Settings::from_env(&[])?.tuning)
             .build()?
             .read_device()?
             .table
