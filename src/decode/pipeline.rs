@@ -33,8 +33,8 @@ use serde::Serialize;
 
 use crate::decode::exec::{Conversion, Executor, Kernel};
 use crate::decode::host_headers::HostHeaders;
+use crate::decode::host_kernels::nested::{LEVELS_FIRST_ZERO, LEVELS_V1_PREFIX, LevelJob};
 use crate::decode::layout::{ColumnDesc, ErrorCode, PageDesc, PageInfo, physical};
-use crate::decode::reference::nested::{LEVELS_FIRST_ZERO, LEVELS_V1_PREFIX, LevelJob};
 use crate::decode::table::{BITMAP_PADDING, DeviceArray, DeviceBatch};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;

@@ -1,6 +1,6 @@
 // Nested columns: a column's definition levels one byte per row, and validity bytes from them (a
 // struct is present where a row's level reaches the struct's definition level).
-// Host references: reference/nested.rs (def_levels, levels_at_least).
+// Host references: host_kernels/nested.rs (def_levels, levels_at_least).
 
 // Block per page (grid n, block 256, no dynamic shared memory), launched after gp_levels. For each page
 // without error whose column c < ncols has outs[c] != 0 and definition levels (max_def > 0, width at
@@ -67,7 +67,7 @@ extern "C" __global__ void gp_levels_at_least(const u8* levels, u64 n, u32 thres
 
 // ---- lists: repetition levels, slot spaces, offsets, compaction ----
 //
-// A slot space (r, t) is the set of level entries with rep <= r and def >= t (reference/nested.rs):
+// A slot space (r, t) is the set of level entries with rep <= r and def >= t (host_kernels/nested.rs):
 // the rows are (0, 0); a list's items (its repetition level, the level its items are defined from).
 // `def` / `rep` null: those levels are all 0.
 
