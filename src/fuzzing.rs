@@ -16,12 +16,12 @@ use parquet::encodings::rle::RleDecoder;
 
 use crate::decode::gpu::decode_reference;
 use crate::decode::host::decode_fetched;
-use crate::decode::reference::core::decode_hybrid;
-use crate::decode::reference::delta::{
+use crate::decode::host_kernels::core::decode_hybrid;
+use crate::decode::host_kernels::delta::{
     decode_byte_stream_split, decode_delta_binary_packed_i32, decode_delta_binary_packed_i64, decode_delta_byte_array,
     decode_delta_length_byte_array, delta_lengths_claimed_within,
 };
-use crate::decode::reference::page_headers::parse_pages;
+use crate::decode::host_kernels::page_headers::parse_pages;
 use crate::io::IoBackend;
 use crate::io::host::HostBackend;
 use crate::{ParquetSource, PlanOptions, Projection, ReadPlan, RowGroupSelection};

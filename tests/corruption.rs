@@ -29,8 +29,8 @@ use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use arrow::record_batch::RecordBatch;
 use gpu_parquet::decode::gpu::decode_reference_with;
 use gpu_parquet::decode::host_headers::parse_step_headers;
+use gpu_parquet::decode::host_kernels::page_headers::parse_pages;
 use gpu_parquet::decode::pipeline::PageHints;
-use gpu_parquet::decode::reference::page_headers::parse_pages;
 use gpu_parquet::io::select::AnyBackend;
 use gpu_parquet::{
     BackendKind, Error, IoPolicy, Location, ParquetSource, PlanOptions, Projection, ReadPlan, Reader, RowGroupSelection,

@@ -1,4 +1,4 @@
-//! The host references of the DELTA_* and BYTE_STREAM_SPLIT kernels (`decode::reference::delta`, twins
+//! The host references of the DELTA_* and BYTE_STREAM_SPLIT kernels (`decode::host_kernels::delta`, twins
 //! of `kernels/delta.cu`) against arrow-rs: files ArrowWriter writes with each encoding, and the
 //! parquet-testing files that use them. Each column chunk goes page by page through the descriptors
 //! (as on the GPU: levels to `vidx`, the decode steps, string offsets, the DELTA_BYTE_ARRAY copy) and
@@ -16,8 +16,8 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Float32Type, Float64Type, Int32Type, Int64Type};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
+use gpu_parquet::decode::host_kernels::{Arena, delta};
 use gpu_parquet::decode::layout::{ColumnDesc, ErrorCode, PageDesc, encoding as enc, physical as pt};
-use gpu_parquet::decode::reference::{Arena, delta};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Encoding, Type as PhysicalType};

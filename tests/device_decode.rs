@@ -159,8 +159,8 @@ unsafe fn run_on_grid<T: bytemuck::Pod>(
 /// body is an error under compute-sanitizer).
 #[test]
 fn compressed_page_check_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::host_kernels::validate::cases::{expected, kernel_cases};
     use gpu_parquet::decode::layout::ValidateItem;
-    use gpu_parquet::decode::reference::validate::cases::{expected, kernel_cases};
     let Some(ctx) = gpu() else { return };
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_check", None).expect("kernels");
     let f = m.function("gp_validate_compressed").expect("kernel");
@@ -210,8 +210,8 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
 /// is an error under compute-sanitizer).
 #[test]
 fn snappy_decoder_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::host_kernels::unsnap::{kernel_cases, unsnap_one};
     use gpu_parquet::decode::layout::UnsnapItem;
-    use gpu_parquet::decode::reference::unsnap::{kernel_cases, unsnap_one};
     // A block of 128 threads per body.
     let plan = |items: &mut [UnsnapItem]| (items.len() as u32, 128);
     let passed = body_decoder_equals_the_reference("gp_unsnap", plan, &kernel_cases(1 << 20), unsnap_one, false);
@@ -224,8 +224,8 @@ fn snappy_decoder_equals_the_reference_on_the_device() {
 /// written. Each body and output in an allocation of its own, as for `gp_unsnap`.
 #[test]
 fn literal_copier_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::host_kernels::unsnap::{kernel_cases, literal_cases, literals_one};
     use gpu_parquet::decode::layout::{UnsnapItem, snappy_literals};
-    use gpu_parquet::decode::reference::unsnap::{kernel_cases, literal_cases, literals_one};
     let mut cases = literal_cases(1 << 20);
     cases.extend(kernel_cases(1 << 18));
     let plan = |items: &mut [UnsnapItem]| (snappy_literals::plan(items).expect("a grid"), snappy_literals::THREADS);
@@ -262,11 +262,11 @@ fn body_decoder_equals_the_reference(
     kernel: &str,
     plan: impl Fn(&mut [gpu_parquet::decode::layout::UnsnapItem]) -> (u32, u32),
     cases: &[(u64, Vec<u8>)],
-    reference: gpu_parquet::decode::reference::unsnap::BodyReference,
+    reference: gpu_parquet::decode::host_kernels::unsnap::BodyReference,
     refused_untouched: bool,
 ) -> usize {
+    use gpu_parquet::decode::host_kernels::unsnap::assert_output_equals;
     use gpu_parquet::decode::layout::UnsnapItem;
-    use gpu_parquet::decode::reference::unsnap::assert_output_equals;
     let Some(ctx) = gpu() else { return usize::MAX };
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "body_check", None).expect("kernels");
     let f = m.function(kernel).expect("kernel");
@@ -331,8 +331,8 @@ fn body_decoder_equals_the_reference(
 /// an allocation of its own (so a read or write past any is an error under compute-sanitizer).
 #[test]
 fn wide_snappy_decoder_equals_the_reference_on_the_device() {
+    use gpu_parquet::decode::host_kernels::unsnap::{assert_wide_matches_reference, kernel_cases, wide_cases};
     use gpu_parquet::decode::layout::{WsnapItem, wsnap};
-    use gpu_parquet::decode::reference::unsnap::{assert_wide_matches_reference, kernel_cases, wide_cases};
     let Some(ctx) = gpu() else { return };
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "wsnap_check", None).expect("kernels");
     let stream = Stream::new(&ctx).expect("stream");
@@ -845,8 +845,8 @@ fn views_decimals_and_dictionaries_decode_on_the_gpu() {
 /// (segment 0) as before.
 #[test]
 fn segmented_views_equal_the_reference_on_the_device() {
-    use gpu_parquet::decode::reference::Arena;
-    use gpu_parquet::decode::reference::convert::strings_to_views;
+    use gpu_parquet::decode::host_kernels::Arena;
+    use gpu_parquet::decode::host_kernels::convert::strings_to_views;
     let Some(ctx) = gpu() else { return };
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "views_check", None).expect("kernels");
     let f = m.function("gp_strings_to_views").expect("kernel");

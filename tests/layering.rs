@@ -23,7 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// Submodules of `src/decode/`, bottom first.
 const DECODE_LAYERS: &[(&str, &[&str])] = &[
     ("descriptors and codecs", &["layout", "decompress", "snappy_route"]),
-    ("kernels and their host twins", &["kernels", "reference"]),
+    ("kernels and their host twins", &["kernels", "host_kernels"]),
     ("executors' interface, arrow-rs", &["exec", "host", "host_headers"]),
     ("executors", &["exec_device", "table"]),
     ("pipeline", &["pipeline"]),

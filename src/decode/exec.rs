@@ -6,8 +6,8 @@
 use bytemuck::Pod;
 use parquet::basic::Compression;
 
+use crate::decode::host_kernels::{self, Arena};
 use crate::decode::layout::{ChunkDesc, ColumnDesc, DictDesc, PageDesc, PageInfo};
-use crate::decode::reference::{self, Arena};
 use crate::error::{Error, Result};
 
 /// A family of kernels launched over a step's data pages (a block per page, or several for the string
@@ -132,7 +132,7 @@ pub enum Kernel {
         n: u32,
     },
     /// `pos[i]` (`u32[n + 1]`): the slots of `space` among the `n` entries before `i`
-    /// (the `gp_slot_tile_*` kernels; see [`crate::decode::reference::nested`]). Levels 0 where `def` / `rep` is 0.
+    /// (the `gp_slot_tile_*` kernels; see [`crate::decode::host_kernels::nested`]). Levels 0 where `def` / `rep` is 0.
     SlotScan {
         /// `u8[n]` definition levels, or 0.
         def: u64,
@@ -747,7 +747,7 @@ impl Executor for HostExecutor {
                     .read(chunks, n as usize)
                     .ok_or_else(|| Self::missing(chunks, "chunks"))?;
                 if pages == 0 {
-                    reference::page_headers::page_headers(a, &mut cs, None);
+                    host_kernels::page_headers::page_headers(a, &mut cs, None);
                 } else {
                     let total: usize = cs
                         .iter()
@@ -755,7 +755,7 @@ impl Executor for HostExecutor {
                         .max()
                         .unwrap_or(0);
                     let mut ps: Vec<PageInfo> = a.read(pages, total).ok_or_else(|| Self::missing(pages, "pages"))?;
-                    reference::page_headers::page_headers(a, &mut cs, Some(&mut ps));
+                    host_kernels::page_headers::page_headers(a, &mut cs, Some(&mut ps));
                     a.write(pages, &ps);
                 }
                 a.write(chunks, &cs);
@@ -764,7 +764,7 @@ impl Executor for HostExecutor {
                 let mut ds: Vec<DictDesc> = a
                     .read(dicts, n as usize)
                     .ok_or_else(|| Self::missing(dicts, "dictionaries"))?;
-                reference::core::dict_byte_array_index(a, &mut ds);
+                host_kernels::core::dict_byte_array_index(a, &mut ds);
                 a.write(dicts, &ds);
             }
             Kernel::Pages {
@@ -779,7 +779,7 @@ impl Executor for HostExecutor {
                 let mut cs: Vec<ColumnDesc> = a
                     .read(cols, ncols as usize)
                     .ok_or_else(|| Self::missing(cols, "columns"))?;
-                use reference::{core, delta};
+                use host_kernels::{core, delta};
                 match kind {
                     PageKernel::Setup => core::page_setup(a, &mut ps),
                     PageKernel::Levels => core::levels(a, &mut ps, &cs),
@@ -812,19 +812,19 @@ impl Executor for HostExecutor {
                 let os: Vec<u64> = a
                     .read(outs, ncols as usize)
                     .ok_or_else(|| Self::missing(outs, "level outputs"))?;
-                reference::nested::def_levels(a, &ps, &cs, &os);
+                host_kernels::nested::def_levels(a, &ps, &cs, &os);
             }
             Kernel::LevelsAtLeast {
                 levels,
                 n,
                 threshold,
                 out,
-            } => reference::nested::levels_at_least(a, levels, n, threshold, out),
+            } => host_kernels::nested::levels_at_least(a, levels, n, threshold, out),
             Kernel::RepLevels { jobs, n } => {
-                let mut js: Vec<reference::nested::LevelJob> = a
+                let mut js: Vec<host_kernels::nested::LevelJob> = a
                     .read(jobs, n as usize)
                     .ok_or_else(|| Self::missing(jobs, "level jobs"))?;
-                reference::nested::rep_levels(a, &mut js);
+                host_kernels::nested::rep_levels(a, &mut js);
                 a.write(jobs, &js);
             }
             Kernel::SlotScan {
@@ -833,13 +833,13 @@ impl Executor for HostExecutor {
                 n,
                 space,
                 pos,
-            } => reference::nested::slot_scan(a, def, rep, n, space, pos),
+            } => host_kernels::nested::slot_scan(a, def, rep, n, space, pos),
             Kernel::FixedSizeCheck {
                 offsets,
                 slots,
                 size,
                 result,
-            } => reference::nested::fixed_size_check(a, offsets, slots, size, result),
+            } => host_kernels::nested::fixed_size_check(a, offsets, slots, size, result),
             Kernel::FixedSizePad {
                 offsets,
                 slots,
@@ -848,7 +848,7 @@ impl Executor for HostExecutor {
                 width,
                 dst,
                 dst_valid,
-            } => reference::nested::fixed_size_pad(a, offsets, slots, size, src, width, dst, dst_valid),
+            } => host_kernels::nested::fixed_size_pad(a, offsets, slots, size, src, width, dst, dst_valid),
             Kernel::ListOffsets {
                 def,
                 rep,
@@ -858,7 +858,7 @@ impl Executor for HostExecutor {
                 child_pos,
                 wide,
                 offsets,
-            } => reference::nested::list_offsets(a, def, rep, n, parent, parent_pos, child_pos, wide, offsets),
+            } => host_kernels::nested::list_offsets(a, def, rep, n, parent, parent_pos, child_pos, wide, offsets),
             Kernel::SlotFlags {
                 def,
                 rep,
@@ -867,7 +867,7 @@ impl Executor for HostExecutor {
                 pos,
                 threshold,
                 out,
-            } => reference::nested::slot_flags(a, def, rep, n, space, pos, threshold, out),
+            } => host_kernels::nested::slot_flags(a, def, rep, n, space, pos, threshold, out),
             Kernel::Compact {
                 def,
                 rep,
@@ -878,9 +878,9 @@ impl Executor for HostExecutor {
                 width,
                 with_end,
                 dst,
-            } => reference::nested::compact(a, def, rep, n, space, pos, src, width, with_end, dst),
+            } => host_kernels::nested::compact(a, def, rep, n, space, pos, src, width, with_end, dst),
             Kernel::PackBits { bytes, n, words, count } => {
-                let set = reference::core::pack_bits(a, bytes, n, words);
+                let set = host_kernels::core::pack_bits(a, bytes, n, words);
                 let before: u64 = a.read::<u64>(count, 1).and_then(|v| v.first().copied()).unwrap_or(0);
                 a.write(count, &[before + set]);
             }
@@ -891,14 +891,14 @@ impl Executor for HostExecutor {
                 offset_width,
                 rows,
                 result,
-            } => reference::core::validate_utf8_at(a, chars, n, (offsets, offset_width), rows, result),
+            } => host_kernels::core::validate_utf8_at(a, chars, n, (offsets, offset_width), rows, result),
             Kernel::Convert {
                 op,
                 src,
                 src_width,
                 n,
                 dst,
-            } => reference::convert::convert(a, op, src, src_width, n, dst),
+            } => host_kernels::convert::convert(a, op, src, src_width, n, dst),
             Kernel::StringsToViews {
                 offsets,
                 segment,
@@ -907,7 +907,7 @@ impl Executor for HostExecutor {
                 n,
                 views,
                 max_len,
-            } => reference::convert::strings_to_views(a, (offsets, segment), chars, chars_len, n, views, max_len),
+            } => host_kernels::convert::strings_to_views(a, (offsets, segment), chars, chars_len, n, views, max_len),
             Kernel::CopyBytes { src, dst, n } => {
                 let bytes = a
                     .get(src, n)
@@ -925,7 +925,7 @@ impl Executor for HostExecutor {
                 width,
                 dst,
                 too_long,
-            } => reference::convert::strings_to_decimal(a, offsets, chars, chars_len, n, width, dst, too_long),
+            } => host_kernels::convert::strings_to_decimal(a, offsets, chars, chars_len, n, width, dst, too_long),
             // Run above.
             Kernel::RowLeaf { .. }
             | Kernel::RowLogic { .. }

@@ -676,7 +676,7 @@ impl DeviceExecutor<'_> {
         let mut reference_passes = 0;
         for &(i, _) in failed.iter().take(16) {
             let body = self.read::<u8>(items[i].src, items[i].src_len)?;
-            if crate::decode::reference::validate::validate_one(id, &body, items[i].dst_len as u64) == 0 {
+            if crate::decode::host_kernels::validate::validate_one(id, &body, items[i].dst_len as u64) == 0 {
                 reference_passes += 1;
             }
         }

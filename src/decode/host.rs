@@ -561,7 +561,7 @@ fn check_delta_lengths(
             }
         };
         let most = page.num_values.min(limit).max(0) as u64;
-        crate::decode::reference::delta::delta_lengths_claimed_within(
+        crate::decode::host_kernels::delta::delta_lengths_claimed_within(
             &bytes[start..],
             most,
             page.encoding == DELTA_BYTE_ARRAY,

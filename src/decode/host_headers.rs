@@ -9,7 +9,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Mutex;
 
-use crate::decode::reference::page_headers::{ChunkHeaders, walk_headers_at};
+use crate::decode::host_kernels::page_headers::{ChunkHeaders, walk_headers_at};
 use crate::plan::ReadPlan;
 
 /// The pages of a step's chunks, by (row group, leaf column).

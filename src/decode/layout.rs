@@ -3,7 +3,7 @@
 //! Each `#[repr(C)]` struct here has a twin of the same name in `kernels/common.cuh`; the field order,
 //! types and sizes must match exactly (the `layout_sizes` test checks the host side against the
 //! constants below, and the device test `gp_layout_sizes` checks the device side). Every address is a
-//! device address on the GPU and an [`Arena`](crate::decode::reference::Arena) address in the host
+//! device address on the GPU and an [`Arena`](crate::decode::host_kernels::Arena) address in the host
 //! references, so one orchestration drives both.
 //!
 //! Kernels never trust these descriptors' contents derived from the file: each one checks every read

@@ -3,7 +3,7 @@
 //! [`host`] decodes on the CPU with arrow-rs, from the fetched bytes only; it is also the oracle other
 //! decoders are checked against. [`decompress`] decompresses pages on the host, for every codec
 //! arrow-rs reads (the fallback where nvCOMP cannot). [`layout`] holds the descriptors the GPU
-//! kernels (`kernels/*.cu`) and their host references ([`reference`]) share.
+//! kernels (`kernels/*.cu`) and their host implementations ([`host_kernels`]) share.
 
 pub mod decompress;
 pub mod exec;
@@ -11,10 +11,10 @@ pub mod exec_device;
 pub mod gpu;
 pub mod host;
 pub mod host_headers;
+pub mod host_kernels;
 pub mod kernels;
 pub mod layout;
 pub mod pipeline;
-pub mod reference;
 pub mod row_filter;
 pub mod snappy_route;
 pub mod table;

@@ -1,6 +1,6 @@
 //! The row filter of a selective scan, on the decode layer: a lowered predicate ([`RowPredicate`]) over
 //! the columns of a decoded batch, evaluated per row by kernels (`kernels/row_filter.cu`, references in
-//! [`crate::decode::reference::row_filter`]) into a tri-state byte per row (SQL's three-valued logic:
+//! [`crate::decode::host_kernels::row_filter`]) into a tri-state byte per row (SQL's three-valued logic:
 //! a row whose predicate is unknown is not selected), then either returned as a bit mask or used to
 //! compact every column to the selected rows.
 //!
@@ -1801,8 +1801,8 @@ pub fn launch_plan(kernel: &Kernel) -> Option<RowLaunch> {
 }
 
 /// Runs a row-filter [`Kernel`] on the host references; `false` for the other kernels.
-pub(crate) fn run_reference(a: &mut crate::decode::reference::Arena, kernel: &Kernel) -> bool {
-    use crate::decode::reference::row_filter as r;
+pub(crate) fn run_reference(a: &mut crate::decode::host_kernels::Arena, kernel: &Kernel) -> bool {
+    use crate::decode::host_kernels::row_filter as r;
     match *kernel {
         Kernel::RowLeaf { leaf, n, out } => r::leaf(a, leaf, n, out),
         Kernel::RowLogic { op, a: x, b, n, out } => r::logic(a, op, x, b, n, out),

@@ -16,7 +16,7 @@ use proptest::prelude::*;
 
 use super::Scalar;
 use super::*;
-use crate::decode::reference::{Arena, row_filter as r};
+use crate::decode::host_kernels::{Arena, row_filter as r};
 
 /// A xorshift generator.
 struct Rng(u64);

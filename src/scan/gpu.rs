@@ -495,7 +495,7 @@ mod tests {
         use arrow::array::Int64Array;
         use parquet::file::properties::WriterProperties;
         // One Snappy data page of 300,000 incompressible values (2.4 MB), with an offset index.
-        let mut next = crate::decode::reference::xorshift(7);
+        let mut next = crate::decode::host_kernels::xorshift(7);
         let values = Int64Array::from_iter_values((0..300_000).map(|_| next() as i64));
         let batch = arrow::record_batch::RecordBatch::try_from_iter([("v", Arc::new(values) as _)]).unwrap();
         let props = WriterProperties::builder()

@@ -1,6 +1,6 @@
 // Per-value conversions from the decoder's physical values to the Arrow type's layout. One thread per
 // value (grid-stride); `src` holds n values of the source width, `dst` n of the destination width.
-// Twins: reference/convert.rs. Op numbers: Conversion in exec.rs.
+// Twins: host_kernels/convert.rs. Op numbers: Conversion in exec.rs.
 
 #define CONV_I32_TO_I8 1u
 #define CONV_I32_TO_I16 2u
@@ -162,7 +162,7 @@ __device__ __forceinline__ void gp_string_at64(const i64* offsets, u64 i, u64 ch
 // first 4 bytes, the buffer and the offset. segment 0: i32 offsets, buffer 0, offset = the string's
 // start. Else i64 offsets, and a string starting at s gets buffer s / segment, offset s % segment
 // (the host gives buffer j the characters from j * segment on, two segments long). The longest length
-// is max'ed into *max_len. One thread per string, grid-stride. Twin: reference/convert.rs
+// is max'ed into *max_len. One thread per string, grid-stride. Twin: host_kernels/convert.rs
 // strings_to_views.
 extern "C" __global__ void gp_strings_to_views(const void* offsets, u64 segment, const u8* chars, u64 chars_len, u64 n,
                                                u8* views, u32* max_len) {
@@ -206,7 +206,7 @@ extern "C" __global__ void gp_strings_to_views(const void* offsets, u64 segment,
 
 // Decimals of `width` bytes (16 or 32) from n big-endian byte strings (BYTE_ARRAY decimals; empty: 0,
 // as arrow-rs reads a null slot). A string longer than width (where arrow-rs would panic) leaves its
-// value 0 and min's its row into *too_long. Twin: reference/convert.rs strings_to_decimal.
+// value 0 and min's its row into *too_long. Twin: host_kernels/convert.rs strings_to_decimal.
 extern "C" __global__ void gp_strings_to_decimal(const i32* offsets, const u8* chars, u64 chars_len, u64 n, u32 width,
                                                  u8* dst, unsigned long long* too_long) {
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {

@@ -3,7 +3,7 @@
 // plain byte-array walker. Everything here lives in namespace gpcore so other kernel files can define
 // helpers of their own without clashing.
 //
-// Conventions of every kernel built on these (the host references in reference/core.rs follow them):
+// Conventions of every kernel built on these (the host references in host_kernels/core.rs follow them):
 // - A kernel does nothing for a page whose `error` is already set when it starts (string offsets treat
 //   such a page's rows as empty instead, so offsets stay monotone).
 // - Errors are deterministic: where many threads can fail, the failing value (or row) with the lowest

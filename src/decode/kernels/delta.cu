@@ -1,5 +1,5 @@
 // DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT. Host
-// references: src/decode/reference/delta.rs, whose module comment states the accepted streams, the
+// references: src/decode/host_kernels/delta.rs, whose module comment states the accepted streams, the
 // error codes and their details; both sides make the same checks in the same order.
 //
 // Every kernel here: one block per page (grid = the page count; blockDim.x = 256, or any multiple of 32

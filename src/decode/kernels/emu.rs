@@ -16,8 +16,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::decode::host_kernels::test_pages::{ColumnOut, Step};
 use crate::decode::layout::{ColumnDesc, DictDesc, PageDesc, physical as pt};
-use crate::decode::reference::test_pages::{ColumnOut, Step};
 
 /// The files of [`super::SOURCES`] the emulation compiles: the core kernels and what they need (other
 /// kernel files may use CUDA features the emulation does not provide).
@@ -536,7 +536,7 @@ fn buffer_name(step: &Step, addr: u64) -> String {
 }
 
 /// Asserts the emulated run `emu` equals the references' run over an identical step: `reference`
-/// after [`run_core`](crate::decode::reference::test_pages::run_core), which returned `outs`. Every
+/// after [`run_core`](crate::decode::host_kernels::test_pages::run_core), which returned `outs`. Every
 /// descriptor field (errors and details included), every input region's bytes, the characters and
 /// the packed bits must agree.
 pub(crate) fn assert_same(what: &str, reference: &Step, outs: &[ColumnOut], emu: &Emulated) {

@@ -1,5 +1,5 @@
 // Page setup, definition levels and hybrid-encoded values (dictionary indices, v2 RLE booleans).
-// Host references: reference/core.rs (page_setup, levels, dict_indices).
+// Host references: host_kernels/core.rs (page_setup, levels, dict_indices).
 
 // Thread per page; grid ceil(n / 128), block 128. Resolves v1 pages' levels and values from the 4-byte
 // length prefix of their definition levels, after stepping over the repetition levels (their own

@@ -3,12 +3,12 @@
 //! The files are concatenated in [`SOURCES`] order into one program ([`source`]): `common.cuh` first
 //! (descriptor structs twinned with [`crate::decode::layout`], error codes, bounds-checked readers),
 //! then one file per family of kernels. Each kernel has a host reference in
-//! [`crate::decode::reference`] computing the same result.
+//! [`crate::decode::host_kernels`] computing the same result.
 //!
 //! # The core decode step (flat columns)
 //!
 //! `core_util.cuh`, `levels.cu`, `values.cu` and `strings.cu`; references in
-//! [`crate::decode::reference::core`]. With `n` data pages (sorted by column, then row), `ncols`
+//! [`crate::decode::host_kernels::core`]. With `n` data pages (sorted by column, then row), `ncols`
 //! columns and `ndicts` BYTE_ARRAY dictionaries, every buffer zeroed, launch in this order (no
 //! dynamic shared memory anywhere; skip a launch whose grid would be 0):
 //!
@@ -29,7 +29,7 @@
 //! | 9 | `gp_pack_bits(const u8*, u64 len, u32* words, u64* set)` | any × 256 (grid-stride) | validity or boolean bytes | `ceil(len/32)` words, `*set += ` set bits |
 //! | 10 | `gp_validate_utf8(const u8* chars, u64 n, const void* offsets, u32 offset_width, u64 rows, u64* first_bad)` (string columns) | any × any (grid-stride) | `out_values`, `out_offsets` | `*first_bad` min= first byte failing UTF-8 |
 //!
-//! Nested columns (`nested.cu`, references in [`crate::decode::reference::nested`]): a repeated leaf's
+//! Nested columns (`nested.cu`, references in [`crate::decode::host_kernels::nested`]): a repeated leaf's
 //! pages hold level entries, not rows, and its `ColumnDesc::num_rows` counts entries; v1 pages flagged
 //! `PAGE_V1_REP_LEVELS` have 1 step over their repetition levels. After 2:
 //! `gp_def_levels(const PageDesc*, u32 n, const ColumnDesc*, u32 ncols, const u64* outs)` (n × 256:
@@ -49,7 +49,7 @@
 //! `LargeBinary`, and views whose characters pass 2 GiB a step, widened and computed again), and the
 //! kernels reading offsets read them so.
 //!
-//! The row filter (`row_filter.cu`, references in [`crate::decode::reference::row_filter`], launches
+//! The row filter (`row_filter.cu`, references in [`crate::decode::host_kernels::row_filter`], launches
 //! from [`crate::decode::row_filter::launch_plan`], orchestrated by
 //! [`crate::decode::row_filter::filter_columns`]) runs on decoded Arrow columns, not pages: `gp_rf_leaf`
 //! (a predicate leaf into a tri-state byte a row) and `gp_rf_logic` (Kleene and / or / not), grid-stride;

@@ -1,6 +1,6 @@
 // Nested columns: a column's definition levels one byte per row, and validity bytes from them (a
 // struct is present where a row's level reaches the struct's definition level).
-// Host references: reference/nested.rs (def_levels, levels_at_least).
+// Host references: host_kernels/nested.rs (def_levels, levels_at_least).
 
 // Block per page (grid n, block 256, no dynamic shared memory), launched after gp_levels. For each page
 // without error whose column c < ncols has outs[c] != 0 and definition levels (max_def > 0, width at
@@ -67,7 +67,7 @@ extern "C" __global__ void gp_levels_at_least(const u8* levels, u64 n, u32 thres
 
 // ---- lists: repetition levels, slot spaces, offsets, compaction ----
 //
-// A slot space (r, t) is the set of level entries with rep <= r and def >= t (reference/nested.rs):
+// A slot space (r, t) is the set of level entries with rep <= r and def >= t (host_kernels/nested.rs):
 // the rows are (0, 0); a list's items (its repetition level, the level its items are defined from).
 // `def` / `rep` null: those levels are all 0.
 
@@ -306,7 +306,7 @@ extern "C" __global__ void gp_compact(const u8* def, const u8* rep, u64 n, u32 r
 // Fixed-size lists (FixedSizeList), from a list's 32-bit offsets. Grid-stride over `slots` lists (any
 // grid): the lowest list whose item count is neither 0 nor `size` is atomicMin'ed into result[0] (the
 // host sets it to ~0), and the lists of no item (null or empty) are counted into result[1] (set to 0).
-// Twin: reference/nested.rs fixed_size_check.
+// Twin: host_kernels/nested.rs fixed_size_check.
 extern "C" __global__ void gp_fixed_size_check(const i32* offsets, u64 slots, u32 size, u64* result) {
     const u64 stride = (u64)gridDim.x * blockDim.x;
     u64 bad = ~0ull, empty = 0;
@@ -326,7 +326,7 @@ extern "C" __global__ void gp_fixed_size_check(const i32* offsets, u64 slots, u3
 // the `width` bytes of item offsets[i] + k of src and its validity bit (LSB-first bitmap src_validity,
 // all valid when null); for a list of no item (arrow-rs pads null and empty lists so), or an item
 // outside src's src_len, zeros and a null. One validity byte an item at dst_valid, for gp_pack_bits.
-// Twin: reference/nested.rs fixed_size_pad.
+// Twin: host_kernels/nested.rs fixed_size_pad.
 extern "C" __global__ void gp_fixed_size_pad(const i32* offsets, u64 slots, u32 size, const u8* src,
                                              const u8* src_validity, u64 src_len, u32 width, u8* dst,
                                              u8* dst_valid) {

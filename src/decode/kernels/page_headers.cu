@@ -1,5 +1,5 @@
 // gp_page_headers: walks each column chunk's pages by parsing their Thrift compact PageHeaders.
-// Twin of src/decode/reference/page_headers.rs, which documents the rules: the same checks in the
+// Twin of src/decode/host_kernels/page_headers.rs, which documents the rules: the same checks in the
 // same order, so both give the same PageInfos, counts, error codes and offsets for any bytes.
 //
 // One warp per chunk, its first lane walking the headers: grid = nchunks, block = 32, no shared memory.

@@ -1,7 +1,7 @@
 // The row filter: a predicate leaf evaluated into a tri-state byte per row (0 false, 1 true, 2 unknown),
 // Kleene and / or / not over those bytes, the scan turning a mask into selected row indices (or lengths
 // into offsets), and the gathers compacting a column to the selected rows. Twins:
-// reference/row_filter.rs; descriptor: RowLeafDesc in decode/row_filter.rs; launches: its
+// host_kernels/row_filter.rs; descriptor: RowLeafDesc in decode/row_filter.rs; launches: its
 // `launch_plan`. Every bound comes from a length passed in; a data error (an offset past the
 // characters, a view past its buffer, a dictionary key past the dictionary, an index past the rows)
 // min's the row it concerns into the u64 error word (starting at ~0) and the row reads as unknown or

@@ -1,8 +1,8 @@
 // Snappy decompression of page bodies, safe on any input: the walk of the pre-check (validate.cu) that
 // also writes the output, so a body is read once, checked as it goes, and needs no nvCOMP.
 // One block of UNSNAP_THREADS per body (grid n). status: the pre-check's status on the same body
-// (reference/validate.rs, validate_one), and when 0 the output is exactly the stream's bytes
-// (reference: the `snap` crate; reference/unsnap.rs). On a failure the output so far is left as it is
+// (host_kernels/validate.rs, validate_one), and when 0 the output is exactly the stream's bytes
+// (reference: the `snap` crate; host_kernels/unsnap.rs). On a failure the output so far is left as it is
 // and the host decoder takes the page. Writes stay inside [dst, dst + dst_len) and reads inside
 // [src, src + src_len) whatever the bytes: every element is checked (literal inside the input, match
 // offset inside what was produced, length inside the declared size) before any byte of it is written.
@@ -330,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(UNSNAP_THREADS) gp_unsnap(UnsnapIte
 // (SNAPPY_LITERALS_MAX at most, each checked inside the input and the declared size), then copies its
 // slice of the output. Any other body (one with a match, with more literals, or that the walk refuses)
 // gets a status other than 0 and has no byte written: the other decoders take it. status 0: the output
-// is the stream's bytes. Twin: reference/unsnap.rs (literals_one). Block SNAPPY_LITERALS_THREADS
+// is the stream's bytes. Twin: host_kernels/unsnap.rs (literals_one). Block SNAPPY_LITERALS_THREADS
 // (another size traps).
 
 #define SNAPPY_LITERALS_THREADS 256u

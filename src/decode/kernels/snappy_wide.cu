@@ -45,8 +45,8 @@
 //      waiting bytes chain through every segment of a page, those were 44 launches of gp_wsnap_jump in
 //      one step of the whole file, the costliest of the decoder's kernels with emit.
 //
-// Status (WsnapItem::status) is the pre-check's on the same body (reference/validate.rs), and when 0
-// the output is the stream's bytes (reference/unsnap.rs: the `snap` crate); `unresolved` counts match
+// Status (WsnapItem::status) is the pre-check's on the same body (host_kernels/validate.rs), and when 0
+// the output is the stream's bytes (host_kernels/unsnap.rs: the `snap` crate); `unresolved` counts match
 // bytes left pending (never, given enough rounds; the host refuses the body if not 0). Reads stay
 // inside [src, src + src_len) and the scratch, writes inside [dst, dst + dst_len) and the scratch,
 // whatever the bytes: an element is checked before any byte of it is written, and later kernels skip

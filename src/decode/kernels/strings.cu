@@ -1,5 +1,5 @@
 // BYTE_ARRAY values: dictionary indexing, value addresses and lengths, Arrow offsets, character copy.
-// Host references: reference/core.rs (dict_byte_array_index, byte_array_values, string_offsets,
+// Host references: host_kernels/core.rs (dict_byte_array_index, byte_array_values, string_offsets,
 // copy_strings).
 
 namespace gpcore {
@@ -595,7 +595,7 @@ __device__ inline bool utf8_ok_at(const u8* chars, u64 n, u64 p) {
 // first failing byte position (a string starting on a continuation byte fails at its first byte) is
 // atomicMin'ed into *first_bad, which the host sets to ~0 first. Reads only chars[0, n) and
 // offsets[0, rows] (i64 when offset_width is 8, else i32).
-// Host reference: reference/core.rs (validate_utf8).
+// Host reference: host_kernels/core.rs (validate_utf8).
 extern "C" __global__ void gp_validate_utf8(const u8* chars, u64 n, const void* offsets, u32 offset_width, u64 rows,
                                             u64* first_bad) {
     using namespace gpcore;

@@ -13,7 +13,7 @@
 //     to the declared size.
 //   GZIP: the member header (1f 8b 08), and ISIZE (the last 4 bytes) equal to the declared size modulo
 //     2^32; a body of several members fails this check and goes to the host decompressor.
-// Twin: reference/validate.rs (validate_one). status[i]: 0 valid, otherwise a VALIDATE_* code.
+// Twin: host_kernels/validate.rs (validate_one). status[i]: 0 valid, otherwise a VALIDATE_* code.
 
 #define CODEC_SNAPPY 1u
 #define CODEC_ZSTD 2u
@@ -113,7 +113,7 @@ __device__ inline u32 validate_gzip(const u8* s, u64 n, u64 want) {
 // k each lane knows the next 2^k elements of its chain; an element takes at least 2 bytes, so at most 16
 // start in a window and 4 rounds reach them all). Where a window could fail, a prefix sum of the
 // elements' output lengths gives each match the output before it, and the first failing element in
-// stream order decides the status, as in the serial walk of the reference (reference/validate.rs). The
+// stream order decides the status, as in the serial walk of the reference (host_kernels/validate.rs). The
 // window then moves past the chain's last element (at least 32 bytes on).
 // The bytes come from a stage in shared memory, refilled SNAPPY_STAGE bytes at a time with 16-byte loads:
 // read straight from global memory, each lane's element (a tag and up to 4 more bytes, read in branches

@@ -1,4 +1,4 @@
-// Fixed-width values into their output rows, and bit packing. Host references: reference/core.rs
+// Fixed-width values into their output rows, and bit packing. Host references: host_kernels/core.rs
 // (gather_fixed, pack_bits).
 
 namespace gpcore {

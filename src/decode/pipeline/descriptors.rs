@@ -9,10 +9,10 @@ use super::checks::{Checked, dictionary_encoded, fixed_delta_byte_array};
 use super::decompress::Body;
 use super::{LeafRole, PageOrigin, StepColumns, StepInput, corrupt, offset_width, rep_level_job};
 use crate::decode::exec::Executor;
+use crate::decode::host_kernels::nested::LevelJob;
 use crate::decode::layout::{
     ColumnDesc, DictDesc, DictEntry, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, encoding, physical,
 };
-use crate::decode::reference::nested::LevelJob;
 use crate::error::Result;
 
 /// The step's descriptors and the device buffers they point to.

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::{ChunkPages, GpuLeaf, StepColumns, StepInput, corrupt};
 use crate::decode::exec::{Executor, Kernel};
 use crate::decode::host_headers::HostHeaders;
+use crate::decode::host_kernels::page_headers::ChunkHeaders;
 use crate::decode::layout::{ChunkDesc, ErrorCode, PageInfo};
-use crate::decode::reference::page_headers::ChunkHeaders;
 use crate::error::{Error, Result};
 use crate::metadata::ParquetSource;
 

@@ -235,7 +235,7 @@ pub mod cases {
     pub fn with_declared_size(body: &[u8], declared: u64) -> Vec<u8> {
         let preamble = body.iter().position(|&x| x < 0x80).map_or(body.len(), |p| p + 1);
         let mut b = Vec::new();
-        crate::decode::reference::delta::put_uleb(&mut b, declared);
+        crate::decode::host_kernels::delta::put_uleb(&mut b, declared);
         b.extend_from_slice(&body[preamble..]);
         b
     }
@@ -293,7 +293,7 @@ pub mod cases {
         for len in [1usize, 5, 40, 300, 5000] {
             let mut b = Vec::new();
             let declared = next() % 10_000;
-            crate::decode::reference::delta::put_uleb(&mut b, declared);
+            crate::decode::host_kernels::delta::put_uleb(&mut b, declared);
             b.extend((0..len).map(|_| next() as u8));
             cases.push((codec::SNAPPY, declared, b));
         }
@@ -306,7 +306,7 @@ pub mod cases {
             vec![0xfc, 0xff, 0xff, 0xff, 0xff],
         ] {
             let mut b = Vec::new();
-            crate::decode::reference::delta::put_uleb(&mut b, 300);
+            crate::decode::host_kernels::delta::put_uleb(&mut b, 300);
             b.extend_from_slice(&head);
             b.extend_from_slice(&[9u8; 40]);
             cases.push((codec::SNAPPY, 300, b));
@@ -341,7 +341,7 @@ pub mod cases {
             (70_000, 3),
         ] {
             let mut b = Vec::new();
-            crate::decode::reference::delta::put_uleb(&mut b, 300 + 8 + 100);
+            crate::decode::host_kernels::delta::put_uleb(&mut b, 300 + 8 + 100);
             for _ in 0..5 {
                 b.push(59 << 2);
                 b.extend((0..60).map(|_| next() as u8));
@@ -382,7 +382,7 @@ pub mod cases {
                     3 => out + 3,
                     _ => out + 8 + tail,
                 };
-                crate::decode::reference::delta::put_uleb(&mut b, declared);
+                crate::decode::host_kernels::delta::put_uleb(&mut b, declared);
                 for m1 in lits {
                     b.push(m1 << 2);
                     b.extend((0..=m1).map(|_| next() as u8));
@@ -403,13 +403,13 @@ pub mod cases {
             }
         }
         let mut exact = Vec::new();
-        crate::decode::reference::delta::put_uleb(&mut exact, 44);
+        crate::decode::host_kernels::delta::put_uleb(&mut exact, 44);
         exact.extend_from_slice(&[0xf0, 43]);
         exact.extend_from_slice(&[9u8; 44]);
         cases.push((codec::SNAPPY, 44, exact));
         // A declared size of 2^31: no page has one (its sizes are 32-bit signed).
         let mut large = Vec::new();
-        crate::decode::reference::delta::put_uleb(&mut large, 1 << 31);
+        crate::decode::host_kernels::delta::put_uleb(&mut large, 1 << 31);
         large.extend_from_slice(&[0x04, b'x']);
         cases.push((codec::SNAPPY, 1 << 31, large));
         let z = zstd::bulk::compress(&sample(5000), 3).unwrap();
@@ -454,7 +454,7 @@ mod tests {
     #[test]
     fn snappy_sizes_of_2_gib_are_refused_before_the_walk() {
         let mut b = Vec::new();
-        crate::decode::reference::delta::put_uleb(&mut b, 1 << 31);
+        crate::decode::host_kernels::delta::put_uleb(&mut b, 1 << 31);
         b.extend_from_slice(&[0x04, b'x']);
         assert_eq!(validate_one(codec::SNAPPY, &b, 1 << 31), st::TOO_LARGE);
         // One byte less is walked: the stream is one literal byte, not 2^31 - 1.
@@ -555,7 +555,7 @@ mod tests {
             println!("skipped: {why}");
             return;
         }
-        let mut next = crate::decode::reference::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = crate::decode::host_kernels::xorshift(0x2545_f491_4f6c_dd1d);
         let n = 2048;
         let pages: Vec<Vec<u8>> = vec![
             (0..n as u64).flat_map(|i| (1_000_000 + i).to_le_bytes()).collect(),

@@ -696,7 +696,7 @@ mod tests {
             crate::test_skip(&why);
             return;
         }
-        let mut next = crate::decode::reference::xorshift(0x5eed_1157);
+        let mut next = crate::decode::host_kernels::xorshift(0x5eed_1157);
         for case in 0..24u32 {
             // Up to three scan tiles of 4096 entries.
             let n = [0usize, 1, 31, 255, 257, 1500, 4097, 9000][case as usize % 8];

@@ -48,7 +48,7 @@ pub fn literals_one(body: &[u8], dst_len: u64) -> (u32, Option<Vec<u8>>) {
     }
     let n = body.len();
     let mut p = 0usize;
-    let Some(total) = crate::decode::reference::core::read_uleb128(body, &mut p) else {
+    let Some(total) = crate::decode::host_kernels::core::read_uleb128(body, &mut p) else {
         return (st::TRUNCATED, None);
     };
     if total != dst_len {

@@ -1,4 +1,6 @@
-//! Host references of the GPU decode kernels.
+//! The host implementation of every GPU decode kernel: the tests' oracle twin of each kernel, and a
+//! production host path (the page headers of steps in the page cache are parsed here ahead of the
+//! GPU, [`crate::decode::host_headers`]; the host executor runs the whole pipeline on them).
 //!
 //! Every kernel in `../kernels/*.cu` has a function here computing the same result on the CPU over the
 //! same descriptors ([`crate::decode::layout`]), with addresses into an [`Arena`] standing in for
