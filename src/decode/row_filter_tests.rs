@@ -118,7 +118,16 @@ fn types() -> Vec<DataType> {
         ])),
         D::List(Arc::new(Field::new("item", D::Int32, true))),
         D::LargeList(Arc::new(Field::new("item", D::Utf8, true))),
+        map_type(),
     ]
+}
+
+/// arrow-rs's map of Utf8 keys to Int32 values, as `MapBuilder` makes it.
+fn map_type() -> DataType {
+    MapBuilder::new(None, StringBuilder::new(), Int32Builder::new())
+        .finish()
+        .data_type()
+        .clone()
 }
 
 /// `n` random values of type `t`, `nulls` percent of them null.
@@ -265,6 +274,21 @@ fn gen_array(rng: &mut Rng, t: &DataType, n: usize, nulls: u64) -> ArrayRef {
                 let offsets = arrow::buffer::OffsetBuffer::<i64>::from_lengths(lens);
                 Arc::new(LargeListArray::new(f.clone(), offsets, items, Some(validity)))
             }
+        }
+        D::Map(..) => {
+            let mut b = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
+            for _ in 0..n {
+                if rng.chance(nulls) {
+                    b.append(false).expect("map");
+                    continue;
+                }
+                for k in 0..rng.below(3) {
+                    b.keys().append_value(rng.pick(&STRINGS));
+                    b.values().append_option(rng.maybe(nulls, |_| k as i32));
+                }
+                b.append(true).expect("map");
+            }
+            Arc::new(b.finish())
         }
         other => panic!("no generator for {other}"),
     }

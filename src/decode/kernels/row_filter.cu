@@ -88,8 +88,8 @@ __device__ inline void key64(u32 kind, const u8* p, u32 w, i64* s, u64* u) {
 // -1, 0, 1: a against b, both `w` bytes of the leaf's kind (16 and 32 bytes: two's complement).
 __device__ inline int compare_fixed(u32 kind, const u8* a, const u8* b, u32 w) {
     if (w <= 8) {
-        i64 sa, sb;
-        u64 ua, ub;
+        i64 sa = 0, sb = 0;
+        u64 ua = 0, ub = 0;
         key64(kind, a, w, &sa, &ua);
         key64(kind, b, w, &sb, &ub);
         if (kind == LEAF_UNSIGNED) return ua < ub ? -1 : ua > ub ? 1 : 0;
@@ -114,7 +114,7 @@ __device__ inline int compare_bytes(const u8* a, u64 alen, const u8* b, u64 blen
 }
 
 __device__ inline u8 decide(u32 op, int c) {
-    bool r;
+    bool r = false;
     switch (op) {
     case RF_OP_EQ: r = c == 0; break;
     case RF_OP_NE: r = c != 0; break;
@@ -137,7 +137,7 @@ __device__ inline bool offset_at(const u8* p, u64 len, u32 w, u64 k, i64* v) {
 // Row `row`'s (start, end) in `chars_len` characters: false where the offsets are missing, negative,
 // backwards or past them.
 __device__ inline bool range_at(const u8* p, u64 len, u32 w, u64 row, u64 chars_len, u64* s, u64* e) {
-    i64 a, b;
+    i64 a = 0, b = 0;
     if (!offset_at(p, len, w, row, &a) || !offset_at(p, len, w, row + 1, &b)) return false;
     if (a < 0 || a > b || (u64)b > chars_len) return false;
     *s = (u64)a;
@@ -194,10 +194,10 @@ __device__ int leaf_row(const RowLeafDesc& d, u64 row) {
     case LEAF_BYTES:
     case LEAF_VIEW:
     case LEAF_FIXED_BYTES: {
-        const u8* p;
-        u64 len;
+        const u8* p = nullptr;
+        u64 len = 0;
         if (d.kind == LEAF_BYTES) {
-            u64 s, e;
+            u64 s = 0, e = 0;
             if (!range_at((const u8*)d.offsets, d.offsets_len, w, row, d.values_len, &s, &e)) return -1;
             p = values + s;
             len = e - s;
@@ -223,8 +223,8 @@ __device__ int leaf_row(const RowLeafDesc& d, u64 row) {
     case LEAF_DICT_SIGNED:
     case LEAF_DICT_UNSIGNED: {
         if ((row + 1) * w > d.values_len) return -1;
-        i64 s;
-        u64 u;
+        i64 s = 0;
+        u64 u = 0;
         key64(d.kind == LEAF_DICT_SIGNED ? LEAF_SIGNED : LEAF_UNSIGNED, values + row * w, w, &s, &u);
         if (d.kind == LEAF_DICT_SIGNED && s < 0) return -1;
         const u64 key = d.kind == LEAF_DICT_SIGNED ? (u64)s : u;
@@ -483,7 +483,7 @@ extern "C" __global__ void gp_rf_gather_chars(const u8* offsets, u64 offsets_len
     const u64 warps = all_threads() / 32;
     for (u64 j = first_thread() / 32; j < count; j += warps) {
         const u64 i = idx[j];
-        u64 s, e, ds, de;
+        u64 s = 0, e = 0, ds = 0, de = 0;
         const bool ok = i < rows && range_at(offsets, offsets_len, w, offset + i, chars_len, &s, &e) &&
                         range_at(dst_offsets, (count + 1) * dw, dw, j, dst_len, &ds, &de) && e - s == de - ds;
         if (!ok) {
@@ -506,7 +506,7 @@ extern "C" __global__ void gp_rf_expand_ranges(const u8* offsets, u64 offsets_le
     const u64 warps = all_threads() / 32;
     for (u64 j = first_thread() / 32; j < count; j += warps) {
         const u64 i = idx[j];
-        u64 s, e, ds, de;
+        u64 s = 0, e = 0, ds = 0, de = 0;
         const bool ok = i < rows && range_at(offsets, offsets_len, w, offset + i, child_rows, &s, &e) &&
                         range_at(dst_offsets, (count + 1) * dw, dw, j, child_count, &ds, &de) && e - s == de - ds;
         if (!ok) {
