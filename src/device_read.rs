@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::decode::gpu::DecoderSetup;
 use crate::decode::pipeline::{ColumnStepStats, StepStats};
-use crate::decode::table::{DeviceBatch, DeviceTable};
+use crate::decode::table::DeviceTable;
 use crate::error::{Error, Result};
 use crate::io::IoLog;
 use crate::plan::ReadPlan;
@@ -57,96 +57,7 @@ pub struct DecodeReport {
     pub peak_measured_bytes: u64,
 }
 
-/// One step's row groups and figures.
-#[derive(Debug, Clone, Serialize)]
-pub struct StepSummary {
-    /// Row groups.
-    pub row_groups: Vec<usize>,
-    /// Fetched chunk bytes.
-    pub chunk_bytes: u64,
-    /// Figures.
-    pub stats: StepStats,
-    /// Time the decode waited for this step's reads.
-    #[serde(serialize_with = "crate::io::ser_secs")]
-    pub io_wait: Duration,
-    /// When this step's reads ran, from the start of the read.
-    pub read_window: Window,
-    /// When this step was decoded (from taking its chunks to its columns being ready).
-    pub decode_window: Window,
-    /// Inside the read window: the backend's own wall time, when its first read started and when its
-    /// last bytes were in place (from the backend's start), so fixed costs per step show apart from
-    /// the transfer (allocation and report before, thread start before the first read, drain after).
-    pub backend: BackendTimes,
-}
-
-/// A step's backend timings, in seconds from the backend's start.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct BackendTimes {
-    /// The backend's wall time (`IoLog::wall`).
-    pub wall: f64,
-    /// Start of its earliest task.
-    pub first_read: f64,
-    /// End of its latest task.
-    pub last_done: f64,
-}
-
-impl BackendTimes {
-    pub(crate) fn of(log: &IoLog) -> Self {
-        let first = log.tasks.iter().map(|t| t.start).min().unwrap_or_default();
-        let last = log.tasks.iter().map(|t| t.end).max().unwrap_or_default();
-        Self {
-            wall: log.wall.as_secs_f64(),
-            first_read: first.as_secs_f64(),
-            last_done: last.as_secs_f64(),
-        }
-    }
-}
-
-/// A span of time from the start of a read, in seconds.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Window {
-    /// Start, seconds from the start of the read.
-    pub from: f64,
-    /// End, seconds from the start of the read.
-    pub to: f64,
-}
-
-impl Window {
-    pub(crate) fn between(origin: Instant, from: Instant, to: Instant) -> Self {
-        let secs = |t: Instant| t.saturating_duration_since(origin).as_secs_f64();
-        Self {
-            from: secs(from),
-            to: secs(to),
-        }
-    }
-
-    fn len(&self) -> f64 {
-        (self.to - self.from).max(0.0)
-    }
-
-    /// Seconds this window shares with `other`.
-    fn overlap(&self, other: &Window) -> f64 {
-        (self.to.min(other.to) - self.from.max(other.from)).max(0.0)
-    }
-}
-
-/// One step decoded on the GPU: its device columns and its figures (what a GPU [`Reader::scan`]
-/// yields per step).
-#[derive(Debug)]
-pub struct DecodedStep {
-    /// The step's decoded columns.
-    pub batch: DeviceBatch,
-    /// Its row groups and figures.
-    pub summary: StepSummary,
-    pub(crate) plan: Arc<ReadPlan>,
-    pub(crate) log: IoLog,
-    /// Most device memory the step's decode held beyond its chunks.
-    pub(crate) step_peak: u64,
-    /// Free device memory when the step was decoded.
-    pub(crate) free_after: u64,
-    /// Steps held in memory then (this one included).
-    pub(crate) held_steps: usize,
-}
+pub use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window};
 
 impl Reader {
     /// Reads the selection and decodes it on the GPU into Arrow-layout device columns, steps of row

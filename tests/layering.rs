@@ -14,7 +14,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("device", &["gpu"]),
     ("file and settings", &["metadata", "plan", "config"]),
     ("I/O", &["io", "report", "conformance"]),
-    ("decode and export", &["decode", "device_ffi", "ipc_file"]),
+    (
+        "decode, filters and export",
+        &["decode", "filter", "device_ffi", "ipc_file"],
+    ),
     ("reads", &["scan", "reader", "device_read"]),
     ("many files and devices", &["dataset", "multi_device"]),
     ("CLI", &["bench", "check", "inspect", "fuzzing", "main"]),
@@ -25,7 +28,10 @@ const DECODE_LAYERS: &[(&str, &[&str])] = &[
     ("descriptors and codecs", &["layout", "decompress", "snappy_route"]),
     ("kernels and their host twins", &["kernels", "host_kernels"]),
     ("executors' interface, arrow-rs", &["exec", "host", "host_headers"]),
-    ("executors", &["exec_device", "table"]),
+    (
+        "executors and the row filter",
+        &["exec_device", "table", "row_filter", "row_filter_tests"],
+    ),
     ("pipeline", &["pipeline"]),
     ("decoder", &["gpu"]),
 ];

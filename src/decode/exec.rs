@@ -339,7 +339,7 @@ pub enum Kernel {
     /// Kleene logic over tri-state bytes (`gp_rf_logic`).
     RowLogic {
         /// Which.
-        op: crate::decode::row_filter::RowLogicOp,
+        op: crate::decode::layout::row_filter::RowLogicOp,
         /// `u8[n]`.
         a: u64,
         /// `u8[n]` (unread for `not`).
@@ -352,7 +352,7 @@ pub enum Kernel {
     /// Tile sums of a row-filter scan (`gp_rf_tile_sums`).
     RowTileSums {
         /// What it scans.
-        kind: crate::decode::row_filter::RowScan,
+        kind: crate::decode::layout::row_filter::RowScan,
         /// The items.
         src: u64,
         /// Items.
@@ -372,7 +372,7 @@ pub enum Kernel {
     /// Each tile scanned from its base: a mask's selected indices or lengths' offsets (`gp_rf_tile_scan`).
     RowTileScan {
         /// What it scans.
-        kind: crate::decode::row_filter::RowScan,
+        kind: crate::decode::layout::row_filter::RowScan,
         /// The items.
         src: u64,
         /// Items.
@@ -738,7 +738,7 @@ impl Executor for HostExecutor {
             self.header_passes += 1;
         }
         let a = &mut self.arena;
-        if crate::decode::row_filter::run_reference(a, &kernel) {
+        if run_row_filter_reference(a, &kernel) {
             return Ok(());
         }
         match kernel {
@@ -980,4 +980,135 @@ mod tests {
         assert_eq!(PageShape::of(&pages), PageShape { bytes: 900, rows: 500 });
         assert_eq!(PageShape::of(&[]), PageShape::default());
     }
+}
+
+/// Runs a row-filter [`Kernel`] on the host references; `false` for the other kernels.
+fn run_row_filter_reference(a: &mut crate::decode::host_kernels::Arena, kernel: &Kernel) -> bool {
+    use crate::decode::host_kernels::row_filter as r;
+    match *kernel {
+        Kernel::RowLeaf { leaf, n, out } => r::leaf(a, leaf, n, out),
+        Kernel::RowLogic { op, a: x, b, n, out } => r::logic(a, op, x, b, n, out),
+        Kernel::RowTileSums { kind, src, n, sums } => r::tile_sums(a, kind, src, n, sums),
+        Kernel::RowTileBases { sums, ntiles, total } => r::tile_bases(a, sums, ntiles, total),
+        Kernel::RowTileScan {
+            kind,
+            src,
+            n,
+            bases,
+            total,
+            out,
+            out_cap,
+        } => r::tile_scan(a, kind, src, n, bases, total, out, out_cap),
+        Kernel::RowMaskBits { mask, n, words, count } => r::mask_bits(a, mask, n, words, count),
+        Kernel::RowGatherFixed {
+            src,
+            src_len,
+            width,
+            offset,
+            rows,
+            indices,
+            count,
+            dst,
+            error,
+        } => r::gather_fixed(a, src, src_len, width, offset, rows, indices, count, dst, error),
+        Kernel::RowGatherBits {
+            src,
+            src_len,
+            bit_offset,
+            rows,
+            indices,
+            count,
+            dst,
+            set,
+            error,
+        } => r::gather_bits(a, src, src_len, bit_offset, rows, indices, count, dst, set, error),
+        Kernel::RowGatherLengths {
+            offsets,
+            offsets_len,
+            wide,
+            offset,
+            rows,
+            chars_len,
+            indices,
+            count,
+            lens,
+            error,
+        } => r::gather_lengths(
+            a,
+            offsets,
+            offsets_len,
+            wide,
+            offset,
+            rows,
+            chars_len,
+            indices,
+            count,
+            lens,
+            error,
+        ),
+        Kernel::RowGatherChars {
+            offsets,
+            offsets_len,
+            wide,
+            offset,
+            rows,
+            chars,
+            chars_len,
+            indices,
+            count,
+            dst_offsets,
+            dst_wide,
+            dst,
+            dst_len,
+            error,
+        } => r::gather_chars(
+            a,
+            offsets,
+            offsets_len,
+            wide,
+            offset,
+            rows,
+            chars,
+            chars_len,
+            indices,
+            count,
+            dst_offsets,
+            dst_wide,
+            dst,
+            dst_len,
+            error,
+        ),
+        Kernel::RowExpandRanges {
+            offsets,
+            offsets_len,
+            wide,
+            offset,
+            rows,
+            child_rows,
+            indices,
+            count,
+            dst_offsets,
+            dst_wide,
+            child_indices,
+            child_count,
+            error,
+        } => r::expand_ranges(
+            a,
+            offsets,
+            offsets_len,
+            wide,
+            offset,
+            rows,
+            child_rows,
+            indices,
+            count,
+            dst_offsets,
+            dst_wide,
+            child_indices,
+            child_count,
+            error,
+        ),
+        _ => return false,
+    }
+    true
 }

@@ -1475,3 +1475,10 @@ mod tests {
         assert_eq!(page_kernel_slices(PageKernel::CopyStrings, huge), 16);
     }
 }
+
+/// The row filter's kernels read a batch's device buffers in place.
+impl crate::decode::row_filter::FilterExecutor for DeviceExecutor<'_> {
+    fn address_of(&mut self, buf: &crate::gpu::DeviceBuffer<u8>) -> Result<u64> {
+        Ok(buf.device_address())
+    }
+}

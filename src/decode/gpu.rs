@@ -273,3 +273,22 @@ pub fn decode_reference_with(
     )?;
     Ok((batch, stats, exec.header_passes()))
 }
+
+impl DeviceBatch<crate::gpu::DeviceBuffer<u8>> {
+    /// The batch filtered by `predicate` on the GPU of `decoder` (its kernels, on the stream of the
+    /// batch's buffers): compacted to the selected rows, or unchanged with a mask (`mode`).
+    pub fn filter(
+        self,
+        predicate: &crate::decode::row_filter::RowPredicate,
+        decoder: &GpuDecoder,
+        mode: crate::decode::row_filter::FilterMode,
+    ) -> Result<crate::decode::row_filter::Filtered<crate::gpu::DeviceBuffer<u8>>> {
+        decoder.filter(self, predicate, mode)
+    }
+
+    /// The batch compacted on the GPU of `decoder` to the rows `mask` selects (see [`crate::decode::row_filter::compact_batch`]).
+    pub fn compact(self, mask: &crate::decode::table::DeviceArray, decoder: &GpuDecoder) -> Result<Self> {
+        let mut exec = decoder.row_filter_executor(&self)?;
+        crate::decode::row_filter::compact_batch(&mut exec, self, mask)
+    }
+}

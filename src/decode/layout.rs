@@ -777,3 +777,118 @@ impl Conversion {
         }
     }
 }
+
+/// The row filter's device layout (`kernels/row_filter.cu`): leaf kinds, operators and descriptors,
+/// shared by [`crate::decode::row_filter`] and its host twins.
+pub mod row_filter {
+    use bytemuck::{Pod, Zeroable};
+
+    /// Leaf kinds (`RowLeafDesc::kind`): how a column's values compare.
+    pub const LEAF_SIGNED: u32 = 1;
+    /// Unsigned integers.
+    pub const LEAF_UNSIGNED: u32 = 2;
+    /// IEEE floats in total order (arrow-rs's `total_cmp`: -NaN < -inf < -0 < +0 < inf < NaN).
+    pub const LEAF_FLOAT: u32 = 3;
+    /// Bit-packed booleans (false < true).
+    pub const LEAF_BOOL: u32 = 4;
+    /// Byte strings with 4- or 8-byte offsets (`width`), compared as unsigned bytes, shorter first.
+    pub const LEAF_BYTES: u32 = 5;
+    /// 16-byte views with data buffers.
+    pub const LEAF_VIEW: u32 = 6;
+    /// Byte strings of `width` bytes each.
+    pub const LEAF_FIXED_BYTES: u32 = 7;
+    /// Signed dictionary keys mapped through a table of the dictionary values' results.
+    pub const LEAF_DICT_SIGNED: u32 = 8;
+    /// Unsigned dictionary keys, likewise.
+    pub const LEAF_DICT_UNSIGNED: u32 = 9;
+    /// Validity only (`is null`, `is not null` on any type).
+    pub const LEAF_NULLS: u32 = 10;
+
+    /// Leaf operations (`RowLeafDesc::op`).
+    pub const OP_EQ: u32 = 0;
+    /// `!=`.
+    pub const OP_NE: u32 = 1;
+    /// `<`.
+    pub const OP_LT: u32 = 2;
+    /// `<=`.
+    pub const OP_LE: u32 = 3;
+    /// `>`.
+    pub const OP_GT: u32 = 4;
+    /// `>=`.
+    pub const OP_GE: u32 = 5;
+    /// Equal to any of the literals.
+    pub const OP_IN: u32 = 6;
+    /// `is null`.
+    pub const OP_IS_NULL: u32 = 7;
+    /// `is not null`.
+    pub const OP_IS_NOT_NULL: u32 = 8;
+
+    /// Items a block of the scan kernels takes (`RF_SCAN_TILE`).
+    pub const SCAN_TILE: u64 = 4096;
+    /// One predicate leaf as `gp_rf_leaf` reads it (twin of `RowLeafDesc` in `row_filter.cu`). Addresses
+    /// are the executor's; lengths in bytes; 0 where unused.
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
+    pub struct RowLeafDesc {
+        /// `LEAF_*`.
+        pub kind: u32,
+        /// `OP_*`.
+        pub op: u32,
+        /// Bytes a value (fixed kinds, dictionary keys), or of an offset (4 or 8, [`LEAF_BYTES`]).
+        pub width: u32,
+        /// Literals (for a dictionary: its values, one result byte each).
+        pub nlits: u32,
+        /// Values, views, keys or characters.
+        pub values: u64,
+        /// Their bytes.
+        pub values_len: u64,
+        /// Offsets ([`LEAF_BYTES`]) or the data buffers' addresses (`u64` each, [`LEAF_VIEW`]).
+        pub offsets: u64,
+        /// Their bytes.
+        pub offsets_len: u64,
+        /// The data buffers' lengths (`u64` each, [`LEAF_VIEW`]).
+        pub aux: u64,
+        /// Their bytes.
+        pub aux_len: u64,
+        /// Validity bitmap, or 0.
+        pub validity: u64,
+        /// Its bytes.
+        pub validity_len: u64,
+        /// The bit of row 0.
+        pub validity_offset: u64,
+        /// The value index of row 0.
+        pub offset: u64,
+        /// Literals: fixed-width values, concatenated bytes, or a dictionary's result bytes.
+        pub lits: u64,
+        /// Their bytes.
+        pub lits_len: u64,
+        /// `u64[nlits + 1]` offsets into `lits` (byte kinds).
+        pub lit_offsets: u64,
+        /// `u64` error word: the first row failing a bounds check is min'ed into it.
+        pub error: u64,
+    }
+
+    /// Kleene operations of `gp_rf_logic`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u32)]
+    pub enum RowLogicOp {
+        /// `a and b`.
+        And = 0,
+        /// `a or b`.
+        Or = 1,
+        /// `not a`.
+        Not = 2,
+    }
+
+    /// What a scan kernel scans.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u32)]
+    pub enum RowScan {
+        /// A tri-state mask (`u8`): its true rows, numbered into `u32` indices.
+        Mask = 0,
+        /// `u64` lengths into `i32` offsets.
+        Lengths32 = 1,
+        /// `u64` lengths into `i64` offsets.
+        Lengths64 = 2,
+    }
+}

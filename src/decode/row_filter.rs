@@ -30,7 +30,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayData, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, make_array};
 use arrow::buffer::Buffer;
 use arrow::datatypes::{ArrowPrimitiveType, DataType, Float16Type, SchemaRef, i256};
-use bytemuck::{Pod, Zeroable};
+use bytemuck::Pod;
 
 use crate::decode::exec::{Executor, HostExecutor, Kernel, OwnedBuffer};
 use crate::decode::table::{BITMAP_PADDING, DeviceArray, DeviceBatch, DeviceColumn};
@@ -39,117 +39,10 @@ use crate::error::{Error, Location, Result};
 /// Arrow's half-precision float (the `half` crate's, which this crate does not name itself).
 pub type F16 = <Float16Type as ArrowPrimitiveType>::Native;
 
-/// Leaf kinds (`RowLeafDesc::kind`): how a column's values compare.
-pub const LEAF_SIGNED: u32 = 1;
-/// Unsigned integers.
-pub const LEAF_UNSIGNED: u32 = 2;
-/// IEEE floats in total order (arrow-rs's `total_cmp`: -NaN < -inf < -0 < +0 < inf < NaN).
-pub const LEAF_FLOAT: u32 = 3;
-/// Bit-packed booleans (false < true).
-pub const LEAF_BOOL: u32 = 4;
-/// Byte strings with 4- or 8-byte offsets (`width`), compared as unsigned bytes, shorter first.
-pub const LEAF_BYTES: u32 = 5;
-/// 16-byte views with data buffers.
-pub const LEAF_VIEW: u32 = 6;
-/// Byte strings of `width` bytes each.
-pub const LEAF_FIXED_BYTES: u32 = 7;
-/// Signed dictionary keys mapped through a table of the dictionary values' results.
-pub const LEAF_DICT_SIGNED: u32 = 8;
-/// Unsigned dictionary keys, likewise.
-pub const LEAF_DICT_UNSIGNED: u32 = 9;
-/// Validity only (`is null`, `is not null` on any type).
-pub const LEAF_NULLS: u32 = 10;
+pub use crate::decode::layout::row_filter::*;
 
-/// Leaf operations (`RowLeafDesc::op`).
-pub const OP_EQ: u32 = 0;
-/// `!=`.
-pub const OP_NE: u32 = 1;
-/// `<`.
-pub const OP_LT: u32 = 2;
-/// `<=`.
-pub const OP_LE: u32 = 3;
-/// `>`.
-pub const OP_GT: u32 = 4;
-/// `>=`.
-pub const OP_GE: u32 = 5;
-/// Equal to any of the literals.
-pub const OP_IN: u32 = 6;
-/// `is null`.
-pub const OP_IS_NULL: u32 = 7;
-/// `is not null`.
-pub const OP_IS_NOT_NULL: u32 = 8;
-
-/// Items a block of the scan kernels takes (`RF_SCAN_TILE`).
-pub const SCAN_TILE: u64 = 4096;
 /// Threads a block of every row-filter kernel.
 const BLOCK: u32 = 256;
-
-/// One predicate leaf as `gp_rf_leaf` reads it (twin of `RowLeafDesc` in `row_filter.cu`). Addresses
-/// are the executor's; lengths in bytes; 0 where unused.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct RowLeafDesc {
-    /// `LEAF_*`.
-    pub kind: u32,
-    /// `OP_*`.
-    pub op: u32,
-    /// Bytes a value (fixed kinds, dictionary keys), or of an offset (4 or 8, [`LEAF_BYTES`]).
-    pub width: u32,
-    /// Literals (for a dictionary: its values, one result byte each).
-    pub nlits: u32,
-    /// Values, views, keys or characters.
-    pub values: u64,
-    /// Their bytes.
-    pub values_len: u64,
-    /// Offsets ([`LEAF_BYTES`]) or the data buffers' addresses (`u64` each, [`LEAF_VIEW`]).
-    pub offsets: u64,
-    /// Their bytes.
-    pub offsets_len: u64,
-    /// The data buffers' lengths (`u64` each, [`LEAF_VIEW`]).
-    pub aux: u64,
-    /// Their bytes.
-    pub aux_len: u64,
-    /// Validity bitmap, or 0.
-    pub validity: u64,
-    /// Its bytes.
-    pub validity_len: u64,
-    /// The bit of row 0.
-    pub validity_offset: u64,
-    /// The value index of row 0.
-    pub offset: u64,
-    /// Literals: fixed-width values, concatenated bytes, or a dictionary's result bytes.
-    pub lits: u64,
-    /// Their bytes.
-    pub lits_len: u64,
-    /// `u64[nlits + 1]` offsets into `lits` (byte kinds).
-    pub lit_offsets: u64,
-    /// `u64` error word: the first row failing a bounds check is min'ed into it.
-    pub error: u64,
-}
-
-/// Kleene operations of `gp_rf_logic`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum RowLogicOp {
-    /// `a and b`.
-    And = 0,
-    /// `a or b`.
-    Or = 1,
-    /// `not a`.
-    Not = 2,
-}
-
-/// What a scan kernel scans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum RowScan {
-    /// A tri-state mask (`u8`): its true rows, numbered into `u32` indices.
-    Mask = 0,
-    /// `u64` lengths into `i32` offsets.
-    Lengths32 = 1,
-    /// `u64` lengths into `i64` offsets.
-    Lengths64 = 2,
-}
 
 /// A comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1137,12 +1030,6 @@ impl FilterExecutor for HostExecutor {
     }
 }
 
-impl FilterExecutor for crate::decode::exec_device::DeviceExecutor<'_> {
-    fn address_of(&mut self, buf: &crate::gpu::DeviceBuffer<u8>) -> Result<u64> {
-        Ok(buf.device_address())
-    }
-}
-
 fn column_ref<E: FilterExecutor>(exec: &mut E, a: &DeviceArray<E::Buffer>) -> Result<ColumnRef> {
     let mut r = |b: &E::Buffer| -> Result<BufRef> {
         Ok(BufRef {
@@ -1375,25 +1262,6 @@ pub fn compact_batch<E: FilterExecutor>(
         free_outputs(exec, &m);
     }
     assemble(exec, batch, num_rows, columns)
-}
-
-impl DeviceBatch<crate::gpu::DeviceBuffer<u8>> {
-    /// The batch filtered by `predicate` on the GPU of `decoder` (its kernels, on the stream of the
-    /// batch's buffers): compacted to the selected rows, or unchanged with a mask (`mode`).
-    pub fn filter(
-        self,
-        predicate: &RowPredicate,
-        decoder: &crate::decode::gpu::GpuDecoder,
-        mode: FilterMode,
-    ) -> Result<Filtered<crate::gpu::DeviceBuffer<u8>>> {
-        decoder.filter(self, predicate, mode)
-    }
-
-    /// The batch compacted on the GPU of `decoder` to the rows `mask` selects (see [`compact_batch`]).
-    pub fn compact(self, mask: &DeviceArray, decoder: &crate::decode::gpu::GpuDecoder) -> Result<Self> {
-        let mut exec = decoder.row_filter_executor(&self)?;
-        compact_batch(&mut exec, self, mask)
-    }
 }
 
 impl DeviceBatch<Vec<u8>> {
@@ -1798,137 +1666,6 @@ pub fn launch_plan(kernel: &Kernel) -> Option<RowLaunch> {
         block: BLOCK,
         args,
     })
-}
-
-/// Runs a row-filter [`Kernel`] on the host references; `false` for the other kernels.
-pub(crate) fn run_reference(a: &mut crate::decode::host_kernels::Arena, kernel: &Kernel) -> bool {
-    use crate::decode::host_kernels::row_filter as r;
-    match *kernel {
-        Kernel::RowLeaf { leaf, n, out } => r::leaf(a, leaf, n, out),
-        Kernel::RowLogic { op, a: x, b, n, out } => r::logic(a, op, x, b, n, out),
-        Kernel::RowTileSums { kind, src, n, sums } => r::tile_sums(a, kind, src, n, sums),
-        Kernel::RowTileBases { sums, ntiles, total } => r::tile_bases(a, sums, ntiles, total),
-        Kernel::RowTileScan {
-            kind,
-            src,
-            n,
-            bases,
-            total,
-            out,
-            out_cap,
-        } => r::tile_scan(a, kind, src, n, bases, total, out, out_cap),
-        Kernel::RowMaskBits { mask, n, words, count } => r::mask_bits(a, mask, n, words, count),
-        Kernel::RowGatherFixed {
-            src,
-            src_len,
-            width,
-            offset,
-            rows,
-            indices,
-            count,
-            dst,
-            error,
-        } => r::gather_fixed(a, src, src_len, width, offset, rows, indices, count, dst, error),
-        Kernel::RowGatherBits {
-            src,
-            src_len,
-            bit_offset,
-            rows,
-            indices,
-            count,
-            dst,
-            set,
-            error,
-        } => r::gather_bits(a, src, src_len, bit_offset, rows, indices, count, dst, set, error),
-        Kernel::RowGatherLengths {
-            offsets,
-            offsets_len,
-            wide,
-            offset,
-            rows,
-            chars_len,
-            indices,
-            count,
-            lens,
-            error,
-        } => r::gather_lengths(
-            a,
-            offsets,
-            offsets_len,
-            wide,
-            offset,
-            rows,
-            chars_len,
-            indices,
-            count,
-            lens,
-            error,
-        ),
-        Kernel::RowGatherChars {
-            offsets,
-            offsets_len,
-            wide,
-            offset,
-            rows,
-            chars,
-            chars_len,
-            indices,
-            count,
-            dst_offsets,
-            dst_wide,
-            dst,
-            dst_len,
-            error,
-        } => r::gather_chars(
-            a,
-            offsets,
-            offsets_len,
-            wide,
-            offset,
-            rows,
-            chars,
-            chars_len,
-            indices,
-            count,
-            dst_offsets,
-            dst_wide,
-            dst,
-            dst_len,
-            error,
-        ),
-        Kernel::RowExpandRanges {
-            offsets,
-            offsets_len,
-            wide,
-            offset,
-            rows,
-            child_rows,
-            indices,
-            count,
-            dst_offsets,
-            dst_wide,
-            child_indices,
-            child_count,
-            error,
-        } => r::expand_ranges(
-            a,
-            offsets,
-            offsets_len,
-            wide,
-            offset,
-            rows,
-            child_rows,
-            indices,
-            count,
-            dst_offsets,
-            dst_wide,
-            child_indices,
-            child_count,
-            error,
-        ),
-        _ => return false,
-    }
-    true
 }
 
 #[cfg(test)]

@@ -17,7 +17,6 @@ use crate::decode::pipeline::{ColumnRoute, route_columns};
 use crate::decode::snappy_route::{
     CHAIN_NS_PER_BYTE_NVCOMP, CHAIN_NS_PER_BYTE_PRECHECKED, CHAIN_NS_PER_BYTE_UNSNAP, WIDE_MIN_SRC,
 };
-use crate::device_read::{BackendTimes, DecodedStep, StepSummary, Window};
 use crate::error::{Error, Result};
 use crate::io::select::AnyBuffer;
 use crate::metadata::ParquetSource;
@@ -25,6 +24,7 @@ use crate::plan::{ChunkRange, ReadPlan};
 use crate::reader::{ProgressCounter, Reader};
 use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
 use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
+use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window};
 
 /// Steps a read without compressed pages is cut into, when the budget allows: its reads bound it,
 /// and the smaller the last step, the less decode follows the last read. Measured on the H200

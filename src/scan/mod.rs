@@ -18,6 +18,7 @@ pub(crate) mod budget;
 pub(crate) mod driver;
 pub(crate) mod gpu;
 pub(crate) mod sink;
+pub(crate) mod step;
 
 use arrow::record_batch::RecordBatch;
 
@@ -26,9 +27,9 @@ pub(crate) use driver::Release;
 pub use driver::Scan;
 
 use crate::decode::host::DecodedTable;
-use crate::device_read::DecodedStep;
 use crate::error::Result;
 use crate::reader::ColumnChunks;
+use crate::scan::step::DecodedStep;
 
 /// What a scan's steps end in ([`crate::ReaderBuilder::with_decode`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

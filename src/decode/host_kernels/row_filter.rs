@@ -9,7 +9,7 @@
 //! outside the arena does nothing: the orchestration never launches one.
 
 use super::Arena;
-use crate::decode::row_filter::{
+use crate::decode::layout::row_filter::{
     LEAF_BOOL, LEAF_BYTES, LEAF_DICT_SIGNED, LEAF_DICT_UNSIGNED, LEAF_FIXED_BYTES, LEAF_FLOAT, LEAF_SIGNED,
     LEAF_UNSIGNED, LEAF_VIEW, OP_EQ, OP_GE, OP_GT, OP_IN, OP_IS_NOT_NULL, OP_IS_NULL, OP_LE, OP_LT, OP_NE, RowLeafDesc,
     RowLogicOp, RowScan, SCAN_TILE,
