@@ -670,7 +670,6 @@ impl PruningReport {
 }
 
 #[cfg(test)]
-
 mod tests {
     use super::*;
 
