@@ -679,7 +679,6 @@ impl PruningReport {
 }
 
 #[cfg(test)]
-
 mod tests {
     use super::*;
 

@@ -494,7 +494,8 @@ fn bad_filters_are_clear_errors() {
 fn corpus_files_with_page_indexes_and_blooms() {
     let Some(corpus) = common::corpus() else { return };
     let data = corpus.join("data");
-    let cases: &[(&str, &str, &dyn Fn(&ScanSelection))] = &[
+    type Expect<'a> = &'a dyn Fn(&ScanSelection);
+    let cases: &[(&str, &str, Expect)] = &[
         ("alltypes_tiny_pages.parquet", "id = 5000", &|s| {
             assert!(s.report.pages_pruned > 0, "{:?}", s.report)
         }),

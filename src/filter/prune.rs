@@ -15,6 +15,9 @@
 //! (from the OffsetIndex; offsets-only page indexes prune nothing but still give page ranges), plus
 //! the dictionary page.
 
+// A set of row ranges with one range in it is a `vec![a..b]`, as clear as it gets.
+#![allow(clippy::single_range_in_vec_init)]
+
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -629,7 +632,7 @@ pub fn prune<R: ChunkReader>(
             for (i, leaf) in leaves_of.iter().enumerate() {
                 let col = &columns[&leaf.column];
                 let Some(ci) = col.leaf else { continue };
-                if !(stats_verdict[i][k] && bloom_verdict[i]) || !all_dictionary_encoded(group.column(ci)) {
+                if !(stats_verdict[i][k] && bloom_verdict[i] && all_dictionary_encoded(group.column(ci))) {
                     continue;
                 }
                 let Some(probes) = bloom_probes(leaf, descr.column(ci).physical_type()) else {

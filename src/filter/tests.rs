@@ -362,3 +362,74 @@ fn binding_pushes_not_to_the_leaves() {
     assert_eq!(*op, CmpOp::GtEq);
     assert_eq!(p.columns(), vec!["b", "i", "s"]);
 }
+
+mod roundtrip {
+    use proptest::prelude::*;
+
+    use super::super::{CmpOp, Expr, Literal};
+
+    fn column() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z_][a-z0-9_.]{0,6}",
+            Just("and".to_string()),
+            Just("NULL".to_string()),
+            Just("date".to_string()),
+            Just("my \"odd\" col".to_string()),
+            Just("1st".to_string()),
+            Just(String::new()),
+        ]
+    }
+
+    fn literal() -> impl Strategy<Value = Literal> {
+        prop_oneof![
+            any::<i64>().prop_map(|v| Literal::Number(v.to_string())),
+            (any::<i32>(), 0u32..1000).prop_map(|(a, b)| Literal::Number(format!("{a}.{b:03}"))),
+            any::<f64>()
+                .prop_filter("finite", |v| v.is_finite())
+                .prop_map(|v| Literal::Number(format!("{v:e}"))),
+            ".{0,8}".prop_map(Literal::Str),
+            any::<bool>().prop_map(Literal::Bool),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = CmpOp> {
+        prop_oneof![
+            Just(CmpOp::Eq),
+            Just(CmpOp::NotEq),
+            Just(CmpOp::Lt),
+            Just(CmpOp::LtEq),
+            Just(CmpOp::Gt),
+            Just(CmpOp::GtEq)
+        ]
+    }
+
+    fn expr() -> impl Strategy<Value = Expr> {
+        let leaf = prop_oneof![
+            (column(), op(), literal()).prop_map(|(column, op, value)| Expr::Compare { column, op, value }),
+            (column(), proptest::collection::vec(literal(), 1..4), any::<bool>()).prop_map(
+                |(column, values, negated)| Expr::InList {
+                    column,
+                    values,
+                    negated
+                }
+            ),
+            (column(), any::<bool>()).prop_map(|(column, negated)| Expr::IsNull { column, negated }),
+            (column(), literal(), literal()).prop_map(|(column, low, high)| Expr::Between { column, low, high }),
+        ];
+        leaf.prop_recursive(4, 16, 2, |inner| {
+            prop_oneof![
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| a.and(b)),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| a.or(b)),
+                inner.prop_map(Expr::not),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn display_parses_back_to_the_same_expression(e in expr()) {
+            let text = e.to_string();
+            prop_assert_eq!(Expr::parse(&text).map_err(|err| err.to_string()), Ok(e), "{}", text);
+        }
+    }
+}
