@@ -197,8 +197,12 @@ pub enum Key {
     SerializeStats,
     /// `--device`, `GPU_PARQUET_DEVICE`: CUDA device ordinal.
     Device,
-    /// `--memory-limit-mb`, `GPU_PARQUET_MEMORY_LIMIT_MB`: device-memory budget of a streaming read.
+    /// `--memory-limit-mb`, `GPU_PARQUET_MEMORY_LIMIT_MB`: the memory budget in MiB (kept for old
+    /// scripts; [`Key::MemoryLimitSize`] replaces it where both are given).
     MemoryLimit,
+    /// `--memory-limit`, `GPU_PARQUET_MEMORY_LIMIT`: the memory budget as a size (`8GiB`, `512MiB`,
+    /// `1.5GB` or bytes), as the CLI and Python write it.
+    MemoryLimitSize,
     /// `--nvcomp`, `GPU_PARQUET_NVCOMP`: nvCOMP 5's library, or a directory holding it.
     Nvcomp,
     /// `--decode-steps`, `GPU_PARQUET_DECODE_STEPS`: the fewest steps a GPU decode cuts a read into.
@@ -211,7 +215,7 @@ pub enum Key {
 
 impl Key {
     /// Every key, in docs/settings.md's order.
-    pub const ALL: [Key; 15] = [
+    pub const ALL: [Key; 16] = [
         Key::CompatMode,
         Key::Threads,
         Key::TaskSize,
@@ -223,6 +227,7 @@ impl Key {
         Key::SerializeStats,
         Key::Device,
         Key::MemoryLimit,
+        Key::MemoryLimitSize,
         Key::Nvcomp,
         Key::DecodeSteps,
         Key::DecodeThreads,
@@ -243,6 +248,7 @@ impl Key {
             Key::SerializeStats => "GPU_PARQUET_SERIALIZE_STATS",
             Key::Device => "GPU_PARQUET_DEVICE",
             Key::MemoryLimit => "GPU_PARQUET_MEMORY_LIMIT_MB",
+            Key::MemoryLimitSize => "GPU_PARQUET_MEMORY_LIMIT",
             Key::Nvcomp => "GPU_PARQUET_NVCOMP",
             Key::DecodeSteps => "GPU_PARQUET_DECODE_STEPS",
             Key::DecodeThreads => "GPU_PARQUET_DECODE_THREADS",
@@ -264,6 +270,7 @@ impl Key {
             Key::SerializeStats => "--serialize-stats",
             Key::Device => "--device",
             Key::MemoryLimit => "--memory-limit-mb",
+            Key::MemoryLimitSize => "--memory-limit",
             Key::Nvcomp => "--nvcomp",
             Key::DecodeSteps => "--decode-steps",
             Key::DecodeThreads => "--decode-threads",
@@ -330,6 +337,15 @@ impl Key {
         }
         Ok(n * self.unit())
     }
+}
+
+/// A memory budget written as a size: at least 1 MiB, at most 1 PiB.
+fn parse_memory_size(raw: &str) -> std::result::Result<u64, String> {
+    let bytes = raw.trim().parse::<crate::ByteSize>()?.0;
+    if !(1 << 20..=1 << 50).contains(&bytes) {
+        return Err("expected at least 1MiB and at most 1PiB".into());
+    }
+    Ok(bytes)
 }
 
 fn parse_bool(raw: &str) -> std::result::Result<bool, String> {
@@ -602,6 +618,7 @@ impl Settings {
             Key::SerializeStats => p.serialize_stats = parse_bool(raw)?,
             Key::Device => self.device = key.parse_number(raw)? as usize,
             Key::MemoryLimit => self.memory_limit = Some(key.parse_number(raw)?),
+            Key::MemoryLimitSize => self.memory_limit = Some(parse_memory_size(raw)?),
             Key::DecodeSteps => self.decode_steps = Some(key.parse_number(raw)? as usize),
             Key::DecodeThreads => self.decode_threads = Some(key.parse_number(raw)? as usize),
             Key::TrustCompressed => self.trust_compressed = parse_bool(raw)?,

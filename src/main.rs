@@ -122,6 +122,9 @@ impl IoArgs {
         .into_iter()
         .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
         .collect();
+        if let Some(size) = self.memory_limit {
+            f.push((Key::MemoryLimitSize, size.to_string()));
+        }
         if self.direct {
             f.push((Key::Direct, "1".into()));
         }
@@ -134,16 +137,7 @@ impl IoArgs {
     /// The settings, refusing a `--device` (or its variable) that names no GPU here and an nvCOMP path
     /// that does not exist, rather than ignoring them.
     fn settings(&self) -> gpu_parquet::Result<Settings> {
-        let mut settings = Settings::from_env(&self.flags())?;
-        if let Some(size) = self.memory_limit {
-            if size.0 < 1 << 20 {
-                return Err(Error::Config {
-                    setting: format!("--memory-limit {size}"),
-                    message: "expected at least 1MiB".into(),
-                });
-            }
-            settings.memory_limit = Some(size.0);
-        }
+        let settings = Settings::from_env(&self.flags())?;
         let visible = gpu_parquet::gpu::GpuContext::device_count();
         if settings.device >= visible && (visible > 0 || settings.device != 0) {
             if visible == 0 {

@@ -1276,6 +1276,14 @@ fn memory_limit_takes_sizes_with_units() {
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(r.stderr.contains("is not a size"), "{}", r.stderr);
     read("1KiB").assert_one_error_line("--memory-limit 1KiB: expected at least 1MiB");
+    // The variable takes the same sizes, and says what is wrong; the flag replaces it unparsed.
+    let plain: [OsString; 4] = ["read".into(), nested.clone().into(), "--backend".into(), "host".into()];
+    run_env(&plain, &[("GPU_PARQUET_MEMORY_LIMIT", "64MiB")]).assert_ok();
+    run_env(&plain, &[("GPU_PARQUET_MEMORY_LIMIT", "1KiB")])
+        .assert_one_error_line("GPU_PARQUET_MEMORY_LIMIT=1KiB: expected at least 1MiB");
+    let mut flagged = plain.to_vec();
+    flagged.extend(["--memory-limit".into(), "8GiB".into()]);
+    run_env(&flagged, &[("GPU_PARQUET_MEMORY_LIMIT", "junk")]).assert_ok();
 }
 
 /// `dataset` shows the schema, and `--output` writes its rows (partition columns included) as Arrow
