@@ -24,6 +24,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("row groups {groups:?}: {} rows", group.decode()?.num_rows());
     }
 
+    // A filter: row groups the statistics, bloom filters and page index rule out are not read; a host
+    // decode keeps the matching rows.
+    let filter = gpu_parquet::filter::Expr::parse("id < 100")?;
+    let reader = Reader::builder(&path)
+        .with_filter(filter)
+        .with_backend(BackendKind::Host)
+        .build()?;
+    println!("filtered: {} rows", reader.read_batches()?.num_rows());
+
     // 3. Decoded on the GPU into Arrow device columns (where there is one).
     if gpu_parquet::gpu::cuda_present().is_ok() {
         let read = Reader::builder(&path).build()?.read_device()?;
