@@ -44,7 +44,7 @@ export GPU_PARQUET_KERNEL_CACHE=/tmp/kcache
 export PYTHONPATH=/tmp/site
 B=$here/.device/bin
 F=${F:-/tmp/bench}
-tests="device device_nvcomp device_decode corruption faults concurrency"
+tests="device device_nvcomp device_decode device_filter corruption faults concurrency"
 files=${FILES:-plain snappy}
 # The udev data cuFile's compat mode needs before it registers files on this machine (DEVICE.md).
 udev_data() {

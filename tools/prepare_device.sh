@@ -16,7 +16,7 @@ cargo test --release --no-run 2>&1 | tee /tmp/gpu-parquet-test-build.log | grep 
 cp target/release/gpu-parquet .device/bin/
 cargo build --release --examples
 for e in analytics_job compare_paths multi_gpu sort_parquet; do [ -f target/release/examples/$e ] && cp target/release/examples/$e .device/bin/; done
-for t in device device_decode device_nvcomp corruption faults concurrency dataset; do
+for t in device device_decode device_nvcomp device_filter corruption faults concurrency dataset; do
   bin=$(grep -o "tests/$t.rs (target/release/deps/[^)]*)" /tmp/gpu-parquet-test-build.log | sed 's/.*(\(.*\))/\1/')
   cp "$bin" ".device/bin/$t"
 done
