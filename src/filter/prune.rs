@@ -562,87 +562,71 @@ pub fn prune<R: ChunkReader>(
         let projection_bytes: u64 = leaves.iter().map(|&c| chunk_bytes(c)).sum();
         report.bytes += projection_bytes;
 
+        // Which leaves may still match in this row group, narrowed stage by stage, and the rows the
+        // predicate keeps over them.
+        let mut alive: Vec<bool> = (0..leaves_of.len()).map(|i| stats_verdict[i][k]).collect();
+        let surviving = |alive: &[bool]| {
+            let mut leaf_no = 0;
+            eval_ranges(predicate, &mut leaf_no, &mut |i, _| {
+                if alive[i] { full.clone() } else { Vec::new() }
+            })
+        };
+
         // Stage 1: row-group statistics.
-        let mut leaf_no = 0;
-        let by_stats = eval_ranges(predicate, &mut leaf_no, &mut |i, _| {
-            if stats_verdict[i][k] { full.clone() } else { Vec::new() }
-        });
         for (i, leaf) in leaves_of.iter().enumerate() {
-            if !stats_verdict[i][k] {
-                per_column
-                    .get_mut(&leaf.column)
-                    .expect("every column")
-                    .row_groups_pruned_by_statistics += 1;
+            if !alive[i] {
+                counts(&mut per_column, &leaf.column).row_groups_pruned_by_statistics += 1;
             }
         }
-        if by_stats.is_empty() {
+        if surviving(&alive).is_empty() {
             report.row_groups_pruned_by_statistics += 1;
             report.bytes_avoided += projection_bytes;
             continue;
         }
 
         // Stage 2: bloom filters of `=` / `in` leaves the statistics kept.
-        let mut bloom_verdict = vec![true; leaves_of.len()];
         if let Some(file) = file {
             for (i, leaf) in leaves_of.iter().enumerate() {
                 let col = &columns[&leaf.column];
                 let Some(ci) = col.leaf else { continue };
-                if !stats_verdict[i][k] || group.column(ci).bloom_filter_offset().is_none() {
+                if !alive[i] || group.column(ci).bloom_filter_offset().is_none() {
                     continue;
                 }
                 let Some(probes) = bloom_probes(leaf, descr.column(ci).physical_type()) else {
                     continue;
                 };
                 let entry = bloom_cache.entry((g, ci)).or_insert_with(|| {
-                    per_column
-                        .get_mut(&leaf.column)
-                        .expect("every column")
-                        .bloom_filters_read += 1;
+                    counts(&mut per_column, &leaf.column).bloom_filters_read += 1;
                     // An unreadable bloom filter prunes nothing; the data read will say what is wrong.
                     Sbbf::read_from_column_chunk(group.column(ci), file).ok().flatten()
                 });
                 if let Some(bloom) = entry
                     && probes.iter().all(|p| !bloom.check(p.as_slice()))
                 {
-                    bloom_verdict[i] = false;
-                    per_column
-                        .get_mut(&leaf.column)
-                        .expect("every column")
-                        .row_groups_pruned_by_bloom_filter += 1;
+                    alive[i] = false;
+                    counts(&mut per_column, &leaf.column).row_groups_pruned_by_bloom_filter += 1;
                 }
             }
         }
-        let mut leaf_no = 0;
-        let by_bloom = eval_ranges(predicate, &mut leaf_no, &mut |i, _| {
-            if stats_verdict[i][k] && bloom_verdict[i] {
-                full.clone()
-            } else {
-                Vec::new()
-            }
-        });
-        if by_bloom.is_empty() {
+        if surviving(&alive).is_empty() {
             report.row_groups_pruned_by_bloom_filter += 1;
             report.bytes_avoided += projection_bytes;
             continue;
         }
 
         // Stage 3: dictionaries of `=` / `in` leaves still standing, where every data page uses one.
-        let mut dictionary_verdict = vec![true; leaves_of.len()];
         if let Some(file) = file {
             for (i, leaf) in leaves_of.iter().enumerate() {
                 let col = &columns[&leaf.column];
                 let Some(ci) = col.leaf else { continue };
-                if !(stats_verdict[i][k] && bloom_verdict[i] && all_dictionary_encoded(group.column(ci))) {
+                if !(alive[i] && all_dictionary_encoded(group.column(ci))) {
                     continue;
                 }
                 let Some(probes) = bloom_probes(leaf, descr.column(ci).physical_type()) else {
                     continue;
                 };
                 let entry = dictionary_cache.entry((g, ci)).or_insert_with(|| {
-                    per_column
-                        .get_mut(&leaf.column)
-                        .expect("every column")
-                        .dictionary_pages_read += 1;
+                    counts(&mut per_column, &leaf.column).dictionary_pages_read += 1;
                     dictionary_values(group.column(ci), file)
                 });
                 if let Some(values) = entry
@@ -650,23 +634,12 @@ pub fn prune<R: ChunkReader>(
                         .iter()
                         .all(|p| !values.iter().any(|v| v.as_ref() == p.as_slice()))
                 {
-                    dictionary_verdict[i] = false;
-                    per_column
-                        .get_mut(&leaf.column)
-                        .expect("every column")
-                        .row_groups_pruned_by_dictionary += 1;
+                    alive[i] = false;
+                    counts(&mut per_column, &leaf.column).row_groups_pruned_by_dictionary += 1;
                 }
             }
         }
-        let mut leaf_no = 0;
-        let by_dictionary = eval_ranges(predicate, &mut leaf_no, &mut |i, _| {
-            if stats_verdict[i][k] && bloom_verdict[i] && dictionary_verdict[i] {
-                full.clone()
-            } else {
-                Vec::new()
-            }
-        });
-        if by_dictionary.is_empty() {
+        if surviving(&alive).is_empty() {
             report.row_groups_pruned_by_dictionary += 1;
             report.bytes_avoided += projection_bytes;
             continue;
@@ -676,14 +649,14 @@ pub fn prune<R: ChunkReader>(
         let mut page_verdicts: Vec<Option<Ranges>> = Vec::new();
         for (i, leaf) in leaves_of.iter().enumerate() {
             let col = &columns[&leaf.column];
-            if !(stats_verdict[i][k] && bloom_verdict[i] && dictionary_verdict[i]) {
+            if !alive[i] {
                 page_verdicts.push(Some(Vec::new()));
                 continue;
             }
             match page_stats(meta, col, leaf, g).map_err(name_file)? {
                 Some((stats, firsts)) => {
                     let could = could_match(leaf, &stats).map_err(name_file)?;
-                    let c = per_column.get_mut(&col.name).expect("every column");
+                    let c = counts(&mut per_column, &col.name);
                     let mut ranges = Vec::new();
                     for (p, keep) in could.iter().enumerate() {
                         let end = firsts.get(p + 1).copied().unwrap_or(num_rows);
@@ -697,10 +670,7 @@ pub fn prune<R: ChunkReader>(
                     page_verdicts.push(Some(ranges));
                 }
                 None => {
-                    per_column
-                        .get_mut(&col.name)
-                        .expect("every column")
-                        .chunks_without_column_index += 1;
+                    counts(&mut per_column, &col.name).chunks_without_column_index += 1;
                     page_verdicts.push(None);
                 }
             }
@@ -794,6 +764,12 @@ fn eval_ranges(p: &Predicate, leaf_no: &mut usize, leaf_rows: &mut dyn FnMut(usi
             acc
         }
     }
+}
+
+/// The counters of filter column `name`, which the pruning fills in for every column before it
+/// looks at a row group.
+fn counts<'a>(per_column: &'a mut HashMap<String, ColumnPruningReport>, name: &str) -> &'a mut ColumnPruningReport {
+    per_column.get_mut(name).expect("every filter column has its counters")
 }
 
 #[cfg(test)]
