@@ -452,11 +452,9 @@ impl Reader {
         let budget = self.whole_budget()?;
         let spec = self.host_spec(vec![self.plan.clone()], &budget, Release::Finished);
         let mut steps = Scan::start(spec, RawSink(self.filter.clone())).collect_all()?;
-        let mut chunks = steps
+        steps
             .pop()
-            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))?;
-        chunks.report.tuning = self.tuning;
-        Ok(chunks)
+            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))
     }
 
     /// A whole read is one step: the budget's one step must hold the plan.
@@ -497,6 +495,7 @@ impl Reader {
             release,
             progress,
             started: std::time::Instant::now(),
+            tuning: self.tuning,
         }
     }
 

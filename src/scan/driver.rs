@@ -88,6 +88,8 @@ pub(crate) struct ScanSpec {
     pub progress: ProgressCounter,
     /// The read's start (for traces).
     pub started: Instant,
+    /// The reader's developer tuning, written in each step's report.
+    pub tuning: crate::config::Tuning,
 }
 
 /// Places for steps in memory: the reading thread takes one before it reads a step; it is given
@@ -366,6 +368,10 @@ fn read_steps<T: Send>(shared: &Shared<T>, spec: &ScanSpec, tx: std::sync::mpsc:
                 f.queued,
                 spec.threads,
             )
+            .map(|mut chunks| {
+                chunks.report.tuning = spec.tuning;
+                chunks
+            })
         });
         match (r, place) {
             (Ok(chunks), Some(place)) => {

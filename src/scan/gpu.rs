@@ -232,6 +232,7 @@ impl GpuSteps {
             release,
             progress,
             started,
+            tuning: reader.tuning,
         };
         (spec, sink)
     }
