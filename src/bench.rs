@@ -27,6 +27,9 @@ use crate::plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};
 use crate::reader::{ColumnChunks, Reader};
 use crate::scan::gpu::{GpuSteps, held_decoders};
 
+mod selective;
+pub use selective::NamedFilter;
+
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -57,6 +60,9 @@ pub struct BenchOptions {
     pub decode_threads: Option<usize>,
     /// Developer tuning (tracing, the Snappy decoders' choice) of every reader it builds.
     pub tuning: Tuning,
+    /// Selective reads to measure ([`selective`]): per filter, the filtered read into device columns,
+    /// the same columns unfiltered, and the filtered read on the host.
+    pub filters: Vec<NamedFilter>,
 }
 
 impl Default for BenchOptions {
@@ -75,6 +81,7 @@ impl Default for BenchOptions {
             decode_steps: None,
             decode_threads: None,
             tuning: Tuning::default(),
+            filters: Vec::new(),
         }
     }
 }
@@ -290,6 +297,7 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
                 bytes,
                 format!("no GPU: {e}"),
             ));
+            rows.extend(selective::selective_rows(file, opts, reps, cold, false));
             return Ok(report(file, &plan, reps, cold_skipped, rows));
         }
         Ok(c) => c,
@@ -329,6 +337,7 @@ pub fn bench_paths(file: &Path, opts: &BenchOptions) -> Result<BenchReport> {
     if opts.decode {
         rows.extend(decode_rows(file, opts, reps, cold));
     }
+    rows.extend(selective::selective_rows(file, opts, reps, cold, true));
     Ok(report(file, &plan, reps, cold_skipped, rows))
 }
 

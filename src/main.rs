@@ -185,6 +185,9 @@ impl IoArgs {
 struct BenchArgs {
     /// The Parquet file.
     file: PathBuf,
+    /// Columns to read: top-level names or dotted paths to nested leaves (default: all).
+    #[arg(long, value_delimiter = ',')]
+    columns: Option<Vec<String>>,
     /// Hot repetitions per path (the best is reported).
     #[arg(long, default_value_t = 5)]
     reps: usize,
@@ -205,6 +208,11 @@ struct BenchArgs {
     /// decode rows only (to compare decode settings quickly).
     #[arg(long, conflicts_with = "no_decode")]
     only_decode: bool,
+    /// Also measure a selective read (repeatable): `NAME:EXPR` or an expression (see `read
+    /// --filter`). Rows: filtered into device columns, the same columns unfiltered, and filtered on
+    /// the host with arrow-rs (not with --only-decode), each with the bytes read and rows kept.
+    #[arg(long = "filter", value_name = "NAME:EXPR")]
+    filters: Vec<String>,
     #[command(flatten)]
     io: IoArgs,
     /// Print JSON instead of a table.
@@ -805,16 +813,23 @@ fn check(dir: PathBuf, io: IoArgs, json: bool) -> gpu_parquet::Result<String> {
 fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
     let BenchArgs {
         file,
+        columns,
         reps,
         drop_caches,
         no_cold,
         staged_threads,
         no_decode,
         only_decode,
+        filters,
         io,
         json,
     } = args;
     let settings = io.read_settings()?;
+    let filters = filters
+        .iter()
+        .enumerate()
+        .map(|(i, f)| gpu_parquet::bench::NamedFilter::parse(f, i + 1))
+        .collect::<gpu_parquet::Result<Vec<_>>>()?;
     let opts = gpu_parquet::bench::BenchOptions {
         reps,
         cold: drop_caches && !no_cold,
@@ -828,6 +843,8 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
         tuning: settings.tuning,
         policy: settings.policy,
         device: settings.device,
+        columns: columns.map_or(gpu_parquet::Projection::All, gpu_parquet::Projection::Names),
+        filters,
         ..Default::default()
     };
     if opts.cold {

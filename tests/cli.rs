@@ -1476,3 +1476,91 @@ fn read_with_a_filter_writes_the_matching_rows_and_the_pruning() {
     r.assert_one_error_line("filter \"id <\"");
     assert!(r.stderr.contains("at position 4"), "{}", r.stderr);
 }
+
+/// `bench --filter`: per filter a row that reads through arrow-rs only the row groups pruning keeps,
+/// with the rows the filter accepts (counted here by hand from arrow-rs's whole file); without a GPU
+/// the device rows are left out with the reason; a bad filter is one clear line.
+#[test]
+fn bench_measures_selective_reads_with_their_bytes_and_rows() {
+    use arrow::array::{Array, Int64Array};
+    let file = testdata("flat_snappy_dict.parquet");
+    let all = arrow_rs(&file, None, None).expect("arrow-rs reads it");
+    let ids = all
+        .column_by_name("id")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    let s = all.column_by_name("s").unwrap();
+    let want = (0..all.num_rows())
+        .filter(|&i| ids.is_valid(i) && ids.value(i) < 100 && s.is_valid(i))
+        .count();
+    let r = run(&[
+        OsString::from("bench"),
+        file.clone().into(),
+        "--reps".into(),
+        "1".into(),
+        "--columns".into(),
+        "f64".into(),
+        "--filter".into(),
+        "sel:id < 100 and s is not null".into(),
+        "--filter".into(),
+        "id >= 0".into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    let j = r.json();
+    let rows = j["rows"].as_array().expect("rows");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}: {}", r.stdout))
+    };
+    let sel = row("filter sel: host batches (arrow-rs)");
+    let note = sel["note"].as_str().unwrap();
+    assert!(note.starts_with(&format!("{want} rows kept, ")), "{note}");
+    assert!(sel["hot_s"].as_f64().is_some_and(|t| t > 0.0), "{sel}");
+    let all_rows = row("filter f2: host batches (arrow-rs)");
+    assert!(
+        all_rows["note"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{} rows kept", ids.null_count().abs_diff(ids.len()))),
+        "{all_rows}"
+    );
+    // The selective read fetched fewer bytes than the read every row group survives.
+    assert!(
+        sel["bytes"].as_u64().unwrap() < all_rows["bytes"].as_u64().unwrap(),
+        "{}",
+        r.stdout
+    );
+    // The least a page-level read could fetch: pages holding an accepted row, fewer than the read's.
+    let least = row("filter sel: pages holding matching rows");
+    assert!(
+        least["note"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("the {want} accepted rows")),
+        "{least}"
+    );
+    assert!(least["bytes"].as_u64().unwrap() > 0, "{least}");
+    assert!(
+        least["bytes"].as_u64().unwrap() <= sel["bytes"].as_u64().unwrap(),
+        "{least}"
+    );
+    if rows.iter().all(|r| r["name"] != "filter sel: device columns") {
+        let gpu = rows
+            .iter()
+            .find(|r| r["name"] == "staged / cufile / pinned H2D")
+            .expect("the no-GPU row");
+        assert!(gpu["note"].as_str().unwrap().contains("no GPU"), "{gpu}");
+    }
+
+    let r = run(&[
+        OsString::from("bench"),
+        file.clone().into(),
+        "--filter".into(),
+        "q:id <".into(),
+    ]);
+    r.assert_one_error_line("filter \"id <\"");
+}

@@ -35,6 +35,8 @@
 #             4,32, bench again, dd of the files after dropping the page cache, read --verify; the cuDF
 #             wheels as a tar split into .cudf-parts/p00... (shared/bench/README.md), each carried by an
 #             earlier call on the same warm machine: `part` (carry [".cudf-parts/p00"], then p01, ...)
+#   selective the selective reads of issue 43 on lineitem_sorted (`selective [FILE]`): `bench --filter`
+#             rows (filtered, unfiltered, pages holding matching rows) beside tools/cudf_filters.py
 # State lives in /tmp, which goes when the machine is released (about 30 s idle).
 set -uo pipefail
 here=$PWD
@@ -166,5 +168,26 @@ case "${1:-}" in
     for f in $files; do echo "== ours again $f"; decode_bench gpu-parquet $f --no-cold; done
     for f in $files; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
     for f in $files; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
+  selective)
+    # Issue 43's queries on lineitem_sorted (after `lineitem`, with sort_parquet carried), ours then
+    # cuDF's (tools/cudf_filters.py; cuDF installed by `cudf` first), then ours again: Q6, Q1, a point
+    # lookup on the sort column and one answered by bloom filters. Each: NAME|COLUMNS|OUR FILTER|DNF.
+    f=$F/${2:-lineitem_sorted}.parquet
+    queries=(
+      "q6|l_extendedprice,l_discount|l_shipdate >= '1994-01-01' and l_shipdate < '1995-01-01' and l_discount between 0.05 and 0.07 and l_quantity < 24|[[\"l_shipdate\",\">=\",\"1994-01-01\"],[\"l_shipdate\",\"<\",\"1995-01-01\"],[\"l_discount\",\">=\",0.05],[\"l_discount\",\"<=\",0.07],[\"l_quantity\",\"<\",24]]"
+      "q1|l_returnflag,l_linestatus,l_quantity,l_extendedprice,l_discount,l_tax|l_shipdate <= '1998-09-02'|[[\"l_shipdate\",\"<=\",\"1998-09-02\"]]"
+      "point|l_orderkey,l_extendedprice|l_shipdate = '1995-06-17'|[[\"l_shipdate\",\"=\",\"1995-06-17\"]]"
+      "bloom|l_shipdate,l_extendedprice|l_orderkey = 30000001|[[\"l_orderkey\",\"=\",30000001]]"
+    )
+    for round in ours cudf again; do for q in "${queries[@]}"; do
+      IFS='|' read -r name cols expr dnf <<< "$q"
+      echo "== $round $name"
+      if [ $round = cudf ]; then
+        KVIKIO_COMPAT_MODE=ON python3 tools/cudf_filters.py $f "$cols" "$dnf" 4,32 2>&1 | grep -E "^\{|Error"
+      else
+        $B/gpu-parquet bench $f --reps 5 --staged-threads 12 --only-decode --columns "$cols" \
+          --filter "$name:$expr" $([ $round = ours ] && echo --drop-caches) 2>&1 | grep -E "^filter|^decode: file" | sed 's/  */ /g'
+      fi
+    done; done ;;
   *) sed -n '2,/^# State lives/p' "$0"; exit 2 ;;
 esac
