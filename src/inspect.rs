@@ -41,6 +41,48 @@ pub struct FileSummary {
     pub row_groups: Vec<RowGroupSummary>,
     /// What had to be corrected to read the file ([`ParquetSource::repairs`]); empty when nothing.
     pub repairs: Vec<String>,
+    /// Where each top-level column is decoded when read on the GPU path, as its types decide (a
+    /// page's encoding found at read time may still send a column to the host; the read reports it).
+    pub decode: Vec<DecodeRoute>,
+}
+
+/// Where one top-level column decodes on the GPU path.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecodeRoute {
+    /// Field name.
+    pub column: String,
+    /// `gpu`, or `host` (arrow-rs on the CPU, the result uploaded).
+    pub on: &'static str,
+    /// Why on the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Each top-level column's route (or, where the schema cannot be routed, one entry saying why).
+fn decode_routes(source: &ParquetSource) -> Vec<DecodeRoute> {
+    use crate::decode::pipeline::{Route, route_columns};
+    let leaves: Vec<usize> = (0..source.metadata().file_metadata().schema_descr().num_columns()).collect();
+    match route_columns(source, &leaves) {
+        Ok((_, routes)) => routes
+            .into_iter()
+            .map(|r| {
+                let reason = match r.route {
+                    Route::Host(why) => Some(why),
+                    Route::Gpu(_) | Route::GpuNested(_) => None,
+                };
+                DecodeRoute {
+                    column: r.name,
+                    on: if reason.is_some() { "host" } else { "gpu" },
+                    reason,
+                }
+            })
+            .collect(),
+        Err(e) => vec![DecodeRoute {
+            column: "(all)".into(),
+            on: "host",
+            reason: Some(e.to_string()),
+        }],
+    }
 }
 
 /// One leaf column of the schema.
@@ -211,6 +253,7 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
         page_index,
         row_groups,
         repairs: source.repairs().to_vec(),
+        decode: decode_routes(source),
     }
 }
 
@@ -403,6 +446,19 @@ impl FileSummary {
             out.push_str("  ");
             out.push_str(line);
             out.push('\n');
+        }
+        let host: Vec<&DecodeRoute> = self.decode.iter().filter(|r| r.on == "host").collect();
+        if host.is_empty() {
+            out.push_str(&format!("\nGPU decode: all {} top-level columns\n", self.decode.len()));
+        } else {
+            out.push_str(&format!(
+                "\nGPU decode: {} of {} top-level columns; on the host:\n",
+                self.decode.len() - host.len(),
+                self.decode.len()
+            ));
+            for r in host {
+                out.push_str(&format!("  {}: {}\n", r.column, r.reason.as_deref().unwrap_or("")));
+            }
         }
         if !self.repairs.is_empty() {
             out.push_str("\ncorrected to read this file:\n");

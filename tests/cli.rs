@@ -1564,3 +1564,50 @@ fn bench_measures_selective_reads_with_their_bytes_and_rows() {
     ]);
     r.assert_one_error_line("filter \"id <\"");
 }
+
+/// `inspect` says where each top-level column decodes on the GPU path, and why a column goes to the
+/// host: all on the GPU for the nested test file; a fixed-size list of strings (items the kernels do
+/// not pad) on the host, with the reason, in the table and the JSON.
+#[test]
+fn inspect_names_the_columns_decoded_on_the_host() {
+    use std::sync::Arc;
+
+    use arrow::array::{Array, FixedSizeListArray, Int32Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let r = run(&["inspect".into(), testdata("nested.parquet").into_os_string()]);
+    r.assert_ok();
+    assert!(r.stdout.contains("GPU decode: all 4 top-level columns"), "{}", r.stdout);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("fsl_strings.parquet");
+    let item = Arc::new(Field::new("item", DataType::Utf8, true));
+    let strings = StringArray::from(vec!["a", "bb", "ccc", "dddd"]);
+    let fsl = FixedSizeListArray::try_new(item, 2, Arc::new(strings), None).unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int32, false),
+        Field::new("pairs", fsl.data_type().clone(), true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Int32Array::from(vec![1, 2])), Arc::new(fsl)],
+    )
+    .unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(File::create(&path).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let r = run(&["inspect".into(), path.clone().into_os_string()]);
+    r.assert_ok();
+    assert!(
+        r.stdout
+            .contains("GPU decode: 1 of 2 top-level columns; on the host:\n  pairs: "),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["inspect".into(), path.into_os_string(), "--json".into()]);
+    r.assert_ok();
+    let routes = &r.json()["decode"];
+    assert_eq!(routes[0]["on"], "gpu", "{routes}");
+    assert_eq!(routes[1]["column"], "pairs", "{routes}");
+    assert_eq!(routes[1]["on"], "host", "{routes}");
+    assert!(routes[1]["reason"].as_str().is_some_and(|w| !w.is_empty()), "{routes}");
+}
