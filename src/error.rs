@@ -50,7 +50,10 @@ impl std::fmt::Display for Location {
 }
 
 /// Errors from planning, reading and decoding.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the same sentence as `Display` (file, column, row group, what went wrong), so that
+/// `fn main() -> Result<(), Box<dyn std::error::Error>>` and `unwrap` show it rather than a struct.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The file could not be opened, sized or read.
@@ -245,3 +248,31 @@ impl Error {
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `main` returning `Box<dyn Error>` prints: the sentence, not the struct.
+    #[test]
+    fn debug_is_the_sentence_main_prints() {
+        let e = Error::InvalidRequest {
+            location: Location {
+                column: Some("year".into()),
+                ..Location::file("/tmp/a.parquet")
+            },
+            message: "no column named 'year'".into(),
+        };
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        let shown = format!("{boxed:?}");
+        assert_eq!(shown, boxed.to_string());
+        assert!(shown.starts_with("/tmp/a.parquet, column 'year'"), "{shown}");
+        assert!(!shown.contains("location:") && !shown.contains("InvalidRequest {"), "{shown}");
+    }
+}
