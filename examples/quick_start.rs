@@ -43,12 +43,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
-    // 4. A hive dataset (dir/year=2024/...): partition columns come after the file's columns.
+    // 4. A hive dataset (dir/year=2024/...): `year` is a partition column, selected like the files'
+    //    columns and placed after them.
     let dir = std::env::temp_dir().join("gpu-parquet-quick-start/year=2024");
     std::fs::create_dir_all(&dir)?;
     std::fs::copy(&path, dir.join("part-0.parquet"))?;
-    let ds = Dataset::open(DatasetSource::Directory(dir.parent().unwrap().into()))?;
-    for batch in ds.batches(|r| r.with_backend(BackendKind::Host).with_columns(["id"])) {
+    let ds = Dataset::open(DatasetSource::Directory(dir.parent().unwrap().into()))?.select_columns(&["id", "year"])?;
+    for batch in ds.batches(|r| r.with_backend(BackendKind::Host)) {
         let b = batch?.batch;
         println!(
             "dataset: {} rows, columns {:?}",

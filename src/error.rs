@@ -273,6 +273,9 @@ mod tests {
         let shown = format!("{boxed:?}");
         assert_eq!(shown, boxed.to_string());
         assert!(shown.starts_with("/tmp/a.parquet, column 'year'"), "{shown}");
-        assert!(!shown.contains("location:") && !shown.contains("InvalidRequest {"), "{shown}");
+        assert!(
+            !shown.contains("location:") && !shown.contains("InvalidRequest {"),
+            "{shown}"
+        );
     }
 }
