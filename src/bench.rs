@@ -361,28 +361,36 @@ fn decode_rows(file: &Path, opts: &BenchOptions, reps: usize, cold: bool) -> Vec
     rows
 }
 
+/// A reader of `file` as the decode rows measure it: `opts`' columns, device, policy, tuning, decoder,
+/// memory limit and steps.
+fn reader_builder(file: &Path, opts: &BenchOptions) -> crate::ReaderBuilder {
+    let mut b = crate::Reader::builder(file)
+        .with_projection(opts.columns.clone())
+        .with_device(opts.device)
+        .with_policy(opts.policy.clone())
+        .with_tuning(opts.tuning)
+        .with_decoder_options(opts.decoder.clone());
+    if let Some(m) = opts.memory_limit {
+        b = b.with_memory_limit(m);
+    }
+    if let Some(n) = opts.decode_steps {
+        b = b.with_decode_steps(n);
+    }
+    if let Some(n) = opts.decode_threads {
+        b = b.with_decode_threads(n);
+    }
+    b
+}
+
 /// The decode rows with the pre-check of compressed pages on (`trust` false) or off.
 fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, trust: bool) -> Vec<BenchRow> {
     let build = || {
-        let mut b = crate::Reader::builder(file)
-            .with_projection(opts.columns.clone())
-            .with_device(opts.device)
-            .with_policy(opts.policy.clone())
-            .with_tuning(opts.tuning)
+        reader_builder(file, opts)
             .with_decoder_options(crate::decode::gpu::DecoderOptions {
                 trust_compressed: trust,
                 ..opts.decoder.clone()
-            });
-        if let Some(m) = opts.memory_limit {
-            b = b.with_memory_limit(m);
-        }
-        if let Some(n) = opts.decode_steps {
-            b = b.with_decode_steps(n);
-        }
-        if let Some(n) = opts.decode_threads {
-            b = b.with_decode_threads(n);
-        }
-        b.build()
+            })
+            .build()
     };
     let reader = match build() {
         Ok(r) => r,

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use arrow::array::Array;
 
-use super::{BenchOptions, BenchRow, best_of, drop_page_cache, gbps, warm_page_cache};
+use super::{BenchOptions, BenchRow, best_of, drop_page_cache, gbps, reader_builder, warm_page_cache};
 use crate::error::Result;
 use crate::filter::Expr;
 use crate::reader::{Reader, ReaderBuilder};
@@ -47,48 +47,33 @@ const CHECK_ALL_ROWS: usize = 20_000_000;
 pub(super) fn selective_rows(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, gpu: bool) -> Vec<BenchRow> {
     let mut rows = Vec::new();
     for f in &opts.filters {
-        rows.extend(rows_of(file, opts, f, reps, cold, gpu));
+        rows.extend(rows_of(file, opts, f, Timing { file, reps, cold }, gpu));
     }
     rows
 }
 
-fn builder(file: &Path, opts: &BenchOptions) -> ReaderBuilder {
-    let mut b = Reader::builder(file)
-        .with_projection(opts.columns.clone())
-        .with_device(opts.device)
-        .with_policy(opts.policy.clone())
-        .with_tuning(opts.tuning)
-        .with_decoder_options(opts.decoder.clone());
-    if let Some(m) = opts.memory_limit {
-        b = b.with_memory_limit(m);
-    }
-    if let Some(n) = opts.decode_steps {
-        b = b.with_decode_steps(n);
-    }
-    if let Some(n) = opts.decode_threads {
-        b = b.with_decode_threads(n);
-    }
-    b
-}
-
-/// Times `run` (best of `reps` hot, and one cold where asked and allowed) into `row`.
-fn time_into(
-    row: &mut BenchRow,
-    file: &Path,
+/// How a row is timed: best of `reps` hot runs, and one cold run of `file` where asked.
+#[derive(Clone, Copy)]
+struct Timing<'a> {
+    file: &'a Path,
     reps: usize,
     cold: bool,
-    mut run: impl FnMut() -> Result<()>,
-) -> Result<()> {
-    let best = best_of(reps, &mut run)?;
-    row.hot_s = Some(best.as_secs_f64());
-    row.hot_gbps = Some(gbps(row.bytes, best));
-    if cold && drop_page_cache().is_ok() {
-        let d = best_of(1, &mut run)?;
-        row.cold_s = Some(d.as_secs_f64());
-        row.cold_gbps = Some(gbps(row.bytes, d));
-        warm_page_cache(file)?;
+}
+
+impl Timing<'_> {
+    /// Times `run` into `row` (the cold run only where the page cache can be dropped).
+    fn time(&self, row: &mut BenchRow, mut run: impl FnMut() -> Result<()>) -> Result<()> {
+        let best = best_of(self.reps, &mut run)?;
+        row.hot_s = Some(best.as_secs_f64());
+        row.hot_gbps = Some(gbps(row.bytes, best));
+        if self.cold && drop_page_cache().is_ok() {
+            let d = best_of(1, &mut run)?;
+            row.cold_s = Some(d.as_secs_f64());
+            row.cold_gbps = Some(gbps(row.bytes, d));
+            warm_page_cache(self.file)?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 fn with_note(mut row: BenchRow, note: String) -> BenchRow {
@@ -99,9 +84,9 @@ fn with_note(mut row: BenchRow, note: String) -> BenchRow {
     row
 }
 
-fn rows_of(file: &Path, opts: &BenchOptions, f: &NamedFilter, reps: usize, cold: bool, gpu: bool) -> Vec<BenchRow> {
+fn rows_of(file: &Path, opts: &BenchOptions, f: &NamedFilter, timing: Timing<'_>, gpu: bool) -> Vec<BenchRow> {
     let label = |what: &str| format!("filter {}: {what}", f.name);
-    let filtered = match builder(file, opts).with_filter(f.expr.clone()).build() {
+    let filtered = match reader_builder(file, opts).with_filter(f.expr.clone()).build() {
         Ok(r) => r,
         Err(e) => return vec![BenchRow::failed(label("plan"), 0, e.to_string())],
     };
@@ -118,7 +103,7 @@ fn rows_of(file: &Path, opts: &BenchOptions, f: &NamedFilter, reps: usize, cold:
         })
         .unwrap_or_default();
     // The host read: a row of its own where the other paths are measured, and the reference of the check.
-    let host_reader = builder(file, opts)
+    let host_reader = reader_builder(file, opts)
         .with_filter(f.expr.clone())
         .with_decode(Decode::Host)
         .with_backend(crate::config::BackendKind::Host)
@@ -130,9 +115,7 @@ fn rows_of(file: &Path, opts: &BenchOptions, f: &NamedFilter, reps: usize, cold:
     {
         rows.push(host_row(
             &label("host batches (arrow-rs)"),
-            file,
-            reps,
-            cold,
+            timing,
             reader,
             &host,
             &pruning,
@@ -142,26 +125,16 @@ fn rows_of(file: &Path, opts: &BenchOptions, f: &NamedFilter, reps: usize, cold:
     if !gpu {
         return rows;
     }
-    rows.push(gpu_row(
-        &label("device columns"),
-        file,
-        reps,
-        cold,
-        &filtered,
-        &host,
-        &pruning,
-    ));
+    rows.push(gpu_row(&label("device columns"), timing, &filtered, &host, &pruning));
     // The same columns without the filter: the filtered read must not be slower where most rows match.
     let columns = filtered.plan().columns.clone();
-    match builder(file, opts)
+    match reader_builder(file, opts)
         .with_projection(crate::plan::Projection::Leaves(columns))
         .build()
     {
         Ok(plain) => rows.push(gpu_row(
             &label("same columns unfiltered"),
-            file,
-            reps,
-            cold,
+            timing,
             &plain,
             &Err("".into()),
             "",
@@ -262,23 +235,13 @@ fn host_read(reader: &Reader) -> HostRead {
     Ok((table, bytes))
 }
 
-fn host_row(
-    name: &str,
-    file: &Path,
-    reps: usize,
-    cold: bool,
-    reader: &Reader,
-    host: &HostRead,
-    pruning: &str,
-) -> BenchRow {
+fn host_row(name: &str, timing: Timing<'_>, reader: &Reader, host: &HostRead, pruning: &str) -> BenchRow {
     let (table, bytes) = match host {
         Ok(x) => x,
         Err(e) => return BenchRow::failed(name, 0, e.clone()),
     };
     let mut row = BenchRow::blank(name, *bytes);
-    let res = time_into(&mut row, file, reps, cold, || {
-        reader.read().and_then(|c| c.decode()).map(drop)
-    });
+    let res = timing.time(&mut row, || reader.read().and_then(|c| c.decode()).map(drop));
     let note = format!("{} rows kept, {bytes} bytes read; {pruning}", table.num_rows());
     match res {
         Ok(()) => with_note(row, note),
@@ -286,15 +249,7 @@ fn host_row(
     }
 }
 
-fn gpu_row(
-    name: &str,
-    file: &Path,
-    reps: usize,
-    cold: bool,
-    reader: &Reader,
-    host: &HostRead,
-    pruning: &str,
-) -> BenchRow {
+fn gpu_row(name: &str, timing: Timing<'_>, reader: &Reader, host: &HostRead, pruning: &str) -> BenchRow {
     let first = match reader.read_device() {
         Ok(r) => r,
         Err(e) => return BenchRow::failed(name, 0, e.to_string()),
@@ -308,7 +263,7 @@ fn gpu_row(
     };
     drop(first);
     let mut row = BenchRow::blank(name, bytes);
-    let res = time_into(&mut row, file, reps, cold, || reader.read_device().map(drop));
+    let res = timing.time(&mut row, || reader.read_device().map(drop));
     let mut note = format!("{kept} rows kept, {bytes} bytes read");
     if !pruning.is_empty() {
         note.push_str(&format!("; {pruning}"));
