@@ -1,6 +1,6 @@
 //! The corruption suite: files written here with arrow-rs (every route of the decoder: plain,
 //! dictionary, delta, byte stream split, nulls, a list, views, 64-bit offsets, a fixed-length decimal
-//! (dictionary in v1, DELTA_BYTE_ARRAY in v2),
+//! (dictionary in v1, DELTA_BYTE_ARRAY in v2), a fixed-size list of fixed-width items,
 //! a dictionary-typed column whose dictionary overflows into plain pages;
 //! uncompressed and Snappy; data pages v1 and v2), then damaged on purpose at known places: truncated at every section boundary, bytes flipped in
 //! the footer, the page headers and the page data, metadata that lies (chunks past the end or
@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use arrow::array::{
-    Array, ArrayRef, Decimal128Array, DictionaryArray, Float32Array, Int32Array, Int64Array, LargeStringArray,
-    ListArray, StringArray, StringViewArray,
+    Array, ArrayRef, Decimal128Array, DictionaryArray, FixedSizeListArray, Float32Array, Int32Array, Int64Array,
+    LargeStringArray, ListArray, StringArray, StringViewArray,
 };
 use arrow::datatypes::{DataType, Field, Int32Type, Schema};
 use arrow::record_batch::RecordBatch;
@@ -81,6 +81,11 @@ fn table() -> RecordBatch {
     let money = Decimal128Array::from_iter((0..ROWS).map(|i| (i % 8 != 0).then_some(i as i128 * 1_000_000_007 - 5)))
         .with_precision_and_scale(30, 2)
         .expect("decimal");
+    // A fixed-size list of fixed-width items (the GPU's padding kernels build it).
+    let pairs = FixedSizeListArray::from_iter_primitive::<Int32Type, _, _>(
+        (0..ROWS).map(|i| (i % 10 != 3).then(|| vec![Some(i as i32), (i % 3 != 0).then_some(-(i as i32))])),
+        2,
+    );
     let schema = Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("code", DataType::Int32, false),
@@ -92,6 +97,7 @@ fn table() -> RecordBatch {
         Field::new("large", DataType::LargeUtf8, true),
         Field::new("money", money.data_type().clone(), true),
         Field::new("category", category.data_type().clone(), true),
+        Field::new("pairs", pairs.data_type().clone(), true),
     ]);
     let columns: Vec<ArrayRef> = vec![
         Arc::new(ids),
@@ -104,6 +110,7 @@ fn table() -> RecordBatch {
         Arc::new(large),
         Arc::new(money),
         Arc::new(category),
+        Arc::new(pairs),
     ];
     RecordBatch::try_new(Arc::new(schema), columns).expect("batch")
 }
