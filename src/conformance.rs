@@ -473,6 +473,7 @@ pub fn check_plans<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
         offset,
         len,
         dest_offset: 0,
+        pages: None,
     };
     let p = ReadPlan::from_chunks(
         vec![one(first.offset, 1)],
