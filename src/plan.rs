@@ -112,6 +112,8 @@ pub struct PageRun {
     pub pages: Range<usize>,
     /// The rows of those pages in the row group (0 = its first), from the OffsetIndex.
     pub rows: Range<u64>,
+    /// Data pages in the whole chunk, per its OffsetIndex.
+    pub chunk_pages: usize,
 }
 
 /// A column chunk of a page-level read that is read whole, and why.
@@ -406,6 +408,7 @@ fn page_pieces(
                 dictionary: true,
                 pages: 0..0,
                 rows: 0..0,
+                chunk_pages: pages.len(),
             },
         ));
     }
@@ -431,6 +434,7 @@ fn page_pieces(
                     dictionary: false,
                     pages: p..p + 1,
                     rows: held.clone(),
+                    chunk_pages: pages.len(),
                 },
             )),
         }
