@@ -95,7 +95,7 @@ pub struct ColumnReport {
     pub column: usize,
     /// Dotted path.
     pub column_path: String,
-    /// Column chunks read.
+    /// Column chunks read (whole or page by page).
     pub chunks: usize,
     /// Bytes and reads by path.
     pub counts: PathCounts,
@@ -399,7 +399,13 @@ impl ReadReport {
                         .get(mine.first().copied().unwrap_or(usize::MAX))
                         .map(|c| c.column_path.clone())
                         .unwrap_or_default(),
-                    chunks: mine.len(),
+                    // Pieces of a chunk read page by page count once (one chunk per row group).
+                    chunks: {
+                        let mut groups: Vec<usize> = mine.iter().map(|&i| plan.chunks[i].row_group).collect();
+                        groups.sort_unstable();
+                        groups.dedup();
+                        groups.len()
+                    },
                     gbps: gbps(c.total_bytes(), busy),
                     counts: c,
                     busy,
@@ -695,6 +701,14 @@ pub struct ColumnPruningReport {
 }
 
 impl PruningReport {
+    /// The report of a read whose chunks are fetched whole (the GPU decode): no page-level I/O.
+    pub fn without_page_io(&self) -> Self {
+        Self {
+            page_io: None,
+            ..self.clone()
+        }
+    }
+
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
