@@ -177,8 +177,10 @@ impl ReaderBuilder {
     /// matching row are dropped (statistics, bloom filters, page index: [`Reader::pruning`]) and the
     /// filter's columns are read too; a host decode ([`Reader::read_batches`],
     /// [`ColumnChunks::decode`] of [`Reader::read`] and [`Reader::stream`]) keeps the accepted rows
-    /// exactly and drops the columns read only for the filter. The raw chunks of `read()` and the
-    /// GPU read (`read_device`) are those of the surviving row groups, unfiltered within them.
+    /// exactly and drops the columns read only for the filter. Host reads fetch the surviving rows
+    /// page by page where the file has an OffsetIndex ([`ReadPlan::build_paged`]): the raw chunks of
+    /// `read()` are then pieces (dictionary page, runs of data pages) of the surviving row groups'
+    /// chunks. The GPU read (`read_device`) fetches those chunks whole, unfiltered within them.
     pub fn with_filter(mut self, filter: crate::filter::Expr) -> Self {
         self.filter = Some(filter);
         self
@@ -745,7 +747,8 @@ impl ColumnChunks {
         &self.plan.row_groups
     }
 
-    /// Where the chunk of `column` (dotted path) in `row_group` is in [`Self::buffer`].
+    /// Where the chunk of `column` (dotted path) in `row_group` is in [`Self::buffer`] (its first
+    /// piece, for a chunk read page by page: see [`ChunkRange::pages`]).
     pub fn chunk(&self, column: &str, row_group: usize) -> Option<&ChunkRange> {
         self.plan
             .chunks
