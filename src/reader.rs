@@ -431,7 +431,7 @@ impl Reader {
     /// decode produces from, and what throughput is counted in (cuDF's measure).
     pub fn uncompressed_bytes(&self) -> u64 {
         let meta = self.source.metadata();
-        self.plan
+        self.whole_plan
             .chunks
             .iter()
             .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)

@@ -411,3 +411,70 @@ fn a_damaged_offset_index_is_read_around_or_refused() {
         Err(e) => assert!(matches!(e, Error::CorruptPage { .. }), "{e}"),
     }
 }
+
+/// Every parquet-testing file arrow-rs reads, read page by page over a few rows of each row group
+/// (two ranges, placed by the row group's size): where the whole file decodes, the page-level decode
+/// gives exactly those rows of it.
+#[test]
+fn corpus_files_read_page_by_page_equal_their_whole_read() {
+    let Some(corpus) = common::corpus() else { return };
+    let files = common::files_under(&corpus.join("data"), |p| common::name_ends_with(p, ".parquet"));
+    let mut paged_files = 0;
+    for path in files {
+        let Ok(source) = ParquetSource::open(&path) else {
+            continue;
+        };
+        let meta = source.metadata();
+        let whole_plan = ReadPlan::build(
+            &source,
+            &Projection::All,
+            &RowGroupSelection::All,
+            PlanOptions::default(),
+        );
+        let Ok(whole_plan) = whole_plan else { continue };
+        let fetched = common::host_fetch(&source, &whole_plan, 2);
+        let Ok(whole) = decode_fetched(&source, &whole_plan, &fetched.buffer, 2).and_then(|t| t.concat()) else {
+            continue;
+        };
+        let rows: BTreeMap<usize, Vec<std::ops::Range<u64>>> = (0..meta.num_row_groups())
+            .filter_map(|g| {
+                let n = meta.row_group(g).num_rows().max(0) as u64;
+                (n >= 4).then(|| (g, vec![n / 7..n / 7 + 1 + n / 9, n / 2..(n / 2 + 3).min(n)]))
+            })
+            .collect();
+        let plan = ReadPlan::build_paged(
+            &source,
+            &Projection::All,
+            &RowGroupSelection::All,
+            PlanOptions::default(),
+            &rows,
+        )
+        .unwrap();
+        if plan.chunks.iter().any(|c| c.pages.is_some()) {
+            paged_files += 1;
+        }
+        let fetched = common::host_fetch(&source, &plan, 2);
+        let got = decode_fetched(&source, &plan, &fetched.buffer, 2)
+            .and_then(|t| t.concat())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut slices = Vec::new();
+        let mut at = 0usize;
+        for g in 0..meta.num_row_groups() {
+            let n = meta.row_group(g).num_rows().max(0) as usize;
+            match plan.rows.get(&g) {
+                Some(kept) => slices.extend(
+                    kept.iter()
+                        .map(|r| whole.slice(at + r.start as usize, (r.end - r.start) as usize)),
+                ),
+                None => slices.push(whole.slice(at, n)),
+            }
+            at += n;
+        }
+        let want = concat_batches(&whole.schema(), &slices).unwrap();
+        assert_same(&got, &want, &path.display().to_string());
+    }
+    assert!(
+        paged_files >= 3,
+        "only {paged_files} corpus files were read page by page"
+    );
+}
