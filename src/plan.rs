@@ -80,7 +80,7 @@ impl Default for PlanOptions {
     }
 }
 
-/// One needed column chunk.
+/// One needed column chunk, or one piece of a chunk read page by page ([`ChunkRange::pages`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChunkRange {
     /// Row group index.
@@ -170,7 +170,7 @@ impl ReadTask {
 /// Everything a backend needs to fetch the bytes of a projection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReadPlan {
-    /// Needed column chunks, in file order.
+    /// Needed column chunks (or pieces of them, for chunks read page by page), in file order.
     pub chunks: Vec<ChunkRange>,
     /// Coalesced spans, in file order.
     pub spans: Vec<Span>,

@@ -478,3 +478,85 @@ fn corpus_files_read_page_by_page_equal_their_whole_read() {
         "only {paged_files} corpus files were read page by page"
     );
 }
+
+/// The pieces of a chunk: the dictionary page merged with data page 0 when both are read, adjacent
+/// data pages merged, a page left out splitting them; each piece's rows those of its pages.
+#[test]
+fn pieces_merge_adjacent_pages_and_split_at_pages_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pages.parquet");
+    write_file(&path);
+    let source = ParquetSource::open(&path).unwrap();
+    let plan = |rows: Vec<std::ops::Range<u64>>| {
+        ReadPlan::build_paged(
+            &source,
+            &Projection::Names(vec!["name".into()]),
+            &RowGroupSelection::Indices(vec![2]),
+            PlanOptions::default(),
+            &BTreeMap::from([(2usize, rows)]),
+        )
+        .unwrap()
+    };
+    let locations = source
+        .metadata()
+        .page_index()
+        .unwrap()
+        .offset_index(2, 1)
+        .unwrap()
+        .page_locations()
+        .clone();
+    let chunk = source.checked_chunks()[2][1];
+    let page =
+        |p: usize| locations[p].offset as u64..(locations[p].offset + locations[p].compressed_page_size as i64) as u64;
+    let pieces = |p: &ReadPlan| -> Vec<(std::ops::Range<u64>, bool, std::ops::Range<usize>, std::ops::Range<u64>)> {
+        p.chunks
+            .iter()
+            .map(|c| {
+                let r = c.pages.as_ref().unwrap();
+                assert_eq!(r.chunk, chunk.offset..chunk.offset + chunk.len);
+                assert_eq!(r.chunk_pages, 20);
+                (
+                    c.offset..c.offset + c.len,
+                    r.dictionary,
+                    r.pages.clone(),
+                    r.rows.clone(),
+                )
+            })
+            .collect()
+    };
+    // Rows in pages 0, 2 and 3: the dictionary with page 0, then pages 2 and 3 as one piece.
+    let p = plan(vec![5..10, 120..130, 160..170]);
+    assert_eq!(
+        pieces(&p),
+        vec![
+            (chunk.offset..page(0).end, true, 0..1, 0..50),
+            (page(2).start..page(3).end, false, 2..4, 100..200),
+        ]
+    );
+    assert!(p.whole_chunks.is_empty());
+    // Rows of the last page alone: the dictionary apart.
+    let p = plan(vec![990..1000]);
+    assert_eq!(
+        pieces(&p),
+        vec![
+            (chunk.offset..page(0).start, true, 0..0, 0..0),
+            (page(19).clone(), false, 19..20, 950..1000),
+        ]
+    );
+    // Rows covering the row group: read whole, not page by page.
+    let p = plan(vec![0..1000]);
+    assert!(p.rows.is_empty() && p.chunks.iter().all(|c| c.pages.is_none()));
+    // Rows out of order or past the row group: an error naming the row group.
+    for bad in [vec![10..20, 5..8], vec![990..1001], vec![3..3]] {
+        let err = ReadPlan::build_paged(
+            &source,
+            &Projection::All,
+            &RowGroupSelection::Indices(vec![2]),
+            PlanOptions::default(),
+            &BTreeMap::from([(2usize, bad.clone())]),
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::InvalidRequest { .. }), "{bad:?}: {err}");
+        assert!(err.to_string().contains("row group 2"), "{err}");
+    }
+}
