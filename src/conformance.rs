@@ -42,7 +42,8 @@ pub type CheckResult = Result<(), String>;
 pub struct TestFiles {
     /// Flat and nested columns, several row groups, uncompressed: chunk bytes are easy to compare.
     pub mixed: PathBuf,
-    /// The same schema, snappy-compressed with dictionaries, fewer rows per row group.
+    /// The same schema, snappy-compressed with dictionaries, fewer rows per row group, pages of 100
+    /// rows (with the page index, as every file here).
     pub snappy: PathBuf,
     /// A valid file with zero row groups.
     pub empty: PathBuf,
@@ -217,9 +218,12 @@ pub fn write_test_files(dir: &Path) -> Result<TestFiles, String> {
         .set_dictionary_enabled(false)
         .build();
     write_file(&mixed, MIXED_ROW_GROUPS, MIXED_ROWS_PER_GROUP, plain.clone(), 7)?;
+    // Pages of 100 rows, so that page-level plans read parts of chunks.
     let snappy_props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_dictionary_enabled(true)
+        .set_data_page_row_count_limit(100)
+        .set_write_batch_size(100)
         .build();
     write_file(&snappy, 3, 1000, snappy_props, 11)?;
     write_file(&empty, 0, 0, plain, 13)?;
@@ -460,6 +464,48 @@ pub fn check_plans<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
         )?;
     }
 
+    // Page-level plans (a filter's surviving rows): chunks read as their dictionary pages and runs
+    // of data pages, alone, coalesced over the pages left out, aligned, in tiny tasks.
+    let rows: std::collections::BTreeMap<usize, Vec<std::ops::Range<u64>>> = (0..n_groups)
+        .filter_map(|g| {
+            let n = source.metadata().row_group(g).num_rows().max(0) as u64;
+            (n >= 8).then(|| (g, vec![n / 5..n / 4, n / 2..n / 2 + 1]))
+        })
+        .collect();
+    let mut pieces_smaller = false;
+    for (options, what) in [
+        (no_gap, "page pieces"),
+        (
+            PlanOptions { max_gap: 1 << 20, ..d },
+            "page pieces, coalesced over gaps",
+        ),
+        (
+            PlanOptions {
+                task_size: 4096,
+                max_gap: 0,
+                align: true,
+            },
+            "page pieces, aligned",
+        ),
+        (tiny, "page pieces, tiny tasks"),
+    ] {
+        let p = ReadPlan::build_paged(&source, &Projection::All, &RowGroupSelection::All, options, &rows)
+            .map_err(|e| format!("cannot plan pages: {e}"))?;
+        pieces_smaller |= p
+            .chunks
+            .iter()
+            .any(|c| c.pages.as_ref().is_some_and(|r| r.chunk.end - r.chunk.start > c.len));
+        check_plan(backend, &source, &p, what)?;
+    }
+    let pages_per_chunk = source
+        .metadata()
+        .page_index()
+        .and_then(|i| i.offset_index(0, 0))
+        .map_or(0, |o| o.page_locations().len());
+    if pages_per_chunk > 2 && !pieces_smaller {
+        return Err(format!("{}: no page-level plan read part of a chunk", path.display()));
+    }
+
     // Tiny hand-made plans: one byte of the first chunk, and three 1-byte tasks from its middle.
     let first = full
         .chunks
@@ -473,6 +519,7 @@ pub fn check_plans<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
         offset,
         len,
         dest_offset: 0,
+        pages: None,
     };
     let p = ReadPlan::from_chunks(
         vec![one(first.offset, 1)],

@@ -162,6 +162,8 @@ pub(crate) fn merge_steps(plans: &[Arc<ReadPlan>], logs: &[IoLog]) -> (ReadPlan,
         dest_len: 0,
         columns: plans.first().map(|p| p.columns.clone()).unwrap_or_default(),
         row_groups: Vec::new(),
+        rows: Default::default(),
+        whole_chunks: Vec::new(),
         options: plans.first().map(|p| p.options).unwrap_or_default(),
     };
     let mut log = IoLog::default();
@@ -176,6 +178,8 @@ pub(crate) fn merge_steps(plans: &[Arc<ReadPlan>], logs: &[IoLog]) -> (ReadPlan,
         }
         plan.dest_len += p.dest_len;
         plan.row_groups.extend(&p.row_groups);
+        plan.rows.extend(p.rows.iter().map(|(g, r)| (*g, r.clone())));
+        plan.whole_chunks.extend(p.whole_chunks.iter().cloned());
         log.backend.clone_from(&l.backend);
         for r in &l.tasks {
             let mut r = r.clone();

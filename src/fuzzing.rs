@@ -83,8 +83,35 @@ pub fn footer_plan(data: &[u8]) {
                 continue;
             };
             check_plan(&plan, source.len());
+            // Page by page (a filter's rows, chosen by the input): pieces inside their chunks,
+            // whatever the OffsetIndex says.
+            let Ok(paged) = ReadPlan::build_paged(&source, projection, row_groups, options, &some_rows(&source, data))
+            else {
+                continue;
+            };
+            check_plan(&paged, source.len());
+            for c in &paged.chunks {
+                if let Some(run) = &c.pages {
+                    assert!(
+                        run.chunk.start <= c.offset && c.offset + c.len <= run.chunk.end,
+                        "piece {c:?} outside its chunk"
+                    );
+                }
+            }
         }
     }
+}
+
+/// A few rows of each row group of `source`, placed by `data`'s length.
+fn some_rows(source: &ParquetSource, data: &[u8]) -> std::collections::BTreeMap<usize, Vec<std::ops::Range<u64>>> {
+    let meta = source.metadata();
+    (0..meta.num_row_groups())
+        .filter_map(|g| {
+            let n = meta.row_group(g).num_rows().max(0) as u64;
+            let at = (data.len() as u64).checked_rem(n)?;
+            Some((g, vec![at..(at + 1 + n / 8).min(n)]))
+        })
+        .collect()
 }
 
 fn check_plan(plan: &ReadPlan, file_len: u64) {
@@ -310,6 +337,9 @@ pub fn whole_file(data: &[u8]) {
     };
     let fetched = fetched.buffer.into_bytes();
     let host = decode_fetched(&source, &plan, &fetched, 1).and_then(|t| t.concat());
+    if let Ok(whole) = &host {
+        paged_equals_whole(&source, data, &backend, whole);
+    }
     // Not inside `contain_panics`: a panic of the pipeline is a defect the fuzzer must see.
     let reference = decode_reference(&source, &plan, &fetched).and_then(|(batch, _)| batch.to_host());
     if let (Ok(want), Ok(got)) = (host, reference) {
@@ -318,5 +348,57 @@ pub fn whole_file(data: &[u8]) {
         for i in 0..want.num_columns() {
             assert_eq!(want.column(i).to_data(), got.column(i).to_data(), "column {i}");
         }
+    }
+}
+
+/// The file read page by page (rows chosen by `data`) decodes, where it decodes at all, to the rows
+/// of `whole` (the whole file's host decode) those rows are.
+fn paged_equals_whole(
+    source: &ParquetSource,
+    data: &[u8],
+    backend: &HostBackend,
+    whole: &arrow::record_batch::RecordBatch,
+) {
+    let rows = some_rows(source, data);
+    let Ok(plan) = ReadPlan::build_paged(
+        source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+        &rows,
+    ) else {
+        return;
+    };
+    let Ok(fetched) = backend.fetch(source, &plan) else {
+        return;
+    };
+    let Ok(got) = decode_fetched(source, &plan, &fetched.buffer.into_bytes(), 1).and_then(|t| t.concat()) else {
+        return;
+    };
+    let mut parts = Vec::new();
+    let mut at = 0usize;
+    for (g, rg) in source.metadata().row_groups().iter().enumerate() {
+        let n = rg.num_rows().max(0) as usize;
+        match plan.rows.get(&g) {
+            Some(kept) => parts.extend(kept.iter().map(|r| (at + r.start as usize, (r.end - r.start) as usize))),
+            None => parts.push((at, n)),
+        }
+        at += n;
+    }
+    let slices: Vec<_> = parts
+        .into_iter()
+        .filter(|&(from, len)| from + len <= whole.num_rows())
+        .map(|(from, len)| whole.slice(from, len))
+        .collect();
+    let Ok(want) = arrow::compute::concat_batches(&whole.schema(), &slices) else {
+        return;
+    };
+    assert_eq!(got.num_rows(), want.num_rows(), "rows read page by page");
+    for i in 0..want.num_columns() {
+        assert_eq!(
+            got.column(i).to_data(),
+            want.column(i).to_data(),
+            "column {i} read page by page"
+        );
     }
 }

@@ -461,7 +461,12 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
         (report, None)
     };
     drop(progress);
-    if let Some(p) = reader.pruning() {
+    // The GPU decode fetches the surviving row groups' chunks whole.
+    let pruning = reader.pruning().map(|p| match decode {
+        DecodeAt::Gpu => p.without_page_io(),
+        _ => p.clone(),
+    });
+    if let Some(p) = &pruning {
         extra.push((
             "pruning",
             serde_json::to_value(p).unwrap_or_default(),

@@ -1111,6 +1111,7 @@ pub(crate) fn check_page_headers(chunk: &[u8]) -> std::result::Result<Vec<DataPa
         let unc = get(&fields, 2).and_then(|v| usize::try_from(v).ok());
         let page = |num_values, encoding, v2, v1_levels_rle| {
             Some(DataPageHead {
+                header_start: pos,
                 body_start,
                 body_len: body,
                 uncompressed_len: unc?,
@@ -1146,6 +1147,8 @@ pub(crate) fn check_page_headers(chunk: &[u8]) -> std::result::Result<Vec<DataPa
 /// A data page of a chunk, as far as its header says (from [`check_page_headers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DataPageHead {
+    /// Where its header starts in the chunk.
+    pub header_start: usize,
     /// Where its body starts in the chunk.
     pub body_start: usize,
     /// The body's length in the chunk (`compressed_page_size`).

@@ -11,13 +11,21 @@
 //! Every backend writes the bytes of task `t` (file range `[t.offset, t.offset + t.len)`) into the
 //! destination buffer at `[t.dest_offset, t.dest_offset + t.len)`; a chunk's bytes then lie at
 //! `[chunk.dest_offset, chunk.dest_offset + chunk.len)`.
+//!
+//! Page-level I/O ([`ReadPlan::build_paged`], for a filtered read): a row group given with the rows
+//! to keep has each of its column chunks read as *pieces*, the dictionary page and the runs of
+//! adjacent data pages holding those rows (from the OffsetIndex). Each piece is a [`ChunkRange`] of
+//! its own, carrying a [`PageRun`] that says which pages it holds, so spans, tasks, alignment and the
+//! per-column counters work on pieces as they do on whole chunks. A chunk whose OffsetIndex is
+//! missing or does not fit the chunk is read whole ([`ReadPlan::whole_chunks`] says why).
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use parquet::file::metadata::ParquetMetaData;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
 
 /// The default largest read task, bytes: one value for plans, policies, the CLI and benchmarks.
@@ -72,7 +80,7 @@ impl Default for PlanOptions {
     }
 }
 
-/// One needed column chunk.
+/// One needed column chunk, or one piece of a chunk read page by page ([`ChunkRange::pages`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChunkRange {
     /// Row group index.
@@ -87,6 +95,36 @@ pub struct ChunkRange {
     pub len: u64,
     /// Where the chunk's bytes land in the destination buffer.
     pub dest_offset: u64,
+    /// For a chunk read page by page: the part of it this range holds (`offset`, `len` are then the
+    /// piece's). `None`: the whole chunk.
+    pub pages: Option<PageRun>,
+}
+
+/// The part of a column chunk one piece of a page-level read holds: optionally the dictionary page,
+/// then data pages adjacent in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PageRun {
+    /// The whole chunk's file byte range.
+    pub chunk: Range<u64>,
+    /// Whether the piece starts with the chunk's dictionary page (the bytes before its first data page).
+    pub dictionary: bool,
+    /// Its data pages, as indices into the chunk's OffsetIndex (empty for the dictionary alone).
+    pub pages: Range<usize>,
+    /// The rows of those pages in the row group (0 = its first), from the OffsetIndex.
+    pub rows: Range<u64>,
+    /// Data pages in the whole chunk, per its OffsetIndex.
+    pub chunk_pages: usize,
+}
+
+/// A column chunk of a page-level read that is read whole, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WholeChunk {
+    /// Row group index.
+    pub row_group: usize,
+    /// Dotted column path.
+    pub column_path: String,
+    /// Why its pages are not read alone.
+    pub reason: String,
 }
 
 impl ChunkRange {
@@ -132,7 +170,7 @@ impl ReadTask {
 /// Everything a backend needs to fetch the bytes of a projection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReadPlan {
-    /// Needed column chunks, in file order.
+    /// Needed column chunks (or pieces of them, for chunks read page by page), in file order.
     pub chunks: Vec<ChunkRange>,
     /// Coalesced spans, in file order.
     pub spans: Vec<Span>,
@@ -144,6 +182,12 @@ pub struct ReadPlan {
     pub columns: Vec<usize>,
     /// Selected row groups, in the order asked for.
     pub row_groups: Vec<usize>,
+    /// Row groups read page by page, each with the rows a decoder yields of it (0 = its first;
+    /// sorted, disjoint, non-empty): those of its pages that were fetched, no others. A row group
+    /// not here is read and decoded whole.
+    pub rows: BTreeMap<usize, Vec<Range<u64>>>,
+    /// Chunks of the row groups in [`Self::rows`] read whole, and why.
+    pub whole_chunks: Vec<WholeChunk>,
     /// Options the plan was built with.
     #[serde(skip)]
     pub options: PlanOptions,
@@ -157,24 +201,83 @@ impl ReadPlan {
         row_groups: &RowGroupSelection,
         options: PlanOptions,
     ) -> Result<Self> {
+        Self::build_paged(source, projection, row_groups, options, &BTreeMap::new())
+    }
+
+    /// Plans as [`Self::build`] does, except that the row groups in `rows` (with the rows to keep of
+    /// each, 0 = the row group's first; sorted, disjoint) are read page by page: of each chunk, its
+    /// dictionary page and the data pages holding those rows, as the OffsetIndex places them. A
+    /// chunk without a usable OffsetIndex is read whole, named in [`Self::whole_chunks`]; rows
+    /// covering a whole row group read it whole. Rows out of order or past the row group are an error.
+    pub fn build_paged(
+        source: &ParquetSource,
+        projection: &Projection,
+        row_groups: &RowGroupSelection,
+        options: PlanOptions,
+        rows: &BTreeMap<usize, Vec<Range<u64>>>,
+    ) -> Result<Self> {
         let columns = resolve_projection(source, projection)?;
         let row_groups = resolve_row_groups(source, row_groups)?;
+        let meta = source.metadata();
         let checked = source.checked_chunks();
         let mut chunks = Vec::with_capacity(columns.len() * row_groups.len());
+        let mut paged = BTreeMap::new();
+        let mut whole_chunks = Vec::new();
         for &g in &row_groups {
+            let num_rows = meta.row_group(g).num_rows().max(0) as u64;
+            let keep = match rows.get(&g) {
+                Some(r) => {
+                    check_rows(r, num_rows).map_err(|message| Error::InvalidRequest {
+                        location: Location {
+                            row_group: Some(g),
+                            ..source.location()
+                        },
+                        message,
+                    })?;
+                    (r.as_slice() != [0..num_rows]).then_some(r)
+                }
+                None => None,
+            };
+            if let Some(r) = keep {
+                paged.insert(g, r.clone());
+            }
             for &c in &columns {
                 let cc = checked[g][c];
-                chunks.push(ChunkRange {
+                let whole = ChunkRange {
                     row_group: g,
                     column: c,
                     column_path: source.column_path(c),
                     offset: cc.offset,
                     len: cc.len,
                     dest_offset: 0,
-                });
+                    pages: None,
+                };
+                let Some(r) = keep else {
+                    chunks.push(whole);
+                    continue;
+                };
+                match page_pieces(meta, g, c, cc.offset..cc.offset + cc.len, num_rows, r) {
+                    Ok(pieces) => chunks.extend(pieces.into_iter().map(|(range, run)| ChunkRange {
+                        offset: range.start,
+                        len: range.end - range.start,
+                        pages: Some(run),
+                        ..whole.clone()
+                    })),
+                    Err(reason) => {
+                        whole_chunks.push(WholeChunk {
+                            row_group: g,
+                            column_path: whole.column_path.clone(),
+                            reason,
+                        });
+                        chunks.push(whole);
+                    }
+                }
             }
         }
-        Ok(Self::from_chunks(chunks, columns, row_groups, source.len(), options))
+        let mut plan = Self::from_chunks(chunks, columns, row_groups, source.len(), options);
+        plan.rows = paged;
+        plan.whole_chunks = whole_chunks;
+        Ok(plan)
     }
 
     /// Builds the spans and tasks for `chunks` (any order; validated, non-overlapping ranges).
@@ -196,6 +299,8 @@ impl ReadPlan {
             dest_len,
             columns,
             row_groups,
+            rows: BTreeMap::new(),
+            whole_chunks: Vec::new(),
             options,
         }
     }
@@ -220,6 +325,121 @@ impl ReadPlan {
         let end = (task.offset + task.len).min(chunk.offset + chunk.len);
         start..end.max(start)
     }
+}
+
+/// Rows to keep of a row group of `num_rows`: sorted, disjoint, non-empty ranges inside it.
+fn check_rows(rows: &[Range<u64>], num_rows: u64) -> std::result::Result<(), String> {
+    let mut end = 0;
+    for (i, r) in rows.iter().enumerate() {
+        if r.start >= r.end || (i > 0 && r.start <= end) || r.end > num_rows {
+            return Err(format!(
+                "the rows to read ({rows:?}) are not sorted, disjoint, non-empty ranges within the row group's {num_rows}"
+            ));
+        }
+        end = r.end;
+    }
+    Ok(())
+}
+
+/// The pieces of the chunk `(g, c)` (file bytes `chunk`) that hold `rows` of its row group of
+/// `num_rows`: its dictionary page (the bytes before the first data page) and its data pages
+/// overlapping `rows`, adjacent ones merged, in file order. `Err(why)` where the chunk must be read
+/// whole: no OffsetIndex, a repeated column (a page's rows cannot be checked against its header), or
+/// an OffsetIndex that does not fit the chunk (pages outside it, overlapping or out of order, rows
+/// not starting at 0 or not increasing within the row group).
+fn page_pieces(
+    meta: &ParquetMetaData,
+    g: usize,
+    c: usize,
+    chunk: Range<u64>,
+    num_rows: u64,
+    rows: &[Range<u64>],
+) -> std::result::Result<Vec<(Range<u64>, PageRun)>, String> {
+    if meta.file_metadata().schema_descr().column(c).max_rep_level() > 0 {
+        return Err("a repeated column (the rows of its pages cannot be checked against their headers)".into());
+    }
+    let Some(index) = meta.page_index().and_then(|p| p.offset_index(g, c)) else {
+        return Err("no OffsetIndex".into());
+    };
+    let locations = index.page_locations();
+    if locations.is_empty() {
+        return Err("its OffsetIndex lists no pages".into());
+    }
+    let bad = |why: String| Err(format!("its OffsetIndex does not fit the chunk: {why}"));
+    // Each page's file bytes and rows, checked.
+    let mut pages: Vec<(Range<u64>, Range<u64>)> = Vec::with_capacity(locations.len());
+    for (p, l) in locations.iter().enumerate() {
+        let (Ok(offset), Ok(size), Ok(first)) = (
+            u64::try_from(l.offset),
+            u64::try_from(l.compressed_page_size),
+            u64::try_from(l.first_row_index),
+        ) else {
+            return bad(format!("page {p} has a negative offset, size or first row"));
+        };
+        let bytes = offset..offset.saturating_add(size);
+        if size == 0 || bytes.start < chunk.start || bytes.end > chunk.end {
+            return bad(format!(
+                "page {p} at [{offset}, +{size}) is empty or outside the chunk [{}, {})",
+                chunk.start, chunk.end
+            ));
+        }
+        let end = match locations.get(p + 1) {
+            Some(n) => u64::try_from(n.first_row_index).unwrap_or(0),
+            None => num_rows,
+        };
+        if (p == 0 && first != 0) || first >= end || end > num_rows {
+            return bad(format!(
+                "page {p} holds rows {first}..{end}, not increasing from 0 within the row group's {num_rows}"
+            ));
+        }
+        if let Some((prev, _)) = pages.last()
+            && prev.end > bytes.start
+        {
+            return bad(format!("page {p} at {offset} overlaps or precedes page {}", p - 1));
+        }
+        pages.push((bytes, first..end));
+    }
+    let mut out: Vec<(Range<u64>, PageRun)> = Vec::new();
+    if chunk.start < pages[0].0.start {
+        out.push((
+            chunk.start..pages[0].0.start,
+            PageRun {
+                chunk: chunk.clone(),
+                dictionary: true,
+                pages: 0..0,
+                rows: 0..0,
+                chunk_pages: pages.len(),
+            },
+        ));
+    }
+    for (p, (bytes, held)) in pages.iter().enumerate() {
+        if !rows.iter().any(|r| r.start < held.end && held.start < r.end) {
+            continue;
+        }
+        match out.last_mut() {
+            // Adjacent in the file and next in the index (or the dictionary before page 0): one piece.
+            Some((range, run)) if range.end == bytes.start && run.pages.end == p => {
+                range.end = bytes.end;
+                run.pages.end = p + 1;
+                if run.pages.len() == 1 {
+                    run.rows = held.clone();
+                } else {
+                    run.rows.end = held.end;
+                }
+            }
+            _ => out.push((
+                bytes.clone(),
+                PageRun {
+                    chunk: chunk.clone(),
+                    dictionary: false,
+                    pages: p..p + 1,
+                    rows: held.clone(),
+                    chunk_pages: pages.len(),
+                },
+            )),
+        }
+    }
+    Ok(out)
 }
 
 /// Leaf columns selected by `projection`, in schema order, deduplicated.

@@ -177,8 +177,10 @@ impl ReaderBuilder {
     /// matching row are dropped (statistics, bloom filters, page index: [`Reader::pruning`]) and the
     /// filter's columns are read too; a host decode ([`Reader::read_batches`],
     /// [`ColumnChunks::decode`] of [`Reader::read`] and [`Reader::stream`]) keeps the accepted rows
-    /// exactly and drops the columns read only for the filter. The raw chunks of `read()` and the
-    /// GPU read (`read_device`) are those of the surviving row groups, unfiltered within them.
+    /// exactly and drops the columns read only for the filter. Host reads fetch the surviving rows
+    /// page by page where the file has an OffsetIndex ([`ReadPlan::build_paged`]): the raw chunks of
+    /// `read()` are then pieces (dictionary page, runs of data pages) of the surviving row groups'
+    /// chunks. The GPU read (`read_device`) fetches those chunks whole, unfiltered within them.
     pub fn with_filter(mut self, filter: crate::filter::Expr) -> Self {
         self.filter = Some(filter);
         self
@@ -315,26 +317,36 @@ impl ReaderBuilder {
         };
         // Planned for the backend: the staged path may read a cold file O_DIRECT, aligned for that.
         let options = self.policy.plan_options_for(io.staged().is_some());
-        // Issue 43's filter hook: pruned row groups, the filter's columns added.
-        let filter = match &self.filter {
-            Some(e) => Some(Arc::new(crate::filter::PlannedFilter::plan(
+        // Issue 43's filter hook: pruned row groups, the filter's columns added, and the surviving
+        // rows read page by page (on the host; the GPU decode reads whole chunks).
+        let mut filter = match &self.filter {
+            Some(e) => Some(crate::filter::PlannedFilter::plan(
                 &source,
                 e,
                 &self.columns,
                 &self.row_groups,
-            )?)),
+            )?),
             None => None,
         };
-        let (columns, row_groups) = match &filter {
-            Some(f) => (&f.projection, &f.row_groups),
-            None => (&self.columns, &self.row_groups),
+        let (columns, row_groups, rows) = match &filter {
+            Some(f) => (f.projection.clone(), f.row_groups.clone(), f.rows()),
+            None => (self.columns.clone(), self.row_groups.clone(), Default::default()),
         };
-        let plan = ReadPlan::build(&source, columns, row_groups, options)?;
-        let columns = columns.clone();
+        let plan = Arc::new(ReadPlan::build_paged(&source, &columns, &row_groups, options, &rows)?);
+        let whole_plan = if plan.rows.is_empty() {
+            plan.clone()
+        } else {
+            Arc::new(ReadPlan::build(&source, &columns, &row_groups, options)?)
+        };
+        if let Some(f) = filter.as_mut() {
+            f.selection.report.page_io = Some(crate::report::PageIoReport::of(&plan));
+        }
+        let filter = filter.map(Arc::new);
         Ok(Reader {
             filter,
             source,
-            plan: Arc::new(plan),
+            plan,
+            whole_plan,
             columns,
             io,
             policy: self.policy,
@@ -370,6 +382,9 @@ fn name_file(e: Error, path: &Path) -> Error {
 pub struct Reader {
     pub(crate) source: ParquetSource,
     pub(crate) plan: Arc<ReadPlan>,
+    /// The selection's plan with every chunk whole: what the GPU decode reads (it does not take
+    /// page-level pieces); `plan` itself where nothing is read page by page.
+    pub(crate) whole_plan: Arc<ReadPlan>,
     pub(crate) columns: Projection,
     pub(crate) io: Arc<AnyBackend>,
     pub(crate) policy: IoPolicy,
@@ -416,7 +431,7 @@ impl Reader {
     /// decode produces from, and what throughput is counted in (cuDF's measure).
     pub fn uncompressed_bytes(&self) -> u64 {
         let meta = self.source.metadata();
-        self.plan
+        self.whole_plan
             .chunks
             .iter()
             .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)
@@ -521,16 +536,31 @@ impl Reader {
             .ok_or_else(|| Error::device("scan", "a whole read gave no step"))
     }
 
-    /// One read plan (this reader's projection and policy) per group of row groups.
+    /// One read plan (this reader's projection and policy) per group of row groups, the filter's
+    /// surviving rows read page by page.
     pub(crate) fn plans_of(&self, groups: Vec<Vec<usize>>) -> Result<Vec<Arc<ReadPlan>>> {
+        self.plans_with(groups, &self.plan.rows)
+    }
+
+    /// [`Self::plans_of`] with every chunk whole (the GPU decode's).
+    pub(crate) fn whole_plans_of(&self, groups: Vec<Vec<usize>>) -> Result<Vec<Arc<ReadPlan>>> {
+        self.plans_with(groups, &Default::default())
+    }
+
+    fn plans_with(
+        &self,
+        groups: Vec<Vec<usize>>,
+        rows: &std::collections::BTreeMap<usize, Vec<std::ops::Range<u64>>>,
+    ) -> Result<Vec<Arc<ReadPlan>>> {
         groups
             .into_iter()
             .map(|g| {
-                ReadPlan::build(
+                ReadPlan::build_paged(
                     &self.source,
                     &self.columns,
                     &RowGroupSelection::Indices(g),
                     self.plan.options,
+                    rows,
                 )
                 .map(Arc::new)
             })
@@ -717,7 +747,8 @@ impl ColumnChunks {
         &self.plan.row_groups
     }
 
-    /// Where the chunk of `column` (dotted path) in `row_group` is in [`Self::buffer`].
+    /// Where the chunk of `column` (dotted path) in `row_group` is in [`Self::buffer`] (its first
+    /// piece, for a chunk read page by page: see [`ChunkRange::pages`]).
     pub fn chunk(&self, column: &str, row_group: usize) -> Option<&ChunkRange> {
         self.plan
             .chunks

@@ -95,7 +95,7 @@ pub struct ColumnReport {
     pub column: usize,
     /// Dotted path.
     pub column_path: String,
-    /// Column chunks read.
+    /// Column chunks read (whole or page by page).
     pub chunks: usize,
     /// Bytes and reads by path.
     pub counts: PathCounts,
@@ -399,7 +399,13 @@ impl ReadReport {
                         .get(mine.first().copied().unwrap_or(usize::MAX))
                         .map(|c| c.column_path.clone())
                         .unwrap_or_default(),
-                    chunks: mine.len(),
+                    // Pieces of a chunk read page by page count once (one chunk per row group).
+                    chunks: {
+                        let mut groups: Vec<usize> = mine.iter().map(|&i| plan.chunks[i].row_group).collect();
+                        groups.sort_unstable();
+                        groups.dedup();
+                        groups.len()
+                    },
                     gbps: gbps(c.total_bytes(), busy),
                     counts: c,
                     busy,
@@ -592,6 +598,83 @@ pub struct PruningReport {
     pub bytes_avoided: u64,
     /// Per filter column, what its tests ruled out.
     pub columns: Vec<ColumnPruningReport>,
+    /// What a host read fetches of the surviving row groups, page by page; `None` where the read
+    /// fetches their chunks whole (the GPU decode).
+    pub page_io: Option<PageIoReport>,
+}
+
+/// Page-level I/O of a filtered read: of the surviving row groups' chunks, the pages and bytes the
+/// plan fetches (so the I/O report's bytes), per column of the projection.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PageIoReport {
+    /// Per leaf column of the projection, in schema order.
+    pub columns: Vec<ColumnPageIo>,
+    /// Chunks of row groups read page by page that were fetched whole, and why.
+    pub whole_chunks: Vec<crate::plan::WholeChunk>,
+}
+
+/// One column's page-level I/O.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ColumnPageIo {
+    /// Dotted column path.
+    pub column: String,
+    /// Its chunks in the surviving row groups.
+    pub chunks: u64,
+    /// Of those, chunks read page by page.
+    pub chunks_paged: u64,
+    /// Data pages of the chunks read page by page (per their OffsetIndex).
+    pub pages: u64,
+    /// Of those, pages fetched.
+    pub pages_fetched: u64,
+    /// Bytes of its chunks in the surviving row groups.
+    pub chunk_bytes: u64,
+    /// Bytes fetched (dictionary pages, surviving data pages, whole chunks).
+    pub bytes_fetched: u64,
+    /// `chunk_bytes - bytes_fetched`: what page-level I/O did not read.
+    pub bytes_avoided: u64,
+}
+
+impl PageIoReport {
+    /// What `plan` fetches, page by page where it can.
+    pub fn of(plan: &ReadPlan) -> Self {
+        let mut columns: Vec<ColumnPageIo> = Vec::with_capacity(plan.columns.len());
+        for &col in &plan.columns {
+            let mut c = ColumnPageIo::default();
+            // A chunk's pieces, counted once per chunk by its file range.
+            let mut seen: Vec<(usize, u64)> = Vec::new();
+            for k in plan.chunks.iter().filter(|k| k.column == col) {
+                c.column.clone_from(&k.column_path);
+                c.bytes_fetched += k.len;
+                let (start, len, paged) = match &k.pages {
+                    Some(run) => {
+                        c.pages_fetched += run.pages.len() as u64;
+                        (run.chunk.start, run.chunk.end - run.chunk.start, Some(run.chunk_pages))
+                    }
+                    None => (k.offset, k.len, None),
+                };
+                if !seen.contains(&(k.row_group, start)) {
+                    seen.push((k.row_group, start));
+                    c.chunks += 1;
+                    c.chunk_bytes += len;
+                    if let Some(pages) = paged {
+                        c.chunks_paged += 1;
+                        c.pages += pages as u64;
+                    }
+                }
+            }
+            c.bytes_avoided = c.chunk_bytes.saturating_sub(c.bytes_fetched);
+            columns.push(c);
+        }
+        Self {
+            columns,
+            whole_chunks: plan.whole_chunks.clone(),
+        }
+    }
+
+    /// Bytes not read, all columns.
+    pub fn bytes_avoided(&self) -> u64 {
+        self.columns.iter().map(|c| c.bytes_avoided).sum()
+    }
 }
 
 /// What one filter column's tests ruled out (a test may rule a row group or page out while another
@@ -618,6 +701,14 @@ pub struct ColumnPruningReport {
 }
 
 impl PruningReport {
+    /// The report of a read whose chunks are fetched whole (the GPU decode): no page-level I/O.
+    pub fn without_page_io(&self) -> Self {
+        Self {
+            page_io: None,
+            ..self.clone()
+        }
+    }
+
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
@@ -674,6 +765,45 @@ impl PruningReport {
             sum(|c| c.chunks_without_column_index),
         ]);
         out.push_str(&aligned_table(&rows));
+        match &self.page_io {
+            Some(io) => {
+                let sum = |f: fn(&ColumnPageIo) -> u64| io.columns.iter().map(f).sum::<u64>();
+                out.push_str(&format!(
+                    "page-level I/O: {} of {} pages fetched in {} of {} chunks read page by page; {} of {} bytes fetched, {} avoided\n",
+                    sum(|c| c.pages_fetched),
+                    sum(|c| c.pages),
+                    sum(|c| c.chunks_paged),
+                    sum(|c| c.chunks),
+                    sum(|c| c.bytes_fetched),
+                    sum(|c| c.chunk_bytes),
+                    sum(|c| c.bytes_avoided),
+                ));
+                let mut rows = vec![vec![
+                    "column".to_string(),
+                    "pages fetched".into(),
+                    "of".into(),
+                    "bytes fetched".into(),
+                    "bytes avoided".into(),
+                ]];
+                for c in &io.columns {
+                    rows.push(vec![
+                        c.column.clone(),
+                        c.pages_fetched.to_string(),
+                        c.pages.to_string(),
+                        c.bytes_fetched.to_string(),
+                        c.bytes_avoided.to_string(),
+                    ]);
+                }
+                out.push_str(&aligned_table(&rows));
+                for w in &io.whole_chunks {
+                    out.push_str(&format!(
+                        "read whole: row group {}, column {}: {}\n",
+                        w.row_group, w.column_path, w.reason
+                    ));
+                }
+            }
+            None => out.push_str("page-level I/O: none (the surviving row groups' chunks are read whole)\n"),
+        }
         out
     }
 }

@@ -1611,3 +1611,71 @@ fn inspect_names_the_columns_decoded_on_the_host() {
     assert_eq!(routes[1]["on"], "host", "{routes}");
     assert!(routes[1]["reason"].as_str().is_some_and(|w| !w.is_empty()), "{routes}");
 }
+
+/// `read --filter --verify` on a file with small pages and page indexes: only the surviving pages
+/// are fetched (and verified against the file), and the report says how many pages and bytes that
+/// avoided, per column.
+#[test]
+fn read_with_a_selective_filter_reports_the_pages_avoided() {
+    use arrow::array::{ArrayRef, Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("pages.parquet");
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Utf8, false),
+    ]));
+    let id: ArrayRef = Arc::new(Int64Array::from_iter_values(0..4000));
+    let s: ArrayRef = Arc::new(StringArray::from_iter_values((0..4000).map(|i| format!("v{}", i % 50))));
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1000))
+        .set_data_page_row_count_limit(50)
+        .set_write_batch_size(50)
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Page)
+        .build();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(File::create(&file).unwrap(), schema.clone(), Some(props)).unwrap();
+    w.write(&RecordBatch::try_new(schema, vec![id, s]).unwrap()).unwrap();
+    w.close().unwrap();
+    let args = |json: bool| {
+        let mut a: Vec<OsString> = vec!["read".into(), file.clone().into_os_string()];
+        for x in [
+            "--backend",
+            "host",
+            "--decode",
+            "host",
+            "--filter",
+            "id >= 1210 and id < 1260",
+            "--verify",
+        ] {
+            a.push(x.into());
+        }
+        if json {
+            a.push("--json".into());
+        }
+        a
+    };
+    let r = run(&args(false));
+    r.assert_ok();
+    assert!(r.stdout.contains("verified: "), "{}", r.stdout);
+    assert!(r.stdout.contains("decoded 50 rows"), "{}", r.stdout);
+    assert!(r.stdout.contains("page-level I/O: "), "{}", r.stdout);
+    let r = run(&args(true));
+    r.assert_ok();
+    let v = r.json();
+    let io = &v["pruning"]["page_io"];
+    let columns = io["columns"].as_array().expect("page_io.columns");
+    assert_eq!(columns.len(), 2);
+    let mut fetched = 0;
+    for c in columns {
+        assert_eq!(c["chunks_paged"], 1, "{c}");
+        assert_eq!(c["pages"], 20, "{c}");
+        assert!(c["pages_fetched"].as_u64().unwrap() < 20, "{c}");
+        assert!(c["bytes_avoided"].as_u64().unwrap() > 0, "{c}");
+        fetched += c["bytes_fetched"].as_u64().unwrap();
+    }
+    // What the page-level report says was fetched is what the I/O report read.
+    assert_eq!(v["useful_bytes"].as_u64(), Some(fetched));
+    assert_eq!(v["overhead_bytes"].as_u64(), Some(0));
+}

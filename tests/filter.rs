@@ -118,7 +118,14 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
         .with_filter(filter.clone())
         .build()
         .unwrap();
-    assert_eq!(reader.pruning(), Some(report));
+    // The pruning as `prune` gives it, and the page-level I/O of the plan beside it.
+    let mut pruned = reader.pruning().cloned().unwrap();
+    let page_io = pruned.page_io.take().expect("a host read reports its page-level I/O");
+    assert_eq!(&pruned, report);
+    assert_eq!(
+        page_io.columns.iter().map(|c| c.bytes_fetched).sum::<u64>(),
+        reader.plan().useful_bytes()
+    );
     let got = reader.read_batches().unwrap().concat().unwrap();
     let want = concat_batches(&schema, &expected).unwrap();
     // Schema metadata aside (the decoder does not carry it; arrow-rs does).
@@ -435,7 +442,11 @@ fn the_reader_reads_filter_columns_and_drops_them() {
         .unwrap();
     // Only the last row group is read, with the filter's columns.
     assert_eq!(reader.plan().row_groups, vec![19]);
-    assert_eq!(reader.plan().chunks.len(), 3);
+    // Its three chunks (f and the filter's i and s), read page by page: each its dictionary page
+    // (where it has one) and its last data page, the one holding rows 1990..2000.
+    let chunks: std::collections::BTreeSet<usize> = reader.plan().chunks.iter().map(|c| c.column).collect();
+    assert_eq!(chunks.len(), 3);
+    assert!(reader.plan().chunks.iter().all(|c| c.pages.is_some()));
     let table = reader.read_batches().unwrap();
     assert_eq!(table.schema.fields().len(), 1);
     let got = table.concat().unwrap();

@@ -39,6 +39,7 @@ fn layout() -> impl Strategy<Value = (Vec<ChunkRange>, u64, PlanOptions)> {
                     offset: off,
                     len: len + 1,
                     dest_offset: u64::MAX,
+                    pages: None,
                 });
                 off += len + 1;
             }
@@ -193,6 +194,7 @@ fn zero_gap_merges_only_touching_chunks() {
         offset,
         len,
         dest_offset: 0,
+        pages: None,
     };
     let o = PlanOptions {
         max_gap: 0,
@@ -222,6 +224,7 @@ fn aligned_plan_ends_at_end_of_file() {
         offset: 5000,
         len: 3500,
         dest_offset: 0,
+        pages: None,
     };
     let o = PlanOptions {
         max_gap: 0,

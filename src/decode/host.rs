@@ -18,6 +18,9 @@
 //!   [`ParquetSource::repairs`]) gets the checked length, which the plan fetched;
 //! - the page index is dropped: whole chunks are read sequentially, which needs no page locations, and
 //!   a damaged offset index must not steer reads (arrow-rs's default file reader ignores it too).
+//!   Only the chunks a plan reads page by page keep their OffsetIndex (checked by the plan, and here
+//!   against the fetched page headers): arrow-rs then reads their pages by location, skipping the
+//!   pages outside the plan's rows (a [`RowSelection`] of selectors), which were never fetched.
 //! - the file's row count becomes the sum of its row groups' counts where it says otherwise. arrow-rs
 //!   caps every batch at the file's row count, so a footer claiming 0 rows over row groups that hold
 //!   some (repeated_no_annotation.parquet, written by parquet-rs 0.3.0: 0 in the file, 6 in its one
@@ -33,17 +36,22 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use bytes::{Buf, Bytes};
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
+};
 use parquet::basic::Compression;
 use parquet::errors::ParquetError;
+use parquet::file::metadata::page_index::PageIndexProvider;
 use parquet::file::metadata::{FileMetaData, ParquetMetaData, ParquetMetaDataBuilder};
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
+use parquet::file::page_index::offset_index::OffsetIndexMetaData;
 use parquet::file::reader::{ChunkReader, Length};
 use rayon::prelude::*;
 
 use crate::error::{Error, Location, Result};
 use crate::metadata::{ParquetSource, chunk_start};
 use crate::panic_guard::contain_panics;
-use crate::plan::ReadPlan;
+use crate::plan::{ChunkRange, PageRun, ReadPlan};
 
 /// Most rows decoded into one batch.
 ///
@@ -193,6 +201,63 @@ impl ChunkReader for FetchedChunks {
 /// [`ParquetSource::checked_chunks`] says (start as [`chunk_start`] gives it, checked length) and the
 /// row groups' row count (see the module docs). Shares `source`'s metadata when it needs no change.
 pub fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
+    decode_metadata_paged(source, &[])
+}
+
+/// [`decode_metadata`], keeping the OffsetIndex of the chunks `(row group, leaf)` in `paged` (and
+/// of no other), so that arrow-rs reads those page by page.
+fn decode_metadata_paged(source: &ParquetSource, paged: &[(usize, usize)]) -> Result<Arc<ParquetMetaData>> {
+    let meta = decode_metadata_whole(source)?;
+    let Some(index) = source.metadata().page_index().filter(|_| !paged.is_empty()) else {
+        return Ok(meta);
+    };
+    let only = OffsetsOf {
+        index: index.clone(),
+        chunks: paged.iter().copied().collect(),
+    };
+    Ok(Arc::new(
+        ParquetMetaData::clone(&meta)
+            .into_builder()
+            .set_page_index(Some(Arc::new(only)))
+            .build(),
+    ))
+}
+
+/// A page index serving the OffsetIndex of some chunks only, and no ColumnIndex.
+#[derive(Debug)]
+struct OffsetsOf {
+    index: Arc<dyn PageIndexProvider>,
+    chunks: std::collections::BTreeSet<(usize, usize)>,
+}
+
+impl PageIndexProvider for OffsetsOf {
+    fn has_offset_indexes(&self) -> bool {
+        !self.chunks.is_empty()
+    }
+
+    fn has_column_indexes(&self) -> bool {
+        false
+    }
+
+    fn column_index(&self, _row_group: usize, _column: usize) -> Option<&ColumnIndexMetaData> {
+        None
+    }
+
+    fn offset_index(&self, row_group: usize, column: usize) -> Option<&OffsetIndexMetaData> {
+        if self.chunks.contains(&(row_group, column)) {
+            self.index.offset_index(row_group, column)
+        } else {
+            None
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// [`decode_metadata`] (no page index at all).
+fn decode_metadata_whole(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
     let meta = source.metadata();
     let checked = source.checked_chunks();
     // The checked length where it is not the footer's (a chunk an old parquet-mr wrote too short).
@@ -343,6 +408,17 @@ pub fn decode_fetched(
         }
     }
     for (c, pages) in plan.chunks.iter().zip(&pages) {
+        if let Some(run) = &c.pages
+            && let Err(why) = check_page_run(source, c, run, pages)
+        {
+            return Err(Error::CorruptPage {
+                location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
+                page: None,
+                message: format!("the OffsetIndex does not match the chunk's pages: {why}"),
+            });
+        }
+    }
+    for (c, pages) in plan.chunks.iter().zip(&pages) {
         let bytes = &fetched[c.dest_offset as usize..(c.dest_offset + c.len) as usize];
         let column = meta.row_group(c.row_group).column(c.column);
         let leaf = schema_descr.column(c.column);
@@ -356,7 +432,14 @@ pub fn decode_fetched(
             });
         }
     }
-    let decode_meta = decode_metadata(source)?;
+    let mut paged: Vec<(usize, usize)> = plan
+        .chunks
+        .iter()
+        .filter(|c| c.pages.is_some())
+        .map(|c| (c.row_group, c.column))
+        .collect();
+    paged.dedup();
+    let decode_meta = decode_metadata_paged(source, &paged)?;
     let arrow_meta = contain_panics(&location, || {
         ArrowReaderMetadata::try_new(decode_meta.clone(), ArrowReaderOptions::new())
             .map_err(|e| Error::parquet(location.clone(), e))
@@ -394,6 +477,11 @@ pub fn decode_fetched(
         let n = meta.row_group(g).num_rows();
         let n = usize::try_from(n)
             .map_err(|_| Error::invalid_metadata(in_row_group(&location, g), format!("negative row count {n}")))?;
+        // A row group read page by page yields its plan's rows only.
+        let n = match plan.rows.get(&g) {
+            Some(rows) => rows.iter().map(|r| (r.end - r.start) as usize).sum(),
+            None => n,
+        };
         row_counts.push(n);
     }
 
@@ -420,10 +508,21 @@ pub fn decode_fetched(
         let loc = Location::chunk(&location.file, job.column.clone(), job.row_group);
         contain_panics(&loc, || {
             let rows = row_counts[job.slot];
-            let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(reader.clone(), arrow_meta.clone())
+            let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(reader.clone(), arrow_meta.clone())
                 .with_projection(ProjectionMask::leaves(&schema_descr, job.leaves.iter().copied()))
                 .with_row_groups(vec![job.row_group])
-                .with_batch_size(rows.clamp(1, MAX_BATCH_ROWS))
+                .with_batch_size(rows.clamp(1, MAX_BATCH_ROWS));
+            if let Some(kept) = plan.rows.get(&job.row_group) {
+                // Selectors, not a mask: a mask decodes every page and filters after, and the pages
+                // outside `kept` were not fetched.
+                let total = meta.row_group(job.row_group).num_rows().max(0) as usize;
+                let selection =
+                    RowSelection::from_consecutive_ranges(kept.iter().map(|r| r.start as usize..r.end as usize), total);
+                builder = builder
+                    .with_row_selection(selection)
+                    .with_row_selection_policy(RowSelectionPolicy::Selectors);
+            }
+            let batches = builder
                 .build()
                 .and_then(|r| r.map(|b| b.map_err(ParquetError::from)).collect::<Result<Vec<_>, _>>())
                 .map_err(|e| Error::parquet(loc.clone(), e))?;
@@ -495,6 +594,61 @@ pub fn decode_fetched(
         row_group_batches,
         location,
     })
+}
+
+/// A piece of a chunk read page by page (`run`, fetched as `c`) against its OffsetIndex, now that its
+/// bytes are here (`heads`: the data pages its headers hold): the data pages the index places in it,
+/// each where the index says and of its size, and, the column being flat (the plan reads repeated
+/// columns whole), of as many values as the index gives it rows. A decoder trusting the index to skip
+/// pages would otherwise give other rows than the file holds.
+fn check_page_run(
+    source: &ParquetSource,
+    c: &ChunkRange,
+    run: &PageRun,
+    heads: &[crate::metadata::DataPageHead],
+) -> std::result::Result<(), String> {
+    let meta = source.metadata();
+    let locations = meta
+        .page_index()
+        .and_then(|p| p.offset_index(c.row_group, c.column))
+        .map(|o| o.page_locations().as_slice())
+        .ok_or("the chunk has no OffsetIndex")?;
+    if heads.len() != run.pages.len() {
+        return Err(format!(
+            "it places {} data pages at [{}, +{}), whose headers hold {}",
+            run.pages.len(),
+            c.offset,
+            c.len,
+            heads.len()
+        ));
+    }
+    let num_rows = meta.row_group(c.row_group).num_rows().max(0);
+    for (p, head) in run.pages.clone().zip(heads) {
+        let l = locations.get(p).ok_or_else(|| format!("it has no page {p}"))?;
+        let at = u64::try_from(l.offset)
+            .ok()
+            .and_then(|o| o.checked_sub(c.offset))
+            .ok_or_else(|| format!("it places data page {p} before the bytes read"))?;
+        let end = at.saturating_add(l.compressed_page_size.max(0) as u64);
+        if head.header_start as u64 != at || (head.body_start + head.body_len) as u64 != end {
+            return Err(format!(
+                "it places data page {p} at [{at}, {end}) of the bytes read, its header at [{}, {})",
+                head.header_start,
+                head.body_start + head.body_len
+            ));
+        }
+        let rows = locations
+            .get(p + 1)
+            .map_or(num_rows, |n| n.first_row_index)
+            .saturating_sub(l.first_row_index);
+        if head.num_values != rows {
+            return Err(format!(
+                "it gives data page {p} {rows} rows, its header {} values",
+                head.num_values
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `location` narrowed to row group `g`.

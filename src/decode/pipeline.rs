@@ -830,6 +830,14 @@ impl<'a> StepInput<'a> {
     ) -> Result<Self> {
         let location = source.location();
         let meta = source.metadata();
+        // The GPU decode takes whole chunks only: it walks a chunk's pages from its first byte and
+        // expects its row group's rows (the reader plans its steps so: `Reader::whole_plans_of`).
+        if let Some(c) = plan.chunks.iter().find(|c| c.pages.is_some()) {
+            return Err(Error::InvalidRequest {
+                location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
+                message: "the GPU decode reads whole column chunks; this plan reads the chunk page by page".into(),
+            });
+        }
         let chunk_of: BTreeMap<(usize, usize), &ChunkRange> =
             plan.chunks.iter().map(|c| ((c.row_group, c.column), c)).collect();
         let mut rows_of = Vec::with_capacity(row_groups.len());

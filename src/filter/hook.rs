@@ -124,6 +124,16 @@ impl PlannedFilter {
         &self.selection.report
     }
 
+    /// The rows that may match, per surviving row group: what a page-level read fetches and
+    /// decodes ([`crate::plan::ReadPlan::build_paged`]).
+    pub fn rows(&self) -> std::collections::BTreeMap<usize, Vec<std::ops::Range<u64>>> {
+        self.selection
+            .row_groups
+            .iter()
+            .map(|g| (g.row_group, g.rows.clone()))
+            .collect()
+    }
+
     /// Keeps the rows of `batch` the filter accepts, then drops the columns read only for it.
     pub fn apply_batch(&self, batch: &arrow::record_batch::RecordBatch) -> Result<arrow::record_batch::RecordBatch> {
         let keep: Vec<usize> = (0..batch.num_columns())

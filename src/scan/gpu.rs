@@ -177,11 +177,11 @@ impl GpuSteps {
     pub(crate) fn plan(reader: &Reader, decoder: Arc<GpuDecoder>) -> Result<Self> {
         let (free_before, _) = decoder.context().memory()?;
         let budget = gpu_budget(reader, free_before);
-        let (schema, routes) = route_columns(&reader.source, &reader.plan.columns)?;
+        let (schema, routes) = route_columns(&reader.source, &reader.whole_plan.columns)?;
         // The GPU time a step costs at least: how many steps, and how many decoded at once.
         let floor = step_floor_ns(reader, &decoder);
         let (steps, largest) = decode_steps(reader, &budget, floor)?;
-        let plans = reader.plans_of(steps)?;
+        let plans = reader.whole_plans_of(steps)?;
         let in_flight = budget.steps_in_flight_for(largest);
         let most = in_flight - FETCHES.min(in_flight - 1);
         Ok(Self {
@@ -209,8 +209,8 @@ impl GpuSteps {
         let progress = ProgressCounter::new(
             reader.progress.clone(),
             self.plans.len(),
-            reader.plan.num_rows(reader.source.metadata()),
-            reader.plan.useful_bytes(),
+            reader.whole_plan.num_rows(reader.source.metadata()),
+            reader.whole_plan.useful_bytes(),
         );
         let sink = GpuSink {
             decoder: self.decoder.clone(),
@@ -252,10 +252,10 @@ pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
 pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64) -> Result<(Vec<Vec<usize>>, u64)> {
     let meta = reader.source.metadata();
     let mut need: Vec<(usize, u64)> = Vec::new();
-    for &rg in &reader.plan.row_groups {
+    for &rg in &reader.whole_plan.row_groups {
         let rows = meta.row_group(rg).num_rows().max(0) as u64;
         let mut bytes = 0u64;
-        for c in reader.plan.chunks.iter().filter(|c| c.row_group == rg) {
+        for c in reader.whole_plan.chunks.iter().filter(|c| c.row_group == rg) {
             let unc = meta.row_group(rg).column(c.column).uncompressed_size().max(0) as u64;
             bytes += c.len + 2 * unc + rows * TEMP_BYTES_PER_VALUE;
         }
@@ -298,7 +298,7 @@ pub(crate) fn step_floor_ns(reader: &Reader, decoder: &GpuDecoder) -> f64 {
         own_snappy: decoder.snappy_on_own_kernel(),
         wide_snappy: decoder.snappy().wide(),
     };
-    longest_page_ns(reader.source.metadata(), &reader.plan.chunks, decoders)
+    longest_page_ns(reader.source.metadata(), &reader.whole_plan.chunks, decoders)
 }
 
 /// Steps decoded at once: as asked, else [`DECODERS_WITH_FLOOR`] where steps have a floor and
@@ -312,7 +312,7 @@ fn decoders(reader: &Reader, floor_ns: f64) -> usize {
 /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection, whose
 /// steps cost at least `floor_ns` of GPU time).
 fn steps_for_latency_of(reader: &Reader, floor_ns: f64) -> u64 {
-    steps_for_latency(reader.plan.dest_len, floor_ns, decoders(reader, floor_ns))
+    steps_for_latency(reader.whole_plan.dest_len, floor_ns, decoders(reader, floor_ns))
 }
 
 /// Decodes fetched steps into device columns, each on its chunks' stream; parses page headers on the
