@@ -79,6 +79,9 @@ pub struct PartRead {
     pub part: Part,
     /// The device table and the reports of its read.
     pub read: DeviceRead,
+    /// The part's reader's filter ([`Dataset::with_filter`]): its surviving row groups are decoded
+    /// whole, and [`MultiDeviceRead::to_host`] keeps the rows it accepts.
+    pub(crate) filter: crate::filter::SharedFilter,
 }
 
 /// One GPU's share of a multi-GPU read.
@@ -254,15 +257,20 @@ impl MultiDeviceRead {
     }
 
     /// Every GPU's batches copied to the host and gathered in dataset order, with the dataset's
-    /// partition columns appended (as [`Dataset::batches`] gives them).
+    /// partition columns appended (as [`Dataset::batches`] gives them), only the rows the dataset's
+    /// filter accepts.
     pub fn to_host(&self, dataset: &Dataset) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
         for d in &self.devices {
             for p in &d.parts {
                 let f = &dataset.files()[p.part.file];
                 for b in &p.read.table.batches {
+                    let b = b.to_host()?;
                     out.push(with_partitions(
-                        b.to_host()?,
+                        match &p.filter {
+                            Some(filter) => filter.apply_batch(&b)?,
+                            None => b,
+                        },
                         dataset.partition_fields(),
                         &f.partition_values,
                         &f.path,
@@ -333,7 +341,8 @@ impl Dataset {
                         for (part, reader) in built {
                             let read = reader.read_device()?;
                             counts.add_all(&read.io.total);
-                            parts.push(PartRead { part, read });
+                            let filter = reader.filter.clone();
+                            parts.push(PartRead { part, read, filter });
                         }
                         Ok(DeviceShareRead {
                             device,
