@@ -41,7 +41,7 @@ pub struct Part {
 /// into `devices` contiguous shares, in dataset order, of about equal bytes: a row group goes to the
 /// share its middle byte falls in. Shares may be empty (fewer row groups than GPUs); none is split
 /// inside a row group, so the largest one bounds the imbalance.
-pub fn spread_row_groups(sizes: &[Vec<u64>], devices: usize) -> Vec<Vec<Part>> {
+pub(crate) fn spread_row_groups(sizes: &[Vec<u64>], devices: usize) -> Vec<Vec<Part>> {
     let devices = devices.max(1);
     let total: u128 = sizes.iter().flatten().map(|&b| b as u128).sum();
     let mut shares: Vec<Vec<Part>> = vec![Vec::new(); devices];
@@ -105,7 +105,7 @@ impl DeviceShareRead {
 
     /// Uncompressed bytes of the column chunks it decoded (the selected columns of its row groups;
     /// the parts' `bytes`, all columns, are what the shares were balanced by).
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.parts.iter().map(|p| p.read.decode.uncompressed_bytes).sum()
     }
 }
@@ -124,7 +124,7 @@ pub struct MultiDeviceRead {
 }
 
 /// How the multi-GPU counters are attributed (for reports).
-pub const ATTRIBUTION: &str = "per GPU: bytes and reads by path from that GPU's own reads; cuFile's \
+pub(crate) const ATTRIBUTION: &str = "per GPU: bytes and reads by path from that GPU's own reads; cuFile's \
 statistics are per process, so they are compared once, over the whole read, with the sum over GPUs";
 
 /// One GPU's line of a [`MultiDeviceSummary`].
@@ -243,7 +243,7 @@ impl MultiDeviceRead {
     }
 
     /// Uncompressed bytes over all GPUs.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.devices.iter().map(DeviceShareRead::bytes).sum()
     }
 

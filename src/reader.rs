@@ -82,7 +82,7 @@ pub struct Progress {
 
 /// A progress callback (shared with the threads of a read; called from them).
 #[derive(Clone)]
-pub struct ProgressHook(pub Arc<dyn Fn(Progress) + Send + Sync>);
+pub(crate) struct ProgressHook(pub Arc<dyn Fn(Progress) + Send + Sync>);
 
 impl std::fmt::Debug for ProgressHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,7 +152,7 @@ impl ReaderBuilder {
     }
 
     /// A builder for a file already opened (its footer read and validated once, as a dataset does).
-    pub fn from_source(source: ParquetSource) -> Self {
+    pub(crate) fn from_source(source: ParquetSource) -> Self {
         let mut b = Self::new(source.path());
         b.source = Some(source);
         b
@@ -203,7 +203,7 @@ impl ReaderBuilder {
     }
 
     /// Columns as a [`Projection`].
-    pub fn with_projection(mut self, projection: Projection) -> Self {
+    pub(crate) fn with_projection(mut self, projection: Projection) -> Self {
         self.columns = projection;
         self
     }
@@ -263,7 +263,7 @@ impl ReaderBuilder {
     /// Steps [`Reader::read_device`] decodes at once (default 4 where compressed pages give a step a
     /// floor of GPU time, else 2; at most the steps held at once less the one being read, so 1 where
     /// the memory budget holds only two steps).
-    pub fn with_decode_threads(mut self, threads: usize) -> Self {
+    pub(crate) fn with_decode_threads(mut self, threads: usize) -> Self {
         self.decode_threads = Some(threads.max(1));
         self
     }
@@ -617,7 +617,7 @@ impl Reader {
     }
 
     /// The GPU decoder of this reader's device (compiled once, then shared).
-    pub fn gpu_decoder(&self) -> Result<Arc<GpuDecoder>> {
+    pub(crate) fn gpu_decoder(&self) -> Result<Arc<GpuDecoder>> {
         let ctx = self.io.context().ok_or_else(|| Error::Unavailable {
             backend: self.io.kind().to_string(),
             reason: "GPU decode needs a GPU backend (this reader reads into host memory)".into(),

@@ -138,7 +138,7 @@ impl Places {
     }
 
     /// Steps held now.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.total - *self.lock()
     }
 }
