@@ -328,7 +328,8 @@ impl Dataset {
                     return Err(Error::InvalidRequest {
                         location,
                         message: format!(
-                            "the filter term '{term}' mixes partition columns ({}) with the files' columns ({}) under or/not;                              only terms joined by a top-level 'and' may each name one kind",
+                            "the filter term '{term}' mixes partition columns ({}) with the files' columns ({}) \
+                             under or/not (each term joined by a top-level 'and' may name one kind only)",
                             join(&partition),
                             join(&file)
                         ),
@@ -447,8 +448,9 @@ impl Dataset {
     /// [`Dataset::reader_builder`], which holds the selected columns and the filter (choose the
     /// backend and the settings there; it decodes on the host unless `configure` asks for
     /// [`Decode::Gpu`], whose device columns are then copied to the host). Each file is one
-    /// [`Reader::scan`](crate::Reader::scan), reading and decoding its next steps while the caller holds the current one;
-    /// the readers after the first share its backend and GPU decoder. Dropping the iterator stops the
+    /// [`Reader::scan`](crate::Reader::scan), reading and decoding its next steps while the caller
+    /// holds the current one (a GPU-decoded step's rows filtered on the host after the copy); the
+    /// readers after the first share its backend and GPU decoder. Dropping the iterator stops the
     /// scan. The first error ends the stream.
     pub fn batches(&self, configure: impl Fn(ReaderBuilder) -> ReaderBuilder + Send + 'static) -> DatasetBatches {
         DatasetBatches {
