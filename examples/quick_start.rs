@@ -1,6 +1,7 @@
 //! The README's Rust quick start: read, stream under a budget, decode onto the GPU, read a hive dataset.
 //! `cargo run --release --example quick_start [FILE]` (default: the bundled sample file).
 use gpu_parquet::dataset::{Dataset, DatasetSource};
+use gpu_parquet::filter::Expr;
 use gpu_parquet::{BackendKind, Reader};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -26,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A filter: row groups the statistics, bloom filters and page index rule out are not read; a host
     // decode keeps the matching rows.
-    let filter = gpu_parquet::filter::Expr::parse("id < 100")?;
+    let filter = Expr::parse("id < 100")?;
     let reader = Reader::builder(&path)
         .with_filter(filter)
         .with_backend(BackendKind::Host)
@@ -43,12 +44,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
-    // 4. A hive dataset (dir/year=2024/...): `year` is a partition column, selected like the files'
-    //    columns and placed after them.
+    // 4. A hive dataset (dir/year=2024/...): partition columns come after the file's columns, each
+    //    read when named (or all when no columns are chosen); filter terms on them skip files.
     let dir = std::env::temp_dir().join("gpu-parquet-quick-start/year=2024");
     std::fs::create_dir_all(&dir)?;
     std::fs::copy(&path, dir.join("part-0.parquet"))?;
-    let ds = Dataset::open(DatasetSource::Directory(dir.parent().unwrap().into()))?.select_columns(&["id", "year"])?;
+    let ds = Dataset::open(DatasetSource::Directory(dir.parent().unwrap().into()))?
+        .select_columns(&["id", "year"])?
+        .with_filter(Expr::parse("year = 2024 and id < 10")?)?;
     for batch in ds.batches(|r| r.with_backend(BackendKind::Host)) {
         let b = batch?.batch;
         println!(

@@ -699,7 +699,7 @@ impl HeldSteps {
     }
 
     /// How many steps are decoded at once.
-    pub fn decoders(&self) -> usize {
+    pub(crate) fn decoders(&self) -> usize {
         self.decoders
     }
 }

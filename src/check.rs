@@ -96,7 +96,7 @@ pub struct CheckReport {
 
 /// Parses cufile.json text. NVIDIA's file has `//` comments (and may have trailing commas), which
 /// plain JSON forbids; JSON5 allows both.
-pub fn parse_cufile_config(path: &Path, text: &str) -> CufileConfig {
+pub(crate) fn parse_cufile_config(path: &Path, text: &str) -> CufileConfig {
     let mut cfg = CufileConfig {
         path: path.to_path_buf(),
         ..CufileConfig::default()

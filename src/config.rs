@@ -134,7 +134,7 @@ impl Default for IoPolicy {
 }
 
 /// Most I/O threads accepted: more only adds scheduling cost (16 saturate the H200 machine).
-pub const MAX_THREADS: usize = 1024;
+pub(crate) const MAX_THREADS: usize = 1024;
 
 impl IoPolicy {
     /// Checks every field against the same bounds the flags and variables have.
@@ -154,7 +154,7 @@ impl IoPolicy {
     }
 
     /// Plan options matching this policy (task size; aligned when direct I/O is on).
-    pub fn plan_options(&self) -> PlanOptions {
+    pub(crate) fn plan_options(&self) -> PlanOptions {
         PlanOptions {
             task_size: self.task_size,
             align: self.direct_io,
@@ -165,7 +165,7 @@ impl IoPolicy {
     /// Plan options for a backend that is (`staged`) or is not the staged one: aligned also where
     /// the staged path may read a cold file `O_DIRECT` (`direct_when_cold`). Other backends read
     /// exactly the chunks' bytes.
-    pub fn plan_options_for(&self, staged: bool) -> PlanOptions {
+    pub(crate) fn plan_options_for(&self, staged: bool) -> PlanOptions {
         PlanOptions {
             align: self.direct_io || (self.direct_when_cold && staged),
             ..self.plan_options()
@@ -235,7 +235,7 @@ impl Key {
     ];
 
     /// The environment variable.
-    pub fn env(self) -> &'static str {
+    pub(crate) fn env(self) -> &'static str {
         match self {
             Key::CompatMode => "GPU_PARQUET_COMPAT_MODE",
             Key::Threads => "GPU_PARQUET_THREADS",
@@ -449,7 +449,7 @@ impl Tuning {
 
     /// The fields that differ from the default, as the variables that would set them
     /// (`GPU_PARQUET_SNAPPY=gp_unsnap`); empty for the default.
-    pub fn differences(&self) -> Vec<String> {
+    pub(crate) fn differences(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.trace {
             out.push(format!("{TRACE_VAR}=1"));

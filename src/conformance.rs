@@ -35,7 +35,7 @@ use crate::plan::{ChunkRange, PlanOptions, Projection, ReadPlan, RowGroupSelecti
 use crate::report::ReadReport;
 
 /// Outcome of one check: `Err` carries a message naming the check, backend and plan.
-pub type CheckResult = Result<(), String>;
+pub(crate) type CheckResult = Result<(), String>;
 
 /// The files the suite reads, written by [`write_test_files`].
 #[derive(Debug, Clone)]
@@ -50,7 +50,7 @@ pub struct TestFiles {
 }
 
 /// Rows per row group of [`TestFiles::mixed`].
-pub const MIXED_ROWS_PER_GROUP: usize = 3000;
+pub(crate) const MIXED_ROWS_PER_GROUP: usize = 3000;
 /// Row groups of [`TestFiles::mixed`].
 pub const MIXED_ROW_GROUPS: usize = 4;
 
@@ -236,7 +236,12 @@ fn open(path: &Path) -> Result<ParquetSource, String> {
 
 /// Fetches `plan` with `backend` and checks the destination bytes against the file and the log
 /// against the plan. `what` names the plan in failure messages.
-pub fn check_plan<B: IoBackend>(backend: &B, source: &ParquetSource, plan: &ReadPlan, what: &str) -> CheckResult {
+pub(crate) fn check_plan<B: IoBackend>(
+    backend: &B,
+    source: &ParquetSource,
+    plan: &ReadPlan,
+    what: &str,
+) -> CheckResult {
     let ctx = |m: String| format!("[{} / {what}] {m}", backend.name());
     let file = std::fs::read(source.path()).map_err(|e| ctx(format!("cannot read the file back: {e}")))?;
     let fetched = backend
@@ -290,7 +295,7 @@ pub fn check_plan<B: IoBackend>(backend: &B, source: &ParquetSource, plan: &Read
 /// Checks that `log` is consistent with `plan`: one record per task, bytes equal to the task's
 /// length, at least one read, `start <= end`, and a report that gives each column exactly its chunks'
 /// bytes.
-pub fn check_log(plan: &ReadPlan, log: &crate::io::IoLog, source: &ParquetSource) -> CheckResult {
+pub(crate) fn check_log(plan: &ReadPlan, log: &crate::io::IoLog, source: &ParquetSource) -> CheckResult {
     if log.tasks.len() != plan.tasks.len() {
         return Err(format!(
             "log has {} task records, the plan {} tasks",
@@ -593,7 +598,7 @@ pub fn check_short_read<B: IoBackend>(backend: &B, path: &Path, scratch: &Path) 
 
 /// (d): an OS error on read must give [`Error::Io`]: the source's handle is opened on a directory, so
 /// every `pread` fails with `EISDIR`.
-pub fn check_io_error<B: IoBackend>(backend: &B, path: &Path, scratch: &Path) -> CheckResult {
+pub(crate) fn check_io_error<B: IoBackend>(backend: &B, path: &Path, scratch: &Path) -> CheckResult {
     let name = backend.name();
     let good = open(path)?;
     let dir = File::open(scratch).map_err(|e| format!("cannot open {}: {e}", scratch.display()))?;
@@ -615,7 +620,7 @@ pub fn check_io_error<B: IoBackend>(backend: &B, path: &Path, scratch: &Path) ->
 }
 
 /// (e): plans with nothing to read fetch an empty buffer and log no task.
-pub fn check_empty_plans<B: IoBackend>(backend: &B, files: &TestFiles) -> CheckResult {
+pub(crate) fn check_empty_plans<B: IoBackend>(backend: &B, files: &TestFiles) -> CheckResult {
     let name = backend.name();
     let source = open(&files.mixed)?;
     let empty_file = open(&files.empty)?;
@@ -698,7 +703,7 @@ pub fn check_fetch_into<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
 /// [`IoBackend::fetch_steps`]: one plan per row group (every column) fetched as steps; `admit` is
 /// asked in order, each step is delivered once with the file's bytes and a log consistent with its
 /// plan; `admit` saying false ends the fetch, delivering no step after it.
-pub fn check_fetch_steps<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
+pub(crate) fn check_fetch_steps<B: IoBackend>(backend: &B, path: &Path) -> CheckResult {
     let name = backend.name();
     let source = open(path)?;
     let file = std::fs::read(path).map_err(|e| format!("[{name}] cannot read the file back: {e}"))?;

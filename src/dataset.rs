@@ -34,12 +34,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray, new_null_array};
+use arrow::array::{Array, ArrayRef, Int32Array, Int64Array, StringArray, new_null_array};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
 use crate::decode::gpu::GpuDecoder;
 use crate::error::{Error, Location, Result};
+use crate::filter::{Expr, SharedFilter};
 use crate::io::select::AnyBackend;
 use crate::metadata::ParquetSource;
 use crate::reader::ReaderBuilder;
@@ -92,6 +93,12 @@ pub struct Dataset {
     schema: SchemaRef,
     /// The files' columns read ([`Dataset::select_columns`]; `None`: all).
     columns: Option<Vec<String>>,
+    /// Every partition key and each file's value of it, whatever the selection keeps: what a
+    /// filter on partition columns tests ([`Dataset::with_filter`]).
+    all_partitions: Vec<Field>,
+    all_values: Vec<Vec<Option<String>>>,
+    /// The filter's terms on the files' own columns, given to each file's reader.
+    filter: Option<Expr>,
 }
 
 /// A batch of a dataset: which file it came from, and its rows with the partition columns.
@@ -206,20 +213,26 @@ impl Dataset {
         }
         let mut fields: Vec<Field> = file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
         fields.extend(partitions.iter().cloned());
+        let all_values = files.iter().map(|f| f.partition_values.clone()).collect();
         Ok(Self {
             files,
             sources,
             rows,
             row_group_bytes,
+            all_partitions: partitions.clone(),
             partitions,
             schema: Arc::new(Schema::new(fields)),
             columns: None,
+            all_values,
+            filter: None,
         })
     }
 
     /// This dataset reading only the columns `names`: the files' columns (top-level names, or dotted
     /// paths to nested leaves) and partition columns, the latter still after the files' own in their
-    /// key order. A name that is neither is an error naming the columns there are; so is a selection
+    /// key order. A partition column is read only when named here (without a selection, all are), as
+    /// `pyarrow.dataset` does; the CLI's `dataset --columns` and Python's `read_dataset(columns=)`
+    /// come here. A name that is neither is an error naming the columns there are; so is a selection
     /// of partition columns alone (a read needs one of the files' columns for its rows).
     pub fn select_columns<S: AsRef<str>>(&self, names: &[S]) -> Result<Self> {
         let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
@@ -234,7 +247,7 @@ impl Dataset {
             if !file_fields.iter().any(|f| f.name() == top) {
                 let known: Vec<&str> = file_fields.iter().map(|f| f.name().as_str()).collect();
                 return Err(Error::InvalidRequest {
-                    location: Location::file(&self.files[0].path),
+                    location: self.first_location(),
                     message: format!(
                         "the dataset has no column '{name}' (the files' columns: {}; partition columns: {})",
                         known.join(", "),
@@ -250,7 +263,7 @@ impl Dataset {
         }
         if columns.is_empty() {
             return Err(Error::InvalidRequest {
-                location: Location::file(&self.files[0].path),
+                location: self.first_location(),
                 message: format!(
                     "select at least one of the files' columns besides the partition columns {}",
                     names.join(", ")
@@ -284,7 +297,95 @@ impl Dataset {
             partitions,
             schema: Arc::new(Schema::new(fields)),
             columns: Some(columns),
+            all_partitions: self.all_partitions.clone(),
+            all_values: self.all_values.clone(),
+            filter: self.filter.clone(),
         })
+    }
+
+    /// This dataset reading only the rows `filter` accepts (and-ed with a filter given before).
+    /// The filter's top-level `and` terms on partition columns alone are tested per file here, once:
+    /// a file whose partition values fail them is not read at all (pyarrow's partition pruning);
+    /// the terms on the files' own columns go to each file's reader
+    /// ([`ReaderBuilder::with_filter`]: row groups and pages pruned, rows filtered exactly), the
+    /// columns they name read for the test and dropped after it. A partition column may be named
+    /// whether [`select_columns`](Self::select_columns) keeps it or not. A term mixing partition
+    /// columns and the files' columns (`year = 2024 or x > 3`) is an error saying so; so is a
+    /// column that is neither, or a literal of the wrong type.
+    pub fn with_filter(&self, filter: Expr) -> Result<Self> {
+        let location = self.first_location();
+        let keys: Vec<&str> = self.all_partitions.iter().map(|f| f.name().as_str()).collect();
+        let mut on_partitions: Option<Expr> = None;
+        let mut on_files: Option<Expr> = self.filter.clone();
+        for term in conjuncts(filter) {
+            let columns = term.columns();
+            let (partition, file): (Vec<&String>, Vec<&String>) =
+                columns.iter().partition(|c| keys.contains(&c.as_str()));
+            let slot = match (partition.is_empty(), file.is_empty()) {
+                (false, true) => &mut on_partitions,
+                (true, _) => &mut on_files,
+                (false, false) => {
+                    return Err(Error::InvalidRequest {
+                        location,
+                        message: format!(
+                            "the filter term '{term}' mixes partition columns ({}) with the files' columns ({}) \
+                             under or/not (each term joined by a top-level 'and' may name one kind only)",
+                            join(&partition),
+                            join(&file)
+                        ),
+                    });
+                }
+            };
+            *slot = Some(match slot.take() {
+                None => term,
+                Some(e) => e.and(term),
+            });
+        }
+        let mut out = self.clone();
+        out.filter = on_files;
+        if let Some(e) = on_partitions {
+            let keep = self.partitions_accepted(&e, &location)?;
+            let mut k = keep.iter();
+            out.files.retain(|_| *k.next().expect("one flag per file"));
+            for (i, kept) in keep.iter().enumerate().rev() {
+                if !kept {
+                    out.sources.remove(i);
+                    out.rows.remove(i);
+                    out.row_group_bytes.remove(i);
+                    out.all_values.remove(i);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Per file, whether its partition values pass `filter` (a filter on partition columns only).
+    fn partitions_accepted(&self, filter: &Expr, location: &Location) -> Result<Vec<bool>> {
+        let schema = Arc::new(Schema::new(self.all_partitions.clone()));
+        let predicate = filter.bind(&schema, location)?;
+        let one_row = arrow::array::RecordBatchOptions::new().with_row_count(Some(1));
+        let empty = RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &one_row)
+            .map_err(|e| Error::parquet(location.clone(), e))?;
+        self.files
+            .iter()
+            .zip(&self.all_values)
+            .map(|(f, values)| {
+                let row = with_partitions(empty.clone(), &self.all_partitions, values, &f.path)?;
+                let accepted = predicate.evaluate(&row)?;
+                Ok(accepted.is_valid(0) && accepted.value(0))
+            })
+            .collect()
+    }
+
+    /// The filter on the files' own columns that each file's reader is given
+    /// ([`with_filter`](Self::with_filter)).
+    pub fn file_filter(&self) -> Option<&Expr> {
+        self.filter.as_ref()
+    }
+
+    /// Where errors about the dataset as a whole point: its first file.
+    fn first_location(&self) -> Location {
+        self.files.first().map(|f| Location::file(&f.path)).unwrap_or_default()
     }
 
     /// The files' columns read, when [`select_columns`](Self::select_columns) chose them.
@@ -329,22 +430,27 @@ impl Dataset {
         &self.sources
     }
 
-    /// A reader builder for file `i`, from its already-open source, with the selected columns.
+    /// A reader builder for file `i`, from its already-open source, with the selected columns and
+    /// the filter on the files' columns.
     pub fn reader_builder(&self, i: usize) -> ReaderBuilder {
-        let b = ReaderBuilder::from_source(self.sources[i].clone());
-        match &self.columns {
-            Some(c) => b.with_columns(c.iter().cloned()),
-            None => b,
+        let mut b = ReaderBuilder::from_source(self.sources[i].clone());
+        if let Some(c) = &self.columns {
+            b = b.with_columns(c.iter().cloned());
         }
+        if let Some(f) = &self.filter {
+            b = b.with_filter(f.clone());
+        }
+        b
     }
 
     /// Reads every file's row groups in order as batches with the (selected) partition columns
     /// appended. Each file's [`Reader`](crate::Reader) is built by `configure` from
-    /// [`Dataset::reader_builder`] (choose the backend,
-    /// the columns, the settings there; it decodes on the host unless `configure` asks for
+    /// [`Dataset::reader_builder`], which holds the selected columns and the filter (choose the
+    /// backend and the settings there; it decodes on the host unless `configure` asks for
     /// [`Decode::Gpu`], whose device columns are then copied to the host). Each file is one
-    /// [`Reader::scan`](crate::Reader::scan), reading and decoding its next steps while the caller holds the current one;
-    /// the readers after the first share its backend and GPU decoder. Dropping the iterator stops the
+    /// [`Reader::scan`](crate::Reader::scan), reading and decoding its next steps while the caller
+    /// holds the current one (a GPU-decoded step's rows filtered on the host after the copy); the
+    /// readers after the first share its backend and GPU decoder. Dropping the iterator stops the
     /// scan. The first error ends the stream.
     pub fn batches(&self, configure: impl Fn(ReaderBuilder) -> ReaderBuilder + Send + 'static) -> DatasetBatches {
         DatasetBatches {
@@ -364,8 +470,9 @@ pub struct DatasetBatches {
     dataset: Dataset,
     configure: Box<dyn Fn(ReaderBuilder) -> ReaderBuilder + Send>,
     next_file: usize,
-    /// The file being scanned, and its scan.
-    current: Option<(usize, Scan<StepOutput>)>,
+    /// The file being scanned, its scan, and its reader's filter (applied on the host to GPU-decoded
+    /// steps, which hold the surviving row groups whole).
+    current: Option<(usize, Scan<StepOutput>, SharedFilter)>,
     /// Batches of the current step not handed out yet.
     pending: std::collections::VecDeque<DatasetBatch>,
     /// The first reader's backend and GPU decoder, shared with the later ones.
@@ -400,14 +507,14 @@ impl DatasetBatches {
                 let decoder = reader.gpu_decoder.get().and_then(|d| d.as_ref().ok()).cloned();
                 self.shared = Some((reader.io().clone(), decoder));
             }
-            Ok(scan)
+            Ok((scan, reader.filter.clone()))
         });
-        Some(started.map(|scan| self.current = Some((i, scan))))
+        Some(started.map(|(scan, filter)| self.current = Some((i, scan, filter))))
     }
 
     /// The next step of the current file as batches with the partitions; `None` at its end.
     fn next_step(&mut self) -> Option<Result<()>> {
-        let (i, scan) = self.current.as_mut()?;
+        let (i, scan, filter) = self.current.as_mut()?;
         let i = *i;
         let step = match scan.next() {
             Some(step) => step,
@@ -416,9 +523,15 @@ impl DatasetBatches {
                 return None;
             }
         };
+        let on_gpu = matches!(step, Ok(StepOutput::Device(_)));
         let batches = step.and_then(StepOutput::into_record_batches);
+        let filter = filter.clone().filter(|_| on_gpu);
         Some(batches.and_then(|batches| {
             for batch in batches {
+                let batch = match &filter {
+                    Some(f) => f.apply_batch(&batch)?,
+                    None => batch,
+                };
                 let batch = self.dataset.attach_partitions(i, batch)?;
                 self.pending.push_back(DatasetBatch { file: i, batch });
             }
@@ -455,6 +568,22 @@ impl Iterator for DatasetBatches {
             }
         }
     }
+}
+
+/// The top-level `and` terms of `e`, in order.
+fn conjuncts(e: Expr) -> Vec<Expr> {
+    match e {
+        Expr::And(a, b) => {
+            let mut out = conjuncts(*a);
+            out.extend(conjuncts(*b));
+            out
+        }
+        other => vec![other],
+    }
+}
+
+fn join(names: &[&String]) -> String {
+    names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// `batch` with one constant column per partition appended.

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{DeviceBuffer, Event};
 
 /// `ArrowDeviceType` (an `int32_t` in the specification).
-pub type ArrowDeviceType = i32;
+pub(crate) type ArrowDeviceType = i32;
 /// Host memory.
 pub const ARROW_DEVICE_CPU: ArrowDeviceType = 1;
 /// CUDA device memory.
@@ -72,7 +72,7 @@ unsafe impl Send for FFI_ArrowDeviceArrayStream {}
 
 impl FFI_ArrowArray {
     /// A released (empty) array, as a stream's end is written.
-    pub fn empty() -> Self {
+    pub(crate) fn empty() -> Self {
         Self {
             length: 0,
             null_count: 0,

@@ -203,7 +203,7 @@ pub(crate) fn merge_steps(plans: &[Arc<ReadPlan>], logs: &[IoLog]) -> (ReadPlan,
 
 impl DecodeReport {
     /// Decoded uncompressed bytes per second over the whole read (cuDF's measure).
-    pub fn gbps(&self) -> f64 {
+    pub(crate) fn gbps(&self) -> f64 {
         self.uncompressed_bytes as f64 / self.wall.as_secs_f64().max(1e-9) / 1e9
     }
 

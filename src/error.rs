@@ -27,7 +27,7 @@ impl Location {
     }
 
     /// A location naming a column chunk.
-    pub fn chunk(file: impl Into<PathBuf>, column: impl Into<String>, row_group: usize) -> Self {
+    pub(crate) fn chunk(file: impl Into<PathBuf>, column: impl Into<String>, row_group: usize) -> Self {
         Self {
             file: file.into(),
             column: Some(column.into()),
@@ -222,7 +222,7 @@ impl Error {
     }
 
     /// Invalid metadata at a location.
-    pub fn invalid_metadata(location: Location, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_metadata(location: Location, message: impl Into<String>) -> Self {
         Error::InvalidMetadata {
             location,
             message: message.into(),

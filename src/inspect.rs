@@ -260,7 +260,7 @@ pub fn inspect(source: &ParquetSource) -> FileSummary {
 /// A logical type as people write it: `String`, `Timestamp(MILLIS, utc)`,
 /// `Decimal(precision 10, scale 2)`, `Integer(32 bits, signed)`, `List`, `Map`... (`parquet` has no
 /// `Display` for it, and its `Debug` form is Rust syntax).
-pub fn logical_type_name(t: &LogicalType) -> String {
+pub(crate) fn logical_type_name(t: &LogicalType) -> String {
     let unit = |u: &TimeUnit| match u {
         TimeUnit::MILLIS => "MILLIS",
         TimeUnit::MICROS => "MICROS",
@@ -310,7 +310,7 @@ pub fn logical_type_name(t: &LogicalType) -> String {
 }
 
 /// A converted type's name, with precision and scale for `DECIMAL`; `None` for `NONE`.
-pub fn converted_type_name(t: ConvertedType, precision: i32, scale: i32) -> Option<String> {
+pub(crate) fn converted_type_name(t: ConvertedType, precision: i32, scale: i32) -> Option<String> {
     match t {
         ConvertedType::NONE => None,
         ConvertedType::DECIMAL => Some(format!("DECIMAL(precision {precision}, scale {scale})")),

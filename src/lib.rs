@@ -17,6 +17,9 @@
 //! }
 //! let table = chunks.decode()?; // Arrow record batches on the host
 //! assert_eq!(table.num_rows(), 2400);
+//! // `arrow` is re-exported: no arrow dependency of your own to keep in step.
+//! let first: &gpu_parquet::arrow::record_batch::RecordBatch = &table.batches[0];
+//! assert_eq!(first.num_columns(), 2);
 //! # Ok::<(), gpu_parquet::Error>(())
 //! ```
 //!
@@ -31,6 +34,8 @@
 //!   raw chunks, host batches or device columns); [`reader`]: the builder and scan spec over it.
 //!   [`config`] holds the policy and the one environment read.
 #![warn(missing_docs)]
+// Doc comments name internals for maintainers (`cargo doc --document-private-items` links them).
+#![allow(rustdoc::private_intra_doc_links)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bench;
@@ -46,6 +51,7 @@ pub mod device_read;
 pub mod error;
 pub mod filter;
 #[cfg(feature = "fuzzing")]
+#[doc(hidden)] // the fuzz targets' hooks
 pub mod fuzzing;
 pub mod gpu;
 pub mod inspect;

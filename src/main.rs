@@ -270,9 +270,16 @@ struct DatasetArgs {
     /// twice puts two shares on one GPU.
     #[arg(long, value_delimiter = ',')]
     devices: Option<Vec<usize>>,
-    /// Columns to read: top-level names or dotted paths to nested leaves (default: all).
+    /// Columns to read: top-level names or dotted paths to nested leaves, and partition columns
+    /// (default: all, partition columns included; with --columns a partition column is read only
+    /// when named).
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
+    /// Read only the rows this filter accepts (the syntax of `read --filter`). Its top-level `and`
+    /// terms on partition columns skip whole files; the others prune each file's row groups and
+    /// pages, and filter rows exactly after the decode.
+    #[arg(long)]
+    filter: Option<String>,
     /// auto (the GPUs; host memory without a GPU), staged, cufile or host.
     #[arg(long, default_value = "auto")]
     backend: String,
@@ -570,6 +577,10 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     let settings = args.io.read_settings()?;
     let backend = parse_backend(&args.backend)?;
     let ds = Dataset::open(DatasetSource::from_args(&args.paths))?;
+    let ds = match &args.filter {
+        Some(f) => ds.with_filter(gpu_parquet::filter::Expr::parse(f)?)?,
+        None => ds,
+    };
     // The files' columns and partition columns, as the dataset tells them apart.
     let ds = match &args.columns {
         Some(c) => ds.select_columns(c)?,
@@ -685,7 +696,9 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     let devices = args.devices.clone().unwrap_or_else(|| vec![device]);
     let read = ds.read_devices(&devices, &configure)?;
     let mut verified = None;
-    let on_host = if args.verify || args.output.is_some() {
+    // The GPUs decode the surviving row groups whole; the exact row filter runs on the host copy.
+    let filtered = ds.file_filter().is_some();
+    let on_host = if args.verify || args.output.is_some() || filtered {
         Some(read.to_host(&ds)?)
     } else {
         None
@@ -693,12 +706,19 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
     if let Some(got) = on_host.as_ref().filter(|_| args.verify) {
         progress.stage("verifying against arrow-rs");
         verify_dataset(got, &arrow_rs_dataset(&ds)?)?;
-        verified = Some(read.num_rows());
+        verified = Some(got.iter().map(|b| b.num_rows()).sum::<usize>());
     }
     drop(progress);
     let wrote = write_dataset_output(&args, on_host.as_deref().unwrap_or_default(), &input_paths)?;
     let summary = read.summary();
+    let kept = on_host
+        .as_ref()
+        .filter(|_| filtered)
+        .map(|b| b.iter().map(|b| b.num_rows()).sum::<usize>());
     let mut value = serde_json::to_value(&summary).unwrap_or_default();
+    if let (Some(obj), Some(rows)) = (value.as_object_mut(), kept) {
+        obj.insert("rows_kept_by_filter".into(), rows.into());
+    }
     if let (Some(obj), Some((j, _))) = (value.as_object_mut(), &wrote) {
         obj.insert("output".into(), j.clone());
     }
@@ -716,6 +736,9 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
             summary.bytes as f64 / summary.seconds.max(1e-9) / 1e9
         );
         text.push_str(&summary.to_table());
+        if let Some(rows) = kept {
+            text.push_str(&format!("{rows} rows kept by the filter\n"));
+        }
         if let Some(rows) = verified {
             text.push_str(&format!(
                 "verified: {rows} rows decoded on the GPU(s) equal arrow-rs's decode, value for value\n"
@@ -753,17 +776,25 @@ fn verify_dataset(
 }
 
 /// The dataset read by arrow-rs's own reader, file by file (its selected columns, then the partition
-/// columns): the oracle of `dataset --verify`, independent of our fetches.
+/// columns; the filter on the files' columns applied to arrow-rs's batches): the oracle of
+/// `dataset --verify`, independent of our fetches and pruning.
 fn arrow_rs_dataset(ds: &gpu_parquet::dataset::Dataset) -> gpu_parquet::Result<Vec<arrow::record_batch::RecordBatch>> {
     use parquet::arrow::ProjectionMask;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let filter = ds.file_filter();
     let mut out = Vec::new();
     for (i, f) in ds.files().iter().enumerate() {
         let location = gpu_parquet::Location::file(&f.path);
         let file = std::fs::File::open(&f.path).map_err(|e| Error::io(location.clone(), "cannot open", e))?;
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| Error::parquet(location.clone(), e))?;
-        let mask = match ds.file_columns() {
+        // The selected columns, and those the filter tests (dropped after it).
+        let wanted = ds.file_columns().map(|c| {
+            let mut all = c.to_vec();
+            all.extend(filter.map(|e| e.columns()).unwrap_or_default());
+            all
+        });
+        let mask = match &wanted {
             Some(c) => ProjectionMask::columns(builder.parquet_schema(), c.iter().map(String::as_str)),
             None => ProjectionMask::all(),
         };
@@ -772,7 +803,19 @@ fn arrow_rs_dataset(ds: &gpu_parquet::dataset::Dataset) -> gpu_parquet::Result<V
             .build()
             .map_err(|e| Error::parquet(location.clone(), e))?;
         for batch in reader {
-            let batch = batch.map_err(|e| Error::parquet(location.clone(), e))?;
+            let mut batch = batch.map_err(|e| Error::parquet(location.clone(), e))?;
+            if let Some(e) = filter {
+                batch = e.bind(&batch.schema(), &location)?.filter(&batch)?;
+                if let Some(c) = ds.file_columns() {
+                    let keep: Vec<usize> = (0..batch.num_columns())
+                        .filter(|&k| {
+                            let name = batch.schema().field(k).name().clone();
+                            c.iter().any(|c| c.split('.').next() == Some(name.as_str()))
+                        })
+                        .collect();
+                    batch = batch.project(&keep).map_err(|e| Error::parquet(location.clone(), e))?;
+                }
+            }
             out.push(ds.attach_partitions(i, batch)?);
         }
     }

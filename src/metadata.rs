@@ -206,7 +206,7 @@ impl ParquetSource {
     /// from a file rewritten in place may mix two versions, and nothing else would notice (page
     /// checksums are optional). A file replaced by a rename is not a change: the open descriptor still
     /// reads the old one. Readers call it after every fetch.
-    pub fn check_unchanged(&self) -> Result<()> {
+    pub(crate) fn check_unchanged(&self) -> Result<()> {
         let Some((len, modified)) = self.opened_as else {
             return Ok(());
         };
@@ -354,7 +354,7 @@ fn refuse_non_regular(path: &Path, stat: &std::fs::Metadata) -> Result<()> {
 /// dictionary offset that does not lie before the first data page. Others store `data_page_offset = 0`
 /// next to a real dictionary offset (column_chunk_key_value_metadata.parquet); there the dictionary
 /// offset is the only usable start, as arrow-rs assumes.
-pub fn chunk_start(chunk: &ColumnChunkMetaData) -> i64 {
+pub(crate) fn chunk_start(chunk: &ColumnChunkMetaData) -> i64 {
     let data = chunk.data_page_offset();
     match chunk.dictionary_page_offset() {
         Some(d) if d > 0 && (d < data || data <= 0) => d,
@@ -462,25 +462,25 @@ fn check_overlaps(path: &Path, metadata: &ParquetMetaData, chunks: &[Vec<Checked
 mod compact {
     use std::ops::Range;
 
-    pub const BOOL_TRUE: u8 = 1;
-    pub const BOOL_FALSE: u8 = 2;
-    pub const I8: u8 = 3;
-    pub const I16: u8 = 4;
-    pub const I32: u8 = 5;
-    pub const I64: u8 = 6;
+    pub(crate) const BOOL_TRUE: u8 = 1;
+    pub(crate) const BOOL_FALSE: u8 = 2;
+    pub(crate) const I8: u8 = 3;
+    pub(crate) const I16: u8 = 4;
+    pub(crate) const I32: u8 = 5;
+    pub(crate) const I64: u8 = 6;
     pub const DOUBLE: u8 = 7;
-    pub const BINARY: u8 = 8;
-    pub const LIST: u8 = 9;
-    pub const SET: u8 = 10;
-    pub const MAP: u8 = 11;
-    pub const STRUCT: u8 = 12;
+    pub(crate) const BINARY: u8 = 8;
+    pub(crate) const LIST: u8 = 9;
+    pub(crate) const SET: u8 = 10;
+    pub(crate) const MAP: u8 = 11;
+    pub(crate) const STRUCT: u8 = 12;
 
     /// Deepest nesting accepted (Parquet's own structures nest a handful of levels).
     const MAX_DEPTH: usize = 64;
 
     /// Why bytes could not be walked.
     #[derive(Debug, Clone, PartialEq, Eq)]
-    pub enum WalkError {
+    pub(crate) enum WalkError {
         /// The bytes ended inside a value.
         Eof,
         /// Something no Thrift writer produces.
@@ -490,7 +490,7 @@ mod compact {
     pub type Result<T> = std::result::Result<T, WalkError>;
 
     /// The Thrift name of a compact type code.
-    pub fn type_name(t: u8) -> &'static str {
+    pub(crate) fn type_name(t: u8) -> &'static str {
         match t {
             BOOL_TRUE | BOOL_FALSE => "bool",
             I8 => "i8",
@@ -508,13 +508,13 @@ mod compact {
     }
 
     /// Whether two field type codes are the same Thrift type (booleans carry their value in the code).
-    pub fn same_type(a: u8, b: u8) -> bool {
+    pub(crate) fn same_type(a: u8, b: u8) -> bool {
         a == b || (matches!(a, BOOL_TRUE | BOOL_FALSE) && matches!(b, BOOL_TRUE | BOOL_FALSE))
     }
 
     /// A struct field: its id, type code and the bytes of its value.
     #[derive(Debug, Clone)]
-    pub struct Field {
+    pub(crate) struct Field {
         pub id: i16,
         pub ty: u8,
         pub value: Range<usize>,
@@ -549,7 +549,7 @@ mod compact {
             Err(WalkError::Malformed("a varint longer than 10 bytes".into()))
         }
 
-        pub fn zigzag(&mut self) -> Result<i64> {
+        pub(crate) fn zigzag(&mut self) -> Result<i64> {
             let v = self.varint()?;
             Ok((v >> 1) as i64 ^ -((v & 1) as i64))
         }
@@ -565,7 +565,7 @@ mod compact {
         }
 
         /// The next field's id and type, or `None` at the struct's end.
-        pub fn field_header(&mut self, last_id: i16) -> Result<Option<(i16, u8)>> {
+        pub(crate) fn field_header(&mut self, last_id: i16) -> Result<Option<(i16, u8)>> {
             let b = self.byte()?;
             if b == 0 {
                 return Ok(None);
@@ -582,7 +582,7 @@ mod compact {
         }
 
         /// A list or set header: element type and count.
-        pub fn list_header(&mut self) -> Result<(u8, usize)> {
+        pub(crate) fn list_header(&mut self) -> Result<(u8, usize)> {
             let b = self.byte()?;
             let n = match b >> 4 {
                 15 => self.varint()?,
@@ -598,7 +598,7 @@ mod compact {
 
         /// Skips one value of type `ty`: a field's value when `in_list` is false (a boolean field has
         /// none, its value is in its type code), an element's otherwise.
-        pub fn skip(&mut self, ty: u8, in_list: bool, depth: usize) -> Result<()> {
+        pub(crate) fn skip(&mut self, ty: u8, in_list: bool, depth: usize) -> Result<()> {
             if depth > MAX_DEPTH {
                 return Err(WalkError::Malformed(format!("nesting deeper than {MAX_DEPTH}")));
             }
@@ -648,7 +648,7 @@ mod compact {
         }
 
         /// Reads a struct's fields (the cursor ends past its stop byte).
-        pub fn fields(&mut self, depth: usize) -> Result<Vec<Field>> {
+        pub(crate) fn fields(&mut self, depth: usize) -> Result<Vec<Field>> {
             let mut out = Vec::new();
             let mut last = 0i16;
             while let Some((id, ty)) = self.field_header(last)? {
@@ -665,7 +665,7 @@ mod compact {
         }
 
         /// Reads a binary value.
-        pub fn binary(&mut self) -> Result<&'a [u8]> {
+        pub(crate) fn binary(&mut self) -> Result<&'a [u8]> {
             let n = usize::try_from(self.varint()?).map_err(|_| WalkError::Eof)?;
             let start = self.pos;
             self.advance(n)?;
@@ -674,7 +674,7 @@ mod compact {
     }
 
     /// Appends a field header for `id` of type `ty`, after a field with id `last`.
-    pub fn write_field_header(out: &mut Vec<u8>, last: i16, id: i16, ty: u8) {
+    pub(crate) fn write_field_header(out: &mut Vec<u8>, last: i16, id: i16, ty: u8) {
         match id.checked_sub(last) {
             Some(delta @ 1..=15) => out.push(((delta as u8) << 4) | ty),
             _ => {

@@ -41,7 +41,7 @@ pub struct Part {
 /// into `devices` contiguous shares, in dataset order, of about equal bytes: a row group goes to the
 /// share its middle byte falls in. Shares may be empty (fewer row groups than GPUs); none is split
 /// inside a row group, so the largest one bounds the imbalance.
-pub fn spread_row_groups(sizes: &[Vec<u64>], devices: usize) -> Vec<Vec<Part>> {
+pub(crate) fn spread_row_groups(sizes: &[Vec<u64>], devices: usize) -> Vec<Vec<Part>> {
     let devices = devices.max(1);
     let total: u128 = sizes.iter().flatten().map(|&b| b as u128).sum();
     let mut shares: Vec<Vec<Part>> = vec![Vec::new(); devices];
@@ -79,6 +79,9 @@ pub struct PartRead {
     pub part: Part,
     /// The device table and the reports of its read.
     pub read: DeviceRead,
+    /// The part's reader's filter ([`Dataset::with_filter`]): its surviving row groups are decoded
+    /// whole, and [`MultiDeviceRead::to_host`] keeps the rows it accepts.
+    pub(crate) filter: crate::filter::SharedFilter,
 }
 
 /// One GPU's share of a multi-GPU read.
@@ -102,7 +105,7 @@ impl DeviceShareRead {
 
     /// Uncompressed bytes of the column chunks it decoded (the selected columns of its row groups;
     /// the parts' `bytes`, all columns, are what the shares were balanced by).
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.parts.iter().map(|p| p.read.decode.uncompressed_bytes).sum()
     }
 }
@@ -121,7 +124,7 @@ pub struct MultiDeviceRead {
 }
 
 /// How the multi-GPU counters are attributed (for reports).
-pub const ATTRIBUTION: &str = "per GPU: bytes and reads by path from that GPU's own reads; cuFile's \
+pub(crate) const ATTRIBUTION: &str = "per GPU: bytes and reads by path from that GPU's own reads; cuFile's \
 statistics are per process, so they are compared once, over the whole read, with the sum over GPUs";
 
 /// One GPU's line of a [`MultiDeviceSummary`].
@@ -240,7 +243,7 @@ impl MultiDeviceRead {
     }
 
     /// Uncompressed bytes over all GPUs.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.devices.iter().map(DeviceShareRead::bytes).sum()
     }
 
@@ -254,15 +257,20 @@ impl MultiDeviceRead {
     }
 
     /// Every GPU's batches copied to the host and gathered in dataset order, with the dataset's
-    /// partition columns appended (as [`Dataset::batches`] gives them).
+    /// partition columns appended (as [`Dataset::batches`] gives them), only the rows the dataset's
+    /// filter accepts.
     pub fn to_host(&self, dataset: &Dataset) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
         for d in &self.devices {
             for p in &d.parts {
                 let f = &dataset.files()[p.part.file];
                 for b in &p.read.table.batches {
+                    let b = b.to_host()?;
                     out.push(with_partitions(
-                        b.to_host()?,
+                        match &p.filter {
+                            Some(filter) => filter.apply_batch(&b)?,
+                            None => b,
+                        },
                         dataset.partition_fields(),
                         &f.partition_values,
                         &f.path,
@@ -333,7 +341,8 @@ impl Dataset {
                         for (part, reader) in built {
                             let read = reader.read_device()?;
                             counts.add_all(&read.io.total);
-                            parts.push(PartRead { part, read });
+                            let filter = reader.filter.clone();
+                            parts.push(PartRead { part, read, filter });
                         }
                         Ok(DeviceShareRead {
                             device,

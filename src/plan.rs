@@ -29,7 +29,7 @@ use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
 
 /// The default largest read task, bytes: one value for plans, policies, the CLI and benchmarks.
-pub const DEFAULT_TASK_SIZE: u64 = 8 << 20;
+pub(crate) const DEFAULT_TASK_SIZE: u64 = 8 << 20;
 
 /// Direct I/O alignment (bytes).
 pub const DIRECT_IO_ALIGN: u64 = 4096;

@@ -25,19 +25,21 @@ use std::sync::Arc;
 
 use crate::config::{BackendKind, IoPolicy, Settings, Tuning};
 use crate::decode::gpu::{DecoderOptions, GpuDecoder};
-use crate::decode::host::{DecodedTable, decode_fetched};
+use crate::decode::host::DecodedTable;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
-use crate::io::select::{AnyBackend, AnyBuffer};
-use crate::io::verify::verify_against_file;
-use crate::io::{DestBuffer, IoLog};
+use crate::io::select::AnyBackend;
 use crate::metadata::ParquetSource;
-use crate::plan::{ChunkRange, Projection, ReadPlan, RowGroupSelection};
-use crate::report::ReadReport;
+use crate::plan::{Projection, ReadPlan, RowGroupSelection};
 use crate::scan::driver::{Release, Scan, ScanSpec};
 use crate::scan::gpu::GpuSteps;
 use crate::scan::sink::{AsOutput, HostSink, RawSink};
 use crate::scan::{Decode, MemoryBudget, StepOutput};
+
+pub use crate::scan::chunks::ColumnChunks;
+pub use crate::scan::progress::Progress;
+pub(crate) use crate::scan::progress::{ProgressCounter, ProgressHook};
+pub use crate::scan::spec::Reader;
 
 /// Configures a [`Reader`]: file, columns, row groups, backend, device, I/O policy, memory budget.
 #[derive(Debug, Clone)]
@@ -60,71 +62,6 @@ pub struct ReaderBuilder {
     shared_decoder: Option<Arc<GpuDecoder>>,
     /// Issue 43's filter hook: see [`ReaderBuilder::with_filter`].
     filter: Option<crate::filter::Expr>,
-}
-
-/// Where a read stands: handed to the [`ReaderBuilder::with_progress`] callback after each step (a
-/// GPU read's decode steps, in the order they finish) and once when a raw or host read is done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Progress {
-    /// Steps done, of `steps`.
-    pub steps_done: usize,
-    /// Steps in the read.
-    pub steps: usize,
-    /// Rows of the steps done, of `rows`.
-    pub rows_done: u64,
-    /// Rows selected.
-    pub rows: u64,
-    /// Column-chunk bytes of the steps done, of `bytes`.
-    pub bytes_done: u64,
-    /// Column-chunk bytes selected.
-    pub bytes: u64,
-}
-
-/// A progress callback (shared with the threads of a read; called from them).
-#[derive(Clone)]
-pub struct ProgressHook(pub Arc<dyn Fn(Progress) + Send + Sync>);
-
-impl std::fmt::Debug for ProgressHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProgressHook")
-    }
-}
-
-/// Counts finished steps for a [`ProgressHook`] (steps finish out of order on several threads).
-pub(crate) struct ProgressCounter {
-    hook: Option<ProgressHook>,
-    done: std::sync::Mutex<Progress>,
-}
-
-impl ProgressCounter {
-    pub(crate) fn new(hook: Option<ProgressHook>, steps: usize, rows: u64, bytes: u64) -> Self {
-        let done = Progress {
-            steps_done: 0,
-            steps,
-            rows_done: 0,
-            rows,
-            bytes_done: 0,
-            bytes,
-        };
-        Self {
-            hook,
-            done: std::sync::Mutex::new(done),
-        }
-    }
-
-    /// One step of `rows` rows and `bytes` bytes is done: tells the callback, if any.
-    pub(crate) fn step_done(&self, rows: u64, bytes: u64) {
-        let Some(hook) = &self.hook else { return };
-        let now = {
-            let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
-            d.steps_done += 1;
-            d.rows_done += rows;
-            d.bytes_done += bytes;
-            *d
-        };
-        // A panicking callback must not take the read down with it.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (hook.0)(now)));
-    }
 }
 
 impl ReaderBuilder {
@@ -152,7 +89,7 @@ impl ReaderBuilder {
     }
 
     /// A builder for a file already opened (its footer read and validated once, as a dataset does).
-    pub fn from_source(source: ParquetSource) -> Self {
+    pub(crate) fn from_source(source: ParquetSource) -> Self {
         let mut b = Self::new(source.path());
         b.source = Some(source);
         b
@@ -205,7 +142,7 @@ impl ReaderBuilder {
     }
 
     /// Columns as a [`Projection`].
-    pub fn with_projection(mut self, projection: Projection) -> Self {
+    pub(crate) fn with_projection(mut self, projection: Projection) -> Self {
         self.columns = projection;
         self
     }
@@ -265,7 +202,7 @@ impl ReaderBuilder {
     /// Steps [`Reader::read_device`] decodes at once (default 4 where compressed pages give a step a
     /// floor of GPU time, else 2; at most the steps held at once less the one being read, so 1 where
     /// the memory budget holds only two steps).
-    pub fn with_decode_threads(mut self, threads: usize) -> Self {
+    pub(crate) fn with_decode_threads(mut self, threads: usize) -> Self {
         self.decode_threads = Some(threads.max(1));
         self
     }
@@ -374,31 +311,6 @@ fn name_file(e: Error, path: &Path) -> Error {
         },
         other => other,
     }
-}
-
-/// A file opened and planned for reading. Cheap to share across threads (`&Reader` reads are
-/// independent; the backend's threads and buffers are shared).
-#[derive(Debug)]
-pub struct Reader {
-    pub(crate) source: ParquetSource,
-    pub(crate) plan: Arc<ReadPlan>,
-    /// The selection's plan with every chunk whole: what the GPU decode reads (it does not take
-    /// page-level pieces); `plan` itself where nothing is read page by page.
-    pub(crate) whole_plan: Arc<ReadPlan>,
-    pub(crate) columns: Projection,
-    pub(crate) io: Arc<AnyBackend>,
-    pub(crate) policy: IoPolicy,
-    pub(crate) memory_limit: Option<u64>,
-    pub(crate) decoder: DecoderOptions,
-    pub(crate) decode_steps: Option<usize>,
-    pub(crate) decode_threads: Option<usize>,
-    pub(crate) progress: Option<ProgressHook>,
-    /// Developer tuning, written in the report ([`ReaderBuilder::with_tuning`]).
-    pub(crate) tuning: Tuning,
-    pub(crate) decode: Decode,
-    pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
-    /// Issue 43's filter hook ([`ReaderBuilder::with_filter`]).
-    pub(crate) filter: crate::filter::SharedFilter,
 }
 
 impl Reader {
@@ -647,7 +559,7 @@ impl Reader {
     }
 
     /// The GPU decoder of this reader's device (compiled once, then shared).
-    pub fn gpu_decoder(&self) -> Result<Arc<GpuDecoder>> {
+    pub(crate) fn gpu_decoder(&self) -> Result<Arc<GpuDecoder>> {
         let ctx = self.io.context().ok_or_else(|| Error::Unavailable {
             backend: self.io.kind().to_string(),
             reason: "GPU decode needs a GPU backend (this reader reads into host memory)".into(),
@@ -682,103 +594,6 @@ impl Reader {
             per_group.push((rg, bytes));
         }
         budget.plan_steps(per_group, &self.source.location())
-    }
-}
-
-/// Column chunks read into memory: the buffer (laid out as the plan says), the plan, the I/O log and
-/// the per-column report.
-#[derive(Debug)]
-pub struct ColumnChunks {
-    pub(crate) buffer: AnyBuffer,
-    /// When the fetch started and when its bytes were in place.
-    pub(crate) fetched: std::ops::Range<std::time::Instant>,
-    pub(crate) plan: Arc<ReadPlan>,
-    pub(crate) report: ReadReport,
-    pub(crate) log: IoLog,
-    pub(crate) source: ParquetSource,
-    pub(crate) decode_threads: usize,
-    /// Issue 43's filter hook: applied by [`Self::decode`].
-    pub(crate) filter: crate::filter::SharedFilter,
-}
-
-impl ColumnChunks {
-    /// The chunks of `plan` fetched into `buffer` over `fetched`, once the file is checked unchanged
-    /// since its metadata was read; the report is built from `log`.
-    pub(crate) fn read(
-        source: &ParquetSource,
-        plan: Arc<ReadPlan>,
-        buffer: AnyBuffer,
-        log: IoLog,
-        fetched: std::ops::Range<std::time::Instant>,
-        decode_threads: usize,
-    ) -> Result<Self> {
-        source.check_unchanged()?;
-        let report = ReadReport::build(&source.path().display().to_string(), &plan, &log);
-        Ok(ColumnChunks {
-            buffer,
-            fetched,
-            plan,
-            report,
-            log,
-            source: source.clone(),
-            decode_threads,
-            filter: None,
-        })
-    }
-
-    /// The bytes: [`AnyBuffer::Device`] on a GPU path, [`AnyBuffer::Host`] on the host path. Chunk `c`
-    /// of the plan lies at `c.dest_offset .. c.dest_offset + c.len`.
-    pub fn buffer(&self) -> &AnyBuffer {
-        &self.buffer
-    }
-
-    /// The buffer, owned.
-    pub fn into_buffer(self) -> AnyBuffer {
-        self.buffer
-    }
-
-    /// The plan these chunks were read by.
-    pub fn plan(&self) -> &ReadPlan {
-        &self.plan
-    }
-
-    /// Row groups held, in order.
-    pub fn row_groups(&self) -> &[usize] {
-        &self.plan.row_groups
-    }
-
-    /// Where the chunk of `column` (dotted path) in `row_group` is in [`Self::buffer`] (its first
-    /// piece, for a chunk read page by page: see [`ChunkRange::pages`]).
-    pub fn chunk(&self, column: &str, row_group: usize) -> Option<&ChunkRange> {
-        self.plan
-            .chunks
-            .iter()
-            .find(|c| c.row_group == row_group && c.column_path == column)
-    }
-
-    /// Per column and per path: bytes, reads, busy time, and why each path was taken.
-    pub fn report(&self) -> &ReadReport {
-        &self.report
-    }
-
-    /// What the backend did, task by task.
-    pub fn log(&self) -> &IoLog {
-        &self.log
-    }
-
-    /// Checks every chunk's bytes against the file (re-read with plain `pread`s).
-    pub fn verify(&self) -> Result<()> {
-        verify_against_file(&self.source, &self.plan, &self.buffer.to_host()?)
-    }
-
-    /// Decodes the chunks on the host into Arrow record batches (copying device bytes back first).
-    pub fn decode(self) -> Result<DecodedTable> {
-        let bytes = self.buffer.into_host_bytes()?;
-        let table = decode_fetched(&self.source, &self.plan, &bytes, self.decode_threads)?;
-        match &self.filter {
-            Some(f) => f.apply(table),
-            None => Ok(table),
-        }
     }
 }
 

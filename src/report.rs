@@ -57,7 +57,7 @@ impl PathCounts {
         self.reads.iter().sum()
     }
     /// Adds `other`'s bytes and reads, path by path.
-    pub fn add_all(&mut self, other: &PathCounts) {
+    pub(crate) fn add_all(&mut self, other: &PathCounts) {
         for p in IoPath::ALL {
             self.add(p, other.bytes[p.index()], other.reads[p.index()]);
         }
@@ -146,7 +146,7 @@ pub struct ReadReport {
 }
 
 /// The attribution rules, as printed in reports.
-pub const ATTRIBUTION_RULES: &str = "bytes by exact overlap of each read with each column chunk (gap and alignment bytes are overhead); \
+pub(crate) const ATTRIBUTION_RULES: &str = "bytes by exact overlap of each read with each column chunk (gap and alignment bytes are overhead); \
 a read counts once per column chunk it carries bytes of (the totals count it once; a read of gap bytes only counts in the totals alone); \
 a read's time is apportioned to the column chunks it carries by their share of its bytes, and a column's busy time \
 is that apportioned time with overlapping reads counted once";

@@ -1393,6 +1393,58 @@ fn dataset_selects_partition_columns_and_verifies_on_the_host() {
     r.assert_one_error_line("'nope'");
 }
 
+/// `dataset --filter`: a term on the partition column skips files, the others filter rows; the rows
+/// verify against arrow-rs's read of the files with the filter applied, and are the rows wanted;
+/// a term mixing both kinds is one error line.
+#[test]
+fn dataset_filters_files_by_partition_and_rows_by_value() {
+    let plain = testdata("flat_plain.parquet");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for year in ["2024", "2025", "2026"] {
+        let d = dir.path().join(format!("year={year}"));
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::copy(&plain, d.join("part-0.parquet")).expect("copy");
+    }
+    let outs = tempfile::tempdir().expect("tempdir");
+    let out = outs.path().join("out.arrow");
+    let r = run(&[
+        OsString::from("dataset"),
+        dir.path().into(),
+        "--backend=host".into(),
+        "--columns".into(),
+        "s,year".into(),
+        "--filter".into(),
+        "year >= 2025 and id < 100".into(),
+        "--verify".into(),
+        "--output".into(),
+        out.clone().into(),
+        "--json".into(),
+    ]);
+    r.assert_ok();
+    let j = r.json();
+    assert_eq!(j["files"].as_array().map(Vec::len), Some(2), "{}", r.what);
+    assert_eq!(j["rows"].as_u64(), Some(200), "{}", r.what);
+    assert_eq!(j["verified"]["rows"].as_u64(), Some(200), "{}", r.what);
+    let table = read_ipc(&out);
+    let names: Vec<String> = table.schema().fields().iter().map(|f| f.name().clone()).collect();
+    assert_eq!(names, ["s", "year"]);
+    let years = table
+        .column(1)
+        .as_any()
+        .downcast_ref::<arrow::array::Int32Array>()
+        .expect("Int32");
+    assert_eq!(years.values()[..100], [2025; 100]);
+    assert_eq!(years.values()[100..], [2026; 100]);
+    let r = run(&[
+        OsString::from("dataset"),
+        dir.path().into(),
+        "--backend=host".into(),
+        "--filter".into(),
+        "year = 2025 or id < 3".into(),
+    ]);
+    r.assert_one_error_line("mixes partition columns (year)");
+}
+
 /// `read --filter`: the rows written are arrow-rs's rows that pass the filter, the pruning summary is
 /// printed (table and JSON), and a bad filter is one clear line.
 #[test]

@@ -406,3 +406,68 @@ fn a_dataset_decodes_on_the_gpu_only_when_it_can() {
     assert!(e.to_string().contains("GPU backend"), "{e}");
     assert!(batches.next().is_none());
 }
+
+/// `Dataset::with_filter`: its terms on partition columns skip whole files (a partition column may
+/// be filtered on without being selected), the others filter each file's rows, equal to the files'
+/// rows that pass, computed here; a term mixing both kinds, and a filter no file passes, are handled.
+#[test]
+fn a_filter_skips_files_by_partition_and_rows_by_value() {
+    use arrow::compute::filter_record_batch;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let a = write(&root.join("year=2024/city=Oslo/part-0.parquet"), 0, 250, false);
+    write(&root.join("year=2025/city=Rome/part-0.parquet"), 250, 120, false);
+    let c = write(&root.join("year=2024/city=Rome/part-0.parquet"), 400, 130, false);
+    let ds = Dataset::open(DatasetSource::Directory(root.to_path_buf())).expect("dataset");
+    let filter = gpu_parquet::filter::Expr::parse("year = 2024 and x >= 120 and s is not null").unwrap();
+    // Either order: the filter names `year` and `x`, which the selection drops.
+    let one = ds
+        .with_filter(filter.clone())
+        .unwrap()
+        .select_columns(&["id", "city"])
+        .unwrap();
+    let two = ds.select_columns(&["id", "city"]).unwrap().with_filter(filter).unwrap();
+    assert_eq!(one.files().len(), 2, "the year=2025 file is skipped");
+    assert_eq!(one.files(), two.files());
+    let want = |batch: &RecordBatch, city: &str| {
+        let x = batch.column(1).as_any().downcast_ref::<Int32Array>().unwrap();
+        let mask: arrow::array::BooleanArray = (0..batch.num_rows())
+            .map(|i| Some(x.value(i) >= 120 && batch.column(2).is_valid(i)))
+            .collect();
+        let kept = filter_record_batch(&batch.project(&[0]).unwrap(), &mask).unwrap();
+        let n = kept.num_rows();
+        with_partitions(
+            &kept,
+            &[("city", Arc::new(StringArray::from(vec![city; n])) as ArrayRef)],
+        )
+    };
+    // Path order: year=2024/city=Oslo, then year=2024/city=Rome.
+    let want = [want(&a, "Oslo"), want(&c, "Rome")];
+    let want = concat_batches(&want[0].schema(), &want).unwrap();
+    for picked in [&one, &two] {
+        let (got, _) = read_all(picked, host).expect("filtered read");
+        assert_eq!(got, want);
+    }
+
+    let e = ds
+        .with_filter(gpu_parquet::filter::Expr::parse("year = 2024 or x > 3").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("mixes partition columns (year)") && e.contains("(x)"), "{e}");
+    let e = ds
+        .with_filter(gpu_parquet::filter::Expr::parse("city = 3").unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("city"), "{e}");
+    let none = ds
+        .with_filter(gpu_parquet::filter::Expr::parse("city in ('Lima', 'Kyiv')").unwrap())
+        .unwrap();
+    assert!(none.files().is_empty());
+    assert_eq!(none.num_rows(), 0);
+    assert_eq!(
+        read_all(&ds, host).unwrap().0.num_rows(),
+        500,
+        "the unfiltered dataset is unchanged"
+    );
+    assert_eq!(none.batches(host).count(), 0);
+}

@@ -8,8 +8,10 @@ path counters; ``Table.to_arrow()`` gives a ``pyarrow.Table`` (needs ``pip insta
 Reads release the GIL.
 
 ``read_dataset(path_or_files)`` reads many files of one schema (hive ``key=value/`` folders become
-columns); ``iter_batches(path, memory_limit="256MiB")`` streams a file (or dataset) a row group group at
-a time as one-batch tables. ``memory_limit`` takes bytes or a size such as ``"64MiB"``; ``columns`` takes
+columns; a partition column is read when ``columns`` names it, or when ``columns`` is None);
+``iter_batches(path, memory_limit="256MiB")`` streams a file (or dataset) a step of row groups at a
+time as one-batch tables. All three take ``filters=`` (a str or pyarrow's DNF form) and ``decode=``
+("auto", "gpu", "host"). ``memory_limit`` takes bytes or a size such as ``"64MiB"``; ``columns`` takes
 a list of names or one name. A missing file raises ``FileNotFoundError``, a bad argument ``ValueError``
 naming it, a wrong type ``TypeError``, a failed read ``GpuParquetError`` (a ``RuntimeError``).
 """

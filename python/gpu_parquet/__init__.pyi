@@ -5,6 +5,10 @@ Size = Union[int, str]
 """Bytes, or a size such as "64MiB", "2GiB", "1.5GB"."""
 Columns = Union[str, Sequence[str]]
 """Column names, or one name."""
+Filters = Union[str, Sequence[Any]]
+"""A str ("year = 2024 and id < 100") or pyarrow's DNF form: a list of (column, op, value) tuples, or
+a list of such lists."""
+
 
 class GpuParquetError(RuntimeError): ...
 
@@ -55,7 +59,7 @@ def read(
     nvcomp: Optional[str] = None,
     progress: Union[bool, Callable[[dict[str, int]], None], None] = None,
     memory_limit_mb: Optional[int] = None,
-    filters: Union[str, Sequence[Any], None] = None,
+    filters: Optional[Filters] = None,
 ) -> Table:
     """Reads a Parquet file (see help(gpu_parquet.read) for every argument).
 
@@ -73,6 +77,7 @@ def read_dataset(
     columns: Optional[Columns] = None,
     row_groups: Optional[Sequence[int]] = None,
     backend: str = "auto",
+    decode: str = "auto",
     device: Optional[int] = None,
     threads: Optional[int] = None,
     memory_limit: Optional[Size] = None,
@@ -80,16 +85,24 @@ def read_dataset(
     trust_compressed: bool = False,
     nvcomp: Optional[str] = None,
     memory_limit_mb: Optional[int] = None,
+    filters: Optional[Filters] = None,
     stream: bool = False,
 ) -> Union[Table, Batches]:
     """Reads files of one schema (a directory, glob, file or list) as one host Table; hive
-    key=value folders become columns. stream=True returns a Batches iterator instead."""
+    key=value folders become columns (see help(gpu_parquet.read_dataset) for every argument).
+
+    columns: names (one str is one column); a partition column only when named, all when None.
+    decode: "auto" (GPU where the backend reads into device memory, else host), "gpu" (raises
+    GpuParquetError without a GPU) or "host". filters: as read's; "and" terms on partition columns
+    skip files. stream=True returns a Batches iterator instead. The rest as read.
+    """
 
 def iter_batches(
     path: Union[str, PathLike[str], Sequence[Union[str, PathLike[str]]]],
     columns: Optional[Columns] = None,
     row_groups: Optional[Sequence[int]] = None,
     backend: str = "auto",
+    decode: str = "auto",
     device: Optional[int] = None,
     threads: Optional[int] = None,
     memory_limit: Optional[Size] = None,
@@ -97,7 +110,10 @@ def iter_batches(
     trust_compressed: bool = False,
     nvcomp: Optional[str] = None,
     memory_limit_mb: Optional[int] = None,
+    filters: Optional[Filters] = None,
 ) -> Batches:
-    """Streams a file (or dataset) as one-batch host Tables, a row group group at a time within memory_limit."""
+    """Streams a file (or dataset) as one-batch host Tables, a step of row groups at a time within
+    memory_limit; arguments as read_dataset (see help(gpu_parquet.iter_batches))."""
+
 def check(directory: Optional[Union[str, PathLike[str]]] = None, device: int = 0) -> dict[str, Any]:
     """What this machine offers for reading files in directory (GPU, cuFile, nvidia-fs, O_DIRECT)."""

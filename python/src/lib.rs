@@ -16,7 +16,7 @@ use gpu_parquet::config::Key;
 use gpu_parquet::dataset::{Dataset, DatasetBatches, DatasetSource};
 use gpu_parquet::decode::table::DeviceBatch;
 use gpu_parquet::device_ffi::{self, ARROW_DEVICE_CPU, FFI_ArrowDeviceArray};
-use gpu_parquet::{BackendKind, Reader, ReaderBuilder, Settings};
+use gpu_parquet::{BackendKind, Decode, Reader, ReaderBuilder, Settings};
 use pyo3::exceptions::{
     PyFileNotFoundError, PyImportError, PyPermissionError, PyRuntimeError, PyTypeError, PyValueError,
 };
@@ -310,8 +310,10 @@ struct ReadOptions {
     row_groups: Option<Vec<usize>>,
     backend: BackendKind,
     settings: Settings,
-    /// `read`'s `filters=` (issue 43).
+    /// `filters=` (issue 43): given to the reader by `read`, to the dataset by the others.
     filter: Option<gpu_parquet::filter::Expr>,
+    /// `decode=` of `read_dataset` and `iter_batches` (`read` chooses its own way).
+    decode: Decode,
 }
 
 impl ReadOptions {
@@ -376,12 +378,23 @@ impl ReadOptions {
             backend,
             settings,
             filter: None,
+            decode: Decode::Auto,
         })
+    }
+
+    /// These options with a dataset read's `decode=` and `filters=` checked.
+    fn for_dataset(mut self, decode: &str, filters: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+        self.filter = filters.map(|f| filter_from_py(&f)).transpose()?;
+        self.decode = decode_choice(decode)?;
+        Ok(self)
     }
 
     /// A reader of one file configured by these options.
     fn configure(&self, builder: ReaderBuilder) -> ReaderBuilder {
-        let mut builder = builder.with_settings(&self.settings).with_backend(self.backend);
+        let mut builder = builder
+            .with_settings(&self.settings)
+            .with_backend(self.backend)
+            .with_decode(self.decode);
         if let Some(io) = shared_backend(self.backend, &self.settings) {
             builder = builder.with_io(io);
         }
@@ -464,6 +477,34 @@ fn literal_from_py(v: &Bound<'_, PyAny>) -> PyResult<gpu_parquet::filter::Litera
             "filters: a value of type {type_name} ({v}): expected bool, int, float, Decimal, str, date or datetime"
         ))),
     }
+}
+
+/// `decode=` as the reader's [`Decode`]: a bad value is a `ValueError`; "gpu" on a machine without
+/// a GPU a `GpuParquetError` saying so at once (not at the first batch), "auto" the host there.
+fn decode_choice(decode: &str) -> PyResult<Decode> {
+    let choice = match decode {
+        "auto" => Decode::Auto,
+        "host" => Decode::Host,
+        "gpu" => Decode::Gpu,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "decode={decode:?}: expected \"auto\", \"gpu\" or \"host\""
+            )));
+        }
+    };
+    if choice == Decode::Gpu {
+        if let Err(why) = gpu_parquet::gpu::cuda_present() {
+            return Err(GpuParquetError::new_err(format!(
+                "decode=\"gpu\": no GPU here ({why}); decode=\"auto\" or \"host\" decodes on the host"
+            )));
+        }
+        if gpu_parquet::gpu::GpuContext::device_count() == 0 {
+            return Err(GpuParquetError::new_err(
+                "decode=\"gpu\": no GPU here (no CUDA device); decode=\"auto\" or \"host\" decodes on the host",
+            ));
+        }
+    }
+    Ok(choice)
 }
 
 /// Reads a Parquet file into a `Table`: onto the GPU (decoded there) where the backend reads into
@@ -551,19 +592,14 @@ fn read_with(
     decode: &str,
     progress: Option<ProgressFn>,
 ) -> PyResult<Table> {
-    let decode = decode.to_string();
-    if !["auto", "gpu", "host"].contains(&decode.as_str()) {
-        return Err(PyValueError::new_err(format!(
-            "decode={decode:?}: expected auto, gpu or host"
-        )));
-    }
+    let decode = decode_choice(decode)?;
     py.detach(move || -> PyResult<Table> {
         let mut builder = options.configure(Reader::builder(&path));
         if let Some(p) = progress {
             builder = builder.with_progress(p);
         }
         let reader = builder.build().map_err(err)?;
-        let on_gpu = decode == "gpu" || (decode == "auto" && reader.io().is_device());
+        let on_gpu = decode == Decode::Gpu || (decode == Decode::Auto && reader.io().is_device());
         // The GPU decode fetches the surviving row groups' chunks whole: no page-level I/O.
         let pruning = reader
             .pruning()
@@ -655,22 +691,22 @@ impl Batches {
     }
 }
 
-/// The dataset's batches under `options`, and their schema.
-fn dataset_batches(py: Python<'_>, source: DatasetSource, options: ReadOptions) -> PyResult<Batches> {
+/// The dataset's batches under `options`, and their schema. The dataset chooses the columns
+/// (`Dataset::select_columns`: a partition column only when named, all without `columns`, as the
+/// CLI's `dataset --columns`) and takes the filter (`Dataset::with_filter`: partition terms skip
+/// files), so the readers get neither from `options`.
+fn dataset_batches(py: Python<'_>, source: DatasetSource, mut options: ReadOptions) -> PyResult<Batches> {
+    let columns = options.columns.take();
+    let filter = options.filter.take();
     let (schema, batches) = py.detach(move || -> PyResult<_> {
-        let ds = Dataset::open(source).map_err(err)?;
-        // The selected columns and the partitions, in the schema's order (the reader's projection).
-        let schema = match &options.columns {
-            None => ds.schema().clone(),
-            Some(names) => {
-                let partitions: Vec<&String> = ds.partition_fields().iter().map(|f| f.name()).collect();
-                let kept: Vec<_> = (ds.schema().fields().iter())
-                    .filter(|f| names.contains(f.name()) || partitions.contains(&f.name()))
-                    .cloned()
-                    .collect();
-                Arc::new(arrow::datatypes::Schema::new(kept))
-            }
-        };
+        let mut ds = Dataset::open(source).map_err(err)?;
+        if let Some(f) = filter {
+            ds = ds.with_filter(f).map_err(err)?;
+        }
+        if let Some(names) = &columns {
+            ds = ds.select_columns(names).map_err(err)?;
+        }
+        let schema = ds.schema().clone();
         let batches = ds.batches(move |b| options.configure(b));
         Ok((schema, batches))
     })?;
@@ -692,22 +728,48 @@ fn dataset_source(path_or_files: &Bound<'_, PyAny>) -> PyResult<DatasetSource> {
         .map_err(|_| PyTypeError::new_err("path_or_files: expected a path (str or path-like) or a list of paths"))
 }
 
-/// Reads many Parquet files of one schema as one `Table` in host memory (decoded by arrow-rs), file
-/// by file in path order. Hidden files (`.x`, `_SUCCESS`) are skipped; in a directory, hive
-/// partition folders (`key=value/`) become columns after the files' own (int64 when every value is
-/// an integer, else string; `__HIVE_DEFAULT_PARTITION__` is null).
+/// Reads many Parquet files of one schema as one `Table` in host memory, file by file in path
+/// order. Hidden files (`.x`, `_SUCCESS`) are skipped; in a directory, hive partition folders
+/// (`key=value/`) become columns after the files' own (int32 when every value of the key fits, else
+/// int64 when every value is an integer, else string; `__HIVE_DEFAULT_PARTITION__` is null).
 ///
 /// Arguments:
 ///     path_or_files: a directory (walked recursively), a glob pattern ("data/*.parquet"), one file,
 ///         or a list of files (read in the order given).
-///     columns, row_groups, backend, device, threads, memory_limit, steps, trust_compressed,
-///     nvcomp, memory_limit_mb: as for `read` (row_groups select the same groups in every file).
+///     columns: the columns to read, a list of names (a single str is one column): the files'
+///         columns (top-level names, or dotted paths to nested leaves) and partition columns. A
+///         partition column is read only when named here; None reads every column, partition
+///         columns included (as pyarrow.dataset does).
+///     row_groups: the row groups to read in every file, a list of indices; None reads all.
+///     backend: how bytes are read: "auto" (cuFile where it works, else the staged path; host
+///         memory without a GPU), "cufile", "staged" or "host" (no GPU).
+///     decode: where pages are decoded: "auto" (on the GPU when the backend reads into device
+///         memory, else on the host), "gpu" (a GpuParquetError at once on a machine without a GPU)
+///         or "host" (arrow-rs). GPU-decoded columns are copied back to host memory.
+///     device: the CUDA device ordinal (default 0, or GPU_PARQUET_DEVICE).
+///     threads: I/O threads, 0 .. 1024 (0: the library's default).
+///     memory_limit: what each file's scan may hold at once, as bytes (int) or a size string such
+///         as "64MiB", "2GiB", "1.5GB" (1 MiB .. 1 PiB); None: the library's default.
+///     steps: decode steps per file on the GPU, 1 .. 4096; None: as the budget needs.
+///     trust_compressed: skip checking compressed page sizes against the page headers.
+///     nvcomp: the nvCOMP library to load for decompression (a path), or "off".
+///     memory_limit_mb: deprecated (DeprecationWarning): the budget in MiB; use memory_limit.
+///     filters: only the rows that pass, as `read`'s filters= (a str, or pyarrow's DNF form). Its
+///         top-level "and" terms on partition columns skip whole files (a partition column may be
+///         tested without being in columns); the other terms prune each file's row groups and pages
+///         and filter its rows. A term mixing partition columns and the files' columns under "or"
+///         or "not" is a GpuParquetError naming the terms.
 ///     stream: False returns one `Table`; True returns a `Batches` iterator of one-batch tables
-///         (read and decoded one row group group at a time, within memory_limit).
+///         (read and decoded one step of row groups at a time, within memory_limit).
 ///
-/// Raises: as `read`; a file whose schema differs from the first is a `GpuParquetError` naming both.
+/// Raises:
+///     FileNotFoundError: a file is not there. PermissionError: one may not be read.
+///     ValueError: an argument has a value outside what it accepts (the message names it).
+///     TypeError: an argument has the wrong type.
+///     GpuParquetError: the read failed (the message names the file, column and row group); a file
+///         whose schema differs from the first names both.
 #[pyfunction]
-#[pyo3(signature = (path_or_files, columns=None, row_groups=None, backend="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, stream=false))]
+#[pyo3(signature = (path_or_files, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None, stream=false))]
 #[allow(clippy::too_many_arguments)]
 fn read_dataset<'py>(
     py: Python<'py>,
@@ -715,6 +777,7 @@ fn read_dataset<'py>(
     columns: Option<Bound<'py, PyAny>>,
     row_groups: Option<Vec<usize>>,
     backend: &str,
+    decode: &str,
     device: Option<usize>,
     threads: Option<usize>,
     memory_limit: Option<Bound<'py, PyAny>>,
@@ -722,6 +785,7 @@ fn read_dataset<'py>(
     trust_compressed: bool,
     nvcomp: Option<String>,
     memory_limit_mb: Option<u64>,
+    filters: Option<Bound<'py, PyAny>>,
     stream: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let source = dataset_source(&path_or_files)?;
@@ -737,7 +801,8 @@ fn read_dataset<'py>(
         trust_compressed,
         nvcomp,
         memory_limit_mb,
-    )?;
+    )?
+    .for_dataset(decode, filters)?;
     let batches = dataset_batches(py, source, options)?;
     if stream {
         return Ok(Bound::new(py, batches)?.into_any());
@@ -763,19 +828,32 @@ fn read_dataset<'py>(
 }
 
 /// Streams one Parquet file (or a dataset: a directory, glob or list, as `read_dataset`) as a
-/// `Batches` iterator of one-batch `Table`s in host memory: row groups are read and decoded a group
-/// at a time (each group's column chunks within half of memory_limit), the next one in the
-/// background while the caller works on the current one. Stopping early (dropping the iterator)
-/// stops the reading.
+/// `Batches` iterator of one-batch `Table`s in host memory: row groups are read and decoded a step
+/// at a time within memory_limit, the next one in the background while the caller works on the
+/// current one. Stopping early (dropping the iterator) stops the reading.
 ///
 /// Arguments:
-///     path: the Parquet file (or dataset source, as read_dataset's path_or_files).
-///     columns, row_groups, backend, device, threads, memory_limit, steps, trust_compressed,
-///     nvcomp, memory_limit_mb: as for `read`.
+///     path: the Parquet file, or a dataset source as read_dataset's path_or_files.
+///     columns: the columns to read, a list of names or one name (partition columns of a dataset
+///         only when named; None: all), as read_dataset.
+///     row_groups: the row groups to read (in every file), a list of indices; None reads all.
+///     backend: "auto", "cufile", "staged" or "host", as read.
+///     decode: "auto" (the GPU when the backend reads into device memory, else the host), "gpu"
+///         (a GpuParquetError at once on a machine without a GPU) or "host"; batches come back in
+///         host memory either way.
+///     device: the CUDA device ordinal (default 0, or GPU_PARQUET_DEVICE).
+///     threads: I/O threads, 0 .. 1024 (0: the library's default).
+///     memory_limit: what the scan may hold at once (the steps in flight), as bytes (int) or a size
+///         string such as "256MiB" (1 MiB .. 1 PiB); None: the library's default.
+///     steps: decode steps on the GPU, 1 .. 4096; None: as the budget needs.
+///     trust_compressed: skip checking compressed page sizes against the page headers.
+///     nvcomp: the nvCOMP library to load for decompression (a path), or "off".
+///     memory_limit_mb: deprecated (DeprecationWarning): the budget in MiB; use memory_limit.
+///     filters: only the rows that pass, a str or pyarrow's DNF form, as read_dataset.
 ///
-/// Raises: as `read`; errors met while streaming are raised from `next()`.
+/// Raises: as `read_dataset`; errors met while streaming are raised from `next()`.
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None))]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None))]
 #[allow(clippy::too_many_arguments)]
 fn iter_batches(
     py: Python<'_>,
@@ -783,6 +861,7 @@ fn iter_batches(
     columns: Option<Bound<'_, PyAny>>,
     row_groups: Option<Vec<usize>>,
     backend: &str,
+    decode: &str,
     device: Option<usize>,
     threads: Option<usize>,
     memory_limit: Option<Bound<'_, PyAny>>,
@@ -790,6 +869,7 @@ fn iter_batches(
     trust_compressed: bool,
     nvcomp: Option<String>,
     memory_limit_mb: Option<u64>,
+    filters: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Batches> {
     let source = dataset_source(&path)?;
     let options = ReadOptions::from_args(
@@ -804,7 +884,8 @@ fn iter_batches(
         trust_compressed,
         nvcomp,
         memory_limit_mb,
-    )?;
+    )?
+    .for_dataset(decode, filters)?;
     dataset_batches(py, source, options)
 }
 

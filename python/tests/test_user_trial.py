@@ -45,9 +45,10 @@ def test_a_single_column_name_is_one_column():
 def test_help_explains_every_argument():
     import inspect
 
-    doc = gpu_parquet.read.__doc__
-    for arg in inspect.signature(gpu_parquet.read).parameters:
-        assert f"{arg}:" in doc or f"{arg} :" in doc, arg
+    for function in (gpu_parquet.read, gpu_parquet.read_dataset, gpu_parquet.iter_batches):
+        doc = function.__doc__
+        for arg in inspect.signature(function).parameters:
+            assert f"{arg}:" in doc or f"{arg} :" in doc, (function.__name__, arg)
     assert gpu_parquet.Table.to_arrow.__doc__
 
 

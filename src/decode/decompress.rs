@@ -21,7 +21,7 @@ use crate::panic_guard::contain_panics;
 /// Decompresses one page (or the compressed part of a v2 data page) of `codec` into exactly
 /// `uncompressed_len` bytes; `Err` says why it could not (corrupt or truncated input, more or less
 /// output than declared, an unsupported codec).
-pub fn decompress_host(codec: Compression, input: &[u8], uncompressed_len: usize) -> Result<Vec<u8>, String> {
+pub(crate) fn decompress_host(codec: Compression, input: &[u8], uncompressed_len: usize) -> Result<Vec<u8>, String> {
     if uncompressed_len == 0 {
         // arrow-rs does not decompress a page that declares no bytes (a v2 page of nulls only).
         return Ok(Vec::new());

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 /// kernels; each returns at once for pages it does not handle), in the order the pipeline launches
 /// them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageKernel {
+pub(crate) enum PageKernel {
     /// v1 level-prefix resolution (`gp_page_setup`).
     Setup,
     /// Definition levels into value indices and validity (`gp_levels`).
@@ -46,7 +46,7 @@ pub enum PageKernel {
 
 /// How large the pages of one kind are, at most: body bytes and rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PageShape {
+pub(crate) struct PageShape {
     /// Bytes of the largest page body.
     pub bytes: u64,
     /// Rows of the page with the most.
@@ -65,7 +65,7 @@ impl PageShape {
 
 /// One launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kernel {
+pub(crate) enum Kernel {
     /// Page headers of `n` chunks; `pages` 0 for the count pass.
     PageHeaders {
         /// `ChunkDesc[n]`.
@@ -528,7 +528,7 @@ pub use crate::decode::layout::Conversion;
 
 /// One compressed page body to decompress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decompress {
+pub(crate) struct Decompress {
     /// Address of the compressed bytes.
     pub src: u64,
     /// Compressed bytes.
@@ -541,7 +541,7 @@ pub struct Decompress {
 
 /// Where a batch of pages was decompressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DecompressedOn {
+pub(crate) enum DecompressedOn {
     /// On the GPU, by the named decoders (`nvCOMP`, or for Snappy `gp_unsnap`, and `gp_wsnap` and
     /// `gp_snappy_literals` beside either, joined by " + ").
     Gpu(String),
@@ -552,10 +552,10 @@ pub enum DecompressedOn {
 /// What the host executor fills [`Executor::alloc_uninit`]'s allocations with: as a length, count or
 /// index it is far out of range (0xA5A5A5A5), as an i32 value index it is negative, as a flag neither 0
 /// nor 1, so a kernel reading a byte no kernel wrote gives an error or a value unequal to arrow-rs's.
-pub const UNINIT_POISON: u8 = 0xA5;
+pub(crate) const UNINIT_POISON: u8 = 0xA5;
 
 /// Owns a step's memory and runs its kernels.
-pub trait Executor {
+pub(crate) trait Executor {
     /// The owned buffer type handed out by [`Self::take`].
     type Buffer: OwnedBuffer;
 
@@ -637,7 +637,7 @@ impl OwnedBuffer for crate::gpu::DeviceBuffer<u8> {
 
 /// The host executor: an [`Arena`] for memory and the kernels' references for the kernels.
 #[derive(Debug)]
-pub struct HostExecutor {
+pub(crate) struct HostExecutor {
     arena: Arena,
     /// The most characters a column of 32-bit offsets holds in one step (`i32::MAX`; smaller in tests,
     /// through [`Self::with_string_offset_limit`], to reach the paths of larger steps on small files).
@@ -658,13 +658,13 @@ impl HostExecutor {
 
     /// Test support: columns of 32-bit offsets hold at most `limit` characters a step (as if 2 GiB were
     /// `limit` bytes), so small files reach what steps of over 2 GiB of strings do.
-    pub fn with_string_offset_limit(mut self, limit: u64) -> Self {
+    pub(crate) fn with_string_offset_limit(mut self, limit: u64) -> Self {
         self.string_offset_limit = limit.clamp(2, i32::MAX as u64);
         self
     }
 
     /// Page-header passes run so far.
-    pub fn header_passes(&self) -> usize {
+    pub(crate) fn header_passes(&self) -> usize {
         self.header_passes
     }
 

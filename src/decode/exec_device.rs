@@ -27,11 +27,11 @@ const SLOT_TILE: u64 = 4096;
 /// Bytes of mapped host memory an executor moves its descriptors and small results through. A step
 /// of the whole plain benchmark file moves under 1 MiB at once; anything larger (host-decoded columns,
 /// bodies read back for the host decompressor) goes through the copy engines, where bandwidth matters.
-pub const STAGING_BYTES: usize = 4 << 20;
+pub(crate) const STAGING_BYTES: usize = 4 << 20;
 
 /// Mapped host memory put aside by finished executors, for the next ones (allocating page-locked
 /// memory costs far more than a step's transfers).
-pub type StagingPool = Arc<Mutex<Vec<MappedStaging>>>;
+pub(crate) type StagingPool = Arc<Mutex<Vec<MappedStaging>>>;
 
 /// Blocks for the transfer kernels: enough to keep PCIe and memory busy, few enough to launch at once.
 fn transfer_grid(bytes: u64) -> u32 {
@@ -40,7 +40,7 @@ fn transfer_grid(bytes: u64) -> u32 {
 
 /// Runs a decode step on one GPU.
 #[derive(Debug)]
-pub struct DeviceExecutor<'a> {
+pub(crate) struct DeviceExecutor<'a> {
     stream: Stream,
     kernels: Arc<KernelModule>,
     nvcomp: std::result::Result<Arc<Nvcomp>, String>,
@@ -82,7 +82,7 @@ impl<'a> DeviceExecutor<'a> {
     }
 
     /// Which GPU decoders take Snappy bodies (default [`SnappyDecoders::Auto`]).
-    pub fn with_snappy(mut self, snappy: SnappyDecoders) -> Self {
+    pub(crate) fn with_snappy(mut self, snappy: SnappyDecoders) -> Self {
         self.snappy = snappy;
         self
     }
@@ -90,7 +90,7 @@ impl<'a> DeviceExecutor<'a> {
     /// Moves descriptors and small results through mapped host memory from `pool` (or new), with the
     /// executor's own copy kernel, instead of the copy engines; put back into `pool` on drop. Stays on
     /// the copy engines where no mapped memory can be had.
-    pub fn with_staging(mut self, pool: &StagingPool) -> Self {
+    pub(crate) fn with_staging(mut self, pool: &StagingPool) -> Self {
         let reused = pool.lock().ok().and_then(|mut p| p.pop());
         let staging = match reused {
             Some(mut m) => m.reuse().ok().map(|_| m),
@@ -155,13 +155,13 @@ impl<'a> DeviceExecutor<'a> {
     }
 
     /// Whether compressed bodies are checked on the GPU before nvCOMP sees them (default: yes).
-    pub fn with_precheck(mut self, on: bool) -> Self {
+    pub(crate) fn with_precheck(mut self, on: bool) -> Self {
         self.precheck = on;
         self
     }
 
     /// Most bytes this executor held at once (outputs handed over included).
-    pub fn peak_bytes(&self) -> u64 {
+    pub(crate) fn peak_bytes(&self) -> u64 {
         self.peak_bytes
     }
 

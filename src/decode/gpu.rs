@@ -104,27 +104,27 @@ impl GpuDecoder {
     }
 
     /// Whether nvCOMP decompresses on the GPU (else compressed pages are inflated on the host).
-    pub fn has_nvcomp(&self) -> bool {
+    pub(crate) fn has_nvcomp(&self) -> bool {
         self.nvcomp.is_ok()
     }
 
     /// Whether Snappy pages go to the decoder's own kernel (`gp_unsnap`) rather than nvCOMP.
-    pub fn snappy_on_own_kernel(&self) -> bool {
+    pub(crate) fn snappy_on_own_kernel(&self) -> bool {
         self.snappy.own_kernel(self.has_nvcomp())
     }
 
     /// Which GPU decoders take Snappy bodies ([`DecoderOptions::snappy`]).
-    pub fn snappy(&self) -> SnappyDecoders {
+    pub(crate) fn snappy(&self) -> SnappyDecoders {
         self.snappy
     }
 
     /// Whether compressed bodies are checked on the GPU before nvCOMP sees them.
-    pub fn prechecks(&self) -> bool {
+    pub(crate) fn prechecks(&self) -> bool {
         self.setup.precheck
     }
 
     /// How the kernels and nvCOMP were obtained.
-    pub fn setup(&self) -> &DecoderSetup {
+    pub(crate) fn setup(&self) -> &DecoderSetup {
         &self.setup
     }
 

@@ -57,7 +57,7 @@ use crate::plan::{ChunkRange, PageRun, ReadPlan};
 ///
 /// arrow-rs reserves buffers for a whole batch up front, so a row count taken from (possibly
 /// corrupt) metadata must not size a batch unchecked; larger row groups come out as several batches.
-pub const MAX_BATCH_ROWS: usize = 1 << 22;
+pub(crate) const MAX_BATCH_ROWS: usize = 1 << 22;
 
 /// Decoded columns of a plan: record batches in the plan's row-group order.
 #[derive(Debug, Clone)]
@@ -200,7 +200,7 @@ impl ChunkReader for FetchedChunks {
 /// The metadata the decoder uses: `source`'s, without the page index, with every column chunk where
 /// [`ParquetSource::checked_chunks`] says (start as [`chunk_start`] gives it, checked length) and the
 /// row groups' row count (see the module docs). Shares `source`'s metadata when it needs no change.
-pub fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
+pub(crate) fn decode_metadata(source: &ParquetSource) -> Result<Arc<ParquetMetaData>> {
     decode_metadata_paged(source, &[])
 }
 

@@ -13,15 +13,15 @@ use crate::decode::host_kernels::page_headers::{ChunkHeaders, walk_headers_at};
 use crate::plan::ReadPlan;
 
 /// The pages of a step's chunks, by (row group, leaf column).
-pub type HostHeaders = BTreeMap<(usize, usize), ChunkHeaders>;
+pub(crate) type HostHeaders = BTreeMap<(usize, usize), ChunkHeaders>;
 
 /// The largest share of a step's pages that may be missing from the page cache for its headers to be
 /// parsed on the host: each missing page is a disk read of its own, on the reading thread's heels.
-pub const MOST_UNCACHED: f64 = 0.02;
+pub(crate) const MOST_UNCACHED: f64 = 0.02;
 
 /// Whether the page headers of `plan` are worth parsing on the host: nearly all of its pages are in the
 /// page cache (a `mincore` sample, [`crate::io::pread::uncached_share`]).
-pub fn worth_parsing(file: &File, plan: &ReadPlan) -> bool {
+pub(crate) fn worth_parsing(file: &File, plan: &ReadPlan) -> bool {
     let ranges = plan.chunks.iter().map(|c| (c.offset, c.len));
     crate::io::pread::uncached_share(file, ranges).is_some_and(|share| share <= MOST_UNCACHED)
 }
@@ -42,7 +42,7 @@ pub fn parse_step_headers(file: &File, plan: &ReadPlan) -> std::io::Result<HostH
 /// is there when its decode begins (nothing: the GPU parses them); whatever the thread offers after
 /// that is dropped at once, not held until the read ends.
 #[derive(Default)]
-pub struct HeaderSlot(Mutex<SlotState>);
+pub(crate) struct HeaderSlot(Mutex<SlotState>);
 
 #[derive(Default)]
 enum SlotState {
@@ -55,7 +55,7 @@ enum SlotState {
 impl HeaderSlot {
     /// Leaves `headers` for the step's decoder, unless it has already begun without them (then they
     /// are dropped, and this returns false).
-    pub fn offer(&self, headers: HostHeaders) -> bool {
+    pub(crate) fn offer(&self, headers: HostHeaders) -> bool {
         let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let pending = matches!(*slot, SlotState::Pending);
         if pending {
@@ -65,7 +65,7 @@ impl HeaderSlot {
     }
 
     /// The step's headers if they were offered in time; from then on the slot takes no more.
-    pub fn take(&self) -> Option<HostHeaders> {
+    pub(crate) fn take(&self) -> Option<HostHeaders> {
         let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match std::mem::replace(&mut *slot, SlotState::Taken) {
             SlotState::Ready(headers) => Some(headers),
@@ -74,7 +74,7 @@ impl HeaderSlot {
     }
 
     /// Whether the step's decoder has begun, so that parsing its headers would be wasted.
-    pub fn is_taken(&self) -> bool {
+    pub(crate) fn is_taken(&self) -> bool {
         matches!(*self.0.lock().unwrap_or_else(|p| p.into_inner()), SlotState::Taken)
     }
 }

@@ -133,17 +133,17 @@ pub struct PageDesc {
 
 /// `PageDesc::flags`: a v1 page whose definition levels are RLE with a 4-byte length prefix at the
 /// start of [`PageDesc::data`]; `gp_page_setup` resolves [`PageDesc::levels`] and [`PageDesc::values`].
-pub const PAGE_V1_LEVELS: u32 = 1;
+pub(crate) const PAGE_V1_LEVELS: u32 = 1;
 
 /// `PageDesc::flags`: a v1 page of a repeated column: its body starts with the repetition levels
 /// (a 4-byte length, then the stream), which `gp_page_setup` steps over before the definition levels
 /// ([`PAGE_V1_LEVELS`]) or the values.
-pub const PAGE_V1_REP_LEVELS: u32 = 2;
+pub(crate) const PAGE_V1_REP_LEVELS: u32 = 2;
 
 /// One entry of a BYTE_ARRAY dictionary: where its bytes start in the dictionary page body, and how many.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct DictEntry {
+pub(crate) struct DictEntry {
     /// Offset of the first byte from the dictionary page body's start.
     pub offset: u32,
     /// Length in bytes.
@@ -153,7 +153,7 @@ pub struct DictEntry {
 /// A BYTE_ARRAY dictionary page to index (`gp_dict_byte_array_index`): in and out.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct DictDesc {
+pub(crate) struct DictDesc {
     /// Address of the dictionary page body (plain-encoded byte arrays).
     pub data: u64,
     /// Bytes at [`Self::data`].
@@ -232,7 +232,7 @@ pub struct ValidateItem {
 
 /// Bodies per block of `gp_validate_compressed` (a warp each), as `kernels/validate.cu` defines it. A
 /// body the kernel does not reach keeps the status the host gave it, so a mismatch fails closed.
-pub const VALIDATE_WARPS: u32 = 4;
+pub(crate) const VALIDATE_WARPS: u32 = 4;
 
 /// Launch geometry of `gp_snappy_literals` (`kernels/snappy.cu`), which copies Snappy bodies of
 /// literals only, taking [`UnsnapItem`]s.
@@ -240,13 +240,13 @@ pub mod snappy_literals {
     /// Threads of a block (the kernel traps on another size).
     pub const THREADS: u32 = 256;
     /// Literals a body may hold at most (a 64 KiB literal per Snappy block: 4 MiB pages).
-    pub const MAX: u32 = 64;
+    pub(crate) const MAX: u32 = 64;
     /// Output bytes per block (a body's last block takes fewer).
-    pub const SLICE_BYTES: u64 = 64 << 10;
+    pub(crate) const SLICE_BYTES: u64 = 64 << 10;
 
     /// Blocks a body declaring `dst_len` bytes gets: one per [`SLICE_BYTES`], one at least (a body
     /// of something else must be walked to be refused).
-    pub fn blocks(dst_len: u64) -> u64 {
+    pub(crate) fn blocks(dst_len: u64) -> u64 {
         dst_len.div_ceil(SLICE_BYTES).max(1)
     }
 
@@ -328,13 +328,13 @@ pub mod wsnap {
     /// Input bytes of a segment.
     pub const SEG: u64 = 2048;
     /// Candidate starts tabulated per segment.
-    pub const CAND: u64 = 32;
+    pub(crate) const CAND: u64 = 32;
     /// Segments (warps) per block of the segment kernels.
-    pub const SEG_WARPS: u64 = 4;
+    pub(crate) const SEG_WARPS: u64 = 4;
     /// Output bytes per block of the byte kernels.
-    pub const BLOCK_BYTES: u64 = 256 * 16 * 4;
+    pub(crate) const BLOCK_BYTES: u64 = 256 * 16 * 4;
     /// Jump rounds at most: the first words of the flags.
-    pub const MAX_ROUNDS: u32 = 32;
+    pub(crate) const MAX_ROUNDS: u32 = 32;
     /// The most segments of a body for which a batch ends with `gp_wsnap_resolve` (a block per body,
     /// a step per segment) rather than the jump rounds and the gather.
     pub const RESOLVE_MAX_SEGS: u64 = 2048;
@@ -369,7 +369,7 @@ pub mod wsnap {
         }
 
         /// All four regions, each rounded up to 256 bytes.
-        pub fn total(&self) -> u64 {
+        pub(crate) fn total(&self) -> u64 {
             [self.table, self.segs, self.ptr, self.kind]
                 .iter()
                 .map(|b| b.div_ceil(ALIGN) * ALIGN)
@@ -434,41 +434,41 @@ pub mod wsnap {
 }
 
 /// `ValidateItem::codec` values.
-pub mod validate_codec {
+pub(crate) mod validate_codec {
     /// Snappy (raw, as Parquet stores it).
-    pub const SNAPPY: u32 = 1;
+    pub(crate) const SNAPPY: u32 = 1;
     /// Zstandard frames.
-    pub const ZSTD: u32 = 2;
+    pub(crate) const ZSTD: u32 = 2;
     /// An LZ4 block (Parquet's LZ4_RAW).
-    pub const LZ4_RAW: u32 = 3;
+    pub(crate) const LZ4_RAW: u32 = 3;
     /// Gzip members.
-    pub const GZIP: u32 = 4;
+    pub(crate) const GZIP: u32 = 4;
 }
 
 /// `ValidateItem::status` values.
-pub mod validate_status {
+pub(crate) mod validate_status {
     /// The body passed.
-    pub const OK: u32 = 0;
+    pub(crate) const OK: u32 = 0;
     /// The stream ends inside an element.
-    pub const TRUNCATED: u32 = 1;
+    pub(crate) const TRUNCATED: u32 = 1;
     /// A match reaches before the start of the output.
-    pub const BAD_OFFSET: u32 = 2;
+    pub(crate) const BAD_OFFSET: u32 = 2;
     /// The stream produces (or declares) another size than the page header.
-    pub const WRONG_SIZE: u32 = 3;
+    pub(crate) const WRONG_SIZE: u32 = 3;
     /// Not this codec's header.
-    pub const BAD_HEADER: u32 = 4;
+    pub(crate) const BAD_HEADER: u32 = 4;
     /// Snappy only (the pre-check, `gp_unsnap` and the wide decoder): a body or declared size of 2^31
     /// bytes or more (Parquet page sizes are 32-bit signed, so no page has one); not decoded on the GPU.
-    pub const TOO_LARGE: u32 = 6;
+    pub(crate) const TOO_LARGE: u32 = 6;
     /// The wide Snappy decoder only: match bytes left unresolved after its jump rounds or its resolve
     /// kernel (a bug, never seen; the host decompresses the page).
-    pub const UNRESOLVED: u32 = 7;
+    pub(crate) const UNRESOLVED: u32 = 7;
     /// `gp_snappy_literals` only: the body holds a match, or more literals than it takes
     /// ([`super::snappy_literals::MAX`]); the other Snappy decoders take it.
-    pub const NOT_LITERALS: u32 = 8;
+    pub(crate) const NOT_LITERALS: u32 = 8;
 
     /// What a status means.
-    pub fn describe(status: u32) -> &'static str {
+    pub(crate) fn describe(status: u32) -> &'static str {
         match status {
             OK => "valid",
             TRUNCATED => "the compressed stream ends inside an element",
@@ -558,7 +558,7 @@ impl ErrorCode {
     }
 
     /// What the code means, for error messages.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         use ErrorCode::*;
         match self {
             HeaderPastChunk => "a page header runs past the end of the column chunk",
@@ -583,11 +583,11 @@ impl ErrorCode {
 /// Parquet `Encoding` values the decoders know.
 pub mod encoding {
     /// PLAIN.
-    pub const PLAIN: u32 = 0;
+    pub(crate) const PLAIN: u32 = 0;
     /// PLAIN_DICTIONARY (v1 name of dictionary indices).
-    pub const PLAIN_DICTIONARY: u32 = 2;
+    pub(crate) const PLAIN_DICTIONARY: u32 = 2;
     /// RLE (levels; booleans in v2 pages).
-    pub const RLE: u32 = 3;
+    pub(crate) const RLE: u32 = 3;
     /// BIT_PACKED (deprecated levels encoding).
     pub const BIT_PACKED: u32 = 4;
     /// DELTA_BINARY_PACKED.
@@ -597,14 +597,14 @@ pub mod encoding {
     /// DELTA_BYTE_ARRAY.
     pub const DELTA_BYTE_ARRAY: u32 = 7;
     /// RLE_DICTIONARY.
-    pub const RLE_DICTIONARY: u32 = 8;
+    pub(crate) const RLE_DICTIONARY: u32 = 8;
     /// BYTE_STREAM_SPLIT.
     pub const BYTE_STREAM_SPLIT: u32 = 9;
     /// Not a Parquet encoding: the keys of a dictionary-typed column over one of its pages that is not
     /// dictionary-encoded (a writer's fallback once its dictionary grew too large). The page's values
     /// are decoded into the column's dictionary, in row order from its entry `dict_count`, so row `i`'s
     /// key is `dict_count + i` (`gp_gather_fixed`, INT32 pages only).
-    pub const SEQUENCE_KEYS: u32 = 100;
+    pub(crate) const SEQUENCE_KEYS: u32 = 100;
 }
 
 /// Parquet physical `Type` values.
@@ -755,7 +755,7 @@ pub enum Conversion {
 impl Conversion {
     /// Bytes per (source, destination) value; `type_len` is the source's width where the physical
     /// type does not fix it (FIXED_LEN_BYTE_ARRAY).
-    pub fn widths(self, type_len: u32) -> (usize, usize) {
+    pub(crate) fn widths(self, type_len: u32) -> (usize, usize) {
         use Conversion as C;
         match self {
             C::I32ToI8 => (4, 1),
@@ -784,52 +784,52 @@ pub mod row_filter {
     use bytemuck::{Pod, Zeroable};
 
     /// Leaf kinds (`RowLeafDesc::kind`): how a column's values compare.
-    pub const LEAF_SIGNED: u32 = 1;
+    pub(crate) const LEAF_SIGNED: u32 = 1;
     /// Unsigned integers.
-    pub const LEAF_UNSIGNED: u32 = 2;
+    pub(crate) const LEAF_UNSIGNED: u32 = 2;
     /// IEEE floats in total order (arrow-rs's `total_cmp`: -NaN < -inf < -0 < +0 < inf < NaN).
-    pub const LEAF_FLOAT: u32 = 3;
+    pub(crate) const LEAF_FLOAT: u32 = 3;
     /// Bit-packed booleans (false < true).
-    pub const LEAF_BOOL: u32 = 4;
+    pub(crate) const LEAF_BOOL: u32 = 4;
     /// Byte strings with 4- or 8-byte offsets (`width`), compared as unsigned bytes, shorter first.
-    pub const LEAF_BYTES: u32 = 5;
+    pub(crate) const LEAF_BYTES: u32 = 5;
     /// 16-byte views with data buffers.
-    pub const LEAF_VIEW: u32 = 6;
+    pub(crate) const LEAF_VIEW: u32 = 6;
     /// Byte strings of `width` bytes each.
-    pub const LEAF_FIXED_BYTES: u32 = 7;
+    pub(crate) const LEAF_FIXED_BYTES: u32 = 7;
     /// Signed dictionary keys mapped through a table of the dictionary values' results.
-    pub const LEAF_DICT_SIGNED: u32 = 8;
+    pub(crate) const LEAF_DICT_SIGNED: u32 = 8;
     /// Unsigned dictionary keys, likewise.
-    pub const LEAF_DICT_UNSIGNED: u32 = 9;
+    pub(crate) const LEAF_DICT_UNSIGNED: u32 = 9;
     /// Validity only (`is null`, `is not null` on any type).
-    pub const LEAF_NULLS: u32 = 10;
+    pub(crate) const LEAF_NULLS: u32 = 10;
 
     /// Leaf operations (`RowLeafDesc::op`).
-    pub const OP_EQ: u32 = 0;
+    pub(crate) const OP_EQ: u32 = 0;
     /// `!=`.
-    pub const OP_NE: u32 = 1;
+    pub(crate) const OP_NE: u32 = 1;
     /// `<`.
-    pub const OP_LT: u32 = 2;
+    pub(crate) const OP_LT: u32 = 2;
     /// `<=`.
-    pub const OP_LE: u32 = 3;
+    pub(crate) const OP_LE: u32 = 3;
     /// `>`.
-    pub const OP_GT: u32 = 4;
+    pub(crate) const OP_GT: u32 = 4;
     /// `>=`.
-    pub const OP_GE: u32 = 5;
+    pub(crate) const OP_GE: u32 = 5;
     /// Equal to any of the literals.
-    pub const OP_IN: u32 = 6;
+    pub(crate) const OP_IN: u32 = 6;
     /// `is null`.
-    pub const OP_IS_NULL: u32 = 7;
+    pub(crate) const OP_IS_NULL: u32 = 7;
     /// `is not null`.
-    pub const OP_IS_NOT_NULL: u32 = 8;
+    pub(crate) const OP_IS_NOT_NULL: u32 = 8;
 
     /// Items a block of the scan kernels takes (`RF_SCAN_TILE`).
-    pub const SCAN_TILE: u64 = 4096;
+    pub(crate) const SCAN_TILE: u64 = 4096;
     /// One predicate leaf as `gp_rf_leaf` reads it (twin of `RowLeafDesc` in `row_filter.cu`). Addresses
     /// are the executor's; lengths in bytes; 0 where unused.
     #[repr(C)]
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
-    pub struct RowLeafDesc {
+    pub(crate) struct RowLeafDesc {
         /// `LEAF_*`.
         pub kind: u32,
         /// `OP_*`.
@@ -871,7 +871,7 @@ pub mod row_filter {
     /// Kleene operations of `gp_rf_logic`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     #[repr(u32)]
-    pub enum RowLogicOp {
+    pub(crate) enum RowLogicOp {
         /// `a and b`.
         And = 0,
         /// `a or b`.

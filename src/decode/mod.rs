@@ -6,17 +6,22 @@
 //! kernels (`kernels/*.cu`) and their host implementations ([`host_kernels`]) share.
 
 pub mod decompress;
-pub mod exec;
-pub mod exec_device;
+pub(crate) mod exec;
+pub(crate) mod exec_device;
 pub mod gpu;
 pub mod host;
+#[doc(hidden)] // public for the integration tests only (docs/architecture.md)
 pub mod host_headers;
+#[doc(hidden)] // public for the integration tests only (docs/architecture.md)
 pub mod host_kernels;
+#[doc(hidden)] // public for the integration tests only (docs/architecture.md)
 pub mod kernels;
+#[doc(hidden)] // public for the integration tests only (docs/architecture.md)
 pub mod layout;
+#[doc(hidden)] // public for the integration tests only (docs/architecture.md)
 pub mod pipeline;
 pub mod row_filter;
-pub mod snappy_route;
+pub(crate) mod snappy_route;
 pub mod table;
 
 pub use host::{DecodedTable, decode_fetched};

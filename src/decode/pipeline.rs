@@ -209,7 +209,7 @@ pub struct ColumnRoute {
 }
 
 /// The Arrow schema arrow-rs gives for `leaves` of `source`, and each top-level field's route.
-pub fn route_columns(source: &ParquetSource, leaves: &[usize]) -> Result<(SchemaRef, Vec<ColumnRoute>)> {
+pub(crate) fn route_columns(source: &ParquetSource, leaves: &[usize]) -> Result<(SchemaRef, Vec<ColumnRoute>)> {
     let location = source.location();
     let descr = source.metadata().file_metadata().schema_descr_ptr();
     let kv = source.metadata().file_metadata().key_value_metadata();
@@ -761,7 +761,7 @@ struct ChunkPages {
 /// chunks that `plan` laid out at `chunk_base` in `exec`'s memory. `host_threads` is for the columns
 /// decoded by arrow-rs; `hints` say how many pages to expect per chunk byte, and learn from the step.
 #[allow(clippy::too_many_arguments)]
-pub fn decode_step<E: Executor>(
+pub(crate) fn decode_step<E: Executor>(
     exec: &mut E,
     source: &ParquetSource,
     schema: &SchemaRef,

@@ -37,9 +37,9 @@ use crate::decode::table::{BITMAP_PADDING, DeviceArray, DeviceBatch, DeviceColum
 use crate::error::{Error, Location, Result};
 
 /// Arrow's half-precision float (the `half` crate's, which this crate does not name itself).
-pub type F16 = <Float16Type as ArrowPrimitiveType>::Native;
+pub(crate) type F16 = <Float16Type as ArrowPrimitiveType>::Native;
 
-pub use crate::decode::layout::row_filter::*;
+pub(crate) use crate::decode::layout::row_filter::*;
 
 /// Threads a block of every row-filter kernel.
 const BLOCK: u32 = 256;
@@ -264,7 +264,7 @@ pub enum FilterMode {
 
 /// A buffer the filter addresses: where, and how many bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct BufRef {
+pub(crate) struct BufRef {
     /// Address in the executor's memory (or device memory its kernels can read).
     pub addr: u64,
     /// Bytes.
@@ -273,7 +273,7 @@ pub struct BufRef {
 
 /// A bitmap the filter addresses: its buffer and the bit of element 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct BitsRef {
+pub(crate) struct BitsRef {
     /// The bytes.
     pub buf: BufRef,
     /// The bit of the array's element 0.
@@ -283,7 +283,7 @@ pub struct BitsRef {
 /// A column as the filter kernels read it: Arrow layout at `offset` (the value index of element 0;
 /// children have their own), its buffers in Arrow's order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ColumnRef {
+pub(crate) struct ColumnRef {
     /// The Arrow type.
     pub data_type: DataType,
     /// Elements.
@@ -302,7 +302,7 @@ pub struct ColumnRef {
 
 /// Where an output buffer comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutBuf {
+pub(crate) enum OutBuf {
     /// A new allocation of the executor ([`Executor::take`] it).
     New(u64),
     /// The input column's buffer of the same index, unchanged.
@@ -311,7 +311,7 @@ pub enum OutBuf {
 
 /// A filtered column: new buffers, or some of the input's kept.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FilteredColumn {
+pub(crate) struct FilteredColumn {
     /// The Arrow type.
     pub data_type: DataType,
     /// Elements.
@@ -348,7 +348,7 @@ impl FilteredColumn {
 
 /// What [`filter_columns`] made.
 #[derive(Debug, Clone, PartialEq)]
-pub enum FilterOutput {
+pub(crate) enum FilterOutput {
     /// The columns compacted to `num_rows` selected rows.
     Rows {
         /// Selected rows.
@@ -368,7 +368,7 @@ pub enum FilterOutput {
 }
 
 /// Whether a column of type `t` can be compacted by the kernels; `Err` names what cannot.
-pub fn compaction_support(t: &DataType) -> std::result::Result<(), String> {
+pub(crate) fn compaction_support(t: &DataType) -> std::result::Result<(), String> {
     use DataType as D;
     match t {
         _ if t.primitive_width().is_some() => Ok(()),
@@ -388,7 +388,7 @@ pub fn compaction_support(t: &DataType) -> std::result::Result<(), String> {
 }
 
 /// How a comparison leaf on a column of type `t` compares: `(kind, width)`; `Err` names what cannot.
-pub fn leaf_support(t: &DataType) -> std::result::Result<(u32, u32), String> {
+pub(crate) fn leaf_support(t: &DataType) -> std::result::Result<(u32, u32), String> {
     use DataType as D;
     let fixed = |w: usize| -> u32 { w as u32 };
     Ok(match t {
@@ -421,7 +421,7 @@ pub fn leaf_support(t: &DataType) -> std::result::Result<(u32, u32), String> {
 
 /// Names columns and the batch for errors.
 #[derive(Debug, Clone, Default)]
-pub struct FilterContext {
+pub(crate) struct FilterContext {
     /// The file (or whatever the batch came from).
     pub location: Location,
     /// Column names, by index.
@@ -915,7 +915,7 @@ fn settle_nulls(c: &mut FilteredColumn, sets: &[u64], dropped: &mut Vec<u64>) {
 /// do not fit their column and bad column indices are `InvalidRequest`s naming the column; a bounds
 /// failure in the data (offsets past the characters, say) is a `CorruptPage` naming the column and
 /// the row.
-pub fn filter_columns<E: Executor>(
+pub(crate) fn filter_columns<E: Executor>(
     exec: &mut E,
     columns: &[ColumnRef],
     num_rows: u64,
@@ -1018,7 +1018,7 @@ pub fn filter_columns<E: Executor>(
 }
 
 /// An executor whose kernels can read a batch's buffers: where a buffer is, in their memory.
-pub trait FilterExecutor: Executor {
+pub(crate) trait FilterExecutor: Executor {
     /// The address the kernels read `buf` at (a copy into the executor's memory where they cannot
     /// read it in place).
     fn address_of(&mut self, buf: &Self::Buffer) -> Result<u64>;
@@ -1140,7 +1140,7 @@ impl<B: OwnedBuffer> Filtered<B> {
 }
 
 /// Filters `batch` on `exec` (see [`filter_columns`]).
-pub fn filter_batch<E: FilterExecutor>(
+pub(crate) fn filter_batch<E: FilterExecutor>(
     exec: &mut E,
     batch: DeviceBatch<E::Buffer>,
     predicate: &RowPredicate,
@@ -1224,7 +1224,7 @@ fn free_outputs<E: Executor>(exec: &mut E, f: &FilteredColumn) {
 /// `batch` compacted to the rows `mask` selects (a `Boolean` array of its rows, as
 /// [`FilterMode::Mask`] gives, null or false rows left out) on `exec`: the payload columns of a step
 /// whose predicate was evaluated over its filter columns before.
-pub fn compact_batch<E: FilterExecutor>(
+pub(crate) fn compact_batch<E: FilterExecutor>(
     exec: &mut E,
     batch: DeviceBatch<E::Buffer>,
     mask: &DeviceArray<E::Buffer>,
@@ -1381,7 +1381,7 @@ pub fn filter_record_batch(
 
 /// [`filter_record_batch`] over arrow-rs arrays (at any offsets) named `names`, of `num_rows` rows
 /// (the output's fields are nullable).
-pub fn filter_array_data(
+pub(crate) fn filter_array_data(
     data: &[ArrayData],
     names: &[String],
     num_rows: usize,
@@ -1440,7 +1440,7 @@ pub(crate) fn filter_array_data_with<E: Executor>(
 
 /// An argument of a row-filter kernel: a device address (0 or inside a buffer), or a number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RowArg {
+pub(crate) enum RowArg {
     /// An address.
     Ptr(u64),
     /// A `u64`.
@@ -1451,7 +1451,7 @@ pub enum RowArg {
 
 /// One launch of a row-filter kernel: its name, grid and block, and arguments in the kernel's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RowLaunch {
+pub(crate) struct RowLaunch {
     /// The kernel.
     pub name: &'static str,
     /// Blocks.
@@ -1469,7 +1469,7 @@ fn stride_grid(items: u64, per_block: u64) -> u32 {
 
 /// How the GPU runs a row-filter [`Kernel`] (`None` for the others): shared by the device executor and
 /// the kernel emulation's tests, so the emulation runs exactly the GPU's launches.
-pub fn launch_plan(kernel: &Kernel) -> Option<RowLaunch> {
+pub(crate) fn launch_plan(kernel: &Kernel) -> Option<RowLaunch> {
     use RowArg::*;
     let b = BLOCK as u64;
     let (name, grid, args) = match *kernel {

@@ -15,20 +15,20 @@
 /// 972,546 bytes): nvCOMP's Snappy 15.78 ms and the pre-check 11.50 ms (2026-12-02, after the
 /// pre-check's walk went to 32-bit arithmetic; 16.11 ms before, 24.7 ms before it staged its bytes in
 /// shared memory). The step model (`device_read`) bounds a step's GPU time with them too.
-pub const NVCOMP_NS_PER_BYTE: f64 = 16.0;
+pub(crate) const NVCOMP_NS_PER_BYTE: f64 = 16.0;
 /// The pre-check's walk (see [`NVCOMP_NS_PER_BYTE`]). Left at 12 since its walk got shorter: the
 /// 64-byte interior windows (2026-12-03) took the longest walk of a row group from 9.10 to 6.86 ms
 /// (ncu), about 9 ns a byte, and a route with 9 instead of 12, tried before them, read no faster.
-pub const PRECHECK_NS_PER_BYTE: f64 = 12.0;
+pub(crate) const PRECHECK_NS_PER_BYTE: f64 = 12.0;
 /// The same for `gp_unsnap` (a block per body): 42.2 ms of ncu time for that file in one step, whose
 /// longest body is 972,546 bytes (2026-12-01).
-pub const UNSNAP_NS_PER_BYTE: f64 = 43.0;
+pub(crate) const UNSNAP_NS_PER_BYTE: f64 = 43.0;
 /// A one-warp walk's cost per byte by default: the pre-check, then nvCOMP.
-pub const CHAIN_NS_PER_BYTE_PRECHECKED: f64 = NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE;
+pub(crate) const CHAIN_NS_PER_BYTE_PRECHECKED: f64 = NVCOMP_NS_PER_BYTE + PRECHECK_NS_PER_BYTE;
 /// ... nvCOMP alone (trusted files).
-pub const CHAIN_NS_PER_BYTE_NVCOMP: f64 = NVCOMP_NS_PER_BYTE;
+pub(crate) const CHAIN_NS_PER_BYTE_NVCOMP: f64 = NVCOMP_NS_PER_BYTE;
 /// ... `gp_unsnap` (where nvCOMP did not load, or when chosen).
-pub const CHAIN_NS_PER_BYTE_UNSNAP: f64 = UNSNAP_NS_PER_BYTE;
+pub(crate) const CHAIN_NS_PER_BYTE_UNSNAP: f64 = UNSNAP_NS_PER_BYTE;
 /// The one-warp decoders' throughput once the GPU is full, per output byte: the pre-check and nvCOMP
 /// took 14.96 + 12.98 ms for the benchmark file's 1.85 GB of output outside its dictionary pages.
 const ONE_WARP_NS_PER_OUT_BYTE: f64 = 0.015;
@@ -37,16 +37,16 @@ const ONE_WARP_NS_PER_OUT_BYTE: f64 = 0.015;
 const WIDE_NS_PER_OUT_BYTE: f64 = 0.06;
 /// Bodies shorter than this stay on the one-warp decoders: their walk is short (about 7 ms at most,
 /// at 28 ns a byte) and the wide decoder's join gives a whole body to one warp, a step per 2 KiB segment.
-pub const WIDE_MIN_SRC: usize = 256 << 10;
+pub(crate) const WIDE_MIN_SRC: usize = 256 << 10;
 /// ... and longer than this too (the join's walk over 8,192 segments).
-pub const WIDE_MAX_SRC: usize = 16 << 20;
+pub(crate) const WIDE_MAX_SRC: usize = 16 << 20;
 
 /// Whether a body of `src` compressed bytes declaring `dst` has a long chain of elements: it
 /// compresses by a 64th or more. One that does not is a few long literals (Snappy's are up to 4 GiB),
 /// which the one-warp decoders copy quickly whatever its length. The benchmark file's dictionary pages
 /// of random doubles compress 1.0000x (one literal); those of random integers below 2^40 1.06-1.08x
 /// (some 237,000 short literals and 4-byte matches).
-pub fn has_long_chain(src: usize, dst: usize) -> bool {
+pub(crate) fn has_long_chain(src: usize, dst: usize) -> bool {
     dst >= src.saturating_add(src / 64)
 }
 
@@ -60,7 +60,7 @@ pub fn has_long_chain(src: usize, dst: usize) -> bool {
 /// alternating: 34.92 / 36.56 / 34.51 / 34.46 ms with its 150 dictionary pages wide, against 38.27 /
 /// 38.36 / 40.80 / 41.70 ms; 40.52 / 40.56 with every body on nvCOMP). Trusted files (no pre-check)
 /// lost in that A/B (34.63 / 33.70 ms against 30.96 / 31.17), not in a run after it (31.36 / 30.65).
-pub fn wide_bodies(bodies: &[(usize, usize)], chain_ns_per_byte: f64) -> Vec<bool> {
+pub(crate) fn wide_bodies(bodies: &[(usize, usize)], chain_ns_per_byte: f64) -> Vec<bool> {
     let chain = |&(src, dst): &(usize, usize)| if has_long_chain(src, dst) { src } else { 0 };
     let eligible = |b: &(usize, usize)| (WIDE_MIN_SRC..=WIDE_MAX_SRC).contains(&b.0) && chain(b) > 0;
     let mut candidates: Vec<usize> = (0..bodies.len()).filter(|&i| eligible(&bodies[i])).collect();

@@ -54,7 +54,7 @@ impl<B: OwnedBuffer> DeviceArray<B> {
     }
 
     /// Bytes of device memory held (all buffers, children included).
-    pub fn memory_size(&self) -> usize {
+    pub(crate) fn memory_size(&self) -> usize {
         self.validity.as_ref().map_or(0, OwnedBuffer::len)
             + self.buffers.iter().map(OwnedBuffer::len).sum::<usize>()
             + self.children.iter().map(DeviceArray::memory_size).sum::<usize>()
@@ -110,7 +110,7 @@ impl<B: OwnedBuffer> DeviceBatch<B> {
     }
 
     /// Bytes of memory the columns hold.
-    pub fn memory_size(&self) -> usize {
+    pub(crate) fn memory_size(&self) -> usize {
         self.columns.iter().map(|c| c.array.memory_size()).sum()
     }
 }
@@ -154,7 +154,7 @@ impl<B: OwnedBuffer> DeviceTable<B> {
 /// Bitmaps (validity, boolean values) are allocated to a multiple of this many bytes, zeroed past their
 /// last bit, as Arrow recommends: consumers read them in whole words, and cuDF's import copies a
 /// validity bitmap rounded up to 64 bytes.
-pub const BITMAP_PADDING: usize = 64;
+pub(crate) const BITMAP_PADDING: usize = 64;
 
 /// `bytes` followed by zeros up to a non-zero multiple of [`BITMAP_PADDING`].
 fn padded_bitmap(bytes: &[u8]) -> Vec<u8> {

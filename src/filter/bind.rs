@@ -306,7 +306,7 @@ impl Predicate {
     }
 
     /// Calls `f` on every leaf, left to right.
-    pub fn for_each_leaf(&self, f: &mut dyn FnMut(&Leaf)) {
+    pub(crate) fn for_each_leaf(&self, f: &mut dyn FnMut(&Leaf)) {
         match self {
             Predicate::Leaf(l) => f(l),
             Predicate::And(v) | Predicate::Or(v) => v.iter().for_each(|p| p.for_each_leaf(f)),
@@ -314,7 +314,7 @@ impl Predicate {
     }
 
     /// The leaves, left to right.
-    pub fn leaves(&self) -> Vec<&Leaf> {
+    pub(crate) fn leaves(&self) -> Vec<&Leaf> {
         match self {
             Predicate::Leaf(l) => vec![l],
             Predicate::And(v) | Predicate::Or(v) => v.iter().flat_map(|p| p.leaves()).collect(),

@@ -146,7 +146,7 @@ impl PlannedFilter {
     }
 
     /// Keeps the rows of `table` the filter accepts, then drops the columns read only for it.
-    pub fn apply(&self, mut table: DecodedTable) -> Result<DecodedTable> {
+    pub(crate) fn apply(&self, mut table: DecodedTable) -> Result<DecodedTable> {
         let keep: Vec<usize> = (0..table.schema.fields().len())
             .filter(|&i| !self.added_columns.contains(table.schema.field(i).name()))
             .collect();
@@ -171,4 +171,4 @@ impl PlannedFilter {
 }
 
 /// The filter of a read, shared by the reader and the chunks it reads.
-pub type SharedFilter = Option<Arc<PlannedFilter>>;
+pub(crate) type SharedFilter = Option<Arc<PlannedFilter>>;

@@ -20,7 +20,7 @@ pub mod prune;
 
 pub use crate::report::{ColumnPruningReport, PruningReport};
 pub use bind::{Leaf, Predicate, Test};
-pub use hook::{PlannedFilter, SharedFilter};
+pub(crate) use hook::{PlannedFilter, SharedFilter};
 pub use prune::{ChunkPages, RowGroupSelection, ScanSelection, prune};
 
 use std::fmt;
@@ -47,7 +47,7 @@ pub enum CmpOp {
 impl CmpOp {
     /// The operator whose result is the SQL negation of this one's (`not (a < b)` is `a >= b`, both
     /// unknown where `a` is null).
-    pub fn negate(self) -> Self {
+    pub(crate) fn negate(self) -> Self {
         match self {
             CmpOp::Eq => CmpOp::NotEq,
             CmpOp::NotEq => CmpOp::Eq,

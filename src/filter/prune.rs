@@ -51,7 +51,7 @@ pub struct ScanSelection {
 
 impl ScanSelection {
     /// The surviving row groups' indices.
-    pub fn row_group_indices(&self) -> Vec<usize> {
+    pub(crate) fn row_group_indices(&self) -> Vec<usize> {
         self.row_groups.iter().map(|g| g.row_group).collect()
     }
 }

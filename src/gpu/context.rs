@@ -89,7 +89,7 @@ impl GpuContext {
     /// Makes the device's default memory pool (what stream-ordered allocations draw from) keep the
     /// memory freed into it instead of returning it to the driver at every synchronisation, so the
     /// decoder's per-step buffers are recycled without `cuMemAlloc`/`cuMemFree` (which synchronise).
-    pub fn ensure_pool_keeps_memory(&self) -> Result<()> {
+    pub(crate) fn ensure_pool_keeps_memory(&self) -> Result<()> {
         self.pool_ready
             .get_or_init(|| {
                 guard("configuring the device memory pool", || {
@@ -131,7 +131,7 @@ impl GpuContext {
 
     /// The context's own stream. It lives as long as the context, which also keeps cudarc from
     /// synchronising the whole device when a later stream is the context's first.
-    pub fn default_stream(&self) -> &Arc<CudaStream> {
+    pub(crate) fn default_stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
 

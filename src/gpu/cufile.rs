@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{DeviceWriter, GpuContext, guard};
 
 /// The hint appended to registration and read errors.
-pub const LOG_HINT: &str =
+pub(crate) const LOG_HINT: &str =
     "see cufile.log in the current directory (or logging.dir in cufile.json) for cuFile's reason";
 
 /// Whether libcufile can be loaded; `Err` says why not.
@@ -134,7 +134,7 @@ impl CufileParams {
     }
 
     /// Reads the current values from cuFile (`cuFileGetParameter*`).
-    pub fn current() -> Result<Self> {
+    pub(crate) fn current() -> Result<Self> {
         present().map_err(unavailable)?;
         guard("cuFileGetParameter", || {
             let b = |p: BoolParam| {
@@ -220,7 +220,7 @@ pub struct StatsDelta {
 
 impl StatsDelta {
     /// The sum of two deltas.
-    pub fn plus(self, o: StatsDelta) -> StatsDelta {
+    pub(crate) fn plus(self, o: StatsDelta) -> StatsDelta {
         StatsDelta {
             total_reads: self.total_reads + o.total_reads,
             nvfs_reads: self.nvfs_reads + o.nvfs_reads,
@@ -246,7 +246,7 @@ pub struct StatsSnapshot {
 impl StatsSnapshot {
     /// The change from `before` to `self` (saturating: counters that went down, e.g. after a reset,
     /// count as 0 rather than wrapping).
-    pub fn since(&self, before: &StatsSnapshot) -> StatsDelta {
+    pub(crate) fn since(&self, before: &StatsSnapshot) -> StatsDelta {
         StatsDelta {
             total_reads: self.total_reads.saturating_sub(before.total_reads),
             nvfs_reads: self.nvfs_reads.saturating_sub(before.nvfs_reads),
@@ -386,13 +386,13 @@ impl CufileDriver {
     /// Whether nvidia-fs is loaded, as the properties of the first driver opened in this process said
     /// (`None` before any was opened). A kernel module does not come or go under a running reader, and
     /// every `cuFileDriverOpen` costs: libcufile 1.15 leaks 64 KiB of device memory per open (below).
-    pub fn nvfs_known() -> Option<bool> {
+    pub(crate) fn nvfs_known() -> Option<bool> {
         NVFS_LOADED.get().copied()
     }
 
     /// The driver some part of this process holds open now, if any (to read the process's
     /// statistics around work that several readers share).
-    pub fn current() -> Option<Arc<Self>> {
+    pub(crate) fn current() -> Option<Arc<Self>> {
         DRIVER.lock().unwrap_or_else(|p| p.into_inner()).upgrade()
     }
 
@@ -463,7 +463,7 @@ unsafe impl Sync for FileHandle {}
 
 /// A failed `cuFileRead`.
 #[derive(Debug)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// An OS error (cuFileRead returned -1).
     Os(std::io::Error),
     /// A cuFile error.
@@ -505,7 +505,7 @@ impl FileHandle {
     }
 
     /// Whether the registered file was opened with `O_DIRECT`.
-    pub fn is_direct(&self) -> bool {
+    pub(crate) fn is_direct(&self) -> bool {
         self.direct
     }
 
@@ -516,7 +516,7 @@ impl FileHandle {
 
     /// One `cuFileRead` of `len` bytes at `file_offset` into byte `dest_offset` of the buffer `dest`
     /// writes; returns the bytes read (fewer at end of file). The range is checked against the buffer.
-    pub fn read_into(
+    pub(crate) fn read_into(
         &self,
         dest: &DeviceWriter<'_>,
         dest_offset: u64,
@@ -555,7 +555,7 @@ impl Drop for FileHandle {
 
 /// A device buffer registered with cuFile (`cuFileBufRegister`) while a writer to it lives.
 #[derive(Debug)]
-pub struct BufRegistration<'w> {
+pub(crate) struct BufRegistration<'w> {
     base: u64,
     _writer: std::marker::PhantomData<&'w ()>,
     _driver: Arc<CufileDriver>,

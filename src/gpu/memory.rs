@@ -64,14 +64,14 @@ impl Stream {
     }
 
     /// Makes later work on this stream wait for `event` (on the device; the host does not wait).
-    pub fn wait(&self, event: &Event) -> Result<()> {
+    pub(crate) fn wait(&self, event: &Event) -> Result<()> {
         guard("cuStreamWaitEvent", || {
             self.raw.wait(&event.raw).map_err(cuda_err("cuStreamWaitEvent"))
         })
     }
 
     /// Records `event` at the current end of this stream.
-    pub fn record(&self, event: &Event) -> Result<()> {
+    pub(crate) fn record(&self, event: &Event) -> Result<()> {
         guard("cuEventRecord", || {
             event.raw.record(&self.raw).map_err(cuda_err("cuEventRecord"))
         })
@@ -101,7 +101,7 @@ impl Event {
     }
 
     /// Whether the work recorded before this event finished (does not wait).
-    pub fn query(&self) -> Result<bool> {
+    pub(crate) fn query(&self) -> Result<bool> {
         guard("cuEventQuery", || {
             self.raw.try_is_complete().map_err(cuda_err("cuEventQuery"))
         })
@@ -183,7 +183,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// `stream`: no device-wide synchronisation to allocate or free, and freed memory is reused. Not
     /// for cuFile (which needs `cuMemAlloc` memory). Work on another stream that uses the buffer must be
     /// joined to `stream` before the buffer is dropped (the free is ordered on `stream` only).
-    pub fn alloc_pooled(stream: &Stream, len: usize) -> Result<Self> {
+    pub(crate) fn alloc_pooled(stream: &Stream, len: usize) -> Result<Self> {
         let ctx = stream.context();
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
@@ -319,7 +319,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 
     /// Uploads `data` into a new buffer from the device's stream-ordered pool ([`Self::alloc_pooled`]).
-    pub fn from_host_pooled(stream: &Stream, data: &[T]) -> Result<Self> {
+    pub(crate) fn from_host_pooled(stream: &Stream, data: &[T]) -> Result<Self> {
         Self::alloc_pooled(stream, data.len())?.filled_from(stream, data)
     }
 
@@ -343,7 +343,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 impl DeviceBuffer<u8> {
     /// Copies `data` into bytes `offset..offset + data.len()` (ordered on the buffer's stream; returns
     /// once the copy is done, so `data` may go).
-    pub fn write_at(&mut self, offset: usize, data: &[u8]) -> Result<()> {
+    pub(crate) fn write_at(&mut self, offset: usize, data: &[u8]) -> Result<()> {
         let end = offset.checked_add(data.len());
         if end.is_none_or(|e| e > self.len) {
             return Err(Error::device(
@@ -370,7 +370,7 @@ impl DeviceBuffer<u8> {
 
     /// Copies `src[src_range]` into bytes `dst_offset..` of this buffer, device to device, ordered after
     /// the work queued on both buffers' streams (this buffer's stream waits for `src`'s).
-    pub fn copy_from_device(
+    pub(crate) fn copy_from_device(
         &mut self,
         dst_offset: usize,
         src: &DeviceBuffer<u8>,
@@ -472,7 +472,7 @@ impl DeviceWriter<'_> {
     }
 
     /// Whether the buffer is empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
@@ -655,7 +655,7 @@ impl FillingBuffer {
     /// Hands the buffer back, its stream ordered after each event of `copied`, which must be recorded
     /// behind every copy queued into it (one per stream that copied, after its last copy). Fails when
     /// it was already handed back.
-    pub fn finish(&self, copied: &[&Event]) -> Result<DeviceBuffer> {
+    pub(crate) fn finish(&self, copied: &[&Event]) -> Result<DeviceBuffer> {
         let buffer = self
             .buffer
             .write()
@@ -758,7 +758,7 @@ impl PinnedBuffer {
     }
 
     /// Whether the copies reading it have all finished (does not wait).
-    pub fn is_idle(&self) -> Result<bool> {
+    pub(crate) fn is_idle(&self) -> Result<bool> {
         self.event.query()
     }
 
@@ -768,7 +768,7 @@ impl PinnedBuffer {
     }
 
     /// Whether the start is aligned to `align` bytes.
-    pub fn is_aligned(&self, align: usize) -> bool {
+    pub(crate) fn is_aligned(&self, align: usize) -> bool {
         (self.ptr as usize).is_multiple_of(align.max(1))
     }
 }
@@ -927,7 +927,7 @@ impl MappedStaging {
 
     /// Copies `bytes` into a fresh region (see [`Self::reserve`] for when it waits for `stream`): the
     /// device address of its copy, or `None` when they exceed the capacity.
-    pub fn stage(&mut self, stream: &Stream, bytes: &[u8]) -> Result<Option<u64>> {
+    pub(crate) fn stage(&mut self, stream: &Stream, bytes: &[u8]) -> Result<Option<u64>> {
         let Some(at) = self.region(stream, bytes.len())? else {
             return Ok(None);
         };
@@ -941,13 +941,13 @@ impl MappedStaging {
     /// A fresh region of `len` bytes for the device to write: its offset and device address, or
     /// `None` when `len` exceeds the capacity. When the rest of the memory does not hold it, this first
     /// waits for `stream`, on which every use of the regions handed out was queued, and frees them all.
-    pub fn reserve(&mut self, stream: &Stream, len: usize) -> Result<Option<(usize, u64)>> {
+    pub(crate) fn reserve(&mut self, stream: &Stream, len: usize) -> Result<Option<(usize, u64)>> {
         Ok(self.region(stream, len)?.map(|at| (at, self.device + at as u64)))
     }
 
     /// Waits for `stream`, on which every use of the regions handed out was queued, then returns the
     /// bytes of region `offset..offset + len` (from [`Self::reserve`]) and makes every region free.
-    pub fn read_and_recycle(&mut self, stream: &Stream, offset: usize, len: usize) -> Result<Vec<u8>> {
+    pub(crate) fn read_and_recycle(&mut self, stream: &Stream, offset: usize, len: usize) -> Result<Vec<u8>> {
         let end = offset.checked_add(len);
         if end.is_none_or(|e| e > self.used) {
             return Err(Error::device(
@@ -965,12 +965,12 @@ impl MappedStaging {
     }
 
     /// Puts the memory aside behind `stream`'s queued work: [`Self::reuse`] waits for it.
-    pub fn set_aside(&mut self, stream: &Stream) -> Result<()> {
+    pub(crate) fn set_aside(&mut self, stream: &Stream) -> Result<()> {
         stream.record(&self.event)
     }
 
     /// Takes the memory back into use once the work it was set aside behind has finished.
-    pub fn reuse(&mut self) -> Result<()> {
+    pub(crate) fn reuse(&mut self) -> Result<()> {
         self.event.synchronize()?;
         self.used = 0;
         Ok(())

@@ -19,24 +19,25 @@
 pub mod context;
 pub mod cufile;
 #[cfg(feature = "fault-injection")]
+#[doc(hidden)] // public for the integration tests only (docs/architecture.md)
 pub mod faults;
 pub mod memory;
 pub mod nvcomp;
 pub mod nvrtc;
-pub mod ring;
+pub(crate) mod ring;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 pub use context::{GpuContext, GpuInfo};
 pub use memory::{DeviceBuffer, DeviceWriter, Event, FillingBuffer, MappedStaging, PinnedAlloc, PinnedBuffer, Stream};
-pub use ring::PinnedRing;
+pub(crate) use ring::PinnedRing;
 
 use crate::error::{Error, Result};
 use crate::panic_guard::panic_message;
 
 /// Runs `f`, turning a panic inside cudarc into [`Error::Device`] with `context`.
-pub fn guard<T>(context: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn guard<T>(context: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => Err(Error::device(

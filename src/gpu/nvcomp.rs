@@ -41,24 +41,25 @@ use crate::gpu::{DeviceBuffer, Stream};
 pub use result::{NvcompLibrary, NvcompVersion};
 
 /// The file name of nvCOMP 5's library.
-pub const LIBRARY_FILE: &str = "libnvcomp.so.5";
+pub(crate) const LIBRARY_FILE: &str = "libnvcomp.so.5";
 
 /// The only nvCOMP major version this module speaks.
-pub const SUPPORTED_MAJOR: u32 = 5;
+pub(crate) const SUPPORTED_MAJOR: u32 = 5;
 
 /// The C interface of nvCOMP 5.3 batched decompression (`nvcomp.h`, `nvcomp/shared_types.h` and the
 /// per-codec headers `snappy.h`, `zstd.h`, `lz4.h`, `gzip.h`, `deflate.h`).
 #[allow(non_camel_case_types)]
-pub mod sys {
+#[allow(dead_code)] // the C header's names, kept whole though some go unused
+pub(crate) mod sys {
     use std::ffi::{c_char, c_void};
 
     /// `nvcompStatus_t`: a C enum, `int` sized.
-    pub type nvcompStatus_t = i32;
+    pub(crate) type nvcompStatus_t = i32;
     /// `cudaStream_t` (the same handle as the driver's `CUstream`).
-    pub type cudaStream_t = *mut c_void;
+    pub(crate) type cudaStream_t = *mut c_void;
 
     /// `nvcompSuccess`.
-    pub const NVCOMP_SUCCESS: nvcompStatus_t = 0;
+    pub(crate) const NVCOMP_SUCCESS: nvcompStatus_t = 0;
     /// `nvcompErrorInvalidValue`.
     pub const NVCOMP_ERROR_INVALID_VALUE: nvcompStatus_t = 10;
     /// `nvcompErrorCannotDecompress`: corrupt input (LZ4 on the CUDA backend) or an output buffer too
@@ -66,7 +67,7 @@ pub mod sys {
     pub const NVCOMP_ERROR_CANNOT_DECOMPRESS: nvcompStatus_t = 12;
 
     /// Every `nvcompStatus_t` of 5.3 with its name.
-    pub const STATUS_NAMES: [(nvcompStatus_t, &str); 18] = [
+    pub(crate) const STATUS_NAMES: [(nvcompStatus_t, &str); 18] = [
         (0, "nvcompSuccess"),
         (10, "nvcompErrorInvalidValue"),
         (11, "nvcompErrorNotSupported"),
@@ -88,14 +89,14 @@ pub mod sys {
     ];
 
     /// The name of a status (`None` for a value 5.3 does not define).
-    pub fn status_name(status: nvcompStatus_t) -> Option<&'static str> {
+    pub(crate) fn status_name(status: nvcompStatus_t) -> Option<&'static str> {
         STATUS_NAMES.iter().find(|(s, _)| *s == status).map(|(_, n)| *n)
     }
 
     /// `nvcompProperties_t`.
     #[repr(C)]
     #[derive(Debug, Clone, Copy, Default)]
-    pub struct nvcompProperties_t {
+    pub(crate) struct nvcompProperties_t {
         /// nvCOMP's version, `major * 1000 + minor * 100 + patch` (`MAKE_SEMANTIC_VERSION`).
         pub version: u32,
         /// The CUDA runtime nvCOMP was built with, `major * 1000 + minor * 10`.
@@ -105,7 +106,7 @@ pub mod sys {
     /// `nvcompAlignmentRequirements_t`: minimum alignment, in bytes, of each kind of buffer.
     #[repr(C)]
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-    pub struct nvcompAlignmentRequirements_t {
+    pub(crate) struct nvcompAlignmentRequirements_t {
         /// Each compressed (input) buffer.
         pub input: usize,
         /// Each decompressed (output) buffer.
@@ -122,7 +123,7 @@ pub mod sys {
     /// must be zero.
     #[repr(C)]
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-    pub struct DecompressOpts {
+    pub(crate) struct DecompressOpts {
         /// `nvcompDecompressBackend_t`: 0 default, 1 hardware decompression engine, 2 CUDA.
         pub backend: i32,
         /// The codec's other fields and its reserved bytes; zero.
@@ -145,20 +146,20 @@ pub mod sys {
     pub type nvcompBatchedDeflateDecompressOpts_t = DecompressOpts;
 
     /// `nvcompStatus_t nvcompGetProperties(nvcompProperties_t *properties)`.
-    pub type nvcompGetProperties = unsafe extern "C" fn(properties: *mut nvcompProperties_t) -> nvcompStatus_t;
+    pub(crate) type nvcompGetProperties = unsafe extern "C" fn(properties: *mut nvcompProperties_t) -> nvcompStatus_t;
 
     /// `const char *nvcompGetStatusString(nvcompStatus_t status)`.
-    pub type nvcompGetStatusString = unsafe extern "C" fn(status: nvcompStatus_t) -> *const c_char;
+    pub(crate) type nvcompGetStatusString = unsafe extern "C" fn(status: nvcompStatus_t) -> *const c_char;
 
     /// `nvcompBatched<Codec>DecompressGetRequiredAlignments(opts, alignment_requirements)`.
-    pub type DecompressGetRequiredAlignments = unsafe extern "C" fn(
+    pub(crate) type DecompressGetRequiredAlignments = unsafe extern "C" fn(
         decompress_opts: DecompressOpts,
         alignment_requirements: *mut nvcompAlignmentRequirements_t,
     ) -> nvcompStatus_t;
 
     /// `nvcompBatched<Codec>DecompressGetTempSizeSync`: reads the compressed chunks (device arrays
     /// of pointers and sizes) and synchronises `stream`; `device_statuses` may be null.
-    pub type DecompressGetTempSizeSync = unsafe extern "C" fn(
+    pub(crate) type DecompressGetTempSizeSync = unsafe extern "C" fn(
         device_compressed_chunk_ptrs: *const *const c_void,
         device_compressed_chunk_bytes: *const usize,
         num_chunks: usize,
@@ -172,7 +173,7 @@ pub mod sys {
 
     /// `nvcompBatched<Codec>DecompressAsync`: queues the batch on `stream`; every array is in device
     /// memory and has `num_chunks` entries.
-    pub type DecompressAsync = unsafe extern "C" fn(
+    pub(crate) type DecompressAsync = unsafe extern "C" fn(
         device_compressed_chunk_ptrs: *const *const c_void,
         device_compressed_chunk_bytes: *const usize,
         device_uncompressed_buffer_bytes: *const usize,
@@ -208,7 +209,7 @@ impl Codec {
 
     /// The nvCOMP codec for a Parquet compression: `SNAPPY`, `ZSTD`, `LZ4_RAW`, `GZIP`. `None` for
     /// `UNCOMPRESSED` and for what nvCOMP does not decompress: `BROTLI`, Hadoop-framed `LZ4`, `LZO`.
-    pub fn from_parquet(c: parquet::basic::Compression) -> Option<Codec> {
+    pub(crate) fn from_parquet(c: parquet::basic::Compression) -> Option<Codec> {
         use parquet::basic::Compression as C;
         match c {
             C::SNAPPY => Some(Codec::Snappy),
@@ -220,7 +221,7 @@ impl Codec {
     }
 
     /// The name in nvCOMP's symbols (`nvcompBatched<name>DecompressAsync`).
-    pub fn nvcomp_name(self) -> &'static str {
+    pub(crate) fn nvcomp_name(self) -> &'static str {
         match self {
             Codec::Snappy => "Snappy",
             Codec::Zstd => "Zstd",
@@ -232,7 +233,7 @@ impl Codec {
 
     /// The largest compressed or decompressed chunk nvCOMP 5.3 decompresses, bytes
     /// (`nvcomp<Codec>DecompressionMaxAllowedChunkSize`; for Gzip the naive algorithm's limit).
-    pub fn max_chunk_len(self) -> u64 {
+    pub(crate) fn max_chunk_len(self) -> u64 {
         match self {
             Codec::Snappy | Codec::Zstd => (1 << 31) - 1,
             Codec::Lz4 | Codec::Gzip | Codec::Deflate => (1 << 32) - 1,
@@ -264,7 +265,7 @@ pub enum DecompressBackend {
 
 impl DecompressBackend {
     /// The options struct with this backend and every other field at its default.
-    pub fn opts(self) -> sys::DecompressOpts {
+    pub(crate) fn opts(self) -> sys::DecompressOpts {
         sys::DecompressOpts {
             backend: match self {
                 DecompressBackend::Default => 0,
@@ -323,7 +324,7 @@ impl std::fmt::Display for Candidate {
 impl NvcompSearch {
     /// The places tried, in order: the explicit location alone when there is one; otherwise each
     /// Python directory, then the system loader (when `system`).
-    pub fn candidates(&self) -> Vec<Candidate> {
+    pub(crate) fn candidates(&self) -> Vec<Candidate> {
         if let Some(p) = &self.explicit {
             if p.is_dir() {
                 return [
@@ -355,7 +356,7 @@ fn wheel_library(dir: &Path) -> PathBuf {
 }
 
 /// The thin rung: the loaded library, one method per C call.
-pub mod result {
+pub(crate) mod result {
     use std::ffi::{CStr, c_void};
     use std::path::{Path, PathBuf};
     use std::sync::{Arc, Mutex};
@@ -378,7 +379,7 @@ pub mod result {
 
     impl NvcompVersion {
         /// From `nvcompProperties_t::version` (`major * 1000 + minor * 100 + patch`).
-        pub fn from_semver(v: u32) -> Self {
+        pub(crate) fn from_semver(v: u32) -> Self {
             Self {
                 major: v / 1000,
                 minor: (v % 1000) / 100,
@@ -396,7 +397,7 @@ pub mod result {
     /// Whether `nvcompProperties_t::version` `v` is one this module speaks: major version
     /// [`SUPPORTED_MAJOR`]. `Err` says which version it is and what is needed (the caller names the
     /// file).
-    pub fn check_version(v: u32) -> std::result::Result<NvcompVersion, String> {
+    pub(crate) fn check_version(v: u32) -> std::result::Result<NvcompVersion, String> {
         let version = NvcompVersion::from_semver(v);
         if version.major == SUPPORTED_MAJOR {
             Ok(version)
@@ -612,7 +613,7 @@ pub mod result {
 
         /// `nvcompBatched<Codec>DecompressGetRequiredAlignments`: minimum alignment of input, output
         /// and temporary buffers for `opts` (a host-only call).
-        pub fn required_alignments(
+        pub(crate) fn required_alignments(
             &self,
             codec: Codec,
             opts: sys::DecompressOpts,
@@ -633,7 +634,7 @@ pub mod result {
         /// arrays of `num_chunks` entries, ordered on `stream`, describing readable device memory;
         /// `statuses` is null or a writable device array of `num_chunks` statuses.
         #[allow(clippy::too_many_arguments)]
-        pub unsafe fn decompress_temp_size_sync(
+        pub(crate) unsafe fn decompress_temp_size_sync(
             &self,
             codec: Codec,
             ptrs: u64,
@@ -675,7 +676,7 @@ pub mod result {
         /// [`Self::required_alignments`] says. The input is valid for the codec (nvCOMP's decoders
         /// do not all check it).
         #[allow(clippy::too_many_arguments)]
-        pub unsafe fn decompress_async(
+        pub(crate) unsafe fn decompress_async(
             &self,
             codec: Codec,
             src_ptrs: u64,
@@ -806,7 +807,7 @@ impl Nvcomp {
     }
 
     /// The backend asked for.
-    pub fn backend(&self) -> DecompressBackend {
+    pub(crate) fn backend(&self) -> DecompressBackend {
         self.backend
     }
 
@@ -849,7 +850,7 @@ impl Nvcomp {
 
     /// [`Self::decompress`], moving the argument arrays and the results through `transfers` (the GPU
     /// decoder's own, which keep off the copy engines). Same contract.
-    pub fn decompress_with(
+    pub(crate) fn decompress_with(
         &self,
         codec: Codec,
         stream: &Stream,
@@ -955,7 +956,7 @@ impl Nvcomp {
 }
 
 /// How [`Nvcomp::decompress_with`] moves a batch's argument arrays to the device and its results back.
-pub trait BatchTransfers {
+pub(crate) trait BatchTransfers {
     /// Device memory, ordered on the batch's stream, holding `words`: its address.
     fn upload_words(&mut self, words: &[u64]) -> Result<u64>;
     /// `count` words at `addr` (inside an upload), once the work queued on the stream has finished.
@@ -1006,7 +1007,11 @@ fn refuse(codec: Codec, message: impl Into<String>) -> Error {
 /// Refuses a batch nvCOMP must not see: empty; an item with a null address, no input, no output
 /// capacity, an address range that wraps, a size over the codec's limit
 /// ([`Codec::max_chunk_len`]) or a buffer not aligned as `align` requires. The error names the item.
-pub fn check_items(codec: Codec, align: &sys::nvcompAlignmentRequirements_t, items: &[DecompressItem]) -> Result<()> {
+pub(crate) fn check_items(
+    codec: Codec,
+    align: &sys::nvcompAlignmentRequirements_t,
+    items: &[DecompressItem],
+) -> Result<()> {
     if items.is_empty() {
         return Err(refuse(codec, "an empty batch (nothing to decompress)"));
     }

@@ -40,7 +40,7 @@ pub fn nvrtc_present() -> std::result::Result<(), String> {
 }
 
 /// NVRTC's version, `(major, minor)`.
-pub fn nvrtc_version() -> Result<(i32, i32)> {
+pub(crate) fn nvrtc_version() -> Result<(i32, i32)> {
     nvrtc_present().map_err(|r| Error::device("NVRTC", r))?;
     guard("NVRTC", || {
         let (mut major, mut minor): (c_int, c_int) = (0, 0);
@@ -72,7 +72,7 @@ pub struct Compiled {
 
 /// Compiles `source` (named `name` in messages) into a CUBIN for `sm_<arch>` (for example 90). A
 /// compile error carries NVRTC's log.
-pub fn compile(source: &str, name: &str, arch: u32) -> Result<Compiled> {
+pub(crate) fn compile(source: &str, name: &str, arch: u32) -> Result<Compiled> {
     nvrtc_present().map_err(|r| Error::device("NVRTC", r))?;
     let src = CString::new(source).map_err(|_| Error::device("NVRTC", "kernel source holds a NUL byte"))?;
     let cname = CString::new(name).map_err(|_| Error::device("NVRTC", "program name holds a NUL byte"))?;

@@ -28,10 +28,10 @@ use crate::gpu::GpuContext;
 use crate::gpu::memory::{Event, FillingBuffer, PinnedAlloc, PinnedBuffer, Stream};
 
 /// Places keep their start's position within a page of this size (see [`PinnedRing::place`]).
-pub const RING_PAGE: u64 = 4096;
+pub(crate) const RING_PAGE: u64 = 4096;
 
 /// A pinned host ring; `T` is what the caller tags each place with, handed back once its copy is queued.
-pub struct PinnedRing<T> {
+pub(crate) struct PinnedRing<T> {
     mem: PinnedBuffer,
     /// The copies, one after another.
     stream: Stream,
@@ -56,7 +56,7 @@ impl<T> Drop for PinnedRing<T> {
 
 /// A place in the ring, taken by [`PinnedRing::place`], given back by [`PinnedRing::filled`].
 #[derive(Debug)]
-pub struct Place {
+pub(crate) struct Place {
     seq: u64,
     span: Span,
 }
@@ -293,18 +293,13 @@ impl<T> PinnedRing<T> {
         })
     }
 
-    /// Its size in bytes.
-    pub fn capacity(&self) -> usize {
-        self.mem.len()
-    }
-
     fn lock(&self) -> MutexGuard<'_, RingState<T>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Waits for every copy queued so far, then starts over from an empty ring (places still held or
     /// not copied, as after a failed read, are forgotten). Call before and after each use.
-    pub fn reset(&self) -> Result<()> {
+    pub(crate) fn reset(&self) -> Result<()> {
         self.stream.synchronize()?;
         *self.lock() = RingState::new(self.mem.len() as u64);
         Ok(())
@@ -321,7 +316,7 @@ impl<T> PinnedRing<T> {
     /// it runs equally aligned, and a read of a page-aligned offset can be `O_DIRECT`). `take` runs
     /// under the ring's lock, so places are taken in the order of what it takes. `Ok(None)` where it
     /// returns `None`.
-    pub fn place<P>(&self, take: impl FnOnce() -> Option<(P, usize, u64)>) -> Result<Option<(P, Place)>> {
+    pub(crate) fn place<P>(&self, take: impl FnOnce() -> Option<(P, usize, u64)>) -> Result<Option<(P, Place)>> {
         let mut st = self.lock();
         let Some((what, len, file_offset)) = take() else {
             return Ok(None);
@@ -343,7 +338,7 @@ impl<T> PinnedRing<T> {
 
     /// The place's bytes, once the copies that read them on the ring's last lap are done; `None`
     /// where `abort` was set while waiting.
-    pub fn writable<'a>(&'a self, place: &'a mut Place, abort: &AtomicBool) -> Result<Option<&'a mut [u8]>> {
+    pub(crate) fn writable<'a>(&'a self, place: &'a mut Place, abort: &AtomicBool) -> Result<Option<&'a mut [u8]>> {
         let need = place.span.end().saturating_sub(self.mem.len() as u64);
         let mut st = self.lock();
         loop {
@@ -388,7 +383,7 @@ impl<T> PinnedRing<T> {
     /// under the ring's lock (so in the order of the copies), with each copied place's tag and the
     /// event recorded behind its copy, which, the copies running one after another on one stream,
     /// also covers every copy queued before.
-    pub fn filled(
+    pub(crate) fn filled(
         &self,
         place: Place,
         dest: &Arc<FillingBuffer>,

@@ -47,7 +47,7 @@ pub struct CufileBackend {
 /// Rule: nvidia-fs not loaded, or no statistics, or any POSIX reads in the delta: `CufileCompat` (a
 /// mixed delta is counted as compat, the conservative claim; `serialize_stats` gives exact paths).
 /// `Nvfs` only when nvidia-fs is loaded and the delta shows nvfs reads and no POSIX reads.
-pub fn attribute(delta: Option<&CufileStatsDelta>, nvfs_loaded: bool) -> (IoPath, String) {
+pub(crate) fn attribute(delta: Option<&CufileStatsDelta>, nvfs_loaded: bool) -> (IoPath, String) {
     let counts = |d: &CufileStatsDelta| {
         format!(
             "cuFile stats: {} reads, {} nvfs, {} posix, {} bytes",

@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 
 /// Reads at `offset` into `buf`, as `pread` does, or as an armed fault says.
 #[inline]
-pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+pub(crate) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     #[cfg(feature = "fault-injection")]
     if let Some(r) = injected::next(file, buf, offset) {
         return r;

@@ -15,7 +15,7 @@ pub mod auto;
 pub mod cufile;
 pub mod faults;
 pub mod host;
-pub mod pread;
+pub(crate) mod pread;
 pub mod select;
 pub mod staged;
 pub mod verify;
@@ -147,7 +147,7 @@ pub struct StepFetched<B> {
 }
 
 /// Receives each step of [`IoBackend::fetch_steps`] (step index, its bytes or its error).
-pub type DeliverStep<'a, B> = dyn Fn(usize, Result<StepFetched<B>>) + Sync + 'a;
+pub(crate) type DeliverStep<'a, B> = dyn Fn(usize, Result<StepFetched<B>>) + Sync + 'a;
 
 /// A way of executing a [`ReadPlan`].
 pub trait IoBackend: Send + Sync {
@@ -198,7 +198,7 @@ pub trait IoBackend: Send + Sync {
 
 /// [`IoBackend::fetch_steps`]'s default: one [`IoBackend::fetch`] per step, in order (also what a
 /// benchmark measures against a backend's own stepped fetch).
-pub fn fetch_steps_per_call<B: IoBackend + ?Sized>(
+pub(crate) fn fetch_steps_per_call<B: IoBackend + ?Sized>(
     backend: &B,
     source: &ParquetSource,
     plans: &[Arc<ReadPlan>],

@@ -8,7 +8,7 @@ use crate::error::{Error, Location};
 ///
 /// Returns the number of `pread` calls made. End of file before the buffer is full is
 /// [`Error::ShortRead`], with the bytes obtained; an OS error is [`Error::Io`].
-pub fn pread_exact(file: &File, buf: &mut [u8], offset: u64, location: &Location) -> Result<u64, Error> {
+pub(crate) fn pread_exact(file: &File, buf: &mut [u8], offset: u64, location: &Location) -> Result<u64, Error> {
     let mut done = 0usize;
     let mut calls = 0u64;
     while done < buf.len() {
@@ -37,7 +37,7 @@ pub fn pread_exact(file: &File, buf: &mut [u8], offset: u64, location: &Location
 }
 
 /// Opens `path` read-only with `O_DIRECT`; `Err` is the OS's reason (for example `EINVAL` on tmpfs).
-pub fn open_direct(path: &std::path::Path) -> std::io::Result<File> {
+pub(crate) fn open_direct(path: &std::path::Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
@@ -55,7 +55,7 @@ const RESIDENCY_SAMPLES: u64 = 256;
 /// `mincore(2)` over a read-only mapping of `file`, at most [`RESIDENCY_SAMPLES`] pages spread evenly
 /// over them; `None` where that cannot be told (the mapping refused, or no bytes asked). A hint only:
 /// pages come and go while the caller reads.
-pub fn uncached_share(file: &File, ranges: impl IntoIterator<Item = (u64, u64)>) -> Option<f64> {
+pub(crate) fn uncached_share(file: &File, ranges: impl IntoIterator<Item = (u64, u64)>) -> Option<f64> {
     use std::os::fd::AsRawFd;
     let file_len = file.metadata().ok()?.len();
     // SAFETY: sysconf has no preconditions.
@@ -120,7 +120,7 @@ pub fn uncached_share(file: &File, ranges: impl IntoIterator<Item = (u64, u64)>)
 /// Asks the kernel, from a thread of its own, to read `ranges` of the file at `path` into the page
 /// cache (`POSIX_FADV_WILLNEED`): after an `O_DIRECT` read, what a buffered read would have left
 /// cached. Best effort: a failure leaves the cache as it is.
-pub fn cache_in_background(path: &std::path::Path, ranges: impl IntoIterator<Item = (u64, u64)>) {
+pub(crate) fn cache_in_background(path: &std::path::Path, ranges: impl IntoIterator<Item = (u64, u64)>) {
     use std::os::fd::AsRawFd;
     let ranges: Vec<(u64, u64)> = ranges.into_iter().collect();
     let path = path.to_path_buf();

@@ -44,7 +44,7 @@ impl AnyBuffer {
     }
 
     /// The bytes in host memory: shared without a copy for host buffers, copied back for device ones.
-    pub fn into_host_bytes(self) -> Result<bytes::Bytes> {
+    pub(crate) fn into_host_bytes(self) -> Result<bytes::Bytes> {
         match self {
             AnyBuffer::Host(b) => Ok(b.into_bytes()),
             AnyBuffer::Device(d) => d.copy_to_host().map(bytes::Bytes::from),
@@ -200,7 +200,7 @@ impl AnyBackend {
     }
 
     /// The kind asked for.
-    pub fn kind(&self) -> BackendKind {
+    pub(crate) fn kind(&self) -> BackendKind {
         self.kind
     }
 

@@ -155,7 +155,7 @@ impl StagedBackend {
     }
 
     /// Sets the reason recorded in every task (for example why cuFile was not used).
-    pub fn with_reason(mut self, reason: impl Into<Arc<str>>) -> Self {
+    pub(crate) fn with_reason(mut self, reason: impl Into<Arc<str>>) -> Self {
         self.reason = reason.into();
         self
     }
@@ -1076,7 +1076,7 @@ pub(crate) fn alloc_device(ctx: &Arc<GpuContext>, len: u64) -> Result<DeviceBuff
 
 /// Wall time of a pinned host-to-device copy of `len` bytes (best of `reps`), the staged path's
 /// ceiling: one pinned buffer, one stream.
-pub fn pinned_copy_time(ctx: &Arc<GpuContext>, len: u64, reps: usize, pinned: PinnedAlloc) -> Result<Duration> {
+pub(crate) fn pinned_copy_time(ctx: &Arc<GpuContext>, len: u64, reps: usize, pinned: PinnedAlloc) -> Result<Duration> {
     let mut dest = alloc_device(ctx, len)?;
     let mut src = PinnedBuffer::new(ctx, len as usize, pinned)?;
     let stream = Stream::new(ctx)?;

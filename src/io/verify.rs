@@ -8,7 +8,7 @@ use crate::plan::ReadPlan;
 /// Compares every column chunk of `plan` in `fetched` (host copy of the destination buffer) with the
 /// file, re-reading the file with plain `pread`s; the first difference is an error naming the column
 /// chunk and the offset.
-pub fn verify_against_file(source: &ParquetSource, plan: &ReadPlan, fetched: &[u8]) -> Result<()> {
+pub(crate) fn verify_against_file(source: &ParquetSource, plan: &ReadPlan, fetched: &[u8]) -> Result<()> {
     if (fetched.len() as u64) < plan.dest_len {
         return Err(Error::device(
             "verifying fetched bytes",

@@ -50,7 +50,7 @@ impl MemoryBudget {
     }
 
     /// A whole read: one step, which must fit in `limit`.
-    pub fn whole(limit: Option<u64>) -> Self {
+    pub(crate) fn whole(limit: Option<u64>) -> Self {
         Self::new(limit, 1, 1)
     }
 
@@ -65,7 +65,7 @@ impl MemoryBudget {
     }
 
     /// The whole scan's limit, bytes (`None`: unlimited).
-    pub fn limit(&self) -> Option<u64> {
+    pub(crate) fn limit(&self) -> Option<u64> {
         self.limit
     }
 
@@ -85,13 +85,13 @@ impl MemoryBudget {
     }
 
     /// The most bytes one row group alone may need: the limit over the fewest steps in flight.
-    pub fn per_row_group(&self) -> Option<u64> {
+    pub(crate) fn per_row_group(&self) -> Option<u64> {
         self.limit.map(|l| l / self.min_steps_in_flight as u64)
     }
 
     /// Steps held at once when the largest step needs `largest` bytes: as many as the limit holds,
     /// within the fewest and the most (the most without a limit).
-    pub fn steps_in_flight_for(&self, largest: u64) -> usize {
+    pub(crate) fn steps_in_flight_for(&self, largest: u64) -> usize {
         match self.limit {
             None => self.max_steps_in_flight,
             Some(l) => ((l / largest.max(1)) as usize).clamp(self.min_steps_in_flight, self.max_steps_in_flight),

@@ -16,7 +16,7 @@ use crate::io::select::AnyBackend;
 use crate::io::{IoBackend, fetch_steps_per_call};
 use crate::metadata::ParquetSource;
 use crate::plan::ReadPlan;
-use crate::reader::{ColumnChunks, ProgressCounter};
+use crate::scan::{chunks::ColumnChunks, progress::ProgressCounter};
 
 /// A scan thread's work.
 type Job = Box<dyn FnOnce() + Send>;
@@ -138,7 +138,7 @@ impl Places {
     }
 
     /// Steps held now.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.total - *self.lock()
     }
 }

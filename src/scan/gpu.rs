@@ -21,10 +21,10 @@ use crate::error::{Error, Result};
 use crate::io::select::AnyBuffer;
 use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, ReadPlan};
-use crate::reader::{ProgressCounter, Reader};
 use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
 use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
 use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window};
+use crate::scan::{progress::ProgressCounter, spec::Reader};
 
 /// Steps a read without compressed pages is cut into, when the budget allows: its reads bound it,
 /// and the smaller the last step, the less decode follows the last read. Measured on the H200

@@ -15,9 +15,12 @@
 //! device) parts and scan them.
 
 pub(crate) mod budget;
+pub(crate) mod chunks;
 pub(crate) mod driver;
 pub(crate) mod gpu;
+pub(crate) mod progress;
 pub(crate) mod sink;
+pub(crate) mod spec;
 pub(crate) mod step;
 
 use arrow::record_batch::RecordBatch;
@@ -28,7 +31,7 @@ pub use driver::Scan;
 
 use crate::decode::host::DecodedTable;
 use crate::error::Result;
-use crate::reader::ColumnChunks;
+use crate::scan::chunks::ColumnChunks;
 use crate::scan::step::DecodedStep;
 
 /// What a scan's steps end in ([`crate::ReaderBuilder::with_decode`]).

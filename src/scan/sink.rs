@@ -3,8 +3,8 @@
 
 use crate::decode::host::DecodedTable;
 use crate::error::Result;
-use crate::reader::ColumnChunks;
 use crate::scan::StepOutput;
+use crate::scan::chunks::ColumnChunks;
 use crate::scan::driver::{FetchedStep, StepSink};
 
 /// A step ends in its fetched column chunks.

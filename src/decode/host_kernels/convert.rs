@@ -5,7 +5,7 @@ use crate::decode::layout::Conversion;
 
 /// One value's conversion: `src` holds one source value (of `op`'s source width), the result is the
 /// destination's bytes.
-pub fn convert_one(op: Conversion, src: &[u8], dst: &mut [u8]) {
+pub(crate) fn convert_one(op: Conversion, src: &[u8], dst: &mut [u8]) {
     let i32_at = |b: &[u8]| i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     let i64_at = |b: &[u8]| i64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
     match op {
@@ -59,7 +59,7 @@ fn sign_extend_le(src: &[u8], dst: &mut [u8]) {
 
 /// `src` (big-endian two's complement, at most `dst.len()` bytes; empty reads as 0) into all of `dst`,
 /// little-endian and sign-extended: arrow-rs's `sign_extend_be` followed by `from_be_bytes`.
-pub fn big_endian_to_le(src: &[u8], dst: &mut [u8]) {
+pub(crate) fn big_endian_to_le(src: &[u8], dst: &mut [u8]) {
     let fill = if src.first().is_some_and(|b| b & 0x80 != 0) {
         0xff
     } else {
@@ -103,7 +103,7 @@ pub fn view_of(bytes: &[u8], offset: u32) -> [u8; 16] {
 }
 
 /// [`view_of`] in data buffer `buffer`.
-pub fn view_in(bytes: &[u8], buffer: u32, offset: u32) -> [u8; 16] {
+pub(crate) fn view_in(bytes: &[u8], buffer: u32, offset: u32) -> [u8; 16] {
     let mut v = [0u8; 16];
     v[..4].copy_from_slice(&(bytes.len() as u32).to_le_bytes());
     if bytes.len() <= 12 {
@@ -159,7 +159,7 @@ pub fn strings_to_views(
 
 /// Reference of `gp_strings_to_decimal` ([`Kernel::StringsToDecimal`](crate::decode::exec::Kernel)).
 #[allow(clippy::too_many_arguments)]
-pub fn strings_to_decimal(
+pub(crate) fn strings_to_decimal(
     arena: &mut Arena,
     offsets: u64,
     chars: u64,

@@ -196,6 +196,7 @@ pub(super) fn hybrid_prefix(
 /// of the last run read (a bit-packed run counts its declared length, clamped to the stream).
 /// Errors: [`ErrorCode::BadBitWidth`] for a width over 32, [`ErrorCode::Overrun`] when the stream ends
 /// before `count` values.
+#[cfg(any(test, feature = "fuzzing"))] // the fuzz target and the tests; the kernels decode inline
 pub fn decode_hybrid(bytes: &[u8], bit_width: u32, count: usize) -> Result<(Vec<u32>, usize), ErrorCode> {
     if bit_width > 32 {
         return Err(ErrorCode::BadBitWidth);
@@ -215,7 +216,7 @@ pub fn decode_hybrid(bytes: &[u8], bit_width: u32, count: usize) -> Result<(Vec<
 /// (their own u32 LE length, then the stream) of pages flagged [`PAGE_V1_REP_LEVELS`].
 /// [`ErrorCode::Overrun`] where a prefix is missing (detail 0) or announces more than the body holds
 /// (detail that length).
-pub fn page_setup(arena: &mut Arena, pages: &mut [PageDesc]) {
+pub(crate) fn page_setup(arena: &mut Arena, pages: &mut [PageDesc]) {
     for pg in pages.iter_mut() {
         if pg.error != 0 || pg.flags & (PAGE_V1_LEVELS | PAGE_V1_REP_LEVELS) == 0 {
             continue;
@@ -254,7 +255,7 @@ pub fn page_setup(arena: &mut Arena, pages: &mut [PageDesc]) {
 /// `max_def` 0: `num_non_null = num_values`, and `vidx = i`, `out_valid = 1` where the column has them. Errors: [`ErrorCode::BadBitWidth`] (width over 8, detail the
 /// width, `num_non_null` 0), [`ErrorCode::BadLevel`] / [`ErrorCode::Overrun`] at the first bad or
 /// missing level (detail its index; earlier rows written and counted).
-pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+pub(crate) fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
         if pg.error != 0 {
             continue;
@@ -332,7 +333,7 @@ pub fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
 /// [`ErrorCode::BadBitWidth`] (detail the width), [`ErrorCode::DictIndexOutOfRange`] /
 /// [`ErrorCode::Overrun`] at the first bad or missing index (detail `k`; earlier ones written),
 /// [`ErrorCode::Overrun`] with detail 0 for a missing width byte or boolean length prefix.
-pub fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+pub(crate) fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
         let dict = pg.encoding == enc::PLAIN_DICTIONARY || pg.encoding == enc::RLE_DICTIONARY;
         let rle_bool = pg.physical == pt::BOOLEAN && pg.encoding == enc::RLE;
@@ -427,7 +428,7 @@ fn walk_plain(stream: &[u8], count: u32) -> (Vec<(u32, u32)>, Option<u32>) {
 /// `gp_dict_byte_array_index`: the [`DictEntry`] of each of a BYTE_ARRAY dictionary's `count` plain
 /// values, in `index`. [`ErrorCode::Overrun`] at the first value past `data_len` (detail the entry;
 /// earlier entries written).
-pub fn dict_byte_array_index(arena: &mut Arena, dicts: &mut [DictDesc]) {
+pub(crate) fn dict_byte_array_index(arena: &mut Arena, dicts: &mut [DictDesc]) {
     for d in dicts.iter_mut() {
         if d.error != 0 {
             continue;
@@ -501,7 +502,7 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
 /// `dict_len` or whose value index is past `num_non_null` or the page's rows (detail its value index
 /// `k`; every other row
 /// written).
-pub fn gather_fixed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+pub(crate) fn gather_fixed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
         if pg.error != 0 || pg.physical == pt::BYTE_ARRAY {
             continue;
@@ -631,7 +632,7 @@ fn gather_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, src: Sour
 /// ([`ErrorCode::MissingDictionary`]; [`ErrorCode::DictIndexOutOfRange`] or [`ErrorCode::Overrun`] for
 /// an entry past `dict_len`, of the lowest failing `k`, every other value written). DELTA_* pages are
 /// left alone; other encodings are [`ErrorCode::BadEncoding`].
-pub fn byte_array_values(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+pub(crate) fn byte_array_values(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
         if pg.error != 0 || pg.physical != pt::BYTE_ARRAY {
             continue;
@@ -772,7 +773,7 @@ pub(crate) fn read_offsets(arena: &Arena, addr: u64, wide: bool, count: usize) -
 
 /// Whether a BYTE_ARRAY column's offsets are `i64` (`out_width` 8: `LargeUtf8` / `LargeBinary`), not
 /// `i32` (`wide_offsets` in common.cuh).
-pub fn wide_offsets(col: &ColumnDesc) -> bool {
+pub(crate) fn wide_offsets(col: &ColumnDesc) -> bool {
     col.out_width == 8
 }
 
@@ -781,13 +782,14 @@ pub fn wide_offsets(col: &ColumnDesc) -> bool {
 /// its rows' lengths (nulls 0; the rows of a page in error 0). A column of `i32` offsets whose total
 /// exceeds `i32::MAX` gets `error =` [`ErrorCode::OffsetOverflow`] and no offsets (nor does a column
 /// already in error). Pages whose rows lie outside their column are skipped.
+#[cfg(test)] // the tests' entry point; the pipeline calls string_offsets_within
 pub fn string_offsets(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnDesc]) {
     string_offsets_within(arena, pages, cols, i32::MAX as u64);
 }
 
 /// [`string_offsets`] with columns of 32-bit offsets holding at most `limit` characters (`i32::MAX` in
 /// the kernels; smaller in tests, [`crate::decode::exec::HostExecutor::with_string_offset_limit`]).
-pub fn string_offsets_within(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnDesc], limit: u64) {
+pub(crate) fn string_offsets_within(arena: &mut Arena, pages: &[PageDesc], cols: &mut [ColumnDesc], limit: u64) {
     // Step 1: page totals.
     let mut lens: Vec<Vec<u64>> = Vec::with_capacity(pages.len());
     let mut bases: Vec<u64> = Vec::with_capacity(pages.len());
@@ -851,7 +853,7 @@ pub fn string_offsets_within(arena: &mut Arena, pages: &[PageDesc], cols: &mut [
 /// skipped. [`ErrorCode::Overrun`] for the lowest row whose bytes would land outside
 /// `[0, chars_capacity)`, whose value index is past `num_non_null`, or whose source is 0 or not
 /// readable (detail the row in the page); every other row is copied.
-pub fn copy_strings(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+pub(crate) fn copy_strings(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
         if pg.error != 0 || pg.physical != pt::BYTE_ARRAY || pg.encoding == enc::DELTA_BYTE_ARRAY {
             continue;
@@ -907,7 +909,7 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
 /// `gp_pack_bits`: bit `i` of the LSB-first bitmap at `words_addr` (`ceil(n / 32)` u32 words, the last
 /// one's tail bits 0) is `bytes[i] != 0`; returns the number of set bits. If the bytes or the words are
 /// not in the arena (a caller's bug) nothing is written and 0 is returned.
-pub fn pack_bits(arena: &mut Arena, bytes_addr: u64, n: u64, words_addr: u64) -> u64 {
+pub(crate) fn pack_bits(arena: &mut Arena, bytes_addr: u64, n: u64, words_addr: u64) -> u64 {
     let Some(bytes) = bytes_at(arena, bytes_addr, n) else {
         return 0;
     };
@@ -964,7 +966,7 @@ fn utf8_ok_at(chars: &[u8], p: usize) -> bool {
 /// `gp_validate_utf8`: the first byte position of `chars` where UTF-8 fails (a byte out of place, or
 /// a non-empty string starting on a continuation byte), or `u64::MAX` when every string
 /// `chars[offsets[r]..offsets[r + 1]]` is valid UTF-8.
-pub fn validate_utf8<O: Copy + Into<i64>>(chars: &[u8], offsets: &[O]) -> u64 {
+pub(crate) fn validate_utf8<O: Copy + Into<i64>>(chars: &[u8], offsets: &[O]) -> u64 {
     let bytes = (0..chars.len())
         .find(|&p| !utf8_ok_at(chars, p))
         .map_or(u64::MAX, |p| p as u64);
@@ -983,7 +985,7 @@ pub fn validate_utf8<O: Copy + Into<i64>>(chars: &[u8], offsets: &[O]) -> u64 {
 /// [`validate_utf8`] over arena buffers: `n` characters at `chars`, `rows + 1` offsets at `offsets.0`
 /// of `offsets.1` bytes each (4 or 8); the result at `result` (left alone if a buffer is not in the
 /// arena, a caller's bug).
-pub fn validate_utf8_at(arena: &mut Arena, chars: u64, n: u64, offsets: (u64, u32), rows: u64, result: u64) {
+pub(crate) fn validate_utf8_at(arena: &mut Arena, chars: u64, n: u64, offsets: (u64, u32), rows: u64, result: u64) {
     let o = read_offsets(arena, offsets.0, offsets.1 == 8, rows as usize + 1);
     let (Some(c), Some(o)) = (arena.get(chars, n), o) else {
         return;

@@ -576,7 +576,7 @@ fn dba_streams(arena: &mut Arena, page: &PageDesc, col: &ColumnDesc, values: &[u
 /// value's first `prefix` bytes, then its suffix) at `dense + (row_start + k) * dense_width`, for
 /// `gather_fixed`. A `dense_width` under 4 or under `type_len` is [`ErrorCode::BadEncoding`] (detail
 /// the type). BYTE_ARRAY pages are skipped; other types are [`ErrorCode::BadEncoding`].
-pub fn delta_byte_array_fixed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
+pub(crate) fn delta_byte_array_fixed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for_pages(
         arena,
         pages,
@@ -795,7 +795,7 @@ pub fn encode_delta_binary_packed(
 
 /// The value count a DELTA_BINARY_PACKED header claims (block size, miniblocks per block, then the
 /// count, as ULEB128 varints), or `None` where the header cannot be read.
-pub fn delta_header_count(bytes: &[u8]) -> Option<u64> {
+pub(crate) fn delta_header_count(bytes: &[u8]) -> Option<u64> {
     let mut at = 0usize;
     let mut varint = || -> Option<u64> {
         let mut v = 0u64;
@@ -818,7 +818,7 @@ pub fn delta_header_count(bytes: &[u8]) -> Option<u64> {
 /// suffix lengths of a DELTA_BYTE_ARRAY page's (`prefixed` true), claim at most `most` values in their
 /// DELTA_BINARY_PACKED headers. A header that cannot be read passes (the decoders report it); prefix
 /// lengths that cannot be decoded do not (the suffix header cannot be found). `Err` says which claim.
-pub fn delta_lengths_claimed_within(values: &[u8], most: u64, prefixed: bool) -> Result<(), String> {
+pub(crate) fn delta_lengths_claimed_within(values: &[u8], most: u64, prefixed: bool) -> Result<(), String> {
     let check = |bytes: &[u8], what: &str| match delta_header_count(bytes) {
         Some(n) if n > most => Err(format!(
             "the {what} claim {n} values, more than the page holds ({most})"

@@ -9,11 +9,11 @@
 //! error code in the descriptor and never panics or reads outside the given lengths.
 
 pub mod convert;
-pub mod core;
+pub(crate) mod core;
 #[cfg(test)]
 mod core_tests;
 pub mod delta;
-pub mod nested;
+pub(crate) mod nested;
 pub mod page_headers;
 pub mod row_filter;
 #[cfg(test)]
@@ -97,7 +97,7 @@ impl Arena {
     }
 
     /// `len` bytes at `addr`, writable, if they lie inside one region.
-    pub fn get_mut(&mut self, addr: u64, len: u64) -> Option<&mut [u8]> {
+    pub(crate) fn get_mut(&mut self, addr: u64, len: u64) -> Option<&mut [u8]> {
         let (base, off) = self.locate(addr)?;
         let bytes = self.regions.get_mut(&base)?;
         let end = off.checked_add(usize::try_from(len).ok()?)?;
@@ -128,12 +128,12 @@ impl Arena {
     }
 
     /// The whole region that starts at `addr`.
-    pub fn region(&self, addr: u64) -> Option<&[u8]> {
+    pub(crate) fn region(&self, addr: u64) -> Option<&[u8]> {
         self.regions.get(&addr).map(Vec::as_slice)
     }
 
     /// Frees the region that starts at `addr`.
-    pub fn free(&mut self, addr: u64) {
+    pub(crate) fn free(&mut self, addr: u64) {
         self.regions.remove(&addr);
     }
 }

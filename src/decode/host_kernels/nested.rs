@@ -18,7 +18,7 @@ use crate::decode::layout::{ColumnDesc, ErrorCode, PageDesc};
 /// nested.cu.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct LevelJob {
+pub(crate) struct LevelJob {
     /// The levels: the hybrid stream, or (flag [`LEVELS_V1_PREFIX`]) a v1 page body starting with
     /// the stream's u32 LE length.
     pub src: u64,
@@ -44,9 +44,9 @@ pub struct LevelJob {
 const _: () = assert!(std::mem::size_of::<LevelJob>() == 48);
 
 /// [`LevelJob::flags`]: `src` is a v1 body; the levels follow its 4-byte length.
-pub const LEVELS_V1_PREFIX: u32 = 1;
+pub(crate) const LEVELS_V1_PREFIX: u32 = 1;
 /// [`LevelJob::flags`]: the first level must be 0 (a chunk's first page starts a row).
-pub const LEVELS_FIRST_ZERO: u32 = 2;
+pub(crate) const LEVELS_FIRST_ZERO: u32 = 2;
 
 fn job_error(job: &mut LevelJob, code: ErrorCode, detail: u32) {
     if job.error == 0 {
@@ -60,7 +60,7 @@ fn job_error(job: &mut LevelJob, code: ErrorCode, detail: u32) {
 /// missing index), [`ErrorCode::BadBitWidth`] (width over 8), [`ErrorCode::BadLevel`] for a level
 /// over `max_level`, or a first level not 0 under [`LEVELS_FIRST_ZERO`] (detail its index); the levels
 /// before the failing one are written.
-pub fn rep_levels(arena: &mut Arena, jobs: &mut [LevelJob]) {
+pub(crate) fn rep_levels(arena: &mut Arena, jobs: &mut [LevelJob]) {
     for job in jobs.iter_mut() {
         if job.bit_width > 8 {
             job_error(job, ErrorCode::BadBitWidth, job.bit_width);
@@ -122,7 +122,7 @@ fn levels_or_zero(arena: &Arena, addr: u64, n: u64) -> Option<Vec<u8>> {
 
 /// The slot scan (`gp_slot_tile_counts`, `_bases`, `_scan`): `pos[i]` (u32, i in 0..=n) = the slots of `(r, t)` among entries before `i`;
 /// `pos[n]` is their number. `def` / `rep` 0: levels all 0.
-pub fn slot_scan(arena: &mut Arena, def: u64, rep: u64, n: u64, (r, t): (u32, u32), pos: u64) {
+pub(crate) fn slot_scan(arena: &mut Arena, def: u64, rep: u64, n: u64, (r, t): (u32, u32), pos: u64) {
     let (Some(d), Some(p)) = (levels_or_zero(arena, def, n), levels_or_zero(arena, rep, n)) else {
         return;
     };
@@ -140,7 +140,7 @@ pub fn slot_scan(arena: &mut Arena, def: u64, rep: u64, n: u64, (r, t): (u32, u3
 /// child_pos[i]`, and `offsets[parent_pos[n]] = child_pos[n]`: a list's offsets into its items'
 /// slots; 32-bit offsets, or 64-bit when `wide`.
 #[allow(clippy::too_many_arguments)]
-pub fn list_offsets(
+pub(crate) fn list_offsets(
     arena: &mut Arena,
     def: u64,
     rep: u64,
@@ -178,7 +178,7 @@ pub fn list_offsets(
 /// `gp_slot_flags`: for each slot `i` of `(r, t)`, `out[pos[i]] = def[i] >= threshold` (a struct's
 /// or a list's validity, a leaf's presence).
 #[allow(clippy::too_many_arguments)]
-pub fn slot_flags(
+pub(crate) fn slot_flags(
     arena: &mut Arena,
     def: u64,
     rep: u64,
@@ -242,7 +242,7 @@ pub fn compact(
 /// `gp_fixed_size_check`: over `slots` lists of 32-bit `offsets`, the lowest list whose item count is
 /// neither 0 nor `size` is min'ed into the `u64` at `result`, and the lists of no item (null or empty)
 /// are added to the `u64` after it. Nothing is done where a buffer is not in the arena.
-pub fn fixed_size_check(arena: &mut Arena, offsets: u64, slots: u64, size: u32, result: u64) {
+pub(crate) fn fixed_size_check(arena: &mut Arena, offsets: u64, slots: u64, size: u32, result: u64) {
     let (Some(o), Some(r)) = (
         arena.read::<i32>(offsets, slots as usize + 1),
         arena.read::<u64>(result, 2),
@@ -267,7 +267,7 @@ pub fn fixed_size_check(arena: &mut Arena, offsets: u64, slots: u64, size: u32, 
 /// pads them so) or an item outside `src`, zeros and a null. Values at `dst`, a validity byte an item
 /// at `dst_valid`. Nothing is done where a buffer is not in the arena.
 #[allow(clippy::too_many_arguments)]
-pub fn fixed_size_pad(
+pub(crate) fn fixed_size_pad(
     arena: &mut Arena,
     offsets: u64,
     slots: u64,
@@ -321,7 +321,7 @@ pub fn fixed_size_pad(
 /// as `gp_levels` decodes them. It stops at the first level the stream lacks or that exceeds
 /// `max_def` (`gp_levels`, launched before, has flagged that page); bytes from there on are left as
 /// they were. A page whose rows are not inside its column, or a column index outside `outs`, is skipped.
-pub fn def_levels(arena: &mut Arena, pages: &[PageDesc], cols: &[ColumnDesc], outs: &[u64]) {
+pub(crate) fn def_levels(arena: &mut Arena, pages: &[PageDesc], cols: &[ColumnDesc], outs: &[u64]) {
     for pg in pages {
         if pg.error != 0 || pg.max_def == 0 || pg.def_bit_width > 8 {
             continue;
@@ -344,7 +344,7 @@ pub fn def_levels(arena: &mut Arena, pages: &[PageDesc], cols: &[ColumnDesc], ou
 
 /// `gp_levels_at_least`: `out[i] = (levels[i] >= threshold) as u8` for `i < n`. Nothing is written
 /// when either buffer is not in the arena (a caller's bug).
-pub fn levels_at_least(arena: &mut Arena, levels: u64, n: u64, threshold: u32, out: u64) {
+pub(crate) fn levels_at_least(arena: &mut Arena, levels: u64, n: u64, threshold: u32, out: u64) {
     let Some(lv) = bytes_at(arena, levels, n) else {
         return;
     };

@@ -26,16 +26,16 @@ use crate::decode::layout::{ChunkDesc, ErrorCode, PageInfo};
 
 /// Deepest nesting of Thrift structs and containers a page header may have; the `PageHeader` struct
 /// itself is depth 1, its `data_page_header` depth 2, a list inside that depth 3.
-pub const MAX_DEPTH: u32 = 8;
+pub(crate) const MAX_DEPTH: u32 = 8;
 
 /// Parquet `PageType` of a v1 data page.
-pub const DATA_PAGE: i32 = 0;
+pub(crate) const DATA_PAGE: i32 = 0;
 /// Parquet `PageType` of an index page (never written in practice; parquet-rs skips them).
-pub const INDEX_PAGE: i32 = 1;
+pub(crate) const INDEX_PAGE: i32 = 1;
 /// Parquet `PageType` of a dictionary page.
-pub const DICTIONARY_PAGE: i32 = 2;
+pub(crate) const DICTIONARY_PAGE: i32 = 2;
 /// Parquet `PageType` of a v2 data page.
-pub const DATA_PAGE_V2: i32 = 3;
+pub(crate) const DATA_PAGE_V2: i32 = 3;
 
 // Thrift compact protocol types (the low nibble of a field header; list/map element types).
 const T_STOP: u8 = 0;
@@ -520,7 +520,7 @@ const FIRST_HEADER_READ: usize = 256;
 /// start; the caller keeps the reads inside the chunk). The result equals the walk of [`page_headers`]
 /// over the whole chunk: a header is parsed from its first [`FIRST_HEADER_READ`] bytes, and wherever
 /// that fails before the chunk's end, again from more bytes, up to the chunk's end.
-pub fn walk_headers_at<E>(
+pub(crate) fn walk_headers_at<E>(
     len: u64,
     mut read_at: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
 ) -> Result<ChunkHeaders, E> {

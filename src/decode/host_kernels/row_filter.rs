@@ -16,11 +16,11 @@ use crate::decode::layout::row_filter::{
 };
 
 /// The row is not selected: the predicate is false.
-pub const FALSE: u8 = 0;
+pub(crate) const FALSE: u8 = 0;
 /// The predicate is true.
-pub const TRUE: u8 = 1;
+pub(crate) const TRUE: u8 = 1;
 /// The predicate is unknown (null): not selected either.
-pub const UNKNOWN: u8 = 2;
+pub(crate) const UNKNOWN: u8 = 2;
 
 fn min_into(arena: &mut Arena, error: u64, row: u64) {
     if let Some(old) = arena.read::<u64>(error, 1).and_then(|v| v.first().copied())
@@ -113,7 +113,7 @@ fn byte_literals(arena: &Arena, d: &RowLeafDesc) -> Option<Vec<Vec<u8>>> {
 }
 
 /// `gp_rf_leaf`: the leaf `desc` (at `leaf`) over `n` rows into `out` (`u8[n]`).
-pub fn leaf(arena: &mut Arena, leaf: u64, n: u64, out: u64) {
+pub(crate) fn leaf(arena: &mut Arena, leaf: u64, n: u64, out: u64) {
     let Some(d) = arena.read::<RowLeafDesc>(leaf, 1).and_then(|v| v.first().copied()) else {
         return;
     };
@@ -205,7 +205,7 @@ pub fn leaf(arena: &mut Arena, leaf: u64, n: u64, out: u64) {
 
 /// Row `row`'s `(start, end)` in the characters, from `w`-byte offsets (4 or 8), or `None` where the
 /// offsets are missing, negative, backwards or past `chars_len`.
-pub fn string_range(offsets: &[u8], w: u64, row: u64, chars_len: u64) -> Option<(u64, u64)> {
+pub(crate) fn string_range(offsets: &[u8], w: u64, row: u64, chars_len: u64) -> Option<(u64, u64)> {
     let at = |k: u64| -> Option<i64> {
         let b = offsets.get((k * w) as usize..((k + 1) * w) as usize)?;
         Some(if w == 4 {
@@ -235,7 +235,7 @@ fn view_bytes(arena: &Arena, views: &[u8], bufs: &[u8], lens: &[u8], row: u64) -
 }
 
 /// `gp_rf_logic`: Kleene `a and b`, `a or b`, or `not a`, over `n` bytes into `out`.
-pub fn logic(arena: &mut Arena, op: RowLogicOp, a: u64, b: u64, n: u64, out: u64) {
+pub(crate) fn logic(arena: &mut Arena, op: RowLogicOp, a: u64, b: u64, n: u64, out: u64) {
     let Some(x) = bytes_at(arena, a, n) else {
         return;
     };
@@ -252,7 +252,7 @@ pub fn logic(arena: &mut Arena, op: RowLogicOp, a: u64, b: u64, n: u64, out: u64
 }
 
 /// One Kleene operation on tri-state bytes (anything but [`FALSE`] and [`TRUE`] is unknown).
-pub fn kleene(op: RowLogicOp, p: u8, q: u8) -> u8 {
+pub(crate) fn kleene(op: RowLogicOp, p: u8, q: u8) -> u8 {
     match op {
         RowLogicOp::And if p == FALSE || q == FALSE => FALSE,
         RowLogicOp::And if p == TRUE && q == TRUE => TRUE,
@@ -273,7 +273,7 @@ fn scan_items(arena: &Arena, kind: RowScan, src: u64, n: u64) -> Option<Vec<u64>
 }
 
 /// `gp_rf_tile_sums`: each tile's ([`SCAN_TILE`] items) sum into `sums` (`u64[ceil(n / SCAN_TILE)]`).
-pub fn tile_sums(arena: &mut Arena, kind: RowScan, src: u64, n: u64, sums: u64) {
+pub(crate) fn tile_sums(arena: &mut Arena, kind: RowScan, src: u64, n: u64, sums: u64) {
     let Some(items) = scan_items(arena, kind, src, n) else {
         return;
     };
@@ -283,7 +283,7 @@ pub fn tile_sums(arena: &mut Arena, kind: RowScan, src: u64, n: u64, sums: u64) 
 
 /// `gp_rf_tile_bases`: `sums[0..ntiles)` become their exclusive prefix sums; the whole sum goes to the
 /// `u64` at `total`.
-pub fn tile_bases(arena: &mut Arena, sums: u64, ntiles: u64, total: u64) {
+pub(crate) fn tile_bases(arena: &mut Arena, sums: u64, ntiles: u64, total: u64) {
     let Some(mut s) = arena.read::<u64>(sums, ntiles as usize) else {
         return;
     };
@@ -343,7 +343,7 @@ pub fn tile_scan(arena: &mut Arena, kind: RowScan, src: u64, n: u64, bases: u64,
 
 /// `gp_rf_mask_bits`: bit `i` of `words` (`u32[ceil(n / 32)]`, LSB first) set where `mask[i]` is
 /// [`TRUE`]; the set bits added to the `u64` at `count`.
-pub fn mask_bits(arena: &mut Arena, mask: u64, n: u64, words: u64, count: u64) {
+pub(crate) fn mask_bits(arena: &mut Arena, mask: u64, n: u64, words: u64, count: u64) {
     let Some(m) = bytes_at(arena, mask, n) else {
         return;
     };
@@ -379,7 +379,7 @@ fn indices(arena: &mut Arena, indices: u64, count: u64, rows: u64, error: u64) -
 /// `gp_rf_gather_fixed`: `dst[j] = src[offset + indices[j]]`, `width` bytes each, for `count` rows; a
 /// value outside `src_len` bytes or an index past `rows` is an error (and zeros).
 #[allow(clippy::too_many_arguments)]
-pub fn gather_fixed(
+pub(crate) fn gather_fixed(
     arena: &mut Arena,
     src: u64,
     src_len: u64,
@@ -417,7 +417,7 @@ pub fn gather_fixed(
 /// `src` (`src_len` bytes); the set bits added to the `u64` at `set`. A bit outside `src` reads 0 and is
 /// an error.
 #[allow(clippy::too_many_arguments)]
-pub fn gather_bits(
+pub(crate) fn gather_bits(
     arena: &mut Arena,
     src: u64,
     src_len: u64,
@@ -460,7 +460,7 @@ pub fn gather_bits(
 /// `wide` (8-byte, else 4-byte) offsets at `offset + indices[j]` (`offsets_len` bytes); a range that is
 /// negative, backwards or past `chars_len` is an error and length 0.
 #[allow(clippy::too_many_arguments)]
-pub fn gather_lengths(
+pub(crate) fn gather_lengths(
     arena: &mut Arena,
     offsets: u64,
     offsets_len: u64,
@@ -504,7 +504,7 @@ pub fn gather_lengths(
 /// (`dst_offsets`, `count + 1` of `dst_wide` width): what [`gather_lengths`] measured. A source range
 /// failing its checks, or a destination range outside `dst_len`, copies nothing (and is an error).
 #[allow(clippy::too_many_arguments)]
-pub fn gather_chars(
+pub(crate) fn gather_chars(
     arena: &mut Arena,
     offsets: u64,
     offsets_len: u64,
@@ -556,7 +556,7 @@ pub fn gather_chars(
 /// `u32` at `child_indices[dst_offsets[j]..]`. A range past `child_rows`, or a destination past
 /// `child_count`, writes nothing and is an error.
 #[allow(clippy::too_many_arguments)]
-pub fn expand_ranges(
+pub(crate) fn expand_ranges(
     arena: &mut Arena,
     offsets: u64,
     offsets_len: u64,

@@ -198,7 +198,7 @@ fn gzip(s: &[u8], want: u64) -> u32 {
 }
 
 /// The status `gp_validate_compressed` gives one body.
-pub fn validate_one(codec_id: u32, body: &[u8], dst_len: u64) -> u32 {
+pub(crate) fn validate_one(codec_id: u32, body: &[u8], dst_len: u64) -> u32 {
     match codec_id {
         codec::SNAPPY => snappy(body, dst_len),
         codec::LZ4_RAW => lz4_block(body, dst_len),
@@ -224,7 +224,7 @@ pub mod cases {
     use super::{codec, validate_one};
 
     /// Bytes that Snappy and LZ4 compress somewhat.
-    pub fn sample(n: usize) -> Vec<u8> {
+    pub(crate) fn sample(n: usize) -> Vec<u8> {
         (0..n)
             .map(|i| ((i * 7919) % 251) as u8 ^ if i % 97 < 40 { 0 } else { (i / 97) as u8 })
             .collect()
@@ -232,7 +232,7 @@ pub mod cases {
 
     /// A Snappy body whose preamble (the encoder's ULEB128 of its output size) is replaced by
     /// `declared`.
-    pub fn with_declared_size(body: &[u8], declared: u64) -> Vec<u8> {
+    pub(crate) fn with_declared_size(body: &[u8], declared: u64) -> Vec<u8> {
         let preamble = body.iter().position(|&x| x < 0x80).map_or(body.len(), |p| p + 1);
         let mut b = Vec::new();
         crate::decode::host_kernels::delta::put_uleb(&mut b, declared);

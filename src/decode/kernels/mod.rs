@@ -66,7 +66,7 @@
 //! (`emu`, test-only) against the references.
 
 /// The files of the program, in order: (name, text).
-pub const SOURCES: &[(&str, &str)] = &[
+pub(crate) const SOURCES: &[(&str, &str)] = &[
     ("common.cuh", include_str!("common.cuh")),
     ("page_headers.cu", include_str!("page_headers.cu")),
     ("core_util.cuh", include_str!("core_util.cuh")),
@@ -87,7 +87,7 @@ pub const SOURCES: &[(&str, &str)] = &[
 pub(crate) mod emu;
 
 /// Name of the program, in NVRTC messages and cache file names.
-pub const PROGRAM_NAME: &str = "gpu_parquet_decode";
+pub(crate) const PROGRAM_NAME: &str = "gpu_parquet_decode";
 
 /// The whole program: every file of [`SOURCES`], each after a `#line` directive naming it, so NVRTC's
 /// messages point at the file and line.
