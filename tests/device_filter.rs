@@ -166,10 +166,7 @@ fn predicates() -> Vec<RowPredicate> {
         cmp(1, CmpOp::LtEq, Scalar::Float64(f64::NAN)).and(cmp(1, CmpOp::NotEq, Scalar::Float64(0.5))),
         cmp(2, CmpOp::GtEq, Scalar::Bytes(b"abc".to_vec())).or(RowPredicate::IsNull(3)),
         cmp(4, CmpOp::Eq, Scalar::Bytes(b"a string longer than twelve".to_vec())).not(),
-        RowPredicate::InList {
-            column: 7,
-            values: vec![Scalar::Bytes(b"b".to_vec()), Scalar::Bytes(Vec::new())],
-        },
+        RowPredicate::in_list(7, vec![Scalar::Bytes(b"b".to_vec()), Scalar::Bytes(Vec::new())]),
         cmp(5, CmpOp::Eq, Scalar::Boolean(true)).and(cmp(6, CmpOp::Lt, Scalar::Int128(0))),
         RowPredicate::IsNotNull(8).and(RowPredicate::IsNull(9).not()),
         cmp(3, CmpOp::Lt, Scalar::Bytes(b"b".to_vec())),
@@ -196,7 +193,7 @@ fn arrow_mask(b: &RecordBatch, p: &RowPredicate) -> BooleanArray {
         }
     };
     match p {
-        RowPredicate::Compare { column, op, value } => {
+        RowPredicate::Compare { column, op, value, .. } => {
             let c = b.column(*column);
             let t = match c.data_type() {
                 DataType::Dictionary(_, v) => v.as_ref().clone(),
@@ -213,7 +210,7 @@ fn arrow_mask(b: &RecordBatch, p: &RowPredicate) -> BooleanArray {
             }
             .expect("cmp")
         }
-        RowPredicate::InList { column, values } => {
+        RowPredicate::InList { column, values, .. } => {
             let none = BooleanArray::new(
                 arrow::buffer::BooleanBuffer::new_unset(b.num_rows()),
                 b.column(*column).logical_nulls(),
@@ -221,11 +218,7 @@ fn arrow_mask(b: &RecordBatch, p: &RowPredicate) -> BooleanArray {
             values.iter().fold(none, |acc, v| {
                 let one = arrow_mask(
                     b,
-                    &RowPredicate::Compare {
-                        column: *column,
-                        op: CmpOp::Eq,
-                        value: v.clone(),
-                    },
+                    &RowPredicate::compare(*column, CmpOp::Eq, v.clone()),
                 );
                 boolean::or_kleene(&acc, &one).expect("or")
             })

@@ -112,6 +112,7 @@ fn types() -> Vec<DataType> {
         D::FixedSizeBinary(3),
         dict(D::Int32, D::Utf8),
         dict(D::UInt8, D::Int64),
+        float_dictionary(),
         D::Struct(Fields::from(vec![
             Field::new("x", D::Int32, true),
             Field::new("s", D::Utf8, true),
@@ -120,6 +121,11 @@ fn types() -> Vec<DataType> {
         D::LargeList(Arc::new(Field::new("item", D::Utf8, true))),
         map_type(),
     ]
+}
+
+/// A dictionary of floats (NaN, -0 and +0 among them).
+fn float_dictionary() -> DataType {
+    DataType::Dictionary(Box::new(DataType::UInt8), Box::new(DataType::Float32))
 }
 
 /// arrow-rs's map of Utf8 keys to Int32 values, as `MapBuilder` makes it.
@@ -371,24 +377,68 @@ fn gen_predicate(rng: &mut Rng, batch: &RecordBatch, depth: u32) -> RowPredicate
             RowPredicate::IsNotNull(column)
         };
     }
+    let floats = rng.pick(&[FloatOrder::Total, FloatOrder::Ieee]);
     if rng.chance(20) {
         let values = (0..rng.below(4)).map(|_| gen_scalar(rng, &t)).collect();
-        return RowPredicate::InList { column, values };
+        return RowPredicate::in_list(column, values).with_floats(floats);
     }
     let op = rng.pick(&[CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::LtEq, CmpOp::Gt, CmpOp::GtEq]);
-    RowPredicate::compare(column, op, gen_scalar(rng, &t))
+    RowPredicate::compare(column, op, gen_scalar(rng, &t)).with_floats(floats)
+}
+
+/// `c op value` over a float column (or a dictionary of floats) compared as IEEE 754 does (NaN
+/// unordered, -0 equal to +0), by Rust's own `f64` operators; `None` for other columns.
+fn ieee_eval(c: &ArrayRef, op: CmpOp, value: &Scalar) -> Option<BooleanArray> {
+    let values = match c.data_type() {
+        DataType::Dictionary(_, v) => arrow::compute::cast(c, v).expect("dictionary values"),
+        _ => c.clone(),
+    };
+    if !matches!(
+        values.data_type(),
+        DataType::Float16 | DataType::Float32 | DataType::Float64
+    ) {
+        return None;
+    }
+    let v = match value {
+        Scalar::Float16(x) => x.to_f64(),
+        Scalar::Float32(x) => *x as f64,
+        Scalar::Float64(x) => *x,
+        other => panic!("{other:?} on a float column"),
+    };
+    let xs = arrow::compute::cast(&values, &DataType::Float64).expect("as f64");
+    let xs = xs.as_primitive::<Float64Type>();
+    let test: fn(f64, f64) -> bool = match op {
+        CmpOp::Eq => |a, b| a == b,
+        CmpOp::NotEq => |a, b| a != b,
+        CmpOp::Lt => |a, b| a < b,
+        CmpOp::LtEq => |a, b| a <= b,
+        CmpOp::Gt => |a, b| a > b,
+        CmpOp::GtEq => |a, b| a >= b,
+    };
+    Some(xs.iter().map(|x| x.map(|x| test(x, v))).collect())
 }
 
 /// arrow-rs's result of `p` over `batch`.
 fn arrow_eval(batch: &RecordBatch, p: &RowPredicate) -> BooleanArray {
     let col = |c: usize| batch.column(c).clone();
-    let eq = |c: &ArrayRef, s: &Scalar| {
+    let eq = |c: &ArrayRef, s: &Scalar, floats: FloatOrder| {
+        if let Some(r) = ieee_eval(c, CmpOp::Eq, s).filter(|_| floats == FloatOrder::Ieee) {
+            return r;
+        }
         let lit = arrow::array::Scalar::new(scalar_array(s, c.data_type()));
         cmp::eq(c, &lit).expect("arrow eq")
     };
     match p {
-        RowPredicate::Compare { column, op, value } => {
+        RowPredicate::Compare {
+            column,
+            op,
+            value,
+            floats,
+        } => {
             let c = col(*column);
+            if let Some(r) = ieee_eval(&c, *op, value).filter(|_| *floats == FloatOrder::Ieee) {
+                return r;
+            }
             let lit = arrow::array::Scalar::new(scalar_array(value, c.data_type()));
             match op {
                 CmpOp::Eq => cmp::eq(&c, &lit),
@@ -400,13 +450,13 @@ fn arrow_eval(batch: &RecordBatch, p: &RowPredicate) -> BooleanArray {
             }
             .expect("arrow cmp")
         }
-        RowPredicate::InList { column, values } => {
+        RowPredicate::InList { column, values, floats } => {
             let c = col(*column);
             // SQL: unknown where the column is null, else whether any literal is equal.
             let none = BooleanArray::new(arrow::buffer::BooleanBuffer::new_unset(c.len()), c.logical_nulls());
             values
                 .iter()
-                .fold(none, |acc, v| boolean::or_kleene(&acc, &eq(&c, v)).expect("or"))
+                .fold(none, |acc, v| boolean::or_kleene(&acc, &eq(&c, v, *floats)).expect("or"))
         }
         RowPredicate::IsNull(c) => arrow::compute::is_null(&col(*c)).expect("is_null"),
         RowPredicate::IsNotNull(c) => arrow::compute::is_not_null(&col(*c)).expect("is_not_null"),
@@ -516,10 +566,7 @@ fn more_rows_than_one_tile_empty_none_and_all() {
         // Nothing, everything (a tautology over non-null rows, and over all rows).
         check(
             &data,
-            &RowPredicate::InList {
-                column: 1,
-                values: vec![],
-            },
+            &RowPredicate::in_list(1, vec![]),
         );
         let all = RowPredicate::IsNull(2).or(RowPredicate::IsNotNull(2));
         check(&data, &all);
@@ -593,10 +640,7 @@ fn mask_and_rows_of_a_device_batch_on_the_host_executor() {
 #[test]
 fn a_predicate_names_its_columns_and_moves_to_others() {
     let p = RowPredicate::compare(4, CmpOp::Gt, Scalar::Int32(0)).and(
-        RowPredicate::IsNull(1).or(RowPredicate::InList {
-            column: 4,
-            values: vec![],
-        }
+        RowPredicate::IsNull(1).or(RowPredicate::in_list(4, vec![])
         .not()),
     );
     assert_eq!(p.columns(), vec![1, 4]);
@@ -764,6 +808,56 @@ fn floats_compare_in_total_order_as_arrow_does() {
     }
 }
 
+#[test]
+fn floats_compare_as_ieee_when_asked() {
+    // NaN matches only `!=`; -0 equals +0; at every width.
+    let xs = [
+        -f64::NAN,
+        f64::NEG_INFINITY,
+        -1.0,
+        -0.0,
+        0.0,
+        1.0,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    let ops = [CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::LtEq, CmpOp::Gt, CmpOp::GtEq];
+    let columns = [
+        Float64Array::from(xs.to_vec()).to_data(),
+        Float32Array::from(xs.iter().map(|&x| x as f32).collect::<Vec<_>>()).to_data(),
+        Float16Array::from(xs.iter().map(|&x| F16::from_f64(x)).collect::<Vec<_>>()).to_data(),
+    ];
+    for col in &columns {
+        for &x in &xs {
+            let lit = match col.data_type() {
+                DataType::Float64 => Scalar::Float64(x),
+                DataType::Float32 => Scalar::Float32(x as f32),
+                _ => Scalar::Float16(F16::from_f64(x)),
+            };
+            for op in ops {
+                let p = RowPredicate::compare(0, op, lit.clone()).with_floats(FloatOrder::Ieee);
+                check(std::slice::from_ref(col), &p);
+                let (_, m) = filter_array_data(std::slice::from_ref(col), &["f".into()], xs.len(), &p, FilterMode::Mask)
+                    .expect("mask");
+                let want: Vec<bool> = xs
+                    .iter()
+                    .map(|&v| match op {
+                        CmpOp::Eq => v == x,
+                        CmpOp::NotEq => v != x,
+                        CmpOp::Lt => v < x,
+                        CmpOp::LtEq => v <= x,
+                        CmpOp::Gt => v > x,
+                        CmpOp::GtEq => v >= x,
+                    })
+                    .collect();
+                assert_eq!(m.expect("mask"), BooleanArray::from(want), "{op:?} {x} on {}", col.data_type());
+            }
+            let p = RowPredicate::in_list(0, vec![lit.clone(), lit.clone()]).with_floats(FloatOrder::Ieee);
+            check(std::slice::from_ref(col), &p);
+        }
+    }
+}
+
 /// The kernels' CUDA source run on the CPU ([`crate::decode::kernels::emu`], under ASan and UBSan) as
 /// an executor: memory is an arena, each launch runs its [`launch_plan`] in the emulation over all of
 /// it, every allocation exactly its size there.
@@ -873,6 +967,20 @@ fn kernels_match_references_in_the_emulation() {
             .expect("batch");
         let p = gen_predicate(&mut rng, &batch, 2);
         check_emulated(&data, &p);
+    }
+    // Floats as IEEE 754 compares them, at every width and through a dictionary.
+    let floats = [DataType::Float16, DataType::Float32, DataType::Float64, float_dictionary()];
+    let data = gen_columns(&mut rng, &floats, 200);
+    for (k, t) in floats.iter().enumerate() {
+        for op in [CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::GtEq] {
+            for _ in 0..2 {
+                let p = RowPredicate::compare(k, op, gen_scalar(&mut rng, t)).with_floats(FloatOrder::Ieee);
+                check(&data, &p);
+                check_emulated(&data, &p);
+            }
+        }
+        let values = (0..3).map(|_| gen_scalar(&mut rng, t)).collect();
+        check_emulated(&data, &RowPredicate::in_list(k, values).with_floats(FloatOrder::Ieee).not());
     }
     // Several tiles of the scan, and a bad offset buffer's error.
     let data = gen_columns(&mut rng, &[DataType::Int64, DataType::Utf8], 9000);
