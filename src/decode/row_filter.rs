@@ -1743,4 +1743,4 @@ pub fn launch_plan(kernel: &Kernel) -> Option<RowLaunch> {
 
 #[cfg(test)]
 #[path = "row_filter_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -862,7 +862,7 @@ fn floats_compare_as_ieee_when_asked() {
 /// an executor: memory is an arena, each launch runs its [`launch_plan`] in the emulation over all of
 /// it, every allocation exactly its size there.
 #[derive(Debug)]
-struct EmuExecutor {
+pub(crate) struct EmuExecutor {
     arena: Arena,
 }
 

@@ -15,12 +15,14 @@
 
 mod bind;
 mod hook;
+mod lower;
 mod parse;
 pub mod prune;
 
 pub use crate::report::{ColumnPruningReport, PruningReport};
 pub use bind::{Leaf, Predicate, Test};
 pub use hook::{PlannedFilter, SharedFilter};
+pub use lower::{NotLowered, lower};
 pub use prune::{ChunkPages, RowGroupSelection, ScanSelection, prune};
 
 use std::fmt;
