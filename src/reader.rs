@@ -60,6 +60,8 @@ pub struct ReaderBuilder {
     shared_decoder: Option<Arc<GpuDecoder>>,
     /// Issue 43's filter hook: see [`ReaderBuilder::with_filter`].
     filter: Option<crate::filter::Expr>,
+    /// What a GPU decode's filter gives: see [`ReaderBuilder::with_filter_mode`].
+    filter_mode: crate::filter::FilterMode,
 }
 
 /// Where a read stands: handed to the [`ReaderBuilder::with_progress`] callback after each step (a
@@ -148,6 +150,7 @@ impl ReaderBuilder {
             source: None,
             shared_decoder: None,
             filter: None,
+            filter_mode: crate::filter::FilterMode::Compact,
         }
     }
 
@@ -177,10 +180,24 @@ impl ReaderBuilder {
     /// matching row are dropped (statistics, bloom filters, page index: [`Reader::pruning`]) and the
     /// filter's columns are read too; a host decode ([`Reader::read_batches`],
     /// [`ColumnChunks::decode`] of [`Reader::read`] and [`Reader::stream`]) keeps the accepted rows
-    /// exactly and drops the columns read only for the filter. The raw chunks of `read()` and the
-    /// GPU read (`read_device`) are those of the surviving row groups, unfiltered within them.
+    /// exactly and drops the columns read only for the filter. A GPU decode ([`Reader::read_device`],
+    /// [`Reader::scan`] on the GPU) evaluates the filter on the device after each step's decode and
+    /// compacts the step to the accepted rows, the filter's own columns dropped
+    /// ([`ReaderBuilder::with_filter_mode`]); where the GPU row filter cannot run it, the steps are
+    /// left whole and the report says why (`DeviceRead::to_host`, `DecodedStep::to_host` then filter
+    /// on the host). The raw chunks of `read()` are those of the surviving row groups, unfiltered
+    /// within them.
     pub fn with_filter(mut self, filter: crate::filter::Expr) -> Self {
         self.filter = Some(filter);
+        self
+    }
+
+    /// What a GPU decode's filter gives ([`ReaderBuilder::with_filter`]): each step compacted to the
+    /// accepted rows (the default, [`FilterMode::Compact`](crate::filter::FilterMode::Compact)), or
+    /// its rows whole with a mask of the accepted ones (`Mask`: `DecodedStep::mask`,
+    /// `DeviceRead::masks`).
+    pub fn with_filter_mode(mut self, mode: crate::filter::FilterMode) -> Self {
+        self.filter_mode = mode;
         self
     }
 
@@ -333,6 +350,7 @@ impl ReaderBuilder {
         let columns = columns.clone();
         Ok(Reader {
             filter,
+            filter_mode: self.filter_mode,
             source,
             plan: Arc::new(plan),
             columns,
@@ -384,6 +402,8 @@ pub struct Reader {
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
     /// Issue 43's filter hook ([`ReaderBuilder::with_filter`]).
     pub(crate) filter: crate::filter::SharedFilter,
+    /// [`ReaderBuilder::with_filter_mode`].
+    pub(crate) filter_mode: crate::filter::FilterMode,
 }
 
 impl Reader {
