@@ -151,11 +151,7 @@ impl DeviceRead {
     pub fn to_host(&self) -> Result<arrow::record_batch::RecordBatch> {
         let mut batch = self.table.to_host()?;
         if !self.masks.is_empty() {
-            let masks = self
-                .masks
-                .iter()
-                .map(|m| m.to_host())
-                .collect::<Result<Vec<_>>>()?;
+            let masks = self.masks.iter().map(|m| m.to_host()).collect::<Result<Vec<_>>>()?;
             let refs: Vec<&dyn arrow::array::Array> = masks.iter().map(|m| m.as_ref()).collect();
             let mask = arrow::compute::concat(&refs).map_err(|e| Error::device("joining the row filter's masks", e))?;
             let mask = mask

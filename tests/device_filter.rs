@@ -216,10 +216,7 @@ fn arrow_mask(b: &RecordBatch, p: &RowPredicate) -> BooleanArray {
                 b.column(*column).logical_nulls(),
             );
             values.iter().fold(none, |acc, v| {
-                let one = arrow_mask(
-                    b,
-                    &RowPredicate::compare(*column, CmpOp::Eq, v.clone()),
-                );
+                let one = arrow_mask(b, &RowPredicate::compare(*column, CmpOp::Eq, v.clone()));
                 boolean::or_kleene(&acc, &one).expect("or")
             })
         }
@@ -422,6 +419,137 @@ fn gpu_filter_of_batches_read_by_the_reader() {
                 panic!("rows asked for")
             };
             assert_eq!(rows.to_host().expect("host copy"), want, "step {k}, {p:?}");
+        }
+    }
+}
+
+/// A file for the reader's filter: floats with NaN and -0.0, strings (one dictionary-typed column),
+/// decimals, dates and nulls, in row groups of 20,000 rows.
+fn write_filter_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let n = 100_000usize;
+    let mut rng = Rng(4343);
+    let floats = [f64::NAN, -0.0, 0.0, 1.5, -2.0, f64::INFINITY, 3.25];
+    let strings = ["", "a", "ab", "b", "zz", "a string longer than twelve"];
+    let mut pick = |k: usize, nulls: u64| (!rng.chance(nulls)).then(|| rng.below(k as u64) as usize);
+    let f: Float64Array = (0..n).map(|_| pick(7, 10).map(|k| floats[k])).collect();
+    let s: StringArray = (0..n).map(|_| pick(6, 10).map(|k| strings[k])).collect();
+    let ds: DictionaryArray<Int32Type> = (0..n).map(|_| pick(6, 10).map(|k| strings[k])).collect();
+    let d = Decimal128Array::from(
+        (0..n)
+            .map(|_| pick(1000, 10).map(|k| k as i128 - 500))
+            .collect::<Vec<_>>(),
+    )
+    .with_precision_and_scale(10, 2)
+    .expect("decimal");
+    let date: Date32Array = (0..n).map(|i| Some(8766 + (i / 100) as i32)).collect();
+    let id: Int64Array = (0..n as i64).map(Some).collect();
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(id) as ArrayRef),
+        ("f", Arc::new(f)),
+        ("s", Arc::new(s)),
+        ("ds", Arc::new(ds)),
+        ("d", Arc::new(d)),
+        ("date", Arc::new(date)),
+    ])
+    .expect("batch");
+    let path = dir.join("reader_filter.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(20_000))
+        .build();
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&path).expect("create"),
+        batch.schema(),
+        Some(props),
+    )
+    .expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    path
+}
+
+/// arrow-rs's read of `columns` of the file, filtered exactly by `filter` (`Predicate::filter` over
+/// the whole file's columns, then the projection).
+fn arrow_rs_filtered(path: &std::path::Path, filter: &gpu_parquet::filter::Expr, columns: &[&str]) -> RecordBatch {
+    let file = std::fs::File::open(path).expect("open");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("arrow-rs")
+        .build()
+        .expect("arrow-rs reader");
+    let batches: Vec<RecordBatch> = reader.map(|b| b.expect("batch")).collect();
+    let all = arrow::compute::concat_batches(&batches[0].schema(), &batches).expect("concat");
+    let p = filter.bind(&all.schema(), &Location::default()).expect("bind");
+    let kept = p.filter(&all).expect("exact filter");
+    let keep: Vec<usize> = columns
+        .iter()
+        .map(|c| kept.schema().index_of(c).expect("column"))
+        .collect();
+    kept.project(&keep).expect("project")
+}
+
+/// `with_filter` and a GPU decode: the reader's device batches are filtered on the GPU (compacted, or
+/// masked), the filter's own columns dropped, and equal arrow-rs's read filtered exactly.
+#[test]
+fn a_filtered_gpu_read_equals_arrow_rs_filtered_exactly() {
+    use gpu_parquet::filter::Expr;
+    use gpu_parquet::{Decode, StepOutput};
+    let Some((_ctx, _decoder)) = gpu() else { return };
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write_filter_file(dir.path());
+    let options: DecoderOptions = Settings::from_env(&[]).expect("settings").decoder_options();
+    let filters = [
+        "f >= 0 and s != 'zz'",
+        "f != 0 or d between -1.5 and 0.5",
+        "not (f < 1.5) and ds in ('a', '', 'a string longer than twelve')",
+        "s not in ('a', 'b') or f is null",
+        "date >= '1994-01-20' and date < '1994-02-10' and d > 0",
+        "id >= 0",
+    ];
+    for text in filters {
+        let e = Expr::parse(text).expect("parse");
+        for columns in [vec!["id", "s"], vec!["f", "s", "ds", "d", "date", "id"]] {
+            let want = arrow_rs_filtered(&path, &e, &columns);
+            for mode in [FilterMode::Compact, FilterMode::Mask] {
+                let reader = gpu_parquet::Reader::builder(&path)
+                    .with_backend(gpu_parquet::BackendKind::Auto)
+                    .with_decoder_options(options.clone())
+                    .with_decode(Decode::Gpu)
+                    .with_columns(columns.clone())
+                    .with_filter(e.clone())
+                    .with_filter_mode(mode)
+                    .build()
+                    .expect("reader");
+                let read = reader.read_device().unwrap_or_else(|err| panic!("{text}: {err}"));
+                let report = read.decode.filter.as_ref().expect("a filter report");
+                assert_eq!(report.on, "gpu", "{text}: {:?}", report.reason);
+                assert_eq!(report.rows_kept, want.num_rows() as u64, "{text}");
+                assert!(!read.filtered_on_host());
+                assert_eq!(
+                    read.masks.len(),
+                    if mode == FilterMode::Mask {
+                        read.table.batches.len()
+                    } else {
+                        0
+                    }
+                );
+                let got = read.to_host().expect("host copy");
+                assert_eq!(got.schema(), want.schema(), "{text}, {columns:?}");
+                assert_eq!(got, want, "{text}, {columns:?}, {mode:?}");
+                if mode == FilterMode::Compact {
+                    assert_eq!(read.table.num_rows(), want.num_rows(), "{text}");
+                }
+                // The streamed scan yields the same rows, step by step.
+                let mut steps = Vec::new();
+                for step in reader.scan().expect("scan") {
+                    let StepOutput::Device(d) = step.expect("step") else {
+                        panic!("device steps")
+                    };
+                    steps.push(d.to_host().expect("host copy"));
+                }
+                if !steps.is_empty() {
+                    let streamed = arrow::compute::concat_batches(&steps[0].schema(), &steps).expect("concat");
+                    assert_eq!(streamed, want, "scan of {text}, {columns:?}, {mode:?}");
+                }
+            }
         }
     }
 }

@@ -585,9 +585,7 @@ impl<E: Executor> Run<'_, E> {
                 value,
                 floats,
             } => self.leaf(*column, cols, op.code(), std::slice::from_ref(value), *floats, n),
-            RowPredicate::InList { column, values, floats } => {
-                self.leaf(*column, cols, OP_IN, values, *floats, n)
-            }
+            RowPredicate::InList { column, values, floats } => self.leaf(*column, cols, OP_IN, values, *floats, n),
             RowPredicate::IsNull(c) => self.leaf(*c, cols, OP_IS_NULL, &[], FloatOrder::Total, n),
             RowPredicate::IsNotNull(c) => self.leaf(*c, cols, OP_IS_NOT_NULL, &[], FloatOrder::Total, n),
             RowPredicate::And(a, b) | RowPredicate::Or(a, b) => {

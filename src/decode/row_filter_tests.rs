@@ -454,9 +454,9 @@ fn arrow_eval(batch: &RecordBatch, p: &RowPredicate) -> BooleanArray {
             let c = col(*column);
             // SQL: unknown where the column is null, else whether any literal is equal.
             let none = BooleanArray::new(arrow::buffer::BooleanBuffer::new_unset(c.len()), c.logical_nulls());
-            values
-                .iter()
-                .fold(none, |acc, v| boolean::or_kleene(&acc, &eq(&c, v, *floats)).expect("or"))
+            values.iter().fold(none, |acc, v| {
+                boolean::or_kleene(&acc, &eq(&c, v, *floats)).expect("or")
+            })
         }
         RowPredicate::IsNull(c) => arrow::compute::is_null(&col(*c)).expect("is_null"),
         RowPredicate::IsNotNull(c) => arrow::compute::is_not_null(&col(*c)).expect("is_not_null"),
@@ -564,10 +564,7 @@ fn more_rows_than_one_tile_empty_none_and_all() {
         let data = gen_columns(&mut rng, &ts, n);
         check(&data, &RowPredicate::compare(0, CmpOp::GtEq, Scalar::Int64(0)));
         // Nothing, everything (a tautology over non-null rows, and over all rows).
-        check(
-            &data,
-            &RowPredicate::in_list(1, vec![]),
-        );
+        check(&data, &RowPredicate::in_list(1, vec![]));
         let all = RowPredicate::IsNull(2).or(RowPredicate::IsNotNull(2));
         check(&data, &all);
         check(&data, &all.clone().not());
@@ -639,10 +636,8 @@ fn mask_and_rows_of_a_device_batch_on_the_host_executor() {
 
 #[test]
 fn a_predicate_names_its_columns_and_moves_to_others() {
-    let p = RowPredicate::compare(4, CmpOp::Gt, Scalar::Int32(0)).and(
-        RowPredicate::IsNull(1).or(RowPredicate::in_list(4, vec![])
-        .not()),
-    );
+    let p = RowPredicate::compare(4, CmpOp::Gt, Scalar::Int32(0))
+        .and(RowPredicate::IsNull(1).or(RowPredicate::in_list(4, vec![]).not()));
     assert_eq!(p.columns(), vec![1, 4]);
     let q = p.map_columns(&|c| if c == 4 { 0 } else { 1 });
     assert_eq!(q.columns(), vec![0, 1]);
@@ -837,8 +832,9 @@ fn floats_compare_as_ieee_when_asked() {
             for op in ops {
                 let p = RowPredicate::compare(0, op, lit.clone()).with_floats(FloatOrder::Ieee);
                 check(std::slice::from_ref(col), &p);
-                let (_, m) = filter_array_data(std::slice::from_ref(col), &["f".into()], xs.len(), &p, FilterMode::Mask)
-                    .expect("mask");
+                let (_, m) =
+                    filter_array_data(std::slice::from_ref(col), &["f".into()], xs.len(), &p, FilterMode::Mask)
+                        .expect("mask");
                 let want: Vec<bool> = xs
                     .iter()
                     .map(|&v| match op {
@@ -850,7 +846,12 @@ fn floats_compare_as_ieee_when_asked() {
                         CmpOp::GtEq => v >= x,
                     })
                     .collect();
-                assert_eq!(m.expect("mask"), BooleanArray::from(want), "{op:?} {x} on {}", col.data_type());
+                assert_eq!(
+                    m.expect("mask"),
+                    BooleanArray::from(want),
+                    "{op:?} {x} on {}",
+                    col.data_type()
+                );
             }
             let p = RowPredicate::in_list(0, vec![lit.clone(), lit.clone()]).with_floats(FloatOrder::Ieee);
             check(std::slice::from_ref(col), &p);
@@ -969,7 +970,12 @@ fn kernels_match_references_in_the_emulation() {
         check_emulated(&data, &p);
     }
     // Floats as IEEE 754 compares them, at every width and through a dictionary.
-    let floats = [DataType::Float16, DataType::Float32, DataType::Float64, float_dictionary()];
+    let floats = [
+        DataType::Float16,
+        DataType::Float32,
+        DataType::Float64,
+        float_dictionary(),
+    ];
     let data = gen_columns(&mut rng, &floats, 200);
     for (k, t) in floats.iter().enumerate() {
         for op in [CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::GtEq] {
@@ -980,7 +986,10 @@ fn kernels_match_references_in_the_emulation() {
             }
         }
         let values = (0..3).map(|_| gen_scalar(&mut rng, t)).collect();
-        check_emulated(&data, &RowPredicate::in_list(k, values).with_floats(FloatOrder::Ieee).not());
+        check_emulated(
+            &data,
+            &RowPredicate::in_list(k, values).with_floats(FloatOrder::Ieee).not(),
+        );
     }
     // Several tiles of the scan, and a bad offset buffer's error.
     let data = gen_columns(&mut rng, &[DataType::Int64, DataType::Utf8], 9000);

@@ -78,7 +78,11 @@ fn lower_leaf(leaf: &Leaf, schema: &Schema) -> Result<RowPredicate, NotLowered> 
             leaf.value_type
         )));
     }
-    let scalars = |list: &[ArrayRef]| list.iter().map(|a| scalar_of(a).map_err(why)).collect::<Result<Vec<_>, _>>();
+    let scalars = |list: &[ArrayRef]| {
+        list.iter()
+            .map(|a| scalar_of(a).map_err(why))
+            .collect::<Result<Vec<_>, _>>()
+    };
     Ok(match &leaf.test {
         Test::Cmp(op, literal) => RowPredicate::Compare {
             column,

@@ -14,7 +14,17 @@ use crate::decode::row_filter::{FilterMode, filter_array_data_with, filter_recor
 use crate::error::Location;
 use crate::filter::{Expr, Literal};
 
-const FLOATS: [f64; 9] = [f64::NAN, -0.0, 0.0, 1.5, -2.0, f64::INFINITY, f64::NEG_INFINITY, 3.25, -f64::NAN];
+const FLOATS: [f64; 9] = [
+    f64::NAN,
+    -0.0,
+    0.0,
+    1.5,
+    -2.0,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    3.25,
+    -f64::NAN,
+];
 const FLOAT_LITERALS: [&str; 9] = ["NaN", "-0", "0", "0.0", "1.5", "-2", "inf", "-inf", "3.25"];
 const STRINGS: [&str; 5] = ["", "a", "ab", "b", "zz"];
 
@@ -44,9 +54,13 @@ fn gen_batch(rng: &mut Rng, n: usize) -> RecordBatch {
     let nulls = rng.pick(&[0, 10, 40]);
     let strings = rng.column(&STRINGS, n, nulls);
     let dictionary_values = StringArray::from(vec![Some("a"), None, Some("zz"), Some("")]);
-    let keys: Int32Array = (0..n).map(|_| (!rng.chance(nulls)).then(|| rng.below(4) as i32)).collect();
+    let keys: Int32Array = (0..n)
+        .map(|_| (!rng.chance(nulls)).then(|| rng.below(4) as i32))
+        .collect();
     let float_dictionary = Float64Array::from(vec![Some(f64::NAN), Some(-0.0), Some(1.5), None]);
-    let float_keys: UInt8Array = (0..n).map(|_| (!rng.chance(nulls)).then(|| rng.below(4) as u8)).collect();
+    let float_keys: UInt8Array = (0..n)
+        .map(|_| (!rng.chance(nulls)).then(|| rng.below(4) as u8))
+        .collect();
     let columns: Vec<(&str, ArrayRef)> = vec![
         ("f64", Arc::new(Float64Array::from(rng.column(&FLOATS, n, nulls)))),
         (
@@ -58,9 +72,18 @@ fn gen_batch(rng: &mut Rng, n: usize) -> RecordBatch {
                     .collect::<Vec<_>>(),
             )),
         ),
-        ("i32", Arc::new(Int32Array::from(rng.column(&[-3, 0, 1, 2, 5], n, nulls)))),
-        ("i64", Arc::new(Int64Array::from(rng.column(&[-3i64, 0, 2, i64::MAX], n, nulls)))),
-        ("u8", Arc::new(UInt8Array::from(rng.column(&[0u8, 1, 2, 255], n, nulls)))),
+        (
+            "i32",
+            Arc::new(Int32Array::from(rng.column(&[-3, 0, 1, 2, 5], n, nulls))),
+        ),
+        (
+            "i64",
+            Arc::new(Int64Array::from(rng.column(&[-3i64, 0, 2, i64::MAX], n, nulls))),
+        ),
+        (
+            "u8",
+            Arc::new(UInt8Array::from(rng.column(&[0u8, 1, 2, 255], n, nulls))),
+        ),
         ("s", Arc::new(StringArray::from(strings.clone()))),
         ("ls", Arc::new(LargeStringArray::from(strings))),
         (
@@ -98,9 +121,11 @@ fn gen_batch(rng: &mut Rng, n: usize) -> RecordBatch {
         ),
         (
             "ts",
-            Arc::new(TimestampMicrosecondArray::from(
-                rng.column(&[-1i64, 0, 500_000, 1_000_000], n, nulls),
-            )),
+            Arc::new(TimestampMicrosecondArray::from(rng.column(
+                &[-1i64, 0, 500_000, 1_000_000],
+                n,
+                nulls,
+            ))),
         ),
         ("b", Arc::new(BooleanArray::from(rng.column(&[false, true], n, nulls)))),
         (
@@ -123,13 +148,19 @@ fn gen_literal(rng: &mut Rng, c: &str) -> Literal {
     let text = |s: &str| Literal::Str(s.to_string());
     match c {
         "f64" | "f32" | "df" => num(rng.pick(&FLOAT_LITERALS)),
-        "i32" | "i64" => num(rng.pick(&["-3", "0", "1", "2", "5", "9223372036854775807"][..if c == "i64" { 6 } else { 5 }])),
+        "i32" | "i64" => {
+            num(rng.pick(&["-3", "0", "1", "2", "5", "9223372036854775807"][..if c == "i64" { 6 } else { 5 }]))
+        }
         "u8" => num(rng.pick(&["0", "1", "2", "255"])),
         "s" | "ls" | "bin" | "ds" => text(rng.pick(&STRINGS)),
         "fsb" => text(rng.pick(&["aa", "ab", "zz", "b\u{0}"])),
         "dec" => num(rng.pick(&["-1.5", "0", "0.05", "1.05", "7"])),
         "date" => text(rng.pick(&["1969-12-31", "1970-01-01", "1994-01-01", "1994-01-02", "1994-08-22"])),
-        "ts" => text(rng.pick(&["1970-01-01T00:00:00", "1970-01-01T00:00:00.5", "1969-12-31T23:59:59.999999"])),
+        "ts" => text(rng.pick(&[
+            "1970-01-01T00:00:00",
+            "1970-01-01T00:00:00.5",
+            "1969-12-31T23:59:59.999999",
+        ])),
         "b" => Literal::Bool(rng.chance(50)),
         other => panic!("no literal for {other}"),
     }
@@ -259,7 +290,11 @@ fn floats_keep_ieee_semantics_through_the_lowering() {
         let (_, m) = filter_record_batch(&batch, &lower(&p, &schema).expect("lower"), FilterMode::Mask).expect("mask");
         m.expect("mask").true_count()
     };
-    let f64s = batch.column_by_name("f64").expect("f64").as_primitive::<arrow::datatypes::Float64Type>().clone();
+    let f64s = batch
+        .column_by_name("f64")
+        .expect("f64")
+        .as_primitive::<arrow::datatypes::Float64Type>()
+        .clone();
     let valid = f64s.len() - f64s.null_count();
     let nan = f64s.iter().flatten().filter(|x| x.is_nan()).count();
     let zeros = f64s.iter().flatten().filter(|x| *x == 0.0).count();
@@ -298,7 +333,10 @@ fn leaves_the_gpu_cannot_run_say_why() {
         Field::new("s", DataType::Utf8, true),
         Field::new("t", DataType::Int32, true),
     ]);
-    let p = Expr::parse("s = 'a' and t > 1").unwrap().bind(&schema, &Location::default()).unwrap();
+    let p = Expr::parse("s = 'a' and t > 1")
+        .unwrap()
+        .bind(&schema, &Location::default())
+        .unwrap();
     // The decoded batch lacks a column, or decoded it as another type than the literals'.
     let decoded = Schema::new(vec![Field::new("s", DataType::Utf8, true)]);
     let why = lower(&p, &decoded).unwrap_err();
@@ -312,7 +350,11 @@ fn leaves_the_gpu_cannot_run_say_why() {
     assert!(why.to_string().contains("column t: decoded as Int64"), "{why}");
     // Another layout of the same strings compares the same.
     let decoded = Schema::new(vec![
-        Field::new("s", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::LargeUtf8)), true),
+        Field::new(
+            "s",
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::LargeUtf8)),
+            true,
+        ),
         Field::new("t", DataType::Int32, true),
     ]);
     assert!(lower(&p, &decoded).is_ok());

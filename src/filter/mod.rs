@@ -19,10 +19,10 @@ mod lower;
 mod parse;
 pub mod prune;
 
+pub use crate::decode::row_filter::FilterMode;
 pub use crate::report::{ColumnPruningReport, PruningReport};
 pub use bind::{Leaf, Predicate, Test};
 pub use hook::{PlannedFilter, SharedFilter};
-pub use crate::decode::row_filter::FilterMode;
 pub use lower::{NotLowered, lower};
 pub use prune::{ChunkPages, RowGroupSelection, ScanSelection, prune};
 

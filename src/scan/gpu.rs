@@ -371,7 +371,11 @@ impl StepSink for GpuSink {
             host_headers.as_ref(),
         )?;
         let (batch, mask, filter) = match &self.filter {
-            Some(f) => f.apply(&self.decoder, batch)?,
+            Some(f) => f.apply(
+                batch,
+                |b, p, mode| self.decoder.filter(b, p, mode),
+                |b, mask| b.compact(mask, &self.decoder),
+            )?,
             None => (batch, None, None),
         };
         let (free_after, _) = self.decoder.context().memory()?;
