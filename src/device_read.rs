@@ -149,22 +149,18 @@ impl DeviceRead {
     /// masks leave out, with a filter left to the host applied (exactly, as
     /// [`crate::filter::Predicate::filter`]); the whole table without a filter.
     pub fn to_host(&self) -> Result<arrow::record_batch::RecordBatch> {
-        let mut batch = self.table.to_host()?;
-        if !self.masks.is_empty() {
-            let masks = self.masks.iter().map(|m| m.to_host()).collect::<Result<Vec<_>>>()?;
-            let refs: Vec<&dyn arrow::array::Array> = masks.iter().map(|m| m.as_ref()).collect();
-            let mask = arrow::compute::concat(&refs).map_err(|e| Error::device("joining the row filter's masks", e))?;
-            let mask = mask
-                .as_any()
-                .downcast_ref::<arrow::array::BooleanArray>()
-                .ok_or_else(|| Error::device("the GPU row filter", "a mask that is not boolean"))?;
-            batch = arrow::compute::filter_record_batch(&batch, mask)
-                .map_err(|e| Error::device("applying the GPU row filter's masks", e))?;
-        }
-        match &self.host_filter {
-            Some(f) => f.apply_batch(&batch),
-            None => Ok(batch),
-        }
+        use crate::scan::step::accepted_rows;
+        let parts = (self.table.batches.iter().enumerate())
+            .map(|(k, b)| accepted_rows(b.to_host()?, self.masks.get(k), &self.host_filter))
+            .collect::<Result<Vec<_>>>()?;
+        let schema = match parts.first() {
+            Some(p) => p.schema(),
+            None => {
+                let empty = arrow::record_batch::RecordBatch::new_empty(self.table.schema.clone());
+                accepted_rows(empty, None, &self.host_filter)?.schema()
+            }
+        };
+        arrow::compute::concat_batches(&schema, &parts).map_err(|e| Error::device("joining decoded batches", e))
     }
 
     /// Whether the table's rows still need the filter applied on the host (the GPU could not run

@@ -387,7 +387,7 @@ fn gen_predicate(rng: &mut Rng, batch: &RecordBatch, depth: u32) -> RowPredicate
 }
 
 /// `c op value` over a float column (or a dictionary of floats) compared as IEEE 754 does (NaN
-/// unordered, -0 equal to +0), by Rust's own `f64` operators; `None` for other columns.
+/// unordered, -0 equal to +0), as the user's filters compare them; `None` for other columns.
 fn ieee_eval(c: &ArrayRef, op: CmpOp, value: &Scalar) -> Option<BooleanArray> {
     let values = match c.data_type() {
         DataType::Dictionary(_, v) => arrow::compute::cast(c, v).expect("dictionary values"),
@@ -405,17 +405,19 @@ fn ieee_eval(c: &ArrayRef, op: CmpOp, value: &Scalar) -> Option<BooleanArray> {
         Scalar::Float64(x) => *x,
         other => panic!("{other:?} on a float column"),
     };
-    let xs = arrow::compute::cast(&values, &DataType::Float64).expect("as f64");
-    let xs = xs.as_primitive::<Float64Type>();
-    let test: fn(f64, f64) -> bool = match op {
-        CmpOp::Eq => |a, b| a == b,
-        CmpOp::NotEq => |a, b| a != b,
-        CmpOp::Lt => |a, b| a < b,
-        CmpOp::LtEq => |a, b| a <= b,
-        CmpOp::Gt => |a, b| a > b,
-        CmpOp::GtEq => |a, b| a >= b,
+    // The user filter's comparison (`Predicate::evaluate`'s), over doubles.
+    use crate::filter::CmpOp as F;
+    let op = match op {
+        CmpOp::Eq => F::Eq,
+        CmpOp::NotEq => F::NotEq,
+        CmpOp::Lt => F::Lt,
+        CmpOp::LtEq => F::LtEq,
+        CmpOp::Gt => F::Gt,
+        CmpOp::GtEq => F::GtEq,
     };
-    Some(xs.iter().map(|x| x.map(|x| test(x, v))).collect())
+    let xs = arrow::compute::cast(&values, &DataType::Float64).expect("as f64");
+    let literal: ArrayRef = Arc::new(Float64Array::from(vec![v]));
+    Some(crate::filter::compare_values(&xs, op, &literal).expect("compare"))
 }
 
 /// arrow-rs's result of `p` over `batch`.
@@ -770,19 +772,22 @@ fn the_scan_numbers_selected_rows_across_tiles() {
     assert_eq!(a.read::<u32>(out, count as usize).expect("out"), want);
 }
 
+/// Floats in total order.
+const TOTAL_ORDER: [f64; 8] = [
+    -f64::NAN,
+    f64::NEG_INFINITY,
+    -1.0,
+    -0.0,
+    0.0,
+    1.0,
+    f64::INFINITY,
+    f64::NAN,
+];
+
 #[test]
 fn floats_compare_in_total_order_as_arrow_does() {
     // -NaN < -inf < -0 < +0 < inf < NaN, NaN equal to itself.
-    let xs = [
-        -f64::NAN,
-        f64::NEG_INFINITY,
-        -1.0,
-        -0.0,
-        0.0,
-        1.0,
-        f64::INFINITY,
-        f64::NAN,
-    ];
+    let xs = TOTAL_ORDER;
     let col = Float64Array::from(xs.to_vec()).to_data();
     for (k, &x) in xs.iter().enumerate() {
         for op in [CmpOp::Eq, CmpOp::Lt, CmpOp::GtEq] {
@@ -806,16 +811,7 @@ fn floats_compare_in_total_order_as_arrow_does() {
 #[test]
 fn floats_compare_as_ieee_when_asked() {
     // NaN matches only `!=`; -0 equals +0; at every width.
-    let xs = [
-        -f64::NAN,
-        f64::NEG_INFINITY,
-        -1.0,
-        -0.0,
-        0.0,
-        1.0,
-        f64::INFINITY,
-        f64::NAN,
-    ];
+    let xs = TOTAL_ORDER;
     let ops = [CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::LtEq, CmpOp::Gt, CmpOp::GtEq];
     let columns = [
         Float64Array::from(xs.to_vec()).to_data(),

@@ -118,19 +118,29 @@ impl DecodedStep {
     /// A host copy of the step's rows the filter accepts: the batch, less the rows its mask leaves
     /// out, with a filter left to the host applied.
     pub fn to_host(&self) -> Result<arrow::record_batch::RecordBatch> {
-        let mut batch = self.batch.to_host()?;
-        if let Some(mask) = &self.mask {
-            let mask = mask.to_host()?;
-            let mask = mask
-                .as_any()
-                .downcast_ref::<arrow::array::BooleanArray>()
-                .ok_or_else(|| Error::device("the GPU row filter", "a mask that is not boolean"))?;
-            batch = arrow::compute::filter_record_batch(&batch, mask)
-                .map_err(|e| Error::device("applying the GPU row filter's mask", e))?;
-        }
-        match &self.host_filter {
-            Some(f) => f.apply_batch(&batch),
-            None => Ok(batch),
-        }
+        accepted_rows(self.batch.to_host()?, self.mask.as_ref(), &self.host_filter)
+    }
+}
+
+/// `batch` (a host copy of a decoded step) less the rows `mask` (the GPU row filter's, if any) leaves
+/// out, with `host_filter` (a filter the GPU could not run) applied.
+pub(crate) fn accepted_rows(
+    batch: arrow::record_batch::RecordBatch,
+    mask: Option<&DeviceArray>,
+    host_filter: &crate::filter::SharedFilter,
+) -> Result<arrow::record_batch::RecordBatch> {
+    let mut batch = batch;
+    if let Some(mask) = mask {
+        let mask = mask.to_host()?;
+        let mask = mask
+            .as_any()
+            .downcast_ref::<arrow::array::BooleanArray>()
+            .ok_or_else(|| Error::device("the GPU row filter", "a mask that is not boolean"))?;
+        batch = arrow::compute::filter_record_batch(&batch, mask)
+            .map_err(|e| Error::device("applying the GPU row filter's mask", e))?;
+    }
+    match host_filter {
+        Some(f) => f.apply_batch(&batch),
+        None => Ok(batch),
     }
 }
