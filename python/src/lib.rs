@@ -492,7 +492,9 @@ fn literal_from_py(v: &Bound<'_, PyAny>) -> PyResult<gpu_parquet::filter::Litera
 ///     filters: only the rows that pass: a str ("l_shipdate >= '1994-01-01' and l_quantity < 24")
 ///         or pyarrow's DNF form (a list of (column, op, value) tuples, or a list of such lists; ops
 ///         =, ==, !=, <, <=, >, >=, in, not in), with pyarrow's results. Row groups are pruned by
-///         statistics, bloom filters and the page index first (report["pruning"]).
+///         statistics, bloom filters and the page index first (report["pruning"]); a GPU decode
+///         then keeps the matching rows on the GPU (report["decode"]["filter"]: where it ran, rows
+///         kept, or why it ran on the host).
 ///
 /// Raises:
 ///     FileNotFoundError: the file is not there. PermissionError: it may not be read.

@@ -17,7 +17,8 @@
 //! payload batch of the same rows ([`DeviceBatch::compact`], [`compact_batch`]).
 //!
 //! What runs where: the predicate's leaves compare one column with literals typed to its Arrow layout
-//! ([`Scalar`]); `and` / `or` / `not` combine them by Kleene logic. The mask's selected rows are
+//! ([`Scalar`]), floats in arrow-rs's total order or as IEEE 754 does ([`FloatOrder`], what the user's
+//! filters lowered by [`crate::filter::lower`] ask); `and` / `or` / `not` combine them by Kleene logic. The mask's selected rows are
 //! counted and numbered by a multi-block scan (tile sums, tile bases, tile scan), then each column is
 //! gathered: fixed-width values, bit-packed validity and booleans, strings and binaries (lengths, their
 //! scan into offsets, then the characters), views (the views; data buffers kept), dictionaries (keys;
