@@ -280,7 +280,7 @@ mod tests {
         )
         .with_precision_and_scale(10, 2)
         .expect("decimal");
-        let date: Date32Array = (0..n).map(|i| Some(8766 + (i / 10) as i32)).collect();
+        let date: Date32Array = (0..n).map(|i| Some(8766 + i / 10)).collect();
         let id: Int64Array = (0..n as i64).map(Some).collect();
         let batch = RecordBatch::try_from_iter([
             ("id", Arc::new(id) as ArrayRef),
