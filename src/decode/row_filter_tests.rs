@@ -931,6 +931,12 @@ impl Executor for EmuExecutor {
     }
 }
 
+impl FilterExecutor for EmuExecutor {
+    fn address_of(&mut self, buf: &Vec<u8>) -> Result<u64> {
+        self.upload(buf.as_slice())
+    }
+}
+
 /// The emulated kernels' filter of `data` equals the references' (and so arrow-rs's), both modes.
 fn check_emulated(data: &[ArrayData], p: &RowPredicate) {
     let n = data.first().map_or(0, ArrayData::len);

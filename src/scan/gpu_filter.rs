@@ -306,25 +306,15 @@ mod tests {
         path
     }
 
-    /// The GPU scan's post-decode filter stage, run on the host references over the reference decode
-    /// of the reader's plan: equal to arrow-rs's decode filtered exactly, in both modes, the filter's
-    /// own columns dropped.
-    #[test]
-    fn the_post_decode_filter_equals_arrow_rs_filtered_exactly() {
-        let dir = tempfile::tempdir().expect("dir");
-        let path = write_file(dir.path());
-        let filters = [
-            "f >= 0 and s != 'zz'",
-            "f != 0 or d between -1.5 and 0.5",
-            "not (f < 1.5) and ds in ('a', '', 'b')",
-            "s not in ('a', 'b') or f is null",
-            "date >= '1994-01-20' and date < '1994-02-10' and d > 0",
-            "id < 0",
-            "id >= 0",
-        ];
+    /// The GPU scan's post-decode filter stage over the reference decode of each filtered reader's
+    /// plan, its kernels run by the host references (or, `emulated`, their CUDA source in the
+    /// emulation): equal to arrow-rs's decode filtered exactly, in both modes, the filter's own
+    /// columns dropped.
+    fn check_stage(path: &std::path::Path, filters: &[&str], emulated: bool) {
+        use crate::decode::row_filter::{compact_batch, filter_batch};
         for text in filters {
             for columns in [vec!["id", "s"], vec!["f", "s", "ds", "d", "date", "id"]] {
-                let reader = crate::Reader::builder(&path)
+                let reader = crate::Reader::builder(path)
                     .with_backend(crate::BackendKind::Host)
                     .with_columns(columns.clone())
                     .with_filter(crate::filter::Expr::parse(text).expect("parse"))
@@ -349,9 +339,17 @@ mod tests {
                         .expect("a filter");
                     assert!(plan.on_host().is_none(), "{text}: runs on the GPU");
                     let rows_in = decoded.num_rows as u64;
-                    let (batch, mask, stats) = plan
-                        .apply(decoded, |b, p, m| b.filter_host(p, m), |b, mask| b.compact_host(mask))
-                        .unwrap_or_else(|e| panic!("{text}: {e}"));
+                    let emu = std::cell::RefCell::new(crate::decode::row_filter::tests::EmuExecutor::default());
+                    let (batch, mask, stats) = if emulated {
+                        plan.apply(
+                            decoded,
+                            |b, p, m| filter_batch(&mut *emu.borrow_mut(), b, p, m),
+                            |b, mask| compact_batch(&mut *emu.borrow_mut(), b, mask),
+                        )
+                    } else {
+                        plan.apply(decoded, |b, p, m| b.filter_host(p, m), |b, mask| b.compact_host(mask))
+                    }
+                    .unwrap_or_else(|e| panic!("{text}: {e}"));
                     let stats = stats.expect("stats");
                     assert_eq!(
                         (stats.rows_in, stats.rows_kept),
@@ -369,6 +367,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    const FILTERS: [&str; 7] = [
+        "f >= 0 and s != 'zz'",
+        "f != 0 or d between -1.5 and 0.5",
+        "not (f < 1.5) and ds in ('a', '', 'b')",
+        "s not in ('a', 'b') or f is null",
+        "date >= '1994-01-20' and date < '1994-02-10' and d > 0",
+        "id < 0",
+        "id >= 0",
+    ];
+
+    #[test]
+    fn the_post_decode_filter_equals_arrow_rs_filtered_exactly() {
+        let dir = tempfile::tempdir().expect("dir");
+        check_stage(&write_file(dir.path()), &FILTERS, false);
+    }
+
+    #[test]
+    fn the_post_decode_filter_in_the_kernel_emulation() {
+        if let Err(why) = crate::decode::kernels::emu::available() {
+            crate::test_skip(&why);
+            return;
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        check_stage(&write_file(dir.path()), &[FILTERS[0], FILTERS[3], FILTERS[6]], true);
     }
 
     #[test]
