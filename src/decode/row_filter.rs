@@ -18,12 +18,12 @@
 //!
 //! What runs where: the predicate's leaves compare one column with literals typed to its Arrow layout
 //! ([`Scalar`]), floats in arrow-rs's total order or as IEEE 754 does ([`FloatOrder`], what the user's
-//! filters lowered by [`crate::filter::lower`] ask); `and` / `or` / `not` combine them by Kleene logic. The mask's selected rows are
-//! counted and numbered by a multi-block scan (tile sums, tile bases, tile scan), then each column is
-//! gathered: fixed-width values, bit-packed validity and booleans, strings and binaries (lengths, their
-//! scan into offsets, then the characters), views (the views; data buffers kept), dictionaries (keys;
-//! values kept), structs (validity and children) and lists (offsets by the same scan, then their items
-//! as a column of their own). Other types ([`compaction_support`], [`leaf_support`]) are an
+//! filters, lowered by the filter module, ask); `and` / `or` / `not` combine them by Kleene logic. The
+//! mask's selected rows are counted and numbered by a multi-block scan (tile sums, tile bases, tile
+//! scan), then each column is gathered: fixed-width values, bit-packed validity and booleans, strings
+//! and binaries (lengths, their scan into offsets, then the characters), views (the views; data
+//! buffers kept), dictionaries (keys; values kept), structs (validity and children) and lists (offsets
+//! by the same scan, then their items as a column of their own). Other types ([`compaction_support`], [`leaf_support`]) are an
 //! `InvalidRequest` naming the column and type, for the caller to filter that column on the host.
 
 use std::sync::Arc;
@@ -166,7 +166,7 @@ pub enum FloatOrder {
     Total,
     /// IEEE 754 comparison, as C, SQL engines and pyarrow: NaN is neither equal, less nor greater
     /// than anything (only `!=` holds), -0 equals +0. What the user's filters mean
-    /// ([`crate::filter::Predicate`]).
+    /// (the filter module's `Predicate`).
     Ieee,
 }
 

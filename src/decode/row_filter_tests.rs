@@ -387,7 +387,7 @@ fn gen_predicate(rng: &mut Rng, batch: &RecordBatch, depth: u32) -> RowPredicate
 }
 
 /// `c op value` over a float column (or a dictionary of floats) compared as IEEE 754 does (NaN
-/// unordered, -0 equal to +0), as the user's filters compare them; `None` for other columns.
+/// unordered, -0 equal to +0); `None` for other columns.
 fn ieee_eval(c: &ArrayRef, op: CmpOp, value: &Scalar) -> Option<BooleanArray> {
     let values = match c.data_type() {
         DataType::Dictionary(_, v) => arrow::compute::cast(c, v).expect("dictionary values"),
@@ -405,19 +405,21 @@ fn ieee_eval(c: &ArrayRef, op: CmpOp, value: &Scalar) -> Option<BooleanArray> {
         Scalar::Float64(x) => *x,
         other => panic!("{other:?} on a float column"),
     };
-    // The user filter's comparison (`Predicate::evaluate`'s), over doubles.
-    use crate::filter::CmpOp as F;
-    let op = match op {
-        CmpOp::Eq => F::Eq,
-        CmpOp::NotEq => F::NotEq,
-        CmpOp::Lt => F::Lt,
-        CmpOp::LtEq => F::LtEq,
-        CmpOp::Gt => F::Gt,
-        CmpOp::GtEq => F::GtEq,
-    };
+    // IEEE 754's partial order: NaN unordered, -0 equal to +0.
+    use std::cmp::Ordering::{Equal, Greater, Less};
     let xs = arrow::compute::cast(&values, &DataType::Float64).expect("as f64");
-    let literal: ArrayRef = Arc::new(Float64Array::from(vec![v]));
-    Some(crate::filter::compare_values(&xs, op, &literal).expect("compare"))
+    let holds = |x: f64| {
+        let ord = x.partial_cmp(&v);
+        match op {
+            CmpOp::Eq => ord == Some(Equal),
+            CmpOp::NotEq => ord != Some(Equal),
+            CmpOp::Lt => ord == Some(Less),
+            CmpOp::LtEq => matches!(ord, Some(Less | Equal)),
+            CmpOp::Gt => ord == Some(Greater),
+            CmpOp::GtEq => matches!(ord, Some(Greater | Equal)),
+        }
+    };
+    Some(xs.as_primitive::<Float64Type>().iter().map(|x| x.map(holds)).collect())
 }
 
 /// arrow-rs's result of `p` over `batch`.

@@ -21,8 +21,6 @@ pub mod prune;
 
 pub use crate::decode::row_filter::FilterMode;
 pub use crate::report::{ColumnPruningReport, PruningReport};
-#[cfg(test)]
-pub(crate) use bind::compare as compare_values;
 pub use bind::{Leaf, Predicate, Test};
 pub use hook::{PlannedFilter, SharedFilter};
 pub use lower::{NotLowered, lower};
