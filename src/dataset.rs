@@ -40,7 +40,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::decode::gpu::GpuDecoder;
 use crate::error::{Error, Location, Result};
-use crate::filter::{Expr, SharedFilter};
+use crate::filter::Expr;
 use crate::io::select::AnyBackend;
 use crate::metadata::ParquetSource;
 use crate::reader::ReaderBuilder;
@@ -449,7 +449,7 @@ impl Dataset {
     /// backend and the settings there; it decodes on the host unless `configure` asks for
     /// [`Decode::Gpu`], whose device columns are then copied to the host). Each file is one
     /// [`Reader::scan`](crate::Reader::scan), reading and decoding its next steps while the caller
-    /// holds the current one (a GPU-decoded step's rows filtered on the host after the copy); the
+    /// holds the current one (a GPU-decoded step comes with the rows the filter accepts); the
     /// readers after the first share its backend and GPU decoder. Dropping the iterator stops the
     /// scan. The first error ends the stream.
     pub fn batches(&self, configure: impl Fn(ReaderBuilder) -> ReaderBuilder + Send + 'static) -> DatasetBatches {
@@ -470,9 +470,8 @@ pub struct DatasetBatches {
     dataset: Dataset,
     configure: Box<dyn Fn(ReaderBuilder) -> ReaderBuilder + Send>,
     next_file: usize,
-    /// The file being scanned, its scan, and its reader's filter (applied on the host to GPU-decoded
-    /// steps, which hold the surviving row groups whole).
-    current: Option<(usize, Scan<StepOutput>, SharedFilter)>,
+    /// The file being scanned, and its scan.
+    current: Option<(usize, Scan<StepOutput>)>,
     /// Batches of the current step not handed out yet.
     pending: std::collections::VecDeque<DatasetBatch>,
     /// The first reader's backend and GPU decoder, shared with the later ones.
@@ -507,14 +506,14 @@ impl DatasetBatches {
                 let decoder = reader.gpu_decoder.get().and_then(|d| d.as_ref().ok()).cloned();
                 self.shared = Some((reader.io().clone(), decoder));
             }
-            Ok((scan, reader.filter.clone()))
+            Ok(scan)
         });
-        Some(started.map(|(scan, filter)| self.current = Some((i, scan, filter))))
+        Some(started.map(|scan| self.current = Some((i, scan))))
     }
 
     /// The next step of the current file as batches with the partitions; `None` at its end.
     fn next_step(&mut self) -> Option<Result<()>> {
-        let (i, scan, filter) = self.current.as_mut()?;
+        let (i, scan) = self.current.as_mut()?;
         let i = *i;
         let step = match scan.next() {
             Some(step) => step,
@@ -523,15 +522,11 @@ impl DatasetBatches {
                 return None;
             }
         };
-        let on_gpu = matches!(step, Ok(StepOutput::Device(_)));
+        // A GPU-decoded step comes back with the rows the filter accepts (on the device, or on the
+        // host where the GPU could not run it).
         let batches = step.and_then(StepOutput::into_record_batches);
-        let filter = filter.clone().filter(|_| on_gpu);
         Some(batches.and_then(|batches| {
             for batch in batches {
-                let batch = match &filter {
-                    Some(f) => f.apply_batch(&batch)?,
-                    None => batch,
-                };
                 let batch = self.dataset.attach_partitions(i, batch)?;
                 self.pending.push_back(DatasetBatch { file: i, batch });
             }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::decode::gpu::DecoderSetup;
 use crate::decode::pipeline::{ColumnStepStats, StepStats};
-use crate::decode::table::DeviceTable;
+use crate::decode::table::{DeviceArray, DeviceTable};
 use crate::error::{Error, Result};
 use crate::io::IoLog;
 use crate::plan::ReadPlan;
@@ -18,12 +18,22 @@ use crate::reader::Reader;
 use crate::report::ReadReport;
 use crate::scan::Release;
 use crate::scan::gpu::GpuSteps;
+use crate::scan::gpu_filter::RowFilterReport;
 
 /// A read decoded on the GPU: the device table and the reports.
 #[derive(Debug)]
 pub struct DeviceRead {
-    /// The decoded columns.
+    /// The decoded columns: with a filter run on the GPU, the rows it accepts (all rows with
+    /// [`FilterMode::Mask`](crate::filter::FilterMode::Mask), then see `masks`), without the columns
+    /// read only for the filter; with a filter the GPU could not run (`decode.filter` says why),
+    /// every row of the surviving row groups and the filter's columns ([`DeviceRead::to_host`]
+    /// filters them).
     pub table: DeviceTable,
+    /// With [`FilterMode::Mask`](crate::filter::FilterMode::Mask): per batch, a `Boolean` array of
+    /// its rows, true where the filter accepts the row; empty otherwise.
+    pub masks: Vec<DeviceArray>,
+    /// The filter left to the host.
+    pub(crate) host_filter: crate::filter::SharedFilter,
     /// The I/O report of the whole read (every step's reads).
     pub io: ReadReport,
     /// The decode report.
@@ -55,6 +65,9 @@ pub struct DecodeReport {
     /// Most device memory in use on the GPU at a step boundary (`cuMemGetInfo`), less what was in use
     /// before the read.
     pub peak_measured_bytes: u64,
+    /// What the row filter did, with a filter ([`crate::ReaderBuilder::with_filter`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<RowFilterReport>,
 }
 
 pub use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window};
@@ -74,6 +87,7 @@ impl Reader {
         let outcomes = steps.scan(self, started, Release::Finished).collect_all()?;
         let chunk_bytes = steps.plans.iter().map(|p| p.dest_len).max().unwrap_or(0);
         let mut batches = Vec::with_capacity(n);
+        let mut masks = Vec::new();
         let mut summaries = Vec::with_capacity(n);
         let mut io_plans = Vec::with_capacity(n);
         let mut io_logs = Vec::with_capacity(n);
@@ -91,6 +105,7 @@ impl Reader {
             io_plans.push(o.plan);
             io_logs.push(o.log);
             batches.push(o.batch);
+            masks.extend(o.mask);
         }
         if batches.len() != n {
             return Err(Error::device("GPU decoder", "the read stopped before its last step"));
@@ -109,15 +124,49 @@ impl Reader {
             budget_bytes: steps.budget.limit().unwrap_or(0),
             peak_tracked_bytes: peak_tracked,
             peak_measured_bytes: peak_measured,
+            filter: None,
         };
+        let filter = steps
+            .filter
+            .as_ref()
+            .map(|f| RowFilterReport::of(f, decode.steps.iter().map(|s| s.filter)));
+        let decode = DecodeReport { filter, ..decode };
         Ok(DeviceRead {
             table: DeviceTable {
-                schema: steps.schema.clone(),
+                schema: steps.output_schema(),
                 batches,
             },
+            masks,
+            host_filter: steps.filter.as_ref().and_then(|f| f.on_host()),
             io,
             decode,
         })
+    }
+}
+
+impl DeviceRead {
+    /// A host copy of the rows the filter accepts, as one record batch: the table, less the rows the
+    /// masks leave out, with a filter left to the host applied (exactly, as
+    /// [`crate::filter::Predicate::filter`]); the whole table without a filter.
+    pub fn to_host(&self) -> Result<arrow::record_batch::RecordBatch> {
+        use crate::scan::step::accepted_rows;
+        let parts = (self.table.batches.iter().enumerate())
+            .map(|(k, b)| accepted_rows(b.to_host()?, self.masks.get(k), &self.host_filter))
+            .collect::<Result<Vec<_>>>()?;
+        let schema = match parts.first() {
+            Some(p) => p.schema(),
+            None => {
+                let empty = arrow::record_batch::RecordBatch::new_empty(self.table.schema.clone());
+                accepted_rows(empty, None, &self.host_filter)?.schema()
+            }
+        };
+        arrow::compute::concat_batches(&schema, &parts).map_err(|e| Error::device("joining decoded batches", e))
+    }
+
+    /// Whether the table's rows still need the filter applied on the host (the GPU could not run
+    /// it; `decode.filter.reason` says why).
+    pub fn filtered_on_host(&self) -> bool {
+        self.host_filter.is_some()
     }
 }
 
@@ -271,6 +320,9 @@ impl DecodeReport {
              ahead of the decode), on the GPU in the others\n",
             self.steps.len()
         ));
+        if let Some(f) = &self.filter {
+            out.push_str(&f.line());
+        }
         out.push_str(&format!(
             "device memory: output {} bytes, peak {} bytes tracked / {} measured, budget {} bytes\n",
             self.output_bytes, self.peak_tracked_bytes, self.peak_measured_bytes, self.budget_bytes

@@ -77,11 +77,9 @@ pub(crate) fn spread_row_groups(sizes: &[Vec<u64>], devices: usize) -> Vec<Vec<P
 pub struct PartRead {
     /// Which file and row groups.
     pub part: Part,
-    /// The device table and the reports of its read.
+    /// The device table (the rows the reader's filter accepts, or a mask or a filter left to the
+    /// host: [`DeviceRead::to_host`]) and the reports of its read.
     pub read: DeviceRead,
-    /// The part's reader's filter ([`Dataset::with_filter`]): its surviving row groups are decoded
-    /// whole, and [`MultiDeviceRead::to_host`] keeps the rows it accepts.
-    pub(crate) filter: crate::filter::SharedFilter,
 }
 
 /// One GPU's share of a multi-GPU read.
@@ -264,13 +262,10 @@ impl MultiDeviceRead {
         for d in &self.devices {
             for p in &d.parts {
                 let f = &dataset.files()[p.part.file];
-                for b in &p.read.table.batches {
-                    let b = b.to_host()?;
+                for (k, b) in p.read.table.batches.iter().enumerate() {
+                    let b = crate::scan::step::accepted_rows(b.to_host()?, p.read.masks.get(k), &p.read.host_filter)?;
                     out.push(with_partitions(
-                        match &p.filter {
-                            Some(filter) => filter.apply_batch(&b)?,
-                            None => b,
-                        },
+                        b,
                         dataset.partition_fields(),
                         &f.partition_values,
                         &f.path,
@@ -341,8 +336,7 @@ impl Dataset {
                         for (part, reader) in built {
                             let read = reader.read_device()?;
                             counts.add_all(&read.io.total);
-                            let filter = reader.filter.clone();
-                            parts.push(PartRead { part, read, filter });
+                            parts.push(PartRead { part, read });
                         }
                         Ok(DeviceShareRead {
                             device,

@@ -62,6 +62,8 @@ pub struct ReaderBuilder {
     shared_decoder: Option<Arc<GpuDecoder>>,
     /// Issue 43's filter hook: see [`ReaderBuilder::with_filter`].
     filter: Option<crate::filter::Expr>,
+    /// What a GPU decode's filter gives: see [`ReaderBuilder::with_filter_mode`].
+    filter_mode: crate::filter::FilterMode,
 }
 
 impl ReaderBuilder {
@@ -85,6 +87,7 @@ impl ReaderBuilder {
             source: None,
             shared_decoder: None,
             filter: None,
+            filter_mode: crate::filter::FilterMode::Compact,
         }
     }
 
@@ -117,9 +120,23 @@ impl ReaderBuilder {
     /// exactly and drops the columns read only for the filter. Host reads fetch the surviving rows
     /// page by page where the file has an OffsetIndex ([`ReadPlan::build_paged`]): the raw chunks of
     /// `read()` are then pieces (dictionary page, runs of data pages) of the surviving row groups'
-    /// chunks. The GPU read (`read_device`) fetches those chunks whole, unfiltered within them.
+    /// chunks. A GPU decode ([`Reader::read_device`], [`Reader::scan`] on the GPU) fetches those
+    /// chunks whole, evaluates the filter on the device after each step's decode and compacts the
+    /// step to the accepted rows, the filter's own columns dropped
+    /// ([`ReaderBuilder::with_filter_mode`]); where the GPU row filter cannot run it, the steps are
+    /// left whole and the report says why (`DeviceRead::to_host`, `DecodedStep::to_host` then filter
+    /// on the host).
     pub fn with_filter(mut self, filter: crate::filter::Expr) -> Self {
         self.filter = Some(filter);
+        self
+    }
+
+    /// What a GPU decode's filter gives ([`ReaderBuilder::with_filter`]): each step compacted to the
+    /// accepted rows (the default, [`FilterMode::Compact`](crate::filter::FilterMode::Compact)), or
+    /// its rows whole with a mask of the accepted ones (`Mask`: `DecodedStep::mask`,
+    /// `DeviceRead::masks`).
+    pub fn with_filter_mode(mut self, mode: crate::filter::FilterMode) -> Self {
+        self.filter_mode = mode;
         self
     }
 
@@ -281,6 +298,7 @@ impl ReaderBuilder {
         let filter = filter.map(Arc::new);
         Ok(Reader {
             filter,
+            filter_mode: self.filter_mode,
             source,
             plan,
             whole_plan,

@@ -166,10 +166,7 @@ fn predicates() -> Vec<RowPredicate> {
         cmp(1, CmpOp::LtEq, Scalar::Float64(f64::NAN)).and(cmp(1, CmpOp::NotEq, Scalar::Float64(0.5))),
         cmp(2, CmpOp::GtEq, Scalar::Bytes(b"abc".to_vec())).or(RowPredicate::IsNull(3)),
         cmp(4, CmpOp::Eq, Scalar::Bytes(b"a string longer than twelve".to_vec())).not(),
-        RowPredicate::InList {
-            column: 7,
-            values: vec![Scalar::Bytes(b"b".to_vec()), Scalar::Bytes(Vec::new())],
-        },
+        RowPredicate::in_list(7, vec![Scalar::Bytes(b"b".to_vec()), Scalar::Bytes(Vec::new())]),
         cmp(5, CmpOp::Eq, Scalar::Boolean(true)).and(cmp(6, CmpOp::Lt, Scalar::Int128(0))),
         RowPredicate::IsNotNull(8).and(RowPredicate::IsNull(9).not()),
         cmp(3, CmpOp::Lt, Scalar::Bytes(b"b".to_vec())),
@@ -196,7 +193,7 @@ fn arrow_mask(b: &RecordBatch, p: &RowPredicate) -> BooleanArray {
         }
     };
     match p {
-        RowPredicate::Compare { column, op, value } => {
+        RowPredicate::Compare { column, op, value, .. } => {
             let c = b.column(*column);
             let t = match c.data_type() {
                 DataType::Dictionary(_, v) => v.as_ref().clone(),
@@ -213,20 +210,13 @@ fn arrow_mask(b: &RecordBatch, p: &RowPredicate) -> BooleanArray {
             }
             .expect("cmp")
         }
-        RowPredicate::InList { column, values } => {
+        RowPredicate::InList { column, values, .. } => {
             let none = BooleanArray::new(
                 arrow::buffer::BooleanBuffer::new_unset(b.num_rows()),
                 b.column(*column).logical_nulls(),
             );
             values.iter().fold(none, |acc, v| {
-                let one = arrow_mask(
-                    b,
-                    &RowPredicate::Compare {
-                        column: *column,
-                        op: CmpOp::Eq,
-                        value: v.clone(),
-                    },
-                );
+                let one = arrow_mask(b, &RowPredicate::compare(*column, CmpOp::Eq, v.clone()));
                 boolean::or_kleene(&acc, &one).expect("or")
             })
         }
@@ -429,6 +419,137 @@ fn gpu_filter_of_batches_read_by_the_reader() {
                 panic!("rows asked for")
             };
             assert_eq!(rows.to_host().expect("host copy"), want, "step {k}, {p:?}");
+        }
+    }
+}
+
+/// arrow-rs's read of `columns` of the file, filtered exactly by `filter` (`Predicate::filter` over
+/// the whole file's columns, then the projection).
+fn arrow_rs_filtered(path: &std::path::Path, filter: &gpu_parquet::filter::Expr, columns: &[String]) -> RecordBatch {
+    let file = std::fs::File::open(path).expect("open");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("arrow-rs")
+        .build()
+        .expect("arrow-rs reader");
+    let batches: Vec<RecordBatch> = reader.map(|b| b.expect("batch")).collect();
+    let all = arrow::compute::concat_batches(&batches[0].schema(), &batches).expect("concat");
+    let p = filter.bind(&all.schema(), &Location::default()).expect("bind");
+    let kept = p.filter(&all).expect("exact filter");
+    // In the file's order, as the reader gives them.
+    let mut keep: Vec<usize> = columns
+        .iter()
+        .map(|c| kept.schema().index_of(c).expect("column"))
+        .collect();
+    keep.sort_unstable();
+    kept.project(&keep).expect("project")
+}
+
+/// Filters over [`batch`]'s columns for a reader.
+const READER_FILTERS: [&str; 7] = [
+    "c1 >= 0 and c2 != 'abc'",
+    // -0 equals 0 (not so in arrow-rs's total order); NaN matches only `!=`.
+    "c1 = -0 or c6 between -1 and 1",
+    "c1 != 2 and not (c1 < 1.5) and c7 in ('a', 'b', 'abc')",
+    "c2 not in ('a', 'b') or c1 is null",
+    "c4 >= 'b' and c5",
+    "c3 = 'abc' or c0 is null",
+    "c0 > -10",
+];
+
+/// Projections of [`batch`]'s columns: struct and list payload with the filter's columns added, and
+/// all.
+fn projections() -> [Vec<String>; 2] {
+    [
+        vec!["c8".into(), "c9".into(), "c2".into()],
+        (0..10).map(|k| format!("c{k}")).collect(),
+    ]
+}
+
+/// The same filters read on the host (the reader's exact filter after arrow-rs's decode): the
+/// reference of the GPU test below, checked where there is no GPU too.
+#[test]
+fn a_filtered_host_read_equals_arrow_rs_filtered_exactly() {
+    use gpu_parquet::filter::Expr;
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write_file(dir.path(), &batch(&mut Rng(79), 20_000));
+    for text in READER_FILTERS {
+        let e = Expr::parse(text).expect("parse");
+        for columns in projections() {
+            let want = arrow_rs_filtered(&path, &e, &columns);
+            let got = gpu_parquet::Reader::builder(&path)
+                .with_backend(gpu_parquet::BackendKind::Host)
+                .with_columns(columns.clone())
+                .with_filter(e.clone())
+                .build()
+                .expect("reader")
+                .read_batches()
+                .expect("read")
+                .concat()
+                .expect("concat");
+            assert_eq!(got, want, "{text}, {columns:?}");
+            assert!(want.num_rows() > 0, "{text} keeps rows");
+        }
+    }
+}
+
+/// `with_filter` and a GPU decode: the reader's device batches are filtered on the GPU (compacted, or
+/// masked), the filter's own columns dropped, and equal arrow-rs's read filtered exactly (floats as
+/// IEEE 754 and pyarrow compare them).
+#[test]
+fn a_filtered_gpu_read_equals_arrow_rs_filtered_exactly() {
+    use gpu_parquet::filter::Expr;
+    use gpu_parquet::{Decode, StepOutput};
+    let Some((_ctx, _decoder)) = gpu() else { return };
+    let dir = tempfile::tempdir().expect("dir");
+    // Struct and list columns among the payload; floats with NaN; views, a dictionary, decimals.
+    let path = write_file(dir.path(), &batch(&mut Rng(79), 70_000));
+    let options: DecoderOptions = Settings::from_env(&[]).expect("settings").decoder_options();
+    for text in READER_FILTERS {
+        let e = Expr::parse(text).expect("parse");
+        for columns in projections() {
+            let want = arrow_rs_filtered(&path, &e, &columns);
+            for mode in [FilterMode::Compact, FilterMode::Mask] {
+                let reader = gpu_parquet::Reader::builder(&path)
+                    .with_backend(gpu_parquet::BackendKind::Auto)
+                    .with_decoder_options(options.clone())
+                    .with_decode(Decode::Gpu)
+                    .with_columns(columns.clone())
+                    .with_filter(e.clone())
+                    .with_filter_mode(mode)
+                    .build()
+                    .expect("reader");
+                let read = reader.read_device().unwrap_or_else(|err| panic!("{text}: {err}"));
+                let report = read.decode.filter.as_ref().expect("a filter report");
+                assert_eq!(report.on, "gpu", "{text}: {:?}", report.reason);
+                assert_eq!(report.rows_kept, want.num_rows() as u64, "{text}");
+                assert!(!read.filtered_on_host());
+                assert_eq!(
+                    read.masks.len(),
+                    if mode == FilterMode::Mask {
+                        read.table.batches.len()
+                    } else {
+                        0
+                    }
+                );
+                let got = read.to_host().expect("host copy");
+                assert_eq!(got.schema(), want.schema(), "{text}, {columns:?}");
+                assert_eq!(got, want, "{text}, {columns:?}, {mode:?}");
+                if mode == FilterMode::Compact {
+                    assert_eq!(read.table.num_rows(), want.num_rows(), "{text}");
+                }
+                // The streamed scan yields the same rows, step by step.
+                let mut steps = Vec::new();
+                for step in reader.scan().expect("scan") {
+                    let StepOutput::Device(d) = step.expect("step") else {
+                        panic!("device steps")
+                    };
+                    steps.push(d.to_host().expect("host copy"));
+                }
+                if !steps.is_empty() {
+                    let streamed = arrow::compute::concat_batches(&steps[0].schema(), &steps).expect("concat");
+                    assert_eq!(streamed, want, "scan of {text}, {columns:?}, {mode:?}");
+                }
+            }
         }
     }
 }

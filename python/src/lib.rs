@@ -533,7 +533,9 @@ fn decode_choice(decode: &str) -> PyResult<Decode> {
 ///     filters: only the rows that pass: a str ("l_shipdate >= '1994-01-01' and l_quantity < 24")
 ///         or pyarrow's DNF form (a list of (column, op, value) tuples, or a list of such lists; ops
 ///         =, ==, !=, <, <=, >, >=, in, not in), with pyarrow's results. Row groups are pruned by
-///         statistics, bloom filters and the page index first (report["pruning"]).
+///         statistics, bloom filters and the page index first (report["pruning"]); a GPU decode
+///         then keeps the matching rows on the GPU (report["decode"]["filter"]: where it ran, rows
+///         kept, or why it ran on the host).
 ///
 /// Raises:
 ///     FileNotFoundError: the file is not there. PermissionError: it may not be read.
@@ -613,10 +615,10 @@ fn read_with(
                     o.insert("pruning".into(), p.clone());
                 }
             }
-            // Issue 43: the GPU decodes the surviving row groups whole; until the predicate runs
-            // there, the exact row filter is applied on the host.
-            if let Some(f) = reader.filter() {
-                let batch = f.apply_batch(&r.table.to_host().map_err(err)?).map_err(err)?;
+            // The GPU filtered the rows already (report["decode"]["filter"]), unless it could not
+            // run the filter: then the exact filter is applied on the host, as the report says.
+            if r.filtered_on_host() {
+                let batch = r.to_host().map_err(err)?;
                 return Ok(Table {
                     schema: batch.schema(),
                     num_rows: batch.num_rows(),

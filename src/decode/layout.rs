@@ -803,6 +803,9 @@ pub mod row_filter {
     pub(crate) const LEAF_DICT_UNSIGNED: u32 = 9;
     /// Validity only (`is null`, `is not null` on any type).
     pub(crate) const LEAF_NULLS: u32 = 10;
+    /// IEEE floats (2, 4 or 8 bytes) as IEEE 754, C and pyarrow compare them: NaN neither equal,
+    /// less nor greater than anything (only `!=` holds), -0 equal to +0.
+    pub(crate) const LEAF_FLOAT_IEEE: u32 = 11;
 
     /// Leaf operations (`RowLeafDesc::op`).
     pub(crate) const OP_EQ: u32 = 0;

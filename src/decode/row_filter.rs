@@ -17,12 +17,13 @@
 //! payload batch of the same rows ([`DeviceBatch::compact`], [`compact_batch`]).
 //!
 //! What runs where: the predicate's leaves compare one column with literals typed to its Arrow layout
-//! ([`Scalar`]); `and` / `or` / `not` combine them by Kleene logic. The mask's selected rows are
-//! counted and numbered by a multi-block scan (tile sums, tile bases, tile scan), then each column is
-//! gathered: fixed-width values, bit-packed validity and booleans, strings and binaries (lengths, their
-//! scan into offsets, then the characters), views (the views; data buffers kept), dictionaries (keys;
-//! values kept), structs (validity and children) and lists (offsets by the same scan, then their items
-//! as a column of their own). Other types ([`compaction_support`], [`leaf_support`]) are an
+//! ([`Scalar`]), floats in arrow-rs's total order or as IEEE 754 does ([`FloatOrder`], what the user's
+//! filters, lowered by the filter module, ask); `and` / `or` / `not` combine them by Kleene logic. The
+//! mask's selected rows are counted and numbered by a multi-block scan (tile sums, tile bases, tile
+//! scan), then each column is gathered: fixed-width values, bit-packed validity and booleans, strings
+//! and binaries (lengths, their scan into offsets, then the characters), views (the views; data
+//! buffers kept), dictionaries (keys; values kept), structs (validity and children) and lists (offsets
+//! by the same scan, then their items as a column of their own). Other types ([`compaction_support`], [`leaf_support`]) are an
 //! `InvalidRequest` naming the column and type, for the caller to filter that column on the host.
 
 use std::sync::Arc;
@@ -156,6 +157,19 @@ impl Scalar {
     }
 }
 
+/// How a leaf on a float column compares (other types ignore it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FloatOrder {
+    /// IEEE 754 total order, as arrow-rs's comparison kernels (`total_cmp`): -NaN < -inf < -0 < +0 <
+    /// inf < NaN, NaN equal to itself.
+    #[default]
+    Total,
+    /// IEEE 754 comparison, as C, SQL engines and pyarrow: NaN is neither equal, less nor greater
+    /// than anything (only `!=` holds), -0 equals +0. What the user's filters mean
+    /// (the filter module's `Predicate`).
+    Ieee,
+}
+
 /// A predicate over the columns of a batch (by index), lowered from the user's filter expression.
 /// Leaves compare one column with literals; a row is selected where the whole predicate is true
 /// (unknown, SQL's null, is not selected).
@@ -169,6 +183,8 @@ pub enum RowPredicate {
         op: CmpOp,
         /// The literal.
         value: Scalar,
+        /// How floats compare.
+        floats: FloatOrder,
     },
     /// `column in (values)`; unknown where the column is null, false for an empty list.
     InList {
@@ -176,6 +192,8 @@ pub enum RowPredicate {
         column: usize,
         /// The literals.
         values: Vec<Scalar>,
+        /// How floats compare.
+        floats: FloatOrder,
     },
     /// `column is null` (a dictionary's null values included, as arrow-rs's logical nulls).
     IsNull(usize),
@@ -190,9 +208,38 @@ pub enum RowPredicate {
 }
 
 impl RowPredicate {
-    /// `column op value`.
+    /// `column op value` (floats in total order, as arrow-rs compares them).
     pub fn compare(column: usize, op: CmpOp, value: Scalar) -> Self {
-        RowPredicate::Compare { column, op, value }
+        RowPredicate::Compare {
+            column,
+            op,
+            value,
+            floats: FloatOrder::Total,
+        }
+    }
+    /// `column in (values)` (floats in total order).
+    pub fn in_list(column: usize, values: Vec<Scalar>) -> Self {
+        RowPredicate::InList {
+            column,
+            values,
+            floats: FloatOrder::Total,
+        }
+    }
+    /// The same predicate with every float leaf comparing by `floats`.
+    pub fn with_floats(self, floats: FloatOrder) -> Self {
+        match self {
+            RowPredicate::Compare { column, op, value, .. } => RowPredicate::Compare {
+                column,
+                op,
+                value,
+                floats,
+            },
+            RowPredicate::InList { column, values, .. } => RowPredicate::InList { column, values, floats },
+            RowPredicate::And(a, b) => a.with_floats(floats).and(b.with_floats(floats)),
+            RowPredicate::Or(a, b) => a.with_floats(floats).or(b.with_floats(floats)),
+            RowPredicate::Not(a) => a.with_floats(floats).not(),
+            other => other,
+        }
     }
     /// `self and other`.
     pub fn and(self, other: RowPredicate) -> Self {
@@ -234,14 +281,21 @@ impl RowPredicate {
     /// columns, say.
     pub fn map_columns(&self, to: &impl Fn(usize) -> usize) -> Self {
         match self {
-            RowPredicate::Compare { column, op, value } => RowPredicate::Compare {
+            RowPredicate::Compare {
+                column,
+                op,
+                value,
+                floats,
+            } => RowPredicate::Compare {
                 column: to(*column),
                 op: *op,
                 value: value.clone(),
+                floats: *floats,
             },
-            RowPredicate::InList { column, values } => RowPredicate::InList {
+            RowPredicate::InList { column, values, floats } => RowPredicate::InList {
                 column: to(*column),
                 values: values.clone(),
+                floats: *floats,
             },
             RowPredicate::IsNull(c) => RowPredicate::IsNull(to(*c)),
             RowPredicate::IsNotNull(c) => RowPredicate::IsNotNull(to(*c)),
@@ -526,12 +580,15 @@ impl<E: Executor> Run<'_, E> {
             Ok(out)
         };
         match p {
-            RowPredicate::Compare { column, op, value } => {
-                self.leaf(*column, cols, op.code(), std::slice::from_ref(value), n)
-            }
-            RowPredicate::InList { column, values } => self.leaf(*column, cols, OP_IN, values, n),
-            RowPredicate::IsNull(c) => self.leaf(*c, cols, OP_IS_NULL, &[], n),
-            RowPredicate::IsNotNull(c) => self.leaf(*c, cols, OP_IS_NOT_NULL, &[], n),
+            RowPredicate::Compare {
+                column,
+                op,
+                value,
+                floats,
+            } => self.leaf(*column, cols, op.code(), std::slice::from_ref(value), *floats, n),
+            RowPredicate::InList { column, values, floats } => self.leaf(*column, cols, OP_IN, values, *floats, n),
+            RowPredicate::IsNull(c) => self.leaf(*c, cols, OP_IS_NULL, &[], FloatOrder::Total, n),
+            RowPredicate::IsNotNull(c) => self.leaf(*c, cols, OP_IS_NOT_NULL, &[], FloatOrder::Total, n),
             RowPredicate::And(a, b) | RowPredicate::Or(a, b) => {
                 let op = if matches!(p, RowPredicate::And(..)) {
                     RowLogicOp::And
@@ -548,7 +605,15 @@ impl<E: Executor> Run<'_, E> {
         }
     }
 
-    fn leaf(&mut self, column: usize, cols: &[ColumnRef], op: u32, lits: &[Scalar], n: u64) -> Result<u64> {
+    fn leaf(
+        &mut self,
+        column: usize,
+        cols: &[ColumnRef],
+        op: u32,
+        lits: &[Scalar],
+        floats: FloatOrder,
+        n: u64,
+    ) -> Result<u64> {
         let Some(col) = cols.get(column) else {
             return Err(self.ctx.request(
                 column,
@@ -558,18 +623,25 @@ impl<E: Executor> Run<'_, E> {
         if col.len != n {
             return Err(self.ctx.request(column, format!("{} rows in a batch of {n}", col.len)));
         }
-        self.leaf_over(column, col, op, lits)
+        self.leaf_over(column, col, op, lits, floats)
     }
 
     /// The leaf over all of `col`'s elements.
-    fn leaf_over(&mut self, column: usize, col: &ColumnRef, op: u32, lits: &[Scalar]) -> Result<u64> {
+    fn leaf_over(
+        &mut self,
+        column: usize,
+        col: &ColumnRef,
+        op: u32,
+        lits: &[Scalar],
+        floats: FloatOrder,
+    ) -> Result<u64> {
         let n = col.len;
         let null_test = matches!(op, OP_IS_NULL | OP_IS_NOT_NULL);
         let is_dict = matches!(col.data_type, DataType::Dictionary(..));
-        let (kind, width) = if null_test && !is_dict {
-            (LEAF_NULLS, 0)
-        } else {
-            leaf_support(&col.data_type).map_err(|m| self.ctx.request(column, m))?
+        let (kind, width) = match leaf_support(&col.data_type) {
+            _ if null_test && !is_dict => (LEAF_NULLS, 0),
+            Ok((LEAF_FLOAT, w)) if floats == FloatOrder::Ieee => (LEAF_FLOAT_IEEE, w),
+            support => support.map_err(|m| self.ctx.request(column, m))?,
         };
         let mut d = RowLeafDesc {
             kind,
@@ -591,7 +663,7 @@ impl<E: Executor> Run<'_, E> {
                 let Some(values) = col.children.first() else {
                     return Err(self.ctx.request(column, "a dictionary column without its values"));
                 };
-                let table = self.leaf_over(column, values, op, lits)?;
+                let table = self.leaf_over(column, values, op, lits, floats)?;
                 (d.values, d.values_len) = (buf(0).addr, buf(0).len);
                 let Ok(nlits) = u32::try_from(values.len) else {
                     return Err(self
@@ -635,7 +707,7 @@ impl<E: Executor> Run<'_, E> {
             let fits = if byte_kind {
                 k == LEAF_BYTES
             } else {
-                k == d.kind && w == d.width
+                (k == d.kind || (k, d.kind) == (LEAF_FLOAT, LEAF_FLOAT_IEEE)) && w == d.width
             };
             if !fits {
                 return Err(self.ctx.request(
@@ -1670,4 +1742,4 @@ pub(crate) fn launch_plan(kernel: &Kernel) -> Option<RowLaunch> {
 
 #[cfg(test)]
 #[path = "row_filter_tests.rs"]
-mod tests;
+pub(crate) mod tests;

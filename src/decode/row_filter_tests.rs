@@ -112,6 +112,7 @@ fn types() -> Vec<DataType> {
         D::FixedSizeBinary(3),
         dict(D::Int32, D::Utf8),
         dict(D::UInt8, D::Int64),
+        float_dictionary(),
         D::Struct(Fields::from(vec![
             Field::new("x", D::Int32, true),
             Field::new("s", D::Utf8, true),
@@ -120,6 +121,11 @@ fn types() -> Vec<DataType> {
         D::LargeList(Arc::new(Field::new("item", D::Utf8, true))),
         map_type(),
     ]
+}
+
+/// A dictionary of floats (NaN, -0 and +0 among them).
+fn float_dictionary() -> DataType {
+    DataType::Dictionary(Box::new(DataType::UInt8), Box::new(DataType::Float32))
 }
 
 /// arrow-rs's map of Utf8 keys to Int32 values, as `MapBuilder` makes it.
@@ -371,24 +377,72 @@ fn gen_predicate(rng: &mut Rng, batch: &RecordBatch, depth: u32) -> RowPredicate
             RowPredicate::IsNotNull(column)
         };
     }
+    let floats = rng.pick(&[FloatOrder::Total, FloatOrder::Ieee]);
     if rng.chance(20) {
         let values = (0..rng.below(4)).map(|_| gen_scalar(rng, &t)).collect();
-        return RowPredicate::InList { column, values };
+        return RowPredicate::in_list(column, values).with_floats(floats);
     }
     let op = rng.pick(&[CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::LtEq, CmpOp::Gt, CmpOp::GtEq]);
-    RowPredicate::compare(column, op, gen_scalar(rng, &t))
+    RowPredicate::compare(column, op, gen_scalar(rng, &t)).with_floats(floats)
+}
+
+/// `c op value` over a float column (or a dictionary of floats) compared as IEEE 754 does (NaN
+/// unordered, -0 equal to +0); `None` for other columns.
+fn ieee_eval(c: &ArrayRef, op: CmpOp, value: &Scalar) -> Option<BooleanArray> {
+    let values = match c.data_type() {
+        DataType::Dictionary(_, v) => arrow::compute::cast(c, v).expect("dictionary values"),
+        _ => c.clone(),
+    };
+    if !matches!(
+        values.data_type(),
+        DataType::Float16 | DataType::Float32 | DataType::Float64
+    ) {
+        return None;
+    }
+    let v = match value {
+        Scalar::Float16(x) => x.to_f64(),
+        Scalar::Float32(x) => *x as f64,
+        Scalar::Float64(x) => *x,
+        other => panic!("{other:?} on a float column"),
+    };
+    // IEEE 754's partial order: NaN unordered, -0 equal to +0.
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let xs = arrow::compute::cast(&values, &DataType::Float64).expect("as f64");
+    let holds = |x: f64| {
+        let ord = x.partial_cmp(&v);
+        match op {
+            CmpOp::Eq => ord == Some(Equal),
+            CmpOp::NotEq => ord != Some(Equal),
+            CmpOp::Lt => ord == Some(Less),
+            CmpOp::LtEq => matches!(ord, Some(Less | Equal)),
+            CmpOp::Gt => ord == Some(Greater),
+            CmpOp::GtEq => matches!(ord, Some(Greater | Equal)),
+        }
+    };
+    Some(xs.as_primitive::<Float64Type>().iter().map(|x| x.map(holds)).collect())
 }
 
 /// arrow-rs's result of `p` over `batch`.
 fn arrow_eval(batch: &RecordBatch, p: &RowPredicate) -> BooleanArray {
     let col = |c: usize| batch.column(c).clone();
-    let eq = |c: &ArrayRef, s: &Scalar| {
+    let eq = |c: &ArrayRef, s: &Scalar, floats: FloatOrder| {
+        if let Some(r) = ieee_eval(c, CmpOp::Eq, s).filter(|_| floats == FloatOrder::Ieee) {
+            return r;
+        }
         let lit = arrow::array::Scalar::new(scalar_array(s, c.data_type()));
         cmp::eq(c, &lit).expect("arrow eq")
     };
     match p {
-        RowPredicate::Compare { column, op, value } => {
+        RowPredicate::Compare {
+            column,
+            op,
+            value,
+            floats,
+        } => {
             let c = col(*column);
+            if let Some(r) = ieee_eval(&c, *op, value).filter(|_| *floats == FloatOrder::Ieee) {
+                return r;
+            }
             let lit = arrow::array::Scalar::new(scalar_array(value, c.data_type()));
             match op {
                 CmpOp::Eq => cmp::eq(&c, &lit),
@@ -400,13 +454,13 @@ fn arrow_eval(batch: &RecordBatch, p: &RowPredicate) -> BooleanArray {
             }
             .expect("arrow cmp")
         }
-        RowPredicate::InList { column, values } => {
+        RowPredicate::InList { column, values, floats } => {
             let c = col(*column);
             // SQL: unknown where the column is null, else whether any literal is equal.
             let none = BooleanArray::new(arrow::buffer::BooleanBuffer::new_unset(c.len()), c.logical_nulls());
-            values
-                .iter()
-                .fold(none, |acc, v| boolean::or_kleene(&acc, &eq(&c, v)).expect("or"))
+            values.iter().fold(none, |acc, v| {
+                boolean::or_kleene(&acc, &eq(&c, v, *floats)).expect("or")
+            })
         }
         RowPredicate::IsNull(c) => arrow::compute::is_null(&col(*c)).expect("is_null"),
         RowPredicate::IsNotNull(c) => arrow::compute::is_not_null(&col(*c)).expect("is_not_null"),
@@ -514,13 +568,7 @@ fn more_rows_than_one_tile_empty_none_and_all() {
         let data = gen_columns(&mut rng, &ts, n);
         check(&data, &RowPredicate::compare(0, CmpOp::GtEq, Scalar::Int64(0)));
         // Nothing, everything (a tautology over non-null rows, and over all rows).
-        check(
-            &data,
-            &RowPredicate::InList {
-                column: 1,
-                values: vec![],
-            },
-        );
+        check(&data, &RowPredicate::in_list(1, vec![]));
         let all = RowPredicate::IsNull(2).or(RowPredicate::IsNotNull(2));
         check(&data, &all);
         check(&data, &all.clone().not());
@@ -592,13 +640,8 @@ fn mask_and_rows_of_a_device_batch_on_the_host_executor() {
 
 #[test]
 fn a_predicate_names_its_columns_and_moves_to_others() {
-    let p = RowPredicate::compare(4, CmpOp::Gt, Scalar::Int32(0)).and(
-        RowPredicate::IsNull(1).or(RowPredicate::InList {
-            column: 4,
-            values: vec![],
-        }
-        .not()),
-    );
+    let p = RowPredicate::compare(4, CmpOp::Gt, Scalar::Int32(0))
+        .and(RowPredicate::IsNull(1).or(RowPredicate::in_list(4, vec![]).not()));
     assert_eq!(p.columns(), vec![1, 4]);
     let q = p.map_columns(&|c| if c == 4 { 0 } else { 1 });
     assert_eq!(q.columns(), vec![0, 1]);
@@ -731,19 +774,22 @@ fn the_scan_numbers_selected_rows_across_tiles() {
     assert_eq!(a.read::<u32>(out, count as usize).expect("out"), want);
 }
 
+/// Floats in total order.
+const TOTAL_ORDER: [f64; 8] = [
+    -f64::NAN,
+    f64::NEG_INFINITY,
+    -1.0,
+    -0.0,
+    0.0,
+    1.0,
+    f64::INFINITY,
+    f64::NAN,
+];
+
 #[test]
 fn floats_compare_in_total_order_as_arrow_does() {
     // -NaN < -inf < -0 < +0 < inf < NaN, NaN equal to itself.
-    let xs = [
-        -f64::NAN,
-        f64::NEG_INFINITY,
-        -1.0,
-        -0.0,
-        0.0,
-        1.0,
-        f64::INFINITY,
-        f64::NAN,
-    ];
+    let xs = TOTAL_ORDER;
     let col = Float64Array::from(xs.to_vec()).to_data();
     for (k, &x) in xs.iter().enumerate() {
         for op in [CmpOp::Eq, CmpOp::Lt, CmpOp::GtEq] {
@@ -764,11 +810,58 @@ fn floats_compare_in_total_order_as_arrow_does() {
     }
 }
 
+#[test]
+fn floats_compare_as_ieee_when_asked() {
+    // NaN matches only `!=`; -0 equals +0; at every width.
+    let xs = TOTAL_ORDER;
+    let ops = [CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::LtEq, CmpOp::Gt, CmpOp::GtEq];
+    let columns = [
+        Float64Array::from(xs.to_vec()).to_data(),
+        Float32Array::from(xs.iter().map(|&x| x as f32).collect::<Vec<_>>()).to_data(),
+        Float16Array::from(xs.iter().map(|&x| F16::from_f64(x)).collect::<Vec<_>>()).to_data(),
+    ];
+    for col in &columns {
+        for &x in &xs {
+            let lit = match col.data_type() {
+                DataType::Float64 => Scalar::Float64(x),
+                DataType::Float32 => Scalar::Float32(x as f32),
+                _ => Scalar::Float16(F16::from_f64(x)),
+            };
+            for op in ops {
+                let p = RowPredicate::compare(0, op, lit.clone()).with_floats(FloatOrder::Ieee);
+                check(std::slice::from_ref(col), &p);
+                let (_, m) =
+                    filter_array_data(std::slice::from_ref(col), &["f".into()], xs.len(), &p, FilterMode::Mask)
+                        .expect("mask");
+                let want: Vec<bool> = xs
+                    .iter()
+                    .map(|&v| match op {
+                        CmpOp::Eq => v == x,
+                        CmpOp::NotEq => v != x,
+                        CmpOp::Lt => v < x,
+                        CmpOp::LtEq => v <= x,
+                        CmpOp::Gt => v > x,
+                        CmpOp::GtEq => v >= x,
+                    })
+                    .collect();
+                assert_eq!(
+                    m.expect("mask"),
+                    BooleanArray::from(want),
+                    "{op:?} {x} on {}",
+                    col.data_type()
+                );
+            }
+            let p = RowPredicate::in_list(0, vec![lit.clone(), lit.clone()]).with_floats(FloatOrder::Ieee);
+            check(std::slice::from_ref(col), &p);
+        }
+    }
+}
+
 /// The kernels' CUDA source run on the CPU ([`crate::decode::kernels::emu`], under ASan and UBSan) as
 /// an executor: memory is an arena, each launch runs its [`launch_plan`] in the emulation over all of
 /// it, every allocation exactly its size there.
 #[derive(Debug)]
-struct EmuExecutor {
+pub(crate) struct EmuExecutor {
     arena: Arena,
 }
 
@@ -840,6 +933,12 @@ impl Executor for EmuExecutor {
     }
 }
 
+impl FilterExecutor for EmuExecutor {
+    fn address_of(&mut self, buf: &Vec<u8>) -> Result<u64> {
+        self.upload(buf.as_slice())
+    }
+}
+
 /// The emulated kernels' filter of `data` equals the references' (and so arrow-rs's), both modes.
 fn check_emulated(data: &[ArrayData], p: &RowPredicate) {
     let n = data.first().map_or(0, ArrayData::len);
@@ -873,6 +972,28 @@ fn kernels_match_references_in_the_emulation() {
             .expect("batch");
         let p = gen_predicate(&mut rng, &batch, 2);
         check_emulated(&data, &p);
+    }
+    // Floats as IEEE 754 compares them, at every width and through a dictionary.
+    let floats = [
+        DataType::Float16,
+        DataType::Float32,
+        DataType::Float64,
+        float_dictionary(),
+    ];
+    let data = gen_columns(&mut rng, &floats, 200);
+    for (k, t) in floats.iter().enumerate() {
+        for op in [CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::GtEq] {
+            for _ in 0..2 {
+                let p = RowPredicate::compare(k, op, gen_scalar(&mut rng, t)).with_floats(FloatOrder::Ieee);
+                check(&data, &p);
+                check_emulated(&data, &p);
+            }
+        }
+        let values = (0..3).map(|_| gen_scalar(&mut rng, t)).collect();
+        check_emulated(
+            &data,
+            &RowPredicate::in_list(k, values).with_floats(FloatOrder::Ieee).not(),
+        );
     }
     // Several tiles of the scan, and a bad offset buffer's error.
     let data = gen_columns(&mut rng, &[DataType::Int64, DataType::Utf8], 9000);

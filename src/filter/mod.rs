@@ -15,12 +15,15 @@
 
 mod bind;
 mod hook;
+mod lower;
 mod parse;
 pub mod prune;
 
+pub use crate::decode::row_filter::FilterMode;
 pub use crate::report::{ColumnPruningReport, PruningReport};
 pub use bind::{Leaf, Predicate, Test};
 pub(crate) use hook::{PlannedFilter, SharedFilter};
+pub use lower::{NotLowered, lower};
 pub use prune::{ChunkPages, RowGroupSelection, ScanSelection, prune};
 
 use std::fmt;

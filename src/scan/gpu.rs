@@ -23,6 +23,7 @@ use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, ReadPlan};
 use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
 use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
+use crate::scan::gpu_filter::GpuFilter;
 use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window};
 use crate::scan::{progress::ProgressCounter, spec::Reader};
 
@@ -170,6 +171,8 @@ pub(crate) struct GpuSteps {
     /// The decoded schema and each column's route.
     pub schema: SchemaRef,
     routes: Vec<ColumnRoute>,
+    /// The reader's filter, on the GPU after each step's decode or left to the host.
+    pub filter: Option<Arc<GpuFilter>>,
 }
 
 impl GpuSteps {
@@ -178,6 +181,7 @@ impl GpuSteps {
         let (free_before, _) = decoder.context().memory()?;
         let budget = gpu_budget(reader, free_before);
         let (schema, routes) = route_columns(&reader.source, &reader.whole_plan.columns)?;
+        let filter = GpuFilter::plan(&reader.filter, &schema, reader.filter_mode)?.map(Arc::new);
         // The GPU time a step costs at least: how many steps, and how many decoded at once.
         let floor = step_floor_ns(reader, &decoder);
         let (steps, largest) = decode_steps(reader, &budget, floor)?;
@@ -194,7 +198,15 @@ impl GpuSteps {
             decoders: decoders(reader, floor).clamp(1, most),
             schema,
             routes,
+            filter,
         })
+    }
+
+    /// The schema of the steps' batches: without the columns read only for a filter run on the GPU.
+    pub(crate) fn output_schema(&self) -> SchemaRef {
+        self.filter
+            .as_ref()
+            .map_or_else(|| self.schema.clone(), |f| f.output_schema(&self.schema))
     }
 
     /// Starts the scan of these steps: each decoded on the GPU, `release` saying whether a step's
@@ -220,6 +232,7 @@ impl GpuSteps {
             threads: reader.policy.threads,
             started,
             headers: (0..self.plans.len()).map(|_| HeaderSlot::default()).collect(),
+            filter: self.filter.clone(),
         };
         let spec = ScanSpec {
             io: reader.io.clone(),
@@ -329,6 +342,8 @@ pub(crate) struct GpuSink {
     /// frees them), and a step whose headers are not ready when its decode begins parses them on the
     /// GPU (the thread ahead then skips it, or drops what it parsed too late).
     headers: Vec<HeaderSlot>,
+    /// The reader's filter: applied to each decoded step on the GPU, or left to the host.
+    filter: Option<Arc<GpuFilter>>,
 }
 
 impl StepSink for GpuSink {
@@ -355,6 +370,14 @@ impl StepSink for GpuSink {
             self.threads,
             host_headers.as_ref(),
         )?;
+        let (batch, mask, filter) = match &self.filter {
+            Some(f) => f.apply(
+                batch,
+                |b, p, mode| self.decoder.filter(b, p, mode),
+                |b, mask| b.compact(mask, &self.decoder),
+            )?,
+            None => (batch, None, None),
+        };
         let (free_after, _) = self.decoder.context().memory()?;
         let decode_window = Window::between(self.started, decode_from, Instant::now());
         let read_window = Window::between(self.started, chunks.fetched.start, chunks.fetched.end);
@@ -370,9 +393,12 @@ impl StepSink for GpuSink {
             read_window,
             decode_window,
             backend: BackendTimes::of(&log),
+            filter,
         };
         Ok(DecodedStep {
             batch,
+            mask,
+            host_filter: self.filter.as_ref().and_then(|f| f.on_host()),
             summary,
             plan,
             log,

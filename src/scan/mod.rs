@@ -18,6 +18,7 @@ pub(crate) mod budget;
 pub(crate) mod chunks;
 pub(crate) mod driver;
 pub(crate) mod gpu;
+pub(crate) mod gpu_filter;
 pub(crate) mod progress;
 pub(crate) mod sink;
 pub(crate) mod spec;
@@ -28,6 +29,7 @@ use arrow::record_batch::RecordBatch;
 pub use budget::MemoryBudget;
 pub(crate) use driver::Release;
 pub use driver::Scan;
+pub use gpu_filter::{RowFilterReport, StepFilter};
 
 use crate::decode::host::DecodedTable;
 use crate::error::Result;
@@ -75,12 +77,12 @@ impl StepOutput {
     }
 
     /// The step's rows as host record batches: raw chunks decoded by arrow-rs, device columns copied
-    /// back.
+    /// back (their rows the filter accepts: masked ones filtered, a filter left to the host applied).
     pub fn into_record_batches(self) -> Result<Vec<RecordBatch>> {
         match self {
             StepOutput::Chunks(c) => Ok(c.decode()?.batches),
             StepOutput::Host { table, .. } => Ok(table.batches),
-            StepOutput::Device(d) => Ok(vec![d.batch.to_host()?]),
+            StepOutput::Device(d) => Ok(vec![d.to_host()?]),
         }
     }
 }

@@ -35,4 +35,6 @@ pub struct Reader {
     pub(crate) gpu_decoder: std::sync::OnceLock<std::result::Result<Arc<GpuDecoder>, String>>,
     /// Issue 43's filter hook ([`crate::ReaderBuilder::with_filter`]).
     pub(crate) filter: crate::filter::SharedFilter,
+    /// [`ReaderBuilder::with_filter_mode`](crate::ReaderBuilder::with_filter_mode).
+    pub(crate) filter_mode: crate::filter::FilterMode,
 }

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::decode::pipeline::StepStats;
-use crate::decode::table::DeviceBatch;
+use crate::decode::table::{DeviceArray, DeviceBatch};
+use crate::error::{Error, Result};
 use crate::io::IoLog;
 use crate::plan::ReadPlan;
 
@@ -31,6 +32,9 @@ pub struct StepSummary {
     /// last bytes were in place (from the backend's start), so fixed costs per step show apart from
     /// the transfer (allocation and report before, thread start before the first read, drain after).
     pub backend: BackendTimes,
+    /// What the row filter did on the GPU (`None`: no filter, or one left to the host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<crate::scan::StepFilter>,
 }
 
 /// A step's backend timings, in seconds from the backend's start.
@@ -88,8 +92,16 @@ impl Window {
 /// yields per step).
 #[derive(Debug)]
 pub struct DecodedStep {
-    /// The step's decoded columns.
+    /// The step's decoded columns: with a filter on the GPU, its rows the filter accepts (all of
+    /// them with [`FilterMode::Mask`](crate::decode::row_filter::FilterMode::Mask)) and without the
+    /// columns read only for the filter.
     pub batch: DeviceBatch,
+    /// With [`FilterMode::Mask`](crate::decode::row_filter::FilterMode::Mask): a `Boolean` array of
+    /// the batch's rows, true where the filter accepts the row.
+    pub mask: Option<DeviceArray>,
+    /// The filter left to the host (the GPU could not run it; the batch has all rows and the
+    /// filter's columns).
+    pub(crate) host_filter: crate::filter::SharedFilter,
     /// Its row groups and figures.
     pub summary: StepSummary,
     pub(crate) plan: Arc<ReadPlan>,
@@ -100,4 +112,35 @@ pub struct DecodedStep {
     pub(crate) free_after: u64,
     /// Steps held in memory then (this one included).
     pub(crate) held_steps: usize,
+}
+
+impl DecodedStep {
+    /// A host copy of the step's rows the filter accepts: the batch, less the rows its mask leaves
+    /// out, with a filter left to the host applied.
+    pub fn to_host(&self) -> Result<arrow::record_batch::RecordBatch> {
+        accepted_rows(self.batch.to_host()?, self.mask.as_ref(), &self.host_filter)
+    }
+}
+
+/// `batch` (a host copy of a decoded step) less the rows `mask` (the GPU row filter's, if any) leaves
+/// out, with `host_filter` (a filter the GPU could not run) applied.
+pub(crate) fn accepted_rows(
+    batch: arrow::record_batch::RecordBatch,
+    mask: Option<&DeviceArray>,
+    host_filter: &crate::filter::SharedFilter,
+) -> Result<arrow::record_batch::RecordBatch> {
+    let mut batch = batch;
+    if let Some(mask) = mask {
+        let mask = mask.to_host()?;
+        let mask = mask
+            .as_any()
+            .downcast_ref::<arrow::array::BooleanArray>()
+            .ok_or_else(|| Error::device("the GPU row filter", "a mask that is not boolean"))?;
+        batch = arrow::compute::filter_record_batch(&batch, mask)
+            .map_err(|e| Error::device("applying the GPU row filter's mask", e))?;
+    }
+    match host_filter {
+        Some(f) => f.apply_batch(&batch),
+        None => Ok(batch),
+    }
 }

@@ -10,9 +10,9 @@
 
 use super::Arena;
 use crate::decode::layout::row_filter::{
-    LEAF_BOOL, LEAF_BYTES, LEAF_DICT_SIGNED, LEAF_DICT_UNSIGNED, LEAF_FIXED_BYTES, LEAF_FLOAT, LEAF_SIGNED,
-    LEAF_UNSIGNED, LEAF_VIEW, OP_EQ, OP_GE, OP_GT, OP_IN, OP_IS_NOT_NULL, OP_IS_NULL, OP_LE, OP_LT, OP_NE, RowLeafDesc,
-    RowLogicOp, RowScan, SCAN_TILE,
+    LEAF_BOOL, LEAF_BYTES, LEAF_DICT_SIGNED, LEAF_DICT_UNSIGNED, LEAF_FIXED_BYTES, LEAF_FLOAT, LEAF_FLOAT_IEEE,
+    LEAF_SIGNED, LEAF_UNSIGNED, LEAF_VIEW, OP_EQ, OP_GE, OP_GT, OP_IN, OP_IS_NOT_NULL, OP_IS_NULL, OP_LE, OP_LT, OP_NE,
+    RowLeafDesc, RowLogicOp, RowScan, SCAN_TILE,
 };
 
 /// The row is not selected: the predicate is false.
@@ -83,21 +83,48 @@ fn compare_fixed(kind: u32, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         .unwrap_or(std::cmp::Ordering::Equal)
 }
 
-fn decide(op: u32, ords: impl Iterator<Item = std::cmp::Ordering>) -> u8 {
+/// IEEE 754 floats of 2, 4 or 8 little-endian bytes as C and pyarrow compare them: `None` (unordered)
+/// where either is NaN, -0 equal to +0; elsewhere the total-order keys order them the same.
+fn compare_ieee(a: &[u8], b: &[u8]) -> Option<std::cmp::Ordering> {
+    let w = a.len();
+    let inf: u64 = match w {
+        2 => 0x7C00,
+        4 => 0x7F80_0000,
+        8 => 0x7FF0_0000_0000_0000,
+        _ => return None,
+    };
+    let magnitude = |x: &[u8]| {
+        let mut b = [0u8; 8];
+        b[..w].copy_from_slice(x);
+        u64::from_le_bytes(b) & ((1u64 << (8 * w - 1)) - 1)
+    };
+    let (ma, mb) = (magnitude(a), magnitude(b));
+    if ma > inf || mb > inf {
+        return None;
+    }
+    if ma == 0 && mb == 0 {
+        return Some(std::cmp::Ordering::Equal);
+    }
+    Some(compare_fixed(LEAF_FLOAT, a, b))
+}
+
+/// `op` over the comparisons with the literals (`None`: unordered, which only `!=` accepts).
+fn decide(op: u32, ords: impl Iterator<Item = Option<std::cmp::Ordering>>) -> u8 {
     let mut ords = ords;
     let r = match op {
-        OP_IN => ords.any(|o| o.is_eq()),
+        OP_IN => ords.any(|o| o.is_some_and(|o| o.is_eq())),
         _ => {
             let Some(o) = ords.next() else { return UNKNOWN };
-            match op {
-                OP_EQ => o.is_eq(),
-                OP_NE => o.is_ne(),
-                OP_LT => o.is_lt(),
-                OP_LE => o.is_le(),
-                OP_GT => o.is_gt(),
-                OP_GE => o.is_ge(),
+            let test: fn(std::cmp::Ordering) -> bool = match op {
+                OP_EQ => |o| o.is_eq(),
+                OP_NE => |o| o.is_ne(),
+                OP_LT => |o| o.is_lt(),
+                OP_LE => |o| o.is_le(),
+                OP_GT => |o| o.is_gt(),
+                OP_GE => |o| o.is_ge(),
                 _ => return UNKNOWN,
-            }
+            };
+            o.map_or(op == OP_NE, test)
         }
     };
     if r { TRUE } else { FALSE }
@@ -163,18 +190,27 @@ pub(crate) fn leaf(arena: &mut Arena, leaf: u64, n: u64, out: u64) {
                 values.get((row * w) as usize..((row + 1) * w) as usize).map(|v| {
                     decide(
                         d.op,
-                        fixed_lits.chunks_exact(w as usize).map(|l| compare_fixed(d.kind, v, l)),
+                        fixed_lits
+                            .chunks_exact(w as usize)
+                            .map(|l| Some(compare_fixed(d.kind, v, l))),
                     )
                 })
             }
-            LEAF_BOOL => bit(&values, row).map(|b| decide(d.op, fixed_lits.iter().map(|&l| (b as u8).cmp(&l)))),
+            LEAF_FLOAT_IEEE if matches!(w, 2 | 4 | 8) => values
+                .get((row * w) as usize..((row + 1) * w) as usize)
+                .map(|v| decide(d.op, fixed_lits.chunks_exact(w as usize).map(|l| compare_ieee(v, l)))),
+            LEAF_BOOL => bit(&values, row).map(|b| decide(d.op, fixed_lits.iter().map(|&l| Some((b as u8).cmp(&l))))),
             LEAF_FIXED_BYTES => values
                 .get((row * w) as usize..((row + 1) * w) as usize)
-                .map(|v| decide(d.op, byte_lits.iter().map(|l| v.cmp(l)))),
-            LEAF_BYTES => string_range(&offsets, w, row, d.values_len)
-                .map(|(s, e)| decide(d.op, byte_lits.iter().map(|l| values[s as usize..e as usize].cmp(l)))),
+                .map(|v| decide(d.op, byte_lits.iter().map(|l| Some(v.cmp(l))))),
+            LEAF_BYTES => string_range(&offsets, w, row, d.values_len).map(|(s, e)| {
+                decide(
+                    d.op,
+                    byte_lits.iter().map(|l| Some(values[s as usize..e as usize].cmp(l))),
+                )
+            }),
             LEAF_VIEW => view_bytes(arena, &values, &offsets, &aux, row)
-                .map(|v| decide(d.op, byte_lits.iter().map(|l| v.as_slice().cmp(l)))),
+                .map(|v| decide(d.op, byte_lits.iter().map(|l| Some(v.as_slice().cmp(l))))),
             LEAF_DICT_SIGNED | LEAF_DICT_UNSIGNED => {
                 values.get((row * w) as usize..((row + 1) * w) as usize).and_then(|k| {
                     let key = key64(

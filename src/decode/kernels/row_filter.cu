@@ -10,6 +10,8 @@
 #define RF_FALSE 0
 #define RF_TRUE 1
 #define RF_UNKNOWN 2
+// compare_ieee's result where a NaN is involved: neither less, equal nor greater.
+#define RF_UNORDERED 2
 
 #define LEAF_SIGNED 1u
 #define LEAF_UNSIGNED 2u
@@ -21,6 +23,7 @@
 #define LEAF_DICT_SIGNED 8u
 #define LEAF_DICT_UNSIGNED 9u
 #define LEAF_NULLS 10u
+#define LEAF_FLOAT_IEEE 11u
 
 #define RF_OP_EQ 0u
 #define RF_OP_NE 1u
@@ -105,6 +108,17 @@ __device__ inline int compare_fixed(u32 kind, const u8* a, const u8* b, u32 w) {
     return 0;
 }
 
+// -1, 0, 1, or RF_UNORDERED: IEEE 754 floats of `w` bytes (2, 4, 8) as C and pyarrow compare them
+// (NaN unordered, -0 equal to +0). Outside NaN and zeros the total-order keys order them the same.
+__device__ inline int compare_ieee(const u8* a, const u8* b, u32 w) {
+    const u64 sign = 1ull << (8 * w - 1);
+    const u64 inf = w == 2 ? 0x7C00ull : w == 4 ? 0x7F800000ull : 0x7FF0000000000000ull;
+    const u64 ma = load_le(a, w) & (sign - 1), mb = load_le(b, w) & (sign - 1);
+    if (ma > inf || mb > inf) return RF_UNORDERED;
+    if (ma == 0 && mb == 0) return 0;
+    return compare_fixed(LEAF_FLOAT, a, b, w);
+}
+
 __device__ inline int compare_bytes(const u8* a, u64 alen, const u8* b, u64 blen) {
     const u64 n = alen < blen ? alen : blen;
     for (u64 k = 0; k < n; k++) {
@@ -113,7 +127,9 @@ __device__ inline int compare_bytes(const u8* a, u64 alen, const u8* b, u64 blen
     return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
+// `op` of a comparison's result c (-1, 0, 1, or RF_UNORDERED, which only != accepts).
 __device__ inline u8 decide(u32 op, int c) {
+    if (c == RF_UNORDERED) return op == RF_OP_NE ? RF_TRUE : op <= RF_OP_GE ? RF_FALSE : RF_UNKNOWN;
     bool r = false;
     switch (op) {
     case RF_OP_EQ: r = c == 0; break;
@@ -179,6 +195,15 @@ __device__ int leaf_row(const RowLeafDesc& d, u64 row) {
         if (!in) return d.nlits ? decide(d.op, compare_fixed(d.kind, v, lits, w)) : RF_UNKNOWN;
         for (u32 k = 0; k < d.nlits; k++) {
             if (compare_fixed(d.kind, v, lits + (u64)k * w, w) == 0) return RF_TRUE;
+        }
+        return RF_FALSE;
+    }
+    case LEAF_FLOAT_IEEE: {
+        if ((row + 1) * w > d.values_len || (w != 2 && w != 4 && w != 8)) return -1;
+        const u8* v = values + row * w;
+        if (!in) return d.nlits ? decide(d.op, compare_ieee(v, lits, w)) : RF_UNKNOWN;
+        for (u32 k = 0; k < d.nlits; k++) {
+            if (compare_ieee(v, lits + (u64)k * w, w) == 0) return RF_TRUE;
         }
         return RF_FALSE;
     }
