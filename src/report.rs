@@ -584,6 +584,9 @@ pub struct PruningReport {
     pub row_groups_pruned_by_dictionary: u64,
     /// Row groups of which no page survives the page index.
     pub row_groups_pruned_by_page_index: u64,
+    /// Of the row groups kept, those whose every row the statistics prove accepted: read without
+    /// evaluating the filter.
+    pub row_groups_all_accepted: u64,
     /// Rows of the row groups considered.
     pub rows: u64,
     /// Rows in the surviving row ranges (an upper bound of the rows the filter accepts).
@@ -731,6 +734,12 @@ impl PruningReport {
             self.bytes_avoided,
             self.bytes,
         );
+        if self.row_groups_all_accepted > 0 {
+            out.push_str(&format!(
+                "pruning: {} of the kept row groups accepted whole by their statistics (no filter evaluated)\n",
+                self.row_groups_all_accepted
+            ));
+        }
         let mut rows = vec![vec![
             "filter column".to_string(),
             "row groups pruned (statistics)".into(),

@@ -70,6 +70,17 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
             .collect();
         matching += rows.len();
         expected.push(predicate.filter(batch).unwrap());
+        // A row group the statistics say is accepted whole: every row of it is.
+        if let Some(s) = selection.row_groups.iter().find(|s| s.row_group == g && s.all_accepted) {
+            assert_eq!(
+                rows.len(),
+                batch.num_rows(),
+                "{filter}: row group {g} is said accepted whole, but only {} of its {} rows are (ranges {:?})",
+                rows.len(),
+                batch.num_rows(),
+                s.rows
+            );
+        }
         if rows.is_empty() {
             continue;
         }
@@ -111,6 +122,10 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
             + report.row_groups_pruned_by_page_index
     );
     assert!(report.rows_selected >= matching as u64);
+    assert_eq!(
+        report.row_groups_all_accepted,
+        selection.row_groups.iter().filter(|s| s.all_accepted).count() as u64
+    );
 
     // Through the reader: the exact rows, in order.
     let reader = Reader::builder(path)
@@ -578,4 +593,38 @@ fn corpus_files_with_page_indexes_and_blooms() {
         let (sel, _) = check(&path, &Expr::parse(text).unwrap());
         expect(&sel);
     }
+}
+
+/// Row groups whose statistics prove every row accepted are read without evaluating the filter,
+/// and the result is still exact: on the sorted file, `i < 1050` accepts row groups 0..10 whole,
+/// cuts row group 10 at its sixth page, and prunes the rest; `or` and `is not null` combine.
+#[test]
+fn row_groups_accepted_whole_by_statistics() {
+    let file = sorted_file();
+    let (sel, matching) = check(file.path(), &Expr::parse("i < 1050").unwrap());
+    assert_eq!(matching, 1050);
+    let whole: Vec<usize> = sel
+        .row_groups
+        .iter()
+        .filter(|s| s.all_accepted)
+        .map(|s| s.row_group)
+        .collect();
+    assert_eq!(whole, (0..10).collect::<Vec<_>>());
+    assert_eq!(sel.report.row_groups_all_accepted, 10);
+    assert!(!sel.row_groups.iter().find(|s| s.row_group == 10).unwrap().all_accepted);
+    let (sel, _) = check(file.path(), &Expr::parse("i < 100 or i >= 1900").unwrap());
+    assert_eq!(sel.report.row_groups_all_accepted, 2);
+    let (sel, _) = check(file.path(), &Expr::parse("i is not null and i >= 1000").unwrap());
+    assert_eq!(sel.report.row_groups_all_accepted, 10);
+    // Floats never: NaN rows, outside the bounds, would fail the test.
+    let (sel, _) = check(file.path(), &Expr::parse("f < 5000").unwrap());
+    assert_eq!(sel.report.row_groups_all_accepted, 0);
+    // The text report says so.
+    let reader = Reader::builder(file.path())
+        .with_backend(BackendKind::Host)
+        .with_filter(Expr::parse("i < 1050").unwrap())
+        .build()
+        .unwrap();
+    let table = reader.pruning().unwrap().to_table();
+    assert!(table.contains("10 of the kept row groups accepted whole"), "{table}");
 }

@@ -145,8 +145,21 @@ impl PlannedFilter {
             .map_err(|e| Error::parquet(crate::error::Location::default(), e))
     }
 
-    /// Keeps the rows of `table` the filter accepts, then drops the columns read only for it.
-    pub(crate) fn apply(&self, mut table: DecodedTable) -> Result<DecodedTable> {
+    /// Whether the statistics prove every row of `row_groups` accepted (none evaluated then).
+    pub(crate) fn accepts_whole(&self, row_groups: &[usize]) -> bool {
+        !row_groups.is_empty()
+            && row_groups.iter().all(|g| {
+                self.selection
+                    .row_groups
+                    .iter()
+                    .any(|s| s.row_group == *g && s.all_accepted)
+            })
+    }
+
+    /// Keeps the rows of `table` (the rows of `row_groups`) the filter accepts, then drops the
+    /// columns read only for it.
+    pub(crate) fn apply(&self, mut table: DecodedTable, row_groups: &[usize]) -> Result<DecodedTable> {
+        let whole = self.accepts_whole(row_groups);
         let keep: Vec<usize> = (0..table.schema.fields().len())
             .filter(|&i| !self.added_columns.contains(table.schema.field(i).name()))
             .collect();
@@ -158,7 +171,7 @@ impl PlannedFilter {
         );
         let mut batches = Vec::with_capacity(table.batches.len());
         for b in &table.batches {
-            let kept = self.predicate.filter(b)?;
+            let kept = if whole { b.clone() } else { self.predicate.filter(b)? };
             batches.push(
                 kept.project(&keep)
                     .map_err(|e| Error::parquet(crate::error::Location::default(), e))?,

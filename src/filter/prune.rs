@@ -67,6 +67,8 @@ pub struct RowGroupSelection {
     pub rows: Vec<Range<u64>>,
     /// Per column chunk of the projection, the bytes to fetch.
     pub chunks: Vec<ChunkPages>,
+    /// Whether the statistics prove every row accepted: its rows need no filter.
+    pub all_accepted: bool,
 }
 
 /// The bytes of one column chunk that hold the selected rows.
@@ -189,6 +191,76 @@ fn could_match(leaf: &Leaf, stats: &Stats) -> Result<Vec<bool>> {
         }
     };
     Ok(excluded.into_iter().map(|x| !x).collect())
+}
+
+/// Per container: does every row of it pass `leaf`? True only where the statistics prove it: no
+/// null (a null is never accepted but by `is null`) and bounds inside the test. Floats' ordered tests
+/// and equalities never prove it: NaN rows, left out of the bounds, fail them under IEEE.
+fn surely_matches(leaf: &Leaf, stats: &Stats) -> Result<Vec<bool>> {
+    let n = stats.mins.len();
+    let no_nulls = |i: usize| stats.nulls.is_valid(i) && stats.nulls.value(i) == 0;
+    let all_null = |i: usize| stats.nulls.is_valid(i) && stats.rows[i].is_some_and(|r| stats.nulls.value(i) == r);
+    let proves = |a: &ArrayRef, op: CmpOp, v: &ArrayRef| -> Result<Vec<bool>> {
+        let r = compare(a, op, v)?;
+        Ok((0..n).map(|i| r.is_valid(i) && r.value(i)).collect())
+    };
+    let float = matches!(
+        leaf.value_type,
+        DataType::Float16 | DataType::Float32 | DataType::Float64
+    );
+    // Every row equals `v` (exact bounds, both `v`), or none does.
+    let always_eq = |v: &ArrayRef| -> Result<Vec<bool>> {
+        let lo = proves(&stats.mins, CmpOp::Eq, v)?;
+        let hi = proves(&stats.maxes, CmpOp::Eq, v)?;
+        Ok((0..n).map(|i| !float && lo[i] && hi[i] && stats.exact[i]).collect())
+    };
+    let never_eq = |v: &ArrayRef| -> Result<Vec<bool>> {
+        let below = proves(&stats.maxes, CmpOp::Lt, v)?;
+        let above = proves(&stats.mins, CmpOp::Gt, v)?;
+        Ok((0..n).map(|i| below[i] || above[i]).collect())
+    };
+    let bounds: Vec<bool> = match &leaf.test {
+        Test::IsNull => return Ok((0..n).map(all_null).collect()),
+        Test::IsNotNull => return Ok((0..n).map(no_nulls).collect()),
+        Test::Cmp(op, v) => match op {
+            _ if float && *op != CmpOp::NotEq => vec![false; n],
+            CmpOp::Eq => always_eq(v)?,
+            CmpOp::NotEq => never_eq(v)?,
+            CmpOp::Lt => proves(&stats.maxes, CmpOp::Lt, v)?,
+            CmpOp::LtEq => proves(&stats.maxes, CmpOp::LtEq, v)?,
+            CmpOp::Gt => proves(&stats.mins, CmpOp::Gt, v)?,
+            CmpOp::GtEq => proves(&stats.mins, CmpOp::GtEq, v)?,
+        },
+        Test::In(values) => {
+            let mut any = vec![false; n];
+            for v in values {
+                any.iter_mut().zip(always_eq(v)?).for_each(|(a, b)| *a |= b);
+            }
+            any
+        }
+        Test::NotIn(values) => {
+            let mut all = vec![true; n];
+            for v in values {
+                all.iter_mut().zip(never_eq(v)?).for_each(|(a, b)| *a &= b);
+            }
+            all
+        }
+    };
+    Ok((0..n).map(|i| bounds[i] && no_nulls(i)).collect())
+}
+
+/// Whether the predicate holds, given each leaf's (numbered left to right) verdict.
+fn eval_bool(p: &Predicate, leaf_no: &mut usize, leaf: &dyn Fn(usize) -> bool) -> bool {
+    match p {
+        Predicate::Leaf(_) => {
+            let i = *leaf_no;
+            *leaf_no += 1;
+            leaf(i)
+        }
+        // Every part is walked (no short cut) so that the leaves keep their numbers.
+        Predicate::And(parts) => parts.iter().fold(true, |acc, q| eval_bool(q, leaf_no, leaf) & acc),
+        Predicate::Or(parts) => parts.iter().fold(false, |acc, q| eval_bool(q, leaf_no, leaf) | acc),
+    }
 }
 
 /// NaN bounds say nothing (a writer that let NaN into them may have left others out): unknown.
@@ -527,12 +599,18 @@ pub fn prune<R: ChunkReader>(
     // Leaves in order, each with its row-group verdicts by statistics.
     let leaves_of = predicate.leaves();
     let mut stats_verdict: Vec<Vec<bool>> = Vec::new();
+    let mut stats_whole: Vec<Vec<bool>> = Vec::new();
     for leaf in &leaves_of {
         let col = &columns[&leaf.column];
-        stats_verdict.push(match row_group_stats(meta, col, leaf, row_groups).map_err(name_file)? {
-            Some(s) => could_match(leaf, &s).map_err(name_file)?,
-            None => vec![true; row_groups.len()],
-        });
+        let (could, surely) = match row_group_stats(meta, col, leaf, row_groups).map_err(name_file)? {
+            Some(s) => (
+                could_match(leaf, &s).map_err(name_file)?,
+                surely_matches(leaf, &s).map_err(name_file)?,
+            ),
+            None => (vec![true; row_groups.len()], vec![false; row_groups.len()]),
+        };
+        stats_verdict.push(could);
+        stats_whole.push(surely);
     }
 
     let mut report = PruningReport {
@@ -720,11 +798,14 @@ pub fn prune<R: ChunkReader>(
                 pages,
             });
         }
+        let all_accepted = eval_bool(predicate, &mut 0, &|i| stats_whole[i][k]);
+        report.row_groups_all_accepted += all_accepted as u64;
         out.push(RowGroupSelection {
             row_group: g,
             num_rows,
             rows,
             chunks,
+            all_accepted,
         });
     }
     report.row_groups_selected = out.len() as u64;

@@ -103,7 +103,7 @@ impl ColumnChunks {
         let bytes = self.buffer.into_host_bytes()?;
         let table = decode_fetched(&self.source, &self.plan, &bytes, self.decode_threads)?;
         match &self.filter {
-            Some(f) => f.apply(table),
+            Some(f) => f.apply(table, &self.plan.row_groups),
             None => Ok(table),
         }
     }

@@ -31,6 +31,9 @@ pub(crate) enum GpuFilter {
         keep: Vec<usize>,
         /// The schema of the kept columns.
         schema: SchemaRef,
+        /// Row groups whose every row the statistics prove accepted: a step of only those is not
+        /// evaluated (compacting mode).
+        accepted_whole: std::collections::BTreeSet<usize>,
     },
     /// On the host, by the caller, for this reason.
     Host {
@@ -72,11 +75,19 @@ impl GpuFilter {
                 .project(&keep)
                 .map_err(|e| Error::device("planning the GPU row filter", e))?,
         );
+        let accepted_whole = filter
+            .selection
+            .row_groups
+            .iter()
+            .filter(|g| g.all_accepted)
+            .map(|g| g.row_group)
+            .collect();
         Ok(Some(GpuFilter::Device {
             predicate,
             mode,
             keep,
             schema,
+            accepted_whole,
         }))
     }
 
@@ -112,12 +123,23 @@ impl GpuFilter {
             mode,
             keep,
             schema,
+            accepted_whole,
         } = self
         else {
             return Ok((batch, None, None));
         };
         let started = Instant::now();
         let rows_in = batch.num_rows as u64;
+        let whole = !batch.row_groups.is_empty() && batch.row_groups.iter().all(|g| accepted_whole.contains(g));
+        if *mode == FilterMode::Compact && whole {
+            // Every row accepted, as the statistics prove: only the filter's own columns dropped.
+            let stats = StepFilter {
+                rows_in,
+                rows_kept: rows_in,
+                time: started.elapsed(),
+            };
+            return Ok((project(batch, keep, schema), None, Some(stats)));
+        }
         let all_kept = keep.len() == batch.columns.len();
         let (batch, mask, kept) = if *mode == FilterMode::Compact && all_kept {
             // Nothing to drop: one pass evaluates and compacts.
@@ -369,7 +391,9 @@ mod tests {
         }
     }
 
-    const FILTERS: [&str; 7] = [
+    /// The last three: row groups the statistics accept whole (`id >= 0`, `id < 1000`: no filter
+    /// evaluated), and a step with one that is not (`id < 1200`).
+    const FILTERS: [&str; 9] = [
         "f >= 0 and s != 'zz'",
         "f != 0 or d between -1.5 and 0.5",
         "not (f < 1.5) and ds in ('a', '', 'b')",
@@ -377,6 +401,8 @@ mod tests {
         "date >= '1994-01-20' and date < '1994-02-10' and d > 0",
         "id < 0",
         "id >= 0",
+        "id < 1000",
+        "id < 1200",
     ];
 
     #[test]
