@@ -128,37 +128,60 @@ struct Stats {
     exact: Vec<bool>,
 }
 
+impl Stats {
+    fn len(&self) -> usize {
+        self.mins.len()
+    }
+
+    /// Only a null count equal to the rows says "all null": writers put -1 (read as 2^64 - 1) for
+    /// unknown, and some write ColumnIndexes whose null_pages wrongly say so of required columns.
+    fn all_null(&self, i: usize) -> bool {
+        self.nulls.is_valid(i) && self.rows[i].is_some_and(|r| self.nulls.value(i) == r)
+    }
+
+    /// A known null count of 0.
+    fn no_nulls(&self, i: usize) -> bool {
+        self.nulls.is_valid(i) && self.nulls.value(i) == 0
+    }
+
+    /// `proves(a, op, v)[i]`: a known `a[i] op v`.
+    fn proves(&self, a: &ArrayRef, op: CmpOp, v: &ArrayRef) -> Result<Vec<bool>> {
+        let r = compare(a, op, v)?;
+        Ok((0..self.len()).map(|i| r.is_valid(i) && r.value(i)).collect())
+    }
+
+    /// No row of a container is equal to `v`.
+    fn never_eq(&self, v: &ArrayRef) -> Result<Vec<bool>> {
+        let below = self.proves(&self.maxes, CmpOp::Lt, v)?;
+        let above = self.proves(&self.mins, CmpOp::Gt, v)?;
+        Ok((0..self.len()).map(|i| below[i] || above[i]).collect())
+    }
+
+    /// Every non-null row of a container equals `v` (bounds exact and both `v`). Never for floats:
+    /// under IEEE, NaN rows (left out of the statistics) are unequal to everything.
+    fn always_eq(&self, leaf: &Leaf, v: &ArrayRef) -> Result<Vec<bool>> {
+        if is_float(&leaf.value_type) {
+            return Ok(vec![false; self.len()]);
+        }
+        let lo = self.proves(&self.mins, CmpOp::Eq, v)?;
+        let hi = self.proves(&self.maxes, CmpOp::Eq, v)?;
+        Ok((0..self.len()).map(|i| lo[i] && hi[i] && self.exact[i]).collect())
+    }
+}
+
+fn is_float(t: &DataType) -> bool {
+    matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
+}
+
 /// Per container: could a row of it pass `leaf`? False only where the statistics prove not.
 fn could_match(leaf: &Leaf, stats: &Stats) -> Result<Vec<bool>> {
-    let n = stats.mins.len();
-    // Only a null count equal to the rows says "all null": writers put -1 (read as 2^64 - 1) for
-    // unknown, and some write ColumnIndexes whose null_pages wrongly say so of required columns.
-    let all_null = |i: usize| stats.nulls.is_valid(i) && stats.rows[i].is_some_and(|r| stats.nulls.value(i) == r);
-    // `proves(a, op, v)[i]`: a known `a[i] op v`.
-    let proves = |a: &ArrayRef, op: CmpOp, v: &ArrayRef| -> Result<Vec<bool>> {
-        let r = compare(a, op, v)?;
-        Ok((0..n).map(|i| r.is_valid(i) && r.value(i)).collect())
-    };
-    // No row of a container is equal to `v`.
-    let never_eq = |v: &ArrayRef| -> Result<Vec<bool>> {
-        let below = proves(&stats.maxes, CmpOp::Lt, v)?;
-        let above = proves(&stats.mins, CmpOp::Gt, v)?;
-        Ok((0..n).map(|i| below[i] || above[i]).collect())
-    };
-    // Every non-null row of a container equals `v` (bounds exact and both `v`).
-    let always_eq = |v: &ArrayRef| -> Result<Vec<bool>> {
-        // Under IEEE, NaN rows (left out of the statistics) are unequal to everything.
-        if matches!(leaf.value_type, DataType::Float32 | DataType::Float64) {
-            return Ok(vec![false; n]);
-        }
-        let lo = proves(&stats.mins, CmpOp::Eq, v)?;
-        let hi = proves(&stats.maxes, CmpOp::Eq, v)?;
-        Ok((0..n).map(|i| lo[i] && hi[i] && stats.exact[i]).collect())
-    };
+    let n = stats.len();
+    let all_null = |i: usize| stats.all_null(i);
+    let proves = |a: &ArrayRef, op: CmpOp, v: &ArrayRef| stats.proves(a, op, v);
+    let never_eq = |v: &ArrayRef| stats.never_eq(v);
+    let always_eq = |v: &ArrayRef| stats.always_eq(leaf, v);
     let excluded: Vec<bool> = match &leaf.test {
-        Test::IsNull => (0..n)
-            .map(|i| stats.nulls.is_valid(i) && stats.nulls.value(i) == 0)
-            .collect(),
+        Test::IsNull => (0..n).map(|i| stats.no_nulls(i)).collect(),
         Test::IsNotNull => (0..n).map(all_null).collect(),
         Test::Cmp(op, v) => {
             let by_bounds = match op {
@@ -197,30 +220,14 @@ fn could_match(leaf: &Leaf, stats: &Stats) -> Result<Vec<bool>> {
 /// null (a null is never accepted but by `is null`) and bounds inside the test. Floats' ordered tests
 /// and equalities never prove it: NaN rows, left out of the bounds, fail them under IEEE.
 fn surely_matches(leaf: &Leaf, stats: &Stats) -> Result<Vec<bool>> {
-    let n = stats.mins.len();
-    let no_nulls = |i: usize| stats.nulls.is_valid(i) && stats.nulls.value(i) == 0;
-    let all_null = |i: usize| stats.nulls.is_valid(i) && stats.rows[i].is_some_and(|r| stats.nulls.value(i) == r);
-    let proves = |a: &ArrayRef, op: CmpOp, v: &ArrayRef| -> Result<Vec<bool>> {
-        let r = compare(a, op, v)?;
-        Ok((0..n).map(|i| r.is_valid(i) && r.value(i)).collect())
-    };
-    let float = matches!(
-        leaf.value_type,
-        DataType::Float16 | DataType::Float32 | DataType::Float64
-    );
-    // Every row equals `v` (exact bounds, both `v`), or none does.
-    let always_eq = |v: &ArrayRef| -> Result<Vec<bool>> {
-        let lo = proves(&stats.mins, CmpOp::Eq, v)?;
-        let hi = proves(&stats.maxes, CmpOp::Eq, v)?;
-        Ok((0..n).map(|i| !float && lo[i] && hi[i] && stats.exact[i]).collect())
-    };
-    let never_eq = |v: &ArrayRef| -> Result<Vec<bool>> {
-        let below = proves(&stats.maxes, CmpOp::Lt, v)?;
-        let above = proves(&stats.mins, CmpOp::Gt, v)?;
-        Ok((0..n).map(|i| below[i] || above[i]).collect())
-    };
+    let n = stats.len();
+    let float = is_float(&leaf.value_type);
+    let no_nulls = |i: usize| stats.no_nulls(i);
+    let proves = |a: &ArrayRef, op: CmpOp, v: &ArrayRef| stats.proves(a, op, v);
+    let never_eq = |v: &ArrayRef| stats.never_eq(v);
+    let always_eq = |v: &ArrayRef| stats.always_eq(leaf, v);
     let bounds: Vec<bool> = match &leaf.test {
-        Test::IsNull => return Ok((0..n).map(all_null).collect()),
+        Test::IsNull => return Ok((0..n).map(|i| stats.all_null(i)).collect()),
         Test::IsNotNull => return Ok((0..n).map(no_nulls).collect()),
         Test::Cmp(op, v) => match op {
             _ if float && *op != CmpOp::NotEq => vec![false; n],
