@@ -97,6 +97,13 @@ def test_no_file_passes_the_partition_filter(hive):
     assert t.num_rows == 0
 
 
+def test_the_dataset_report_counts_the_files_partition_terms_rule_out(hive):
+    t = gpu_parquet.read_dataset(hive, filters="year = 2024 and id < 10", backend="host")
+    r = t.report
+    assert (r["files"], r["files_read"], r["files_pruned_by_partition_filter"]) == (6, 2, 4)
+    assert r["rows"] == t.num_rows == 20
+
+
 def _has_gpu():
     try:
         return gpu_parquet.check()["gpu"]["info"] is not None
