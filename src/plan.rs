@@ -157,10 +157,7 @@ impl ChunkRange {
                 heads.len()
             ));
         }
-        let num_rows = meta
-            .row_groups()
-            .get(self.row_group)
-            .map_or(0, |g| g.num_rows().max(0));
+        let num_rows = meta.row_groups().get(self.row_group).map_or(0, |g| g.num_rows().max(0));
         for (p, head) in run.pages.clone().zip(heads) {
             let l = locations.get(p).ok_or_else(|| format!("it has no page {p}"))?;
             let at = u64::try_from(l.offset)

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, ListArray, RecordBatch,
-    StringArray, StructArray,
+    ArrayRef, BooleanArray, DictionaryArray, Float64Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
+    StructArray,
 };
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Fields, Int32Type, Schema};
@@ -31,8 +31,8 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 const GROUP_ROWS: usize = 1000;
 const PAGE_ROWS: usize = 64;
 
-/// 3 row groups of 1,000 rows in pages of 64 rows, with page indexes: `id` (required int64),
-/// `name` (nullable dictionary-encoded strings), `text` (nullable plain strings, no dictionary),
+/// 3 row groups of 1,000 rows in pages of 64 rows, with page indexes: `id` (required int64,
+/// plain), `name` (nullable dictionary-encoded strings), `text` (nullable plain strings, no dictionary),
 /// `score` (nullable floats), `flag` (booleans), `cat` (an Arrow dictionary column), `pair` (a
 /// struct, whose leaves are paged) and `tags` (a list: repeated, read whole).
 fn write_file(path: &Path) {
@@ -79,7 +79,9 @@ fn write_file(path: &Path) {
             Field::new("b", DataType::Utf8, false),
         ]),
         vec![
-            Arc::new(Int32Array::from_iter((0..n).map(|i| (i % 4 != 1).then_some(i as i32 * 3)))),
+            Arc::new(Int32Array::from_iter(
+                (0..n).map(|i| (i % 4 != 1).then_some(i as i32 * 3)),
+            )),
             Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("b{}", i % 100)))),
         ],
         Some((0..n).map(|i| i % 9 != 2).collect()),
@@ -97,6 +99,8 @@ fn write_file(path: &Path) {
         .set_write_batch_size(PAGE_ROWS)
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_column_dictionary_enabled("text".into(), false)
+        .set_column_dictionary_enabled("id".into(), false)
+        .set_column_dictionary_enabled("score".into(), false)
         .build();
     let mut w = ArrowWriter::try_new(std::fs::File::create(path).unwrap(), schema, Some(props)).unwrap();
     w.write(&batch).unwrap();
@@ -111,10 +115,9 @@ fn arrow_rs_rows(path: &Path, projection: &Projection, rows: &BTreeMap<usize, Ve
     let meta = builder.metadata().clone();
     let mask = match projection {
         Projection::All => parquet::arrow::ProjectionMask::all(),
-        Projection::Names(names) => parquet::arrow::ProjectionMask::columns(
-            builder.parquet_schema(),
-            names.iter().map(String::as_str),
-        ),
+        Projection::Names(names) => {
+            parquet::arrow::ProjectionMask::columns(builder.parquet_schema(), names.iter().map(String::as_str))
+        }
         Projection::Leaves(l) => parquet::arrow::ProjectionMask::leaves(builder.parquet_schema(), l.iter().copied()),
     };
     let r = builder.with_projection(mask).build().unwrap();
@@ -177,7 +180,8 @@ fn decode_all(path: &Path, source: &ParquetSource, plan: &ReadPlan) -> Decoded {
     let host_headers = contain_panics(&Location::file(path), || {
         let file = std::fs::File::open(path).unwrap();
         let headers = parse_step_headers(&file, plan).unwrap();
-        let (batch, stats, passes) = decode_reference_with(source, plan, &fetched, &PageHints::default(), Some(&headers))?;
+        let (batch, stats, passes) =
+            decode_reference_with(source, plan, &fetched, &PageHints::default(), Some(&headers))?;
         assert_eq!(passes, 0, "no header pass with host headers");
         assert!(stats.headers_on_host || batch.columns.iter().all(|c| c.decoded != DecodedWhere::Gpu));
         batch.to_host()
@@ -203,7 +207,12 @@ fn paged_plan(source: &ParquetSource, projection: &Projection, rows: &BTreeMap<u
 
 /// Checks a paged plan's three decodes equal each other and arrow-rs's rows; returns the columns
 /// decoded on the GPU.
-fn check_equal(path: &Path, projection: &Projection, rows: &BTreeMap<usize, Vec<Range<u64>>>, what: &str) -> Vec<String> {
+fn check_equal(
+    path: &Path,
+    projection: &Projection,
+    rows: &BTreeMap<usize, Vec<Range<u64>>>,
+    what: &str,
+) -> Vec<String> {
     let source = ParquetSource::open(path).unwrap();
     let plan = paged_plan(&source, projection, rows);
     let d = decode_all(path, &source, &plan);
@@ -232,16 +241,16 @@ fn the_gpu_pipeline_decodes_a_paged_plan_as_arrow_rs_does() {
         ("rows over a page boundary", BTreeMap::from([(0, vec![60..70])])),
         (
             "several ranges, several row groups",
-            BTreeMap::from([
-                (0, vec![0..3, 200..260, 998..1000]),
-                (2, vec![5..6, 500..700]),
-            ]),
+            BTreeMap::from([(0, vec![0..3, 200..260, 998..1000]), (2, vec![5..6, 500..700])]),
         ),
         (
             "one row group whole, one paged",
             BTreeMap::from([(0, vec![0..1000]), (1, vec![999..1000])]),
         ),
-        ("the first row and the last", BTreeMap::from([(2, vec![0..1, 999..1000])])),
+        (
+            "the first row and the last",
+            BTreeMap::from([(2, vec![0..1, 999..1000])]),
+        ),
     ];
     let mut on_gpu = std::collections::BTreeSet::new();
     for (what, rows) in &cases {
@@ -249,7 +258,12 @@ fn the_gpu_pipeline_decodes_a_paged_plan_as_arrow_rs_does() {
             Projection::All,
             Projection::Names(vec!["text".into(), "cat".into(), "score".into()]),
         ] {
-            on_gpu.extend(check_equal(&path, &projection, rows, &format!("{what}, {projection:?}")));
+            on_gpu.extend(check_equal(
+                &path,
+                &projection,
+                rows,
+                &format!("{what}, {projection:?}"),
+            ));
         }
     }
     // The flat columns ran on the GPU path (the struct, read in pieces, goes to the host).
@@ -261,7 +275,8 @@ fn the_gpu_pipeline_decodes_a_paged_plan_as_arrow_rs_does() {
     let plan = paged_plan(&source, &Projection::All, &cases[0].1);
     assert!(plan.chunks.iter().filter(|c| c.pages.is_some()).count() >= 6);
     let fetched: u64 = plan.chunks.iter().filter(|c| c.row_group == 1).map(|c| c.len).sum();
-    assert!(fetched < source.checked_chunks()[1].iter().map(|c| c.len).sum::<u64>() / 2);
+    let whole: u64 = source.checked_chunks()[1].iter().map(|c| c.len).sum();
+    assert!(fetched < whole / 2, "{fetched} of {whole}");
 }
 
 #[test]
@@ -383,7 +398,9 @@ fn a_damaged_offset_index_is_a_corrupt_page_on_the_gpu_path() {
         let plan = paged_plan(&source, &Projection::All, &rows);
         let column = source.column_path(leaf);
         assert!(
-            plan.chunks.iter().any(|c| c.column == leaf && c.row_group == 1 && c.pages.is_some()),
+            plan.chunks
+                .iter()
+                .any(|c| c.column == leaf && c.row_group == 1 && c.pages.is_some()),
             "{what}: the damaged chunk is read page by page ({:?})",
             plan.whole_chunks
         );
@@ -392,7 +409,10 @@ fn a_damaged_offset_index_is_a_corrupt_page_on_the_gpu_path() {
             let err = got.as_ref().expect_err(&format!("{what}, {how}: refused"));
             assert!(matches!(err, Error::CorruptPage { .. }), "{what}, {how}: {err}");
             let msg = err.to_string();
-            assert!(msg.contains(&column) && msg.contains("row group 1"), "{what}, {how}: {msg}");
+            assert!(
+                msg.contains(&column) && msg.contains("row group 1"),
+                "{what}, {how}: {msg}"
+            );
         }
         assert!(d.host.is_err(), "{what}: the host decode refuses it too");
     }

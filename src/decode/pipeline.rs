@@ -864,7 +864,8 @@ impl<'a> StepInput<'a> {
                 ..location.clone()
             };
             let n = meta.row_group(g).num_rows();
-            let n = u64::try_from(n).map_err(|_| Error::invalid_metadata(at.clone(), format!("negative row count {n}")))?;
+            let n =
+                u64::try_from(n).map_err(|_| Error::invalid_metadata(at.clone(), format!("negative row count {n}")))?;
             let kept = plan.rows.get(&g).map(Vec::as_slice);
             if let Some(k) = kept {
                 let ordered = k.iter().zip(k.iter().skip(1)).all(|(a, b)| a.end < b.start);
@@ -976,10 +977,13 @@ fn gpu_columns(input: &StepInput<'_>) -> Result<StepColumns> {
             let mut placed = Vec::with_capacity(pieces.len());
             for &p in pieces {
                 // Pieces lie in the fetched buffer in file order (the plan lays spans out so).
-                let off = p.dest_offset.checked_sub(first.dest_offset).ok_or_else(|| Error::InvalidRequest {
-                    location: at.clone(),
-                    message: "the plan lays this chunk's pieces out of file order".into(),
-                })?;
+                let off = p
+                    .dest_offset
+                    .checked_sub(first.dest_offset)
+                    .ok_or_else(|| Error::InvalidRequest {
+                        location: at.clone(),
+                        message: "the plan lays this chunk's pieces out of file order".into(),
+                    })?;
                 placed.push((off, p.clone()));
             }
             chunks.push(ChunkPages {
@@ -1018,13 +1022,18 @@ fn held_rows(pieces: &[&ChunkRange], num_rows: u64) -> std::result::Result<Vec<R
         match held.last_mut() {
             Some(last) if last.end == run.rows.start => last.end = run.rows.end,
             Some(last) if last.end > run.rows.start => {
-                return Err(format!("the plan's pieces of this chunk hold rows {:?} after {last:?}", run.rows));
+                return Err(format!(
+                    "the plan's pieces of this chunk hold rows {:?} after {last:?}",
+                    run.rows
+                ));
             }
             _ => held.push(run.rows.clone()),
         }
     }
     if held.last().is_some_and(|r| r.end > num_rows) {
-        return Err(format!("the plan's pieces of this chunk hold rows past the row group's {num_rows}"));
+        return Err(format!(
+            "the plan's pieces of this chunk hold rows past the row group's {num_rows}"
+        ));
     }
     Ok(held)
 }

@@ -1352,10 +1352,7 @@ pub(crate) fn compact_arrays<E: FilterExecutor>(
             message: format!("a mask of {} {} rows", mask.len, mask.data_type),
         });
     }
-    let mut refs = arrays
-        .iter()
-        .map(|a| column_ref(exec, a))
-        .collect::<Result<Vec<_>>>()?;
+    let mut refs = arrays.iter().map(|a| column_ref(exec, a)).collect::<Result<Vec<_>>>()?;
     let mask_column = refs.len();
     refs.push(column_ref(exec, mask)?);
     ctx.names.resize(mask_column, String::new());

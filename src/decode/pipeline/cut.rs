@@ -140,7 +140,12 @@ pub(super) fn gpu_to_rows<E: FilterExecutor>(
 /// [`BITMAP_PADDING`]), the rows decoded and the rows kept.
 fn mask_of(input: &StepInput<'_>, held: &[Vec<Range<u64>>]) -> (Vec<u8>, u64, u64) {
     let decoded: u64 = held.iter().flatten().map(|r| r.end - r.start).sum();
-    let mut bits = vec![0u8; (decoded.div_ceil(8) as usize).next_multiple_of(BITMAP_PADDING).max(BITMAP_PADDING)];
+    let mut bits = vec![
+        0u8;
+        (decoded.div_ceil(8) as usize)
+            .next_multiple_of(BITMAP_PADDING)
+            .max(BITMAP_PADDING)
+    ];
     let mut at = 0u64; // the decoded row of the current range's start
     let mut kept = 0u64;
     for (slot, ranges) in held.iter().enumerate() {

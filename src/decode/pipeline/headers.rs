@@ -49,7 +49,13 @@ pub(super) fn read_page_headers<E: Executor>(
     let from_host = host_headers.and_then(|h| {
         pieces
             .iter()
-            .map(|&(i, k)| h.get(&(chunks[i].row_group, chunks[i].pieces[k].1.column, chunks[i].pieces[k].1.offset)))
+            .map(|&(i, k)| {
+                h.get(&(
+                    chunks[i].row_group,
+                    chunks[i].pieces[k].1.column,
+                    chunks[i].pieces[k].1.offset,
+                ))
+            })
             .collect::<Option<Vec<&ChunkHeaders>>>()
     });
     let on_host = from_host.is_some();
@@ -269,7 +275,10 @@ fn check_chunk(
         .unwrap_or("an unknown header error");
     // The piece's offset in its chunk, in the file.
     let piece = &ch.pieces[k].1;
-    let skipped = piece.pages.as_ref().map_or(0, |r| piece.offset.saturating_sub(r.chunk.start));
+    let skipped = piece
+        .pages
+        .as_ref()
+        .map_or(0, |r| piece.offset.saturating_sub(r.chunk.start));
     Err(corrupt(
         source,
         gpu,
