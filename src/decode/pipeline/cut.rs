@@ -72,7 +72,7 @@ pub(super) fn gpu_to_rows<E: FilterExecutor>(
         }
     }
     for (held, routes) in groups {
-        let (bits, decoded, kept) = mask_of(input, &held);
+        let (bits, decoded, kept) = mask_of(&input.kept_of, &held);
         if kept == decoded {
             continue;
         }
@@ -136,9 +136,9 @@ pub(super) fn gpu_to_rows<E: FilterExecutor>(
 }
 
 /// The mask over a column's decoded rows (`held`: per row group of the step, the rows of it the
-/// column's pages hold, in order) that keeps the plan's rows: its LSB-first bits (padded to
-/// [`BITMAP_PADDING`]), the rows decoded and the rows kept.
-fn mask_of(input: &StepInput<'_>, held: &[Vec<Range<u64>>]) -> (Vec<u8>, u64, u64) {
+/// column's pages hold, in order) that keeps the plan's rows (`kept_of`: per row group, `None` for
+/// all): its LSB-first bits (padded to [`BITMAP_PADDING`]), the rows decoded and the rows kept.
+fn mask_of(kept_of: &[Option<&[Range<u64>]>], held: &[Vec<Range<u64>>]) -> (Vec<u8>, u64, u64) {
     let decoded: u64 = held.iter().flatten().map(|r| r.end - r.start).sum();
     let mut bits = vec![
         0u8;
@@ -148,9 +148,9 @@ fn mask_of(input: &StepInput<'_>, held: &[Vec<Range<u64>>]) -> (Vec<u8>, u64, u6
     ];
     let mut at = 0u64; // the decoded row of the current range's start
     let mut kept = 0u64;
+    let all = [0..u64::MAX];
     for (slot, ranges) in held.iter().enumerate() {
-        let all = [0..u64::MAX];
-        let keep: &[Range<u64>] = input.kept_of.get(slot).copied().flatten().unwrap_or(&all);
+        let keep: &[Range<u64>] = kept_of.get(slot).copied().flatten().unwrap_or(&all);
         for h in ranges {
             for k in keep {
                 let (s, e) = (h.start.max(k.start), h.end.min(k.end));
@@ -183,7 +183,17 @@ fn set_bits(bits: &mut [u8], from: u64, to: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::set_bits;
+    use std::sync::Arc;
+
+    use arrow::array::{
+        Array, ArrayRef, BooleanArray, DictionaryArray, Int64Array, ListArray, StringArray, StringViewArray,
+    };
+    use arrow::datatypes::Int32Type;
+
+    use super::*;
+    use crate::decode::exec::HostExecutor;
+    use crate::decode::row_filter::tests::EmuExecutor;
+    use crate::decode::table::upload_array;
 
     #[test]
     fn bits_set_in_runs_and_singly() {
@@ -195,5 +205,96 @@ mod tests {
         assert_eq!(b, [0xff, 0xff]);
         set_bits(&mut b, 5, 5);
         assert_eq!(b, [0xff, 0xff]);
+    }
+
+    /// Two row groups: the first read page by page (its pages hold rows 0..40 and 100..140; the plan
+    /// keeps 5..12, 38..40 and 100..101), the second whole (60 rows, all kept).
+    fn a_cut() -> (Vec<Vec<Range<u64>>>, [Option<&'static [Range<u64>]>; 2]) {
+        static KEPT: [Range<u64>; 3] = [5..12, 38..40, 100..101];
+        (vec![vec![0..40, 100..140], vec![0..60]], [Some(&KEPT), None])
+    }
+
+    #[test]
+    fn the_mask_keeps_the_plans_rows_of_the_rows_decoded() {
+        let (held, kept_of) = a_cut();
+        let (bits, decoded, kept) = mask_of(&kept_of, &held);
+        assert_eq!((decoded, kept), (140, 7 + 2 + 1 + 60));
+        let set: Vec<u64> = (0..decoded)
+            .filter(|&i| bits[(i / 8) as usize] >> (i % 8) & 1 == 1)
+            .collect();
+        let want: Vec<u64> = (5..12).chain(38..40).chain([40]).chain(80..140).collect();
+        assert_eq!(set, want);
+        assert_eq!(bits.len() % BITMAP_PADDING, 0);
+    }
+
+    /// Columns of the layouts the GPU decodes, cut by the mask of [`a_cut`] through the kernels: the
+    /// references (`HostExecutor`) and the CUDA source in the emulation (`EmuExecutor`) both give
+    /// arrow-rs's filter of the same rows.
+    #[test]
+    fn columns_cut_to_the_plans_rows_equal_arrow_rs_filter() {
+        let (held, kept_of) = a_cut();
+        let (bits, decoded, _) = mask_of(&kept_of, &held);
+        let n = decoded as usize;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter(
+                (0..n as i64).map(|i| (i % 3 != 0).then_some(i * 7)),
+            )),
+            Arc::new(StringArray::from_iter(
+                (0..n).map(|i| (i % 5 != 1).then(|| format!("s{i}"))),
+            )),
+            Arc::new(StringViewArray::from_iter(
+                (0..n).map(|i| Some(format!("a view longer than twelve {i}"))),
+            )),
+            Arc::new(BooleanArray::from_iter((0..n).map(|i| Some(i % 2 == 0)))),
+            Arc::new(DictionaryArray::<Int32Type>::from_iter(
+                (0..n).map(|i| (i % 4 != 2).then_some(["x", "y"][i % 2])),
+            )),
+            Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>((0..n).map(|i| {
+                (i % 6 != 0).then(|| (0..(i % 3) as i32).map(Some).collect::<Vec<_>>())
+            }))),
+        ];
+        let selected = BooleanArray::from_iter((0..n).map(|i| Some(bits[i / 8] >> (i % 8) & 1 == 1)));
+        let want: Vec<ArrayRef> = columns
+            .iter()
+            .map(|c| arrow::compute::filter(c, &selected).unwrap())
+            .collect();
+        fn cut<E: FilterExecutor<Buffer = Vec<u8>>>(
+            exec: &mut E,
+            columns: &[ArrayRef],
+            bits: &[u8],
+            n: usize,
+        ) -> Result<Vec<ArrayRef>> {
+            let arrays = columns
+                .iter()
+                .map(|c| upload_array(&c.to_data(), &mut |b: &[u8]| Ok(b.to_vec())))
+                .collect::<Result<Vec<_>>>()?;
+            let mask = DeviceArray {
+                data_type: DataType::Boolean,
+                len: n,
+                null_count: 0,
+                validity: None,
+                buffers: vec![bits.to_vec()],
+                children: Vec::new(),
+            };
+            let ctx = FilterContext {
+                names: (0..columns.len()).map(|k| format!("c{k}")).collect(),
+                ..Default::default()
+            };
+            let (out, rows) = compact_arrays(exec, arrays, &mask, ctx)?;
+            assert_eq!(rows, 70);
+            out.iter().map(DeviceArray::to_host).collect()
+        }
+        let host = cut(&mut HostExecutor::new(), &columns, &bits, n).unwrap();
+        for (k, (g, w)) in host.iter().zip(&want).enumerate() {
+            assert_eq!(g.to_data(), w.to_data(), "column {k}, references");
+        }
+        if let Err(why) = crate::decode::kernels::emu::available() {
+            crate::test_skip(&why);
+            return;
+        }
+        let emulated = cut(&mut EmuExecutor::default(), &columns, &bits, n).unwrap();
+        for (k, (g, w)) in emulated.iter().zip(&want).enumerate() {
+            assert_eq!(g.to_data(), w.to_data(), "column {k}, emulation");
+        }
     }
 }
