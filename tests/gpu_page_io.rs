@@ -320,31 +320,7 @@ fn corpus_tiny_pages_files_decode_page_by_page_on_the_gpu_path() {
 
 // ---- A damaged OffsetIndex -------------------------------------------------------------------
 
-fn encode_location(offset: i64, size: i32, first_row: i64) -> Vec<u8> {
-    let varint = |out: &mut Vec<u8>, v: i64| {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        loop {
-            let b = (z & 0x7f) as u8;
-            z >>= 7;
-            if z == 0 {
-                out.push(b);
-                break;
-            }
-            out.push(b | 0x80);
-        }
-    };
-    let mut out = vec![0x16];
-    varint(&mut out, offset);
-    out.push(0x15);
-    varint(&mut out, size as i64);
-    out.push(0x16);
-    varint(&mut out, first_row);
-    out.push(0);
-    out
-}
-
-/// The file of [`write_file`] with page `page` of leaf `leaf` in row group 1 changed by `change`
-/// (offset, size, first row → new values, encoded in as many bytes).
+/// The file of [`write_file`] with page `page` of leaf `leaf` in row group 1 changed by `change`.
 fn damaged(
     dir: &Path,
     name: &str,
@@ -354,29 +330,7 @@ fn damaged(
 ) -> std::path::PathBuf {
     let path = dir.join(name);
     write_file(&path);
-    let source = ParquetSource::open(&path).unwrap();
-    let loc = source
-        .metadata()
-        .page_index()
-        .unwrap()
-        .offset_index(1, leaf)
-        .unwrap()
-        .page_locations()[page]
-        .clone();
-    let mut bytes = std::fs::read(&path).unwrap();
-    let old = encode_location(loc.offset, loc.compressed_page_size, loc.first_row_index);
-    let hits: Vec<usize> = bytes
-        .windows(old.len())
-        .enumerate()
-        .filter(|(_, w)| *w == old)
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(hits.len(), 1, "{name}: the PageLocation is found once");
-    let (o, s, f) = change(loc.offset, loc.compressed_page_size, loc.first_row_index);
-    let new = encode_location(o, s, f);
-    assert_eq!(new.len(), old.len(), "the change keeps the encoding's length");
-    bytes[hits[0]..hits[0] + new.len()].copy_from_slice(&new);
-    std::fs::write(&path, bytes).unwrap();
+    common::change_page_location(&path, 1, leaf, page, change);
     path
 }
 
@@ -415,5 +369,56 @@ fn a_damaged_offset_index_is_a_corrupt_page_on_the_gpu_path() {
             );
         }
         assert!(d.host.is_err(), "{what}: the host decode refuses it too");
+    }
+}
+
+/// What a filtered GPU read does to each step, through the references: the reader's paged plan
+/// decoded by the pipeline, then the filter lowered and run by the row filter (compacted), equals
+/// arrow-rs's read with the exact filter.
+#[test]
+fn a_filtered_read_through_the_references_equals_arrow_rs_filtered() {
+    use gpu_parquet::decode::row_filter::{FilterMode, Filtered};
+    use gpu_parquet::filter::{Expr, lower};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pages.parquet");
+    write_file(&path);
+    let file = std::fs::File::open(&path).unwrap();
+    let r = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    let schema = arrow::record_batch::RecordBatchReader::schema(&r);
+    let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
+    let all = concat_batches(&schema, &batches).unwrap();
+    for text in [
+        "id >= 1210 and id < 1260",
+        "id < 10 or id >= 2990 or (id between 1500 and 1530 and score > 0)",
+        "name = 'n005' and id < 700",
+        "cat = 'blue' and id >= 2000 and id < 2400",
+    ] {
+        let reader = gpu_parquet::Reader::builder(&path)
+            .with_backend(gpu_parquet::BackendKind::Host)
+            .with_filter(Expr::parse(text).unwrap())
+            .build()
+            .unwrap();
+        let filter = reader.filter().unwrap();
+        let want = filter.apply_batch(&all).unwrap();
+        let plan = reader.plan();
+        assert!(!plan.rows.is_empty(), "{text}: read page by page");
+        let fetched = common::host_fetch(reader.source(), plan, 2).buffer;
+        let (batch, _) = decode_reference(reader.source(), plan, &fetched).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(
+            batch.num_rows as u64,
+            plan.rows.values().flatten().map(|r| r.end - r.start).sum::<u64>()
+                + plan
+                    .row_groups
+                    .iter()
+                    .filter(|g| !plan.rows.contains_key(g))
+                    .map(|&g| reader.source().metadata().row_group(g).num_rows() as u64)
+                    .sum::<u64>(),
+            "{text}: the step yields the plan's rows"
+        );
+        let predicate = lower(&filter.predicate, &batch.schema).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        let Filtered::Rows(rows) = batch.filter_host(&predicate, FilterMode::Compact).unwrap() else {
+            panic!("rows asked for")
+        };
+        assert_same(&rows.to_host().unwrap(), &want, text);
     }
 }

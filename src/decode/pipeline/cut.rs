@@ -21,6 +21,9 @@ use crate::error::{Error, Result};
 /// plan's rows: a nested column read in pieces (its leaves' pages hold other rows, and its structure
 /// is built over the rows all its leaves share), or a type the kernels cannot compact.
 pub(super) fn cannot_cut(input: &StepInput<'_>, i: usize, r: &ColumnRoute) -> Option<String> {
+    if let Route::Host(_) = r.route {
+        return None;
+    }
     if let Route::GpuNested(_) = r.route {
         let paged = r.leaves.iter().any(|&l| {
             input.row_groups.iter().any(|&g| {
