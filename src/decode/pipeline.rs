@@ -968,7 +968,8 @@ fn gpu_columns(input: &StepInput<'_>) -> Result<StepColumns> {
                 location: at.clone(),
                 message,
             })?;
-            if input.kept_of[slot].is_none() && held != [0..input.rows_of[slot]] {
+            let whole = held.len() == 1 && held[0] == (0..input.rows_of[slot]);
+            if input.kept_of[slot].is_none() && !whole {
                 return Err(Error::InvalidRequest {
                     location: at,
                     message: "the plan reads this chunk page by page but gives no rows of its row group".into(),
@@ -1008,7 +1009,7 @@ fn held_rows(pieces: &[&ChunkRange], num_rows: u64) -> std::result::Result<Vec<R
     if let [one] = pieces
         && one.pages.is_none()
     {
-        return Ok(vec![0..num_rows]);
+        return Ok(std::iter::once(0..num_rows).collect());
     }
     let mut held: Vec<Range<u64>> = Vec::new();
     for p in pieces {

@@ -17,6 +17,9 @@ use crate::decode::row_filter::{FilterContext, FilterExecutor, compact_arrays, c
 use crate::decode::table::{BITMAP_PADDING, DeviceArray};
 use crate::error::{Error, Result};
 
+/// Per row group of a step, the rows of it a column's fetched pages hold, in order.
+type HeldRows = Vec<Vec<Range<u64>>>;
+
 /// Why route `i` (`r`) of a step read page by page cannot be decoded on the GPU and then cut to the
 /// plan's rows: a nested column read in pieces (its leaves' pages hold other rows, and its structure
 /// is built over the rows all its leaves share), or a type the kernels cannot compact.
@@ -58,7 +61,7 @@ pub(super) fn gpu_to_rows<E: FilterExecutor>(
         return Ok(());
     }
     // Routes by the rows they decoded (per row group of the step), from their first GPU leaf's chunks.
-    let mut groups: Vec<(Vec<Vec<Range<u64>>>, Vec<usize>)> = Vec::new();
+    let mut groups: Vec<(HeldRows, Vec<usize>)> = Vec::new();
     for &route in arrays.keys() {
         let Some(gi) = step.gpu.iter().position(|(r, _)| *r == route) else {
             continue;
@@ -151,9 +154,10 @@ fn mask_of(kept_of: &[Option<&[Range<u64>]>], held: &[Vec<Range<u64>>]) -> (Vec<
     ];
     let mut at = 0u64; // the decoded row of the current range's start
     let mut kept = 0u64;
-    let all = [0..u64::MAX];
+    let everything = 0..u64::MAX;
+    let all = std::slice::from_ref(&everything);
     for (slot, ranges) in held.iter().enumerate() {
-        let keep: &[Range<u64>] = kept_of.get(slot).copied().flatten().unwrap_or(&all);
+        let keep: &[Range<u64>] = kept_of.get(slot).copied().flatten().unwrap_or(all);
         for h in ranges {
             for k in keep {
                 let (s, e) = (h.start.max(k.start), h.end.min(k.end));
@@ -172,7 +176,7 @@ fn mask_of(kept_of: &[Option<&[Range<u64>]>], held: &[Vec<Range<u64>>]) -> (Vec<
 fn set_bits(bits: &mut [u8], from: u64, to: u64) {
     let mut i = from;
     while i < to {
-        if i % 8 == 0 && to - i >= 8 {
+        if i.is_multiple_of(8) && to - i >= 8 {
             let n = ((to - i) / 8) as usize;
             let b = (i / 8) as usize;
             bits[b..b + n].fill(0xff);
