@@ -117,12 +117,12 @@ impl ReaderBuilder {
     /// matching row are dropped (statistics, bloom filters, page index: [`Reader::pruning`]) and the
     /// filter's columns are read too; a host decode ([`Reader::read_batches`],
     /// [`ColumnChunks::decode`] of [`Reader::read`] and [`Reader::stream`]) keeps the accepted rows
-    /// exactly and drops the columns read only for the filter. Host reads fetch the surviving rows
-    /// page by page where the file has an OffsetIndex ([`ReadPlan::build_paged`]): the raw chunks of
+    /// exactly and drops the columns read only for the filter. Reads fetch the surviving rows page
+    /// by page where the file has an OffsetIndex ([`ReadPlan::build_paged`]): the raw chunks of
     /// `read()` are then pieces (dictionary page, runs of data pages) of the surviving row groups'
-    /// chunks. A GPU decode ([`Reader::read_device`], [`Reader::scan`] on the GPU) fetches those
-    /// chunks whole, evaluates the filter on the device after each step's decode and compacts the
-    /// step to the accepted rows, the filter's own columns dropped
+    /// chunks. A GPU decode ([`Reader::read_device`], [`Reader::scan`] on the GPU) fetches the same
+    /// pieces, cuts each step to their rows, evaluates the filter on the device after each step's
+    /// decode and compacts the step to the accepted rows, the filter's own columns dropped
     /// ([`ReaderBuilder::with_filter_mode`]); where the GPU row filter cannot run it, the steps are
     /// left whole and the report says why (`DeviceRead::to_host`, `DecodedStep::to_host` then filter
     /// on the host).
