@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::assert_same;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
@@ -138,19 +140,6 @@ fn arrow_rs_rows(path: &Path, projection: &Projection, rows: &BTreeMap<usize, Ve
         at += n;
     }
     concat_batches(&schema, &slices).unwrap()
-}
-
-fn assert_same(got: &RecordBatch, want: &RecordBatch, what: &str) {
-    assert_eq!(got.num_rows(), want.num_rows(), "{what}: rows");
-    assert_eq!(got.schema().fields(), want.schema().fields(), "{what}: fields");
-    for i in 0..want.num_columns() {
-        assert_eq!(
-            got.column(i).to_data(),
-            want.column(i).to_data(),
-            "{what}: column {}",
-            want.schema().field(i).name()
-        );
-    }
 }
 
 /// What one paged plan gives: arrow-rs's host decode, and the GPU pipeline's through the references

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::assert_same;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -69,20 +71,6 @@ fn oracle(path: &Path, reader: &Reader) -> RecordBatch {
     let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
     let all = concat_batches(&schema, &batches).unwrap();
     reader.filter().unwrap().apply_batch(&all).unwrap()
-}
-
-/// Same columns (by name and type) and the same values, value for value.
-fn assert_same(got: &RecordBatch, want: &RecordBatch, what: &str) {
-    assert_eq!(got.num_rows(), want.num_rows(), "{what}: rows");
-    assert_eq!(got.schema().fields(), want.schema().fields(), "{what}: fields");
-    for i in 0..want.num_columns() {
-        assert_eq!(
-            got.column(i).to_data(),
-            want.column(i).to_data(),
-            "{what}: column {}",
-            want.schema().field(i).name()
-        );
-    }
 }
 
 fn host_reader(path: &Path, filter: &str) -> Reader {

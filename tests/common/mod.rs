@@ -367,3 +367,17 @@ pub fn change_page_location(
     bytes[hits[0]..hits[0] + new.len()].copy_from_slice(&new);
     std::fs::write(path, bytes).unwrap();
 }
+
+/// Same columns (by name and type) and the same values, value for value.
+pub fn assert_same(got: &RecordBatch, want: &RecordBatch, what: &str) {
+    assert_eq!(got.num_rows(), want.num_rows(), "{what}: rows");
+    assert_eq!(got.schema().fields(), want.schema().fields(), "{what}: fields");
+    for i in 0..want.num_columns() {
+        assert_eq!(
+            got.column(i).to_data(),
+            want.column(i).to_data(),
+            "{what}: column {}",
+            want.schema().field(i).name()
+        );
+    }
+}
