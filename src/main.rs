@@ -470,11 +470,7 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
         (report, None)
     };
     drop(progress);
-    // The GPU decode fetches the surviving row groups' chunks whole.
-    let pruning = reader.pruning().map(|p| match decode {
-        DecodeAt::Gpu => p.without_page_io(),
-        _ => p.clone(),
-    });
+    let pruning = reader.pruning().cloned();
     if let Some(p) = &pruning {
         extra.push((
             "pruning",

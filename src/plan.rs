@@ -132,6 +132,69 @@ impl ChunkRange {
     pub fn file_range(&self) -> Range<u64> {
         self.offset..self.offset + self.len
     }
+
+    /// A piece of a chunk read page by page against the OffsetIndex that planned it, once its bytes
+    /// are here: `heads` are the data pages its headers hold, in order. Each page the index places in
+    /// the piece must be there (as many, each where the index says and of its size) and, the column
+    /// being flat (the plan reads repeated columns whole), hold as many values as the index gives it
+    /// rows: a decoder trusting the index to skip pages would otherwise give other rows than the file
+    /// holds. `Ok` for a whole chunk; `Err(why)` for the caller to report as a corrupt page.
+    pub fn check_pages(&self, meta: &ParquetMetaData, heads: &[PageSpan]) -> std::result::Result<(), String> {
+        let Some(run) = &self.pages else {
+            return Ok(());
+        };
+        let locations = meta
+            .page_index()
+            .and_then(|p| p.offset_index(self.row_group, self.column))
+            .map(|o| o.page_locations().as_slice())
+            .ok_or("the chunk has no OffsetIndex")?;
+        if heads.len() != run.pages.len() {
+            return Err(format!(
+                "it places {} data pages at [{}, +{}), whose headers hold {}",
+                run.pages.len(),
+                self.offset,
+                self.len,
+                heads.len()
+            ));
+        }
+        let num_rows = meta.row_groups().get(self.row_group).map_or(0, |g| g.num_rows().max(0));
+        for (p, head) in run.pages.clone().zip(heads) {
+            let l = locations.get(p).ok_or_else(|| format!("it has no page {p}"))?;
+            let at = u64::try_from(l.offset)
+                .ok()
+                .and_then(|o| o.checked_sub(self.offset))
+                .ok_or_else(|| format!("it places data page {p} before the bytes read"))?;
+            let end = at.saturating_add(l.compressed_page_size.max(0) as u64);
+            if head.start != at || head.end != end {
+                return Err(format!(
+                    "it places data page {p} at [{at}, {end}) of the bytes read, its header at [{}, {})",
+                    head.start, head.end
+                ));
+            }
+            let rows = locations
+                .get(p + 1)
+                .map_or(num_rows, |n| n.first_row_index)
+                .saturating_sub(l.first_row_index);
+            if head.num_values != rows {
+                return Err(format!(
+                    "it gives data page {p} {rows} rows, its header {} values",
+                    head.num_values
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A data page of a fetched piece as its header gives it, for [`ChunkRange::check_pages`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageSpan {
+    /// Where its header starts, from the piece's first byte.
+    pub start: u64,
+    /// Where its body ends, from the piece's first byte.
+    pub end: u64,
+    /// The header's `num_values`.
+    pub num_values: i64,
 }
 
 /// A coalesced run of file bytes, read as one (then split into tasks).

@@ -117,12 +117,12 @@ impl ReaderBuilder {
     /// matching row are dropped (statistics, bloom filters, page index: [`Reader::pruning`]) and the
     /// filter's columns are read too; a host decode ([`Reader::read_batches`],
     /// [`ColumnChunks::decode`] of [`Reader::read`] and [`Reader::stream`]) keeps the accepted rows
-    /// exactly and drops the columns read only for the filter. Host reads fetch the surviving rows
-    /// page by page where the file has an OffsetIndex ([`ReadPlan::build_paged`]): the raw chunks of
+    /// exactly and drops the columns read only for the filter. Reads fetch the surviving rows page
+    /// by page where the file has an OffsetIndex ([`ReadPlan::build_paged`]): the raw chunks of
     /// `read()` are then pieces (dictionary page, runs of data pages) of the surviving row groups'
-    /// chunks. A GPU decode ([`Reader::read_device`], [`Reader::scan`] on the GPU) fetches those
-    /// chunks whole, evaluates the filter on the device after each step's decode and compacts the
-    /// step to the accepted rows, the filter's own columns dropped
+    /// chunks. A GPU decode ([`Reader::read_device`], [`Reader::scan`] on the GPU) fetches the same
+    /// pieces, cuts each step to their rows, evaluates the filter on the device after each step's
+    /// decode and compacts the step to the accepted rows, the filter's own columns dropped
     /// ([`ReaderBuilder::with_filter_mode`]); where the GPU row filter cannot run it, the steps are
     /// left whole and the report says why (`DeviceRead::to_host`, `DecodedStep::to_host` then filter
     /// on the host).
@@ -272,7 +272,7 @@ impl ReaderBuilder {
         // Planned for the backend: the staged path may read a cold file O_DIRECT, aligned for that.
         let options = self.policy.plan_options_for(io.staged().is_some());
         // Issue 43's filter hook: pruned row groups, the filter's columns added, and the surviving
-        // rows read page by page (on the host; the GPU decode reads whole chunks).
+        // rows read page by page.
         let mut filter = match &self.filter {
             Some(e) => Some(crate::filter::PlannedFilter::plan(
                 &source,
@@ -287,11 +287,6 @@ impl ReaderBuilder {
             None => (self.columns.clone(), self.row_groups.clone(), Default::default()),
         };
         let plan = Arc::new(ReadPlan::build_paged(&source, &columns, &row_groups, options, &rows)?);
-        let whole_plan = if plan.rows.is_empty() {
-            plan.clone()
-        } else {
-            Arc::new(ReadPlan::build(&source, &columns, &row_groups, options)?)
-        };
         if let Some(f) = filter.as_mut() {
             f.selection.report.page_io = Some(crate::report::PageIoReport::of(&plan));
         }
@@ -301,7 +296,6 @@ impl ReaderBuilder {
             filter_mode: self.filter_mode,
             source,
             plan,
-            whole_plan,
             columns,
             io,
             policy: self.policy,
@@ -358,13 +352,15 @@ impl Reader {
     }
 
     /// The selected column chunks' uncompressed bytes (their `total_uncompressed_size`): what a
-    /// decode produces from, and what throughput is counted in (cuDF's measure).
+    /// decode produces from, and what throughput is counted in (cuDF's measure); a chunk read page by
+    /// page counts whole.
     pub fn uncompressed_bytes(&self) -> u64 {
         let meta = self.source.metadata();
-        self.whole_plan
-            .chunks
-            .iter()
-            .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size().max(0) as u64)
+        let chunks: std::collections::BTreeSet<(usize, usize)> =
+            self.plan.chunks.iter().map(|c| (c.row_group, c.column)).collect();
+        chunks
+            .into_iter()
+            .map(|(g, c)| meta.row_group(g).column(c).uncompressed_size().max(0) as u64)
             .sum()
     }
 
@@ -469,19 +465,6 @@ impl Reader {
     /// One read plan (this reader's projection and policy) per group of row groups, the filter's
     /// surviving rows read page by page.
     pub(crate) fn plans_of(&self, groups: Vec<Vec<usize>>) -> Result<Vec<Arc<ReadPlan>>> {
-        self.plans_with(groups, &self.plan.rows)
-    }
-
-    /// [`Self::plans_of`] with every chunk whole (the GPU decode's).
-    pub(crate) fn whole_plans_of(&self, groups: Vec<Vec<usize>>) -> Result<Vec<Arc<ReadPlan>>> {
-        self.plans_with(groups, &Default::default())
-    }
-
-    fn plans_with(
-        &self,
-        groups: Vec<Vec<usize>>,
-        rows: &std::collections::BTreeMap<usize, Vec<std::ops::Range<u64>>>,
-    ) -> Result<Vec<Arc<ReadPlan>>> {
         groups
             .into_iter()
             .map(|g| {
@@ -490,7 +473,7 @@ impl Reader {
                     &self.columns,
                     &RowGroupSelection::Indices(g),
                     self.plan.options,
-                    rows,
+                    &self.plan.rows,
                 )
                 .map(Arc::new)
             })

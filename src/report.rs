@@ -704,14 +704,6 @@ pub struct ColumnPruningReport {
 }
 
 impl PruningReport {
-    /// The report of a read whose chunks are fetched whole (the GPU decode): no page-level I/O.
-    pub fn without_page_io(&self) -> Self {
-        Self {
-            page_io: None,
-            ..self.clone()
-        }
-    }
-
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::assert_same;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -69,20 +71,6 @@ fn oracle(path: &Path, reader: &Reader) -> RecordBatch {
     let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
     let all = concat_batches(&schema, &batches).unwrap();
     reader.filter().unwrap().apply_batch(&all).unwrap()
-}
-
-/// Same columns (by name and type) and the same values, value for value.
-fn assert_same(got: &RecordBatch, want: &RecordBatch, what: &str) {
-    assert_eq!(got.num_rows(), want.num_rows(), "{what}: rows");
-    assert_eq!(got.schema().fields(), want.schema().fields(), "{what}: fields");
-    for i in 0..want.num_columns() {
-        assert_eq!(
-            got.column(i).to_data(),
-            want.column(i).to_data(),
-            "{what}: column {}",
-            want.schema().field(i).name()
-        );
-    }
 }
 
 fn host_reader(path: &Path, filter: &str) -> Reader {
@@ -255,69 +243,12 @@ fn corpus_files_with_page_indexes_read_page_by_page() {
     }
 }
 
-/// Where the thrift compact encoding of `loc` (a PageLocation) lies in `bytes`.
-fn find_location(bytes: &[u8], offset: i64, size: i32, first_row: i64) -> usize {
-    let enc = encode_location(offset, size, first_row);
-    let hits: Vec<usize> = bytes
-        .windows(enc.len())
-        .enumerate()
-        .filter(|(_, w)| *w == enc)
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(
-        hits.len(),
-        1,
-        "PageLocation({offset}, {size}, {first_row}) found {} times",
-        hits.len()
-    );
-    hits[0]
-}
-
-fn encode_location(offset: i64, size: i32, first_row: i64) -> Vec<u8> {
-    let varint = |out: &mut Vec<u8>, v: i64| {
-        let mut z = ((v << 1) ^ (v >> 63)) as u64;
-        loop {
-            let b = (z & 0x7f) as u8;
-            z >>= 7;
-            if z == 0 {
-                out.push(b);
-                break;
-            }
-            out.push(b | 0x80);
-        }
-    };
-    let mut out = vec![0x16];
-    varint(&mut out, offset);
-    out.push(0x15);
-    varint(&mut out, size as i64);
-    out.push(0x16);
-    varint(&mut out, first_row);
-    out.push(0);
-    out
-}
-
 /// The file of [`write_file`] with page 4 of `id` in row group 1 changed by `change` (offset, size,
 /// first row → new values, encoded in as many bytes).
 fn damaged(dir: &Path, name: &str, change: impl Fn(i64, i32, i64) -> (i64, i32, i64)) -> std::path::PathBuf {
     let path = dir.join(name);
     write_file(&path);
-    let meta = gpu_parquet::ParquetSource::open(&path).unwrap();
-    let loc = meta
-        .metadata()
-        .page_index()
-        .unwrap()
-        .offset_index(1, 0)
-        .unwrap()
-        .page_locations()[4]
-        .clone();
-    let mut bytes = std::fs::read(&path).unwrap();
-    let at = find_location(&bytes, loc.offset, loc.compressed_page_size, loc.first_row_index);
-    let old = encode_location(loc.offset, loc.compressed_page_size, loc.first_row_index);
-    let (o, s, f) = change(loc.offset, loc.compressed_page_size, loc.first_row_index);
-    let new = encode_location(o, s, f);
-    assert_eq!(new.len(), old.len(), "the change keeps the encoding's length");
-    bytes[at..at + new.len()].copy_from_slice(&new);
-    std::fs::write(&path, bytes).unwrap();
+    common::change_page_location(&path, 1, 0, 4, change);
     path
 }
 

@@ -516,7 +516,7 @@ fn mixed_dictionary_chunks(path: &Path) -> std::collections::BTreeSet<String> {
             // Encodings 2 and 8: PLAIN_DICTIONARY and RLE_DICTIONARY.
             data().any(|p| matches!(p.encoding, 2 | 8)) && data().any(|p| !matches!(p.encoding, 2 | 8))
         })
-        .map(|((_, leaf), _)| {
+        .map(|((_, leaf, _), _)| {
             let descr = source.metadata().file_metadata().schema_descr();
             descr.column(*leaf).path().parts()[0].clone()
         })

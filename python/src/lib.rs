@@ -602,10 +602,7 @@ fn read_with(
         }
         let reader = builder.build().map_err(err)?;
         let on_gpu = decode == Decode::Gpu || (decode == Decode::Auto && reader.io().is_device());
-        // The GPU decode fetches the surviving row groups' chunks whole: no page-level I/O.
-        let pruning = reader
-            .pruning()
-            .map(|p| serde_json::to_value(if on_gpu { p.without_page_io() } else { p.clone() }).unwrap_or_default());
+        let pruning = reader.pruning().map(|p| serde_json::to_value(p).unwrap_or_default());
         if on_gpu {
             let r = reader.read_device().map_err(err)?;
             let mut report = serde_json::to_value(&r.io).unwrap_or_default();

@@ -51,7 +51,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Location, Result};
 use crate::metadata::{ParquetSource, chunk_start};
 use crate::panic_guard::contain_panics;
-use crate::plan::{ChunkRange, PageRun, ReadPlan};
+use crate::plan::{PageSpan, ReadPlan};
 
 /// Most rows decoded into one batch.
 ///
@@ -408,9 +408,15 @@ pub fn decode_fetched(
         }
     }
     for (c, pages) in plan.chunks.iter().zip(&pages) {
-        if let Some(run) = &c.pages
-            && let Err(why) = check_page_run(source, c, run, pages)
-        {
+        let heads: Vec<PageSpan> = pages
+            .iter()
+            .map(|h| PageSpan {
+                start: h.header_start as u64,
+                end: (h.body_start + h.body_len) as u64,
+                num_values: h.num_values,
+            })
+            .collect();
+        if let Err(why) = c.check_pages(meta, &heads) {
             return Err(Error::CorruptPage {
                 location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
                 page: None,
@@ -594,61 +600,6 @@ pub fn decode_fetched(
         row_group_batches,
         location,
     })
-}
-
-/// A piece of a chunk read page by page (`run`, fetched as `c`) against its OffsetIndex, now that its
-/// bytes are here (`heads`: the data pages its headers hold): the data pages the index places in it,
-/// each where the index says and of its size, and, the column being flat (the plan reads repeated
-/// columns whole), of as many values as the index gives it rows. A decoder trusting the index to skip
-/// pages would otherwise give other rows than the file holds.
-fn check_page_run(
-    source: &ParquetSource,
-    c: &ChunkRange,
-    run: &PageRun,
-    heads: &[crate::metadata::DataPageHead],
-) -> std::result::Result<(), String> {
-    let meta = source.metadata();
-    let locations = meta
-        .page_index()
-        .and_then(|p| p.offset_index(c.row_group, c.column))
-        .map(|o| o.page_locations().as_slice())
-        .ok_or("the chunk has no OffsetIndex")?;
-    if heads.len() != run.pages.len() {
-        return Err(format!(
-            "it places {} data pages at [{}, +{}), whose headers hold {}",
-            run.pages.len(),
-            c.offset,
-            c.len,
-            heads.len()
-        ));
-    }
-    let num_rows = meta.row_group(c.row_group).num_rows().max(0);
-    for (p, head) in run.pages.clone().zip(heads) {
-        let l = locations.get(p).ok_or_else(|| format!("it has no page {p}"))?;
-        let at = u64::try_from(l.offset)
-            .ok()
-            .and_then(|o| o.checked_sub(c.offset))
-            .ok_or_else(|| format!("it places data page {p} before the bytes read"))?;
-        let end = at.saturating_add(l.compressed_page_size.max(0) as u64);
-        if head.header_start as u64 != at || (head.body_start + head.body_len) as u64 != end {
-            return Err(format!(
-                "it places data page {p} at [{at}, {end}) of the bytes read, its header at [{}, {})",
-                head.header_start,
-                head.body_start + head.body_len
-            ));
-        }
-        let rows = locations
-            .get(p + 1)
-            .map_or(num_rows, |n| n.first_row_index)
-            .saturating_sub(l.first_row_index);
-        if head.num_values != rows {
-            return Err(format!(
-                "it gives data page {p} {rows} rows, its header {} values",
-                head.num_values
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `location` narrowed to row group `g`.

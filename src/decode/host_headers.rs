@@ -12,8 +12,9 @@ use std::sync::Mutex;
 use crate::decode::host_kernels::page_headers::{ChunkHeaders, walk_headers_at};
 use crate::plan::ReadPlan;
 
-/// The pages of a step's chunks, by (row group, leaf column).
-pub(crate) type HostHeaders = BTreeMap<(usize, usize), ChunkHeaders>;
+/// The pages of a step's chunks, by (row group, leaf column, file offset): a chunk read whole, or each
+/// piece of one read page by page.
+pub(crate) type HostHeaders = BTreeMap<(usize, usize, u64), ChunkHeaders>;
 
 /// The largest share of a step's pages that may be missing from the page cache for its headers to be
 /// parsed on the host: each missing page is a disk read of its own, on the reading thread's heels.
@@ -33,7 +34,7 @@ pub fn parse_step_headers(file: &File, plan: &ReadPlan) -> std::io::Result<HostH
     let mut out = HostHeaders::new();
     for c in &plan.chunks {
         let walked = walk_headers_at(c.len, |at, buf: &mut [u8]| file.read_exact_at(buf, c.offset + at))?;
-        out.insert((c.row_group, c.column), walked);
+        out.insert((c.row_group, c.column, c.offset), walked);
     }
     Ok(out)
 }
@@ -86,7 +87,7 @@ mod tests {
     fn one_chunk(pages: usize) -> HostHeaders {
         let mut h = HostHeaders::new();
         h.insert(
-            (0, 0),
+            (0, 0, 4),
             ChunkHeaders {
                 pages: vec![Default::default(); pages],
                 ..Default::default()
@@ -101,7 +102,7 @@ mod tests {
         assert!(!slot.is_taken());
         assert!(slot.offer(one_chunk(3)));
         let taken = slot.take().expect("offered before the decoder began");
-        assert_eq!(taken[&(0, 0)].pages.len(), 3);
+        assert_eq!(taken[&(0, 0, 4)].pages.len(), 3);
         assert!(slot.is_taken());
         assert!(slot.take().is_none());
     }

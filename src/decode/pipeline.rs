@@ -17,12 +17,14 @@
 
 mod assemble;
 mod checks;
+mod cut;
 mod decompress;
 mod descriptors;
 mod headers;
 mod launch;
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -748,12 +750,18 @@ struct ChunkPages {
     /// Index into the step's GPU columns.
     column: usize,
     row_group: usize,
+    /// Rows its data pages hold: its row group's, or those of the pages fetched of a chunk read
+    /// page by page.
     rows: u64,
+    /// Which rows of its row group those are (0 = the row group's first), in order.
+    held: Vec<Range<u64>>,
     codec: Compression,
-    /// Address of the chunk's first byte.
+    /// Address of the chunk's first fetched byte.
     start: u64,
-    /// The chunk's length in bytes.
-    len: u64,
+    /// What was fetched of it: the whole chunk, or its pieces in file order (a page-level read), each
+    /// at its offset from `start` (pieces lie in the fetched buffer in file order).
+    pieces: Vec<(u64, ChunkRange)>,
+    /// Its pages, every piece's in order, offsets from `start`.
     infos: Vec<PageInfo>,
 }
 
@@ -761,7 +769,7 @@ struct ChunkPages {
 /// chunks that `plan` laid out at `chunk_base` in `exec`'s memory. `host_threads` is for the columns
 /// decoded by arrow-rs; `hints` say how many pages to expect per chunk byte, and learn from the step.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn decode_step<E: Executor>(
+pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
     exec: &mut E,
     source: &ParquetSource,
     schema: &SchemaRef,
@@ -773,7 +781,7 @@ pub(crate) fn decode_step<E: Executor>(
     hints: &PageHints,
     host_headers: Option<&HostHeaders>,
 ) -> Result<(DeviceBatch<E::Buffer>, StepStats)> {
-    let input = StepInput::new(source, routes, plan, row_groups, chunk_base)?;
+    let input = StepInput::new(source, schema, routes, plan, row_groups, chunk_base)?;
     let mut stats = StepStats::default();
     let started = Instant::now();
     let mut step = gpu_columns(&input)?;
@@ -789,6 +797,7 @@ pub(crate) fn decode_step<E: Executor>(
     let mut descriptors = descriptors::describe(exec, &input, &step, &checked, &decompressed.bodies)?;
     let levels = launch::run_kernels(exec, &input, &step, &mut descriptors, decompressed.base)?;
     let mut arrays = assemble::gpu_arrays(exec, &input, &step, descriptors, levels)?;
+    cut::gpu_to_rows(exec, &input, &step, &mut arrays)?;
     assemble::host_arrays(exec, &input, &step, host_threads, &mut arrays)?;
     stats.decode_time = t_decode.elapsed();
 
@@ -808,21 +817,31 @@ pub(crate) fn decode_step<E: Executor>(
 /// What every phase of a step reads: the file, the projection, the plan, and where its chunks are.
 struct StepInput<'a> {
     source: &'a ParquetSource,
+    schema: &'a SchemaRef,
     routes: &'a [ColumnRoute],
     plan: &'a ReadPlan,
     row_groups: &'a [usize],
     /// Address of the plan's first byte in the executor's memory.
     chunk_base: u64,
     location: Location,
-    chunk_of: BTreeMap<(usize, usize), &'a ChunkRange>,
+    /// What the plan fetches of each chunk `(row group, leaf)`: the whole chunk, or its pieces in
+    /// file order.
+    chunk_of: BTreeMap<(usize, usize), Vec<&'a ChunkRange>>,
     /// Rows of each of `row_groups`.
     rows_of: Vec<u64>,
+    /// Of each of `row_groups`, the rows the step yields where the plan reads it page by page
+    /// ([`ReadPlan::rows`]); `None`: all its rows.
+    kept_of: Vec<Option<&'a [Range<u64>]>>,
+    /// Rows of the row groups (what a column of whole chunks decodes to).
+    full_rows: u64,
+    /// Rows the step yields.
     num_rows: u64,
 }
 
 impl<'a> StepInput<'a> {
     fn new(
         source: &'a ParquetSource,
+        schema: &'a SchemaRef,
         routes: &'a [ColumnRoute],
         plan: &'a ReadPlan,
         row_groups: &'a [usize],
@@ -830,33 +849,43 @@ impl<'a> StepInput<'a> {
     ) -> Result<Self> {
         let location = source.location();
         let meta = source.metadata();
-        // The GPU decode takes whole chunks only: it walks a chunk's pages from its first byte and
-        // expects its row group's rows (the reader plans its steps so: `Reader::whole_plans_of`).
-        if let Some(c) = plan.chunks.iter().find(|c| c.pages.is_some()) {
-            return Err(Error::InvalidRequest {
-                location: Location::chunk(&location.file, c.column_path.clone(), c.row_group),
-                message: "the GPU decode reads whole column chunks; this plan reads the chunk page by page".into(),
-            });
+        let mut chunk_of: BTreeMap<(usize, usize), Vec<&ChunkRange>> = BTreeMap::new();
+        let mut in_order: Vec<&ChunkRange> = plan.chunks.iter().collect();
+        in_order.sort_by_key(|c| c.offset);
+        for c in in_order {
+            chunk_of.entry((c.row_group, c.column)).or_default().push(c);
         }
-        let chunk_of: BTreeMap<(usize, usize), &ChunkRange> =
-            plan.chunks.iter().map(|c| ((c.row_group, c.column), c)).collect();
         let mut rows_of = Vec::with_capacity(row_groups.len());
+        let mut kept_of = Vec::with_capacity(row_groups.len());
+        let mut num_rows = 0u64;
         for &g in row_groups {
+            let at = Location {
+                row_group: Some(g),
+                ..location.clone()
+            };
             let n = meta.row_group(g).num_rows();
-            let n = u64::try_from(n).map_err(|_| {
-                Error::invalid_metadata(
-                    Location {
-                        row_group: Some(g),
-                        ..location.clone()
-                    },
-                    format!("negative row count {n}"),
-                )
-            })?;
+            let n =
+                u64::try_from(n).map_err(|_| Error::invalid_metadata(at.clone(), format!("negative row count {n}")))?;
+            let kept = plan.rows.get(&g).map(Vec::as_slice);
+            if let Some(k) = kept {
+                let ordered = k.iter().zip(k.iter().skip(1)).all(|(a, b)| a.end < b.start);
+                if !ordered || k.iter().any(|r| r.start >= r.end || r.end > n) {
+                    return Err(Error::InvalidRequest {
+                        location: at,
+                        message: format!(
+                            "the plan's rows ({k:?}) are not sorted, disjoint, non-empty ranges within the row group's {n}"
+                        ),
+                    });
+                }
+            }
+            num_rows += kept.map_or(n, |k| k.iter().map(|r| r.end - r.start).sum());
             rows_of.push(n);
+            kept_of.push(kept);
         }
-        let num_rows: u64 = rows_of.iter().sum();
+        let full_rows: u64 = rows_of.iter().sum();
         Ok(Self {
             source,
+            schema,
             routes,
             plan,
             row_groups,
@@ -864,8 +893,16 @@ impl<'a> StepInput<'a> {
             location,
             chunk_of,
             rows_of,
+            kept_of,
+            full_rows,
             num_rows,
         })
+    }
+
+    /// Whether some row group of the step yields fewer rows than it holds, so that every column is
+    /// cut to the plan's rows after its decode.
+    fn is_cut(&self) -> bool {
+        self.kept_of.iter().any(Option::is_some)
     }
 }
 
@@ -898,34 +935,108 @@ fn gpu_columns(input: &StepInput<'_>) -> Result<StepColumns> {
         })
         .collect();
     let mut fallback: BTreeMap<usize, String> = BTreeMap::new();
-    if input.num_rows > u32::MAX as u64 && !gpu.is_empty() {
+    if input.full_rows > u32::MAX as u64 && !gpu.is_empty() {
         for (i, _) in gpu.drain(..) {
             fallback.insert(i, "more than 2^32 rows in one step: decoded on the host".into());
         }
+    }
+    if input.is_cut() {
+        // Columns the GPU cannot cut to the plan's rows after their decode go to arrow-rs, which
+        // reads them with the rows selected.
+        for (i, r) in input.routes.iter().enumerate() {
+            if let Some(why) = cut::cannot_cut(input, i, r) {
+                fallback.insert(i, why);
+            }
+        }
+        gpu.retain(|(i, _)| !fallback.contains_key(i));
     }
 
     let mut chunks: Vec<ChunkPages> = Vec::new();
     for (gi, (_, leaf)) in gpu.iter().enumerate() {
         for (slot, &g) in input.row_groups.iter().enumerate() {
-            let c = input
+            let at = Location::chunk(&input.location.file, source.column_path(leaf.leaf), g);
+            let pieces = input
                 .chunk_of
                 .get(&(g, leaf.leaf))
+                .filter(|p| !p.is_empty())
                 .ok_or_else(|| Error::InvalidRequest {
-                    location: Location::chunk(&input.location.file, source.column_path(leaf.leaf), g),
+                    location: at.clone(),
                     message: "the plan does not fetch this column chunk".into(),
                 })?;
+            let first = pieces[0];
+            let held = held_rows(pieces, input.rows_of[slot]).map_err(|message| Error::InvalidRequest {
+                location: at.clone(),
+                message,
+            })?;
+            let whole = held.len() == 1 && held[0] == (0..input.rows_of[slot]);
+            if input.kept_of[slot].is_none() && !whole {
+                return Err(Error::InvalidRequest {
+                    location: at,
+                    message: "the plan reads this chunk page by page but gives no rows of its row group".into(),
+                });
+            }
+            let mut placed = Vec::with_capacity(pieces.len());
+            for &p in pieces {
+                // Pieces lie in the fetched buffer in file order (the plan lays spans out so).
+                let off = p
+                    .dest_offset
+                    .checked_sub(first.dest_offset)
+                    .ok_or_else(|| Error::InvalidRequest {
+                        location: at.clone(),
+                        message: "the plan lays this chunk's pieces out of file order".into(),
+                    })?;
+                placed.push((off, p.clone()));
+            }
             chunks.push(ChunkPages {
                 column: gi,
                 row_group: g,
-                rows: input.rows_of[slot],
+                rows: held.iter().map(|r| r.end - r.start).sum(),
+                held,
                 codec: meta.row_group(g).column(leaf.leaf).compression(),
-                start: input.chunk_base + c.dest_offset,
-                len: c.len,
+                start: input.chunk_base + first.dest_offset,
+                pieces: placed,
                 infos: Vec::new(),
             });
         }
     }
     Ok(StepColumns { gpu, fallback, chunks })
+}
+
+/// The rows of its row group (of `num_rows`) that a chunk fetched as `pieces` holds, in order: all of
+/// them for a whole chunk, else its pieces' pages' rows. `Err` where the pieces are not one chunk's,
+/// in order, or mix a whole chunk with pieces.
+fn held_rows(pieces: &[&ChunkRange], num_rows: u64) -> std::result::Result<Vec<Range<u64>>, String> {
+    if let [one] = pieces
+        && one.pages.is_none()
+    {
+        return Ok(std::iter::once(0..num_rows).collect());
+    }
+    let mut held: Vec<Range<u64>> = Vec::new();
+    for p in pieces {
+        let run = p
+            .pages
+            .as_ref()
+            .ok_or("the plan fetches this column chunk whole and in pieces")?;
+        if run.pages.is_empty() {
+            continue;
+        }
+        match held.last_mut() {
+            Some(last) if last.end == run.rows.start => last.end = run.rows.end,
+            Some(last) if last.end > run.rows.start => {
+                return Err(format!(
+                    "the plan's pieces of this chunk hold rows {:?} after {last:?}",
+                    run.rows
+                ));
+            }
+            _ => held.push(run.rows.clone()),
+        }
+    }
+    if held.last().is_some_and(|r| r.end > num_rows) {
+        return Err(format!(
+            "the plan's pieces of this chunk hold rows past the row group's {num_rows}"
+        ));
+    }
+    Ok(held)
 }
 
 /// A Null-typed leaf's array: no buffers, no validity (arrow-rs's NullArray) over its slots; the values

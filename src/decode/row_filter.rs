@@ -1301,31 +1301,65 @@ pub(crate) fn compact_batch<E: FilterExecutor>(
     batch: DeviceBatch<E::Buffer>,
     mask: &DeviceArray<E::Buffer>,
 ) -> Result<DeviceBatch<E::Buffer>> {
-    if mask.data_type != DataType::Boolean || mask.len != batch.num_rows {
+    if mask.len != batch.num_rows {
         return Err(Error::InvalidRequest {
             location: batch.location.clone(),
-            message: format!(
-                "a mask of {} {} rows for a batch of {} rows",
-                mask.len, mask.data_type, batch.num_rows
-            ),
+            message: format!("a mask of {} rows for a batch of {} rows", mask.len, batch.num_rows),
         });
     }
-    let mut refs = batch
-        .columns
-        .iter()
-        .map(|c| column_ref(exec, &c.array))
-        .collect::<Result<Vec<_>>>()?;
+    let DeviceBatch {
+        schema,
+        columns,
+        row_groups,
+        location,
+        ..
+    } = batch;
+    let ctx = FilterContext {
+        location: location.clone(),
+        names: columns.iter().map(|c| c.name.clone()).collect(),
+    };
+    let mut rest = Vec::with_capacity(columns.len());
+    let mut arrays = Vec::with_capacity(columns.len());
+    for c in columns {
+        arrays.push(c.array);
+        rest.push((c.name, c.decoded));
+    }
+    let (arrays, num_rows) = compact_arrays(exec, arrays, mask, ctx)?;
+    Ok(DeviceBatch {
+        schema,
+        num_rows: num_rows as usize,
+        columns: rest
+            .into_iter()
+            .zip(arrays)
+            .map(|((name, decoded), array)| DeviceColumn { name, array, decoded })
+            .collect(),
+        row_groups,
+        location,
+    })
+}
+
+/// `arrays` (each of `mask.len` rows) compacted on `exec` to the rows `mask` selects (a `Boolean`
+/// array, null or false rows left out), and how many those are. `ctx` names the arrays for errors.
+pub(crate) fn compact_arrays<E: FilterExecutor>(
+    exec: &mut E,
+    arrays: Vec<DeviceArray<E::Buffer>>,
+    mask: &DeviceArray<E::Buffer>,
+    mut ctx: FilterContext,
+) -> Result<(Vec<DeviceArray<E::Buffer>>, u64)> {
+    if mask.data_type != DataType::Boolean {
+        return Err(Error::InvalidRequest {
+            location: ctx.location.clone(),
+            message: format!("a mask of {} {} rows", mask.len, mask.data_type),
+        });
+    }
+    let mut refs = arrays.iter().map(|a| column_ref(exec, a)).collect::<Result<Vec<_>>>()?;
     let mask_column = refs.len();
     refs.push(column_ref(exec, mask)?);
-    let mut names: Vec<String> = batch.columns.iter().map(|c| c.name.clone()).collect();
-    names.push("the mask".to_string());
-    let ctx = FilterContext {
-        location: batch.location.clone(),
-        names,
-    };
+    ctx.names.resize(mask_column, String::new());
+    ctx.names.push("the mask".to_string());
     let selected = RowPredicate::compare(mask_column, CmpOp::Eq, Scalar::Boolean(true));
     let FilterOutput::Rows { num_rows, mut columns } =
-        filter_columns(exec, &refs, batch.num_rows as u64, &selected, FilterMode::Compact, &ctx)?
+        filter_columns(exec, &refs, mask.len as u64, &selected, FilterMode::Compact, &ctx)?
     else {
         return Err(Error::device("the row filter", "a mask where rows were asked for"));
     };
@@ -1333,7 +1367,12 @@ pub(crate) fn compact_batch<E: FilterExecutor>(
     if let Some(m) = columns.pop() {
         free_outputs(exec, &m);
     }
-    assemble(exec, batch, num_rows, columns)
+    let arrays = columns
+        .into_iter()
+        .zip(arrays)
+        .map(|(f, a)| into_device_array(exec, f, a))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((arrays, num_rows))
 }
 
 impl DeviceBatch<Vec<u8>> {

@@ -108,14 +108,23 @@ pub(crate) fn longest_page_ns(meta: &ParquetMetaData, chunks: &[ChunkRange], dec
             }
             _ => CHAIN_NS_PER_BYTE_NVCOMP,
         };
-        let dictionary = (chunk.data_page_offset() - crate::metadata::chunk_start(chunk)).max(0) as u64;
+        // A piece of a chunk read page by page: its own pages.
+        let dictionary = match &c.pages {
+            Some(run) if !run.dictionary => 0,
+            _ => (chunk.data_page_offset() - crate::metadata::chunk_start(chunk)).max(0) as u64,
+        };
         let data = match meta.page_index().and_then(|p| p.offset_index(c.row_group, c.column)) {
-            Some(oi) => oi
-                .page_locations()
-                .iter()
-                .map(|l| l.compressed_page_size.max(0) as u64)
-                .max()
-                .unwrap_or(0),
+            Some(oi) => {
+                let pages = oi.page_locations();
+                let mine = c
+                    .pages
+                    .as_ref()
+                    .map_or(&pages[..], |r| pages.get(r.pages.clone()).unwrap_or_default());
+                mine.iter()
+                    .map(|l| l.compressed_page_size.max(0) as u64)
+                    .max()
+                    .unwrap_or(0)
+            }
             None => ASSUMED_PAGE_BYTES.min(chunk.compressed_size().max(0) as u64),
         };
         let mut page = dictionary.max(data);
@@ -180,12 +189,13 @@ impl GpuSteps {
     pub(crate) fn plan(reader: &Reader, decoder: Arc<GpuDecoder>) -> Result<Self> {
         let (free_before, _) = decoder.context().memory()?;
         let budget = gpu_budget(reader, free_before);
-        let (schema, routes) = route_columns(&reader.source, &reader.whole_plan.columns)?;
+        let (schema, routes) = route_columns(&reader.source, &reader.plan.columns)?;
         let filter = GpuFilter::plan(&reader.filter, &schema, reader.filter_mode)?.map(Arc::new);
         // The GPU time a step costs at least: how many steps, and how many decoded at once.
         let floor = step_floor_ns(reader, &decoder);
         let (steps, largest) = decode_steps(reader, &budget, floor)?;
-        let plans = reader.whole_plans_of(steps)?;
+        // The filter's surviving rows read page by page, as the host reads them.
+        let plans = reader.plans_of(steps)?;
         let in_flight = budget.steps_in_flight_for(largest);
         let most = in_flight - FETCHES.min(in_flight - 1);
         Ok(Self {
@@ -221,8 +231,8 @@ impl GpuSteps {
         let progress = ProgressCounter::new(
             reader.progress.clone(),
             self.plans.len(),
-            reader.whole_plan.num_rows(reader.source.metadata()),
-            reader.whole_plan.useful_bytes(),
+            reader.plan.num_rows(reader.source.metadata()),
+            reader.plan.useful_bytes(),
         );
         let sink = GpuSink {
             decoder: self.decoder.clone(),
@@ -265,12 +275,18 @@ pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
 pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64) -> Result<(Vec<Vec<usize>>, u64)> {
     let meta = reader.source.metadata();
     let mut need: Vec<(usize, u64)> = Vec::new();
-    for &rg in &reader.whole_plan.row_groups {
+    for &rg in &reader.plan.row_groups {
         let rows = meta.row_group(rg).num_rows().max(0) as u64;
         let mut bytes = 0u64;
-        for c in reader.whole_plan.chunks.iter().filter(|c| c.row_group == rg) {
+        for c in reader.plan.chunks.iter().filter(|c| c.row_group == rg) {
             let unc = meta.row_group(rg).column(c.column).uncompressed_size().max(0) as u64;
-            bytes += c.len + 2 * unc + rows * TEMP_BYTES_PER_VALUE;
+            // A piece of a chunk read page by page: the bytes fetched, and its share of the chunk's
+            // decoded bytes and rows.
+            let share = |x: u64| match &c.pages {
+                Some(run) => (x as u128 * c.len as u128 / (run.chunk.end - run.chunk.start).max(1) as u128) as u64,
+                None => x,
+            };
+            bytes += c.len + 2 * share(unc) + share(rows) * TEMP_BYTES_PER_VALUE;
         }
         need.push((rg, bytes));
     }
@@ -311,7 +327,7 @@ pub(crate) fn step_floor_ns(reader: &Reader, decoder: &GpuDecoder) -> f64 {
         own_snappy: decoder.snappy_on_own_kernel(),
         wide_snappy: decoder.snappy().wide(),
     };
-    longest_page_ns(reader.source.metadata(), &reader.whole_plan.chunks, decoders)
+    longest_page_ns(reader.source.metadata(), &reader.plan.chunks, decoders)
 }
 
 /// Steps decoded at once: as asked, else [`DECODERS_WITH_FLOOR`] where steps have a floor and
@@ -325,7 +341,7 @@ fn decoders(reader: &Reader, floor_ns: f64) -> usize {
 /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection, whose
 /// steps cost at least `floor_ns` of GPU time).
 fn steps_for_latency_of(reader: &Reader, floor_ns: f64) -> u64 {
-    steps_for_latency(reader.whole_plan.dest_len, floor_ns, decoders(reader, floor_ns))
+    steps_for_latency(reader.plan.dest_len, floor_ns, decoders(reader, floor_ns))
 }
 
 /// Decodes fetched steps into device columns, each on its chunks' stream; parses page headers on the

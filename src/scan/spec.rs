@@ -18,9 +18,6 @@ use crate::scan::progress::ProgressHook;
 pub struct Reader {
     pub(crate) source: ParquetSource,
     pub(crate) plan: Arc<ReadPlan>,
-    /// The selection's plan with every chunk whole: what the GPU decode reads (it does not take
-    /// page-level pieces); `plan` itself where nothing is read page by page.
-    pub(crate) whole_plan: Arc<ReadPlan>,
     pub(crate) columns: Projection,
     pub(crate) io: Arc<AnyBackend>,
     pub(crate) policy: IoPolicy,

@@ -307,3 +307,77 @@ pub fn testdata_dir() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata")
     }
 }
+
+/// The thrift compact encoding of a PageLocation (offset, compressed size, first row), as an
+/// OffsetIndex holds it.
+pub fn encode_page_location(offset: i64, size: i32, first_row: i64) -> Vec<u8> {
+    let varint = |out: &mut Vec<u8>, v: i64| {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        loop {
+            let b = (z & 0x7f) as u8;
+            z >>= 7;
+            if z == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        }
+    };
+    let mut out = vec![0x16];
+    varint(&mut out, offset);
+    out.push(0x15);
+    varint(&mut out, size as i64);
+    out.push(0x16);
+    varint(&mut out, first_row);
+    out.push(0);
+    out
+}
+
+/// Damages the OffsetIndex of the file at `path` in place: page `page` of leaf `leaf` in row group
+/// `row_group` changed by `change` (offset, size, first row → new values, which must encode in as
+/// many bytes; the location must be found once in the file).
+pub fn change_page_location(
+    path: &Path,
+    row_group: usize,
+    leaf: usize,
+    page: usize,
+    change: impl Fn(i64, i32, i64) -> (i64, i32, i64),
+) {
+    let source = ParquetSource::open(path).unwrap();
+    let loc = source
+        .metadata()
+        .page_index()
+        .unwrap()
+        .offset_index(row_group, leaf)
+        .unwrap()
+        .page_locations()[page]
+        .clone();
+    let mut bytes = std::fs::read(path).unwrap();
+    let old = encode_page_location(loc.offset, loc.compressed_page_size, loc.first_row_index);
+    let hits: Vec<usize> = bytes
+        .windows(old.len())
+        .enumerate()
+        .filter(|(_, w)| *w == old)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(hits.len(), 1, "PageLocation {loc:?} found {} times", hits.len());
+    let (o, s, f) = change(loc.offset, loc.compressed_page_size, loc.first_row_index);
+    let new = encode_page_location(o, s, f);
+    assert_eq!(new.len(), old.len(), "the change keeps the encoding's length");
+    bytes[hits[0]..hits[0] + new.len()].copy_from_slice(&new);
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Same columns (by name and type) and the same values, value for value.
+pub fn assert_same(got: &RecordBatch, want: &RecordBatch, what: &str) {
+    assert_eq!(got.num_rows(), want.num_rows(), "{what}: rows");
+    assert_eq!(got.schema().fields(), want.schema().fields(), "{what}: fields");
+    for i in 0..want.num_columns() {
+        assert_eq!(
+            got.column(i).to_data(),
+            want.column(i).to_data(),
+            "{what}: column {}",
+            want.schema().field(i).name()
+        );
+    }
+}

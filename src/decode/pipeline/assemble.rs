@@ -30,7 +30,9 @@ pub(super) fn gpu_arrays<E: Executor>(
     let source = input.source;
     let routes = input.routes;
     let gpu = &step.gpu;
-    let num_rows = input.num_rows;
+    // What the nested columns decode to: in a step read page by page, those still on the GPU are read
+    // whole (`cut::cannot_cut`) and cut to the plan's rows after.
+    let num_rows = input.full_rows;
     let location = &input.location;
     let Descriptors {
         kept,
@@ -172,21 +174,28 @@ pub(super) fn host_arrays<E: Executor>(
             .flat_map(|&i| routes[i].leaves.iter().copied())
             .collect();
         let mut sub_chunks = Vec::new();
+        let mut fetched_at: BTreeMap<u64, u64> = BTreeMap::new(); // file offset -> dest offset
         for &g in row_groups {
             for &l in &leaves {
-                let c = chunk_of.get(&(g, l)).ok_or_else(|| Error::InvalidRequest {
-                    location: Location::chunk(&location.file, source.column_path(l), g),
-                    message: "the plan does not fetch this column chunk".into(),
-                })?;
-                sub_chunks.push((*c).clone());
+                let pieces = chunk_of
+                    .get(&(g, l))
+                    .filter(|p| !p.is_empty())
+                    .ok_or_else(|| Error::InvalidRequest {
+                        location: Location::chunk(&location.file, source.column_path(l), g),
+                        message: "the plan does not fetch this column chunk".into(),
+                    })?;
+                for c in pieces {
+                    fetched_at.insert(c.offset, c.dest_offset);
+                    sub_chunks.push((*c).clone());
+                }
             }
         }
         let mut sorted_leaves = leaves.clone();
         sorted_leaves.sort_unstable();
-        // The chunks packed end to end in file order, whatever the fetch's layout was (an O_DIRECT
-        // plan pads its chunks to 4 KiB): the sub-plan lays them out that way, then they are copied
-        // to where it says.
-        let sub = ReadPlan::from_chunks(
+        // The chunks (or pieces) packed end to end in file order, whatever the fetch's layout was (an
+        // O_DIRECT plan pads its chunks to 4 KiB): the sub-plan lays them out that way, then they are
+        // copied to where it says. Its row groups read page by page yield the plan's rows.
+        let mut sub = ReadPlan::from_chunks(
             sub_chunks,
             sorted_leaves,
             row_groups.to_vec(),
@@ -197,17 +206,19 @@ pub(super) fn host_arrays<E: Executor>(
                 ..plan.options
             },
         );
+        sub.rows = row_groups
+            .iter()
+            .filter_map(|g| plan.rows.get(g).map(|r| (*g, r.clone())))
+            .collect();
         let mut packed = vec![0u8; sub.dest_len as usize];
         for sc in &sub.chunks {
             // Every sub-plan chunk is one of `chunk_of`'s (cloned above); looked up, not indexed, so that
             // no path here can panic.
-            let c = chunk_of
-                .get(&(sc.row_group, sc.column))
-                .ok_or_else(|| Error::InvalidRequest {
-                    location: Location::chunk(&location.file, sc.column_path.clone(), sc.row_group),
-                    message: "the plan does not fetch this column chunk".into(),
-                })?;
-            let bytes: Vec<u8> = exec.read(chunk_base + c.dest_offset, c.len as usize)?;
+            let from = fetched_at.get(&sc.offset).ok_or_else(|| Error::InvalidRequest {
+                location: Location::chunk(&location.file, sc.column_path.clone(), sc.row_group),
+                message: "the plan does not fetch this column chunk".into(),
+            })?;
+            let bytes: Vec<u8> = exec.read(chunk_base + from, sc.len as usize)?;
             let at = sc.dest_offset as usize;
             packed
                 .get_mut(at..at + bytes.len())
@@ -223,7 +234,7 @@ pub(super) fn host_arrays<E: Executor>(
             return Err(Error::parquet(
                 location.clone(),
                 format!(
-                    "arrow-rs decoded {} rows where the row groups hold {num_rows}",
+                    "arrow-rs decoded {} rows where the step yields {num_rows}",
                     batch.num_rows()
                 ),
             ));

@@ -10,12 +10,15 @@ use crate::decode::host_kernels::page_headers::ChunkHeaders;
 use crate::decode::layout::{ChunkDesc, ErrorCode, PageInfo};
 use crate::error::{Error, Result};
 use crate::metadata::ParquetSource;
+use crate::plan::PageSpan;
 
-/// Fills every chunk's pages. Where `host_headers` holds every chunk's, they are taken as the host
+/// Fills every chunk's pages. Where `host_headers` holds every piece's, they are taken as the host
 /// parsed them from the file (no pass, no wait); else one GPU pass into room for as many pages as
-/// `hints` expect of each chunk; where a chunk holds more, a count pass, then a fill pass into exact
-/// room. (Each pass walks a chunk's headers one after another, a warp's first lane per chunk:
-/// 0.41-0.59 ms on a snappy benchmark step.) Returns whether the headers came from the host.
+/// `hints` expect of each piece; where a piece holds more, a count pass, then a fill pass into exact
+/// room. (Each pass walks a piece's headers one after another, a warp's first lane per piece:
+/// 0.41-0.59 ms on a snappy benchmark step.) A chunk read whole is one piece; a chunk read page by
+/// page has its pieces' pages one after another, each piece checked against the OffsetIndex that
+/// planned it. Returns whether the headers came from the host.
 pub(super) fn read_page_headers<E: Executor>(
     exec: &mut E,
     input: &StepInput<'_>,
@@ -26,53 +29,121 @@ pub(super) fn read_page_headers<E: Executor>(
     let source = input.source;
     let gpu = &step.gpu;
     let chunks = &mut step.chunks;
-    let mut descs: Vec<ChunkDesc> = chunks
+    // Every piece of every chunk, in order: (chunk, piece).
+    let pieces: Vec<(usize, usize)> = chunks
         .iter()
-        .map(|ch| ChunkDesc {
-            start: ch.start,
-            len: ch.len,
-            ..Default::default()
+        .enumerate()
+        .flat_map(|(i, ch)| (0..ch.pieces.len()).map(move |k| (i, k)))
+        .collect();
+    let mut descs: Vec<ChunkDesc> = pieces
+        .iter()
+        .map(|&(i, k)| {
+            let (at, piece) = &chunks[i].pieces[k];
+            ChunkDesc {
+                start: chunks[i].start + at,
+                len: piece.len,
+                ..Default::default()
+            }
         })
         .collect();
     let from_host = host_headers.and_then(|h| {
-        chunks
+        pieces
             .iter()
-            .map(|ch| h.get(&(ch.row_group, gpu[ch.column].1.leaf)))
+            .map(|&(i, k)| {
+                h.get(&(
+                    chunks[i].row_group,
+                    chunks[i].pieces[k].1.column,
+                    chunks[i].pieces[k].1.offset,
+                ))
+            })
             .collect::<Option<Vec<&ChunkHeaders>>>()
     });
-    if let Some(found) = from_host {
-        for (i, h) in found.into_iter().enumerate() {
-            let c = ChunkDesc {
-                page_count: h.pages.len().min(u32::MAX as usize) as u32,
-                error: h.error,
-                error_at: h.error_at,
-                ..descs[i]
-            };
-            check_chunk(&c, &chunks[i], gpu, source)?;
-            chunks[i].infos = h.pages.clone();
-            hints.record(gpu[chunks[i].column].1.leaf, c.page_count, descs[i].len);
+    let on_host = from_host.is_some();
+    let found: Vec<(ChunkDesc, Vec<PageInfo>)> = if let Some(found) = from_host {
+        found
+            .into_iter()
+            .zip(&descs)
+            .map(|(h, d)| {
+                let c = ChunkDesc {
+                    page_count: h.pages.len().min(u32::MAX as usize) as u32,
+                    error: h.error,
+                    error_at: h.error_at,
+                    ..*d
+                };
+                (c, h.pages.clone())
+            })
+            .collect()
+    } else if descs.is_empty() {
+        Vec::new()
+    } else {
+        gpu_pass(exec, &mut descs, &pieces, chunks, gpu, source, hints)?
+    };
+    let mut before = 0; // pages of the chunk's earlier pieces
+    for (j, (c, infos)) in found.into_iter().enumerate() {
+        let (i, k) = pieces[j];
+        if k == 0 {
+            before = 0;
         }
-        return Ok(true);
+        let ch = &chunks[i];
+        check_chunk(&c, ch, k, before, gpu, source)?;
+        let (at, piece) = &ch.pieces[k];
+        let data: Vec<PageSpan> = infos
+            .iter()
+            .filter(|p| matches!(p.page_type, 0 | 3))
+            .map(|p| PageSpan {
+                start: p.header_offset,
+                end: p.data_offset.saturating_add(p.compressed_size.max(0) as u64),
+                num_values: p.num_values as i64,
+            })
+            .collect();
+        if let Err(why) = piece.check_pages(source.metadata(), &data) {
+            return Err(corrupt(
+                source,
+                gpu,
+                ch,
+                None,
+                &format!("the OffsetIndex does not match the chunk's pages: {why}"),
+            ));
+        }
+        hints.record(gpu[ch.column].1.leaf, c.page_count, descs[j].len);
+        before += infos.len();
+        let at = *at;
+        chunks[i].infos.extend(infos.into_iter().map(|mut p| {
+            p.header_offset += at;
+            p.data_offset += at;
+            p
+        }));
     }
-    if descs.is_empty() {
-        return Ok(false);
-    }
+    Ok(on_host)
+}
+
+/// The GPU's header pass over the pieces `descs` (of `chunks`, as `pieces` says): each piece's
+/// outcome and pages, offsets from the piece's first byte.
+fn gpu_pass<E: Executor>(
+    exec: &mut E,
+    descs: &mut [ChunkDesc],
+    pieces: &[(usize, usize)],
+    chunks: &[ChunkPages],
+    gpu: &[(usize, GpuLeaf)],
+    source: &ParquetSource,
+    hints: &PageHints,
+) -> Result<Vec<(ChunkDesc, Vec<PageInfo>)>> {
     let n = descs.len() as u32;
     let mut total = 0u64;
-    for (i, ch) in chunks.iter().enumerate() {
-        descs[i].first_page = total.min(u32::MAX as u64) as u32;
-        descs[i].page_capacity = hints.expected_pages(gpu[ch.column].1.leaf, descs[i].len);
-        total += descs[i].page_capacity as u64;
+    for (j, &(i, _)) in pieces.iter().enumerate() {
+        descs[j].first_page = total.min(u32::MAX as u64) as u32;
+        descs[j].page_capacity = hints.expected_pages(gpu[chunks[i].column].1.leaf, descs[j].len);
+        total += descs[j].page_capacity as u64;
     }
     let mut one_pass = None;
     if total <= u32::MAX as u64 {
-        let d = exec.upload(&descs)?;
+        let d = exec.upload(descs)?;
         let p = exec.alloc(total as usize * std::mem::size_of::<PageInfo>())?;
         exec.launch(Kernel::PageHeaders { chunks: d, n, pages: p })?;
         let filled: Vec<ChunkDesc> = exec.read(d, descs.len())?;
         let overflow = filled
             .iter()
-            .zip(&descs)
+            .zip(descs.iter())
             .any(|(c, want)| c.error == ErrorCode::TooManyPages as u32 && c.page_count == want.page_capacity);
         if !overflow {
             let infos: Vec<PageInfo> = exec.read(p, total as usize)?;
@@ -83,24 +154,26 @@ pub(super) fn read_page_headers<E: Executor>(
     }
     let (filled, infos) = match one_pass {
         Some(found) => found,
-        None => count_then_fill(exec, &mut descs, chunks, gpu, source)?,
+        None => count_then_fill(exec, descs, pieces, chunks, gpu, source)?,
     };
-    for (i, c) in filled.iter().enumerate() {
-        check_chunk(c, &chunks[i], gpu, source)?;
-        if c.page_count > descs[i].page_capacity {
+    let mut out = Vec::with_capacity(filled.len());
+    for (j, c) in filled.into_iter().enumerate() {
+        let (i, k) = pieces[j];
+        if c.error == 0 && c.page_count > descs[j].page_capacity {
             return Err(corrupt(
                 source,
                 gpu,
                 &chunks[i],
                 None,
-                ErrorCode::TooManyPages.describe(),
+                &format!("{} (piece {k})", ErrorCode::TooManyPages.describe()),
             ));
         }
-        let first = descs[i].first_page as usize;
-        chunks[i].infos = infos[first..first + c.page_count as usize].to_vec();
-        hints.record(gpu[chunks[i].column].1.leaf, c.page_count, descs[i].len);
+        let first = descs[j].first_page as usize;
+        let count = c.page_count.min(descs[j].page_capacity) as usize;
+        let pages = infos.get(first..first + count).unwrap_or_default().to_vec();
+        out.push((c, pages));
     }
-    Ok(false)
+    Ok(out)
 }
 
 /// How many pages to expect per byte of each leaf column's chunks, learnt from the steps decoded so far
@@ -131,10 +204,11 @@ impl PageHints {
 }
 
 /// Page headers in two passes: the count pass, then the fill pass into exact room (`descs` get their
-/// places). The chunks' results and every page, laid out as `descs` say.
+/// places). The pieces' results and every page, laid out as `descs` say.
 fn count_then_fill<E: Executor>(
     exec: &mut E,
     descs: &mut [ChunkDesc],
+    pieces: &[(usize, usize)],
     chunks: &[ChunkPages],
     gpu: &[(usize, GpuLeaf)],
     source: &ParquetSource,
@@ -148,10 +222,11 @@ fn count_then_fill<E: Executor>(
     exec.launch(Kernel::PageHeaders { chunks: d, n, pages: 0 })?;
     let counted: Vec<ChunkDesc> = exec.read(d, descs.len())?;
     let mut total = 0u64;
-    for (i, c) in counted.iter().enumerate() {
-        check_chunk(c, &chunks[i], gpu, source)?;
-        descs[i].first_page = total as u32;
-        descs[i].page_capacity = c.page_count;
+    for (j, c) in counted.iter().enumerate() {
+        let (i, k) = pieces[j];
+        check_chunk(c, &chunks[i], k, 0, gpu, source)?;
+        descs[j].first_page = total as u32;
+        descs[j].page_capacity = c.page_count;
         total += c.page_count as u64;
     }
     if total > u32::MAX as u64 {
@@ -167,12 +242,12 @@ fn count_then_fill<E: Executor>(
     let infos: Vec<PageInfo> = exec.read(p, total as usize)?;
     exec.free(p);
     exec.free(d);
-    for (i, c) in filled.iter().enumerate() {
-        if c.error == 0 && c.page_count != descs[i].page_capacity {
+    for (j, c) in filled.iter().enumerate() {
+        if c.error == 0 && c.page_count != descs[j].page_capacity {
             return Err(corrupt(
                 source,
                 gpu,
-                &chunks[i],
+                &chunks[pieces[j].0],
                 None,
                 ErrorCode::TooManyPages.describe(),
             ));
@@ -181,19 +256,34 @@ fn count_then_fill<E: Executor>(
     Ok((filled, infos))
 }
 
-/// A chunk's header-pass outcome: an error names the page by its header offset.
-fn check_chunk(c: &ChunkDesc, ch: &ChunkPages, gpu: &[(usize, GpuLeaf)], source: &ParquetSource) -> Result<()> {
+/// A piece's header-pass outcome (piece `k` of `ch`, after `before` pages of its earlier pieces): an
+/// error names the page by its index among the chunk's fetched pages and its header's offset in the
+/// chunk.
+fn check_chunk(
+    c: &ChunkDesc,
+    ch: &ChunkPages,
+    k: usize,
+    before: usize,
+    gpu: &[(usize, GpuLeaf)],
+    source: &ParquetSource,
+) -> Result<()> {
     if c.error == 0 {
         return Ok(());
     }
     let what = ErrorCode::from_u32(c.error)
         .map(ErrorCode::describe)
         .unwrap_or("an unknown header error");
+    // The piece's offset in its chunk, in the file.
+    let piece = &ch.pieces[k].1;
+    let skipped = piece
+        .pages
+        .as_ref()
+        .map_or(0, |r| piece.offset.saturating_sub(r.chunk.start));
     Err(corrupt(
         source,
         gpu,
         ch,
-        Some(c.page_count as usize),
-        &format!("{what} (page header at chunk offset {})", c.error_at),
+        Some(before + c.page_count as usize),
+        &format!("{what} (page header at chunk offset {})", skipped + c.error_at),
     ))
 }
