@@ -304,7 +304,7 @@ impl Table {
 }
 
 /// What every read function takes besides its source: the one place where arguments become
-/// `ReaderBuilder` settings, so an argument (a future `filters=`) is added here once for all of them.
+/// `ReaderBuilder` settings, so an argument (as `filters=` was) is added here once for all of them.
 struct ReadOptions {
     columns: Option<Vec<String>>,
     row_groups: Option<Vec<usize>>,
