@@ -566,7 +566,7 @@ pub(crate) fn aligned_table(rows: &[Vec<String>]) -> String {
 
 // ---- Filter pruning (issue 43): its own section, apart from the I/O path counters above. ----
 
-/// What a filter pruned before any data byte moved ([`crate::filter::prune`]), per reason. A row
+/// What a filter pruned before any data byte moved ([`crate::filter::prune()`]), per reason. A row
 /// group is counted under the first reason that removed it, in the order statistics, bloom filters,
 /// dictionaries, page index; pages and bytes are those of the projection's column chunks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

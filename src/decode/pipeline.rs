@@ -710,10 +710,10 @@ pub struct ColumnStepStats {
     /// Page bytes after decompression.
     pub uncompressed_bytes: u64,
     /// Where decompression ran ("gpu (nvCOMP)"; for Snappy "gpu (gp_unsnap)", or the decoders that took
-    /// bodies joined, such as "gpu (gp_snappy_literals + gp_wsnap + nvCOMP)"; "host (<why>)"; "none"
+    /// bodies joined, such as "gpu (gp_snappy_literals + gp_wsnap + nvCOMP)"; "host (`<why>`)"; "none"
     /// for uncompressed chunks).
     pub decompressed_on: String,
-    /// Where decoding ran ("gpu", or "host (<why>)").
+    /// Where decoding ran ("gpu", or "host (`<why>`)").
     pub decoded_on: String,
 }
 

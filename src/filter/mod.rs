@@ -2,7 +2,7 @@
 //! ([`Expr::parse`]) or built from pyarrow's DNF form ([`Expr::from_dnf`]); typed against a file's
 //! Arrow schema ([`Expr::bind`] → [`Predicate`]); evaluated exactly over record batches
 //! ([`Predicate::evaluate`], SQL null semantics: a comparison with null is unknown and unknown rows
-//! are dropped); and used to prune before any data byte moves ([`prune`]: row-group statistics, bloom
+//! are dropped); and used to prune before any data byte moves ([`prune()`]: row-group statistics, bloom
 //! filters, the page index), giving a [`ScanSelection`] of surviving row groups, row ranges and page
 //! byte ranges, with counters per column and reason.
 //!

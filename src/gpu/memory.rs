@@ -843,9 +843,9 @@ impl Drop for PinnedBuffer {
 /// never queue on a copy engine behind the staged reads' megabytes (which kept a 345 MB step's decode
 /// at 7-8 ms beside the reads against 2.6 ms alone).
 ///
-/// Regions are handed out once each, in order, until [`Self::recycle`] waits for the stream that
-/// every use of them was queued on; so the host never writes a region a queued kernel may still read,
-/// and never reads one a queued kernel may still write.
+/// Regions are handed out once each, in order; one that no longer fits first waits for the stream
+/// that every use of them was queued on, then all are free again. So the host never writes a region
+/// a queued kernel may still read, and never reads one a queued kernel may still write.
 #[derive(Debug)]
 pub struct MappedStaging {
     ctx: Arc<GpuContext>,

@@ -88,7 +88,7 @@ impl Window {
     }
 }
 
-/// One step decoded on the GPU: its device columns and its figures (what a GPU [`Reader::scan`]
+/// One step decoded on the GPU: its device columns and its figures (what a GPU [`Reader::scan`](crate::Reader::scan)
 /// yields per step).
 #[derive(Debug)]
 pub struct DecodedStep {

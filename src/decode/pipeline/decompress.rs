@@ -28,7 +28,7 @@ pub(super) struct Decompressed {
     pub(super) bodies: Vec<Vec<Body>>,
     /// The buffer holding every decompressed body (0 when none), freed after the decode kernels.
     pub(super) base: u64,
-    /// Where each GPU column's bodies were decompressed ("gpu (nvCOMP)", "host (<why>)", ...).
+    /// Where each GPU column's bodies were decompressed ("gpu (nvCOMP)", "host (`<why>`)", ...).
     pub(super) on: BTreeMap<usize, Vec<String>>,
 }
 
