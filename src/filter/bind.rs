@@ -353,7 +353,27 @@ impl Predicate {
     /// `where` and pyarrow's `filters=` drop them).
     pub fn filter(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         let mask = self.evaluate(batch)?;
+        // One run of accepted rows (every row, none, or a sorted column's range) is a slice of the
+        // batch: no copy.
+        if let Some(run) = single_run(&mask) {
+            return Ok(batch.slice(run.start, run.end - run.start));
+        }
         filter_record_batch(batch, &mask).map_err(|e| Error::parquet(Location::default(), e))
+    }
+}
+
+/// The rows `mask` accepts (true, not null) when they are one run (empty: `0..0`); `None` when
+/// they are several.
+pub(super) fn single_run(mask: &BooleanArray) -> Option<std::ops::Range<usize>> {
+    let accepted = match mask.nulls() {
+        Some(nulls) => mask.values() & nulls.inner(),
+        None => mask.values().clone(),
+    };
+    let mut runs = accepted.set_slices();
+    match (runs.next(), runs.next()) {
+        (None, _) => Some(0..0),
+        (Some((start, end)), None) => Some(start..end),
+        _ => None,
     }
 }
 

@@ -268,6 +268,29 @@ fn rows(text: &str) -> Vec<usize> {
     out
 }
 
+/// One run of accepted rows is found (then the filter slices the batch, no copy), across nulls in
+/// the mask; several runs are not; and the filter's rows are arrow's `filter` either way.
+#[test]
+fn a_single_run_of_accepted_rows_is_a_slice() {
+    let mask = |v: &[Option<bool>]| BooleanArray::from(v.to_vec());
+    let (t, f, n) = (Some(true), Some(false), None);
+    assert_eq!(super::bind::single_run(&mask(&[f, t, t, n, f])), Some(1..3));
+    assert_eq!(super::bind::single_run(&mask(&[t, t, t])), Some(0..3));
+    assert_eq!(super::bind::single_run(&mask(&[f, n, f])), Some(0..0));
+    assert_eq!(super::bind::single_run(&mask(&[])), Some(0..0));
+    assert_eq!(super::bind::single_run(&mask(&[t, n, t])), None);
+    assert_eq!(super::bind::single_run(&mask(&[t, f, f, t])), None);
+    for text in ["i > 0", "i >= -100", "i < -100", "f > 1.0 or s = 'a'", "i is null"] {
+        let p = Expr::parse(text)
+            .unwrap()
+            .bind(&schema(), &Location::file("t.parquet"))
+            .unwrap();
+        let b = batch();
+        let want = arrow::compute::filter_record_batch(&b, &p.evaluate(&b).unwrap()).unwrap();
+        assert_eq!(p.filter(&b).unwrap(), want, "{text}");
+    }
+}
+
 #[test]
 fn null_semantics_are_sql() {
     // Null compares to unknown, and unknown rows are dropped, both ways round.
