@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Prepares what a GPU-machine run carries (all under git-ignored .device/ and .wheels/): release builds
 # of the CLI and of the GPU test binaries (stripped), a copy of parquet-testing, the shared benchmark
-# scripts, tools/gpu_machine.sh, and the nvCOMP wheel. .device/ (about 75 MB) is packed with gzip into
-# .devpack/device.tar.gz (about 27 MB) so that it and .wheels/ (28 MB) fit one call's 64 MiB carry:
-# carry [".devpack", ".wheels"] and run
-#   tar xzf .devpack/device.tar.gz && bash .device/gpu_machine.sh setup && bash .device/gpu_machine.sh tests
-# (then sanitize, reads, bench in later calls while the machine stays warm: carried paths stay there).
+# scripts, tools/gpu_machine.sh, and the nvCOMP wheel. .device/ (about 215 MB, most of it the test
+# binaries) is packed with gzip and split into parts under one call's 64 MiB carry
+# (.devpack/parts/device.tar.gz.0, .1; 74 MB in all on 2026-12-05). One call per part, carrying only
+# it ([".devpack/parts/device.tar.gz.0"], then .1), running `mkdir -p /tmp/dev && cp .devpack/parts/*
+# /tmp/dev/`; then a call carrying [".wheels"] runs
+#   cat /tmp/dev/device.tar.gz.* | tar xzf - && bash .device/gpu_machine.sh setup && bash .device/gpu_machine.sh tests
+# (then sanitize, reads, bench in later calls while the machine stays warm: what lies in the project
+# copy and /tmp stays there). The Python wheel and dask (.devpack/*.whl, .devpack/dask) travel apart.
 # Usage (project root): tools/prepare_device.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +32,8 @@ if ! ls .wheels/nvidia_libnvcomp_cu13-*.whl >/dev/null 2>&1; then
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
     -d .wheels nvidia-libnvcomp-cu13==5.3.0.16
 fi
-mkdir -p .devpack && tar czf .devpack/device.tar.gz .device
+mkdir -p .devpack/parts && rm -f .devpack/device.tar.gz .devpack/parts/device.tar.gz.*
+tar czf - .device | split -b 56M -d -a 1 - .devpack/parts/device.tar.gz.
 # The Python package's wheel (release), for `gpu_machine.sh python`.
 rm -f .devpack/gpu_parquet-*.whl
 python3 -m maturin build --release --quiet -m python/Cargo.toml -o .devpack
