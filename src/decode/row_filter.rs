@@ -45,12 +45,12 @@ pub(crate) use crate::decode::layout::row_filter::*;
 /// Threads a block of every row-filter kernel.
 const BLOCK: u32 = 256;
 
-/// A comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A comparison: the row filter's, and the filter language's (`crate::filter::CmpOp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmpOp {
-    /// `=`.
+    /// `=` (the filter syntax also takes `==`).
     Eq,
-    /// `!=`.
+    /// `!=` (the filter syntax also takes `<>`).
     NotEq,
     /// `<`.
     Lt,

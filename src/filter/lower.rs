@@ -11,8 +11,8 @@ use std::fmt;
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{self as dt, DataType, Schema};
 
-use super::{CmpOp, Leaf, Predicate, Test};
-use crate::decode::row_filter::{self as rf, FloatOrder, RowPredicate, Scalar, leaf_support};
+use super::{Leaf, Predicate, Test};
+use crate::decode::row_filter::{FloatOrder, RowPredicate, Scalar, leaf_support};
 
 /// Why a predicate does not run on the GPU row filter: the column and the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,7 +86,7 @@ fn lower_leaf(leaf: &Leaf, schema: &Schema) -> Result<RowPredicate, NotLowered> 
     Ok(match &leaf.test {
         Test::Cmp(op, literal) => RowPredicate::Compare {
             column,
-            op: row_op(*op),
+            op: *op,
             value: scalar_of(literal).map_err(why)?,
             floats: FloatOrder::Ieee,
         },
@@ -114,17 +114,6 @@ fn same_comparison(decoded: &DataType, typed: &DataType) -> bool {
     let strings = |t: &DataType| matches!(t, D::Utf8 | D::LargeUtf8 | D::Utf8View);
     let binaries = |t: &DataType| matches!(t, D::Binary | D::LargeBinary | D::BinaryView);
     decoded == typed || (strings(decoded) && strings(typed)) || (binaries(decoded) && binaries(typed))
-}
-
-fn row_op(op: CmpOp) -> rf::CmpOp {
-    match op {
-        CmpOp::Eq => rf::CmpOp::Eq,
-        CmpOp::NotEq => rf::CmpOp::NotEq,
-        CmpOp::Lt => rf::CmpOp::Lt,
-        CmpOp::LtEq => rf::CmpOp::LtEq,
-        CmpOp::Gt => rf::CmpOp::Gt,
-        CmpOp::GtEq => rf::CmpOp::GtEq,
-    }
 }
 
 /// The first value of a literal array (as the binder makes them: one valid element) as a

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::decode::row_filter::{FilterMode, filter_array_data_with, filter_record_batch};
 use crate::error::Location;
-use crate::filter::{Expr, Literal};
+use crate::filter::{CmpOp, Expr, Literal};
 
 const FLOATS: [f64; 9] = [
     f64::NAN,

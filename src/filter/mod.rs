@@ -30,22 +30,8 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 
-/// A comparison operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CmpOp {
-    /// `=` (also `==`)
-    Eq,
-    /// `!=` (also `<>`)
-    NotEq,
-    /// `<`
-    Lt,
-    /// `<=`
-    LtEq,
-    /// `>`
-    Gt,
-    /// `>=`
-    GtEq,
-}
+/// A comparison operator: the GPU row filter's own, so that a filter lowers to it unchanged.
+pub use crate::decode::row_filter::CmpOp;
 
 impl CmpOp {
     /// The operator whose result is the SQL negation of this one's (`not (a < b)` is `a >= b`, both
