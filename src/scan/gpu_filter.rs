@@ -31,9 +31,9 @@ pub(crate) enum GpuFilter {
         keep: Vec<usize>,
         /// The schema of the kept columns.
         schema: SchemaRef,
-        /// Row groups whose every row the statistics prove accepted: a step of only those is not
-        /// evaluated (compacting mode).
-        accepted_whole: std::collections::BTreeSet<usize>,
+        /// The planned filter: a step of row groups whose statistics prove every row accepted
+        /// ([`PlannedFilter::accepts_whole`]) is not evaluated (compacting mode).
+        filter: Arc<PlannedFilter>,
     },
     /// On the host, by the caller, for this reason.
     Host {
@@ -75,19 +75,12 @@ impl GpuFilter {
                 .project(&keep)
                 .map_err(|e| Error::device("planning the GPU row filter", e))?,
         );
-        let accepted_whole = filter
-            .selection
-            .row_groups
-            .iter()
-            .filter(|g| g.all_accepted)
-            .map(|g| g.row_group)
-            .collect();
         Ok(Some(GpuFilter::Device {
             predicate,
             mode,
             keep,
             schema,
-            accepted_whole,
+            filter: filter.clone(),
         }))
     }
 
@@ -123,15 +116,14 @@ impl GpuFilter {
             mode,
             keep,
             schema,
-            accepted_whole,
+            filter: planned,
         } = self
         else {
             return Ok((batch, None, None));
         };
         let started = Instant::now();
         let rows_in = batch.num_rows as u64;
-        let whole = !batch.row_groups.is_empty() && batch.row_groups.iter().all(|g| accepted_whole.contains(g));
-        if *mode == FilterMode::Compact && whole {
+        if *mode == FilterMode::Compact && planned.accepts_whole(&batch.row_groups) {
             // Every row accepted, as the statistics prove: only the filter's own columns dropped.
             let stats = StepFilter {
                 rows_in,
