@@ -715,7 +715,7 @@ pub fn read_steps_alone(reader: &Reader, per_call: bool) -> Result<(usize, IoLog
     let logs = fetch_every_step(reader, &steps.plans, per_call, |c| c.log)?;
     // Every copy has finished: the stepped fetch returns once its workers drained their streams,
     // and a fetch per call waits for its copies.
-    let (_, log) = crate::device_read::merge_steps(&steps.plans, &logs);
+    let (_, log) = crate::scan::step::merge_reads(&steps.plans, &logs);
     Ok((steps.plans.len(), log))
 }
 

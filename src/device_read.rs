@@ -3,7 +3,6 @@
 //! of [`crate::scan`]'s GPU steps); the one scan driver's reading thread fetches the next steps while
 //! its workers decode the ones read, so I/O overlaps decode and steps' GPU work overlaps.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -12,8 +11,6 @@ use crate::decode::gpu::DecoderSetup;
 use crate::decode::pipeline::{ColumnStepStats, StepStats};
 use crate::decode::table::{DeviceArray, DeviceTable};
 use crate::error::{Error, Result};
-use crate::io::IoLog;
-use crate::plan::ReadPlan;
 use crate::reader::Reader;
 use crate::report::ReadReport;
 use crate::scan::Release;
@@ -110,7 +107,7 @@ impl Reader {
         if batches.len() != n {
             return Err(Error::device("GPU decoder", "the read stopped before its last step"));
         }
-        let (plan, log) = merge_steps(&io_plans, &io_logs);
+        let (plan, log) = crate::scan::step::merge_reads(&io_plans, &io_logs);
         let mut io = ReadReport::build(&self.source.path().display().to_string(), &plan, &log);
         io.tuning = self.tuning;
         let uncompressed_bytes = self.uncompressed_bytes();
@@ -200,54 +197,6 @@ fn sum_columns(steps: &[StepSummary]) -> Vec<ColumnStepStats> {
         }
     }
     out
-}
-
-/// The steps' plans and logs as one plan and one log (tasks renumbered), for one I/O report.
-pub(crate) fn merge_steps(plans: &[Arc<ReadPlan>], logs: &[IoLog]) -> (ReadPlan, IoLog) {
-    let mut plan = ReadPlan {
-        chunks: Vec::new(),
-        spans: Vec::new(),
-        tasks: Vec::new(),
-        dest_len: 0,
-        columns: plans.first().map(|p| p.columns.clone()).unwrap_or_default(),
-        row_groups: Vec::new(),
-        rows: Default::default(),
-        whole_chunks: Vec::new(),
-        options: plans.first().map(|p| p.options).unwrap_or_default(),
-    };
-    let mut log = IoLog::default();
-    for (p, l) in plans.iter().zip(logs) {
-        let chunk_base = plan.chunks.len();
-        let task_base = plan.tasks.len();
-        plan.chunks.extend(p.chunks.iter().cloned());
-        for t in &p.tasks {
-            let mut t = t.clone();
-            t.chunks = t.chunks.start + chunk_base..t.chunks.end + chunk_base;
-            plan.tasks.push(t);
-        }
-        plan.dest_len += p.dest_len;
-        plan.row_groups.extend(&p.row_groups);
-        plan.rows.extend(p.rows.iter().map(|(g, r)| (*g, r.clone())));
-        plan.whole_chunks.extend(p.whole_chunks.iter().cloned());
-        log.backend.clone_from(&l.backend);
-        for r in &l.tasks {
-            let mut r = r.clone();
-            r.task += task_base;
-            log.tasks.push(r);
-        }
-        log.wall += l.wall;
-        for n in &l.notes {
-            if !log.notes.contains(n) {
-                log.notes.push(n.clone());
-            }
-        }
-        log.cufile_stats = match (log.cufile_stats.take(), &l.cufile_stats) {
-            (None, s) => *s,
-            (s, None) => s,
-            (Some(a), Some(b)) => Some(a.plus(*b)),
-        };
-    }
-    (plan, log)
 }
 
 impl DecodeReport {

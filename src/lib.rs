@@ -74,7 +74,7 @@ pub use config::{BackendKind, CompatMode, IoPolicy, Settings, SnappyDecoders, Tu
 pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;
 pub use plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};
-pub use reader::{ChunkStream, ColumnChunks, Progress, Reader, ReaderBuilder};
+pub use reader::{ChunkStream, ColumnChunks, HostRead, Progress, Reader, ReaderBuilder};
 pub use scan::{Decode, MemoryBudget, Scan, StepOutput};
 
 /// Says why a test skips, on stderr past the test harness's capture (which takes `print!`/`eprint!`

@@ -236,6 +236,10 @@ struct ReadArgs {
     /// there; the report says where and how many rows it kept).
     #[arg(long)]
     filter: Option<String>,
+    /// With --filter and a decode: 2 reads the filter's columns first, then only the other columns'
+    /// pages that hold an accepted row; 1 reads every column's pages of the rows pruning kept at once.
+    #[arg(long, default_value = "2", value_parser = parse_filter_passes)]
+    filter_passes: gpu_parquet::filter::FilterPasses,
     /// auto (the best GPU path here; host memory without a GPU), staged, cufile or host.
     #[arg(long, default_value = "auto")]
     backend: String,
@@ -364,7 +368,9 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
         builder = builder.with_row_groups(g.iter().copied());
     }
     if let Some(f) = &args.filter {
-        builder = builder.with_filter(gpu_parquet::filter::Expr::parse(f)?);
+        builder = builder
+            .with_filter(gpu_parquet::filter::Expr::parse(f)?)
+            .with_filter_passes(args.filter_passes);
     }
     let progress = Progress::start("reading");
     let reader = builder.build()?;
@@ -436,6 +442,59 @@ fn read(args: ReadArgs) -> gpu_parquet::Result<String> {
             );
         }
         (read.io, Some(read.decode))
+    } else if reader.filter().is_some() && (decode == DecodeAt::Host || args.output.is_some()) {
+        // A filtered host decode: the filter's columns first, then the other columns' pages of the
+        // accepted rows (unless --filter-passes 1).
+        for _ in 0..args.warm_up {
+            progress.stage("warming up: reading and decoding on the host");
+            drop(reader.read_host()?);
+        }
+        progress.stage("reading and decoding on the host");
+        let started = std::time::Instant::now();
+        let read = reader.read_host()?;
+        let seconds = started.elapsed().as_secs_f64();
+        if args.verify {
+            progress.stage("verifying against one pass, every fetched byte checked");
+            // The same rows read in one pass, its raw bytes checked against the file, decoded and
+            // filtered exactly.
+            let chunks = reader.read()?;
+            chunks.verify()?;
+            let want = chunks.decode()?.concat()?;
+            let got = read.table.concat()?;
+            if want != got {
+                return Err(Error::device(
+                    format!("verifying {}", args.file.display()),
+                    "the filtered read differs from one pass over the same rows filtered exactly",
+                ));
+            }
+            extra.push((
+                "verified",
+                serde_json::json!({ "rows": got.num_rows(), "equal_to_one_pass": true }),
+                format!(
+                    "verified: {} rows equal one pass's read of the same file (its bytes equal the file's), filtered exactly",
+                    got.num_rows()
+                ),
+            ));
+        }
+        extra.push((
+            "decoded",
+            serde_json::json!({ "rows": read.table.num_rows(), "on": "host", "seconds": seconds }),
+            format!(
+                "read and decoded {} rows on the host (arrow-rs) in {:.1} ms",
+                read.table.num_rows(),
+                seconds * 1e3
+            ),
+        ));
+        if let Some(p) = &read.passes {
+            extra.push((
+                "passes",
+                serde_json::to_value(p).unwrap_or_default(),
+                p.line().trim_end().to_string(),
+            ));
+        }
+        progress.stage("writing");
+        write_output(&args, &read.table.schema, &read.table.batches, &mut extra)?;
+        (read.io, None)
     } else {
         for _ in 0..args.warm_up {
             progress.stage("warming up: reading");
@@ -508,6 +567,11 @@ fn no_gpu_reason() -> String {
     gpu_parquet::gpu::cuda_present()
         .err()
         .unwrap_or_else(|| "no CUDA device".into())
+}
+
+/// `--filter-passes`'s value.
+fn parse_filter_passes(value: &str) -> Result<gpu_parquet::filter::FilterPasses, String> {
+    value.parse()
 }
 
 /// `--backend`'s value, or an error naming the flag.

@@ -31,9 +31,11 @@ use crate::gpu::GpuContext;
 use crate::io::select::AnyBackend;
 use crate::metadata::ParquetSource;
 use crate::plan::{Projection, ReadPlan, RowGroupSelection};
+use crate::report::ReadReport;
 use crate::scan::driver::{Release, Scan, ScanSpec};
 use crate::scan::gpu::GpuSteps;
 use crate::scan::sink::{AsOutput, HostSink, RawSink};
+use crate::scan::two_pass::{PassBytes, TwoPass};
 use crate::scan::{Decode, MemoryBudget, StepOutput};
 
 pub use crate::scan::chunks::ColumnChunks;
@@ -64,6 +66,8 @@ pub struct ReaderBuilder {
     filter: Option<crate::filter::Expr>,
     /// What a GPU decode's filter gives: see [`ReaderBuilder::with_filter_mode`].
     filter_mode: crate::filter::FilterMode,
+    /// See [`ReaderBuilder::with_filter_passes`].
+    filter_passes: crate::filter::FilterPasses,
 }
 
 impl ReaderBuilder {
@@ -88,6 +92,7 @@ impl ReaderBuilder {
             shared_decoder: None,
             filter: None,
             filter_mode: crate::filter::FilterMode::Compact,
+            filter_passes: crate::filter::FilterPasses::Two,
         }
     }
 
@@ -137,6 +142,16 @@ impl ReaderBuilder {
     /// `DeviceRead::masks`).
     pub fn with_filter_mode(mut self, mode: crate::filter::FilterMode) -> Self {
         self.filter_mode = mode;
+        self
+    }
+
+    /// How a decoding read with a filter reads its columns ([`ReaderBuilder::with_filter`]): the
+    /// filter's columns first, then the other columns' pages holding accepted rows only (the
+    /// default, [`FilterPasses::Two`](crate::filter::FilterPasses::Two)), or every column's pages
+    /// of the rows pruning kept at once (`One`). Raw reads ([`Reader::read`], [`Reader::stream`])
+    /// always read in one pass: nothing is decoded to tell the accepted rows.
+    pub fn with_filter_passes(mut self, passes: crate::filter::FilterPasses) -> Self {
+        self.filter_passes = passes;
         self
     }
 
@@ -294,6 +309,7 @@ impl ReaderBuilder {
         Ok(Reader {
             filter,
             filter_mode: self.filter_mode,
+            filter_passes: self.filter_passes,
             source,
             plan,
             columns,
@@ -453,13 +469,64 @@ impl Reader {
     /// # Ok::<(), gpu_parquet::Error>(())
     /// ```
     pub fn read_batches(&self) -> Result<DecodedTable> {
+        self.read_host().map(|r| r.table)
+    }
+
+    /// Reads and decodes the selection on the host, as [`Reader::read_batches`], with the report of
+    /// its reads (with a filter read in two passes, [`ReaderBuilder::with_filter_passes`], both
+    /// passes' reads, and what each read).
+    ///
+    /// ```
+    /// use gpu_parquet::{BackendKind, Reader, filter::Expr};
+    /// let read = Reader::builder("testdata/flat_snappy_dict.parquet")
+    ///     .with_columns(["s"])
+    ///     .with_filter(Expr::parse("id < 100")?)
+    ///     .with_backend(BackendKind::Host)
+    ///     .build()?
+    ///     .read_host()?;
+    /// assert_eq!(read.table.schema.fields().len(), 1);
+    /// // The filter's column `id` first, then the pages of `s` that hold its accepted rows.
+    /// let passes = read.passes.expect("two passes");
+    /// assert!(passes.payload <= passes.payload_one_pass);
+    /// assert_eq!(read.io.columns.len(), 2);
+    /// # Ok::<(), gpu_parquet::Error>(())
+    /// ```
+    pub fn read_host(&self) -> Result<HostRead> {
         let budget = self.whole_budget()?;
-        let spec = self.host_spec(vec![self.plan.clone()], &budget, Release::Finished);
-        let mut steps = Scan::start(spec, HostSink(self.filter.clone())).collect_all()?;
-        steps
+        let two_pass = self.two_pass();
+        let plans = match &two_pass {
+            Some(p) => vec![Arc::new(p.filter_plan(
+                &self.source,
+                self.plan.row_groups.clone(),
+                &self.plan.rows,
+            )?)],
+            None => vec![self.plan.clone()],
+        };
+        let spec = self.host_spec(plans, &budget, Release::Finished);
+        let step = Scan::start(spec, self.host_sink(two_pass))
+            .collect_all()?
             .pop()
-            .map(|(_, table)| table)
-            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))
+            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))?;
+        let mut io = ReadReport::build(&self.source.path().display().to_string(), &step.plan, &step.log);
+        io.tuning = self.tuning;
+        Ok(HostRead {
+            table: step.table,
+            io,
+            passes: step.passes,
+        })
+    }
+
+    /// The filter's columns first, where this reader's decoding reads take two passes.
+    fn two_pass(&self) -> Option<TwoPass> {
+        TwoPass::plan(&self.source, &self.filter, &self.plan, self.filter_passes)
+    }
+
+    /// The sink of a host decode, reading in `two_pass` where given.
+    fn host_sink(&self, two_pass: Option<TwoPass>) -> HostSink {
+        HostSink {
+            filter: self.filter.clone(),
+            two_pass: two_pass.map(|p| (p, self.io.clone())),
+        }
     }
 
     /// One read plan (this reader's projection and policy) per group of row groups, the filter's
@@ -552,10 +619,18 @@ impl Reader {
             return Ok(Scan::start(spec, AsOutput(sink)));
         }
         let budget = MemoryBudget::streaming(self.memory_limit);
-        let plans = self.plans_of(self.group_row_groups(&budget)?)?;
+        let groups = self.group_row_groups(&budget)?;
+        let two_pass = self.two_pass();
+        let plans = match &two_pass {
+            Some(p) => groups
+                .into_iter()
+                .map(|g| p.filter_plan(&self.source, g, &self.plan.rows).map(Arc::new))
+                .collect::<Result<_>>()?,
+            None => self.plans_of(groups)?,
+        };
         Ok(Scan::start(
             self.host_spec(plans, &budget, Release::HandedOut),
-            AsOutput(HostSink(self.filter.clone())),
+            AsOutput(self.host_sink(two_pass)),
         ))
     }
 
@@ -596,6 +671,17 @@ impl Reader {
         }
         budget.plan_steps(per_group, &self.source.location())
     }
+}
+
+/// A read decoded on the host ([`Reader::read_host`]).
+#[derive(Debug)]
+pub struct HostRead {
+    /// The rows (those the filter accepts), the caller's columns.
+    pub table: DecodedTable,
+    /// The report of its reads, per column and path.
+    pub io: ReadReport,
+    /// With a filter read in two passes: what each pass read, beside what one pass reads.
+    pub passes: Option<PassBytes>,
 }
 
 /// Groups of row groups read one after another by the scan, the next read while the current one is

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, Date32Array, Float64Array, Int32Array, RecordBatch, StringArray, UInt32Array};
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use gpu_parquet::filter::{Expr, ScanSelection, prune};
+use gpu_parquet::filter::{Expr, FilterPasses, ScanSelection, prune};
 use gpu_parquet::{BackendKind, Error, ParquetSource, Reader};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -63,12 +63,14 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
     .unwrap();
     let mut expected = Vec::new();
     let mut matching = 0;
+    let mut accepted: Vec<Vec<u64>> = Vec::new();
     for (g, batch) in groups.iter().enumerate() {
         let mask = predicate.evaluate(batch).unwrap();
         let rows: Vec<u64> = (0..mask.len() as u64)
             .filter(|&r| mask.is_valid(r as usize) && mask.value(r as usize))
             .collect();
         matching += rows.len();
+        accepted.push(rows.clone());
         expected.push(predicate.filter(batch).unwrap());
         // A row group the statistics say is accepted whole: every row of it is.
         if let Some(s) = selection.row_groups.iter().find(|s| s.row_group == g && s.all_accepted) {
@@ -141,11 +143,70 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
         page_io.columns.iter().map(|c| c.bytes_fetched).sum::<u64>(),
         reader.plan().useful_bytes()
     );
-    let got = reader.read_batches().unwrap().concat().unwrap();
     let want = concat_batches(&schema, &expected).unwrap();
-    // Schema metadata aside (the decoder does not carry it; arrow-rs does).
-    assert_eq!(got.schema().fields(), want.schema().fields(), "{filter}");
-    assert_eq!(got.columns(), want.columns(), "{filter}");
+    // Two passes (the default), then one.
+    let read = reader.read_host().unwrap();
+    let one = Reader::builder(path)
+        .with_backend(BackendKind::Host)
+        .with_filter(filter.clone())
+        .with_filter_passes(FilterPasses::One)
+        .build()
+        .unwrap()
+        .read_batches()
+        .unwrap();
+    for (got, passes) in [(read.table.concat().unwrap(), "two"), (one.concat().unwrap(), "one")] {
+        // Schema metadata aside (the decoder does not carry it; arrow-rs does).
+        assert_eq!(
+            got.schema().fields(),
+            want.schema().fields(),
+            "{filter}, {passes} passes"
+        );
+        assert_eq!(got.columns(), want.columns(), "{filter}, {passes} passes");
+    }
+    // The second pass read the other columns' pages holding an accepted row, and no other page.
+    let descr = meta.file_metadata().schema_descr();
+    let filter_columns = filter.columns();
+    let payload: Vec<usize> = (0..descr.num_columns())
+        .filter(|&c| !filter_columns.contains(&descr.column(c).name().to_string()))
+        .collect();
+    let Some(passes) = read.passes else {
+        assert!(payload.is_empty(), "{filter}: read in one pass");
+        return (selection, matching);
+    };
+    let checked = source.checked_chunks();
+    let mut want_payload = 0u64;
+    for (g, rows) in accepted.iter().enumerate() {
+        if rows.is_empty() {
+            continue;
+        }
+        for &c in &payload {
+            let chunk = checked[g][c];
+            let index = meta.page_index().and_then(|i| i.offset_index(g, c));
+            let (Some(index), false) = (index, rows.len() == groups[g].num_rows()) else {
+                want_payload += chunk.len;
+                continue;
+            };
+            let pages = index.page_locations();
+            want_payload += pages[0].offset as u64 - chunk.offset;
+            for (p, l) in pages.iter().enumerate() {
+                let end = pages
+                    .get(p + 1)
+                    .map_or(groups[g].num_rows() as u64, |n| n.first_row_index as u64);
+                if rows.iter().any(|&r| (l.first_row_index as u64..end).contains(&r)) {
+                    want_payload += l.compressed_page_size as u64;
+                }
+            }
+        }
+    }
+    assert_eq!(passes.payload, want_payload, "{filter}: the second pass's bytes");
+    assert!(passes.payload <= passes.payload_one_pass, "{filter}");
+    assert_eq!(
+        passes.row_groups_without_payload as usize,
+        reader.plan().row_groups.len() - accepted.iter().filter(|r| !r.is_empty()).count(),
+        "{filter}"
+    );
+    // The report counts both passes' reads.
+    assert_eq!(read.io.useful_bytes, passes.filter + passes.payload, "{filter}");
     (selection, matching)
 }
 

@@ -75,6 +75,26 @@ pub struct DecodedTable {
 }
 
 impl DecodedTable {
+    /// A table of `batches` (of `schema`), `row_group_batches` giving each row group's.
+    pub(crate) fn from_parts(
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        row_group_batches: Vec<Range<usize>>,
+        location: Location,
+    ) -> Self {
+        Self {
+            schema,
+            batches,
+            row_group_batches,
+            location,
+        }
+    }
+
+    /// The file, for errors.
+    pub(crate) fn location(&self) -> Location {
+        self.location.clone()
+    }
+
     /// Total rows over all batches.
     pub fn num_rows(&self) -> usize {
         self.batches.iter().map(RecordBatch::num_rows).sum()

@@ -30,6 +30,31 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 
+/// How a filtered read reads its columns ([`crate::ReaderBuilder::with_filter_passes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FilterPasses {
+    /// The filter's columns first; then, per step, the other columns' pages holding an accepted
+    /// row only (none of a row group without one), as arrow-rs's `RowFilter` reads. Where there is
+    /// no other column (or, on the GPU, the filter runs on the host or a mask is asked) it reads in
+    /// one pass.
+    #[default]
+    Two,
+    /// Every column's pages of the rows pruning kept, in one pass; the filter after the decode.
+    One,
+}
+
+impl std::str::FromStr for FilterPasses {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "2" | "two" => Ok(FilterPasses::Two),
+            "1" | "one" => Ok(FilterPasses::One),
+            other => Err(format!("expected 1 or 2 passes, not '{other}'")),
+        }
+    }
+}
+
 /// A comparison operator: the GPU row filter's own, so that a filter lowers to it unchanged.
 pub use crate::decode::row_filter::CmpOp;
 

@@ -23,6 +23,7 @@ pub(crate) mod progress;
 pub(crate) mod sink;
 pub(crate) mod spec;
 pub(crate) mod step;
+pub(crate) mod two_pass;
 
 use arrow::record_batch::RecordBatch;
 
@@ -30,6 +31,7 @@ pub use budget::MemoryBudget;
 pub(crate) use driver::Release;
 pub use driver::Scan;
 pub use gpu_filter::{RowFilterReport, StepFilter};
+pub use two_pass::PassBytes;
 
 use crate::decode::host::DecodedTable;
 use crate::error::Result;

@@ -1,11 +1,18 @@
 //! What a scan's steps end in: raw chunks, host batches (arrow-rs), or either wrapped as a
 //! [`StepOutput`]. The GPU decode's sink is in [`super::gpu`].
 
+use std::sync::Arc;
+
 use crate::decode::host::DecodedTable;
 use crate::error::Result;
+use crate::io::IoLog;
+use crate::io::select::AnyBackend;
+use crate::plan::ReadPlan;
 use crate::scan::StepOutput;
 use crate::scan::chunks::ColumnChunks;
 use crate::scan::driver::{FetchedStep, StepSink};
+use crate::scan::step::merge_reads;
+use crate::scan::two_pass::{PassBytes, TwoPass};
 
 /// A step ends in its fetched column chunks.
 pub(crate) struct RawSink(pub crate::filter::SharedFilter);
@@ -24,21 +31,77 @@ impl StepSink for RawSink {
     }
 }
 
-/// A step ends in Arrow record batches decoded on the host by arrow-rs (with its row groups).
-pub(crate) struct HostSink(pub crate::filter::SharedFilter);
+/// A step ends in Arrow record batches decoded on the host by arrow-rs (with its row groups and
+/// its reads); with the filter's columns first ([`TwoPass`]), the step's fetch held the filter's
+/// columns and the sink reads the others' pages of the accepted rows itself.
+pub(crate) struct HostSink {
+    pub filter: crate::filter::SharedFilter,
+    /// The two passes and the backend of the second, where the reader reads in two.
+    pub two_pass: Option<(TwoPass, Arc<AnyBackend>)>,
+}
+
+/// A step decoded on the host.
+#[derive(Debug)]
+pub(crate) struct HostStep {
+    /// Its row groups.
+    pub row_groups: Vec<usize>,
+    /// Its rows (those the filter accepts, the caller's columns).
+    pub table: DecodedTable,
+    /// Its reads, both passes' as one plan and one log.
+    pub plan: Arc<ReadPlan>,
+    pub log: IoLog,
+    /// What the two passes read, where it read in two.
+    pub passes: Option<PassBytes>,
+}
 
 impl StepSink for HostSink {
-    type Output = (Vec<usize>, DecodedTable);
+    type Output = HostStep;
 
     fn what(&self) -> &'static str {
         "decoding a step on the host"
     }
 
-    fn finish(&self, step: FetchedStep<'_>) -> Result<(Vec<usize>, DecodedTable)> {
+    fn finish(&self, step: FetchedStep<'_>) -> Result<HostStep> {
         let mut chunks = step.chunks;
-        chunks.filter = self.0.clone();
         let row_groups = chunks.row_groups().to_vec();
-        Ok((row_groups, chunks.decode()?))
+        let Some((passes, io)) = &self.two_pass else {
+            chunks.filter = self.filter.clone();
+            let (plan, log) = (chunks.plan.clone(), chunks.log.clone());
+            return Ok(HostStep {
+                row_groups,
+                table: chunks.decode()?,
+                plan,
+                log,
+                passes: None,
+            });
+        };
+        let (first, first_log) = (chunks.plan.clone(), chunks.log.clone());
+        let (source, threads) = (chunks.source.clone(), chunks.decode_threads);
+        let fetched = chunks.buffer.into_host_bytes()?;
+        let done = passes.host_step(io, &source, &first, &fetched, threads)?;
+        let (plan, log) = match &done.second {
+            Some((plan, log)) => {
+                let (p, l) = merge_reads(&[first, plan.clone()], &[first_log, log.clone()]);
+                (Arc::new(p), l)
+            }
+            None => (first, first_log),
+        };
+        Ok(HostStep {
+            row_groups,
+            table: done.table,
+            plan,
+            log,
+            passes: Some(done.bytes),
+        })
+    }
+}
+
+impl From<HostStep> for StepOutput {
+    fn from(s: HostStep) -> Self {
+        StepOutput::Host {
+            row_groups: s.row_groups,
+            table: s.table,
+        }
     }
 }
 

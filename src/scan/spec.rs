@@ -34,4 +34,6 @@ pub struct Reader {
     pub(crate) filter: crate::filter::SharedFilter,
     /// [`ReaderBuilder::with_filter_mode`](crate::ReaderBuilder::with_filter_mode).
     pub(crate) filter_mode: crate::filter::FilterMode,
+    /// [`ReaderBuilder::with_filter_passes`](crate::ReaderBuilder::with_filter_passes).
+    pub(crate) filter_passes: crate::filter::FilterPasses,
 }

@@ -144,3 +144,62 @@ pub(crate) fn accepted_rows(
         None => Ok(batch),
     }
 }
+
+/// Plans and the logs of their fetches (steps, or a step's two passes) as one plan and one log
+/// (chunks and tasks renumbered, columns and row groups joined), for one I/O report.
+pub(crate) fn merge_reads(plans: &[Arc<ReadPlan>], logs: &[IoLog]) -> (ReadPlan, IoLog) {
+    let mut plan = ReadPlan {
+        chunks: Vec::new(),
+        spans: Vec::new(),
+        tasks: Vec::new(),
+        dest_len: 0,
+        columns: Vec::new(),
+        row_groups: Vec::new(),
+        rows: Default::default(),
+        whole_chunks: Vec::new(),
+        options: plans.first().map(|p| p.options).unwrap_or_default(),
+    };
+    let mut log = IoLog::default();
+    for (p, l) in plans.iter().zip(logs) {
+        let chunk_base = plan.chunks.len();
+        let task_base = plan.tasks.len();
+        plan.chunks.extend(p.chunks.iter().cloned());
+        for t in &p.tasks {
+            let mut t = t.clone();
+            t.chunks = t.chunks.start + chunk_base..t.chunks.end + chunk_base;
+            plan.tasks.push(t);
+        }
+        plan.dest_len += p.dest_len;
+        for c in &p.columns {
+            if !plan.columns.contains(c) {
+                plan.columns.push(*c);
+            }
+        }
+        for g in &p.row_groups {
+            if !plan.row_groups.contains(g) {
+                plan.row_groups.push(*g);
+            }
+        }
+        plan.rows.extend(p.rows.iter().map(|(g, r)| (*g, r.clone())));
+        plan.whole_chunks.extend(p.whole_chunks.iter().cloned());
+        log.backend.clone_from(&l.backend);
+        for r in &l.tasks {
+            let mut r = r.clone();
+            r.task += task_base;
+            log.tasks.push(r);
+        }
+        log.wall += l.wall;
+        for n in &l.notes {
+            if !log.notes.contains(n) {
+                log.notes.push(n.clone());
+            }
+        }
+        log.cufile_stats = match (log.cufile_stats.take(), &l.cufile_stats) {
+            (None, s) => *s,
+            (s, None) => s,
+            (Some(a), Some(b)) => Some(a.plus(*b)),
+        };
+    }
+    plan.columns.sort_unstable();
+    (plan, log)
+}
