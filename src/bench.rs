@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::config::{BackendKind, CompatMode, IoPolicy, Tuning};
 use crate::decode::table::DeviceBatch;
 use crate::error::Result;
+use crate::filter::FilterPasses;
 use crate::gpu::{GpuContext, guard};
 use crate::io::pread::pread_exact;
 use crate::io::select::{AnyBackend, AnyBuffer};
@@ -710,7 +711,7 @@ impl HeldSteps {
 /// reads' own tells what decoding beside them costs. Returns the number of steps and the merged log
 /// (the steps' chunks are the selection's).
 pub fn read_steps_alone(reader: &Reader, per_call: bool) -> Result<(usize, IoLog)> {
-    let steps = GpuSteps::plan(reader, reader.gpu_decoder()?)?;
+    let steps = GpuSteps::plan_with(reader, reader.gpu_decoder()?, FilterPasses::One)?;
     // Dropping the chunks frees their buffer after the copies (stream-ordered).
     let logs = fetch_every_step(reader, &steps.plans, per_call, |c| c.log)?;
     // Every copy has finished: the stepped fetch returns once its workers drained their streams,
@@ -729,7 +730,7 @@ pub fn read_steps_alone(reader: &Reader, per_call: bool) -> Result<(usize, IoLog
 /// all 8 25.14 / 24.38 ms; plain, 16 steps, 2 at once 22.50 ms, all 16 12.15 ms.
 pub fn fetch_held_steps(reader: &Reader) -> Result<HeldSteps> {
     let decoder = reader.gpu_decoder()?;
-    let steps = GpuSteps::plan(reader, decoder.clone())?;
+    let steps = GpuSteps::plan_with(reader, decoder.clone(), FilterPasses::One)?;
     // Each step's copies are queued on its buffer's stream, which its decode is ordered after.
     let chunks = fetch_every_step(reader, &steps.plans, false, |c| c)?;
     let (free_after, _) = decoder.context().memory()?;

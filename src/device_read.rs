@@ -167,17 +167,22 @@ impl DeviceRead {
     }
 }
 
-/// Per-column figures summed over steps.
+/// Per-column figures summed over steps, columns by name in the order first seen.
 fn sum_columns(steps: &[StepSummary]) -> Vec<ColumnStepStats> {
     let mut out: Vec<ColumnStepStats> = Vec::new();
     for s in steps {
-        for (i, c) in s.stats.columns.iter().enumerate() {
-            if out.len() <= i {
-                out.push(ColumnStepStats {
-                    name: c.name.clone(),
-                    ..Default::default()
-                });
-            }
+        // By name: a step read in two passes lists the filter's columns first.
+        for c in &s.stats.columns {
+            let i = match out.iter().position(|o| o.name == c.name) {
+                Some(i) => i,
+                None => {
+                    out.push(ColumnStepStats {
+                        name: c.name.clone(),
+                        ..Default::default()
+                    });
+                    out.len() - 1
+                }
+            };
             let o = &mut out[i];
             o.pages += c.pages;
             o.compressed_bytes += c.compressed_bytes;

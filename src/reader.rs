@@ -495,25 +495,43 @@ impl Reader {
         let budget = self.whole_budget()?;
         let two_pass = self.two_pass();
         let plans = match &two_pass {
-            Some(p) => vec![Arc::new(p.filter_plan(
-                &self.source,
-                self.plan.row_groups.clone(),
-                &self.plan.rows,
-            )?)],
+            // Row groups the statistics accept whole read in one pass, the others in two: a step
+            // of each run of either (the next step's reads overlap this one's decode).
+            Some(p) => {
+                let mut runs: Vec<Vec<usize>> = Vec::new();
+                for &g in &self.plan.row_groups {
+                    match runs.last_mut() {
+                        Some(run) if p.in_one(run) == p.in_one(&[g]) => run.push(g),
+                        _ => runs.push(vec![g]),
+                    }
+                }
+                if runs.is_empty() {
+                    runs.push(Vec::new());
+                }
+                self.decode_plans(runs, p)?
+            }
             None => vec![self.plan.clone()],
         };
         let spec = self.host_spec(plans, &budget, Release::Finished);
-        let step = Scan::start(spec, self.host_sink(two_pass))
-            .collect_all()?
-            .pop()
-            .ok_or_else(|| Error::device("scan", "a whole read gave no step"))?;
-        let mut io = ReadReport::build(&self.source.path().display().to_string(), &step.plan, &step.log);
+        let steps = Scan::start(spec, self.host_sink(two_pass)).collect_all()?;
+        let (mut plans, mut logs, mut passes) = (Vec::new(), Vec::new(), None::<PassBytes>);
+        let mut table: Option<DecodedTable> = None;
+        for step in steps {
+            plans.push(step.plan);
+            logs.push(step.log);
+            if let Some(p) = step.passes {
+                passes.get_or_insert_default().add(&p);
+            }
+            table = Some(match table {
+                None => step.table,
+                Some(t) => t.append(step.table),
+            });
+        }
+        let table = table.ok_or_else(|| Error::device("scan", "a whole read gave no step"))?;
+        let (plan, log) = crate::scan::step::merge_reads(&plans, &logs);
+        let mut io = ReadReport::build(&self.source.path().display().to_string(), &plan, &log);
         io.tuning = self.tuning;
-        Ok(HostRead {
-            table: step.table,
-            io,
-            passes: step.passes,
-        })
+        Ok(HostRead { table, io, passes })
     }
 
     /// The filter's columns first, where this reader's decoding reads take two passes.
@@ -543,6 +561,22 @@ impl Reader {
                     &self.plan.rows,
                 )
                 .map(Arc::new)
+            })
+            .collect()
+    }
+
+    /// The plans of a decoding read's steps `groups` in `two_pass`: a step whose row groups the
+    /// statistics accept whole reads in one pass (nothing to evaluate); the others fetch the
+    /// filter's columns, their sink the rest.
+    pub(crate) fn decode_plans(&self, groups: Vec<Vec<usize>>, two_pass: &TwoPass) -> Result<Vec<Arc<ReadPlan>>> {
+        groups
+            .into_iter()
+            .map(|g| {
+                if two_pass.in_one(&g) {
+                    Ok(self.plans_of(vec![g])?.remove(0))
+                } else {
+                    two_pass.filter_plan(&self.source, g, &self.plan.rows).map(Arc::new)
+                }
             })
             .collect()
     }
@@ -622,10 +656,7 @@ impl Reader {
         let groups = self.group_row_groups(&budget)?;
         let two_pass = self.two_pass();
         let plans = match &two_pass {
-            Some(p) => groups
-                .into_iter()
-                .map(|g| p.filter_plan(&self.source, g, &self.plan.rows).map(Arc::new))
-                .collect::<Result<_>>()?,
+            Some(p) => self.decode_plans(groups, p)?,
             None => self.plans_of(groups)?,
         };
         Ok(Scan::start(

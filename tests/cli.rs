@@ -1568,11 +1568,26 @@ fn bench_measures_selective_reads_with_their_bytes_and_rows() {
             .find(|r| r["name"] == name)
             .unwrap_or_else(|| panic!("no row {name}: {}", r.stdout))
     };
-    let sel = row("filter sel: host batches (arrow-rs)");
+    let sel = row("filter sel: host batches (arrow-rs), two passes");
     let note = sel["note"].as_str().unwrap();
     assert!(note.starts_with(&format!("{want} rows kept, ")), "{note}");
+    assert!(!note.contains("WRONG"), "{note}");
     assert!(sel["hot_s"].as_f64().is_some_and(|t| t > 0.0), "{sel}");
-    let all_rows = row("filter f2: host batches (arrow-rs)");
+    // One pass keeps the same rows and reads at least the bytes of two.
+    let one = row("filter sel: host batches (arrow-rs), one pass");
+    assert!(
+        one["note"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{want} rows kept, ")),
+        "{one}"
+    );
+    assert!(
+        one["bytes"].as_u64().unwrap() >= sel["bytes"].as_u64().unwrap(),
+        "{}",
+        r.stdout
+    );
+    let all_rows = row("filter f2: host batches (arrow-rs), two passes");
     assert!(
         all_rows["note"]
             .as_str()
@@ -1600,7 +1615,10 @@ fn bench_measures_selective_reads_with_their_bytes_and_rows() {
         least["bytes"].as_u64().unwrap() <= sel["bytes"].as_u64().unwrap(),
         "{least}"
     );
-    if rows.iter().all(|r| r["name"] != "filter sel: device columns") {
+    if rows
+        .iter()
+        .all(|r| r["name"] != "filter sel: device columns, two passes")
+    {
         let gpu = rows
             .iter()
             .find(|r| r["name"] == "staged / cufile / pinned H2D")

@@ -314,6 +314,8 @@ struct ReadOptions {
     filter: Option<gpu_parquet::filter::Expr>,
     /// `decode=` of `read_dataset` and `iter_batches` (`read` chooses its own way).
     decode: Decode,
+    /// `filter_passes=`.
+    filter_passes: gpu_parquet::filter::FilterPasses,
 }
 
 impl ReadOptions {
@@ -379,7 +381,18 @@ impl ReadOptions {
             settings,
             filter: None,
             decode: Decode::Auto,
+            filter_passes: gpu_parquet::filter::FilterPasses::Two,
         })
+    }
+
+    /// These options with `filter_passes=` checked: 2 (the filter's columns first) or 1.
+    fn with_filter_passes(mut self, passes: u8) -> PyResult<Self> {
+        self.filter_passes = match passes {
+            2 => gpu_parquet::filter::FilterPasses::Two,
+            1 => gpu_parquet::filter::FilterPasses::One,
+            n => return Err(PyValueError::new_err(format!("filter_passes={n}: expected 1 or 2"))),
+        };
+        Ok(self)
     }
 
     /// These options with a dataset read's `decode=` and `filters=` checked.
@@ -407,7 +420,7 @@ impl ReadOptions {
         if let Some(f) = &self.filter {
             builder = builder.with_filter(f.clone());
         }
-        builder
+        builder.with_filter_passes(self.filter_passes)
     }
 }
 
@@ -536,6 +549,10 @@ fn decode_choice(decode: &str) -> PyResult<Decode> {
 ///         statistics, bloom filters and the page index first (report["pruning"]); a GPU decode
 ///         then keeps the matching rows on the GPU (report["decode"]["filter"]: where it ran, rows
 ///         kept, or why it ran on the host).
+///     filter_passes: with filters, 2 (default) reads the filter's columns first, then only the
+///         other columns' pages that hold a matching row (report["passes"] on the host,
+///         report["decode"]["filter"]["passes"] on the GPU: the bytes of each pass); 1 reads every
+///         column's pages of the rows pruning kept at once.
 ///
 /// Raises:
 ///     FileNotFoundError: the file is not there. PermissionError: it may not be read.
@@ -543,7 +560,7 @@ fn decode_choice(decode: &str) -> PyResult<Decode> {
 ///     TypeError: an argument has the wrong type.
 ///     GpuParquetError: the read failed (the message names the file, column and row group).
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, progress=None, memory_limit_mb=None, filters=None))]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, progress=None, memory_limit_mb=None, filters=None, filter_passes=2))]
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
@@ -561,6 +578,7 @@ fn read(
     progress: Option<Bound<'_, PyAny>>,
     memory_limit_mb: Option<u64>,
     filters: Option<Bound<'_, PyAny>>,
+    filter_passes: u8,
 ) -> PyResult<Table> {
     let filter = filters.map(|f| filter_from_py(&f)).transpose()?;
     let mut options = ReadOptions::from_args(
@@ -575,7 +593,8 @@ fn read(
         trust_compressed,
         nvcomp,
         memory_limit_mb,
-    )?;
+    )?
+    .with_filter_passes(filter_passes)?;
     options.filter = filter;
     let (progress, callback_error) = progress_hook(&path, progress)?;
     let result = read_with(py, path, options, decode, progress);
@@ -631,16 +650,21 @@ fn read_with(
                 report_json: report.to_string(),
             })
         } else {
-            let chunks = reader.read().map_err(err)?;
-            let mut report = serde_json::to_value(chunks.report()).unwrap_or_default();
-            if let (Some(o), Some(p)) = (report.as_object_mut(), pruning) {
-                o.insert("pruning".into(), p);
+            // With a filter, its columns first (unless filter_passes=1).
+            let r = reader.read_host().map_err(err)?;
+            let mut report = serde_json::to_value(&r.io).unwrap_or_default();
+            if let Some(o) = report.as_object_mut() {
+                if let Some(p) = pruning {
+                    o.insert("pruning".into(), p);
+                }
+                if let Some(p) = &r.passes {
+                    o.insert("passes".into(), serde_json::to_value(p).unwrap_or_default());
+                }
             }
-            let table = chunks.decode().map_err(err)?;
             Ok(Table {
-                schema: table.schema.clone(),
-                num_rows: table.num_rows(),
-                columns: Columns::Host(table.batches),
+                schema: r.table.schema.clone(),
+                num_rows: r.table.num_rows(),
+                columns: Columns::Host(r.table.batches),
                 report_json: report.to_string(),
             })
         }
@@ -765,6 +789,8 @@ fn dataset_source(path_or_files: &Bound<'_, PyAny>) -> PyResult<DatasetSource> {
 ///         or "not" is a GpuParquetError naming the terms.
 ///     stream: False returns one `Table`; True returns a `Batches` iterator of one-batch tables
 ///         (read and decoded one step of row groups at a time, within memory_limit).
+///     filter_passes: 2 (the filter's columns first, then the other columns' pages holding
+///         matching rows) or 1, as read.
 ///
 /// The `Table`'s report gives files (of the source), files_read, files_pruned_by_partition_filter
 /// and rows.
@@ -776,7 +802,7 @@ fn dataset_source(path_or_files: &Bound<'_, PyAny>) -> PyResult<DatasetSource> {
 ///     GpuParquetError: the read failed (the message names the file, column and row group); a file
 ///         whose schema differs from the first names both.
 #[pyfunction]
-#[pyo3(signature = (path_or_files, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None, stream=false))]
+#[pyo3(signature = (path_or_files, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None, stream=false, filter_passes=2))]
 #[allow(clippy::too_many_arguments)]
 fn read_dataset<'py>(
     py: Python<'py>,
@@ -794,6 +820,7 @@ fn read_dataset<'py>(
     memory_limit_mb: Option<u64>,
     filters: Option<Bound<'py, PyAny>>,
     stream: bool,
+    filter_passes: u8,
 ) -> PyResult<Bound<'py, PyAny>> {
     let source = dataset_source(&path_or_files)?;
     let options = ReadOptions::from_args(
@@ -809,7 +836,8 @@ fn read_dataset<'py>(
         nvcomp,
         memory_limit_mb,
     )?
-    .for_dataset(decode, filters)?;
+    .for_dataset(decode, filters)?
+    .with_filter_passes(filter_passes)?;
     let batches = dataset_batches(py, source, options)?;
     if stream {
         return Ok(Bound::new(py, batches)?.into_any());
@@ -865,10 +893,11 @@ fn read_dataset<'py>(
 ///     nvcomp: the nvCOMP library to load for decompression (a path), or "off".
 ///     memory_limit_mb: deprecated (DeprecationWarning): the budget in MiB; use memory_limit.
 ///     filters: only the rows that pass, a str or pyarrow's DNF form, as read_dataset.
+///     filter_passes: 2 (the filter's columns first) or 1, as read.
 ///
 /// Raises: as `read_dataset`; errors met while streaming are raised from `next()`.
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None))]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None, filter_passes=2))]
 #[allow(clippy::too_many_arguments)]
 fn iter_batches(
     py: Python<'_>,
@@ -885,6 +914,7 @@ fn iter_batches(
     nvcomp: Option<String>,
     memory_limit_mb: Option<u64>,
     filters: Option<Bound<'_, PyAny>>,
+    filter_passes: u8,
 ) -> PyResult<Batches> {
     let source = dataset_source(&path)?;
     let options = ReadOptions::from_args(
@@ -900,7 +930,8 @@ fn iter_batches(
         nvcomp,
         memory_limit_mb,
     )?
-    .for_dataset(decode, filters)?;
+    .for_dataset(decode, filters)?
+    .with_filter_passes(filter_passes)?;
     dataset_batches(py, source, options)
 }
 

@@ -51,6 +51,24 @@ def test_page_indexed_files_equal_pyarrow(name, text, dnf):
     for filters in (text, dnf):
         t = gpu_parquet.read(path, backend="host", filters=filters)
         same(t.to_arrow(), want)
+    # One pass: the same rows.
+    same(gpu_parquet.read(path, backend="host", filters=text, filter_passes=1).to_arrow(), want)
+
+
+def test_two_passes_read_only_the_pages_holding_matching_rows():
+    # int_col is not sorted: pruning keeps most pages, the filter's own column tells which rows.
+    path = CORPUS / TINY[0]
+    two = gpu_parquet.read(path, backend="host", columns=["string_col", "double_col"], filters="int_col = 3 and id < 2000")
+    one = gpu_parquet.read(
+        path, backend="host", columns=["string_col", "double_col"], filters="int_col = 3 and id < 2000", filter_passes=1
+    )
+    same(two.to_arrow(), one.to_arrow())
+    p = two.report["passes"]
+    assert p["payload"] < p["payload_one_pass"], p
+    assert "passes" not in one.report
+    assert two.report["useful_bytes"] < one.report["useful_bytes"]
+    with pytest.raises(ValueError, match="filter_passes=3"):
+        gpu_parquet.read(path, backend="host", filters="id < 3", filter_passes=3)
 
 
 def test_the_page_index_prunes_pages_of_a_selective_filter():

@@ -1,7 +1,9 @@
-//! Selective-read rows of `bench` (issue 43): per named filter, the filtered read into device columns,
-//! the same columns read without the filter (what a filter must not be slower than when most rows
-//! match), and the filtered read on the host through arrow-rs, each with the bytes it fetched and the
-//! rows it kept. The GPU result is checked against the host's, value for value, before it is timed.
+//! Selective-read rows of `bench` (issue 43): per named filter, the filtered read into device columns
+//! in two passes (the filter's columns first, then the other columns' pages of the accepted rows) and
+//! in one, the same columns read without the filter (what a filter must not be slower than when most
+//! rows match), and the filtered read on the host through arrow-rs (two passes and one), each with the
+//! bytes it fetched and the rows it kept. The GPU result is checked against the host's one-pass read,
+//! value for value, before it is timed.
 
 use std::path::Path;
 
@@ -9,7 +11,7 @@ use arrow::array::Array;
 
 use super::{BenchOptions, BenchRow, best_of, drop_page_cache, gbps, reader_builder, warm_page_cache};
 use crate::error::Result;
-use crate::filter::Expr;
+use crate::filter::{Expr, FilterPasses};
 use crate::reader::{Reader, ReaderBuilder};
 use crate::scan::Decode;
 
@@ -102,30 +104,56 @@ fn rows_of(file: &Path, opts: &BenchOptions, f: &NamedFilter, timing: Timing<'_>
             )
         })
         .unwrap_or_default();
-    // The host read: a row of its own where the other paths are measured, and the reference of the check.
-    let host_reader = reader_builder(file, opts)
-        .with_filter(f.expr.clone())
-        .with_decode(Decode::Host)
-        .with_backend(crate::config::BackendKind::Host)
-        .build();
-    let host = host_reader.as_ref().map_err(|e| e.to_string()).and_then(host_read);
+    // The host read in one pass: the check's reference (its raw bytes are the file's, filtered
+    // exactly after arrow-rs's decode), and rows of its own, two passes and one, where the other
+    // paths are measured.
+    let host_reader = |passes: FilterPasses| {
+        reader_builder(file, opts)
+            .with_filter(f.expr.clone())
+            .with_filter_passes(passes)
+            .with_decode(Decode::Host)
+            .with_backend(crate::config::BackendKind::Host)
+            .build()
+    };
+    let one_pass = host_reader(FilterPasses::One);
+    let host = one_pass.as_ref().map_err(|e| e.to_string()).and_then(host_read);
     let mut rows = Vec::new();
-    if opts.other_paths
-        && let Ok(reader) = &host_reader
-    {
-        rows.push(host_row(
-            &label("host batches (arrow-rs)"),
-            timing,
-            reader,
-            &host,
-            &pruning,
-        ));
+    if opts.other_paths {
+        for (passes, what) in [
+            (FilterPasses::Two, "host batches (arrow-rs), two passes"),
+            (FilterPasses::One, "host batches (arrow-rs), one pass"),
+        ] {
+            rows.push(match host_reader(passes) {
+                Ok(reader) => host_row(&label(what), timing, &reader, &host, &pruning),
+                Err(e) => BenchRow::failed(label(what), 0, e.to_string()),
+            });
+        }
     }
     rows.push(matching_pages_row(&label("pages holding matching rows"), &filtered));
     if !gpu {
         return rows;
     }
-    rows.push(gpu_row(&label("device columns"), timing, &filtered, &host, &pruning));
+    rows.push(gpu_row(
+        &label("device columns, two passes"),
+        timing,
+        &filtered,
+        &host,
+        &pruning,
+    ));
+    match reader_builder(file, opts)
+        .with_filter(f.expr.clone())
+        .with_filter_passes(FilterPasses::One)
+        .build()
+    {
+        Ok(one) => rows.push(gpu_row(
+            &label("device columns, one pass"),
+            timing,
+            &one,
+            &host,
+            &pruning,
+        )),
+        Err(e) => rows.push(BenchRow::failed(label("device columns, one pass"), 0, e.to_string())),
+    }
     // The same columns without the filter: the filtered read must not be slower where most rows match.
     let columns = filtered.plan().columns.clone();
     match reader_builder(file, opts)
@@ -236,13 +264,29 @@ fn host_read(reader: &Reader) -> HostRead {
 }
 
 fn host_row(name: &str, timing: Timing<'_>, reader: &Reader, host: &HostRead, pruning: &str) -> BenchRow {
-    let (table, bytes) = match host {
-        Ok(x) => x,
-        Err(e) => return BenchRow::failed(name, 0, e.clone()),
+    let first = match (host, reader.read_host()) {
+        (Err(e), _) => return BenchRow::failed(name, 0, e.clone()),
+        (_, Err(e)) => return BenchRow::failed(name, 0, e.to_string()),
+        (Ok((want, _)), Ok(read)) => (want, read),
     };
-    let mut row = BenchRow::blank(name, *bytes);
-    let res = timing.time(&mut row, || reader.read().and_then(|c| c.decode()).map(drop));
-    let note = format!("{} rows kept, {bytes} bytes read; {pruning}", table.num_rows());
+    let (want, read) = first;
+    let bytes = read.io.total.total_bytes();
+    let mut note = format!("{} rows kept, {bytes} bytes read", read.table.num_rows());
+    match read.table.concat() {
+        Ok(got) if &got == want => {}
+        Ok(_) => note = format!("WRONG VALUES: differs from one pass filtered exactly; {note}"),
+        Err(e) => note = format!("{e}; {note}"),
+    }
+    if let Some(p) = &read.passes {
+        note.push_str(&format!(
+            "; two passes: {} bytes of the filter's columns, {} of the others' ({} in one pass)",
+            p.filter, p.payload, p.payload_one_pass
+        ));
+    }
+    note.push_str(&format!("; {pruning}"));
+    drop(read);
+    let mut row = BenchRow::blank(name, bytes);
+    let res = timing.time(&mut row, || reader.read_host().map(drop));
     match res {
         Ok(()) => with_note(row, note),
         Err(e) => with_note(row, format!("{note}; {e}")),
@@ -256,6 +300,7 @@ fn gpu_row(name: &str, timing: Timing<'_>, reader: &Reader, host: &HostRead, pru
     };
     let bytes = first.io.total.total_bytes();
     let kept = first.table.num_rows();
+    let passes = first.decode.filter.as_ref().and_then(|f| f.passes);
     let check = match host {
         Ok((want, _)) => check_against(&first.table, want),
         Err(e) if e.is_empty() => Ok(String::new()),
@@ -265,6 +310,12 @@ fn gpu_row(name: &str, timing: Timing<'_>, reader: &Reader, host: &HostRead, pru
     let mut row = BenchRow::blank(name, bytes);
     let res = timing.time(&mut row, || reader.read_device().map(drop));
     let mut note = format!("{kept} rows kept, {bytes} bytes read");
+    if let Some(p) = passes {
+        note.push_str(&format!(
+            "; two passes: {} bytes of the filter's columns, {} of the others' ({} in one pass)",
+            p.filter, p.payload, p.payload_one_pass
+        ));
+    }
     if !pruning.is_empty() {
         note.push_str(&format!("; {pruning}"));
     }

@@ -191,6 +191,24 @@ impl GpuDecoder {
         crate::decode::row_filter::filter_batch(&mut exec, batch, predicate, mode)
     }
 
+    /// A batch of no row of `schema` on this decoder's GPU.
+    pub(crate) fn empty_batch(&self, schema: &SchemaRef, location: crate::error::Location) -> Result<DeviceBatch> {
+        use crate::decode::exec::Executor;
+        let none = DeviceBatch {
+            schema: schema.clone(),
+            num_rows: 0,
+            columns: Vec::new(),
+            row_groups: Vec::new(),
+            location: location.clone(),
+        };
+        let mut exec = self.row_filter_executor(&none)?;
+        crate::decode::table::empty_batch(schema, location, &mut |b: &[u8]| {
+            // An empty buffer zeroed (its one byte is copied back by `to_host`), the others written.
+            let a = if b.is_empty() { exec.alloc(0)? } else { exec.upload(b)? };
+            exec.take(a)
+        })
+    }
+
     /// An executor for the row filter's kernels over `batch`: on the stream of its buffers (a new one
     /// for a batch without any), which must be on this decoder's GPU.
     pub(crate) fn row_filter_executor(&self, batch: &DeviceBatch) -> Result<DeviceExecutor<'static>> {

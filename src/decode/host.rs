@@ -90,6 +90,22 @@ impl DecodedTable {
         }
     }
 
+    /// This table's row groups, then `other`'s (of the same schema, the first's kept).
+    pub(crate) fn append(mut self, other: DecodedTable) -> Self {
+        let base = self.batches.len();
+        self.row_group_batches.extend(
+            other
+                .row_group_batches
+                .into_iter()
+                .map(|r| r.start + base..r.end + base),
+        );
+        self.batches.extend(other.batches.into_iter().map(|b| {
+            // The same columns; the schema's metadata aside, one schema for every batch.
+            RecordBatch::try_new(self.schema.clone(), b.columns().to_vec()).unwrap_or(b)
+        }));
+        self
+    }
+
     /// The file, for errors.
     pub(crate) fn location(&self) -> Location {
         self.location.clone()

@@ -735,6 +735,17 @@ pub struct StepStats {
     pub decode_time: Duration,
 }
 
+impl StepStats {
+    /// A step's figures with those of its second pass (a two-pass read's other columns, decoded
+    /// after the filter's): their columns after these, their times added.
+    pub(crate) fn add_pass(&mut self, other: StepStats) {
+        self.columns.extend(other.columns);
+        self.headers_time += other.headers_time;
+        self.decompress_time += other.decompress_time;
+        self.decode_time += other.decode_time;
+    }
+}
+
 /// Where a page came from, for errors.
 #[derive(Debug, Clone)]
 struct PageOrigin {

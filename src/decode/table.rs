@@ -163,6 +163,34 @@ fn padded_bitmap(bytes: &[u8]) -> Vec<u8> {
     v
 }
 
+/// A batch of no row of `schema`, its empty columns uploaded by `upload` (a step of a two-pass read
+/// whose filter accepted no row has nothing of its other columns to decode).
+pub(crate) fn empty_batch<B: OwnedBuffer>(
+    schema: &SchemaRef,
+    location: Location,
+    upload: &mut dyn FnMut(&[u8]) -> Result<B>,
+) -> Result<DeviceBatch<B>> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let data = arrow::array::new_empty_array(f.data_type()).to_data();
+            Ok(DeviceColumn {
+                name: f.name().clone(),
+                array: upload_array(&data, upload)?,
+                decoded: DecodedWhere::Gpu,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(DeviceBatch {
+        schema: schema.clone(),
+        num_rows: 0,
+        columns,
+        row_groups: Vec::new(),
+        location,
+    })
+}
+
 /// Uploads a host array (decoded by arrow-rs) into `alloc`'s buffers, keeping its layout.
 pub fn upload_array<B: OwnedBuffer>(
     array: &ArrayData,

@@ -14,17 +14,26 @@ use crate::decode::host_headers::{HeaderSlot, parse_step_headers, worth_parsing}
 use crate::decode::pipeline::{ColumnRoute, route_columns};
 // A one-warp decompressor's cost per compressed byte of a step's longest page bounds the step's GPU
 // time, whatever its size (measured in `snappy_route`).
+use crate::decode::pipeline::StepStats;
+use crate::decode::row_filter::{FilterMode, Filtered, RowPredicate};
 use crate::decode::snappy_route::{
     CHAIN_NS_PER_BYTE_NVCOMP, CHAIN_NS_PER_BYTE_PRECHECKED, CHAIN_NS_PER_BYTE_UNSNAP, WIDE_MIN_SRC,
 };
+use crate::decode::table::{DeviceArray, DeviceBatch};
 use crate::error::{Error, Result};
+use crate::filter::FilterPasses;
+use crate::gpu::DeviceBuffer;
+use crate::io::select::AnyBackend;
 use crate::io::select::AnyBuffer;
+use crate::io::{IoBackend, IoLog};
 use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, ReadPlan};
 use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
 use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
-use crate::scan::gpu_filter::GpuFilter;
+use crate::scan::gpu_filter::{GpuFilter, StepFilter};
+use crate::scan::step::merge_reads;
 use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window};
+use crate::scan::two_pass::{DeviceTwoPass, SecondPassExec, TwoPass};
 use crate::scan::{progress::ProgressCounter, spec::Reader};
 
 /// Steps a read without compressed pages is cut into, when the budget allows: its reads bound it,
@@ -182,20 +191,70 @@ pub(crate) struct GpuSteps {
     routes: Vec<ColumnRoute>,
     /// The reader's filter, on the GPU after each step's decode or left to the host.
     pub filter: Option<Arc<GpuFilter>>,
+    /// The filter's columns first, where the read takes two passes.
+    pub two_pass: Option<Arc<GpuTwoPass>>,
+}
+
+/// A GPU scan's two passes ([`DeviceTwoPass`]) and each pass's column routes.
+pub(crate) struct GpuTwoPass {
+    pub plan: DeviceTwoPass,
+    filter_routes: Vec<ColumnRoute>,
+    payload_routes: Vec<ColumnRoute>,
+}
+
+impl GpuTwoPass {
+    /// The two passes of `reader`'s GPU scan, whose row filter is `filter`: where the reader asks
+    /// for two, the filter runs on the GPU and compacts, and there are columns beyond the filter's.
+    fn of(reader: &Reader, filter: Option<&GpuFilter>, passes: FilterPasses) -> Result<Option<Self>> {
+        let on_gpu = matches!(
+            filter,
+            Some(GpuFilter::Device {
+                mode: FilterMode::Compact,
+                ..
+            })
+        );
+        if !on_gpu {
+            return Ok(None);
+        }
+        let Some(passes) = TwoPass::plan(&reader.source, &reader.filter, &reader.plan, passes) else {
+            return Ok(None);
+        };
+        let (filter_schema, filter_routes) = route_columns(&reader.source, &passes.filter_leaves)?;
+        let (payload_schema, payload_routes) = route_columns(&reader.source, &passes.payload_leaves)?;
+        // The row filter runs the whole filter over every column, so over the filter's own too.
+        Ok(DeviceTwoPass::plan(passes, filter_schema, payload_schema)
+            .ok()
+            .map(|plan| Self {
+                plan,
+                filter_routes,
+                payload_routes,
+            }))
+    }
 }
 
 impl GpuSteps {
     /// The steps of `reader`'s selection, for a decode on `decoder` beginning at `started`.
     pub(crate) fn plan(reader: &Reader, decoder: Arc<GpuDecoder>) -> Result<Self> {
+        Self::plan_with(reader, decoder, reader.filter_passes)
+    }
+
+    /// [`Self::plan`] reading a filter in `passes` (benchmarks of a read's steps alone, which
+    /// fetch and decode each step as one, read in one).
+    pub(crate) fn plan_with(reader: &Reader, decoder: Arc<GpuDecoder>, passes: FilterPasses) -> Result<Self> {
         let (free_before, _) = decoder.context().memory()?;
         let budget = gpu_budget(reader, free_before);
         let (schema, routes) = route_columns(&reader.source, &reader.plan.columns)?;
         let filter = GpuFilter::plan(&reader.filter, &schema, reader.filter_mode)?.map(Arc::new);
+        let two_pass = GpuTwoPass::of(reader, filter.as_deref(), passes)?.map(Arc::new);
         // The GPU time a step costs at least: how many steps, and how many decoded at once.
         let floor = step_floor_ns(reader, &decoder);
         let (steps, largest) = decode_steps(reader, &budget, floor)?;
-        // The filter's surviving rows read page by page, as the host reads them.
-        let plans = reader.plans_of(steps)?;
+        // The filter's surviving rows read page by page, as the host reads them; in two passes, the
+        // steps fetch the filter's columns (the workers the others').
+        let plans = match &two_pass {
+            Some(t) => reader.decode_plans(steps, &t.plan.passes)?,
+            None => reader.plans_of(steps)?,
+        };
         let in_flight = budget.steps_in_flight_for(largest);
         let most = in_flight - FETCHES.min(in_flight - 1);
         Ok(Self {
@@ -209,11 +268,15 @@ impl GpuSteps {
             schema,
             routes,
             filter,
+            two_pass,
         })
     }
 
     /// The schema of the steps' batches: without the columns read only for a filter run on the GPU.
     pub(crate) fn output_schema(&self) -> SchemaRef {
+        if let Some(t) = &self.two_pass {
+            return t.plan.schema.clone();
+        }
         self.filter
             .as_ref()
             .map_or_else(|| self.schema.clone(), |f| f.output_schema(&self.schema))
@@ -243,6 +306,8 @@ impl GpuSteps {
             started,
             headers: (0..self.plans.len()).map(|_| HeaderSlot::default()).collect(),
             filter: self.filter.clone(),
+            two_pass: self.two_pass.clone(),
+            io: reader.io.clone(),
         };
         let spec = ScanSpec {
             io: reader.io.clone(),
@@ -268,12 +333,13 @@ pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
 }
 
 /// Consecutive selected row groups cut into steps, and the estimated device memory of the largest
-/// step (chunks and temporaries). Steps are cut to the budget's [`per_step`](MemoryBudget::per_step)
+/// step (chunks and temporaries; with a filter, its masks and the compacted copies). Steps are cut to the budget's [`per_step`](MemoryBudget::per_step)
 /// (as many as [`steps_for_latency`] says when they stay over [`MIN_STEP_BYTES`]); a row group over
 /// [`per_row_group`](MemoryBudget::per_row_group) alone is an error naming it. `floor_ns` is a step's
 /// least GPU time ([`step_floor_ns`]).
 pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64) -> Result<(Vec<Vec<usize>>, u64)> {
     let meta = reader.source.metadata();
+    let filter_leaves = reader.filter.as_ref().map_or(0, |f| f.predicate.leaves().len() as u64);
     let mut need: Vec<(usize, u64)> = Vec::new();
     for &rg in &reader.plan.row_groups {
         let rows = meta.row_group(rg).num_rows().max(0) as u64;
@@ -287,6 +353,11 @@ pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64
                 None => x,
             };
             bytes += c.len + 2 * share(unc) + share(rows) * TEMP_BYTES_PER_VALUE;
+            if filter_leaves > 0 {
+                // The row filter: a byte per row per leaf and the mask, and the compacted copy of
+                // the column beside the decoded one.
+                bytes += share(rows) * (filter_leaves + 1) / reader.plan.columns.len().max(1) as u64 + share(unc);
+            }
         }
         need.push((rg, bytes));
     }
@@ -360,6 +431,10 @@ pub(crate) struct GpuSink {
     headers: Vec<HeaderSlot>,
     /// The reader's filter: applied to each decoded step on the GPU, or left to the host.
     filter: Option<Arc<GpuFilter>>,
+    /// The filter's columns first: each step's fetch holds them, and the sink fetches the others'
+    /// pages of the accepted rows through `io`.
+    two_pass: Option<Arc<GpuTwoPass>>,
+    io: Arc<AnyBackend>,
 }
 
 impl StepSink for GpuSink {
@@ -377,27 +452,79 @@ impl StepSink for GpuSink {
         let AnyBuffer::Device(buffer) = &chunks.buffer else {
             return Err(Error::device("GPU decoder", "the backend returned host memory"));
         };
-        let (batch, stats, step_peak) = self.decoder.decode(
-            &self.source,
-            &self.schema,
-            &self.routes,
-            &chunks.plan,
-            buffer,
-            self.threads,
-            host_headers.as_ref(),
-        )?;
-        let (batch, mask, filter) = match &self.filter {
-            Some(f) => f.apply(
-                batch,
-                |b, p, mode| self.decoder.filter(b, p, mode),
-                |b, mask| b.compact(mask, &self.decoder),
-            )?,
-            None => (batch, None, None),
+        let two = self
+            .two_pass
+            .as_ref()
+            .filter(|t| !t.plan.passes.in_one(&chunks.plan.row_groups));
+        let (batch, mask, filter, stats, step_peak, second) = match two {
+            Some(t) => {
+                let (first, mut stats, first_peak) = self.decoder.decode(
+                    &self.source,
+                    &t.plan.filter_schema,
+                    &t.filter_routes,
+                    &chunks.plan,
+                    buffer,
+                    self.threads,
+                    host_headers.as_ref(),
+                )?;
+                let started = Instant::now();
+                let mut exec = GpuPasses {
+                    sink: self,
+                    passes: t,
+                    stats: None,
+                    peak: 0,
+                };
+                let done = t.plan.second_pass(&self.source, &chunks.plan, first, &mut exec)?;
+                let (payload_stats, payload_peak) = (exec.stats.take(), exec.peak);
+                if let Some(p) = payload_stats {
+                    stats.add_pass(p);
+                }
+                let filter = StepFilter {
+                    rows_in: done.rows.0,
+                    rows_kept: done.rows.1,
+                    time: started.elapsed(),
+                    passes: Some(done.bytes),
+                };
+                (
+                    done.batch,
+                    None,
+                    Some(filter),
+                    stats,
+                    first_peak.max(payload_peak),
+                    done.second,
+                )
+            }
+            None => {
+                let (batch, stats, step_peak) = self.decoder.decode(
+                    &self.source,
+                    &self.schema,
+                    &self.routes,
+                    &chunks.plan,
+                    buffer,
+                    self.threads,
+                    host_headers.as_ref(),
+                )?;
+                let (batch, mask, filter) = match &self.filter {
+                    Some(f) => f.apply(
+                        batch,
+                        |b, p, mode| self.decoder.filter(b, p, mode),
+                        |b, mask| b.compact(mask, &self.decoder),
+                    )?,
+                    None => (batch, None, None),
+                };
+                (batch, mask, filter, stats, step_peak, None)
+            }
         };
         let (free_after, _) = self.decoder.context().memory()?;
         let decode_window = Window::between(self.started, decode_from, Instant::now());
         let read_window = Window::between(self.started, chunks.fetched.start, chunks.fetched.end);
-        let (plan, log) = (chunks.plan.clone(), chunks.log.clone());
+        let (plan, log) = match second {
+            Some((p, l)) => {
+                let (plan, log) = merge_reads(&[chunks.plan.clone(), p], &[chunks.log.clone(), l]);
+                (Arc::new(plan), log)
+            }
+            None => (chunks.plan.clone(), chunks.log.clone()),
+        };
         drop(chunks);
         // The step's chunks are dropped: the steps held now, this one's place included.
         let held_steps = step.places.held();
@@ -456,6 +583,58 @@ impl StepSink for GpuSink {
             };
             crate::trace::at(self.started, format_args!("step {k}: headers {what}"));
         }
+    }
+}
+
+/// A GPU step's second pass: the row filter's kernels, and the payload fetched through the
+/// reader's backend and decoded on the sink's decoder.
+struct GpuPasses<'a> {
+    sink: &'a GpuSink,
+    passes: &'a GpuTwoPass,
+    /// The payload decode's figures, and the most device memory it held.
+    stats: Option<StepStats>,
+    peak: u64,
+}
+
+impl SecondPassExec for GpuPasses<'_> {
+    type Buffer = DeviceBuffer<u8>;
+
+    fn mask(&mut self, batch: DeviceBatch, predicate: &RowPredicate) -> Result<Filtered<DeviceBuffer<u8>>> {
+        self.sink.decoder.filter(batch, predicate, FilterMode::Mask)
+    }
+
+    fn compact(&mut self, batch: DeviceBatch, mask: &DeviceArray) -> Result<DeviceBatch> {
+        batch.compact(mask, &self.sink.decoder)
+    }
+
+    fn payload(&mut self, plan: &ReadPlan) -> Result<(DeviceBatch, IoLog)> {
+        let fetched = self.sink.io.fetch(&self.sink.source, plan)?;
+        self.sink.source.check_unchanged()?;
+        let AnyBuffer::Device(buffer) = &fetched.buffer else {
+            return Err(Error::device("GPU decoder", "the backend returned host memory"));
+        };
+        // The pages were just read: their headers parsed on the host where they are in the page
+        // cache (as the thread ahead does for the first pass), else on the GPU.
+        let headers = std::fs::File::open(self.sink.source.path())
+            .ok()
+            .filter(|f| worth_parsing(f, plan))
+            .and_then(|f| parse_step_headers(&f, plan).ok());
+        let (batch, stats, peak) = self.sink.decoder.decode(
+            &self.sink.source,
+            &self.passes.plan.payload_schema,
+            &self.passes.payload_routes,
+            plan,
+            buffer,
+            self.sink.threads,
+            headers.as_ref(),
+        )?;
+        self.stats = Some(stats);
+        self.peak = peak;
+        Ok((batch, fetched.log))
+    }
+
+    fn empty(&mut self, schema: &SchemaRef) -> Result<DeviceBatch> {
+        self.sink.decoder.empty_batch(schema, self.sink.source.location())
     }
 }
 
@@ -563,6 +742,37 @@ mod tests {
         assert!(off > 2.4e6 * per_byte, "{off}");
         let longest = longest_page_ns(source.metadata(), &plan.chunks, with(WideSnappy::Longest));
         assert_eq!(longest, WIDE_MIN_SRC as f64 * per_byte);
+    }
+
+    #[test]
+    fn a_filter_counts_its_masks_and_compacted_copies_in_a_step() {
+        let reader = |filter: Option<&str>| {
+            let mut b =
+                crate::Reader::builder("testdata/flat_snappy_dict.parquet").with_backend(crate::BackendKind::Host);
+            if let Some(f) = filter {
+                b = b.with_filter(crate::filter::Expr::parse(f).expect("parse"));
+            }
+            b.build().expect("reader")
+        };
+        // Every row accepted: the same plan, one small step either way.
+        let (plain, filtered) = (reader(None), reader(Some("id >= 0")));
+        assert_eq!(plain.plan, filtered.plan);
+        let budget = MemoryBudget::new(None, 2, STEPS_IN_FLIGHT);
+        let (_, without) = decode_steps(&plain, &budget, 0.0).expect("steps");
+        let (_, with) = decode_steps(&filtered, &budget, 0.0).expect("steps");
+        let meta = plain.source.metadata();
+        let unc: u64 = plain
+            .plan
+            .chunks
+            .iter()
+            .map(|c| meta.row_group(c.row_group).column(c.column).uncompressed_size() as u64)
+            .sum();
+        let rows = plain.plan.num_rows(meta);
+        // The compacted copies, and a byte per row for the one leaf and the mask.
+        assert!(
+            with >= without + unc && with <= without + unc + 2 * rows,
+            "{without} {with} {unc} {rows}"
+        );
     }
 
     #[test]

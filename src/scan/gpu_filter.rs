@@ -17,6 +17,7 @@ use crate::decode::row_filter::{FilterMode, Filtered, RowPredicate, compaction_s
 use crate::decode::table::{DeviceArray, DeviceBatch};
 use crate::error::{Error, Result};
 use crate::filter::{PlannedFilter, SharedFilter, lower};
+use crate::scan::two_pass::PassBytes;
 
 /// Where a GPU scan's row filter runs.
 #[derive(Debug, Clone)]
@@ -129,6 +130,7 @@ impl GpuFilter {
                 rows_in,
                 rows_kept: rows_in,
                 time: started.elapsed(),
+                passes: None,
             };
             return Ok((project(batch, keep, schema), None, Some(stats)));
         }
@@ -164,6 +166,7 @@ impl GpuFilter {
             rows_in,
             rows_kept: kept as u64,
             time: started.elapsed(),
+            passes: None,
         };
         Ok((batch, mask, Some(stats)))
     }
@@ -190,6 +193,9 @@ pub struct StepFilter {
     /// Time the filter took (evaluation, compaction).
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub time: Duration,
+    /// Read in two passes (the filter's columns first): what each read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<PassBytes>,
 }
 
 /// What a GPU read's row filter did, in all.
@@ -211,16 +217,23 @@ pub struct RowFilterReport {
     /// Time the filter took on the GPU, over all steps.
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub time: Duration,
+    /// Read in two passes (the filter's columns first): what each read, over all steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<PassBytes>,
 }
 
 impl RowFilterReport {
     /// The report of `filter` over steps that did `steps`.
     pub(crate) fn of(filter: &GpuFilter, steps: impl Iterator<Item = Option<StepFilter>>) -> Self {
         let (mut rows_in, mut rows_kept, mut time) = (0, 0, Duration::ZERO);
+        let mut passes: Option<PassBytes> = None;
         for s in steps.flatten() {
             rows_in += s.rows_in;
             rows_kept += s.rows_kept;
             time += s.time;
+            if let Some(p) = &s.passes {
+                passes.get_or_insert_default().add(p);
+            }
         }
         let (on, reason, mode) = match filter {
             GpuFilter::Device { mode, .. } => (
@@ -241,12 +254,13 @@ impl RowFilterReport {
             rows_kept,
             rows_removed: rows_in - rows_kept.min(rows_in),
             time,
+            passes,
         }
     }
 
     /// One line for the text report.
     pub fn line(&self) -> String {
-        match &self.reason {
+        let line = match &self.reason {
             Some(why) => format!("row filter: on the host after the GPU decode, as {why}\n"),
             None => format!(
                 "row filter: on the GPU ({}), kept {} of {} decoded rows ({} removed) in {:.1} ms\n",
@@ -256,6 +270,10 @@ impl RowFilterReport {
                 self.rows_removed,
                 self.time.as_secs_f64() * 1e3
             ),
+        };
+        match &self.passes {
+            Some(p) => line + &p.line(),
+            None => line,
         }
     }
 }

@@ -155,6 +155,12 @@ impl TwoPass {
         })
     }
 
+    /// Whether a step of the row groups `group` reads in one pass: the statistics accept every row
+    /// of them (nothing to evaluate, every page of the rows pruning kept is needed).
+    pub(crate) fn in_one(&self, group: &[usize]) -> bool {
+        self.filter.accepts_whole(group)
+    }
+
     /// The first pass's plan of the row groups `group` (the filter's columns, read page by page
     /// where pruning kept `rows`).
     pub(crate) fn filter_plan(&self, source: &ParquetSource, group: Vec<usize>, rows: &RowRanges) -> Result<ReadPlan> {
@@ -168,12 +174,15 @@ impl TwoPass {
     }
 
     /// The second pass's plan after the first pass of `first` accepted `accepted`: the payload's
-    /// pages holding those rows, of the row groups with any; `None` where no row is accepted.
+    /// pages holding those rows, of the row groups with any; `None` where no row is accepted. Its
+    /// decoders yield `accepted` where `exact`, else the runs of [`Self::page_runs`] (the same
+    /// pages, fewer ranges: a host decode selects fewer runs, then filters).
     pub(crate) fn payload_plan(
         &self,
         source: &ParquetSource,
         first: &ReadPlan,
         accepted: &RowRanges,
+        exact: bool,
     ) -> Result<Option<ReadPlan>> {
         let groups: Vec<usize> = first
             .row_groups
@@ -184,14 +193,71 @@ impl TwoPass {
         if groups.is_empty() {
             return Ok(None);
         }
-        ReadPlan::build_paged(
+        let meta = source.metadata();
+        let runs = self.page_runs(meta, accepted);
+        let mut plan = ReadPlan::build_paged(
             source,
             &Projection::Leaves(self.payload_leaves.clone()),
             &RowGroupSelection::Indices(groups),
             self.options,
-            accepted,
-        )
-        .map(Some)
+            &runs,
+        )?;
+        if exact {
+            for (&g, rows) in accepted {
+                let num_rows = meta.row_groups().get(g).map_or(0, |r| r.num_rows().max(0) as u64);
+                if rows.as_slice() == [0..num_rows] {
+                    plan.rows.remove(&g);
+                } else {
+                    plan.rows.insert(g, rows.clone());
+                }
+            }
+        }
+        Ok(Some(plan))
+    }
+
+    /// `accepted` with the gaps between its ranges closed where no payload column has a whole page
+    /// inside the gap: every page such a gap touches also holds an accepted row on either side, so
+    /// the runs touch the same pages (the same bytes) in fewer ranges (a filter accepting scattered
+    /// rows gives one range per row).
+    pub(crate) fn page_runs(&self, meta: &ParquetMetaData, accepted: &RowRanges) -> RowRanges {
+        let descr = meta.file_metadata().schema_descr();
+        accepted
+            .iter()
+            .map(|(&g, ranges)| {
+                let num_rows = meta.row_groups().get(g).map_or(0, |r| r.num_rows().max(0) as u64);
+                // Each payload column's page starts, then the row group's end.
+                let bounds: Vec<Vec<u64>> = self
+                    .payload_leaves
+                    .iter()
+                    .filter(|&&c| descr.column(c).max_rep_level() == 0)
+                    .filter_map(|&c| meta.page_index().and_then(|i| i.offset_index(g, c)))
+                    .map(|o| {
+                        let mut b: Vec<u64> = o
+                            .page_locations()
+                            .iter()
+                            .map(|l| l.first_row_index.max(0) as u64)
+                            .collect();
+                        b.push(num_rows);
+                        b
+                    })
+                    .collect();
+                // Whether a page of some column lies wholly in the rows [a, b).
+                let page_inside = |a: u64, b: u64| {
+                    bounds.iter().any(|s| {
+                        let k = s.partition_point(|&x| x < a);
+                        k + 1 < s.len() && s[k + 1] <= b && s[k] < s[k + 1]
+                    })
+                };
+                let mut runs: Vec<Range<u64>> = Vec::new();
+                for r in ranges {
+                    match runs.last_mut() {
+                        Some(last) if !page_inside(last.end, r.start) => last.end = r.end,
+                        _ => runs.push(r.clone()),
+                    }
+                }
+                (g, runs)
+            })
+            .collect()
     }
 
     /// The figures of a step whose first pass read `first` and whose second read `second`.
@@ -261,7 +327,7 @@ impl TwoPass {
         let filtered = decode_fetched(source, first, fetched, threads)?;
         let mask = self.host_mask(first, &filtered)?;
         let accepted = accepted_rows(source.metadata(), first, mask.as_ref(), &source.location())?;
-        let second = self.payload_plan(source, first, &accepted)?;
+        let second = self.payload_plan(source, first, &accepted, false)?;
         let bytes = self.bytes(source, first, second.as_ref())?;
         let (payload, second) = match second {
             Some(plan) => {
@@ -282,7 +348,8 @@ impl TwoPass {
                 (decode_fetched(source, &none, &bytes::Bytes::new(), 1)?, None)
             }
         };
-        let table = self.zip_host(first, filtered, mask.as_ref(), payload, &accepted)?;
+        let runs = self.page_runs(source.metadata(), &accepted);
+        let table = self.zip_host(first, filtered, mask.as_ref(), payload, &accepted, &runs)?;
         Ok(HostSecondPass { table, second, bytes })
     }
 
@@ -299,8 +366,9 @@ impl TwoPass {
         Arc::new(Schema::new_with_metadata(fields, payload.metadata().clone()))
     }
 
-    /// The first pass's table (all rows it read) filtered by `mask`, zipped row group by row group
-    /// with the second pass's table (the accepted rows of the row groups in `accepted`), in the
+    /// The first pass's table (all rows it read) filtered by `mask`, the filter's columns the
+    /// caller did not select dropped first, zipped row group by row group with the second pass's
+    /// table (the rows `runs` of the row groups in `accepted`), filtered to the accepted rows, in the
     /// second pass's batches.
     fn zip_host(
         &self,
@@ -309,9 +377,30 @@ impl TwoPass {
         mask: Option<&BooleanArray>,
         payload: DecodedTable,
         accepted: &RowRanges,
+        runs: &RowRanges,
     ) -> Result<DecodedTable> {
-        let location = Location::default();
+        let location = filtered.location();
         let fail = |e: arrow::error::ArrowError| Error::parquet(location.clone(), e);
+        let keep: Vec<usize> = self
+            .output
+            .iter()
+            .filter(|(p, _)| *p == Pass::Filter)
+            .map(|&(_, i)| i)
+            .collect();
+        let kept_schema = Arc::new(filtered.schema.project(&keep).map_err(fail)?);
+        // The output's columns: the k-th filter column kept, or the payload's i-th.
+        let mut k = 0usize;
+        let order: Vec<(Pass, usize)> = self
+            .output
+            .iter()
+            .map(|&(pass, i)| match pass {
+                Pass::Filter => {
+                    k += 1;
+                    (Pass::Filter, k - 1)
+                }
+                Pass::Payload => (Pass::Payload, i),
+            })
+            .collect();
         let schema = self.output_schema(&filtered.schema, &payload.schema);
         let mut batches = Vec::new();
         let mut row_group_batches = Vec::with_capacity(first.row_groups.len());
@@ -322,28 +411,42 @@ impl TwoPass {
             let mut kept: Vec<RecordBatch> = Vec::new();
             for b in &filtered.batches[filtered.row_group_batches.get(slot).cloned().unwrap_or(0..0)] {
                 let n = b.num_rows();
-                kept.push(match mask {
-                    Some(m) => arrow::compute::filter_record_batch(b, &m.slice(at, n)).map_err(fail)?,
-                    None => b.clone(),
-                });
+                if accepted.contains_key(&g) {
+                    let b = b.project(&keep).map_err(fail)?;
+                    kept.push(match mask {
+                        Some(m) => arrow::compute::filter_record_batch(&b, &m.slice(at, n)).map_err(fail)?,
+                        None => b,
+                    });
+                }
                 at += n;
             }
-            if !accepted.contains_key(&g) {
+            let (Some(rows), Some(held)) = (accepted.get(&g), runs.get(&g)) else {
                 row_group_batches.push(start..start);
                 continue;
-            }
-            let kept = arrow::compute::concat_batches(&filtered.schema, &kept).map_err(fail)?;
+            };
+            let kept = arrow::compute::concat_batches(&kept_schema, &kept).map_err(fail)?;
+            // The accepted rows among the held ones (none to drop where they are the same).
+            let within = (rows != held).then(|| rows_within(held, rows));
             let slices = payload.row_group_batches.get(payload_slot).cloned().unwrap_or(0..0);
             payload_slot += 1;
-            let mut offset = 0usize;
+            let (mut offset, mut held_at) = (0usize, 0usize);
             for p in &payload.batches[slices] {
+                let p = match &within {
+                    Some(m) => {
+                        let part =
+                            arrow::compute::filter_record_batch(p, &m.slice(held_at, p.num_rows())).map_err(fail)?;
+                        held_at += p.num_rows();
+                        part
+                    }
+                    None => p.clone(),
+                };
                 let n = p.num_rows();
                 if offset + n > kept.num_rows() {
+                    offset += n;
                     break;
                 }
                 let f = kept.slice(offset, n);
-                let columns: Vec<ArrayRef> = self
-                    .output
+                let columns: Vec<ArrayRef> = order
                     .iter()
                     .map(|&(pass, i)| match pass {
                         Pass::Filter => f.column(i).clone(),
@@ -368,13 +471,31 @@ impl TwoPass {
             }
             row_group_batches.push(start..batches.len());
         }
-        Ok(DecodedTable::from_parts(
-            schema,
-            batches,
-            row_group_batches,
-            filtered.location(),
-        ))
+        Ok(DecodedTable::from_parts(schema, batches, row_group_batches, location))
     }
+}
+
+/// Over the rows `held` (sorted ranges, in order), true where a row is in `rows` (sorted ranges
+/// within them).
+fn rows_within(held: &[Range<u64>], rows: &[Range<u64>]) -> BooleanArray {
+    let total: u64 = held.iter().map(|h| h.end - h.start).sum();
+    let mut mask = arrow::array::BooleanBufferBuilder::new(total as usize);
+    let (mut base, mut h, mut written) = (0u64, 0usize, 0u64);
+    for r in rows {
+        // The held range holding `r` (each accepted range lies within one, in order).
+        while h < held.len() && held[h].end <= r.start {
+            base += held[h].end - held[h].start;
+            h += 1;
+        }
+        let Some(range) = held.get(h) else { break };
+        let from = base + r.start.saturating_sub(range.start);
+        let to = (from + (r.end.min(range.end) - r.start.max(range.start))).min(total);
+        mask.append_n(from.saturating_sub(written) as usize, false);
+        mask.append_n(to.saturating_sub(from.max(written)) as usize, true);
+        written = written.max(to);
+    }
+    mask.append_n(total.saturating_sub(written) as usize, false);
+    BooleanArray::new(mask.finish(), None)
 }
 
 /// A step's two passes on the host: its table, the second pass's plan and log (none where no row
@@ -555,7 +676,7 @@ impl DeviceTwoPass {
         };
         let location = source.location();
         let accepted = accepted_rows(source.metadata(), first, host_mask.as_ref(), &location)?;
-        let second = self.passes.payload_plan(source, first, &accepted)?;
+        let second = self.passes.payload_plan(source, first, &accepted, true)?;
         let bytes = self.passes.bytes(source, first, second.as_ref())?;
         let (payload, second) = match second {
             Some(plan) => {
@@ -718,5 +839,321 @@ mod tests {
             let short: BooleanArray = vec![true; step_rows.len() - 1].into();
             prop_assert!(accepted_rows(meta, &plan, Some(&short), &source.location()).is_err());
         }
+    }
+
+    /// 4 row groups of 800 rows in pages of 50, with page indexes: `id` (sorted), `k` (nullable
+    /// small ints), `s` (nullable strings), `f` (nullable floats), `pair` (a struct) and `tags` (a
+    /// list, read whole: repeated).
+    fn paged_file(dir: &std::path::Path) -> std::path::PathBuf {
+        use arrow::array::*;
+        use arrow::datatypes::{DataType, Field, Fields};
+        let n = 3200usize;
+        let mut next = crate::decode::host_kernels::xorshift(7);
+        let mut pick = |m: u64| next() % m;
+        let id: Int64Array = (0..n as i64).map(Some).collect();
+        let k: Int32Array = (0..n).map(|_| (pick(8) > 0).then(|| pick(40) as i32)).collect();
+        let words = ["", "a", "b", "cc", "a longer string than twelve"];
+        let s: StringArray = (0..n).map(|_| (pick(6) > 0).then(|| words[pick(5) as usize])).collect();
+        let f: Float64Array = (0..n)
+            .map(|_| (pick(5) > 0).then(|| pick(1000) as f64 / 999.0))
+            .collect();
+        let a: Int32Array = (0..n).map(|i| (i % 7 > 0).then_some(i as i32)).collect();
+        let pair = StructArray::from(vec![(
+            Arc::new(Field::new("a", DataType::Int32, true)),
+            Arc::new(a) as ArrayRef,
+        )]);
+        let mut tags = ListBuilder::new(Int32Builder::new());
+        for i in 0..n {
+            for j in 0..(i % 3) {
+                tags.values().append_value((i + j) as i32);
+            }
+            tags.append(i % 11 != 0);
+        }
+        let tags = tags.finish();
+        let _ = Fields::empty();
+        let batch = RecordBatch::try_from_iter([
+            ("id", Arc::new(id) as ArrayRef),
+            ("k", Arc::new(k)),
+            ("s", Arc::new(s)),
+            ("f", Arc::new(f)),
+            ("pair", Arc::new(pair)),
+            ("tags", Arc::new(tags)),
+        ])
+        .expect("batch");
+        let path = dir.join("two_pass.parquet");
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(800))
+            .set_data_page_row_count_limit(50)
+            .set_write_batch_size(50)
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Page)
+            .build();
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            std::fs::File::create(&path).expect("create"),
+            batch.schema(),
+            Some(props),
+        )
+        .expect("writer");
+        w.write(&batch).expect("write");
+        w.close().expect("close");
+        path
+    }
+
+    /// The kernels' host references as a second pass's executor (or, `emulated`, the row filter's
+    /// CUDA source in the emulation): the payload fetched by the host backend and decoded by the GPU
+    /// pipeline on the references.
+    struct ReferencePasses<'a> {
+        source: &'a ParquetSource,
+        emulated: Option<crate::decode::row_filter::tests::EmuExecutor>,
+    }
+
+    impl SecondPassExec for ReferencePasses<'_> {
+        type Buffer = Vec<u8>;
+
+        fn mask(&mut self, batch: DeviceBatch<Vec<u8>>, predicate: &RowPredicate) -> Result<Filtered<Vec<u8>>> {
+            use crate::decode::row_filter::FilterMode;
+            match &mut self.emulated {
+                Some(emu) => crate::decode::row_filter::filter_batch(emu, batch, predicate, FilterMode::Mask),
+                None => batch.filter_host(predicate, FilterMode::Mask),
+            }
+        }
+
+        fn compact(
+            &mut self,
+            batch: DeviceBatch<Vec<u8>>,
+            mask: &DeviceArray<Vec<u8>>,
+        ) -> Result<DeviceBatch<Vec<u8>>> {
+            match &mut self.emulated {
+                Some(emu) => crate::decode::row_filter::compact_batch(emu, batch, mask),
+                None => batch.compact_host(mask),
+            }
+        }
+
+        fn payload(&mut self, plan: &ReadPlan) -> Result<(DeviceBatch<Vec<u8>>, IoLog)> {
+            let got = crate::io::host::HostBackend::new(1)?.fetch(self.source, plan)?;
+            let (batch, _) = crate::decode::gpu::decode_reference(self.source, plan, &got.buffer.into_bytes())?;
+            Ok((batch, got.log))
+        }
+
+        fn empty(&mut self, schema: &SchemaRef) -> Result<DeviceBatch<Vec<u8>>> {
+            crate::decode::table::empty_batch(schema, self.source.location(), &mut |b: &[u8]| Ok(b.to_vec()))
+        }
+    }
+
+    /// A GPU scan's two passes, on the kernels' references, step by step (one row group a step,
+    /// then one step of all): equal to arrow-rs's read filtered exactly (one pass), with the
+    /// figures of what each pass read.
+    fn check_device_passes(filters: &[&str], emulated: bool) {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = paged_file(dir.path());
+        let projections: [Option<Vec<&str>>; 3] = [None, Some(vec!["s", "pair"]), Some(vec!["tags", "k", "f"])];
+        for text in filters {
+            for columns in &projections {
+                let build = |passes: FilterPasses| {
+                    let mut b = crate::Reader::builder(&path)
+                        .with_backend(crate::BackendKind::Host)
+                        .with_filter(crate::filter::Expr::parse(text).expect("parse"))
+                        .with_filter_passes(passes);
+                    if let Some(c) = columns {
+                        b = b.with_columns(c.clone());
+                    }
+                    b.build().expect("reader")
+                };
+                let reader = build(FilterPasses::Two);
+                let want = build(FilterPasses::One)
+                    .read_batches()
+                    .expect("one pass")
+                    .concat()
+                    .expect("concat");
+                let passes =
+                    TwoPass::plan(&reader.source, &reader.filter, &reader.plan, FilterPasses::Two).expect("two passes");
+                let (filter_schema, _) =
+                    crate::decode::pipeline::route_columns(&reader.source, &passes.filter_leaves).expect("routes");
+                let (payload_schema, _) =
+                    crate::decode::pipeline::route_columns(&reader.source, &passes.payload_leaves).expect("routes");
+                let device = DeviceTwoPass::plan(passes, filter_schema, payload_schema).expect("on the GPU");
+                // Steps read in one pass (row groups accepted whole) give the same schema.
+                let (decoded, _) =
+                    crate::decode::pipeline::route_columns(&reader.source, &reader.plan.columns).expect("routes");
+                let one = crate::scan::gpu_filter::GpuFilter::plan(
+                    &reader.filter,
+                    &decoded,
+                    crate::filter::FilterMode::Compact,
+                )
+                .expect("plan")
+                .expect("a filter");
+                assert_eq!(device.schema, one.output_schema(&decoded), "{text}");
+                let groups = reader.plan.row_groups.clone();
+                let steps: Vec<Vec<usize>> = if groups.is_empty() {
+                    Vec::new()
+                } else {
+                    let whole = (groups.len() > 1).then(|| groups.clone());
+                    groups.iter().map(|&g| vec![g]).chain(whole).collect()
+                };
+                let mut exec = ReferencePasses {
+                    source: &reader.source,
+                    emulated: emulated.then(crate::decode::row_filter::tests::EmuExecutor::default),
+                };
+                let mut by_row_group = Vec::new();
+                for step in steps {
+                    let whole = groups.len() > 1 && step.len() == groups.len();
+                    let first = device
+                        .passes
+                        .filter_plan(&reader.source, step.clone(), &reader.plan.rows)
+                        .expect("plan");
+                    let fetched = crate::io::host::HostBackend::new(1)
+                        .expect("backend")
+                        .fetch(&reader.source, &first)
+                        .expect("fetch")
+                        .buffer
+                        .into_bytes();
+                    let (batch, _) =
+                        crate::decode::gpu::decode_reference(&reader.source, &first, &fetched).expect("first pass");
+                    let done = device
+                        .second_pass(&reader.source, &first, batch, &mut exec)
+                        .unwrap_or_else(|e| panic!("{text}: {e}"));
+                    let got = done.batch.to_host().expect("host copy");
+                    assert_eq!(done.rows.1, got.num_rows() as u64, "{text}");
+                    assert!(done.bytes.payload <= done.bytes.payload_one_pass, "{text}");
+                    assert_eq!(done.second.is_none(), got.num_rows() == 0, "{text}");
+                    if whole {
+                        assert_eq!(got.schema().fields(), want.schema().fields(), "{text}, {columns:?}");
+                        assert_eq!(got.columns(), want.columns(), "{text}, {columns:?}");
+                    } else {
+                        by_row_group.push(got);
+                    }
+                }
+                if !by_row_group.is_empty() {
+                    let got = arrow::compute::concat_batches(&by_row_group[0].schema(), &by_row_group).expect("concat");
+                    assert_eq!(got.columns(), want.columns(), "{text}, {columns:?}, step by step");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_within_marks_the_accepted_rows_among_the_held() {
+        let held = [2..6u64, 10..13, 20..21];
+        let rows = [3..5u64, 10..11, 12..13, 20..21];
+        let got: Vec<bool> = rows_within(&held, &rows).iter().map(|v| v == Some(true)).collect();
+        // Held rows 2 3 4 5 | 10 11 12 | 20.
+        assert_eq!(got, [false, true, true, false, true, false, true, true]);
+        assert_eq!(rows_within(&held, &[]).true_count(), 0);
+        assert_eq!(rows_within(&held, &held).true_count(), 8);
+    }
+
+    #[test]
+    fn page_runs_close_gaps_that_hold_no_whole_page() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = paged_file(dir.path());
+        let reader = crate::Reader::builder(&path)
+            .with_backend(crate::BackendKind::Host)
+            .with_columns(["s", "f"])
+            .with_filter(crate::filter::Expr::parse("k < 3").expect("parse"))
+            .build()
+            .expect("reader");
+        let passes = TwoPass::plan(&reader.source, &reader.filter, &reader.plan, FilterPasses::Two).expect("two");
+        let meta = reader.source.metadata();
+        // Pages of 50 rows: rows 10, 30 and 49 share page 0; 120 is in page 2, past page 1 (50..100).
+        let accepted: RowRanges = [(0usize, vec![10..11u64, 30..31, 49..50, 120..121])].into();
+        let runs = passes.page_runs(meta, &accepted);
+        assert_eq!(runs[&0], vec![10..50, 120..121]);
+        // The same pages, so the same bytes, as the accepted rows themselves.
+        let first = passes
+            .filter_plan(&reader.source, vec![0], &reader.plan.rows)
+            .expect("first");
+        let exact = passes
+            .payload_plan(&reader.source, &first, &accepted, true)
+            .expect("plan")
+            .expect("rows");
+        let coarse = passes
+            .payload_plan(&reader.source, &first, &accepted, false)
+            .expect("plan")
+            .expect("rows");
+        let direct = ReadPlan::build_paged(
+            &reader.source,
+            &Projection::Leaves(passes.payload_leaves.clone()),
+            &RowGroupSelection::Indices(vec![0]),
+            PlanOptions::default(),
+            &accepted,
+        )
+        .expect("direct");
+        assert_eq!(exact.chunks, direct.chunks);
+        assert_eq!(coarse.chunks, direct.chunks);
+        // The GPU's plan yields the accepted rows, the host's the runs.
+        assert_eq!(exact.rows, accepted);
+        assert_eq!(coarse.rows, runs);
+    }
+
+    /// Selective, whole row groups accepted by statistics (`id >= 0`), none accepted in some row
+    /// groups, and none at all.
+    const FILTERS: [&str; 6] = [
+        "k < 3",
+        "id between 1000 and 1100",
+        "k = 5 and f > 0.5",
+        "s in ('a', 'b') or k is null",
+        "id >= 0",
+        "id < 0 or k > 100",
+    ];
+
+    #[test]
+    fn gpu_passes_equal_one_pass_filtered_exactly() {
+        check_device_passes(&FILTERS, false);
+    }
+
+    #[test]
+    fn gpu_passes_in_the_kernel_emulation() {
+        if let Err(why) = crate::decode::kernels::emu::available() {
+            crate::test_skip(&why);
+            return;
+        }
+        check_device_passes(&FILTERS[..3], true);
+    }
+
+    #[test]
+    fn host_passes_read_only_pages_of_accepted_rows() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = paged_file(dir.path());
+        for text in FILTERS {
+            let read = |passes: FilterPasses| {
+                crate::Reader::builder(&path)
+                    .with_backend(crate::BackendKind::Host)
+                    .with_columns(["s", "f", "pair"])
+                    .with_filter(crate::filter::Expr::parse(text).expect("parse"))
+                    .with_filter_passes(passes)
+                    .build()
+                    .expect("reader")
+                    .read_host()
+                    .expect("read")
+            };
+            let (two, one) = (read(FilterPasses::Two), read(FilterPasses::One));
+            assert_eq!(
+                two.table.concat().expect("two"),
+                one.table.concat().expect("one"),
+                "{text}"
+            );
+            assert!(one.passes.is_none());
+            // Row groups accepted whole by the statistics (all of them for `id >= 0`) read in one.
+            if text == "id >= 0" {
+                assert!(two.passes.is_none(), "{text}");
+            }
+            let p = two.passes.unwrap_or_default();
+            assert_eq!(
+                one.io.useful_bytes + p.payload,
+                two.io.useful_bytes + p.payload_one_pass,
+                "{text}"
+            );
+        }
+        // A selective filter on an unsorted column reads fewer of the other columns' bytes (their
+        // dictionary pages still whole; tests/filter.rs counts the pages exactly).
+        let selective = crate::Reader::builder(&path)
+            .with_backend(crate::BackendKind::Host)
+            .with_columns(["s", "f", "pair"])
+            .with_filter(crate::filter::Expr::parse("k = 39 and f < 0.1").expect("parse"))
+            .build()
+            .expect("reader")
+            .read_host()
+            .expect("read");
+        let p = selective.passes.expect("two passes");
+        assert!(p.payload < p.payload_one_pass, "{p:?}");
     }
 }
