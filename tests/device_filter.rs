@@ -21,6 +21,7 @@ use gpu_parquet::Location;
 use gpu_parquet::decode::gpu::{DecoderOptions, GpuDecoder};
 use gpu_parquet::decode::row_filter::{CmpOp, FilterMode, Filtered, RowPredicate, Scalar, filter_record_batch};
 use gpu_parquet::decode::table::{DecodedWhere, DeviceArray, DeviceBatch, DeviceColumn, upload_array};
+use gpu_parquet::filter::FilterPasses;
 use gpu_parquet::gpu::nvrtc::nvrtc_present;
 use gpu_parquet::gpu::{DeviceBuffer, GpuContext, Stream};
 use gpu_parquet::{Settings, arrow};
@@ -508,7 +509,12 @@ fn a_filtered_gpu_read_equals_arrow_rs_filtered_exactly() {
         let e = Expr::parse(text).expect("parse");
         for columns in projections() {
             let want = arrow_rs_filtered(&path, &e, &columns);
-            for mode in [FilterMode::Compact, FilterMode::Mask] {
+            // Compacted in two passes (the filter's columns first) and in one; masked (one pass).
+            for (mode, passes) in [
+                (FilterMode::Compact, FilterPasses::Two),
+                (FilterMode::Compact, FilterPasses::One),
+                (FilterMode::Mask, FilterPasses::Two),
+            ] {
                 let reader = gpu_parquet::Reader::builder(&path)
                     .with_backend(gpu_parquet::BackendKind::Auto)
                     .with_decoder_options(options.clone())
@@ -516,11 +522,20 @@ fn a_filtered_gpu_read_equals_arrow_rs_filtered_exactly() {
                     .with_columns(columns.clone())
                     .with_filter(e.clone())
                     .with_filter_mode(mode)
+                    .with_filter_passes(passes)
                     .build()
                     .expect("reader");
                 let read = reader.read_device().unwrap_or_else(|err| panic!("{text}: {err}"));
                 let report = read.decode.filter.as_ref().expect("a filter report");
                 assert_eq!(report.on, "gpu", "{text}: {:?}", report.reason);
+                // Two passes wherever a step's row groups are not all accepted by the statistics.
+                let pruning = reader.pruning().expect("pruning");
+                let evaluated = pruning.row_groups_all_accepted < pruning.row_groups_selected;
+                assert_eq!(
+                    report.passes.is_some(),
+                    mode == FilterMode::Compact && passes == FilterPasses::Two && evaluated,
+                    "{text}, {columns:?}, {mode:?}, {passes:?}"
+                );
                 assert_eq!(report.rows_kept, want.num_rows() as u64, "{text}");
                 assert!(!read.filtered_on_host());
                 assert_eq!(
@@ -533,7 +548,7 @@ fn a_filtered_gpu_read_equals_arrow_rs_filtered_exactly() {
                 );
                 let got = read.to_host().expect("host copy");
                 assert_eq!(got.schema(), want.schema(), "{text}, {columns:?}");
-                assert_eq!(got, want, "{text}, {columns:?}, {mode:?}");
+                assert_eq!(got, want, "{text}, {columns:?}, {mode:?}, {passes:?}");
                 if mode == FilterMode::Compact {
                     assert_eq!(read.table.num_rows(), want.num_rows(), "{text}");
                 }
@@ -547,7 +562,7 @@ fn a_filtered_gpu_read_equals_arrow_rs_filtered_exactly() {
                 }
                 if !steps.is_empty() {
                     let streamed = arrow::compute::concat_batches(&steps[0].schema(), &steps).expect("concat");
-                    assert_eq!(streamed, want, "scan of {text}, {columns:?}, {mode:?}");
+                    assert_eq!(streamed, want, "scan of {text}, {columns:?}, {mode:?}, {passes:?}");
                 }
             }
         }

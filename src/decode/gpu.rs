@@ -16,7 +16,7 @@ use crate::decode::exec_device::{DeviceExecutor, StagingPool};
 use crate::decode::host_headers::HostHeaders;
 use crate::decode::kernels;
 use crate::decode::pipeline::{ColumnRoute, PageHints, StepStats, decode_step, route_columns};
-use crate::decode::table::DeviceBatch;
+use crate::decode::table::{DeviceArray, DeviceBatch};
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::Nvcomp;
 use crate::gpu::nvrtc::{KernelModule, ModuleOrigin};
@@ -302,6 +302,39 @@ impl DeviceBatch<crate::gpu::DeviceBuffer<u8>> {
         mode: crate::decode::row_filter::FilterMode,
     ) -> Result<crate::decode::row_filter::Filtered<crate::gpu::DeviceBuffer<u8>>> {
         decoder.filter(self, predicate, mode)
+    }
+
+    /// Orders the stream of the batch's first buffer (the one an export records its event on, and
+    /// later work on the batch goes to) after the work queued so far on its other buffers' streams:
+    /// a batch zipped from two decodes (a two-pass read's) holds buffers of both.
+    pub(crate) fn join_streams(&self) -> Result<()> {
+        fn streams<'a>(a: &'a DeviceArray, out: &mut Vec<&'a crate::gpu::Stream>) {
+            for b in a.validity.iter().chain(&a.buffers) {
+                let s = b.stream();
+                if !out.iter().any(|o| o.cuda().cu_stream() == s.cuda().cu_stream()) {
+                    out.push(s);
+                }
+            }
+            for c in &a.children {
+                streams(c, out);
+            }
+        }
+        let mut all = Vec::new();
+        if let Some(first) = crate::decode::row_filter::first_buffer(self) {
+            all.push(first.stream());
+        }
+        for c in &self.columns {
+            streams(&c.array, &mut all);
+        }
+        let Some((first, others)) = all.split_first() else {
+            return Ok(());
+        };
+        for s in others {
+            let done = crate::gpu::Event::new(s.context())?;
+            s.record(&done)?;
+            first.wait(&done)?;
+        }
+        Ok(())
     }
 
     /// The batch compacted on the GPU of `decoder` to the rows `mask` selects (see [`crate::decode::row_filter::compact_batch`]).

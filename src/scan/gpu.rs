@@ -636,6 +636,10 @@ impl SecondPassExec for GpuPasses<'_> {
     fn empty(&mut self, schema: &SchemaRef) -> Result<DeviceBatch> {
         self.sink.decoder.empty_batch(schema, self.sink.source.location())
     }
+
+    fn join(&mut self, batch: &DeviceBatch) -> Result<()> {
+        batch.join_streams()
+    }
 }
 
 #[cfg(test)]

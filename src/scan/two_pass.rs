@@ -588,6 +588,10 @@ pub(crate) trait SecondPassExec {
 
     /// A batch of no row of `schema`.
     fn empty(&mut self, schema: &SchemaRef) -> Result<DeviceBatch<Self::Buffer>>;
+
+    /// Orders the work of `batch`'s buffers (zipped from both passes) as one (on the GPU: the
+    /// stream of its first buffer after the others').
+    fn join(&mut self, batch: &DeviceBatch<Self::Buffer>) -> Result<()>;
 }
 
 /// A GPU step's two passes: the [`TwoPass`], and the filter lowered over the first pass's columns.
@@ -723,14 +727,16 @@ impl DeviceTwoPass {
             };
             columns.push(c.ok_or_else(|| Error::device("zipping the two passes", "a column is missing"))?);
         }
+        let batch = DeviceBatch {
+            schema: self.schema.clone(),
+            num_rows,
+            columns,
+            row_groups: first.row_groups.clone(),
+            location: kept.location,
+        };
+        exec.join(&batch)?;
         Ok(DeviceSecondPass {
-            batch: DeviceBatch {
-                schema: self.schema.clone(),
-                num_rows,
-                columns,
-                row_groups: first.row_groups.clone(),
-                location: kept.location,
-            },
+            batch,
             second,
             rows: (rows_in, num_rows as u64),
             bytes,
@@ -936,6 +942,11 @@ mod tests {
 
         fn empty(&mut self, schema: &SchemaRef) -> Result<DeviceBatch<Vec<u8>>> {
             crate::decode::table::empty_batch(schema, self.source.location(), &mut |b: &[u8]| Ok(b.to_vec()))
+        }
+
+        fn join(&mut self, _: &DeviceBatch<Vec<u8>>) -> Result<()> {
+            // Host memory: nothing queued.
+            Ok(())
         }
     }
 
