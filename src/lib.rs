@@ -79,6 +79,19 @@ pub use scan::{Decode, MemoryBudget, Scan, StepOutput};
 
 /// Says why a test skips, on stderr past the test harness's capture (which takes `print!`/`eprint!`
 /// only), so the reason shows in a plain `cargo test` run, as on CI.
+/// Test support: writes `batch` to a Parquet file at `path` with arrow-rs (`props`, or its defaults).
+#[cfg(test)]
+pub(crate) fn write_test_file(
+    path: &std::path::Path,
+    batch: &arrow::record_batch::RecordBatch,
+    props: Option<parquet::file::properties::WriterProperties>,
+) {
+    let file = std::fs::File::create(path).expect("create");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), props).expect("writer");
+    w.write(batch).expect("write");
+    w.close().expect("close");
+}
+
 #[cfg(test)]
 pub(crate) fn test_skip(reason: &str) {
     use std::io::Write;

@@ -327,14 +327,7 @@ mod tests {
         let props = parquet::file::properties::WriterProperties::builder()
             .set_max_row_group_row_count(Some(500))
             .build();
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            std::fs::File::create(&path).expect("create"),
-            batch.schema(),
-            Some(props),
-        )
-        .expect("writer");
-        w.write(&batch).expect("write");
-        w.close().expect("close");
+        crate::write_test_file(&path, &batch, Some(props));
         path
     }
 

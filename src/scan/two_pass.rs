@@ -775,14 +775,7 @@ mod tests {
         let props = parquet::file::properties::WriterProperties::builder()
             .set_max_row_group_row_count(Some(10))
             .build();
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            std::fs::File::create(&path).expect("create"),
-            batch.schema(),
-            Some(props),
-        )
-        .expect("writer");
-        w.write(&batch).expect("write");
-        w.close().expect("close");
+        crate::write_test_file(&path, &batch, Some(props));
         let source = ParquetSource::open(&path).expect("open");
         (dir, source)
     }
@@ -852,7 +845,7 @@ mod tests {
     /// list, read whole: repeated).
     fn paged_file(dir: &std::path::Path) -> std::path::PathBuf {
         use arrow::array::*;
-        use arrow::datatypes::{DataType, Field, Fields};
+        use arrow::datatypes::{DataType, Field};
         let n = 3200usize;
         let mut next = crate::decode::host_kernels::xorshift(7);
         let mut pick = |m: u64| next() % m;
@@ -876,7 +869,6 @@ mod tests {
             tags.append(i % 11 != 0);
         }
         let tags = tags.finish();
-        let _ = Fields::empty();
         let batch = RecordBatch::try_from_iter([
             ("id", Arc::new(id) as ArrayRef),
             ("k", Arc::new(k)),
@@ -893,14 +885,7 @@ mod tests {
             .set_write_batch_size(50)
             .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Page)
             .build();
-        let mut w = parquet::arrow::ArrowWriter::try_new(
-            std::fs::File::create(&path).expect("create"),
-            batch.schema(),
-            Some(props),
-        )
-        .expect("writer");
-        w.write(&batch).expect("write");
-        w.close().expect("close");
+        crate::write_test_file(&path, &batch, Some(props));
         path
     }
 
