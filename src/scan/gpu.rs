@@ -11,11 +11,11 @@ use parquet::file::metadata::ParquetMetaData;
 use crate::config::WideSnappy;
 use crate::decode::gpu::GpuDecoder;
 use crate::decode::host_headers::{HeaderSlot, parse_step_headers, worth_parsing};
+use crate::decode::pipeline::StepStats;
 use crate::decode::pipeline::{ColumnRoute, route_columns};
+use crate::decode::row_filter::{FilterMode, Filtered, RowPredicate};
 // A one-warp decompressor's cost per compressed byte of a step's longest page bounds the step's GPU
 // time, whatever its size (measured in `snappy_route`).
-use crate::decode::pipeline::StepStats;
-use crate::decode::row_filter::{FilterMode, Filtered, RowPredicate};
 use crate::decode::snappy_route::{
     CHAIN_NS_PER_BYTE_NVCOMP, CHAIN_NS_PER_BYTE_PRECHECKED, CHAIN_NS_PER_BYTE_UNSNAP, WIDE_MIN_SRC,
 };
@@ -23,16 +23,14 @@ use crate::decode::table::{DeviceArray, DeviceBatch};
 use crate::error::{Error, Result};
 use crate::filter::FilterPasses;
 use crate::gpu::DeviceBuffer;
-use crate::io::select::AnyBackend;
-use crate::io::select::AnyBuffer;
+use crate::io::select::{AnyBackend, AnyBuffer};
 use crate::io::{IoBackend, IoLog};
 use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, ReadPlan};
 use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
 use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
 use crate::scan::gpu_filter::{GpuFilter, StepFilter};
-use crate::scan::step::merge_reads;
-use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window};
+use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window, merge_reads};
 use crate::scan::two_pass::{DeviceTwoPass, SecondPassExec, TwoPass};
 use crate::scan::{progress::ProgressCounter, spec::Reader};
 
@@ -333,8 +331,9 @@ pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
 }
 
 /// Consecutive selected row groups cut into steps, and the estimated device memory of the largest
-/// step (chunks and temporaries; with a filter, its masks and the compacted copies). Steps are cut to the budget's [`per_step`](MemoryBudget::per_step)
-/// (as many as [`steps_for_latency`] says when they stay over [`MIN_STEP_BYTES`]); a row group over
+/// step (chunks and temporaries; with a filter, its masks and the compacted copies). Steps are cut
+/// to the budget's [`per_step`](MemoryBudget::per_step) (as many as [`steps_for_latency`] says when
+/// they stay over [`MIN_STEP_BYTES`]); a row group over
 /// [`per_row_group`](MemoryBudget::per_row_group) alone is an error naming it. `floor_ns` is a step's
 /// least GPU time ([`step_floor_ns`]).
 pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64) -> Result<(Vec<Vec<usize>>, u64)> {
