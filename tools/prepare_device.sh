@@ -9,7 +9,7 @@
 #   cat /tmp/dev/device.tar.gz.* | tar xzf - && bash .device/gpu_machine.sh setup && bash .device/gpu_machine.sh tests
 # (then sanitize, reads, bench in later calls while the machine stays warm: what lies in the project
 # copy and /tmp stays there). The Python wheel and dask (.devpack/*.whl, .devpack/dask) travel apart.
-# Usage (project root): tools/prepare_device.sh
+# Usage (project root): tools/prepare_device.sh   (OLD=REV tools/prepare_device.sh: with REV's CLI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=../shared
@@ -17,6 +17,17 @@ mkdir -p .device/bin .device/bench
 cargo build --release
 cargo test --release --no-run 2>&1 | tee /tmp/gpu-parquet-test-build.log | grep -E "^error" && exit 1
 cp target/release/gpu-parquet .device/bin/
+# OLD=REV: that revision's CLI too, as .device/bin/gpu-parquet-old (built in a scratch worktree, its
+# target folder a copy of this one's release builds, so that only the crate recompiles), for
+# `gpu_machine.sh walls` / `abbench` A/B runs (RUNS="gpu-parquet-old gpu-parquet").
+if [ -n "${OLD:-}" ]; then
+  rm -rf /tmp/gpu-parquet-old /tmp/gpu-parquet-old-target && git worktree prune
+  git worktree add -f --detach /tmp/gpu-parquet-old "$OLD"
+  mkdir -p /tmp/gpu-parquet-old-target && cp -a target/release /tmp/gpu-parquet-old-target/
+  (cd /tmp/gpu-parquet-old && CARGO_TARGET_DIR=/tmp/gpu-parquet-old-target cargo build --release --bin gpu-parquet)
+  cp /tmp/gpu-parquet-old-target/release/gpu-parquet .device/bin/gpu-parquet-old
+  git worktree remove --force /tmp/gpu-parquet-old
+fi
 cargo build --release --examples
 for e in analytics_job compare_paths multi_gpu sort_parquet; do [ -f target/release/examples/$e ] && cp target/release/examples/$e .device/bin/; done
 for t in device device_decode device_nvcomp device_filter corruption faults concurrency dataset; do
