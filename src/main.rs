@@ -285,6 +285,10 @@ struct DatasetArgs {
     /// pages, and filter rows exactly after the decode.
     #[arg(long)]
     filter: Option<String>,
+    /// With --filter: 2 reads each file's filter columns first, then only the other columns' pages
+    /// holding an accepted row; 1 reads every column's pages of the rows pruning kept at once.
+    #[arg(long, default_value = "2", value_parser = parse_filter_passes)]
+    filter_passes: gpu_parquet::filter::FilterPasses,
     /// auto (the GPUs; host memory without a GPU), staged, cufile or host.
     #[arg(long, default_value = "auto")]
     backend: String,
@@ -649,7 +653,12 @@ fn dataset(args: DatasetArgs) -> gpu_parquet::Result<String> {
         None => ds,
     };
     let device = settings.device;
-    let configure = move |b: gpu_parquet::ReaderBuilder| b.with_settings(&settings).with_backend(backend);
+    let passes = args.filter_passes;
+    let configure = move |b: gpu_parquet::ReaderBuilder| {
+        b.with_settings(&settings)
+            .with_backend(backend)
+            .with_filter_passes(passes)
+    };
     let all_bytes: u64 = ds.row_group_bytes().iter().flatten().sum();
     // Throughput is over the selected column chunks' uncompressed bytes (cuDF's measure, as `read`
     // and `bench` count it): every column's without --columns.

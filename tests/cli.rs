@@ -1435,6 +1435,36 @@ fn dataset_filters_files_by_partition_and_rows_by_value() {
         .expect("Int32");
     assert_eq!(years.values()[..100], [2025; 100]);
     assert_eq!(years.values()[100..], [2026; 100]);
+    // In one pass: the same rows, verified; a pass count other than 1 or 2 is clap's usage error.
+    let one = outs.path().join("one.arrow");
+    for (passes, ok) in [("1", true), ("3", false)] {
+        let r = run(&[
+            OsString::from("dataset"),
+            dir.path().into(),
+            "--backend=host".into(),
+            "--columns".into(),
+            "s,year".into(),
+            "--filter".into(),
+            "year >= 2025 and id < 100".into(),
+            "--filter-passes".into(),
+            passes.into(),
+            "--verify".into(),
+            "--output".into(),
+            one.clone().into(),
+        ]);
+        if ok {
+            r.assert_ok();
+            assert_eq!(read_ipc(&one), table, "{}", r.what);
+        } else {
+            assert_eq!(r.code, Some(2), "{}: {}", r.what, r.stderr);
+            assert!(
+                r.stderr
+                    .contains("'--filter-passes <FILTER_PASSES>': expected 1 or 2 passes"),
+                "{}",
+                r.stderr
+            );
+        }
+    }
     let r = run(&[
         OsString::from("dataset"),
         dir.path().into(),
