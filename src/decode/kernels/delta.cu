@@ -21,6 +21,12 @@ __device__ inline u32 clamp_u32(u64 x) { return x > 0xffffffffull ? 0xffffffffu 
 
 __device__ inline bool fits_i32(i64 v) { return v >= -2147483648ll && v <= 2147483647ll; }
 
+// The 4 bytes at p (little-endian), read bytewise: p need not be aligned (a FIXED_LEN_BYTE_ARRAY
+// column's dense slots are its type length apart, and the GPU faults on a misaligned u32 read).
+__device__ inline u32 load_le4(const u8* p) {
+    return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
+}
+
 // Stores the low `width` bytes of v (little-endian) at p: one store when p is aligned for it.
 __device__ inline void store_le(u8* p, u64 v, u32 width) {
     if (width == 8 && ((u64)p & 7) == 0) {
@@ -355,7 +361,7 @@ __device__ void delta_lengths_to_sources(PageDesc* page, const ColumnDesc* col, 
         const bool valid = t < n_here;
         const i32 sl = valid ? (i32)str_len[row0 + k] : 0;
         i32 p = 0;
-        if (valid && prefix_dense) p = (i32)*(const u32*)(prefix_dense + (row0 + k) * col->dense_width);
+        if (valid && prefix_dense) p = (i32)load_le4(prefix_dense + (row0 + k) * col->dense_width);
         const i64 value_len = (i64)p + sl;
         sh_len[t] = value_len;
         __syncthreads();
@@ -400,7 +406,8 @@ gp_delta_length_byte_array(PageDesc* pages, u32 n, ColumnDesc* cols) {
 }
 
 // The prefix and suffix streams of a DELTA_BYTE_ARRAY page: per present value k (at row_start + k), the
-// prefix length as u32 at dense, str_len = prefix + suffix length, str_src = the address of the
+// prefix length as u32 at dense (read back bytewise: a FIXED_LEN_BYTE_ARRAY column's dense_width, its
+// type length, leaves the slots unaligned, which the GPU faults on), str_len = prefix + suffix length, str_src = the address of the
 // suffix's bytes. False (the page's error recorded) on an error. Collective.
 __device__ bool delta_byte_array_streams(PageDesc* page, const ColumnDesc* col) {
     const u8* values = (const u8*)page->values;
@@ -457,7 +464,7 @@ gp_delta_byte_array_fixed(PageDesc* pages, u32 n, ColumnDesc* cols) {
         const bool here = k < count;
         u32 p = 0, vlen = 0;
         if (here) {
-            p = *(const u32*)(dense + (row0 + k) * dw);
+            p = load_le4(dense + (row0 + k) * dw);
             vlen = str_len[row0 + k];
             sh_p[t] = p;
             sh_src[t] = str_src[row0 + k];
@@ -541,7 +548,7 @@ gp_delta_byte_array_copy(PageDesc* pages, u32 n, ColumnDesc* cols) {
         u32 p = 0, vlen = 0;
         if (present && !bad) {
             const u64 at = row0 + (u64)k;
-            p = *(const u32*)(dense + at * col->dense_width);
+            p = load_le4(dense + at * col->dense_width);
             vlen = str_len[at];
             const i64 off = offset_at(*col, row0 + i), next = offset_at(*col, row0 + i + 1);
             bad = off < 0 || next != off + (i64)vlen || (u64)off + vlen > col->chars_capacity;
