@@ -43,8 +43,18 @@ impl<B: OwnedBuffer> DeviceArray<B> {
                 .null_bit_buffer(Some(Buffer::from_vec(v.to_host()?)))
                 .null_count(self.null_count);
         }
-        for buf in &self.buffers {
-            b = b.add_buffer(Buffer::from_vec(buf.to_host()?));
+        let layout = arrow::array::layout(&self.data_type);
+        for (i, buf) in self.buffers.iter().enumerate() {
+            let mut bytes = buf.to_host()?;
+            // A device buffer may hold more than its values (an empty allocation holds one byte;
+            // some are sized before the values are known): a fixed-width buffer's copy is cut to
+            // whole values, as arrow's typed view of it requires.
+            if let Some(arrow::array::BufferSpec::FixedWidth { byte_width, .. }) = layout.buffers.get(i)
+                && *byte_width > 1
+            {
+                bytes.truncate(bytes.len() - bytes.len() % byte_width);
+            }
+            b = b.add_buffer(Buffer::from_vec(bytes));
         }
         for c in &self.children {
             b = b.add_child_data(c.to_host_data()?);
@@ -237,4 +247,54 @@ pub fn upload_array<B: OwnedBuffer>(
         buffers,
         children,
     })
+}
+
+#[cfg(test)]
+mod host_copy_tests {
+    use super::*;
+
+    /// A device buffer may be longer than its values (an empty allocation holds one byte; others
+    /// are sized before the values are known): the host copy is cut to whole values, where arrow's
+    /// typed view of a fixed-width buffer otherwise panics ("prefix.is_empty() && suffix.is_empty()",
+    /// as two GPU filter tests did on the H200).
+    #[test]
+    fn buffers_longer_than_their_values_copy_back() {
+        for (data_type, buffers) in [
+            (DataType::Int32, vec![vec![0u8]]),
+            (DataType::Decimal128(38, 2), vec![vec![0u8]]),
+            (DataType::Utf8, vec![vec![0u8; 4], vec![0u8]]),
+        ] {
+            let a = DeviceArray::<Vec<u8>> {
+                data_type: data_type.clone(),
+                len: 0,
+                null_count: 0,
+                validity: None,
+                buffers,
+                children: Vec::new(),
+            };
+            let got = a.to_host().expect("host copy");
+            assert_eq!(got.len(), 0);
+            assert_eq!(got.data_type(), &data_type);
+        }
+        // Two strings, "ab" and "c", their offsets with a byte past the last (a padded allocation).
+        let a = DeviceArray::<Vec<u8>> {
+            data_type: DataType::Utf8,
+            len: 2,
+            null_count: 0,
+            validity: None,
+            buffers: vec![
+                [0i32, 2, 3].iter().flat_map(|o| o.to_le_bytes()).chain([0]).collect(),
+                b"abc".to_vec(),
+            ],
+            children: Vec::new(),
+        };
+        let got = a.to_host().expect("host copy");
+        assert_eq!(
+            got.as_any()
+                .downcast_ref::<arrow::array::StringArray>()
+                .expect("utf8")
+                .value(1),
+            "c"
+        );
+    }
 }
