@@ -1407,19 +1407,24 @@ fn dataset_filters_files_by_partition_and_rows_by_value() {
     }
     let outs = tempfile::tempdir().expect("tempdir");
     let out = outs.path().join("out.arrow");
-    let r = run(&[
-        OsString::from("dataset"),
-        dir.path().into(),
-        "--backend=host".into(),
-        "--columns".into(),
-        "s,year".into(),
-        "--filter".into(),
-        "year >= 2025 and id < 100".into(),
-        "--verify".into(),
-        "--output".into(),
-        out.clone().into(),
-        "--json".into(),
-    ]);
+    // The filtered, verified dataset read into `out`, with `extra` arguments.
+    let filtered = |out: &std::path::Path, extra: &[&str]| {
+        let mut args: Vec<OsString> = vec![
+            "dataset".into(),
+            dir.path().into(),
+            "--backend=host".into(),
+            "--columns".into(),
+            "s,year".into(),
+            "--filter".into(),
+            "year >= 2025 and id < 100".into(),
+            "--verify".into(),
+            "--output".into(),
+            out.into(),
+        ];
+        args.extend(extra.iter().map(OsString::from));
+        run(&args)
+    };
+    let r = filtered(&out, &["--json"]);
     r.assert_ok();
     let j = r.json();
     assert_eq!(j["files"].as_array().map(Vec::len), Some(2), "{}", r.what);
@@ -1438,20 +1443,7 @@ fn dataset_filters_files_by_partition_and_rows_by_value() {
     // In one pass: the same rows, verified; a pass count other than 1 or 2 is clap's usage error.
     let one = outs.path().join("one.arrow");
     for (passes, ok) in [("1", true), ("3", false)] {
-        let r = run(&[
-            OsString::from("dataset"),
-            dir.path().into(),
-            "--backend=host".into(),
-            "--columns".into(),
-            "s,year".into(),
-            "--filter".into(),
-            "year >= 2025 and id < 100".into(),
-            "--filter-passes".into(),
-            passes.into(),
-            "--verify".into(),
-            "--output".into(),
-            one.clone().into(),
-        ]);
+        let r = filtered(&one, &["--filter-passes", passes]);
         if ok {
             r.assert_ok();
             assert_eq!(read_ipc(&one), table, "{}", r.what);

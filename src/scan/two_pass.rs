@@ -184,6 +184,19 @@ impl TwoPass {
         accepted: &RowRanges,
         exact: bool,
     ) -> Result<Option<ReadPlan>> {
+        let runs = self.page_runs(source.metadata(), accepted);
+        self.payload_plan_over(source, first, accepted, &runs, exact)
+    }
+
+    /// [`Self::payload_plan`] over `runs`, the [`Self::page_runs`] of `accepted`.
+    fn payload_plan_over(
+        &self,
+        source: &ParquetSource,
+        first: &ReadPlan,
+        accepted: &RowRanges,
+        runs: &RowRanges,
+        exact: bool,
+    ) -> Result<Option<ReadPlan>> {
         let groups: Vec<usize> = first
             .row_groups
             .iter()
@@ -194,13 +207,12 @@ impl TwoPass {
             return Ok(None);
         }
         let meta = source.metadata();
-        let runs = self.page_runs(meta, accepted);
         let mut plan = ReadPlan::build_paged(
             source,
             &Projection::Leaves(self.payload_leaves.clone()),
             &RowGroupSelection::Indices(groups),
             self.options,
-            &runs,
+            runs,
         )?;
         if exact {
             for (&g, rows) in accepted {
@@ -327,7 +339,9 @@ impl TwoPass {
         let filtered = decode_fetched(source, first, fetched, threads)?;
         let mask = self.host_mask(first, &filtered)?;
         let accepted = accepted_rows(source.metadata(), first, mask.as_ref(), &source.location())?;
-        let second = self.payload_plan(source, first, &accepted, false)?;
+        // The runs plan the second pass and pick the accepted rows out of its decode.
+        let runs = self.page_runs(source.metadata(), &accepted);
+        let second = self.payload_plan_over(source, first, &accepted, &runs, false)?;
         let bytes = self.bytes(source, first, second.as_ref())?;
         let (payload, second) = match second {
             Some(plan) => {
@@ -348,7 +362,6 @@ impl TwoPass {
                 (decode_fetched(source, &none, &bytes::Bytes::new(), 1)?, None)
             }
         };
-        let runs = self.page_runs(source.metadata(), &accepted);
         let table = self.zip_host(first, filtered, mask.as_ref(), payload, &accepted, &runs)?;
         Ok(HostSecondPass { table, second, bytes })
     }
