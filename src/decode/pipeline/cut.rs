@@ -158,9 +158,17 @@ fn mask_of(kept_of: &[Option<&[Range<u64>]>], held: &[Vec<Range<u64>>]) -> (Vec<
     let all = std::slice::from_ref(&everything);
     for (slot, ranges) in held.iter().enumerate() {
         let keep: &[Range<u64>] = kept_of.get(slot).copied().flatten().unwrap_or(all);
+        // Both lists are sorted and disjoint: one merge over them. A filter's exact rows can be a
+        // range per row, so a nested loop over both would be quadratic.
+        let mut k = 0usize;
         for h in ranges {
-            for k in keep {
-                let (s, e) = (h.start.max(k.start), h.end.min(k.end));
+            // Ranges ending before this held range cannot meet a later one either.
+            while keep.get(k).is_some_and(|r| r.end <= h.start) {
+                k += 1;
+            }
+            // Those meeting it; the last of them may reach into the next held range, so `k` stays.
+            for r in keep[k.min(keep.len())..].iter().take_while(|r| r.start < h.end) {
+                let (s, e) = (h.start.max(r.start), h.end.min(r.end));
                 if s < e {
                     set_bits(&mut bits, at + (s - h.start), at + (e - h.start));
                     kept += e - s;
@@ -196,6 +204,7 @@ mod tests {
         Array, ArrayRef, BooleanArray, DictionaryArray, Int64Array, ListArray, StringArray, StringViewArray,
     };
     use arrow::datatypes::Int32Type;
+    use proptest::prelude::*;
 
     use super::*;
     use crate::decode::exec::HostExecutor;
@@ -232,6 +241,42 @@ mod tests {
         let want: Vec<u64> = (5..12).chain(38..40).chain([40]).chain(80..140).collect();
         assert_eq!(set, want);
         assert_eq!(bits.len() % BITMAP_PADDING, 0);
+    }
+
+    /// Sorted, disjoint, non-empty ranges below 300 (the shape of held and kept rows).
+    fn ranges() -> impl Strategy<Value = Vec<Range<u64>>> {
+        proptest::collection::vec((0u64..300, 1u64..20), 0..40).prop_map(|mut v| {
+            v.sort_unstable();
+            let mut out: Vec<Range<u64>> = Vec::new();
+            for (s, len) in v {
+                let start = out.last().map_or(s, |l| s.max(l.end + 1));
+                out.push(start..start + len);
+            }
+            out
+        })
+    }
+
+    proptest! {
+        /// The merge equals the rows each kept range shares with each held range, row by row.
+        #[test]
+        fn the_mask_equals_a_brute_force_cut(
+            held in proptest::collection::vec(ranges(), 1..4),
+            keep in proptest::collection::vec(proptest::option::of(ranges()), 1..4),
+        ) {
+            let kept_of: Vec<Option<&[Range<u64>]>> = keep.iter().map(|k| k.as_deref()).collect();
+            let (bits, decoded, kept) = mask_of(&kept_of, &held);
+            let mut want = Vec::new();
+            for (slot, ranges) in held.iter().enumerate() {
+                for row in ranges.iter().flat_map(Clone::clone) {
+                    let k = kept_of.get(slot).copied().flatten();
+                    want.push(k.is_none_or(|k| k.iter().any(|r| r.contains(&row))));
+                }
+            }
+            prop_assert_eq!(decoded, want.len() as u64);
+            prop_assert_eq!(kept, want.iter().filter(|&&b| b).count() as u64);
+            let got: Vec<bool> = (0..decoded).map(|i| bits[(i / 8) as usize] >> (i % 8) & 1 == 1).collect();
+            prop_assert_eq!(got, want);
+        }
     }
 
     /// Columns of the layouts the GPU decodes, cut by the mask of [`a_cut`] through the kernels: the
