@@ -498,13 +498,7 @@ impl Reader {
             // Row groups the statistics accept whole read in one pass, the others in two: a step
             // of each run of either (the next step's reads overlap this one's decode).
             Some(p) => {
-                let mut runs: Vec<Vec<usize>> = Vec::new();
-                for &g in &self.plan.row_groups {
-                    match runs.last_mut() {
-                        Some(run) if p.in_one(run) == p.in_one(&[g]) => run.push(g),
-                        _ => runs.push(vec![g]),
-                    }
-                }
+                let mut runs = p.filter.split_accepted_whole(vec![self.plan.row_groups.clone()]);
                 if runs.is_empty() {
                     runs.push(Vec::new());
                 }

@@ -173,6 +173,22 @@ fn padded_bitmap(bytes: &[u8]) -> Vec<u8> {
     v
 }
 
+/// A boolean mask of the bits `keep` (no nulls), its bitmap padded and uploaded by `upload`: the
+/// mask a compaction takes.
+pub(crate) fn mask_array<B: OwnedBuffer>(
+    keep: &arrow::buffer::BooleanBuffer,
+    upload: &mut dyn FnMut(&[u8]) -> Result<B>,
+) -> Result<DeviceArray<B>> {
+    Ok(DeviceArray {
+        data_type: DataType::Boolean,
+        len: keep.len(),
+        null_count: 0,
+        validity: None,
+        buffers: vec![upload(&padded_bitmap(keep.sliced().as_slice()))?],
+        children: Vec::new(),
+    })
+}
+
 /// A batch of no row of `schema`, its empty columns uploaded by `upload` (a step of a two-pass read
 /// whose filter accepted no row has nothing of its other columns to decode).
 pub(crate) fn empty_batch<B: OwnedBuffer>(

@@ -156,6 +156,23 @@ impl PlannedFilter {
             })
     }
 
+    /// Each group of consecutive row groups cut into runs of those the statistics accept whole and
+    /// of the others: a step of the first kind reads and decodes nothing for the filter, so a step
+    /// is better not a mix of both.
+    pub(crate) fn split_accepted_whole(&self, groups: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = Vec::with_capacity(groups.len());
+        for group in groups {
+            let start = out.len();
+            for g in group {
+                match out.get_mut(start..).and_then(|runs| runs.last_mut()) {
+                    Some(run) if self.accepts_whole(run) == self.accepts_whole(&[g]) => run.push(g),
+                    _ => out.push(vec![g]),
+                }
+            }
+        }
+        out
+    }
+
     /// Keeps the rows of `table` (the rows of `row_groups`) the filter accepts, then drops the
     /// columns read only for it.
     pub(crate) fn apply(&self, mut table: DecodedTable, row_groups: &[usize]) -> Result<DecodedTable> {

@@ -3,8 +3,9 @@
 //! (page headers parsed on the host ahead of the decoders where the bytes are in the page cache).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::SchemaRef;
 use parquet::file::metadata::ParquetMetaData;
 
@@ -26,7 +27,7 @@ use crate::gpu::DeviceBuffer;
 use crate::io::select::{AnyBackend, AnyBuffer};
 use crate::io::{IoBackend, IoLog};
 use crate::metadata::ParquetSource;
-use crate::plan::{ChunkRange, ReadPlan};
+use crate::plan::{ChunkRange, Projection, ReadPlan, RowGroupSelection};
 use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
 use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
 use crate::scan::gpu_filter::{GpuFilter, StepFilter};
@@ -191,6 +192,60 @@ pub(crate) struct GpuSteps {
     pub filter: Option<Arc<GpuFilter>>,
     /// The filter's columns first, where the read takes two passes.
     pub two_pass: Option<Arc<GpuTwoPass>>,
+    /// Steps the statistics accept whole, read without the filter's own columns.
+    whole: Option<Arc<WholeSteps>>,
+}
+
+/// How a filtered GPU read decodes a step whose row groups the statistics accept whole: only the
+/// caller's columns (those the filter alone needs neither fetched nor decoded), nothing evaluated.
+pub(crate) struct WholeSteps {
+    filter: Arc<crate::filter::PlannedFilter>,
+    leaves: Vec<usize>,
+    schema: SchemaRef,
+    routes: Vec<ColumnRoute>,
+}
+
+impl WholeSteps {
+    /// Where `reader`'s filter compacts on the GPU and reads columns the caller did not ask for,
+    /// and their decode without them gives the steps' `output` schema.
+    fn of(reader: &Reader, filter: Option<&GpuFilter>, output: &SchemaRef) -> Result<Option<Self>> {
+        let (
+            Some(planned),
+            Some(GpuFilter::Device {
+                mode: FilterMode::Compact,
+                ..
+            }),
+        ) = (&reader.filter, filter)
+        else {
+            return Ok(None);
+        };
+        if planned.added_columns.is_empty() {
+            return Ok(None);
+        }
+        let descr = reader.source.metadata().file_metadata().schema_descr();
+        let leaves: Vec<usize> = reader
+            .plan
+            .columns
+            .iter()
+            .copied()
+            .filter(|&l| {
+                !planned
+                    .added_columns
+                    .iter()
+                    .any(|c| c == descr.column(l).path().parts()[0].as_str())
+            })
+            .collect();
+        if leaves.is_empty() {
+            return Ok(None);
+        }
+        let (schema, routes) = route_columns(&reader.source, &leaves)?;
+        Ok((&schema == output).then(|| Self {
+            filter: planned.clone(),
+            leaves,
+            schema,
+            routes,
+        }))
+    }
 }
 
 /// A GPU scan's two passes ([`DeviceTwoPass`]) and each pass's column routes.
@@ -233,7 +288,24 @@ impl GpuTwoPass {
 impl GpuSteps {
     /// The steps of `reader`'s selection, for a decode on `decoder` beginning at `started`.
     pub(crate) fn plan(reader: &Reader, decoder: Arc<GpuDecoder>) -> Result<Self> {
-        Self::plan_with(reader, decoder, reader.filter_passes)
+        let mut steps = Self::plan_with(reader, decoder, reader.filter_passes)?;
+        // A read's steps accepted whole skip the filter's own columns (the benchmarks' held steps,
+        // decoded with the reader's columns, keep them).
+        if let Some(whole) = WholeSteps::of(reader, steps.filter.as_deref(), &steps.output_schema())? {
+            for plan in &mut steps.plans {
+                if whole.filter.accepts_whole(&plan.row_groups) {
+                    *plan = Arc::new(ReadPlan::build_paged(
+                        &reader.source,
+                        &Projection::Leaves(whole.leaves.clone()),
+                        &RowGroupSelection::Indices(plan.row_groups.clone()),
+                        reader.plan.options,
+                        &reader.plan.rows,
+                    )?);
+                }
+            }
+            steps.whole = Some(Arc::new(whole));
+        }
+        Ok(steps)
     }
 
     /// [`Self::plan`] reading a filter in `passes` (benchmarks of a read's steps alone, which
@@ -247,6 +319,12 @@ impl GpuSteps {
         // The GPU time a step costs at least: how many steps, and how many decoded at once.
         let floor = step_floor_ns(reader, &decoder);
         let (steps, largest) = decode_steps(reader, &budget, floor)?;
+        // Row groups a filter's statistics accept whole apart from the others: their steps neither
+        // evaluate the filter nor compact (nor, in two passes, wait for a second fetch).
+        let steps = match &reader.filter {
+            Some(f) => f.split_accepted_whole(steps),
+            None => steps,
+        };
         // The filter's surviving rows read page by page, as the host reads them; in two passes, the
         // steps fetch the filter's columns (the workers the others').
         let plans = match &two_pass {
@@ -267,6 +345,7 @@ impl GpuSteps {
             routes,
             filter,
             two_pass,
+            whole: None,
         })
     }
 
@@ -305,6 +384,7 @@ impl GpuSteps {
             headers: (0..self.plans.len()).map(|_| HeaderSlot::default()).collect(),
             filter: self.filter.clone(),
             two_pass: self.two_pass.clone(),
+            whole: self.whole.clone(),
             io: reader.io.clone(),
         };
         let spec = ScanSpec {
@@ -433,6 +513,8 @@ pub(crate) struct GpuSink {
     /// The filter's columns first: each step's fetch holds them, and the sink fetches the others'
     /// pages of the accepted rows through `io`.
     two_pass: Option<Arc<GpuTwoPass>>,
+    /// Steps accepted whole, read without the filter's own columns.
+    whole: Option<Arc<WholeSteps>>,
     io: Arc<AnyBackend>,
 }
 
@@ -455,8 +537,31 @@ impl StepSink for GpuSink {
             .two_pass
             .as_ref()
             .filter(|t| !t.plan.passes.in_one(&chunks.plan.row_groups));
-        let (batch, mask, filter, stats, step_peak, second) = match two {
-            Some(t) => {
+        let whole = self
+            .whole
+            .as_ref()
+            .filter(|w| w.filter.accepts_whole(&chunks.plan.row_groups));
+        let (batch, mask, filter, stats, step_peak, second) = match (two, whole) {
+            (_, Some(w)) => {
+                let (batch, stats, step_peak) = self.decoder.decode(
+                    &self.source,
+                    &w.schema,
+                    &w.routes,
+                    &chunks.plan,
+                    buffer,
+                    self.threads,
+                    host_headers.as_ref(),
+                )?;
+                let rows = batch.num_rows as u64;
+                let filter = StepFilter {
+                    rows_in: rows,
+                    rows_kept: rows,
+                    time: Duration::ZERO,
+                    passes: None,
+                };
+                (batch, None, Some(filter), stats, step_peak, None)
+            }
+            (Some(t), None) => {
                 let (first, mut stats, first_peak) = self.decoder.decode(
                     &self.source,
                     &t.plan.filter_schema,
@@ -493,7 +598,7 @@ impl StepSink for GpuSink {
                     done.second,
                 )
             }
-            None => {
+            (None, None) => {
                 let (batch, stats, step_peak) = self.decoder.decode(
                     &self.source,
                     &self.schema,
@@ -604,6 +709,16 @@ impl SecondPassExec for GpuPasses<'_> {
 
     fn compact(&mut self, batch: DeviceBatch, mask: &DeviceArray) -> Result<DeviceBatch> {
         batch.compact(mask, &self.sink.decoder)
+    }
+
+    fn keep(&mut self, batch: DeviceBatch, keep: &BooleanBuffer) -> Result<DeviceBatch> {
+        use crate::decode::exec::Executor;
+        let mut exec = self.sink.decoder.row_filter_executor(&batch)?;
+        let mask = crate::decode::table::mask_array(keep, &mut |b: &[u8]| {
+            let a = exec.upload(b)?;
+            exec.take(a)
+        })?;
+        crate::decode::row_filter::compact_batch(&mut exec, batch, &mask)
     }
 
     fn payload(&mut self, plan: &ReadPlan) -> Result<(DeviceBatch, IoLog)> {

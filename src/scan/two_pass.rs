@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow::array::{Array, ArrayRef, BooleanArray, BooleanBufferBuilder, RecordBatch};
+use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::{Schema, SchemaRef};
 use parquet::file::metadata::ParquetMetaData;
 use serde::Serialize;
@@ -173,64 +174,126 @@ impl TwoPass {
         )
     }
 
-    /// The second pass's plan after the first pass of `first` accepted `accepted`: the payload's
-    /// pages holding those rows, of the row groups with any; `None` where no row is accepted. Its
-    /// decoders yield `accepted` where `exact`, else the runs of [`Self::page_runs`] (the same
-    /// pages, fewer ranges: a host decode selects fewer runs, then filters).
+    /// The second pass's plan of a step whose first pass read `first`: the payload's pages of the
+    /// row groups with runs (the rows of [`Self::payload_rows`]), which its decoders yield; `None`
+    /// where no row is accepted.
     pub(crate) fn payload_plan(
         &self,
         source: &ParquetSource,
         first: &ReadPlan,
-        accepted: &RowRanges,
-        exact: bool,
-    ) -> Result<Option<ReadPlan>> {
-        let runs = self.page_runs(source.metadata(), accepted);
-        self.payload_plan_over(source, first, accepted, &runs, exact)
-    }
-
-    /// [`Self::payload_plan`] over `runs`, the [`Self::page_runs`] of `accepted`.
-    fn payload_plan_over(
-        &self,
-        source: &ParquetSource,
-        first: &ReadPlan,
-        accepted: &RowRanges,
         runs: &RowRanges,
-        exact: bool,
     ) -> Result<Option<ReadPlan>> {
         let groups: Vec<usize> = first
             .row_groups
             .iter()
             .copied()
-            .filter(|g| accepted.contains_key(g))
+            .filter(|g| runs.contains_key(g))
             .collect();
         if groups.is_empty() {
             return Ok(None);
         }
-        let meta = source.metadata();
-        let mut plan = ReadPlan::build_paged(
+        ReadPlan::build_paged(
             source,
             &Projection::Leaves(self.payload_leaves.clone()),
             &RowGroupSelection::Indices(groups),
             self.options,
             runs,
-        )?;
-        if exact {
-            for (&g, rows) in accepted {
-                let num_rows = meta.row_groups().get(g).map_or(0, |r| r.num_rows().max(0) as u64);
-                if rows.as_slice() == [0..num_rows] {
-                    plan.rows.remove(&g);
-                } else {
-                    plan.rows.insert(g, rows.clone());
+        )
+        .map(Some)
+    }
+
+    /// The rows a step's second pass reads, from the first pass's `mask` (over the rows a decode of
+    /// `first` yields, row groups in plan order; `None`: all accepted). In each row group, runs from
+    /// an accepted row to an accepted row, cut wherever a page of some payload column holds none: so
+    /// the runs touch exactly the pages that hold an accepted row, in few ranges where the accepted
+    /// rows themselves can be one range per row. With them, which rows of the runs are accepted.
+    /// Word by word over the mask and page by page, never row range by row range.
+    pub(crate) fn payload_rows(
+        &self,
+        meta: &ParquetMetaData,
+        first: &ReadPlan,
+        mask: Option<&BooleanArray>,
+        location: &Location,
+    ) -> Result<PayloadRows> {
+        let accepted: Option<BooleanBuffer> = mask.map(|m| match m.nulls() {
+            Some(nulls) => m.values() & nulls.inner(),
+            None => m.values().clone(),
+        });
+        let num_rows_of = |g: usize| meta.row_groups().get(g).map_or(0, |r| r.num_rows().max(0) as u64);
+        let held_of = |g: usize| first.rows.get(&g).cloned().unwrap_or_else(|| vec![0..num_rows_of(g)]);
+        let total: u64 = first
+            .row_groups
+            .iter()
+            .map(|&g| held_of(g).iter().map(|h| h.end - h.start).sum::<u64>())
+            .sum();
+        if let Some(a) = &accepted
+            && a.len() as u64 != total
+        {
+            return Err(Error::device(
+                format!("filtering {}", location.file.display()),
+                format!("the filter's mask has {} rows, the step {total}", a.len()),
+            ));
+        }
+        let descr = meta.file_metadata().schema_descr();
+        let mut out = PayloadRows::default();
+        let mut base = 0u64; // the step's row of the row group's first held row
+        for &g in &first.row_groups {
+            let num_rows = num_rows_of(g);
+            let rows = HeldRows::new(held_of(g), base, accepted.as_ref());
+            base += rows.len();
+            // Rows of pages (of any payload column) holding no accepted row, merged.
+            let mut cuts: Vec<Range<u64>> = Vec::new();
+            for c in self
+                .payload_leaves
+                .iter()
+                .filter(|&&c| descr.column(c).max_rep_level() == 0)
+            {
+                let Some(index) = meta.page_index().and_then(|i| i.offset_index(g, *c)) else {
+                    continue;
+                };
+                let mut starts: Vec<u64> = index
+                    .page_locations()
+                    .iter()
+                    .map(|l| (l.first_row_index.max(0) as u64).min(num_rows))
+                    .collect();
+                starts.push(num_rows);
+                for w in starts.windows(2) {
+                    if w[0] < w[1] && rows.count(w[0]..w[1]) == 0 {
+                        cuts.push(w[0]..w[1]);
+                    }
                 }
             }
+            cuts.sort_unstable_by_key(|r| r.start);
+            let mut runs: Vec<Range<u64>> = Vec::new();
+            let mut from = 0u64;
+            for (cut_start, cut_end) in cuts.iter().map(|c| (c.start, c.end)).chain([(num_rows, num_rows)]) {
+                if from < cut_start
+                    && let (Some(a), Some(b)) = (rows.first(from..cut_start), rows.last(from..cut_start))
+                {
+                    runs.push(a..b + 1);
+                }
+                from = from.max(cut_end);
+            }
+            if runs.is_empty() {
+                continue;
+            }
+            let mut keep = BooleanBufferBuilder::new(runs.iter().map(|r| (r.end - r.start) as usize).sum());
+            for r in &runs {
+                rows.append(&mut keep, r.clone());
+            }
+            let keep = keep.finish();
+            let all = keep.count_set_bits() == keep.len();
+            out.runs.insert(g, runs);
+            out.keep.insert(g, (!all).then_some(keep));
         }
-        Ok(Some(plan))
+        Ok(out)
     }
 
     /// `accepted` with the gaps between its ranges closed where no payload column has a whole page
     /// inside the gap: every page such a gap touches also holds an accepted row on either side, so
-    /// the runs touch the same pages (the same bytes) in fewer ranges (a filter accepting scattered
-    /// rows gives one range per row).
+    /// the runs touch the same pages (the same bytes) in fewer ranges. The definition
+    /// [`Self::payload_rows`] is tested against, range by range.
+    #[cfg(test)]
     pub(crate) fn page_runs(&self, meta: &ParquetMetaData, accepted: &RowRanges) -> RowRanges {
         let descr = meta.file_metadata().schema_descr();
         accepted
@@ -338,10 +401,9 @@ impl TwoPass {
     ) -> Result<HostSecondPass> {
         let filtered = decode_fetched(source, first, fetched, threads)?;
         let mask = self.host_mask(first, &filtered)?;
-        let accepted = accepted_rows(source.metadata(), first, mask.as_ref(), &source.location())?;
-        // The runs plan the second pass and pick the accepted rows out of its decode.
-        let runs = self.page_runs(source.metadata(), &accepted);
-        let second = self.payload_plan_over(source, first, &accepted, &runs, false)?;
+        // The runs plan the second pass, and the accepted rows are picked out of its decode.
+        let rows = self.payload_rows(source.metadata(), first, mask.as_ref(), &source.location())?;
+        let second = self.payload_plan(source, first, &rows.runs)?;
         let bytes = self.bytes(source, first, second.as_ref())?;
         let (payload, second) = match second {
             Some(plan) => {
@@ -362,7 +424,7 @@ impl TwoPass {
                 (decode_fetched(source, &none, &bytes::Bytes::new(), 1)?, None)
             }
         };
-        let table = self.zip_host(first, filtered, mask.as_ref(), payload, &accepted, &runs)?;
+        let table = self.zip_host(first, filtered, mask.as_ref(), payload, &rows)?;
         Ok(HostSecondPass { table, second, bytes })
     }
 
@@ -381,16 +443,14 @@ impl TwoPass {
 
     /// The first pass's table (all rows it read) filtered by `mask`, the filter's columns the
     /// caller did not select dropped first, zipped row group by row group with the second pass's
-    /// table (the rows `runs` of the row groups in `accepted`), filtered to the accepted rows, in the
-    /// second pass's batches.
+    /// table (the runs of `rows`), filtered to the accepted rows, in the second pass's batches.
     fn zip_host(
         &self,
         first: &ReadPlan,
         filtered: DecodedTable,
         mask: Option<&BooleanArray>,
         payload: DecodedTable,
-        accepted: &RowRanges,
-        runs: &RowRanges,
+        rows: &PayloadRows,
     ) -> Result<DecodedTable> {
         let location = filtered.location();
         let fail = |e: arrow::error::ArrowError| Error::parquet(location.clone(), e);
@@ -424,7 +484,7 @@ impl TwoPass {
             let mut kept: Vec<RecordBatch> = Vec::new();
             for b in &filtered.batches[filtered.row_group_batches.get(slot).cloned().unwrap_or(0..0)] {
                 let n = b.num_rows();
-                if accepted.contains_key(&g) {
+                if rows.runs.contains_key(&g) {
                     let b = b.project(&keep).map_err(fail)?;
                     kept.push(match mask {
                         Some(m) => arrow::compute::filter_record_batch(&b, &m.slice(at, n)).map_err(fail)?,
@@ -433,13 +493,13 @@ impl TwoPass {
                 }
                 at += n;
             }
-            let (Some(rows), Some(held)) = (accepted.get(&g), runs.get(&g)) else {
+            let Some(within) = rows.keep.get(&g) else {
                 row_group_batches.push(start..start);
                 continue;
             };
             let kept = arrow::compute::concat_batches(&kept_schema, &kept).map_err(fail)?;
-            // The accepted rows among the held ones (none to drop where they are the same).
-            let within = (rows != held).then(|| rows_within(held, rows));
+            // The accepted rows among the runs' (none to drop where they are the same).
+            let within = within.clone().map(|k| BooleanArray::new(k, None));
             let slices = payload.row_group_batches.get(payload_slot).cloned().unwrap_or(0..0);
             payload_slot += 1;
             let (mut offset, mut held_at) = (0usize, 0usize);
@@ -489,7 +549,8 @@ impl TwoPass {
 }
 
 /// Over the rows `held` (sorted ranges, in order), true where a row is in `rows` (sorted ranges
-/// within them).
+/// within them). The definition of [`PayloadRows::keep`], range by range.
+#[cfg(test)]
 fn rows_within(held: &[Range<u64>], rows: &[Range<u64>]) -> BooleanArray {
     let total: u64 = held.iter().map(|h| h.end - h.start).sum();
     let mut mask = arrow::array::BooleanBufferBuilder::new(total as usize);
@@ -519,8 +580,141 @@ pub(crate) struct HostSecondPass {
     pub bytes: PassBytes,
 }
 
+/// The rows a step's second pass reads ([`TwoPass::payload_rows`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct PayloadRows {
+    /// Per row group with an accepted row, the runs its payload's decode yields.
+    pub runs: RowRanges,
+    /// Per row group of `runs`, over the rows of its runs in order, which are accepted (`None`
+    /// where all are).
+    pub keep: BTreeMap<usize, Option<BooleanBuffer>>,
+}
+
+impl PayloadRows {
+    /// Over the payload's rows (the runs of the row groups in `order`, the plan's order), which
+    /// are accepted: `None` where all are.
+    fn keep_in(&self, order: &[usize]) -> Option<BooleanBuffer> {
+        if self.keep.values().all(Option::is_none) {
+            return None;
+        }
+        let len = |runs: &[Range<u64>]| runs.iter().map(|r| (r.end - r.start) as usize).sum::<usize>();
+        let mut out = BooleanBufferBuilder::new(self.runs.values().map(|r| len(r)).sum());
+        for g in order {
+            match (self.runs.get(g), self.keep.get(g)) {
+                (Some(_), Some(Some(keep))) => out.append_buffer(keep),
+                (Some(runs), _) => out.append_n(len(runs), true),
+                _ => {}
+            }
+        }
+        Some(out.finish())
+    }
+}
+
+/// A row group's rows a first pass held (sorted ranges of its rows), at the step's row `base`, and
+/// the accepted bits of the step's mask (`None`: all accepted).
+struct HeldRows<'a> {
+    held: Vec<Range<u64>>,
+    /// The step's row of each held range's first row.
+    at: Vec<u64>,
+    accepted: Option<&'a BooleanBuffer>,
+}
+
+impl<'a> HeldRows<'a> {
+    fn new(held: Vec<Range<u64>>, base: u64, accepted: Option<&'a BooleanBuffer>) -> Self {
+        let mut at = Vec::with_capacity(held.len());
+        let mut next = base;
+        for h in &held {
+            at.push(next);
+            next += h.end - h.start;
+        }
+        Self { held, at, accepted }
+    }
+
+    /// The rows held.
+    fn len(&self) -> u64 {
+        self.held.iter().map(|h| h.end - h.start).sum()
+    }
+
+    /// The held pieces of the rows `rows`: each its rows and the step's row of its first.
+    fn pieces(&self, rows: Range<u64>) -> impl DoubleEndedIterator<Item = (Range<u64>, u64)> + '_ {
+        let from = self.held.partition_point(|h| h.end <= rows.start);
+        let to = self.held.partition_point(|h| h.start < rows.end).max(from);
+        self.held[from..to].iter().zip(&self.at[from..to]).map(move |(h, &at)| {
+            let (s, e) = (h.start.max(rows.start), h.end.min(rows.end));
+            (s..e, at + (s - h.start))
+        })
+    }
+
+    /// The accepted bits of a held piece.
+    fn bits(&self, piece: &(Range<u64>, u64)) -> Option<BooleanBuffer> {
+        let (rows, at) = piece;
+        self.accepted
+            .map(|a| a.slice(*at as usize, (rows.end - rows.start) as usize))
+    }
+
+    /// How many of `rows` are accepted.
+    fn count(&self, rows: Range<u64>) -> u64 {
+        self.pieces(rows)
+            .map(|p| match self.bits(&p) {
+                Some(b) => b.count_set_bits() as u64,
+                None => p.0.end - p.0.start,
+            })
+            .sum()
+    }
+
+    /// The first accepted row of `rows`.
+    fn first(&self, rows: Range<u64>) -> Option<u64> {
+        self.pieces(rows).find_map(|p| match self.bits(&p) {
+            Some(b) => b.set_indices().next().map(|i| p.0.start + i as u64),
+            None => Some(p.0.start),
+        })
+    }
+
+    /// The last accepted row of `rows`.
+    fn last(&self, rows: Range<u64>) -> Option<u64> {
+        self.pieces(rows).rev().find_map(|p| match self.bits(&p) {
+            Some(b) => last_set(&b).map(|i| p.0.start + i as u64),
+            None => Some(p.0.end - 1),
+        })
+    }
+
+    /// Appends, for each of `rows`, whether it is accepted (rows not held are not).
+    fn append(&self, out: &mut BooleanBufferBuilder, rows: Range<u64>) {
+        let mut next = rows.start;
+        for p in self.pieces(rows.clone()) {
+            out.append_n((p.0.start - next) as usize, false);
+            match self.bits(&p) {
+                Some(b) => out.append_buffer(&b),
+                None => out.append_n((p.0.end - p.0.start) as usize, true),
+            }
+            next = p.0.end;
+        }
+        out.append_n((rows.end - next) as usize, false);
+    }
+}
+
+/// The index of the last set bit of `bits`: zero bytes skipped whole.
+fn last_set(bits: &BooleanBuffer) -> Option<usize> {
+    let (bytes, offset) = (bits.values(), bits.offset());
+    let mut i = bits.len();
+    while i > 0 {
+        let end = offset + i; // one past the bit to look at, in `bytes`
+        if end % 8 == 0 && i >= 8 && bytes[end / 8 - 1] == 0 {
+            i -= 8;
+            continue;
+        }
+        i -= 1;
+        if bits.value(i) {
+            return Some(i);
+        }
+    }
+    None
+}
+
 /// The rows of each row group of `first` that `mask` (over the rows a decode of `first` yields,
 /// row groups in plan order; `None`: all) accepts, true and not null; row groups with none left out.
+/// The definition [`TwoPass::payload_rows`] is tested against, range by range.
+#[cfg(test)]
 pub(crate) fn accepted_rows(
     meta: &ParquetMetaData,
     first: &ReadPlan,
@@ -595,6 +789,9 @@ pub(crate) trait SecondPassExec {
         batch: DeviceBatch<Self::Buffer>,
         mask: &DeviceArray<Self::Buffer>,
     ) -> Result<DeviceBatch<Self::Buffer>>;
+
+    /// `batch` compacted to the rows `keep` (a host bitmap) selects.
+    fn keep(&mut self, batch: DeviceBatch<Self::Buffer>, keep: &BooleanBuffer) -> Result<DeviceBatch<Self::Buffer>>;
 
     /// Fetches and decodes `plan` (the payload's pages of the accepted rows): its batch and log.
     fn payload(&mut self, plan: &ReadPlan) -> Result<(DeviceBatch<Self::Buffer>, IoLog)>;
@@ -692,12 +889,18 @@ impl DeviceTwoPass {
             None => None,
         };
         let location = source.location();
-        let accepted = accepted_rows(source.metadata(), first, host_mask.as_ref(), &location)?;
-        let second = self.passes.payload_plan(source, first, &accepted, true)?;
+        let rows = self
+            .passes
+            .payload_rows(source.metadata(), first, host_mask.as_ref(), &location)?;
+        let second = self.passes.payload_plan(source, first, &rows.runs)?;
         let bytes = self.passes.bytes(source, first, second.as_ref())?;
         let (payload, second) = match second {
             Some(plan) => {
-                let (b, log) = exec.payload(&plan)?;
+                // The runs decoded, then cut to the accepted rows among them.
+                let (mut b, log) = exec.payload(&plan)?;
+                if let Some(keep) = rows.keep_in(&plan.row_groups) {
+                    b = exec.keep(b, &keep)?;
+                }
                 (b, Some((Arc::new(plan), log)))
             }
             None => (exec.empty(&self.payload_schema)?, None),
@@ -932,6 +1135,11 @@ mod tests {
             }
         }
 
+        fn keep(&mut self, batch: DeviceBatch<Vec<u8>>, keep: &BooleanBuffer) -> Result<DeviceBatch<Vec<u8>>> {
+            let mask = crate::decode::table::mask_array(keep, &mut |b: &[u8]| Ok(b.to_vec()))?;
+            self.compact(batch, &mask)
+        }
+
         fn payload(&mut self, plan: &ReadPlan) -> Result<(DeviceBatch<Vec<u8>>, IoLog)> {
             let got = crate::io::host::HostBackend::new(1)?.fetch(self.source, plan)?;
             let (batch, _) = crate::decode::gpu::decode_reference(self.source, plan, &got.buffer.into_bytes())?;
@@ -1039,6 +1247,19 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// The last set bit, zero bytes skipped, at any bit offset.
+        #[test]
+        fn last_set_finds_the_last_set_bit(
+            bits in proptest::collection::vec(proptest::bool::weighted(0.02), 0..300),
+            offset in 0usize..20,
+        ) {
+            let whole = BooleanBuffer::from_iter((0..offset).map(|_| true).chain(bits.iter().copied()));
+            let b = whole.slice(offset, bits.len());
+            prop_assert_eq!(last_set(&b), bits.iter().rposition(|&x| x));
+        }
+    }
+
     #[test]
     fn rows_within_marks_the_accepted_rows_among_the_held() {
         let held = [2..6u64, 10..13, 20..21];
@@ -1070,12 +1291,8 @@ mod tests {
         let first = passes
             .filter_plan(&reader.source, vec![0], &reader.plan.rows)
             .expect("first");
-        let exact = passes
-            .payload_plan(&reader.source, &first, &accepted, true)
-            .expect("plan")
-            .expect("rows");
-        let coarse = passes
-            .payload_plan(&reader.source, &first, &accepted, false)
+        let plan = passes
+            .payload_plan(&reader.source, &first, &runs)
             .expect("plan")
             .expect("rows");
         let direct = ReadPlan::build_paged(
@@ -1086,11 +1303,123 @@ mod tests {
             &accepted,
         )
         .expect("direct");
-        assert_eq!(exact.chunks, direct.chunks);
-        assert_eq!(coarse.chunks, direct.chunks);
-        // The GPU's plan yields the accepted rows, the host's the runs.
-        assert_eq!(exact.rows, accepted);
-        assert_eq!(coarse.rows, runs);
+        assert_eq!(plan.chunks, direct.chunks);
+        assert_eq!(plan.rows, runs);
+        // From a mask of the same rows, word by word.
+        let mask: BooleanArray = (0..800u64)
+            .map(|r| Some(accepted[&0].iter().any(|a| a.contains(&r))))
+            .collect();
+        let whole = ReadPlan {
+            rows: RowRanges::new(),
+            ..first
+        };
+        let rows = passes
+            .payload_rows(meta, &whole, Some(&mask), &reader.source.location())
+            .expect("rows");
+        assert_eq!(rows.runs, runs);
+        assert_eq!(rows.keep[&0].as_ref().map(BooleanBuffer::count_set_bits), Some(4));
+        assert!(rows.keep.get(&1).is_none());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The runs and kept rows computed from a mask, word by word, equal those computed range by
+        /// range from the accepted rows: over random held rows (first passes read page by page), of
+        /// row groups in any order, with nulls in the mask, and payloads of columns paged alike or
+        /// not (`id` and `pair`'s leaf have pages of their own sizes).
+        #[test]
+        fn payload_rows_equal_the_page_runs_of_the_accepted_rows(
+            order in Just(vec![3usize, 1, 2]).prop_shuffle(),
+            held in proptest::collection::vec(proptest::collection::vec(0u64..800, 0..6), 3),
+            density in 0u64..4,
+            seed in any::<u64>(),
+            payload in 0usize..3,
+        ) {
+            let dir = tempfile::tempdir().expect("dir");
+            let path = paged_file(dir.path());
+            let columns = [vec!["s", "f"], vec!["s", "pair", "id"], vec!["tags", "f"]][payload].clone();
+            let reader = crate::Reader::builder(&path)
+                .with_backend(crate::BackendKind::Host)
+                .with_columns(columns)
+                .with_filter(crate::filter::Expr::parse("k < 3").expect("parse"))
+                .build()
+                .expect("reader");
+            let passes = TwoPass::plan(&reader.source, &reader.filter, &reader.plan, FilterPasses::Two).expect("two");
+            let meta = reader.source.metadata();
+            let mut first = ReadPlan::build(&reader.source, &Projection::Leaves(passes.filter_leaves.clone()), &RowGroupSelection::Indices(order.clone()), PlanOptions::default()).expect("plan");
+            // Held rows: cut points in each row group give ranges, every other one held.
+            let mut total = 0u64;
+            for (k, &g) in order.iter().enumerate() {
+                let mut cuts = held[k].clone();
+                cuts.extend([0, 800]);
+                cuts.sort_unstable();
+                cuts.dedup();
+                let ranges: Vec<Range<u64>> = cuts.windows(2).step_by(2).map(|w| w[0]..w[1]).collect();
+                total += ranges.iter().map(|r| r.end - r.start).sum::<u64>();
+                if ranges != [0..800] {
+                    first.rows.insert(g, ranges);
+                }
+            }
+            let mut next = crate::decode::host_kernels::xorshift(seed);
+            // Runs of equal values, so that whole pages are accepted or not.
+            let mut value = None;
+            let mask: BooleanArray = (0..total)
+                .map(|_| {
+                    if next() % 40 == 0 || value.is_none() {
+                        value = Some(match next() % 5 { 0 => None, v => Some(v <= density) });
+                    }
+                    value.flatten().or_else(|| (next() % 3 == 0).then_some(false))
+                })
+                .collect();
+            let location = reader.source.location();
+            // With the mask, and without (every held row accepted; runs may close gaps between them).
+            for mask in [Some(&mask), None] {
+                let got = passes.payload_rows(meta, &first, mask, &location).expect("rows");
+                let accepted = accepted_rows(meta, &first, mask, &location).expect("accepted");
+                let runs = passes.page_runs(meta, &accepted);
+                prop_assert_eq!(&got.runs, &runs);
+                for (g, r) in &runs {
+                    let want = rows_within(r, &accepted[g]);
+                    let keep = got.keep[g].clone().unwrap_or_else(|| BooleanBuffer::new_set(want.len()));
+                    prop_assert_eq!(BooleanArray::new(keep, None), want);
+                }
+                prop_assert_eq!(got.keep.len(), runs.len());
+            }
+            // A mask of another length is an error.
+            let short: BooleanArray = vec![true; total as usize + 1].into();
+            prop_assert!(passes.payload_rows(meta, &first, Some(&short), &location).is_err());
+        }
+    }
+
+    #[test]
+    fn steps_split_where_the_statistics_stop_accepting_whole_row_groups() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = paged_file(dir.path());
+        let filter = |text: &str| {
+            crate::Reader::builder(&path)
+                .with_backend(crate::BackendKind::Host)
+                .with_filter(crate::filter::Expr::parse(text).expect("parse"))
+                .build()
+                .expect("reader")
+                .filter
+                .expect("a filter")
+        };
+        // Ids 0..3200 in row groups of 800: the first pruned, the second partly accepted, the last
+        // two whole.
+        let f = filter("id >= 1000");
+        assert_eq!(f.split_accepted_whole(vec![vec![1, 2, 3]]), [vec![1], vec![2, 3]]);
+        assert_eq!(
+            f.split_accepted_whole(vec![vec![1, 2], vec![3]]),
+            [vec![1], vec![2], vec![3]]
+        );
+        assert_eq!(f.split_accepted_whole(vec![vec![2, 1, 3]]), [vec![2], vec![1], vec![3]]);
+        assert!(f.split_accepted_whole(Vec::new()).is_empty());
+        // None accepted whole: the steps as they were.
+        let f = filter("k < 3");
+        assert_eq!(
+            f.split_accepted_whole(vec![vec![0, 1], vec![2, 3]]),
+            [vec![0, 1], vec![2, 3]]
+        );
     }
 
     /// Selective, whole row groups accepted by statistics (`id >= 0`), none accepted in some row
