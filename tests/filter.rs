@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, Date32Array, Float64Array, Int32Array, RecordBatch, StringArray, UInt32Array};
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use gpu_parquet::filter::{Expr, FilterPasses, ScanSelection, prune};
+use gpu_parquet::filter::{Expr, FilterPasses, MOSTLY_ACCEPTED, ScanSelection, prune};
 use gpu_parquet::{BackendKind, Error, ParquetSource, Reader};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -82,6 +82,18 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
                 batch.num_rows(),
                 s.rows
             );
+        }
+        // Rows the statistics prove accepted are.
+        if let Some(s) = selection.row_groups.iter().find(|s| s.row_group == g) {
+            for r in s.surely_accepted.iter().flat_map(Clone::clone) {
+                assert!(
+                    rows.binary_search(&r).is_ok(),
+                    "{filter}: row {r} of row group {g} is said proven accepted, but is not"
+                );
+            }
+            if s.all_accepted {
+                assert_eq!(s.surely_accepted, s.rows, "{filter}: row group {g}");
+            }
         }
         if rows.is_empty() {
             continue;
@@ -169,12 +181,28 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
     let payload: Vec<usize> = (0..descr.num_columns())
         .filter(|&c| !filter_columns.contains(&descr.column(c).name().to_string()))
         .collect();
-    // Row groups the statistics accept whole read in one pass (nothing to evaluate).
-    let whole: Vec<usize> = selection
-        .row_groups
-        .iter()
-        .filter(|s| s.all_accepted)
-        .map(|s| s.row_group)
+    // Read in one pass: runs of row groups the statistics accept whole (nothing to evaluate), and
+    // runs of the others whose kept rows they mostly prove accepted.
+    let selected = |g: usize| selection.row_groups.iter().find(|s| s.row_group == g);
+    let is_whole = |g: usize| selected(g).is_some_and(|s| s.all_accepted);
+    let mut runs: Vec<Vec<usize>> = Vec::new();
+    for &g in &reader.plan().row_groups {
+        match runs.last_mut() {
+            Some(run) if is_whole(run[0]) == is_whole(g) => run.push(g),
+            _ => runs.push(vec![g]),
+        }
+    }
+    let len = |rs: &[std::ops::Range<u64>]| rs.iter().map(|r| r.end - r.start).sum::<u64>();
+    let whole: Vec<usize> = runs
+        .into_iter()
+        .filter(|run| {
+            let (sure, kept) = run
+                .iter()
+                .filter_map(|&g| selected(g))
+                .fold((0, 0), |(a, b), s| (a + len(&s.surely_accepted), b + len(&s.rows)));
+            is_whole(run[0]) || (kept > 0 && sure as f64 >= MOSTLY_ACCEPTED * kept as f64)
+        })
+        .flatten()
         .collect();
     let in_two: Vec<usize> = reader
         .plan()

@@ -13,6 +13,13 @@ use crate::metadata::ParquetSource;
 use crate::plan::{Projection, RowGroupSelection, resolve_projection};
 use crate::report::PruningReport;
 
+/// The share of kept rows the statistics must prove accepted for a step to read in one pass
+/// ([`PlannedFilter::accepts_most`]). TPC-H Q1 on lineitem sorted by date leaves one row group not
+/// accepted whole, 98.8 % of whose kept rows its page statistics prove (SF1); at SF10 on the H200
+/// it read in 30.6 ms in one pass and 33.3 ms in two. Q6 has none proven (its discount bounds span
+/// every page), and reads far fewer bytes in two.
+pub const MOSTLY_ACCEPTED: f64 = 0.9;
+
 /// A filter planned for one file.
 #[derive(Debug, Clone)]
 pub struct PlannedFilter {
@@ -154,6 +161,25 @@ impl PlannedFilter {
                     .iter()
                     .any(|s| s.row_group == *g && s.all_accepted)
             })
+    }
+
+    /// Whether the statistics (of the row groups, or of their pages) prove at least
+    /// [`MOSTLY_ACCEPTED`] of the rows pruning kept in `row_groups` accepted: their other columns'
+    /// pages are nearly all needed anyway, so reading the filter's columns first cannot save what
+    /// waiting for a second fetch costs.
+    pub(crate) fn accepts_most(&self, row_groups: &[usize]) -> bool {
+        let len = |rs: &[std::ops::Range<u64>]| rs.iter().map(|r| r.end - r.start).sum::<u64>();
+        let (mut sure, mut kept) = (0u64, 0u64);
+        for s in self
+            .selection
+            .row_groups
+            .iter()
+            .filter(|s| row_groups.contains(&s.row_group))
+        {
+            sure += len(&s.surely_accepted);
+            kept += len(&s.rows);
+        }
+        kept > 0 && sure as f64 >= MOSTLY_ACCEPTED * kept as f64
     }
 
     /// Each group of consecutive row groups cut into runs of those the statistics accept whole and

@@ -22,6 +22,7 @@ pub mod prune;
 pub use crate::decode::row_filter::FilterMode;
 pub use crate::report::{ColumnPruningReport, PruningReport};
 pub use bind::{Leaf, Predicate, Test};
+pub use hook::MOSTLY_ACCEPTED;
 pub(crate) use hook::{PlannedFilter, SharedFilter};
 pub use lower::{NotLowered, lower};
 pub use prune::{ChunkPages, RowGroupSelection, ScanSelection, prune};

@@ -69,6 +69,9 @@ pub struct RowGroupSelection {
     pub chunks: Vec<ChunkPages>,
     /// Whether the statistics prove every row accepted: its rows need no filter.
     pub all_accepted: bool,
+    /// The rows the statistics prove accepted (of the row group, or of its pages by the page
+    /// index): sorted, disjoint ranges within `rows`.
+    pub surely_accepted: Vec<Range<u64>>,
 }
 
 /// The bytes of one column chunk that hold the selected rows.
@@ -730,19 +733,23 @@ pub fn prune<R: ChunkReader>(
             continue;
         }
 
-        // Stage 4: the page index, down to row ranges.
+        // Stage 4: the page index, down to row ranges (those that may match, and those its page
+        // statistics prove accepted).
         let mut page_verdicts: Vec<Option<Ranges>> = Vec::new();
+        let mut page_sure: Vec<Ranges> = Vec::new();
         for (i, leaf) in leaves_of.iter().enumerate() {
             let col = &columns[&leaf.column];
             if !alive[i] {
                 page_verdicts.push(Some(Vec::new()));
+                page_sure.push(Vec::new());
                 continue;
             }
             match page_stats(meta, col, leaf, g).map_err(name_file)? {
                 Some((stats, firsts)) => {
                     let could = could_match(leaf, &stats).map_err(name_file)?;
+                    let surely = surely_matches(leaf, &stats).map_err(name_file)?;
                     let c = counts(&mut per_column, &col.name);
-                    let mut ranges = Vec::new();
+                    let (mut ranges, mut sure) = (Vec::new(), Vec::new());
                     for (p, keep) in could.iter().enumerate() {
                         let end = firsts.get(p + 1).copied().unwrap_or(num_rows);
                         if *keep {
@@ -750,13 +757,19 @@ pub fn prune<R: ChunkReader>(
                         } else {
                             c.pages_pruned_by_page_index += 1;
                         }
+                        if surely.get(p).copied().unwrap_or(false) {
+                            sure = union(&sure, &vec![firsts[p]..end]);
+                        }
                     }
                     ranges.retain(|r| r.start < r.end);
+                    sure.retain(|r| r.start < r.end);
                     page_verdicts.push(Some(ranges));
+                    page_sure.push(sure);
                 }
                 None => {
                     counts(&mut per_column, &col.name).chunks_without_column_index += 1;
                     page_verdicts.push(None);
+                    page_sure.push(if stats_whole[i][k] { full.clone() } else { Vec::new() });
                 }
             }
         }
@@ -807,12 +820,26 @@ pub fn prune<R: ChunkReader>(
         }
         let all_accepted = eval_bool(predicate, &mut 0, &|i| stats_whole[i][k]);
         report.row_groups_all_accepted += all_accepted as u64;
+        let surely_accepted = if all_accepted {
+            rows.clone()
+        } else {
+            // A leaf the row group's statistics prove holds on every row holds on each page.
+            let sure = eval_ranges(predicate, &mut 0, &mut |i, _| {
+                if stats_whole[i][k] {
+                    full.clone()
+                } else {
+                    page_sure[i].clone()
+                }
+            });
+            intersect(&sure, &rows)
+        };
         out.push(RowGroupSelection {
             row_group: g,
             num_rows,
             rows,
             chunks,
             all_accepted,
+            surely_accepted,
         });
     }
     report.row_groups_selected = out.len() as u64;

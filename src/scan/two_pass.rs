@@ -157,9 +157,10 @@ impl TwoPass {
     }
 
     /// Whether a step of the row groups `group` reads in one pass: the statistics accept every row
-    /// of them (nothing to evaluate, every page of the rows pruning kept is needed).
+    /// of them (nothing to evaluate, every page of the rows pruning kept is needed), or nearly every
+    /// one ([`crate::filter::PlannedFilter::accepts_most`]).
     pub(crate) fn in_one(&self, group: &[usize]) -> bool {
-        self.filter.accepts_whole(group)
+        self.filter.accepts_whole(group) || self.filter.accepts_most(group)
     }
 
     /// The first pass's plan of the row groups `group` (the filter's columns, read page by page
