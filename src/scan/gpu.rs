@@ -229,10 +229,8 @@ impl WholeSteps {
             .iter()
             .copied()
             .filter(|&l| {
-                !planned
-                    .added_columns
-                    .iter()
-                    .any(|c| c == descr.column(l).path().parts()[0].as_str())
+                let root = descr.column(l).path().parts().first().cloned().unwrap_or_default();
+                !planned.added_columns.contains(&root)
             })
             .collect();
         if leaves.is_empty() {
