@@ -495,8 +495,9 @@ impl Reader {
         let budget = self.whole_budget()?;
         let two_pass = self.two_pass();
         let plans = match &two_pass {
-            // Row groups the statistics accept whole read in one pass, the others in two: a step
-            // of each run of either (the next step's reads overlap this one's decode).
+            // A step of each run of row groups the statistics accept whole, and of the others (the
+            // next step's reads overlap this one's decode); `decode_plans` says which read in one
+            // pass.
             Some(p) => {
                 let mut runs = p.filter.split_accepted_whole(vec![self.plan.row_groups.clone()]);
                 if runs.is_empty() {

@@ -173,18 +173,25 @@ fn padded_bitmap(bytes: &[u8]) -> Vec<u8> {
     v
 }
 
-/// A boolean mask of the bits `keep` (no nulls), its bitmap padded and uploaded by `upload`: the
-/// mask a compaction takes.
+/// A boolean mask of `len` rows (no nulls) over the LSB-first `bits`, uploaded by `upload` (padded
+/// to [`BITMAP_PADDING`] first, unless they already are): the mask a compaction takes.
 pub(crate) fn mask_array<B: OwnedBuffer>(
-    keep: &arrow::buffer::BooleanBuffer,
+    bits: &[u8],
+    len: usize,
     upload: &mut dyn FnMut(&[u8]) -> Result<B>,
 ) -> Result<DeviceArray<B>> {
+    let padded = bits.len() >= len.div_ceil(8) && !bits.is_empty() && bits.len().is_multiple_of(BITMAP_PADDING);
+    let buffer = if padded {
+        upload(bits)?
+    } else {
+        upload(&padded_bitmap(bits))?
+    };
     Ok(DeviceArray {
         data_type: DataType::Boolean,
-        len: keep.len(),
+        len,
         null_count: 0,
         validity: None,
-        buffers: vec![upload(&padded_bitmap(keep.sliced().as_slice()))?],
+        buffers: vec![buffer],
         children: Vec::new(),
     })
 }

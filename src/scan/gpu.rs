@@ -712,7 +712,7 @@ impl SecondPassExec for GpuPasses<'_> {
     fn keep(&mut self, batch: DeviceBatch, keep: &BooleanBuffer) -> Result<DeviceBatch> {
         use crate::decode::exec::Executor;
         let mut exec = self.sink.decoder.row_filter_executor(&batch)?;
-        let mask = crate::decode::table::mask_array(keep, &mut |b: &[u8]| {
+        let mask = crate::decode::table::mask_array(keep.sliced().as_slice(), keep.len(), &mut |b: &[u8]| {
             let a = exec.upload(b)?;
             exec.take(a)
         })?;

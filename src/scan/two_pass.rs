@@ -1137,7 +1137,8 @@ mod tests {
         }
 
         fn keep(&mut self, batch: DeviceBatch<Vec<u8>>, keep: &BooleanBuffer) -> Result<DeviceBatch<Vec<u8>>> {
-            let mask = crate::decode::table::mask_array(keep, &mut |b: &[u8]| Ok(b.to_vec()))?;
+            let mask =
+                crate::decode::table::mask_array(keep.sliced().as_slice(), keep.len(), &mut |b: &[u8]| Ok(b.to_vec()))?;
             self.compact(batch, &mask)
         }
 

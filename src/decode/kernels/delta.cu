@@ -407,8 +407,9 @@ gp_delta_length_byte_array(PageDesc* pages, u32 n, ColumnDesc* cols) {
 
 // The prefix and suffix streams of a DELTA_BYTE_ARRAY page: per present value k (at row_start + k), the
 // prefix length as u32 at dense (read back bytewise: a FIXED_LEN_BYTE_ARRAY column's dense_width, its
-// type length, leaves the slots unaligned, which the GPU faults on), str_len = prefix + suffix length, str_src = the address of the
-// suffix's bytes. False (the page's error recorded) on an error. Collective.
+// type length, leaves the slots unaligned, which the GPU faults on), str_len = prefix + suffix
+// length, str_src = the address of the suffix's bytes. False (the page's error recorded) on an
+// error. Collective.
 __device__ bool delta_byte_array_streams(PageDesc* page, const ColumnDesc* col) {
     const u8* values = (const u8*)page->values;
     const u64 len = page->values_len, count = page->num_non_null;

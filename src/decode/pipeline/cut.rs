@@ -14,7 +14,7 @@ use arrow::datatypes::DataType;
 
 use super::{ColumnRoute, Route, StepColumns, StepInput};
 use crate::decode::row_filter::{FilterContext, FilterExecutor, compact_arrays, compaction_support};
-use crate::decode::table::{BITMAP_PADDING, DeviceArray};
+use crate::decode::table::{BITMAP_PADDING, DeviceArray, mask_array};
 use crate::error::{Error, Result};
 
 /// Per row group of a step, the rows of it a column's fetched pages hold, in order.
@@ -114,15 +114,10 @@ pub(super) fn gpu_to_rows<E: FilterExecutor>(
         if cut.is_empty() {
             continue;
         }
-        let at = exec.upload(&bits)?;
-        let mask = DeviceArray {
-            data_type: DataType::Boolean,
-            len: decoded as usize,
-            null_count: 0,
-            validity: None,
-            buffers: vec![exec.take(at)?],
-            children: Vec::new(),
-        };
+        let mask = mask_array(&bits, decoded as usize, &mut |b: &[u8]| {
+            let at = exec.upload(b)?;
+            exec.take(at)
+        })?;
         let ctx = FilterContext {
             location: input.location.clone(),
             names,
