@@ -244,6 +244,27 @@ impl WholeSteps {
             routes,
         }))
     }
+
+    /// The plan of a step of the row groups `group`: the caller's columns alone.
+    fn plan(&self, reader: &Reader, group: Vec<usize>) -> Result<Arc<ReadPlan>> {
+        ReadPlan::build_paged(
+            &reader.source,
+            &Projection::Leaves(self.leaves.clone()),
+            &RowGroupSelection::Indices(group),
+            reader.plan.options,
+            &reader.plan.rows,
+        )
+        .map(Arc::new)
+    }
+}
+
+/// The schema of a GPU read's batches, decoded as `decoded`: without the columns read only for a
+/// filter run on the GPU.
+fn output_schema_of(decoded: &SchemaRef, filter: Option<&GpuFilter>, two_pass: Option<&GpuTwoPass>) -> SchemaRef {
+    if let Some(t) = two_pass {
+        return t.plan.schema.clone();
+    }
+    filter.map_or_else(|| decoded.clone(), |f| f.output_schema(decoded))
 }
 
 /// A GPU scan's two passes ([`DeviceTwoPass`]) and each pass's column routes.
@@ -284,36 +305,31 @@ impl GpuTwoPass {
 }
 
 impl GpuSteps {
-    /// The steps of `reader`'s selection, for a decode on `decoder` beginning at `started`.
+    /// The steps of `reader`'s selection, for a decode on `decoder` beginning at `started`. Steps a
+    /// filter's statistics accept whole read only the caller's columns ([`WholeSteps`]).
     pub(crate) fn plan(reader: &Reader, decoder: Arc<GpuDecoder>) -> Result<Self> {
-        let mut steps = Self::plan_with(reader, decoder, reader.filter_passes)?;
-        // A read's steps accepted whole skip the filter's own columns (the benchmarks' held steps,
-        // decoded with the reader's columns, keep them).
-        if let Some(whole) = WholeSteps::of(reader, steps.filter.as_deref(), &steps.output_schema())? {
-            for plan in &mut steps.plans {
-                if whole.filter.accepts_whole(&plan.row_groups) {
-                    *plan = Arc::new(ReadPlan::build_paged(
-                        &reader.source,
-                        &Projection::Leaves(whole.leaves.clone()),
-                        &RowGroupSelection::Indices(plan.row_groups.clone()),
-                        reader.plan.options,
-                        &reader.plan.rows,
-                    )?);
-                }
-            }
-            steps.whole = Some(Arc::new(whole));
-        }
-        Ok(steps)
+        Self::plan_steps(reader, decoder, reader.filter_passes, true)
     }
 
-    /// [`Self::plan`] reading a filter in `passes` (benchmarks of a read's steps alone, which
-    /// fetch and decode each step as one, read in one).
+    /// [`Self::plan`] reading a filter in `passes`, every step with the reader's columns
+    /// (benchmarks of a read's steps alone, which fetch and decode each step as one, read in one).
     pub(crate) fn plan_with(reader: &Reader, decoder: Arc<GpuDecoder>, passes: FilterPasses) -> Result<Self> {
+        Self::plan_steps(reader, decoder, passes, false)
+    }
+
+    fn plan_steps(reader: &Reader, decoder: Arc<GpuDecoder>, passes: FilterPasses, whole_steps: bool) -> Result<Self> {
         let (free_before, _) = decoder.context().memory()?;
         let budget = gpu_budget(reader, free_before);
         let (schema, routes) = route_columns(&reader.source, &reader.plan.columns)?;
         let filter = GpuFilter::plan(&reader.filter, &schema, reader.filter_mode)?.map(Arc::new);
         let two_pass = GpuTwoPass::of(reader, filter.as_deref(), passes)?.map(Arc::new);
+        let whole = match whole_steps {
+            true => {
+                let output = output_schema_of(&schema, filter.as_deref(), two_pass.as_deref());
+                WholeSteps::of(reader, filter.as_deref(), &output)?.map(Arc::new)
+            }
+            false => None,
+        };
         // The GPU time a step costs at least: how many steps, and how many decoded at once.
         let floor = step_floor_ns(reader, &decoder);
         let (steps, largest) = decode_steps(reader, &budget, floor)?;
@@ -325,10 +341,18 @@ impl GpuSteps {
         };
         // The filter's surviving rows read page by page, as the host reads them; in two passes, the
         // steps fetch the filter's columns (the workers the others').
-        let plans = match &two_pass {
-            Some(t) => reader.decode_plans(steps, &t.plan.passes)?,
-            None => reader.plans_of(steps)?,
-        };
+        let mut plans = Vec::with_capacity(steps.len());
+        for g in steps {
+            let mut plan = match (&whole, &two_pass) {
+                (Some(w), _) if w.filter.accepts_whole(&g) => vec![w.plan(reader, g)?],
+                (_, Some(t)) => reader.decode_plans(vec![g], &t.plan.passes)?,
+                (_, None) => reader.plans_of(vec![g])?,
+            };
+            plans.push(
+                plan.pop()
+                    .ok_or_else(|| Error::device("planning GPU steps", "a step without a plan"))?,
+            );
+        }
         let in_flight = budget.steps_in_flight_for(largest);
         let most = in_flight - FETCHES.min(in_flight - 1);
         Ok(Self {
@@ -343,18 +367,13 @@ impl GpuSteps {
             routes,
             filter,
             two_pass,
-            whole: None,
+            whole,
         })
     }
 
     /// The schema of the steps' batches: without the columns read only for a filter run on the GPU.
     pub(crate) fn output_schema(&self) -> SchemaRef {
-        if let Some(t) = &self.two_pass {
-            return t.plan.schema.clone();
-        }
-        self.filter
-            .as_ref()
-            .map_or_else(|| self.schema.clone(), |f| f.output_schema(&self.schema))
+        output_schema_of(&self.schema, self.filter.as_deref(), self.two_pass.as_deref())
     }
 
     /// Starts the scan of these steps: each decoded on the GPU, `release` saying whether a step's

@@ -221,12 +221,13 @@ impl TwoPass {
             None => m.values().clone(),
         });
         let num_rows_of = |g: usize| meta.row_groups().get(g).map_or(0, |r| r.num_rows().max(0) as u64);
-        let held_of = |g: usize| first.rows.get(&g).cloned().unwrap_or_else(|| vec![0..num_rows_of(g)]);
-        let total: u64 = first
+        // Each row group's held rows: those the first pass read.
+        let held: Vec<Vec<Range<u64>>> = first
             .row_groups
             .iter()
-            .map(|&g| held_of(g).iter().map(|h| h.end - h.start).sum::<u64>())
-            .sum();
+            .map(|&g| first.rows.get(&g).cloned().unwrap_or_else(|| vec![0..num_rows_of(g)]))
+            .collect();
+        let total: u64 = held.iter().flatten().map(|h| h.end - h.start).sum();
         if let Some(a) = &accepted
             && a.len() as u64 != total
         {
@@ -238,9 +239,9 @@ impl TwoPass {
         let descr = meta.file_metadata().schema_descr();
         let mut out = PayloadRows::default();
         let mut base = 0u64; // the step's row of the row group's first held row
-        for &g in &first.row_groups {
+        for (&g, held) in first.row_groups.iter().zip(held) {
             let num_rows = num_rows_of(g);
-            let rows = HeldRows::new(held_of(g), base, accepted.as_ref());
+            let rows = HeldRows::new(held, base, accepted.as_ref());
             base += rows.len();
             // Rows of pages (of any payload column) holding no accepted row, merged.
             let mut cuts: Vec<Range<u64>> = Vec::new();
@@ -700,7 +701,7 @@ fn last_set(bits: &BooleanBuffer) -> Option<usize> {
     let mut i = bits.len();
     while i > 0 {
         let end = offset + i; // one past the bit to look at, in `bytes`
-        if end % 8 == 0 && i >= 8 && bytes[end / 8 - 1] == 0 {
+        if end.is_multiple_of(8) && i >= 8 && bytes[end / 8 - 1] == 0 {
             i -= 8;
             continue;
         }
