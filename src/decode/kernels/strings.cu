@@ -34,16 +34,18 @@ __device__ inline u32 first_page_of(const PageDesc* pages, u32 n, u64 column) {
 // dependent load per value (a 20,000-value page took about 1.5 ms on the H200, the longest kernel of
 // a plain step). Here the stream is cut into ranges of WALK_RANGE bytes, WALK_TILE ranges at a time,
 // one thread per range:
-// 1. Each thread tabulates, for each of its range's first 32 bytes taken as a value's start, the chain
+// 1. Each thread tabulates, for each of its range's first 64 bytes taken as a value's start, the chain
 //    of prefixes from there to the range's end: values passed, and where it leaves (as an offset into
-//    the next range's first 32 bytes, FAR beyond them, or STOPPED where a value could not be read).
-//    Candidates are taken from the last byte down, so a chain whose first value ends inside the 32
+//    the next range's first 64 bytes, FAR beyond them, or STOPPED where a value could not be read).
+//    Candidates are taken from the last byte down, so a chain whose first value ends inside the 64
 //    bytes takes the rest from the entry already made there: the true chain is walked about once, and
 //    a chain from a wrong start mostly stops at its first prefix (a "length" read from text, or from a
 //    length's upper bytes, runs past the end).
 // 2. Thread 0 joins the ranges in order: the true chain enters a range at one of those bytes whenever
-//    the value crossing into it is under 29 bytes; otherwise (and after FAR) it follows the true chain
-//    through that range itself.
+//    the value crossing into it is under 61 bytes; otherwise (and after FAR) it follows the true chain
+//    through that range itself, one dependent load a value. (A window of 32 bytes made TPC-H
+//    l_comment's values of 10 to 43 characters cross it often, and each such join walked its range:
+//    3.4 ms a launch in ncu for a lineitem step's 1 MB dictionaries, joins one after another.)
 // 3. Each thread emits its range's values, whose indices the join counted.
 //
 // Same contract as walk_plain_byte_arrays when every value is found (returns NONE, emits each k once).
@@ -61,12 +63,14 @@ __device__ inline u32 first_page_of(const PageDesc* pages, u32 n, u64 column) {
 
 constexpr u32 WALK_RANGE = 512;
 constexpr u32 WALK_TILE = 256;
-constexpr u32 WALK_CANDIDATES = 32;
+constexpr u32 WALK_CANDIDATES = 64;
 // A candidate's table entry (u16): values passed in bits 0-7 (at most WALK_RANGE / 4), the offset of
-// its exit into the next range in bits 8-12, and two flags.
+// its exit into the next range in bits 8-13, and two flags.
 constexpr u32 CAND_FAR = 0x4000u;      // the exit lies past the next range's first 32 bytes
 constexpr u32 CAND_STOPPED = 0x8000u;  // a value could not be read: the chain ends in the range
 constexpr u32 WALK_STOPPED = 0x80000000u;  // follow_chain's count: the chain stopped
+static_assert(WALK_CANDIDATES <= 64 && (WALK_CANDIDATES & (WALK_CANDIDATES - 1)) == 0,
+              "an exit offset fits bits 8-13 of a table entry, below CAND_FAR");
 
 struct ParWalkShared {
     u16 table[WALK_CANDIDATES * WALK_TILE];  // [candidate][range]: conflict-free for a warp's ranges
@@ -211,7 +215,7 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, WalkChain* chain, const
                     if (off < WALK_CANDIDATES && (e & CAND_FAR) == 0) {
                         passed = e & 0xff;
                         stopped = (e & CAND_STOPPED) != 0;
-                        exit = re + ((e >> 8) & 31);
+                        exit = re + ((e >> 8) & (WALK_CANDIDATES - 1));
                     } else {
                         // Entered past the window, or leaving far: follow the true chain through the range.
                         u32 c;
@@ -267,7 +271,7 @@ __device__ inline u32 walk_byte_arrays(WalkSpace& space, WalkChain* chain, const
 
 }  // namespace gpcore
 
-// Blocks per dictionary (grid n × slices, block 256, no dynamic shared memory; 20 KiB static: the
+// Blocks per dictionary (grid n × slices, block 256, no dynamic shared memory; 36 KiB static: the
 // slices of page_slice). Walks `count` plain byte arrays (u32 LE length + bytes) of a BYTE_ARRAY
 // dictionary page and writes index[e] = {offset of the bytes from data, length}, the dictionary's
 // blocks sharing the walk through chains[dictionary] (WalkChain, zeroed by the caller). A value running
@@ -293,7 +297,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_byte_array_index(DictD
     if (threadIdx.x == 0 && fail != NONE) dict_error(d, ERR_OVERRUN, fail);
 }
 
-// Blocks per page (grid n × slices, block 256, no dynamic shared memory, 20 KiB static: page_slice);
+// Blocks per page (grid n × slices, block 256, no dynamic shared memory, 36 KiB static: page_slice);
 // BYTE_ARRAY pages. For the page's k-th present value writes str_src[row_start + k] (address of its
 // bytes) and str_len[row_start + k]: PLAIN walks the length-prefixed values, the page's blocks sharing
 // the walk through chains[page] (WalkChain, zeroed by the caller; a value past values_len: OVERRUN,

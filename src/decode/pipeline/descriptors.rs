@@ -188,7 +188,11 @@ pub(super) fn describe<E: Executor>(
                                     &format!("the dictionary declares {count} entries in {} bytes", body.data_len),
                                 ));
                             }
-                            index = exec.alloc(count as usize * std::mem::size_of::<DictEntry>())?;
+                            // Not zeroed (a zeroing kernel a dictionary was a lineitem step's most
+                            // launched kernel, 325 a step): gp_dict_byte_array_index writes every
+                            // entry, or flags the dictionary, and a flagged one fails the step before
+                            // any page reads its entries.
+                            index = exec.alloc_uninit(count as usize * std::mem::size_of::<DictEntry>())?;
                             dicts.push(DictDesc {
                                 data: body.data,
                                 data_len: body.data_len,
