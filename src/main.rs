@@ -237,8 +237,10 @@ struct ReadArgs {
     #[arg(long)]
     filter: Option<String>,
     /// With --filter and a decode: 2 reads the filter's columns first, then only the other columns'
-    /// pages that hold an accepted row; 1 reads every column's pages of the rows pruning kept at once.
-    #[arg(long, default_value = "2", value_parser = parse_filter_passes)]
+    /// pages that hold an accepted row; 1 reads every column's pages of the rows pruning kept at once;
+    /// auto reads a step in one pass where its other columns' pages are at most 64 MiB and in the page
+    /// cache (a second pass would cost more than it saves), else in two.
+    #[arg(long, default_value = "auto", value_parser = parse_filter_passes)]
     filter_passes: gpu_parquet::filter::FilterPasses,
     /// auto (the best GPU path here; host memory without a GPU), staged, cufile or host.
     #[arg(long, default_value = "auto")]
@@ -286,8 +288,9 @@ struct DatasetArgs {
     #[arg(long)]
     filter: Option<String>,
     /// With --filter: 2 reads each file's filter columns first, then only the other columns' pages
-    /// holding an accepted row; 1 reads every column's pages of the rows pruning kept at once.
-    #[arg(long, default_value = "2", value_parser = parse_filter_passes)]
+    /// holding an accepted row; 1 reads every column's pages of the rows pruning kept at once; auto
+    /// reads a step in one pass where its other columns' pages are few and in the page cache.
+    #[arg(long, default_value = "auto", value_parser = parse_filter_passes)]
     filter_passes: gpu_parquet::filter::FilterPasses,
     /// auto (the GPUs; host memory without a GPU), staged, cufile or host.
     #[arg(long, default_value = "auto")]

@@ -92,7 +92,7 @@ impl ReaderBuilder {
             shared_decoder: None,
             filter: None,
             filter_mode: crate::filter::FilterMode::Compact,
-            filter_passes: crate::filter::FilterPasses::Two,
+            filter_passes: crate::filter::FilterPasses::Auto,
         }
     }
 
@@ -146,9 +146,10 @@ impl ReaderBuilder {
     }
 
     /// How a decoding read with a filter reads its columns ([`ReaderBuilder::with_filter`]): the
-    /// filter's columns first, then the other columns' pages holding accepted rows only (the
-    /// default, [`FilterPasses::Two`](crate::filter::FilterPasses::Two)), or every column's pages
-    /// of the rows pruning kept at once (`One`). Raw reads ([`Reader::read`], [`Reader::stream`])
+    /// filter's columns first, then the other columns' pages holding accepted rows only
+    /// ([`FilterPasses::Two`](crate::filter::FilterPasses::Two)), every column's pages of the rows
+    /// pruning kept at once (`One`), or step by step whichever saves time (the default, `Auto`: one
+    /// pass where the other columns' pages are few and in the page cache). Raw reads ([`Reader::read`], [`Reader::stream`])
     /// always read in one pass: nothing is decoded to tell the accepted rows.
     pub fn with_filter_passes(mut self, passes: crate::filter::FilterPasses) -> Self {
         self.filter_passes = passes;
@@ -477,10 +478,11 @@ impl Reader {
     /// passes' reads, and what each read).
     ///
     /// ```
-    /// use gpu_parquet::{BackendKind, Reader, filter::Expr};
+    /// use gpu_parquet::{BackendKind, Reader, filter::{Expr, FilterPasses}};
     /// let read = Reader::builder("testdata/flat_snappy_dict.parquet")
     ///     .with_columns(["s"])
     ///     .with_filter(Expr::parse("id < 100")?)
+    ///     .with_filter_passes(FilterPasses::Two)
     ///     .with_backend(BackendKind::Host)
     ///     .build()?
     ///     .read_host()?;
@@ -530,7 +532,7 @@ impl Reader {
     }
 
     /// The filter's columns first, where this reader's decoding reads take two passes.
-    fn two_pass(&self) -> Option<TwoPass> {
+    pub(crate) fn two_pass(&self) -> Option<TwoPass> {
         TwoPass::plan(&self.source, &self.filter, &self.plan, self.filter_passes)
     }
 
@@ -560,14 +562,15 @@ impl Reader {
             .collect()
     }
 
-    /// The plans of a decoding read's steps `groups` in `two_pass`: a step whose row groups the
-    /// statistics accept whole reads in one pass (nothing to evaluate); the others fetch the
-    /// filter's columns, their sink the rest.
+    /// The plans of a decoding read's steps `groups` in `two_pass`: a step that reads in one pass
+    /// ([`TwoPass::one_pass_step`]: the statistics accept its rows whole or nearly, or, read `Auto`,
+    /// its other columns' pages are few and in the page cache) fetches every column; the others
+    /// fetch the filter's columns, their sink the rest.
     pub(crate) fn decode_plans(&self, groups: Vec<Vec<usize>>, two_pass: &TwoPass) -> Result<Vec<Arc<ReadPlan>>> {
         groups
             .into_iter()
             .map(|g| {
-                if two_pass.in_one(&g) {
+                if two_pass.one_pass_step(&self.source, &g, &self.plan.rows)? {
                     Ok(self.plans_of(vec![g])?.remove(0))
                 } else {
                     two_pass.filter_plan(&self.source, g, &self.plan.rows).map(Arc::new)

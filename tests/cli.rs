@@ -1440,7 +1440,8 @@ fn dataset_filters_files_by_partition_and_rows_by_value() {
         .expect("Int32");
     assert_eq!(years.values()[..100], [2025; 100]);
     assert_eq!(years.values()[100..], [2026; 100]);
-    // In one pass: the same rows, verified; a pass count other than 1 or 2 is clap's usage error.
+    // In one pass: the same rows, verified; a pass count other than auto, 1 or 2 is clap's usage
+    // error.
     let one = outs.path().join("one.arrow");
     for (passes, ok) in [("1", true), ("3", false)] {
         let r = filtered(&one, &["--filter-passes", passes]);
@@ -1451,7 +1452,7 @@ fn dataset_filters_files_by_partition_and_rows_by_value() {
             assert_eq!(r.code, Some(2), "{}: {}", r.what, r.stderr);
             assert!(
                 r.stderr
-                    .contains("'--filter-passes <FILTER_PASSES>': expected 1 or 2 passes"),
+                    .contains("'--filter-passes <FILTER_PASSES>': expected auto, 1 or 2 passes"),
                 "{}",
                 r.stderr
             );

@@ -145,6 +145,7 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
     let reader = Reader::builder(path)
         .with_backend(BackendKind::Host)
         .with_filter(filter.clone())
+        .with_filter_passes(FilterPasses::Two)
         .build()
         .unwrap();
     // The pruning as `prune` gives it, and the page-level I/O of the plan beside it.
@@ -156,17 +157,33 @@ fn check(path: &Path, filter: &Expr) -> (ScanSelection, usize) {
         reader.plan().useful_bytes()
     );
     let want = concat_batches(&schema, &expected).unwrap();
-    // Two passes (the default), then one.
+    // Two passes, then one, then the default: this file's other columns are a few pages, just
+    // written, in the page cache, so each step reads in one pass.
     let read = reader.read_host().unwrap();
-    let one = Reader::builder(path)
-        .with_backend(BackendKind::Host)
-        .with_filter(filter.clone())
-        .with_filter_passes(FilterPasses::One)
-        .build()
-        .unwrap()
-        .read_batches()
-        .unwrap();
-    for (got, passes) in [(read.table.concat().unwrap(), "two"), (one.concat().unwrap(), "one")] {
+    let passes_of = |passes: FilterPasses| {
+        Reader::builder(path)
+            .with_backend(BackendKind::Host)
+            .with_filter(filter.clone())
+            .with_filter_passes(passes)
+            .build()
+            .unwrap()
+    };
+    let one = passes_of(FilterPasses::One).read_batches().unwrap();
+    let auto = passes_of(FilterPasses::Auto).read_host().unwrap();
+    assert!(
+        auto.passes.is_none(),
+        "{filter}: the default read a hot, small file in two passes"
+    );
+    assert_eq!(
+        auto.io.useful_bytes,
+        reader.plan().useful_bytes(),
+        "{filter}: the default's bytes"
+    );
+    for (got, passes) in [
+        (read.table.concat().unwrap(), "two"),
+        (one.concat().unwrap(), "one"),
+        (auto.table.concat().unwrap(), "auto"),
+    ] {
         // Schema metadata aside (the decoder does not carry it; arrow-rs does).
         assert_eq!(
             got.schema().fields(),

@@ -60,7 +60,7 @@ def read(
     progress: Union[bool, Callable[[dict[str, int]], None], None] = None,
     memory_limit_mb: Optional[int] = None,
     filters: Optional[Filters] = None,
-    filter_passes: int = 2,
+    filter_passes: Optional[int] = None,
 ) -> Table:
     """Reads a Parquet file (see help(gpu_parquet.read) for every argument).
 
@@ -72,7 +72,8 @@ def read(
     memory_limit_mb: deprecated, MiB. filters: a str ("a >= 3 and s in ('x', 'y')") or pyarrow's DNF
     (a list of (column, op, value) tuples, or a list of such lists): only the rows that pass.
     filter_passes: 2 reads the filter's columns first, then only the other columns' pages holding
-    matching rows; 1 reads them all at once.
+    matching rows; 1 reads them all at once; None (default) reads a step in one pass where its other
+    columns' pages are few and in the page cache, else in two.
     """
 
 def read_dataset(
@@ -90,7 +91,7 @@ def read_dataset(
     memory_limit_mb: Optional[int] = None,
     filters: Optional[Filters] = None,
     stream: bool = False,
-    filter_passes: int = 2,
+    filter_passes: Optional[int] = None,
 ) -> Union[Table, Batches]:
     """Reads files of one schema (a directory, glob, file or list) as one host Table; hive
     key=value folders become columns (see help(gpu_parquet.read_dataset) for every argument).
@@ -115,7 +116,7 @@ def iter_batches(
     nvcomp: Optional[str] = None,
     memory_limit_mb: Optional[int] = None,
     filters: Optional[Filters] = None,
-    filter_passes: int = 2,
+    filter_passes: Optional[int] = None,
 ) -> Batches:
     """Streams a file (or dataset) as one-batch host Tables, a step of row groups at a time within
     memory_limit; arguments as read_dataset (see help(gpu_parquet.iter_batches))."""

@@ -381,16 +381,22 @@ impl ReadOptions {
             settings,
             filter: None,
             decode: Decode::Auto,
-            filter_passes: gpu_parquet::filter::FilterPasses::Two,
+            filter_passes: gpu_parquet::filter::FilterPasses::Auto,
         })
     }
 
-    /// These options with `filter_passes=` checked: 2 (the filter's columns first) or 1.
-    fn with_filter_passes(mut self, passes: u8) -> PyResult<Self> {
+    /// These options with `filter_passes=` checked: None (auto: two passes where they save time), 2
+    /// (the filter's columns first) or 1.
+    fn with_filter_passes(mut self, passes: Option<u8>) -> PyResult<Self> {
         self.filter_passes = match passes {
-            2 => gpu_parquet::filter::FilterPasses::Two,
-            1 => gpu_parquet::filter::FilterPasses::One,
-            n => return Err(PyValueError::new_err(format!("filter_passes={n}: expected 1 or 2"))),
+            None => gpu_parquet::filter::FilterPasses::Auto,
+            Some(2) => gpu_parquet::filter::FilterPasses::Two,
+            Some(1) => gpu_parquet::filter::FilterPasses::One,
+            Some(n) => {
+                return Err(PyValueError::new_err(format!(
+                    "filter_passes={n}: expected None, 1 or 2"
+                )));
+            }
         };
         Ok(self)
     }
@@ -549,10 +555,11 @@ fn decode_choice(decode: &str) -> PyResult<Decode> {
 ///         statistics, bloom filters and the page index first (report["pruning"]); a GPU decode
 ///         then keeps the matching rows on the GPU (report["decode"]["filter"]: where it ran, rows
 ///         kept, or why it ran on the host).
-///     filter_passes: with filters, 2 (default) reads the filter's columns first, then only the
-///         other columns' pages that hold a matching row (report["passes"] on the host,
+///     filter_passes: with filters, 2 reads the filter's columns first, then only the other
+///         columns' pages that hold a matching row (report["passes"] on the host,
 ///         report["decode"]["filter"]["passes"] on the GPU: the bytes of each pass); 1 reads every
-///         column's pages of the rows pruning kept at once.
+///         column's pages of the rows pruning kept at once; None (default) reads a step in one pass
+///         where its other columns' pages are few and in the page cache, else in two.
 ///
 /// Raises:
 ///     FileNotFoundError: the file is not there. PermissionError: it may not be read.
@@ -560,7 +567,7 @@ fn decode_choice(decode: &str) -> PyResult<Decode> {
 ///     TypeError: an argument has the wrong type.
 ///     GpuParquetError: the read failed (the message names the file, column and row group).
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, progress=None, memory_limit_mb=None, filters=None, filter_passes=2))]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, progress=None, memory_limit_mb=None, filters=None, filter_passes=None))]
 #[allow(clippy::too_many_arguments)]
 fn read(
     py: Python<'_>,
@@ -578,7 +585,7 @@ fn read(
     progress: Option<Bound<'_, PyAny>>,
     memory_limit_mb: Option<u64>,
     filters: Option<Bound<'_, PyAny>>,
-    filter_passes: u8,
+    filter_passes: Option<u8>,
 ) -> PyResult<Table> {
     let filter = filters.map(|f| filter_from_py(&f)).transpose()?;
     let mut options = ReadOptions::from_args(
@@ -789,8 +796,8 @@ fn dataset_source(path_or_files: &Bound<'_, PyAny>) -> PyResult<DatasetSource> {
 ///         or "not" is a GpuParquetError naming the terms.
 ///     stream: False returns one `Table`; True returns a `Batches` iterator of one-batch tables
 ///         (read and decoded one step of row groups at a time, within memory_limit).
-///     filter_passes: 2 (the filter's columns first, then the other columns' pages holding
-///         matching rows) or 1, as read.
+///     filter_passes: None (default), 2 (the filter's columns first, then the other columns'
+///         pages holding matching rows) or 1, as read.
 ///
 /// The `Table`'s report gives files (of the source), files_read, files_pruned_by_partition_filter
 /// and rows.
@@ -802,7 +809,7 @@ fn dataset_source(path_or_files: &Bound<'_, PyAny>) -> PyResult<DatasetSource> {
 ///     GpuParquetError: the read failed (the message names the file, column and row group); a file
 ///         whose schema differs from the first names both.
 #[pyfunction]
-#[pyo3(signature = (path_or_files, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None, stream=false, filter_passes=2))]
+#[pyo3(signature = (path_or_files, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None, stream=false, filter_passes=None))]
 #[allow(clippy::too_many_arguments)]
 fn read_dataset<'py>(
     py: Python<'py>,
@@ -820,7 +827,7 @@ fn read_dataset<'py>(
     memory_limit_mb: Option<u64>,
     filters: Option<Bound<'py, PyAny>>,
     stream: bool,
-    filter_passes: u8,
+    filter_passes: Option<u8>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let source = dataset_source(&path_or_files)?;
     let options = ReadOptions::from_args(
@@ -893,11 +900,11 @@ fn read_dataset<'py>(
 ///     nvcomp: the nvCOMP library to load for decompression (a path), or "off".
 ///     memory_limit_mb: deprecated (DeprecationWarning): the budget in MiB; use memory_limit.
 ///     filters: only the rows that pass, a str or pyarrow's DNF form, as read_dataset.
-///     filter_passes: 2 (the filter's columns first) or 1, as read.
+///     filter_passes: None (default), 2 (the filter's columns first) or 1, as read.
 ///
 /// Raises: as `read_dataset`; errors met while streaming are raised from `next()`.
 #[pyfunction]
-#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None, filter_passes=2))]
+#[pyo3(signature = (path, columns=None, row_groups=None, backend="auto", decode="auto", device=None, threads=None, memory_limit=None, steps=None, trust_compressed=false, nvcomp=None, memory_limit_mb=None, filters=None, filter_passes=None))]
 #[allow(clippy::too_many_arguments)]
 fn iter_batches(
     py: Python<'_>,
@@ -914,7 +921,7 @@ fn iter_batches(
     nvcomp: Option<String>,
     memory_limit_mb: Option<u64>,
     filters: Option<Bound<'_, PyAny>>,
-    filter_passes: u8,
+    filter_passes: Option<u8>,
 ) -> PyResult<Batches> {
     let source = dataset_source(&path)?;
     let options = ReadOptions::from_args(

@@ -58,7 +58,9 @@ def test_page_indexed_files_equal_pyarrow(name, text, dnf):
 def test_two_passes_read_only_the_pages_holding_matching_rows():
     # int_col is not sorted: pruning keeps most pages, the filter's own column tells which rows.
     path = CORPUS / TINY[0]
-    two = gpu_parquet.read(path, backend="host", columns=["string_col", "double_col"], filters="int_col = 3 and id < 2000")
+    two = gpu_parquet.read(
+        path, backend="host", columns=["string_col", "double_col"], filters="int_col = 3 and id < 2000", filter_passes=2
+    )
     one = gpu_parquet.read(
         path, backend="host", columns=["string_col", "double_col"], filters="int_col = 3 and id < 2000", filter_passes=1
     )
@@ -67,6 +69,10 @@ def test_two_passes_read_only_the_pages_holding_matching_rows():
     assert p["payload"] < p["payload_one_pass"], p
     assert "passes" not in one.report
     assert two.report["useful_bytes"] < one.report["useful_bytes"]
+    # The default: a small file, in the page cache, reads in one pass.
+    auto = gpu_parquet.read(path, backend="host", columns=["string_col", "double_col"], filters="int_col = 3 and id < 2000")
+    same(auto.to_arrow(), one.to_arrow())
+    assert "passes" not in auto.report
     with pytest.raises(ValueError, match="filter_passes=3"):
         gpu_parquet.read(path, backend="host", filters="id < 3", filter_passes=3)
 

@@ -133,26 +133,21 @@ fn rows_of(file: &Path, opts: &BenchOptions, f: &NamedFilter, timing: Timing<'_>
     if !gpu {
         return rows;
     }
-    rows.push(gpu_row(
-        &label("device columns, two passes"),
-        timing,
-        &filtered,
-        &host,
-        &pruning,
-    ));
-    match reader_builder(file, opts)
-        .with_filter(f.expr.clone())
-        .with_filter_passes(FilterPasses::One)
-        .build()
-    {
-        Ok(one) => rows.push(gpu_row(
-            &label("device columns, one pass"),
-            timing,
-            &one,
-            &host,
-            &pruning,
-        )),
-        Err(e) => rows.push(BenchRow::failed(label("device columns, one pass"), 0, e.to_string())),
+    // The default (two passes where they save time: cold here, one where hot), then each forced.
+    for (passes, what) in [
+        (FilterPasses::Auto, "device columns, passes auto (default)"),
+        (FilterPasses::Two, "device columns, two passes"),
+        (FilterPasses::One, "device columns, one pass"),
+    ] {
+        let name = label(what);
+        match reader_builder(file, opts)
+            .with_filter(f.expr.clone())
+            .with_filter_passes(passes)
+            .build()
+        {
+            Ok(reader) => rows.push(gpu_row(&name, timing, &reader, &host, &pruning)),
+            Err(e) => rows.push(BenchRow::failed(name, 0, e.to_string())),
+        }
     }
     // The same columns without the filter: the filtered read must not be slower where most rows match.
     let columns = filtered.plan().columns.clone();
@@ -301,6 +296,7 @@ fn gpu_row(name: &str, timing: Timing<'_>, reader: &Reader, host: &HostRead, pru
     let bytes = first.io.total.total_bytes();
     let kept = first.table.num_rows();
     let passes = first.decode.filter.as_ref().and_then(|f| f.passes);
+    let steps = first.decode.filter.as_ref().map(|f| (f.steps_in_two_passes, f.steps));
     let check = match host {
         Ok((want, _)) => check_against(&first.table, want),
         Err(e) if e.is_empty() => Ok(String::new()),
@@ -310,6 +306,9 @@ fn gpu_row(name: &str, timing: Timing<'_>, reader: &Reader, host: &HostRead, pru
     let mut row = BenchRow::blank(name, bytes);
     let res = timing.time(&mut row, || reader.read_device().map(drop));
     let mut note = format!("{kept} rows kept, {bytes} bytes read");
+    if let Some((two, all)) = steps {
+        note.push_str(&format!("; {two} of {all} steps in two passes"));
+    }
     if let Some(p) = passes {
         note.push_str(&format!(
             "; two passes: {} bytes of the filter's columns, {} of the others' ({} in one pass)",

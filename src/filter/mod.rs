@@ -34,24 +34,38 @@ use crate::error::{Error, Result};
 /// How a filtered read reads its columns ([`crate::ReaderBuilder::with_filter_passes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FilterPasses {
+    /// Two passes where they can save a read's time, else one, step by step: a step reads in one
+    /// pass where its other columns' pages are in the page cache and few enough that reading them
+    /// all costs less than the second pass's round trip (mask back to the host, a second fetch),
+    /// whatever the filter accepts ([`ONE_PASS_HOT_PAYLOAD`]); else in two.
+    #[default]
+    Auto,
     /// The filter's columns first; then, per step, the other columns' pages holding an accepted
     /// row only (none of a row group without one), as arrow-rs's `RowFilter` reads. Where there is
     /// no other column (or, on the GPU, the filter runs on the host or a mask is asked) it reads in
     /// one pass.
-    #[default]
     Two,
     /// Every column's pages of the rows pruning kept, in one pass; the filter after the decode.
     One,
 }
+
+/// The most bytes of a step's other columns (every page of the rows pruning kept) that
+/// [`FilterPasses::Auto`] reads in one pass where they are in the page cache. A second pass saves at
+/// most those bytes, which the staged path copies from the page cache at some 30 GB/s or more (2 ms
+/// for this many); its round trip cost 1 to 4.4 ms a read hot on the H200 (lineitem SF10, run K:
+/// Q6 13.7 against 9.3 ms, 49 MB of such pages; a bloom-filter lookup 9.2 against 5.6 ms, 22 MB).
+/// From the disk the same bytes take ten times longer or more, and two passes read.
+pub const ONE_PASS_HOT_PAYLOAD: u64 = 64 << 20;
 
 impl std::str::FromStr for FilterPasses {
     type Err = String;
 
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         match s {
+            "auto" => Ok(FilterPasses::Auto),
             "2" | "two" => Ok(FilterPasses::Two),
             "1" | "one" => Ok(FilterPasses::One),
-            other => Err(format!("expected 1 or 2 passes, not '{other}'")),
+            other => Err(format!("expected auto, 1 or 2 passes, not '{other}'")),
         }
     }
 }

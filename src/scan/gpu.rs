@@ -553,7 +553,7 @@ impl StepSink for GpuSink {
         let two = self
             .two_pass
             .as_ref()
-            .filter(|t| !t.plan.passes.in_one(&chunks.plan.row_groups));
+            .filter(|t| !t.plan.passes.reads_in_one(&chunks.plan));
         let whole = self
             .whole
             .as_ref()

@@ -220,6 +220,12 @@ pub struct RowFilterReport {
     /// Read in two passes (the filter's columns first): what each read, over all steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passes: Option<PassBytes>,
+    /// Steps that ran the filter.
+    pub steps: u64,
+    /// Of them, steps read in two passes (the others read every column in one: statistics
+    /// accepting their rows, `FilterPasses::One`, or `Auto` with their other columns' pages few and
+    /// in the page cache).
+    pub steps_in_two_passes: u64,
 }
 
 impl RowFilterReport {
@@ -227,12 +233,15 @@ impl RowFilterReport {
     pub(crate) fn of(filter: &GpuFilter, steps: impl Iterator<Item = Option<StepFilter>>) -> Self {
         let (mut rows_in, mut rows_kept, mut time) = (0, 0, Duration::ZERO);
         let mut passes: Option<PassBytes> = None;
+        let (mut steps_run, mut steps_in_two_passes) = (0, 0);
         for s in steps.flatten() {
             rows_in += s.rows_in;
             rows_kept += s.rows_kept;
             time += s.time;
+            steps_run += 1;
             if let Some(p) = &s.passes {
                 passes.get_or_insert_default().add(p);
+                steps_in_two_passes += 1;
             }
         }
         let (on, reason, mode) = match filter {
@@ -255,6 +264,8 @@ impl RowFilterReport {
             rows_removed: rows_in - rows_kept.min(rows_in),
             time,
             passes,
+            steps: steps_run,
+            steps_in_two_passes,
         }
     }
 
@@ -271,9 +282,16 @@ impl RowFilterReport {
                 self.time.as_secs_f64() * 1e3
             ),
         };
-        match &self.passes {
+        let line = match &self.passes {
             Some(p) => line + &p.line(),
             None => line,
+        };
+        match self.reason {
+            None if self.steps > 0 => format!(
+                "{line}passes: {} of {} steps in two passes, the others in one\n",
+                self.steps_in_two_passes, self.steps
+            ),
+            _ => line,
         }
     }
 }

@@ -64,7 +64,7 @@ impl StepSink for HostSink {
     fn finish(&self, step: FetchedStep<'_>) -> Result<HostStep> {
         let mut chunks = step.chunks;
         let row_groups = chunks.row_groups().to_vec();
-        let two = self.two_pass.as_ref().filter(|(p, _)| !p.in_one(&row_groups));
+        let two = self.two_pass.as_ref().filter(|(p, _)| !p.reads_in_one(chunks.plan()));
         let Some((passes, io)) = two else {
             chunks.filter = self.filter.clone();
             let (plan, log) = (chunks.plan.clone(), chunks.log.clone());

@@ -57,7 +57,15 @@ pub(crate) struct TwoPass {
     /// batch (the filter's columns the caller did not select are left out).
     pub output: Vec<(Pass, usize)>,
     options: PlanOptions,
+    /// Read [`FilterPasses::Auto`]: a step whose payload is small and in the page cache reads in one
+    /// pass ([`Self::one_pass_step`]).
+    auto: bool,
 }
+
+/// The largest share of a step's payload pages that may be missing from the page cache for
+/// [`FilterPasses::Auto`] to read it in one pass (a `mincore` sample): each missing page is a disk
+/// read that a second pass might have saved.
+const HOT_UNCACHED: f64 = 0.1;
 
 /// What the two passes of a step (or a read) fetched, beside what one pass would have.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -153,6 +161,7 @@ impl TwoPass {
             payload_leaves,
             output,
             options: plan.options,
+            auto: passes == FilterPasses::Auto,
         })
     }
 
@@ -161,6 +170,41 @@ impl TwoPass {
     /// one ([`crate::filter::PlannedFilter::accepts_most`]).
     pub(crate) fn in_one(&self, group: &[usize]) -> bool {
         self.filter.accepts_whole(group) || self.filter.accepts_most(group)
+    }
+
+    /// Whether a step of the row groups `group`, of whose rows pruning kept `rows`, reads in one
+    /// pass: where [`Self::in_one`] says so, or, read [`FilterPasses::Auto`], where the payload's
+    /// pages of those rows are at most [`crate::filter::ONE_PASS_HOT_PAYLOAD`] bytes and nearly all in
+    /// the page cache: then a second pass saves less time than its round trip costs. Decided once,
+    /// when the step is planned (the page cache changes); its sink reads the choice from the plan
+    /// ([`Self::reads_in_one`]).
+    pub(crate) fn one_pass_step(&self, source: &ParquetSource, group: &[usize], rows: &RowRanges) -> Result<bool> {
+        if self.in_one(group) {
+            return Ok(true);
+        }
+        if !self.auto {
+            return Ok(false);
+        }
+        let payload = ReadPlan::build_paged(
+            source,
+            &Projection::Leaves(self.payload_leaves.clone()),
+            &RowGroupSelection::Indices(group.to_vec()),
+            self.options,
+            rows,
+        )?;
+        match payload.useful_bytes() {
+            0 => return Ok(true),
+            b if b > crate::filter::ONE_PASS_HOT_PAYLOAD => return Ok(false),
+            _ => {}
+        }
+        let ranges = payload.spans.iter().map(|s| (s.offset, s.len));
+        Ok(crate::io::pread::uncached_share(source.file(), ranges).is_some_and(|share| share <= HOT_UNCACHED))
+    }
+
+    /// Whether a step planned as `plan` reads in one pass: its plan holds payload columns (a
+    /// two-pass step's plan holds the filter's columns alone).
+    pub(crate) fn reads_in_one(&self, plan: &ReadPlan) -> bool {
+        plan.columns.iter().any(|l| self.payload_leaves.contains(l))
     }
 
     /// The first pass's plan of the row groups `group` (the filter's columns, read page by page
@@ -1490,11 +1534,51 @@ mod tests {
             .with_backend(crate::BackendKind::Host)
             .with_columns(["s", "f", "pair"])
             .with_filter(crate::filter::Expr::parse("k = 39 and f < 0.1").expect("parse"))
+            .with_filter_passes(FilterPasses::Two)
             .build()
             .expect("reader")
             .read_host()
             .expect("read");
         let p = selective.passes.expect("two passes");
         assert!(p.payload < p.payload_one_pass, "{p:?}");
+    }
+
+    #[test]
+    fn auto_reads_in_one_pass_where_the_payload_is_small_and_cached() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().expect("dir");
+        let path = paged_file(dir.path());
+        let reader = |passes: FilterPasses| {
+            crate::Reader::builder(&path)
+                .with_backend(crate::BackendKind::Host)
+                .with_columns(["s", "f", "pair"])
+                .with_filter(crate::filter::Expr::parse("k = 39 and f < 0.1").expect("parse"))
+                .with_filter_passes(passes)
+                .build()
+                .expect("reader")
+        };
+        let (auto, two) = (reader(FilterPasses::Auto), reader(FilterPasses::Two));
+        let source = auto.source().clone();
+        let rows = auto.plan().rows.clone();
+        let groups: Vec<usize> = auto.plan().row_groups.clone();
+        let (pass_auto, pass_two) = (auto.two_pass().expect("auto"), two.two_pass().expect("two"));
+        assert!(!pass_two.in_one(&groups), "the statistics leave rows to evaluate");
+        // Just written and read: cached, and a few KiB of other columns. Two passes stay two.
+        std::fs::read(&path).expect("read");
+        assert!(pass_auto.one_pass_step(&source, &groups, &rows).expect("auto"));
+        assert!(!pass_two.one_pass_step(&source, &groups, &rows).expect("two"));
+        let read = auto.read_host().expect("read");
+        assert!(read.passes.is_none(), "read in one pass");
+        // Out of the page cache: a second pass may save disk reads.
+        let file = std::fs::File::open(&path).expect("open");
+        file.sync_all().expect("sync"); // dirty pages stay cached
+        // SAFETY: posix_fadvise on an open descriptor; it only advises the kernel.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        match crate::io::pread::uncached_share(&file, [(0, file.metadata().expect("len").len())]) {
+            Some(s) if s > HOT_UNCACHED => {
+                assert!(!pass_auto.one_pass_step(&source, &groups, &rows).expect("auto"));
+            }
+            other => println!("skipped the cold half: the file system kept the pages cached ({other:?})"),
+        }
     }
 }
