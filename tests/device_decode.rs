@@ -431,6 +431,7 @@ fn gpu_decode_equals_arrow_rs_and_the_references_on_every_file() {
     let mut files: Vec<PathBuf> = files_under(&common::testdata_dir(), |p| {
         p.extension().is_some_and(|e| e == "parquet")
     });
+    let with_corpus = corpus().is_some();
     if let Some(c) = corpus() {
         files.extend(files_under(&c.join("data"), |p| {
             p.extension().is_some_and(|e| e == "parquet")
@@ -465,7 +466,9 @@ fn gpu_decode_equals_arrow_rs_and_the_references_on_every_file() {
     println!(
         "{equal} files equal, {refused} refused by both, {gpu_cols} column-steps decoded on the GPU, {host_cols} on the host; left out (slow on the host): {slow:?}"
     );
-    assert!(equal > 10);
+    // Every file is equal or refused by both (each other outcome panics above); the corpus holds well
+    // over ten that arrow-rs reads, testdata a few (a run without the corpus has said it skipped it).
+    assert!(equal > if with_corpus { 10 } else { 0 }, "{equal} files equal");
 }
 
 /// A table with every flat type the benchmark and users have, nulls in every other column.
