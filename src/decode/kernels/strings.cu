@@ -66,7 +66,7 @@ constexpr u32 WALK_TILE = 256;
 constexpr u32 WALK_CANDIDATES = 64;
 // A candidate's table entry (u16): values passed in bits 0-7 (at most WALK_RANGE / 4), the offset of
 // its exit into the next range in bits 8-13, and two flags.
-constexpr u32 CAND_FAR = 0x4000u;      // the exit lies past the next range's first 32 bytes
+constexpr u32 CAND_FAR = 0x4000u;      // the exit lies past the next range's first WALK_CANDIDATES bytes
 constexpr u32 CAND_STOPPED = 0x8000u;  // a value could not be read: the chain ends in the range
 constexpr u32 WALK_STOPPED = 0x80000000u;  // follow_chain's count: the chain stopped
 static_assert(WALK_CANDIDATES <= 64 && (WALK_CANDIDATES & (WALK_CANDIDATES - 1)) == 0,
