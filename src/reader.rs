@@ -149,8 +149,9 @@ impl ReaderBuilder {
     /// filter's columns first, then the other columns' pages holding accepted rows only
     /// ([`FilterPasses::Two`](crate::filter::FilterPasses::Two)), every column's pages of the rows
     /// pruning kept at once (`One`), or step by step whichever saves time (the default, `Auto`: one
-    /// pass where the other columns' pages are few and in the page cache). Raw reads ([`Reader::read`], [`Reader::stream`])
-    /// always read in one pass: nothing is decoded to tell the accepted rows.
+    /// pass where the other columns' pages are few and in the page cache). Raw reads
+    /// ([`Reader::read`], [`Reader::stream`]) always read in one pass: nothing is decoded to tell the
+    /// accepted rows.
     pub fn with_filter_passes(mut self, passes: crate::filter::FilterPasses) -> Self {
         self.filter_passes = passes;
         self

@@ -56,8 +56,8 @@ const RESIDENCY_RUN: u64 = 16;
 
 /// About how much of the pages under `ranges` (file offset, length) is not in the page cache, from
 /// `mincore(2)` over a read-only mapping of `file`, at most [`RESIDENCY_SAMPLES`] pages in runs of
-/// [`RESIDENCY_RUN`] spread evenly over them; `None` where that cannot be told (the mapping refused, or no bytes asked). A hint only:
-/// pages come and go while the caller reads.
+/// [`RESIDENCY_RUN`] spread evenly over them; `None` where that cannot be told (the mapping refused,
+/// or no bytes asked). A hint only: pages come and go while the caller reads.
 pub(crate) fn uncached_share(file: &File, ranges: impl IntoIterator<Item = (u64, u64)>) -> Option<f64> {
     use std::os::fd::AsRawFd;
     let file_len = file.metadata().ok()?.len();

@@ -185,13 +185,7 @@ impl TwoPass {
         if !self.auto {
             return Ok(false);
         }
-        let payload = ReadPlan::build_paged(
-            source,
-            &Projection::Leaves(self.payload_leaves.clone()),
-            &RowGroupSelection::Indices(group.to_vec()),
-            self.options,
-            rows,
-        )?;
+        let payload = self.one_pass_payload(source, group.to_vec(), rows)?;
         match payload.useful_bytes() {
             0 => return Ok(true),
             b if b > crate::filter::ONE_PASS_HOT_PAYLOAD => return Ok(false),
@@ -199,6 +193,18 @@ impl TwoPass {
         }
         let ranges = payload.spans.iter().map(|s| (s.offset, s.len));
         Ok(crate::io::pread::uncached_share(source.file(), ranges).is_some_and(|share| share <= HOT_UNCACHED))
+    }
+
+    /// The payload's pages a one-pass read of the row groups `group` fetches: those of the rows
+    /// pruning kept (`rows`).
+    fn one_pass_payload(&self, source: &ParquetSource, group: Vec<usize>, rows: &RowRanges) -> Result<ReadPlan> {
+        ReadPlan::build_paged(
+            source,
+            &Projection::Leaves(self.payload_leaves.clone()),
+            &RowGroupSelection::Indices(group),
+            self.options,
+            rows,
+        )
     }
 
     /// Whether a step planned as `plan` reads in one pass: its plan holds payload columns (a
@@ -388,13 +394,7 @@ impl TwoPass {
         first: &ReadPlan,
         second: Option<&ReadPlan>,
     ) -> Result<PassBytes> {
-        let one_pass = ReadPlan::build_paged(
-            source,
-            &Projection::Leaves(self.payload_leaves.clone()),
-            &RowGroupSelection::Indices(first.row_groups.clone()),
-            self.options,
-            &first.rows,
-        )?;
+        let one_pass = self.one_pass_payload(source, first.row_groups.clone(), &first.rows)?;
         let read = second.map_or(0, |p| p.row_groups.len());
         Ok(PassBytes {
             filter: first.useful_bytes(),
