@@ -195,16 +195,21 @@ impl TwoPass {
         Ok(crate::io::pread::uncached_share(source.file(), ranges).is_some_and(|share| share <= HOT_UNCACHED))
     }
 
-    /// The payload's pages a one-pass read of the row groups `group` fetches: those of the rows
-    /// pruning kept (`rows`).
-    fn one_pass_payload(&self, source: &ParquetSource, group: Vec<usize>, rows: &RowRanges) -> Result<ReadPlan> {
+    /// The plan of `leaves` over the row groups `group`, read page by page where `rows` names them.
+    fn paged(&self, source: &ParquetSource, leaves: &[usize], group: Vec<usize>, rows: &RowRanges) -> Result<ReadPlan> {
         ReadPlan::build_paged(
             source,
-            &Projection::Leaves(self.payload_leaves.clone()),
+            &Projection::Leaves(leaves.to_vec()),
             &RowGroupSelection::Indices(group),
             self.options,
             rows,
         )
+    }
+
+    /// The payload's pages a one-pass read of the row groups `group` fetches: those of the rows
+    /// pruning kept (`rows`).
+    fn one_pass_payload(&self, source: &ParquetSource, group: Vec<usize>, rows: &RowRanges) -> Result<ReadPlan> {
+        self.paged(source, &self.payload_leaves, group, rows)
     }
 
     /// Whether a step planned as `plan` reads in one pass: its plan holds payload columns (a
@@ -216,13 +221,7 @@ impl TwoPass {
     /// The first pass's plan of the row groups `group` (the filter's columns, read page by page
     /// where pruning kept `rows`).
     pub(crate) fn filter_plan(&self, source: &ParquetSource, group: Vec<usize>, rows: &RowRanges) -> Result<ReadPlan> {
-        ReadPlan::build_paged(
-            source,
-            &Projection::Leaves(self.filter_leaves.clone()),
-            &RowGroupSelection::Indices(group),
-            self.options,
-            rows,
-        )
+        self.paged(source, &self.filter_leaves, group, rows)
     }
 
     /// The second pass's plan of a step whose first pass read `first`: the payload's pages of the
@@ -243,14 +242,7 @@ impl TwoPass {
         if groups.is_empty() {
             return Ok(None);
         }
-        ReadPlan::build_paged(
-            source,
-            &Projection::Leaves(self.payload_leaves.clone()),
-            &RowGroupSelection::Indices(groups),
-            self.options,
-            runs,
-        )
-        .map(Some)
+        self.paged(source, &self.payload_leaves, groups, runs).map(Some)
     }
 
     /// The rows a step's second pass reads, from the first pass's `mask` (over the rows a decode of
