@@ -422,9 +422,10 @@ impl GpuSteps {
 }
 
 /// The memory budget of a GPU decode: the reader's memory limit, or half of `free` device memory;
-/// steps cut to a [`STEPS_IN_FLIGHT`]th of it, two held at least.
+/// steps cut to a [`STEPS_IN_FLIGHT`]th of it (or the tuning's steps in flight), two held at least.
 pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
-    MemoryBudget::new(Some(reader.memory_limit.unwrap_or(free / 2)), 2, STEPS_IN_FLIGHT)
+    let in_flight = reader.tuning.steps_in_flight.unwrap_or(STEPS_IN_FLIGHT);
+    MemoryBudget::new(Some(reader.memory_limit.unwrap_or(free / 2)), 2, in_flight)
 }
 
 /// Consecutive selected row groups cut into steps, and the estimated device memory of the largest

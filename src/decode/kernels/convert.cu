@@ -176,23 +176,29 @@ extern "C" __global__ void gp_strings_to_views(const void* offsets, u64 segment,
             gp_string_at64((const i64*)offsets, i, chars_len, &start, &len);
         }
         longest = len > longest ? len : longest;
-        u32 w[4] = {len, 0, 0, 0};
         const u8* p = chars + start;
+        u32 w1 = 0, w2 = 0, w3 = 0;
         if (len <= 12) {
-            u8 inl[12] = {0};
-            for (u32 k = 0; k < len; k++) {
-                inl[k] = p[k];
-            }
-            for (u32 k = 0; k < 3; k++) {
-                w[1 + k] = inl[4 * k] | (inl[4 * k + 1] << 8) | (inl[4 * k + 2] << 16) | ((u32)inl[4 * k + 3] << 24);
+            // Unrolled with constant indices, the bytes stay in registers (a byte array indexed by a
+            // variable went to local memory).
+#pragma unroll
+            for (u32 k = 0; k < 12; k++) {
+                const u32 b = k < len ? (u32)p[k] : 0u;
+                if (k < 4) {
+                    w1 |= b << (8 * k);
+                } else if (k < 8) {
+                    w2 |= b << (8 * (k - 4));
+                } else {
+                    w3 |= b << (8 * (k - 8));
+                }
             }
         } else {
-            w[1] = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
-            w[2] = segment == 0 ? 0u : (u32)(start / segment);
-            w[3] = segment == 0 ? (u32)start : (u32)(start % segment);
+            w1 = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
+            w2 = segment == 0 ? 0u : (u32)(start / segment);
+            w3 = segment == 0 ? (u32)start : (u32)(start % segment);
         }
         // 16-byte aligned: the views buffer is a fresh allocation.
-        ((uint4*)views)[i] = make_uint4(w[0], w[1], w[2], w[3]);
+        ((uint4*)views)[i] = make_uint4(len, w1, w2, w3);
     }
     // One atomic per warp.
     for (int d = 16; d > 0; d /= 2) {
