@@ -450,11 +450,7 @@ impl Tuning {
             })?;
         }
         if let Some(v) = set(IN_FLIGHT_VAR) {
-            let n = v
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (2..=64).contains(n));
+            let n = v.trim().parse::<usize>().ok().filter(|n| (2..=64).contains(n));
             t.steps_in_flight = Some(n.ok_or_else(|| Error::Config {
                 setting: format!("{IN_FLIGHT_VAR}={v}"),
                 message: "expected a number of steps from 2 to 64".into(),
