@@ -425,15 +425,10 @@ pub struct Tuning {
     pub trace: bool,
     /// `GPU_PARQUET_SNAPPY`: which GPU decoders take Snappy bodies.
     pub snappy: SnappyDecoders,
-    /// `GPU_PARQUET_STEPS_IN_FLIGHT`: the most steps a GPU decode holds in device memory at once
-    /// (being read, read and waiting, or being decoded), 2 to 64; unset, the decoder's own
-    /// (`scan::gpu::STEPS_IN_FLIGHT`). More lets the reads run further ahead of the decode.
-    pub steps_in_flight: Option<usize>,
 }
 
 impl Tuning {
-    /// Reads `GPU_PARQUET_TRACE_FETCH`, `GPU_PARQUET_SNAPPY` and `GPU_PARQUET_STEPS_IN_FLIGHT` through
-    /// `var`.
+    /// Reads `GPU_PARQUET_TRACE_FETCH` and `GPU_PARQUET_SNAPPY` through `var`.
     fn from_lookup(var: &impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut t = Tuning::default();
         let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
@@ -449,13 +444,6 @@ impl Tuning {
                 message,
             })?;
         }
-        if let Some(v) = set(IN_FLIGHT_VAR) {
-            let n = v.trim().parse::<usize>().ok().filter(|n| (2..=64).contains(n));
-            t.steps_in_flight = Some(n.ok_or_else(|| Error::Config {
-                setting: format!("{IN_FLIGHT_VAR}={v}"),
-                message: "expected a number of steps from 2 to 64".into(),
-            })?);
-        }
         Ok(t)
     }
 
@@ -469,16 +457,12 @@ impl Tuning {
         if self.snappy != SnappyDecoders::default() {
             out.push(format!("{SNAPPY_VAR}={}", self.snappy));
         }
-        if let Some(n) = self.steps_in_flight {
-            out.push(format!("{IN_FLIGHT_VAR}={n}"));
-        }
         out
     }
 }
 
 const TRACE_VAR: &str = "GPU_PARQUET_TRACE_FETCH";
 const SNAPPY_VAR: &str = "GPU_PARQUET_SNAPPY";
-const IN_FLIGHT_VAR: &str = "GPU_PARQUET_STEPS_IN_FLIGHT";
 
 /// Which GPU decoders take Snappy bodies (`GPU_PARQUET_SNAPPY`). nvCOMP against our own kernels is a
 /// real comparison (the default was measured: pre-check and nvCOMP beat `gp_unsnap`, 34.8 against
@@ -873,25 +857,16 @@ mod tests {
         assert_eq!(s.tuning, Tuning::default());
         assert!(s.tuning.differences().is_empty());
         let s = Settings::from_lookup(
-            vars(&[
-                ("GPU_PARQUET_TRACE_FETCH", "1"),
-                ("GPU_PARQUET_SNAPPY", "nvcomp"),
-                ("GPU_PARQUET_STEPS_IN_FLIGHT", " 9"),
-            ]),
+            vars(&[("GPU_PARQUET_TRACE_FETCH", "1"), ("GPU_PARQUET_SNAPPY", "nvcomp")]),
             &[],
         )
         .unwrap();
         assert!(s.tuning.trace);
         assert_eq!(s.tuning.snappy, SnappyDecoders::Nvcomp);
         assert_eq!(s.decoder_options().snappy, SnappyDecoders::Nvcomp);
-        assert_eq!(s.tuning.steps_in_flight, Some(9));
         assert_eq!(
             s.tuning.differences(),
-            [
-                "GPU_PARQUET_TRACE_FETCH=1",
-                "GPU_PARQUET_SNAPPY=nvcomp",
-                "GPU_PARQUET_STEPS_IN_FLIGHT=9"
-            ]
+            ["GPU_PARQUET_TRACE_FETCH=1", "GPU_PARQUET_SNAPPY=nvcomp"]
         );
         for name in ["auto", "gp_unsnap", "nvcomp", "gp_wsnap"] {
             assert_eq!(name.parse::<SnappyDecoders>().unwrap().to_string(), name);
@@ -899,9 +874,6 @@ mod tests {
         for (k, v) in [
             ("GPU_PARQUET_TRACE_FETCH", "yes please"),
             ("GPU_PARQUET_SNAPPY", "gp_fast"),
-            ("GPU_PARQUET_STEPS_IN_FLIGHT", "1"),
-            ("GPU_PARQUET_STEPS_IN_FLIGHT", "65"),
-            ("GPU_PARQUET_STEPS_IN_FLIGHT", "many"),
         ] {
             let e = Settings::from_lookup(vars(&[(k, v)]), &[]).unwrap_err();
             assert!(e.to_string().contains(&format!("{k}={v}")), "{e}");

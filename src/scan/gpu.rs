@@ -45,7 +45,8 @@ const STEPS_WITHOUT_FLOOR: u64 = 16;
 /// 54.4-55.3 ms).
 const MAX_STEPS_WITH_FLOOR: u64 = 8;
 /// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read and waiting
-/// (the reads run ahead of the decode), or being decoded.
+/// (the reads run ahead of the decode), or being decoded. TPC-H lineitem (snappy, 8 steps) waits for
+/// places, but 9 were no faster on an H100 (2026-12-05: the GPU bounds that read; docs/settings.md).
 pub(crate) const STEPS_IN_FLIGHT: usize = 5;
 /// Steps decoded at once by default. Measured on the H200 (`bench --no-cold --staged-threads 12`, one
 /// run, file to decoded device columns): plain 78.2 / 77.2 / 86.8 ms and snappy 323.7 / 306.9 /
@@ -422,10 +423,9 @@ impl GpuSteps {
 }
 
 /// The memory budget of a GPU decode: the reader's memory limit, or half of `free` device memory;
-/// steps cut to a [`STEPS_IN_FLIGHT`]th of it (or the tuning's steps in flight), two held at least.
+/// steps cut to a [`STEPS_IN_FLIGHT`]th of it, two held at least.
 pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
-    let in_flight = reader.tuning.steps_in_flight.unwrap_or(STEPS_IN_FLIGHT);
-    MemoryBudget::new(Some(reader.memory_limit.unwrap_or(free / 2)), 2, in_flight)
+    MemoryBudget::new(Some(reader.memory_limit.unwrap_or(free / 2)), 2, STEPS_IN_FLIGHT)
 }
 
 /// Consecutive selected row groups cut into steps, and the estimated device memory of the largest
