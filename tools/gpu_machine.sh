@@ -37,8 +37,14 @@
 #             earlier call on the same warm machine: `part` (carry [".cudf-parts/p00"], then p01, ...)
 #   selective the selective reads of issue 43 on lineitem_sorted (`selective [FILE]`): `bench --filter`
 #             rows (filtered, unfiltered, pages holding matching rows) beside tools/cudf_filters.py
-# State lives in /tmp, which goes when the machine is released (about 30 s idle).
+# State lives in /tmp, which goes when the machine is released (about 30 s idle). With $OUT set (the
+# device tool's folder of files that come back), each verb's whole output is also appended to
+# $OUT/gpu_machine-VERB.txt: a call's reply keeps only the tail of its output.
 set -uo pipefail
+if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && [ -z "${GPU_MACHINE_TEED:-}" ]; then
+  GPU_MACHINE_TEED=1 bash "$0" "$@" 2>&1 | tee -a "$OUT/gpu_machine-${1:-help}.txt"
+  exit "${PIPESTATUS[0]}"
+fi
 here=$PWD
 export GPU_PARQUET_TESTING=$here/.device/parquet-testing
 export GPU_PARQUET_NVCOMP=/tmp/site/nvidia/libnvcomp/lib64
