@@ -212,6 +212,15 @@ pub struct ColumnDesc {
     pub physical: u32,
     /// Out: the first [`ErrorCode`] met for the column as a whole (offset overflow), 0 when none.
     pub error: u32,
+    /// BYTE_ARRAY: Arrow's 16-byte views (`Utf8View`, `BinaryView`), `num_rows` of them, written by
+    /// `gp_copy_strings` as it copies each row's characters; 0 where the views are built afterwards
+    /// (`gp_strings_to_views`) or the column has none.
+    pub out_views: u64,
+    /// With `out_views`: the characters' segment (see `Kernel::StringsToViews`): 0 for one data
+    /// buffer, else a string starting at `o` lies in buffer `o / segment` at `o % segment`.
+    pub view_segment: u64,
+    /// With `out_views`: a `u32` the longest view's length is max'ed into (zeroed by the caller).
+    pub view_longest: u64,
 }
 
 /// One compressed page body for `gp_validate_compressed`: in and out.
@@ -490,7 +499,7 @@ pub const LAYOUT_SIZES: [(&str, usize); 8] = [
     ("PageInfo", 72),
     ("PageDesc", 128),
     ("DictDesc", 40),
-    ("ColumnDesc", 88),
+    ("ColumnDesc", 112),
     ("ValidateItem", 32),
     ("UnsnapItem", 40),
     ("WsnapItem", 88),

@@ -852,7 +852,9 @@ pub(crate) fn string_offsets_within(arena: &mut Arena, pages: &[PageDesc], cols:
 /// decoder copies its own) from `str_src` to `out_values + out_offsets[row]`. Columns in error are
 /// skipped. [`ErrorCode::Overrun`] for the lowest row whose bytes would land outside
 /// `[0, chars_capacity)`, whose value index is past `num_non_null`, or whose source is 0 or not
-/// readable (detail the row in the page); every other row is copied.
+/// readable (detail the row in the page); every other row is copied. Where the column has
+/// `out_views`, every row of the page also gets its view (all zero for a null or a failing row), and
+/// the longest length is max'ed into the `u32` at `view_longest`.
 pub(crate) fn copy_strings(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
         if pg.error != 0 || pg.physical != pt::BYTE_ARRAY || pg.encoding == enc::DELTA_BYTE_ARRAY {
@@ -885,19 +887,46 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
     let srcs: Vec<u64> = arena.read(col.str_src + row * 8, nn).ok_or(missing)?;
     let lens: Vec<u32> = arena.read(col.str_len + row * 4, nn).ok_or(missing)?;
     let mut first_bad: Option<u32> = None;
+    let mut views: Vec<u8> = Vec::with_capacity(if col.out_views != 0 { nv * 16 } else { 0 });
+    let mut longest = 0u32;
     for (i, &k) in vidx.iter().enumerate() {
-        let Ok(k) = usize::try_from(k) else { continue };
-        let ok = k < nn && {
-            let (src, len, o) = (srcs[k], u64::from(lens[k]), offsets[i]);
-            o >= 0 && o as u64 + len <= col.chars_capacity && (len == 0 || src != 0) && {
-                match bytes_at(arena, src, len) {
-                    Some(bytes) => arena.write(col.out_values + o as u64, &bytes) || len == 0,
-                    None => false,
+        let mut view = [0u8; 16];
+        if let Ok(k) = usize::try_from(k) {
+            let copied = if k < nn {
+                let (src, len, o) = (srcs[k], u64::from(lens[k]), offsets[i]);
+                let fits = o >= 0 && o as u64 + len <= col.chars_capacity && (len == 0 || src != 0);
+                fits.then(|| bytes_at(arena, src, len))
+                    .flatten()
+                    .filter(|bytes| arena.write(col.out_values + o as u64, bytes) || len == 0)
+                    .map(|bytes| (bytes, o as u64))
+            } else {
+                None
+            };
+            match copied {
+                Some((bytes, o)) if !bytes.is_empty() => {
+                    longest = longest.max(bytes.len() as u32);
+                    let (buffer, offset) = match col.view_segment {
+                        0 => (0, o),
+                        s => (o / s, o % s),
+                    };
+                    view = super::convert::view_in(&bytes, buffer as u32, offset as u32);
                 }
+                Some(_) => {}
+                None if first_bad.is_none() => first_bad = Some(i as u32),
+                None => {}
             }
-        };
-        if !ok && first_bad.is_none() {
-            first_bad = Some(i as u32);
+        }
+        if col.out_views != 0 {
+            views.extend_from_slice(&view);
+        }
+    }
+    if col.out_views != 0 {
+        if !arena.write(col.out_views + row * 16, &views) {
+            return Err(missing);
+        }
+        let before: u32 = arena.read(col.view_longest, 1).ok_or(missing)?[0];
+        if !arena.write(col.view_longest, &[before.max(longest)]) {
+            return Err(missing);
         }
     }
     if let Some(i) = first_bad {

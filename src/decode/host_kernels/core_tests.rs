@@ -498,6 +498,27 @@ fn compare(name: &str, array: &dyn Array, col: &ColumnDesc, out: &ColumnOut) {
             let last = offsets[n] as usize;
             assert_eq!(col.chars_capacity as usize, last, "{name}: chars");
             assert_eq!(out.values, data[offsets[0] as usize..last], "{name}: characters");
+            // The views copy_strings wrote: arrow's, over those characters.
+            if let Some((views, longest)) = &out.views {
+                let mut want_longest = 0;
+                for i in 0..n {
+                    let (s, e) = (offsets[i] as usize, offsets[i + 1] as usize);
+                    let o = (s - offsets[0] as usize) as u64;
+                    let (buffer, offset) = match col.view_segment {
+                        0 => (0, o),
+                        seg => (o / seg, o % seg),
+                    };
+                    let want = match array.is_valid(i) {
+                        true => {
+                            crate::decode::host_kernels::convert::view_in(&data[s..e], buffer as u32, offset as u32)
+                        }
+                        false => [0; 16],
+                    };
+                    assert_eq!(&views[i * 16..(i + 1) * 16], &want, "{name}: view of row {i}");
+                    want_longest = want_longest.max(e - s);
+                }
+                assert_eq!(*longest as usize, want_longest, "{name}: longest view");
+            }
         }
         other => panic!("{name}: unexpected type {other}"),
     }

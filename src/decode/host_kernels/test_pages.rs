@@ -39,7 +39,13 @@ pub(crate) struct ColumnOut {
     pub value_bits: Option<(Vec<u32>, u64)>,
     /// BYTE_ARRAY: `validate_utf8` of the characters (the first failing byte, `u64::MAX` for none).
     pub utf8_first_bad: Option<u64>,
+    /// BYTE_ARRAY: the views `copy_strings` wrote (16 bytes a row) and the longest length it found.
+    pub views: Option<(Vec<u8>, u32)>,
 }
+
+/// The view segment [`alloc_column`] gives columns of 64-bit offsets: small, so that the tests'
+/// strings spread over several data buffers.
+pub(crate) const TEST_VIEW_SEGMENT: u64 = 64;
 
 /// Parquet's `Encoding` as the number in the file.
 pub(crate) fn encoding_code(e: Encoding) -> u32 {
@@ -198,7 +204,8 @@ pub(crate) fn build_step(file: &Bytes, leaves: &[usize]) -> Step {
 }
 
 /// Allocates (zeroed) every buffer of `col` its `num_rows`, widths and type call for, as the
-/// orchestrator does: `vidx` and `out_valid` when `nullable`; BYTE_ARRAY characters come later.
+/// orchestrator does: `vidx` and `out_valid` when `nullable`; BYTE_ARRAY characters come later, and
+/// BYTE_ARRAY views (with [`TEST_VIEW_SEGMENT`] where the offsets are 64-bit) are always written.
 pub(crate) fn alloc_column(arena: &mut Arena, col: &mut ColumnDesc, nullable: bool) {
     let n = col.num_rows as usize;
     let byte_array = col.physical == pt::BYTE_ARRAY;
@@ -212,6 +219,13 @@ pub(crate) fn alloc_column(arena: &mut Arena, col: &mut ColumnDesc, nullable: bo
     col.str_src = alloc(byte_array, n * 8);
     col.str_len = alloc(byte_array, n * 4);
     col.chars_capacity = 0;
+    col.out_views = alloc(byte_array, n * 16);
+    col.view_longest = alloc(byte_array, 8);
+    col.view_segment = if byte_array && offset_width == 8 {
+        TEST_VIEW_SEGMENT
+    } else {
+        0
+    };
 }
 
 /// Runs the core pipeline over `step` in launch order (as the orchestrator would; characters are
@@ -276,6 +290,11 @@ pub(crate) fn run_core(step: &mut Step) -> Vec<ColumnOut> {
                     r::read_offsets(arena, col.out_offsets, r::wide_offsets(col), n as usize + 1).expect("offsets");
                 out.utf8_first_bad = Some(r::validate_utf8(&out.values, &offsets));
                 out.offsets = Some(offsets);
+                if col.out_views != 0 {
+                    let views = arena.get(col.out_views, n * 16).expect("views").to_vec();
+                    let longest = arena.read::<u32>(col.view_longest, 1).expect("longest")[0];
+                    out.views = Some((views, longest));
+                }
             }
             if col.physical == pt::BOOLEAN {
                 out.value_bits = Some(pack(arena, col.out_values));

@@ -50,6 +50,7 @@ struct ColumnDesc {
     u32 dense_width; u32 out_width;
     u64 out_values; u64 out_valid; u64 out_offsets; u64 str_src; u64 str_len; u64 chars_capacity;
     u32 physical; u32 error;
+    u64 out_views; u64 view_segment; u64 view_longest;
 };
 
 // ---- error codes (ErrorCode in layout.rs) ----

@@ -493,6 +493,10 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDe
 // up to 32 bytes are copied by their own thread, longer ones by the whole warp. A page's rows go to
 // its blocks 256 at a time, round robin: one block per page took as long as one page's walk through
 // its rows, each thread's value after value waiting on loads (0.35 ms a plain benchmark step, in ncu).
+// Where the column has out_views, each row's 16-byte view is written too (a null's, and a failing
+// row's, all zero), from the bytes being copied: length, then up to 12 bytes inline, or the first 4,
+// the buffer and the offset (view_segment as gp_strings_to_views has it); the longest length is
+// max'ed into *view_longest. gp_strings_to_views then has nothing left to do for the column.
 extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* pages, u32 n, const ColumnDesc* cols) {
     using namespace gpcore;
     require_block();
@@ -512,10 +516,12 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
     const u64* srcs = (const u64*)col.str_src + page.row_start;
     const u32* lens = (const u32*)col.str_len + page.row_start;
     const u64 chars = col.out_values, cap = col.chars_capacity;
+    uint4* views = col.out_views != 0 ? (uint4*)col.out_views + page.row_start : nullptr;
+    u32 longest = 0;
     for (u64 wbase = (u64)ps.slice * BLOCK + warp * 32; wbase < page.num_values; wbase += (u64)ps.slices * BLOCK) {
         const u32 i = (u32)wbase + lane;
         bool copy = false;
-        u64 src = 0, dst = 0;
+        u64 src = 0, dst = 0, off = 0;
         u32 len = 0;
         if (i < page.num_values) {
             const i64 k = required ? (i64)i : (i64)vidx[i];
@@ -527,10 +533,42 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
                 const i64 o = offset_at(col, (u64)page.row_start + i);
                 if (o < 0 || (u64)o + len > cap || (src == 0 && len > 0)) {
                     atomicMin(&first_bad, i);
+                    len = 0;
                 } else {
                     copy = len > 0;
                     dst = chars + (u64)o;
+                    off = (u64)o;
                 }
+            }
+            if (views != nullptr) {
+                // From the source, which the copy below reads too (the characters land there later).
+                const u8* p = (const u8*)src;
+                uint4 v;
+                v.x = copy ? len : 0u;
+                v.y = 0u;
+                v.z = 0u;
+                v.w = 0u;
+                if (copy && len <= 12) {
+                    // Unrolled with constant indices: the bytes stay in registers.
+#pragma unroll
+                    for (u32 b = 0; b < 12; b++) {
+                        const u32 x = b < len ? (u32)p[b] : 0u;
+                        if (b < 4) {
+                            v.y |= x << (8 * b);
+                        } else if (b < 8) {
+                            v.z |= x << (8 * (b - 4));
+                        } else {
+                            v.w |= x << (8 * (b - 8));
+                        }
+                    }
+                } else if (copy) {
+                    v.y = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
+                    const u64 seg = col.view_segment;
+                    v.z = seg == 0 ? 0u : (u32)(off / seg);
+                    v.w = seg == 0 ? (u32)off : (u32)(off % seg);
+                }
+                views[i] = v;
+                if (copy && len > longest) longest = len;
             }
         }
         const bool long_value = copy && len > 32;
@@ -543,6 +581,14 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
             const u32 ln = __shfl_sync(FULL_MASK, len, l);
             coop_copy((u8*)d, (const u8*)s, ln, lane, 32);
         }
+    }
+    if (views != nullptr) {
+        // Every lane of the warp left the loop together: one atomic a warp.
+        for (u32 d = 16; d > 0; d >>= 1) {
+            const u32 other = __shfl_xor_sync(FULL_MASK, longest, d);
+            longest = other > longest ? other : longest;
+        }
+        if (lane == 0 && longest > 0) atomicMax((u32*)col.view_longest, longest);
     }
     __syncthreads();
     if (t == 0) {

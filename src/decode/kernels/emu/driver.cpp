@@ -111,6 +111,8 @@ void translate(ColumnDesc& c, uint64_t (*t)(uint64_t)) {
     c.out_offsets = t(c.out_offsets);
     c.str_src = t(c.str_src);
     c.str_len = t(c.str_len);
+    c.out_views = t(c.out_views);
+    c.view_longest = t(c.view_longest);
 }
 void translate(DictDesc& d, uint64_t (*t)(uint64_t)) {
     d.data = t(d.data);
