@@ -1965,6 +1965,16 @@ fn reshape_strings<E: Executor>(
         let dst = match layout {
             // Offsets already in the type's width (see `offset_width`).
             StringOutput::Offsets32 | StringOutput::Offsets64 => continue,
+            // Written by gp_copy_strings (`launch::views_in_copy`): only its longest length to fetch.
+            StringOutput::Views if c.out_views != 0 => {
+                exec.launch(Kernel::CopyBytes {
+                    src: c.view_longest,
+                    dst: result,
+                    n: 4,
+                })?;
+                exec.free(c.view_longest);
+                c.out_views
+            }
             StringOutput::Views => {
                 let dst = exec.alloc_uninit((n as usize * 16).max(16))?;
                 exec.launch(Kernel::StringsToViews {

@@ -105,11 +105,20 @@ pub(super) fn run_kernels<E: Executor>(
         check_pages(exec, pages_addr, n, cols_addr, ncols, origins, kept, source, gpu)?;
         if has(&is_ba) {
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
-            for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
+            for (k, c) in updated.iter_mut().enumerate() {
+                if c.physical != physical::BYTE_ARRAY {
+                    continue;
+                }
                 let chars = last_offset(exec, c)?;
                 c.chars_capacity = chars;
                 // gp_copy_strings writes every character up to the last offset.
                 c.out_values = exec.alloc_uninit(chars as usize)?;
+                if c.error == 0 && views_in_copy(&gpu[kept[k]].1, k, pages) {
+                    // ... and every row's view.
+                    c.out_views = exec.alloc_uninit((c.num_rows as usize * 16).max(16))?;
+                    c.view_segment = view_segment(exec, c);
+                    c.view_longest = exec.alloc(8)?;
+                }
             }
             exec.write(cols_addr, &updated)?;
             *cols = updated;
@@ -147,6 +156,18 @@ pub(super) fn run_kernels<E: Executor>(
     }
 
     Ok(levels)
+}
+
+/// Whether `gp_copy_strings` writes column `k`'s views as it copies its characters: a view column
+/// whose rows stay as they are until its layout is made (not a repeated leaf, which is compacted
+/// first), and whose characters all come from that kernel (no DELTA_BYTE_ARRAY page, whose values
+/// are rebuilt by a kernel of their own). Otherwise `gp_strings_to_views` builds them afterwards.
+fn views_in_copy(leaf: &GpuLeaf, k: usize, pages: &[PageDesc]) -> bool {
+    leaf.strings == StringOutput::Views
+        && leaf.max_rep == 0
+        && !pages
+            .iter()
+            .any(|p| p.column as usize == k && p.encoding == encoding::DELTA_BYTE_ARRAY)
 }
 
 /// The segment of a view column's characters (see [`Kernel::StringsToViews`]): 0 for a column of 32-bit
