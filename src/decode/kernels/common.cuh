@@ -155,6 +155,38 @@ __device__ inline u64 read_bits(const u8* base, u64 len, u64 bit, u32 width) {
     return v;
 }
 
+// Arrow's 16-byte view (Utf8View, BinaryView) of the `len` bytes at p, which lie at offset `off` of
+// their column's characters: the length, then up to 12 bytes inline, or the first 4, the buffer and
+// the offset (segment 0: buffer 0 at off; else buffer off / segment at off % segment). Reads
+// p[0, min(len, 12)), or p[0, 4) for a longer string. The one view builder of every kernel file.
+__device__ inline uint4 view_of(const u8* p, u32 len, u64 off, u64 segment) {
+    uint4 v;
+    v.x = len;
+    v.y = 0u;
+    v.z = 0u;
+    v.w = 0u;
+    if (len <= 12) {
+        // Unrolled with constant indices, the bytes stay in registers (a byte array indexed by a
+        // variable went to local memory).
+#pragma unroll
+        for (u32 b = 0; b < 12; b++) {
+            const u32 x = b < len ? (u32)p[b] : 0u;
+            if (b < 4) {
+                v.y |= x << (8 * b);
+            } else if (b < 8) {
+                v.z |= x << (8 * (b - 4));
+            } else {
+                v.w |= x << (8 * (b - 8));
+            }
+        }
+    } else {
+        v.y = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
+        v.z = segment == 0 ? 0u : (u32)(off / segment);
+        v.w = segment == 0 ? (u32)off : (u32)(off % segment);
+    }
+    return v;
+}
+
 // Block-wide inclusive prefix sum of one value per thread, wrapping (blockDim.x a multiple of 32, at
 // most 1024). `scratch` needs 32 T of shared memory; *total (when not null) gets the block's sum. Ends
 // with a barrier, so the caller may reuse `scratch` at once. The one scan of every kernel file.

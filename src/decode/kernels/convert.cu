@@ -176,29 +176,8 @@ extern "C" __global__ void gp_strings_to_views(const void* offsets, u64 segment,
             gp_string_at64((const i64*)offsets, i, chars_len, &start, &len);
         }
         longest = len > longest ? len : longest;
-        const u8* p = chars + start;
-        u32 w1 = 0, w2 = 0, w3 = 0;
-        if (len <= 12) {
-            // Unrolled with constant indices, the bytes stay in registers (a byte array indexed by a
-            // variable went to local memory).
-#pragma unroll
-            for (u32 k = 0; k < 12; k++) {
-                const u32 b = k < len ? (u32)p[k] : 0u;
-                if (k < 4) {
-                    w1 |= b << (8 * k);
-                } else if (k < 8) {
-                    w2 |= b << (8 * (k - 4));
-                } else {
-                    w3 |= b << (8 * (k - 8));
-                }
-            }
-        } else {
-            w1 = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
-            w2 = segment == 0 ? 0u : (u32)(start / segment);
-            w3 = segment == 0 ? (u32)start : (u32)(start % segment);
-        }
         // 16-byte aligned: the views buffer is a fresh allocation.
-        ((uint4*)views)[i] = make_uint4(len, w1, w2, w3);
+        ((uint4*)views)[i] = view_of(chars + start, len, start, segment);
     }
     // One atomic per warp.
     for (int d = 16; d > 0; d /= 2) {

@@ -533,7 +533,6 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
                 const i64 o = offset_at(col, (u64)page.row_start + i);
                 if (o < 0 || (u64)o + len > cap || (src == 0 && len > 0)) {
                     atomicMin(&first_bad, i);
-                    len = 0;
                 } else {
                     copy = len > 0;
                     dst = chars + (u64)o;
@@ -542,31 +541,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
             }
             if (views != nullptr) {
                 // From the source, which the copy below reads too (the characters land there later).
-                const u8* p = (const u8*)src;
-                uint4 v;
-                v.x = copy ? len : 0u;
-                v.y = 0u;
-                v.z = 0u;
-                v.w = 0u;
-                if (copy && len <= 12) {
-                    // Unrolled with constant indices: the bytes stay in registers.
-#pragma unroll
-                    for (u32 b = 0; b < 12; b++) {
-                        const u32 x = b < len ? (u32)p[b] : 0u;
-                        if (b < 4) {
-                            v.y |= x << (8 * b);
-                        } else if (b < 8) {
-                            v.z |= x << (8 * (b - 4));
-                        } else {
-                            v.w |= x << (8 * (b - 8));
-                        }
-                    }
-                } else if (copy) {
-                    v.y = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
-                    const u64 seg = col.view_segment;
-                    v.z = seg == 0 ? 0u : (u32)(off / seg);
-                    v.w = seg == 0 ? (u32)off : (u32)(off % seg);
-                }
+                const uint4 zero = {0u, 0u, 0u, 0u};
+                const uint4 v = copy ? view_of((const u8*)src, len, off, col.view_segment) : zero;
                 views[i] = v;
                 if (copy && len > longest) longest = len;
             }
