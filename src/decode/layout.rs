@@ -221,6 +221,27 @@ pub struct ColumnDesc {
     pub view_segment: u64,
     /// With `out_views`: a `u32` the longest view's length is max'ed into (zeroed by the caller).
     pub view_longest: u64,
+    /// [`view_flags`]: 0, or how `gp_copy_strings` writes this column's views (set before the offsets,
+    /// which count only the characters it copies).
+    pub view_flags: u32,
+    /// With `view_flags`: the data buffer (0 or 1) the copied characters' first segment is, after
+    /// `view_pages`.
+    pub view_buffer: u32,
+    /// With `view_flags`: where the column's own decompressed pages lie (`view_pages_len` bytes, under
+    /// 2^31), its data buffer 0; a row whose bytes lie there is not copied, its view points at them.
+    /// 0 when the column has none.
+    pub view_pages: u64,
+    /// Bytes at `view_pages`.
+    pub view_pages_len: u64,
+}
+
+/// [`ColumnDesc::view_flags`] bits.
+pub mod view_flags {
+    /// `gp_copy_strings` writes the views, copying only the characters of rows longer than 12 bytes
+    /// that do not lie in `view_pages` (the offsets count those alone).
+    pub const IN_COPY: u32 = 1;
+    /// ... and checks every present row's string is UTF-8 (`Utf8View`), failing with `BadUtf8`.
+    pub const CHECK_UTF8: u32 = 2;
 }
 
 /// One compressed page body for `gp_validate_compressed`: in and out.
@@ -499,7 +520,7 @@ pub const LAYOUT_SIZES: [(&str, usize); 8] = [
     ("PageInfo", 72),
     ("PageDesc", 128),
     ("DictDesc", 40),
-    ("ColumnDesc", 112),
+    ("ColumnDesc", 136),
     ("ValidateItem", 32),
     ("UnsnapItem", 40),
     ("WsnapItem", 88),
@@ -540,6 +561,8 @@ pub enum ErrorCode {
     MissingDictionary = 14,
     /// A DELTA_BYTE_ARRAY prefix longer than the previous value.
     BadPrefix = 15,
+    /// A string of a `Utf8View` column is not valid UTF-8 (detail: the row within the page).
+    BadUtf8 = 16,
 }
 
 impl ErrorCode {
@@ -562,6 +585,7 @@ impl ErrorCode {
             13 => BadLevel,
             14 => MissingDictionary,
             15 => BadPrefix,
+            16 => BadUtf8,
             _ => return None,
         })
     }
@@ -585,6 +609,7 @@ impl ErrorCode {
             BadLevel => "a definition level is above the column's maximum",
             MissingDictionary => "a dictionary-encoded page in a chunk without a dictionary page",
             BadPrefix => "a DELTA_BYTE_ARRAY prefix is longer than the previous value",
+            BadUtf8 => "a string that is not valid UTF-8",
         }
     }
 }

@@ -23,7 +23,7 @@
 use super::Arena;
 use crate::decode::layout::{
     ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, encoding as enc,
-    physical as pt,
+    physical as pt, view_flags,
 };
 
 /// Records `code` unless the page already holds an error (the kernels' `page_error`).
@@ -731,18 +731,84 @@ fn string_row_lens(arena: &Arena, pg: &PageDesc, col: &ColumnDesc) -> Vec<u64> {
     } else {
         arena.read(col.vidx + row * 4, nv)
     };
-    let lens: Option<Vec<u32>> = arena.read(col.str_len + row * 4, pg.num_non_null.min(pg.num_values) as usize);
+    let nn = pg.num_non_null.min(pg.num_values) as usize;
+    let lens: Option<Vec<u32>> = arena.read(col.str_len + row * 4, nn);
     let (Some(vidx), Some(lens)) = (vidx, lens) else {
         return vec![0; nv];
     };
+    let in_copy = col.view_flags & view_flags::IN_COPY != 0;
+    let srcs: Option<Vec<u64>> = if in_copy {
+        arena.read(col.str_src + row * 8, nn)
+    } else {
+        None
+    };
+    if in_copy && srcs.is_none() {
+        return vec![0; nv];
+    }
     vidx.iter()
         .map(|&k| {
-            usize::try_from(k)
-                .ok()
-                .and_then(|k| lens.get(k))
-                .map_or(0, |&l| u64::from(l))
+            let Some(k) = usize::try_from(k).ok().filter(|&k| k < lens.len()) else {
+                return 0;
+            };
+            match &srcs {
+                Some(srcs) if !view_copies(col, srcs[k], lens[k]) => 0,
+                _ => u64::from(lens[k]),
+            }
         })
         .collect()
+}
+
+/// `view_copies` in strings.cu: whether `gp_copy_strings` copies a view column's string of `len`
+/// bytes at `src`: not when its view holds it (12 bytes or fewer), nor when it lies in the column's
+/// own pages (`view_pages`).
+fn view_copies(col: &ColumnDesc, src: u64, len: u32) -> bool {
+    let (lo, n, len) = (col.view_pages, col.view_pages_len, u64::from(len));
+    len > 12 && !(lo != 0 && src >= lo && src - lo <= n && len <= n - (src - lo))
+}
+
+/// What `gp_copy_strings` does with a row (`copy_row` in strings.cu).
+enum CopyRow {
+    Null,
+    Bad,
+    /// Its view holds its bytes, or points at them in `view_pages` (`offset` there).
+    InView {
+        src: u64,
+        len: u64,
+        offset: u64,
+    },
+    /// Copied to the characters at `offset`.
+    Copy {
+        src: u64,
+        len: u64,
+        offset: u64,
+    },
+}
+
+/// Row `i` of a page: `k` its value index (negative for a null), `srcs` and `lens` the page's
+/// present values', `offsets` its rows' (from the row's own).
+fn copy_row(col: &ColumnDesc, k: i32, nn: usize, srcs: &[u64], lens: &[u32], offset: i64) -> CopyRow {
+    let Ok(k) = usize::try_from(k) else {
+        return CopyRow::Null;
+    };
+    if k >= nn {
+        return CopyRow::Bad;
+    }
+    let (src, len) = (srcs[k], u64::from(lens[k]));
+    if src == 0 && len > 0 {
+        return CopyRow::Bad;
+    }
+    if col.view_flags & view_flags::IN_COPY != 0 && !view_copies(col, src, lens[k]) {
+        let offset = if len <= 12 { 0 } else { src - col.view_pages };
+        return CopyRow::InView { src, len, offset };
+    }
+    if offset < 0 || offset as u64 + len > col.chars_capacity {
+        return CopyRow::Bad;
+    }
+    CopyRow::Copy {
+        src,
+        len,
+        offset: offset as u64,
+    }
 }
 
 /// First index of `pages` whose column is `column` or later (the kernels' binary search; pages are
@@ -886,34 +952,58 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
     let offsets = read_offsets(arena, col.out_offsets + row * if wide { 8 } else { 4 }, wide, nv).ok_or(missing)?;
     let srcs: Vec<u64> = arena.read(col.str_src + row * 8, nn).ok_or(missing)?;
     let lens: Vec<u32> = arena.read(col.str_len + row * 4, nn).ok_or(missing)?;
-    let mut first_bad: Option<u32> = None;
+    let check_utf8 = col.view_flags & view_flags::CHECK_UTF8 != 0;
+    // The lowest failing row, and whether its bytes were in place (then it is not UTF-8).
+    let mut first_bad: Option<(u32, ErrorCode)> = None;
+    let mut fail = |i: usize, code: ErrorCode| {
+        if first_bad.is_none() {
+            first_bad = Some((i as u32, code));
+        }
+    };
     let mut views: Vec<u8> = Vec::with_capacity(if col.out_views != 0 { nv * 16 } else { 0 });
     let mut longest = 0u32;
     for (i, &k) in vidx.iter().enumerate() {
         let mut view = [0u8; 16];
-        if let Ok(k) = usize::try_from(k) {
-            let copied = if k < nn {
-                let (src, len, o) = (srcs[k], u64::from(lens[k]), offsets[i]);
-                let fits = o >= 0 && o as u64 + len <= col.chars_capacity && (len == 0 || src != 0);
-                fits.then(|| bytes_at(arena, src, len))
-                    .flatten()
-                    .filter(|bytes| arena.write(col.out_values + o as u64, bytes) || len == 0)
-                    .map(|bytes| (bytes, o as u64))
-            } else {
+        let present = match copy_row(col, k, nn, &srcs, &lens, offsets[i]) {
+            CopyRow::Null => None,
+            CopyRow::Bad => {
+                fail(i, ErrorCode::Overrun);
                 None
-            };
-            match copied {
-                Some((bytes, o)) if !bytes.is_empty() => {
-                    longest = longest.max(bytes.len() as u32);
-                    let (buffer, offset) = match col.view_segment {
-                        0 => (0, o),
-                        s => (o / s, o % s),
-                    };
-                    view = super::convert::view_in(&bytes, buffer as u32, offset as u32);
+            }
+            CopyRow::InView { src, len, offset } => match bytes_at(arena, src, len) {
+                Some(bytes) => {
+                    view = super::convert::view_in(&bytes, 0, offset as u32);
+                    Some(bytes)
                 }
-                Some(_) => {}
-                None if first_bad.is_none() => first_bad = Some(i as u32),
-                None => {}
+                None => {
+                    fail(i, ErrorCode::Overrun);
+                    None
+                }
+            },
+            CopyRow::Copy { src, len, offset } => {
+                match bytes_at(arena, src, len).filter(|b| arena.write(col.out_values + offset, b) || len == 0) {
+                    Some(bytes) => {
+                        if !bytes.is_empty() {
+                            let (buffer, at) = match col.view_segment {
+                                0 => (0, offset),
+                                s => (offset / s, offset % s),
+                            };
+                            let buffer = buffer as u32 + if bytes.len() > 12 { col.view_buffer } else { 0 };
+                            view = super::convert::view_in(&bytes, buffer, at as u32);
+                        }
+                        Some(bytes)
+                    }
+                    None => {
+                        fail(i, ErrorCode::Overrun);
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(bytes) = present {
+            longest = longest.max(bytes.len() as u32);
+            if check_utf8 && std::str::from_utf8(&bytes).is_err() {
+                fail(i, ErrorCode::BadUtf8);
             }
         }
         if col.out_views != 0 {
@@ -929,8 +1019,8 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
             return Err(missing);
         }
     }
-    if let Some(i) = first_bad {
-        set_error(pg, ErrorCode::Overrun, i);
+    if let Some((i, code)) = first_bad {
+        set_error(pg, code, i);
     }
     Ok(())
 }

@@ -28,7 +28,9 @@ use super::core::*;
 use super::delta::put_uleb;
 use super::test_pages::{ColumnOut, Step, alloc_column, build_step, run_core};
 use crate::decode::kernels::emu;
-use crate::decode::layout::{ColumnDesc, DictDesc, DictEntry, ErrorCode, PageDesc, encoding as enc, physical as pt};
+use crate::decode::layout::{
+    ColumnDesc, DictDesc, DictEntry, ErrorCode, PageDesc, encoding as enc, physical as pt, view_flags,
+};
 
 // ---- a tiny deterministic generator ----
 
@@ -2088,6 +2090,141 @@ fn kernels_match_references_on_mostly_ascii_strings() {
 fn kernels_match_references_on_random_pages() {
     for seed in 0..40 {
         if !kernels_match(&format!("random step {seed}"), || random_step(seed)) {
+            return;
+        }
+    }
+}
+
+/// Sets `view_flags` on every BYTE_ARRAY column of `step`, as the pipeline does for a view column:
+/// with `own_first_plain_page`, the column's first PLAIN data page's bytes stand for its own pages
+/// (`view_pages`, data buffer 0; the copied characters then buffer 1).
+fn flag_views(step: &mut Step, utf8: bool, own_first_plain_page: bool) {
+    for (k, col) in step.cols.iter_mut().enumerate() {
+        if col.physical != pt::BYTE_ARRAY {
+            continue;
+        }
+        col.view_flags = view_flags::IN_COPY | if utf8 { view_flags::CHECK_UTF8 } else { 0 };
+        let plain = step
+            .pages
+            .iter()
+            .find(|p| p.column as usize == k && p.encoding == enc::PLAIN && p.data_len > 0);
+        if let (true, Some(p)) = (own_first_plain_page, plain) {
+            (col.view_pages, col.view_pages_len, col.view_buffer) = (p.data, p.data_len, 1);
+        }
+    }
+}
+
+/// The string of each row a column's views give, over its own pages and its characters.
+fn strings_of_views(step: &Step, col: &ColumnDesc, out: &ColumnOut) -> Vec<Vec<u8>> {
+    let (views, _) = out.views.as_ref().expect("views");
+    let own = match col.view_pages {
+        0 => Vec::new(),
+        at => step.arena.get(at, col.view_pages_len).expect("own pages").to_vec(),
+    };
+    views
+        .chunks(16)
+        .map(|v| {
+            let word = |i: usize| u32::from_le_bytes(v[i..i + 4].try_into().expect("4 bytes")) as usize;
+            let len = word(0);
+            if len <= 12 {
+                return v[4..4 + len].to_vec();
+            }
+            let (buffer, offset) = (word(8), word(12));
+            let data = match (col.view_pages != 0, buffer) {
+                (true, 0) => &own[..],
+                _ => {
+                    assert_eq!(buffer, col.view_buffer as usize, "the characters' buffer");
+                    &out.values[..]
+                }
+            };
+            assert_eq!(&v[4..8], &data[offset..offset + 4], "prefix");
+            data[offset..offset + len].to_vec()
+        })
+        .collect()
+}
+
+#[test]
+fn views_in_copy_leave_short_strings_inline_and_point_into_own_pages() {
+    let batch = sample_batch();
+    for v in VARIANTS {
+        let file = write_sample(&batch, v);
+        let build = || {
+            let mut step = build_step(&file, &[7, 8]);
+            flag_views(&mut step, true, true);
+            step
+        };
+        let mut step = build();
+        let outs = run_core(&mut step);
+        assert_no_errors(&step, &format!("{v:?}"));
+        let mut pointed = 0;
+        for (k, name) in [(0, "s"), (1, "bin")] {
+            let array = batch.column_by_name(name).expect("column");
+            let col = step.cols[k];
+            let got = strings_of_views(&step, &col, &outs[k]);
+            for (i, s) in got.iter().enumerate() {
+                let want: &[u8] = match array.data_type() {
+                    DataType::Utf8 => array.as_string::<i32>().value(i).as_bytes(),
+                    _ => array.as_binary::<i32>().value(i),
+                };
+                let want = if array.is_valid(i) { want } else { &[] };
+                assert_eq!(&s[..], want, "{v:?} {name}: row {i}");
+            }
+            // Only long strings off the own pages were copied.
+            let copied: usize = got.iter().map(|s| s.len()).filter(|&l| l > 12).sum();
+            assert!(col.chars_capacity as usize <= copied, "{v:?} {name}: characters");
+            if col.view_pages != 0 && copied > 0 {
+                pointed += 1;
+                assert!(
+                    (col.chars_capacity as usize) < copied,
+                    "{v:?} {name}: nothing pointed into own pages"
+                );
+            }
+        }
+        if !v.dict {
+            assert!(pointed > 0, "{v:?}: no own pages");
+        }
+        if !kernels_match(&format!("views in copy {v:?}"), build) {
+            return;
+        }
+    }
+}
+
+#[test]
+fn views_in_copy_fail_the_lowest_row_that_is_not_utf8() {
+    // Strings of a BINARY column checked as Utf8View's would be: invalid from row 70 (long, checked
+    // by a warp) and row 90 (short, by its own thread), so row 70 is named.
+    let rows: Vec<Vec<u8>> = (0..200)
+        .map(|i| match i {
+            70 => b"a valid start, then a byte no UTF-8 has: \xff, and more".to_vec(),
+            90 => b"\xc3(".to_vec(),
+            _ => format!("row {i} is fine, \u{e9}t\u{e9}").into_bytes(),
+        })
+        .collect();
+    let array = BinaryArray::from_iter_values(rows.iter());
+    let schema = Arc::new(Schema::new(vec![Field::new("bin", DataType::Binary, false)]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(array) as ArrayRef]).expect("batch");
+    let props = WriterProperties::builder().set_dictionary_enabled(false).build();
+    let mut buf = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    let file = Bytes::from(buf);
+    for own in [false, true] {
+        let build = || {
+            let mut step = build_step(&file, &[0]);
+            flag_views(&mut step, true, own);
+            step
+        };
+        let mut step = build();
+        run_core(&mut step);
+        let failed = step.pages.iter().find(|p| p.error != 0).expect("a page in error");
+        assert_eq!(error_of(failed), (Some(ErrorCode::BadUtf8), 70), "own pages {own}");
+        // Unchecked (BinaryView), the same rows decode.
+        let mut unchecked = build_step(&file, &[0]);
+        flag_views(&mut unchecked, false, own);
+        run_core(&mut unchecked);
+        assert_no_errors(&unchecked, "unchecked");
+        if !kernels_match(&format!("not UTF-8, own pages {own}"), build) {
             return;
         }
     }

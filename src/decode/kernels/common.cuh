@@ -51,7 +51,11 @@ struct ColumnDesc {
     u64 out_values; u64 out_valid; u64 out_offsets; u64 str_src; u64 str_len; u64 chars_capacity;
     u32 physical; u32 error;
     u64 out_views; u64 view_segment; u64 view_longest;
+    u32 view_flags; u32 view_buffer; u64 view_pages; u64 view_pages_len;
 };
+// ColumnDesc::view_flags (layout.rs view_flags).
+#define VIEW_IN_COPY 1u
+#define VIEW_CHECK_UTF8 2u
 
 // ---- error codes (ErrorCode in layout.rs) ----
 #define ERR_HEADER_PAST_CHUNK 1u
@@ -69,6 +73,7 @@ struct ColumnDesc {
 #define ERR_BAD_LEVEL 13u
 #define ERR_MISSING_DICTIONARY 14u
 #define ERR_BAD_PREFIX 15u
+#define ERR_BAD_UTF8 16u
 
 // ---- Parquet enums ----
 #define ENC_PLAIN 0u

@@ -4,6 +4,14 @@
 
 namespace gpcore {
 
+// Whether gp_copy_strings copies a view column's string of len bytes at src: not when the view holds
+// it (12 bytes or fewer), nor when it lies in the column's own decompressed pages (view_pages).
+__device__ inline bool view_copies(const ColumnDesc& col, u64 src, u32 len) {
+    if (len <= 12) return false;
+    const u64 lo = col.view_pages, n = col.view_pages_len;
+    return !(lo != 0 && src >= lo && src - lo <= n && len <= n - (src - lo));
+}
+
 // Length of row i's string (0 for a null, and for every row of a page already in error, so the offsets
 // of such a page stay monotone). Row k's value index must lie in [0, min(num_non_null, num_values)),
 // else 0.
@@ -11,7 +19,11 @@ __device__ inline u32 string_row_len(const PageDesc& page, const ColumnDesc& col
     if (page.error != 0) return 0;
     const i64 k = page.max_def == 0 ? (i64)i : (i64)((const i32*)col.vidx)[page.row_start + i];
     if (k < 0 || k >= page.num_non_null || k >= page.num_values) return 0;
-    return ((const u32*)col.str_len)[page.row_start + k];
+    const u32 len = ((const u32*)col.str_len)[page.row_start + k];
+    // A view column's rows whose views hold or point at their bytes are not copied (gp_copy_strings).
+    if ((col.view_flags & VIEW_IN_COPY) != 0 && !view_copies(col, ((const u64*)col.str_src)[page.row_start + k], len))
+        return 0;
+    return len;
 }
 
 // Whether the string kernels act on this page at all (a BYTE_ARRAY page whose rows lie in its column).
@@ -485,94 +497,6 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDe
     }
 }
 
-// Blocks per page (grid n × slices, block 256, no dynamic shared memory: page_slice): BYTE_ARRAY
-// pages not encoded DELTA_BYTE_ARRAY, not in error, whose column has no error. Copies each present
-// row's str_len bytes from str_src to out_values + out_offsets[row]. A row whose bytes would land
-// outside [0, chars_capacity), whose value index is past num_non_null (or the page's rows), or whose
-// source is 0: OVERRUN, detail = the lowest such row of the page; every other row is copied. Strings
-// up to 32 bytes are copied by their own thread, longer ones by the whole warp. A page's rows go to
-// its blocks 256 at a time, round robin: one block per page took as long as one page's walk through
-// its rows, each thread's value after value waiting on loads (0.35 ms a plain benchmark step, in ncu).
-// Where the column has out_views, each row's 16-byte view is written too (a null's, and a failing
-// row's, all zero), from the bytes being copied: length, then up to 12 bytes inline, or the first 4,
-// the buffer and the offset (view_segment as gp_strings_to_views has it); the longest length is
-// max'ed into *view_longest. gp_strings_to_views then has nothing left to do for the column.
-extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* pages, u32 n, const ColumnDesc* cols) {
-    using namespace gpcore;
-    require_block();
-    const PageSlice ps = page_slice(n);
-    if (ps.page >= n) return;
-    PageDesc* pg = &pages[ps.page];
-    const PageDesc page = *pg;
-    if (page.error != 0 || page.physical != PT_BYTE_ARRAY || page.encoding == ENC_DELTA_BYTE_ARRAY) return;
-    const ColumnDesc col = cols[page.column];
-    if (col.error != 0 || !rows_ok(page, col)) return;
-    const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    __shared__ u32 first_bad;
-    if (t == 0) first_bad = NONE;
-    __syncthreads();
-    const bool required = page.max_def == 0;
-    const i32* vidx = (const i32*)col.vidx + page.row_start;
-    const u64* srcs = (const u64*)col.str_src + page.row_start;
-    const u32* lens = (const u32*)col.str_len + page.row_start;
-    const u64 chars = col.out_values, cap = col.chars_capacity;
-    uint4* views = col.out_views != 0 ? (uint4*)col.out_views + page.row_start : nullptr;
-    u32 longest = 0;
-    for (u64 wbase = (u64)ps.slice * BLOCK + warp * 32; wbase < page.num_values; wbase += (u64)ps.slices * BLOCK) {
-        const u32 i = (u32)wbase + lane;
-        bool copy = false;
-        u64 src = 0, dst = 0, off = 0;
-        u32 len = 0;
-        if (i < page.num_values) {
-            const i64 k = required ? (i64)i : (i64)vidx[i];
-            if (k >= page.num_non_null || k >= page.num_values) {
-                atomicMin(&first_bad, i);
-            } else if (k >= 0) {
-                len = lens[k];
-                src = srcs[k];
-                const i64 o = offset_at(col, (u64)page.row_start + i);
-                if (o < 0 || (u64)o + len > cap || (src == 0 && len > 0)) {
-                    atomicMin(&first_bad, i);
-                } else {
-                    copy = len > 0;
-                    dst = chars + (u64)o;
-                    off = (u64)o;
-                }
-            }
-            if (views != nullptr) {
-                // From the source, which the copy below reads too (the characters land there later).
-                const uint4 zero = {0u, 0u, 0u, 0u};
-                const uint4 v = copy ? view_of((const u8*)src, len, off, col.view_segment) : zero;
-                views[i] = v;
-                if (copy && len > longest) longest = len;
-            }
-        }
-        const bool long_value = copy && len > 32;
-        if (copy && !long_value) copy_bytes((u8*)dst, (const u8*)src, len);
-        u32 m = __ballot_sync(FULL_MASK, long_value);
-        while (m) {
-            const u32 l = __ffs(m) - 1;
-            m &= m - 1;
-            const u64 s = __shfl_sync(FULL_MASK, src, l), d = __shfl_sync(FULL_MASK, dst, l);
-            const u32 ln = __shfl_sync(FULL_MASK, len, l);
-            coop_copy((u8*)d, (const u8*)s, ln, lane, 32);
-        }
-    }
-    if (views != nullptr) {
-        // Every lane of the warp left the loop together: one atomic a warp.
-        for (u32 d = 16; d > 0; d >>= 1) {
-            const u32 other = __shfl_xor_sync(FULL_MASK, longest, d);
-            longest = other > longest ? other : longest;
-        }
-        if (lane == 0 && longest > 0) atomicMax((u32*)col.view_longest, longest);
-    }
-    __syncthreads();
-    if (t == 0) {
-        const u32 bad = page_slices_lowest(pg, ps.slices, first_bad);
-        if (bad != NONE) page_error(pg, ERR_OVERRUN, bad);
-    }
-}
-
 namespace gpcore {
 
 // Bytes of the UTF-8 sequence a lead byte starts (1 for ASCII), 0 for a byte no sequence starts with
@@ -614,7 +538,151 @@ __device__ inline bool utf8_ok_at(const u8* chars, u64 n, u64 p) {
     return true;
 }
 
+// Whether the len bytes at s are valid UTF-8, lanes `lane`, `lane + lanes`, ... of the bytes checked
+// by this thread (lanes 1: all of them).
+__device__ inline bool utf8_string_ok(const u8* s, u32 len, u32 lane, u32 lanes) {
+    for (u32 p = lane; p < len; p += lanes)
+        if (!utf8_ok_at(s, len, p)) return false;
+    return true;
+}
+
 }  // namespace gpcore
+
+namespace gpcore {
+
+// What gp_copy_strings does with a row: nothing (a null), fail it, write its view over its bytes
+// where they are (VIEW_IN_COPY), or copy its bytes to the characters at `off`.
+constexpr u32 ROW_NULL = 0, ROW_BAD = 1, ROW_IN_VIEW = 2, ROW_COPY = 3;
+struct CopyRow {
+    u32 what, len;
+    u64 src, off;  // off: ROW_COPY, in the characters; ROW_IN_VIEW, in view_pages (0 for 12 bytes or fewer)
+};
+
+// Row i of a page for gp_copy_strings. Bad: a value index past num_non_null or the page's rows, a
+// source of 0 with bytes to copy, or bytes that would land outside [0, chars_capacity).
+__device__ inline CopyRow copy_row(const PageDesc& page, const ColumnDesc& col, u32 i) {
+    CopyRow r{ROW_NULL, 0, 0, 0};
+    const i64 k = page.max_def == 0 ? (i64)i : (i64)((const i32*)col.vidx)[page.row_start + i];
+    if (k >= page.num_non_null || k >= page.num_values) {
+        r.what = ROW_BAD;
+        return r;
+    }
+    if (k < 0) return r;
+    r.len = ((const u32*)col.str_len)[page.row_start + k];
+    r.src = ((const u64*)col.str_src)[page.row_start + k];
+    if (r.src == 0 && r.len > 0) {
+        r.what = ROW_BAD;
+        return r;
+    }
+    if ((col.view_flags & VIEW_IN_COPY) != 0 && !view_copies(col, r.src, r.len)) {
+        r.what = ROW_IN_VIEW;
+        r.off = r.len <= 12 ? 0 : r.src - col.view_pages;
+        return r;
+    }
+    const i64 o = offset_at(col, (u64)page.row_start + i);
+    if (o < 0 || (u64)o + r.len > col.chars_capacity) {
+        r.what = ROW_BAD;
+        return r;
+    }
+    r.what = ROW_COPY;
+    r.off = (u64)o;
+    return r;
+}
+
+}  // namespace gpcore
+
+// Blocks per page (grid n × slices, block 256, no dynamic shared memory: page_slice): BYTE_ARRAY
+// pages not encoded DELTA_BYTE_ARRAY, not in error, whose column has no error. Copies each present
+// row's str_len bytes from str_src to out_values + out_offsets[row] (copy_row says which rows). A bad
+// row (copy_row), or with VIEW_CHECK_UTF8 a present row that is not UTF-8: the page fails with the
+// lowest such row (OVERRUN, or BAD_UTF8 where that row's bytes were in place but not UTF-8); every
+// other row is done. Strings up to 32 bytes are copied (and checked) by their own thread, longer ones
+// by the whole warp. A page's rows go to its blocks 256 at a time, round robin: one block per page took
+// as long as one page's walk through its rows, each thread's value after value waiting on loads
+// (0.35 ms a plain benchmark step, in ncu).
+// Where the column has out_views, each row's 16-byte view is written too (a null's, and a failing
+// row's, all zero), from the source bytes: length, then up to 12 bytes inline, or the first 4, the
+// buffer and the offset: in view_pages (buffer 0) for a row left there, else in the characters
+// (view_buffer + the segment as gp_strings_to_views has it); the longest length is max'ed into
+// *view_longest. gp_strings_to_views then has nothing left to do for the column. With VIEW_IN_COPY
+// only the rows view_copies names are copied, and the offsets count only them (string_row_len).
+extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* pages, u32 n, const ColumnDesc* cols) {
+    using namespace gpcore;
+    require_block();
+    const PageSlice ps = page_slice(n);
+    if (ps.page >= n) return;
+    PageDesc* pg = &pages[ps.page];
+    const PageDesc page = *pg;
+    if (page.error != 0 || page.physical != PT_BYTE_ARRAY || page.encoding == ENC_DELTA_BYTE_ARRAY) return;
+    const ColumnDesc col = cols[page.column];
+    if (col.error != 0 || !rows_ok(page, col)) return;
+    const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    __shared__ u32 first_bad;
+    if (t == 0) first_bad = NONE;
+    __syncthreads();
+    const u64 chars = col.out_values;
+    const bool check_utf8 = (col.view_flags & VIEW_CHECK_UTF8) != 0;
+    uint4* views = col.out_views != 0 ? (uint4*)col.out_views + page.row_start : nullptr;
+    u32 longest = 0;
+    for (u64 wbase = (u64)ps.slice * BLOCK + warp * 32; wbase < page.num_values; wbase += (u64)ps.slices * BLOCK) {
+        const u32 i = (u32)wbase + lane;
+        CopyRow r{ROW_NULL, 0, 0, 0};
+        if (i < page.num_values) {
+            r = copy_row(page, col, i);
+            if (r.what == ROW_BAD) atomicMin(&first_bad, i);
+            if (views != nullptr) {
+                // From the source, which the copy below reads too (the characters land there later).
+                uint4 v = {0u, 0u, 0u, 0u};
+                if (r.what == ROW_IN_VIEW) {
+                    v = view_of((const u8*)r.src, r.len, r.off, 0);
+                } else if (r.what == ROW_COPY && r.len > 0) {
+                    v = view_of((const u8*)r.src, r.len, r.off, col.view_segment);
+                    if (r.len > 12) v.z += col.view_buffer;
+                }
+                views[i] = v;
+                if (r.what >= ROW_IN_VIEW && r.len > longest) longest = r.len;
+            }
+            if (check_utf8 && r.what >= ROW_IN_VIEW && r.len <= 32 && !utf8_string_ok((const u8*)r.src, r.len, 0, 1))
+                atomicMin(&first_bad, i);
+        }
+        const bool copy = r.what == ROW_COPY && r.len > 0;
+        const bool long_value = copy && r.len > 32;
+        if (copy && !long_value) copy_bytes((u8*)(chars + r.off), (const u8*)r.src, r.len);
+        u32 m = __ballot_sync(FULL_MASK, long_value);
+        while (m) {
+            const u32 l = __ffs(m) - 1;
+            m &= m - 1;
+            const u64 s = __shfl_sync(FULL_MASK, r.src, l), d = __shfl_sync(FULL_MASK, chars + r.off, l);
+            const u32 ln = __shfl_sync(FULL_MASK, r.len, l);
+            coop_copy((u8*)d, (const u8*)s, ln, lane, 32);
+        }
+        if (check_utf8) {
+            // Strings over 32 bytes, the whole warp each.
+            m = __ballot_sync(FULL_MASK, r.what >= ROW_IN_VIEW && r.len > 32);
+            while (m) {
+                const u32 l = __ffs(m) - 1;
+                m &= m - 1;
+                const u64 s = __shfl_sync(FULL_MASK, r.src, l);
+                const u32 ln = __shfl_sync(FULL_MASK, r.len, l);
+                const bool ok = __ballot_sync(FULL_MASK, !utf8_string_ok((const u8*)s, ln, lane, 32)) == 0;
+                if (!ok && lane == l) atomicMin(&first_bad, i);
+            }
+        }
+    }
+    if (views != nullptr) {
+        // Every lane of the warp left the loop together: one atomic a warp.
+        for (u32 d = 16; d > 0; d >>= 1) {
+            const u32 other = __shfl_xor_sync(FULL_MASK, longest, d);
+            longest = other > longest ? other : longest;
+        }
+        if (lane == 0 && longest > 0) atomicMax((u32*)col.view_longest, longest);
+    }
+    __syncthreads();
+    if (t == 0) {
+        const u32 bad = page_slices_lowest(pg, ps.slices, first_bad);
+        if (bad != NONE) page_error(pg, copy_row(page, col, bad).what == ROW_BAD ? ERR_OVERRUN : ERR_BAD_UTF8, bad);
+    }
+}
 
 // Grid-stride over the characters of one string column (any grid, any block). Every string is valid
 // UTF-8 exactly when every byte passes utf8_ok_at and no string starts on a continuation byte. The

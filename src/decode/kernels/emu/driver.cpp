@@ -113,6 +113,7 @@ void translate(ColumnDesc& c, uint64_t (*t)(uint64_t)) {
     c.str_len = t(c.str_len);
     c.out_views = t(c.out_views);
     c.view_longest = t(c.view_longest);
+    c.view_pages = t(c.view_pages);
 }
 void translate(DictDesc& d, uint64_t (*t)(uint64_t)) {
     d.data = t(d.data);
