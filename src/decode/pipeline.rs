@@ -37,7 +37,7 @@ use self::launch::{step_error, view_data_buffers, view_segment};
 use crate::decode::exec::{Conversion, Executor, Kernel};
 use crate::decode::host_headers::HostHeaders;
 use crate::decode::host_kernels::nested::{LEVELS_FIRST_ZERO, LEVELS_V1_PREFIX, LevelJob};
-use crate::decode::layout::{ColumnDesc, ErrorCode, PageDesc, PageInfo, physical};
+use crate::decode::layout::{ColumnDesc, ErrorCode, PageDesc, PageInfo, physical, view_flags};
 use crate::decode::table::{BITMAP_PADDING, DeviceArray, DeviceBatch};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
@@ -806,7 +806,7 @@ pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
 
     let t_decode = Instant::now();
     let mut descriptors = descriptors::describe(exec, &input, &step, &checked, &decompressed.bodies)?;
-    let levels = launch::run_kernels(exec, &input, &step, &mut descriptors, decompressed.base)?;
+    let levels = launch::run_kernels(exec, &input, &step, &mut descriptors, &decompressed)?;
     let mut arrays = assemble::gpu_arrays(exec, &input, &step, descriptors, levels)?;
     cut::gpu_to_rows(exec, &input, &step, &mut arrays)?;
     assemble::host_arrays(exec, &input, &step, host_threads, &mut arrays)?;
@@ -1822,13 +1822,14 @@ fn check_utf8<E: Executor>(
     source: &ParquetSource,
     gpu: &[(usize, GpuLeaf)],
 ) -> Result<()> {
-    // Checked on the kernels' offsets, before they are reshaped into the Arrow type's layout.
+    // Checked on the kernels' offsets, before they are reshaped into the Arrow type's layout; views
+    // written by gp_copy_strings were checked row by row there (`view_flags::CHECK_UTF8`).
     let strings: Vec<usize> = (0..cols.len())
         .filter(|&k| {
             matches!(
                 gpu[kept[k]].1.data_type,
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-            )
+            ) && cols[k].view_flags & view_flags::CHECK_UTF8 == 0
         })
         .collect();
     if strings.is_empty() {
@@ -1965,7 +1966,7 @@ fn reshape_strings<E: Executor>(
         let dst = match layout {
             // Offsets already in the type's width (see `offset_width`).
             StringOutput::Offsets32 | StringOutput::Offsets64 => continue,
-            // Written by gp_copy_strings (`launch::views_in_copy`): only its longest length to fetch.
+            // Written by gp_copy_strings (`decompress::views_in_copy`): only its longest length to fetch.
             StringOutput::Views if c.out_views != 0 => {
                 exec.launch(Kernel::CopyBytes {
                     src: c.view_longest,
@@ -2020,7 +2021,14 @@ fn reshape_strings<E: Executor>(
                 // Every string inline: no data buffer, as arrow-rs's own views of short strings.
                 if found[i] as u32 <= 12 {
                     exec.free(c.out_values);
+                    if c.view_pages != 0 {
+                        exec.free(c.view_pages);
+                    }
                     vec![exec.take(dst)?]
+                } else if c.view_pages != 0 && c.chars_capacity == 0 {
+                    // Every long string points into the column's pages.
+                    exec.free(c.out_values);
+                    vec![exec.take(dst)?, exec.take(c.view_pages)?]
                 } else if view_segment(exec, &c) != 0 {
                     let segment = view_segment(exec, &c);
                     if found[i] > segment {
@@ -2033,8 +2041,13 @@ fn reshape_strings<E: Executor>(
                         return Err(step_error(source, gpu, kept[k], message));
                     }
                     let mut buffers = vec![exec.take(dst)?];
+                    if c.view_pages != 0 {
+                        buffers.push(exec.take(c.view_pages)?);
+                    }
                     buffers.extend(view_data_buffers(exec, &c)?);
                     buffers
+                } else if c.view_pages != 0 {
+                    vec![exec.take(dst)?, exec.take(c.view_pages)?, exec.take(c.out_values)?]
                 } else {
                     vec![exec.take(dst)?, exec.take(c.out_values)?]
                 }

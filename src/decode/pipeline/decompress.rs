@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use parquet::basic::Compression;
 
 use super::checks::dictionary_encoded;
-use super::{LeafRole, StepColumns, StepInput, corrupt};
+use super::{LeafRole, StepColumns, StepInput, StringOutput, corrupt};
 use crate::decode::exec::{Decompress, DecompressedOn, Executor};
+use crate::decode::layout::encoding;
 use crate::error::Result;
 
 /// One page body to decompress: its chunk, its page, and where from and to.
@@ -30,6 +31,29 @@ pub(super) struct Decompressed {
     pub(super) base: u64,
     /// Where each GPU column's bodies were decompressed ("gpu (nvCOMP)", "host (`<why>`)", ...).
     pub(super) on: BTreeMap<usize, Vec<String>>,
+    /// Per GPU column whose views may point into its pages ([`views_in_copy`]): the buffer holding
+    /// its decompressed data pages (address, bytes), apart from `base`, so that it can become the
+    /// column's data buffer instead of a copy of its strings.
+    pub(super) own: BTreeMap<usize, (u64, u64)>,
+}
+
+/// Whether `gp_copy_strings` writes a GPU column's views as it copies its characters, and those views
+/// may point into its decompressed data pages (as arrow-rs's views of a plain page point into the
+/// page): a view column (not a repeated leaf, whose rows are compacted before their layout is made;
+/// not a dictionary-typed column's part) with no DELTA_BYTE_ARRAY page in the step (those values are
+/// rebuilt from prefixes by a kernel of their own). Otherwise `gp_strings_to_views` builds its views
+/// from its copied characters afterwards.
+pub(super) fn views_in_copy(step: &StepColumns, column: usize) -> bool {
+    let leaf = &step.gpu[column].1;
+    leaf.strings == StringOutput::Views
+        && leaf.max_rep == 0
+        && leaf.role == LeafRole::Column
+        && !step
+            .chunks
+            .iter()
+            .filter(|ch| ch.column == column)
+            .flat_map(|ch| &ch.infos)
+            .any(|p| matches!(p.page_type, 0 | 3) && p.encoding as u32 == encoding::DELTA_BYTE_ARRAY)
 }
 
 /// Decompresses the bodies of the pages the kept GPU columns decode (`keep`, by GPU column).
@@ -44,8 +68,14 @@ pub(super) fn decompress_bodies<E: Executor>(
     let chunks = &step.chunks;
     let mut bodies: Vec<Vec<Body>> = Vec::with_capacity(chunks.len());
     let mut jobs: BTreeMap<String, (Compression, Vec<DecompressJob>)> = BTreeMap::new();
-    let mut out_total = 0u64;
-    let mut out_items: Vec<(usize, usize, u64, u64)> = Vec::new(); // chunk, page, offset in output, len
+    // Chunk, page, offset in its column's own buffer, len, and that column (None: the shared buffer,
+    // laid out once the own buffers are known).
+    let mut out_items: Vec<(usize, usize, u64, u64, Option<usize>)> = Vec::new();
+    // The columns whose data pages get a buffer of their own, and its bytes so far.
+    let mut own_total: BTreeMap<usize, u64> = (0..gpu.len())
+        .filter(|&c| keep[c] && views_in_copy(step, c))
+        .map(|c| (c, 0))
+        .collect();
     for (ci, ch) in chunks.iter().enumerate() {
         let mut b = Vec::with_capacity(ch.infos.len());
         for (pi, p) in ch.infos.iter().enumerate() {
@@ -96,9 +126,15 @@ pub(super) fn decompress_bodies<E: Executor>(
                     });
                     continue;
                 }
-                out_items.push((ci, pi, out_total, out_len as u64));
                 // 64-byte aligned outputs: nvCOMP asks at most that of its output buffers.
-                out_total += (out_len as u64).div_ceil(64) * 64;
+                let place = (out_len as u64).div_ceil(64) * 64;
+                match own_total.get_mut(&ch.column) {
+                    Some(total) if p.page_type != 2 => {
+                        out_items.push((ci, pi, *total, out_len as u64, Some(ch.column)));
+                        *total += place;
+                    }
+                    _ => out_items.push((ci, pi, 0, out_len as u64, None)),
+                }
                 b.push(Body {
                     data: 0,
                     data_len: out_len as u64,
@@ -116,18 +152,40 @@ pub(super) fn decompress_bodies<E: Executor>(
         }
         bodies.push(b);
     }
-    // Zeroed, though every body's output is written by its decompressor: compute-sanitizer's initcheck
-    // then flags reads of nvCOMP's output (by our kernels and nvCOMP's own) as uninitialized.
-    let dec_base = if out_total > 0 {
-        exec.alloc(out_total as usize)?
+    // Zeroed (`alloc`), though every body's output is written by its decompressor: compute-sanitizer's
+    // initcheck then flags reads of nvCOMP's output (by our kernels and nvCOMP's own) as uninitialized.
+    // A view's offset is an i32: a column whose pages pass the 32-bit offsets' limit keeps them in the
+    // shared buffer (its strings are then copied, in segments).
+    let limit = exec.string_offset_limit();
+    let mut own: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+    for (&c, &total) in &own_total {
+        if total > 0 && total <= limit {
+            own.insert(c, (exec.alloc(total as usize)?, total));
+        }
+    }
+    let shared_total: u64 = out_items
+        .iter()
+        .filter(|x| x.4.is_none_or(|c| !own.contains_key(&c)))
+        .map(|x| x.3.div_ceil(64) * 64)
+        .sum();
+    let dec_base = if shared_total > 0 {
+        exec.alloc(shared_total as usize)?
     } else {
         0
     };
-    for &(ci, pi, off, len) in &out_items {
+    let mut shared_at = 0u64;
+    for &(ci, pi, off, len, column) in &out_items {
         let ch = &chunks[ci];
         let p = &ch.infos[pi];
         let body = &mut bodies[ci][pi];
-        body.data = dec_base + off;
+        body.data = match column.and_then(|c| own.get(&c)) {
+            Some(&(addr, _)) => addr + off,
+            None => {
+                let at = dec_base + shared_at;
+                shared_at += len.div_ceil(64) * 64;
+                at
+            }
+        };
         let src = ch.start + p.data_offset + body.levels_len;
         let src_len = (p.compressed_size as u64).saturating_sub(body.levels_len);
         jobs.entry(format!("{:?}", ch.codec))
@@ -185,5 +243,6 @@ pub(super) fn decompress_bodies<E: Executor>(
         bodies,
         base: dec_base,
         on: decompressed_on,
+        own,
     })
 }

@@ -1,29 +1,31 @@
 //! Phase 5 of a step: the decode kernels, in order (levels, dictionaries, values, strings), their
 //! error flags read once; then what only they read is freed.
 
+use super::decompress::{Decompressed, views_in_copy};
 use super::descriptors::Descriptors;
 use super::{
     GpuLeaf, NestedLevels, PageOrigin, StepColumns, StepInput, StringOutput, check_utf8, decode_rep_levels,
     kernel_error, last_offset, nested_def_levels,
 };
 use crate::decode::exec::{Executor, Kernel, PageKernel, PageShape};
-use crate::decode::layout::{ColumnDesc, DictDesc, ErrorCode, PageDesc, encoding, physical};
+use crate::decode::layout::{ColumnDesc, DictDesc, ErrorCode, PageDesc, encoding, physical, view_flags};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
+use arrow::datatypes::DataType;
 
-/// Runs the kernels over the step's descriptors; `decompressed` is the decompressed bodies' buffer
-/// (0 when none). Returns the nested columns' levels.
+/// Runs the kernels over the step's descriptors and its decompressed bodies. Returns the nested
+/// columns' levels.
 pub(super) fn run_kernels<E: Executor>(
     exec: &mut E,
     input: &StepInput<'_>,
     step: &StepColumns,
     descriptors: &mut Descriptors,
-    decompressed: u64,
+    decompressed: &Decompressed,
 ) -> Result<NestedLevels> {
     let source = input.source;
     let routes = input.routes;
     let gpu = &step.gpu;
-    let dec_base = decompressed;
+    let dec_base = decompressed.base;
     let Descriptors {
         kept,
         cols,
@@ -39,6 +41,22 @@ pub(super) fn run_kernels<E: Executor>(
     let mut levels = NestedLevels::default();
     let n = pages.len() as u32;
     let ncols = cols.len() as u32;
+    // View columns written by gp_copy_strings, before the offsets, which count only what it copies;
+    // a column's own pages are its first data buffer.
+    let mut own_used = Vec::new();
+    for (k, c) in cols.iter_mut().enumerate() {
+        if !views_in_copy(step, kept[k]) {
+            continue;
+        }
+        c.view_flags = view_flags::IN_COPY;
+        if gpu[kept[k]].1.data_type == DataType::Utf8View {
+            c.view_flags |= view_flags::CHECK_UTF8;
+        }
+        if let Some(&(addr, len)) = decompressed.own.get(&kept[k]) {
+            (c.view_pages, c.view_pages_len, c.view_buffer) = (addr, len, 1);
+            own_used.push(kept[k]);
+        }
+    }
     let pages_addr = if pages.is_empty() { 0 } else { exec.upload(pages)? };
     let cols_addr = if cols.is_empty() { 0 } else { exec.upload(cols)? };
     let has = |f: &dyn Fn(&PageDesc) -> bool| pages.iter().any(f);
@@ -105,7 +123,7 @@ pub(super) fn run_kernels<E: Executor>(
         check_pages(exec, pages_addr, n, cols_addr, ncols, origins, kept, source, gpu)?;
         if has(&is_ba) {
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
-            for (k, c) in updated.iter_mut().enumerate() {
+            for c in updated.iter_mut() {
                 if c.physical != physical::BYTE_ARRAY {
                     continue;
                 }
@@ -113,7 +131,7 @@ pub(super) fn run_kernels<E: Executor>(
                 c.chars_capacity = chars;
                 // gp_copy_strings writes every character up to the last offset.
                 c.out_values = exec.alloc_uninit(chars as usize)?;
-                if c.error == 0 && views_in_copy(&gpu[kept[k]].1, k, pages) {
+                if c.error == 0 && c.view_flags & view_flags::IN_COPY != 0 {
                     // ... and every row's view.
                     c.out_views = exec.alloc_uninit((c.num_rows as usize * 16).max(16))?;
                     c.view_segment = view_segment(exec, c);
@@ -139,6 +157,11 @@ pub(super) fn run_kernels<E: Executor>(
     if dec_base != 0 {
         exec.free(dec_base);
     }
+    for (column, &(addr, _)) in &decompressed.own {
+        if !own_used.contains(column) {
+            exec.free(addr);
+        }
+    }
     for d in dicts.iter() {
         exec.free(d.index);
     }
@@ -156,18 +179,6 @@ pub(super) fn run_kernels<E: Executor>(
     }
 
     Ok(levels)
-}
-
-/// Whether `gp_copy_strings` writes column `k`'s views as it copies its characters: a view column
-/// whose rows stay as they are until its layout is made (not a repeated leaf, which is compacted
-/// first), and whose characters all come from that kernel (no DELTA_BYTE_ARRAY page, whose values
-/// are rebuilt by a kernel of their own). Otherwise `gp_strings_to_views` builds them afterwards.
-fn views_in_copy(leaf: &GpuLeaf, k: usize, pages: &[PageDesc]) -> bool {
-    leaf.strings == StringOutput::Views
-        && leaf.max_rep == 0
-        && !pages
-            .iter()
-            .any(|p| p.column as usize == k && p.encoding == encoding::DELTA_BYTE_ARRAY)
 }
 
 /// The segment of a view column's characters (see [`Kernel::StringsToViews`]): 0 for a column of 32-bit
