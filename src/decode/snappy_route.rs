@@ -60,6 +60,12 @@ pub(crate) fn has_long_chain(src: usize, dst: usize) -> bool {
 /// alternating: 34.92 / 36.56 / 34.51 / 34.46 ms with its 150 dictionary pages wide, against 38.27 /
 /// 38.36 / 40.80 / 41.70 ms; 40.52 / 40.56 with every body on nvCOMP). Trusted files (no pre-check)
 /// lost in that A/B (34.63 / 33.70 ms against 30.96 / 31.17), not in a run after it (31.36 / 30.65).
+/// TPC-H lineitem SF10 (run O, an H100, two rounds alternating) goes the other way for decode alone:
+/// with every body on the one-warp decoders (`GPU_PARQUET_SNAPPY=nvcomp`) its 8 steps decoded at once
+/// took 78.7 / 80.2 ms against 92.1 / 92.3 ms here (the wide decoder took l_comment's 260 kB plain
+/// pages and the 400-550 kB dictionary pages), while file to device columns, whose last step waits
+/// for its own longest walk, took 140.8 / 130.9 against 132.2 / 126.2 ms. The estimate below looks
+/// at one step alone; steps decoded side by side hide a long walk behind each other's work.
 pub(crate) fn wide_bodies(bodies: &[(usize, usize)], chain_ns_per_byte: f64) -> Vec<bool> {
     let chain = |&(src, dst): &(usize, usize)| if has_long_chain(src, dst) { src } else { 0 };
     let eligible = |b: &(usize, usize)| (WIDE_MIN_SRC..=WIDE_MAX_SRC).contains(&b.0) && chain(b) > 0;
