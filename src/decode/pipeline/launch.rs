@@ -1,6 +1,8 @@
 //! Phase 5 of a step: the decode kernels, in order (levels, dictionaries, values, strings), their
 //! error flags read once; then what only they read is freed.
 
+use arrow::datatypes::DataType;
+
 use super::decompress::{Decompressed, views_in_copy};
 use super::descriptors::Descriptors;
 use super::{
@@ -11,7 +13,6 @@ use crate::decode::exec::{Executor, Kernel, PageKernel, PageShape};
 use crate::decode::layout::{ColumnDesc, DictDesc, ErrorCode, PageDesc, encoding, physical, view_flags};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
-use arrow::datatypes::DataType;
 
 /// Runs the kernels over the step's descriptors and its decompressed bodies. Returns the nested
 /// columns' levels.
@@ -123,10 +124,7 @@ pub(super) fn run_kernels<E: Executor>(
         check_pages(exec, pages_addr, n, cols_addr, ncols, origins, kept, source, gpu)?;
         if has(&is_ba) {
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
-            for c in updated.iter_mut() {
-                if c.physical != physical::BYTE_ARRAY {
-                    continue;
-                }
+            for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
                 let chars = last_offset(exec, c)?;
                 c.chars_capacity = chars;
                 // gp_copy_strings writes every character up to the last offset.
