@@ -784,8 +784,8 @@ enum CopyRow {
     },
 }
 
-/// Row `i` of a page: `k` its value index (negative for a null), `srcs` and `lens` the page's
-/// present values', `offsets` its rows' (from the row's own).
+/// A row of a page: `k` its value index (negative for a null), `srcs` and `lens` the page's present
+/// values' (`nn` of them), `offset` where its characters start among the column's.
 fn copy_row(col: &ColumnDesc, k: i32, nn: usize, srcs: &[u64], lens: &[u32], offset: i64) -> CopyRow {
     let Ok(k) = usize::try_from(k) else {
         return CopyRow::Null;
