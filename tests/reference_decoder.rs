@@ -995,3 +995,75 @@ fn fixed_size_lists_take_the_gpu_route() {
         }
     }
 }
+
+/// A `Utf8View` column whose Snappy page holds a string that is not UTF-8 (one byte of a literal
+/// changed in the file): arrow-rs refuses it, and so does the reference pipeline, whose views point
+/// into the page and are checked there, naming the file, column, row group and page.
+#[test]
+fn a_view_string_that_is_not_utf8_is_a_clear_error() {
+    use arrow::array::{ArrayRef, RecordBatch, StringViewArray};
+    use parquet::basic::Compression;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    // Strings that share nothing, so that Snappy keeps them in literals and the marker's bytes stay
+    // as written.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut word = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        format!("{x:016x}-{:08x}", x >> 40)
+    };
+    let strings: Vec<String> = (0..3000)
+        .map(|i| {
+            if i == 1777 {
+                "QJXKWV marker string".to_string()
+            } else {
+                word()
+            }
+        })
+        .collect();
+    let batch = RecordBatch::try_from_iter([(
+        "s",
+        Arc::new(StringViewArray::from_iter_values(strings.iter())) as ArrayRef,
+    )])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_enabled(false)
+        .build();
+    let mut bytes = Vec::new();
+    let mut w = parquet::arrow::ArrowWriter::try_new(&mut bytes, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let at = bytes
+        .windows(6)
+        .position(|w| w == b"QJXKWV")
+        .expect("the marker as written (a Snappy literal)");
+    bytes[at] = 0xff;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &bytes).unwrap();
+
+    let source = ParquetSource::open(file.path()).unwrap();
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    assert!(
+        decode_fetched(&source, &plan, &fetched, 2).is_err(),
+        "arrow-rs reads the damaged string"
+    );
+    match decode_reference(&source, &plan, &fetched) {
+        Err(e @ gpu_parquet::Error::CorruptPage { .. }) => {
+            let message = e.to_string();
+            for part in ["not valid UTF-8", "column 's'", "row group 0", "page 0", "detail 1777"] {
+                assert!(message.contains(part), "{part:?} in {message}");
+            }
+        }
+        other => panic!("{:?}", other.map(|(b, _)| b.num_rows)),
+    }
+}
