@@ -32,6 +32,26 @@ struct Tally {
     skipped: Vec<String>,
 }
 
+/// The file at `path` opened and planned whole (every column and row group).
+fn plan_whole(path: &Path) -> (ParquetSource, ReadPlan) {
+    let source = ParquetSource::open(path).unwrap();
+    let plan = ReadPlan::build(
+        &source,
+        &Projection::All,
+        &RowGroupSelection::All,
+        PlanOptions::default(),
+    )
+    .unwrap();
+    (source, plan)
+}
+
+/// [`plan_whole`], the plan's bytes fetched on the host.
+fn open_whole(path: &Path) -> (ParquetSource, ReadPlan, bytes::Bytes) {
+    let (source, plan) = plan_whole(path);
+    let fetched = host_fetch(&source, &plan, 2).buffer;
+    (source, plan, fetched)
+}
+
 fn check_file(path: &Path, tally: &mut Tally) {
     let name = path.display().to_string();
     let Ok(source) = ParquetSource::open(path) else {
@@ -305,15 +325,7 @@ fn page_headers_take_one_pass_once_the_hints_have_seen_a_step() {
     w.write(&batch).unwrap();
     w.close().unwrap();
 
-    let source = ParquetSource::open(file.path()).unwrap();
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .unwrap();
-    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let (source, plan, fetched) = open_whole(file.path());
     let want = decode_fetched(&source, &plan, &fetched, 2)
         .and_then(|t| t.concat())
         .unwrap();
@@ -500,14 +512,7 @@ fn view_large_and_decimal_columns_take_the_gpu_route() {
 /// Chunks whose data pages are some dictionary-encoded and some not (a writer's fallback), by their
 /// page headers: the top-level field names of their leaves.
 fn mixed_dictionary_chunks(path: &Path) -> std::collections::BTreeSet<String> {
-    let source = ParquetSource::open(path).unwrap();
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .unwrap();
+    let (source, plan) = plan_whole(path);
     let headers = parse_step_headers(&std::fs::File::open(path).unwrap(), &plan).unwrap();
     headers
         .iter()
@@ -765,15 +770,7 @@ fn strings_past_the_offsets_limit_of_a_step() {
 /// Decodes every column of `file` through the reference pipeline and arrow-rs: every column on the GPU
 /// route, equal value for value; the Arrow types, to check the file asked for what the test meant.
 fn gpu_route_types(file: &Path) -> Vec<String> {
-    let source = ParquetSource::open(file).unwrap();
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .unwrap();
-    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let (source, plan, fetched) = open_whole(file);
     let oracle = decode_fetched(&source, &plan, &fetched, 2)
         .and_then(|t| t.concat())
         .unwrap();
@@ -1044,15 +1041,7 @@ fn a_view_string_that_is_not_utf8_is_a_clear_error() {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), &bytes).unwrap();
 
-    let source = ParquetSource::open(file.path()).unwrap();
-    let plan = ReadPlan::build(
-        &source,
-        &Projection::All,
-        &RowGroupSelection::All,
-        PlanOptions::default(),
-    )
-    .unwrap();
-    let fetched = host_fetch(&source, &plan, 2).buffer;
+    let (source, plan, fetched) = open_whole(file.path());
     assert!(
         decode_fetched(&source, &plan, &fetched, 2).is_err(),
         "arrow-rs reads the damaged string"
