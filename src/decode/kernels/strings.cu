@@ -546,10 +546,6 @@ __device__ inline bool utf8_string_ok(const u8* s, u32 len, u32 lane, u32 lanes)
     return true;
 }
 
-}  // namespace gpcore
-
-namespace gpcore {
-
 // What gp_copy_strings does with a row: nothing (a null), fail it, write its view over its bytes
 // where they are (VIEW_IN_COPY), or copy its bytes to the characters at `off`.
 constexpr u32 ROW_NULL = 0, ROW_BAD = 1, ROW_IN_VIEW = 2, ROW_COPY = 3;
