@@ -413,7 +413,14 @@ fn decode_rows_with(file: &Path, opts: &BenchOptions, reps: usize, cold: bool, t
             let read = reader.read_device()?;
             if first {
                 first = false;
-                check_note = Some(spot_check_decode(&reader, &read).unwrap_or_else(|e| format!("WRONG VALUES: {e}")));
+                let check = spot_check_decode(&reader, &read).unwrap_or_else(|e| format!("WRONG VALUES: {e}"));
+                // As cuDF's baseline reports its peak (rmm's statistics), beside the output's size.
+                let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+                check_note = Some(format!(
+                    "{check}; peak {:.2} GiB allocated, output {:.2} GiB",
+                    gib(read.decode.peak_allocated_bytes),
+                    gib(read.decode.output_bytes)
+                ));
             }
             Ok(IoLog::default())
         },

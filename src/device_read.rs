@@ -60,8 +60,12 @@ pub struct DecodeReport {
     /// temporaries and outputs, the chunks being decoded and the chunks being read.
     pub peak_tracked_bytes: u64,
     /// Most device memory in use on the GPU at a step boundary (`cuMemGetInfo`), less what was in use
-    /// before the read.
+    /// before the read: what our buffers held and what the stream-ordered pool kept reserved.
     pub peak_measured_bytes: u64,
+    /// Most device memory our buffers held at once during the read, less what they held before it
+    /// (rmm's statistics count the same; cuDF's baseline reports that figure as its peak). Other
+    /// work on the same GPU meanwhile counts too.
+    pub peak_allocated_bytes: u64,
     /// What the row filter did, with a filter ([`crate::ReaderBuilder::with_filter`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter: Option<RowFilterReport>,
@@ -76,6 +80,7 @@ impl Reader {
     pub fn read_device(&self) -> Result<DeviceRead> {
         // The decoder's one-time setup (kernels, nvCOMP) is reported apart (`DecoderSetup`).
         let decoder = self.gpu_decoder()?;
+        let allocations = decoder.context().allocations().watch();
         let started = Instant::now();
         let steps = GpuSteps::plan(self, decoder.clone())?;
         crate::trace::at(started, format_args!("read: {} steps planned", steps.plans.len()));
@@ -121,6 +126,7 @@ impl Reader {
             budget_bytes: steps.budget.limit().unwrap_or(0),
             peak_tracked_bytes: peak_tracked,
             peak_measured_bytes: peak_measured,
+            peak_allocated_bytes: allocations.peak_bytes(),
             filter: None,
         };
         let filter = steps
@@ -278,8 +284,13 @@ impl DecodeReport {
             out.push_str(&f.line());
         }
         out.push_str(&format!(
-            "device memory: output {} bytes, peak {} bytes tracked / {} measured, budget {} bytes\n",
-            self.output_bytes, self.peak_tracked_bytes, self.peak_measured_bytes, self.budget_bytes
+            "device memory: output {} bytes, peak {} bytes allocated (as rmm counts) / {} measured (with \
+             what the pool keeps) / {} tracked, budget {} bytes\n",
+            self.output_bytes,
+            self.peak_allocated_bytes,
+            self.peak_measured_bytes,
+            self.peak_tracked_bytes,
+            self.budget_bytes
         ));
         out.push_str(&format!(
             "decoder setup {} (once per reader, not in the wall time above): kernels {} (compile {}, load {}); nvCOMP: {}\n",

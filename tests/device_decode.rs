@@ -783,6 +783,31 @@ fn a_gpu_read_reports_progress_per_step() {
     assert_eq!(last.bytes_done, reader.plan().useful_bytes());
 }
 
+/// The read's peak as rmm counts it: at least its output (held at the end), and every byte counted is
+/// counted back once the read and its reader are gone.
+#[test]
+fn a_gpu_read_reports_the_memory_its_buffers_held() {
+    let Some(ctx) = gpu() else { return };
+    let before = ctx.allocations().live_bytes();
+    let reader = Reader::builder("testdata/flat_snappy_dict.parquet")
+        .with_decoder_options(options())
+        .build()
+        .expect("reader");
+    let read = reader.read_device().expect("read");
+    let d = &read.decode;
+    assert!(d.output_bytes > 0);
+    assert!(
+        d.peak_allocated_bytes >= d.output_bytes,
+        "peak {} under the output {}",
+        d.peak_allocated_bytes,
+        d.output_bytes
+    );
+    assert!(ctx.allocations().live_bytes() >= before + d.output_bytes);
+    drop(read);
+    drop(reader);
+    assert_eq!(ctx.allocations().live_bytes(), before);
+}
+
 /// The layouts built after decoding (views, 64-bit offsets, decimals of every width, dictionary-typed
 /// columns) on the GPU: `testdata/types.parquet` and its rewrites (plain v1 pages, dictionary v2 pages),
 /// in one step and in one step per row group, equal to arrow-rs and to the host references, every

@@ -13,7 +13,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::gpu::{cuda_err, cuda_present, guard};
+use crate::gpu::{AllocationCounter, cuda_err, cuda_present, guard};
 
 /// Facts about one GPU and its driver.
 #[derive(Debug, Clone, Serialize)]
@@ -42,6 +42,8 @@ pub struct GpuContext {
     stream: Arc<CudaStream>,
     /// Whether the device's memory pool keeps freed memory (set once, on first pooled allocation).
     pool_ready: std::sync::OnceLock<std::result::Result<(), String>>,
+    /// Bytes of this GPU's [`DeviceBuffer`](crate::gpu::DeviceBuffer)s live now, and the peaks watched.
+    allocations: Arc<AllocationCounter>,
 }
 
 /// Live contexts by ordinal; weak, so a context is released when its last user drops it.
@@ -80,6 +82,7 @@ impl GpuContext {
                 ordinal,
                 stream,
                 pool_ready: std::sync::OnceLock::new(),
+                allocations: Arc::default(),
             }))
         })?;
         live.push((ordinal, Arc::downgrade(&ctx)));
@@ -117,6 +120,12 @@ impl GpuContext {
             })
             .clone()
             .map_err(|m| Error::device("configuring the device memory pool", m))
+    }
+
+    /// The device memory our buffers hold on this GPU, as rmm's statistics count it (not what the
+    /// stream-ordered pool keeps reserved beyond it, which [`Self::memory`] sees).
+    pub fn allocations(&self) -> &Arc<AllocationCounter> {
+        &self.allocations
     }
 
     /// Device ordinal.

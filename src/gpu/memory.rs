@@ -170,6 +170,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 }
             })?
         };
+        ctx.allocations().allocated(bytes as u64);
         Ok(Self {
             stream: stream.clone(),
             ptr,
@@ -208,6 +209,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
                 }
             })
         })?;
+        ctx.allocations().allocated(bytes as u64);
         Ok(Self {
             stream: stream.clone(),
             ptr,
@@ -437,6 +439,10 @@ impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
         if self.ptr == 0 {
             return;
         }
+        // Counted as freed when the free is queued, as rmm counts a stream-ordered deallocation.
+        self.context()
+            .allocations()
+            .freed((self.len * std::mem::size_of::<T>()) as u64);
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = self.context().bind();
             if self.pooled {

@@ -16,6 +16,7 @@
 //! and [`DeviceWriter::join`] makes the buffer's stream wait on theirs. Nothing synchronises the
 //! whole device.
 
+pub mod allocations;
 pub mod context;
 pub mod cufile;
 #[cfg(feature = "fault-injection")]
@@ -29,6 +30,7 @@ pub(crate) mod ring;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
+pub use allocations::{AllocationCounter, AllocationWatch};
 pub use context::{GpuContext, GpuInfo};
 pub use memory::{DeviceBuffer, DeviceWriter, Event, FillingBuffer, MappedStaging, PinnedAlloc, PinnedBuffer, Stream};
 pub(crate) use ring::PinnedRing;
