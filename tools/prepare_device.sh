@@ -15,8 +15,10 @@ cd "$(dirname "$0")/.."
 shared=../shared
 mkdir -p .device/bin .device/bench
 cargo build --release
-cargo test --release --no-run 2>&1 | tee /tmp/gpu-parquet-test-build.log | grep -E "^error" && exit 1
+# The CLI as users build it, copied before the test build relinks it with the tests' features
+# (fault injection among them).
 cp target/release/gpu-parquet .device/bin/
+cargo test --release --no-run 2>&1 | tee /tmp/gpu-parquet-test-build.log | grep -E "^error" && exit 1
 # OLD=REV: that revision's CLI too, as .device/bin/gpu-parquet-old (built in a scratch worktree, its
 # target folder a copy of this one's release builds, so that only the crate recompiles), for
 # `gpu_machine.sh walls` / `abbench` A/B runs (RUNS="gpu-parquet-old gpu-parquet").
