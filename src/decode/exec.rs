@@ -668,6 +668,12 @@ impl HostExecutor {
         self.header_passes
     }
 
+    /// Most bytes held at once, what was uploaded included (as [`crate::decode::exec_device`]'s
+    /// executor counts a step's peak, less the fetched chunks it borrows).
+    pub(crate) fn peak_bytes(&self) -> u64 {
+        self.arena.peak_bytes()
+    }
+
     fn missing(addr: u64, what: &str) -> Error {
         Error::device(
             "host reference decoder",

@@ -246,21 +246,8 @@ pub fn decode_reference_with_string_offset_limit(
     fetched: &Bytes,
     limit: u64,
 ) -> Result<(DeviceBatch<Vec<u8>>, StepStats)> {
-    let (schema, routes) = route_columns(source, &plan.columns)?;
     let mut exec = HostExecutor::new().with_string_offset_limit(limit);
-    let base = crate::decode::exec::Executor::upload(&mut exec, fetched.as_ref())?;
-    decode_step(
-        &mut exec,
-        source,
-        &schema,
-        &routes,
-        plan,
-        &plan.row_groups,
-        base,
-        1,
-        &PageHints::default(),
-        None,
-    )
+    reference_step(&mut exec, source, plan, fetched, &PageHints::default(), None)
 }
 
 /// [`decode_reference`] with `hints` carried over from earlier steps, and the page headers parsed on
@@ -274,11 +261,24 @@ pub fn decode_reference_with(
     hints: &PageHints,
     host_headers: Option<&HostHeaders>,
 ) -> Result<(DeviceBatch<Vec<u8>>, StepStats, usize)> {
-    let (schema, routes) = route_columns(source, &plan.columns)?;
     let mut exec = HostExecutor::new();
-    let base = crate::decode::exec::Executor::upload(&mut exec, fetched.as_ref())?;
-    let (batch, stats) = decode_step(
-        &mut exec,
+    let (batch, stats) = reference_step(&mut exec, source, plan, fetched, hints, host_headers)?;
+    Ok((batch, stats, exec.header_passes()))
+}
+
+/// One step of `plan`'s row groups on `exec`, its chunks `fetched` uploaded first.
+fn reference_step(
+    exec: &mut HostExecutor,
+    source: &ParquetSource,
+    plan: &ReadPlan,
+    fetched: &Bytes,
+    hints: &PageHints,
+    host_headers: Option<&HostHeaders>,
+) -> Result<(DeviceBatch<Vec<u8>>, StepStats)> {
+    let (schema, routes) = route_columns(source, &plan.columns)?;
+    let base = crate::decode::exec::Executor::upload(exec, fetched.as_ref())?;
+    decode_step(
+        exec,
         source,
         &schema,
         &routes,
@@ -288,8 +288,7 @@ pub fn decode_reference_with(
         1,
         hints,
         host_headers,
-    )?;
-    Ok((batch, stats, exec.header_passes()))
+    )
 }
 
 impl DeviceBatch<crate::gpu::DeviceBuffer<u8>> {
@@ -341,5 +340,69 @@ impl DeviceBatch<crate::gpu::DeviceBuffer<u8>> {
     pub fn compact(self, mask: &crate::decode::table::DeviceArray, decoder: &GpuDecoder) -> Result<Self> {
         let mut exec = decoder.row_filter_executor(&self)?;
         crate::decode::row_filter::compact_batch(&mut exec, self, mask)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringViewArray};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+
+    use super::*;
+    use crate::io::IoBackend;
+    use crate::plan::{PlanOptions, Projection, RowGroupSelection};
+
+    /// The dictionary indices (`dense`) of a step's columns are freed before its strings' characters
+    /// and views are allocated, so a step's peak holds one or the other. One row group of `n` rows: a
+    /// dictionary-encoded Int64 column and a dictionary-encoded Utf8View column of short strings
+    /// (inline in their views, no characters). Beyond the fetched chunks, the step holds at its peak
+    /// the Int64 values (8 bytes a row), the strings' offsets, sources and lengths (4 + 8 + 4) and
+    /// views (16): 40 bytes a row, and little else. The dense indices (8 + 4 bytes a row) live
+    /// alongside would make it 52.
+    #[test]
+    fn dense_values_are_freed_before_the_strings_are_allocated() {
+        let n = 200_000usize;
+        let ints: ArrayRef = Arc::new(Int64Array::from_iter_values((0..n as i64).map(|i| i % 1000 * 7_919)));
+        let strs: ArrayRef = Arc::new(StringViewArray::from_iter_values(
+            (0..n).map(|i| format!("s{}", i % 500)),
+        ));
+        let batch = RecordBatch::try_from_iter([("k", ints), ("s", strs)]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dense.parquet");
+        let props = WriterProperties::builder().set_max_row_group_row_count(Some(n)).build();
+        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+
+        let source = ParquetSource::open(&path).unwrap();
+        let plan = ReadPlan::build(
+            &source,
+            &Projection::All,
+            &RowGroupSelection::All,
+            PlanOptions::default(),
+        )
+        .unwrap();
+        let fetched = crate::io::host::HostBackend::new(1)
+            .unwrap()
+            .fetch(&source, &plan)
+            .unwrap()
+            .buffer
+            .into_bytes();
+        let mut exec = HostExecutor::new();
+        let (out, _) = reference_step(&mut exec, &source, &plan, &fetched, &PageHints::default(), None).unwrap();
+        assert_eq!(out.num_rows, n);
+        let beyond = exec.peak_bytes() - fetched.len() as u64;
+        let per_row = beyond as f64 / n as f64;
+        assert!(
+            per_row >= 40.0,
+            "{per_row} bytes a row: the step must hold its values and views"
+        );
+        assert!(
+            per_row < 46.0,
+            "{per_row} bytes a row at the step's peak: dense indices still held"
+        );
     }
 }

@@ -42,6 +42,9 @@ use bytemuck::Pod;
 pub struct Arena {
     regions: BTreeMap<u64, Vec<u8>>,
     next: u64,
+    /// Bytes in the regions now, and the most at once (a step's peak, as the device executor counts it).
+    live: u64,
+    peak: u64,
 }
 
 /// Alignment of every region's start (as `cuMemAlloc`'s).
@@ -53,6 +56,8 @@ impl Arena {
         Arena {
             regions: BTreeMap::new(),
             next: 1 << 20,
+            live: 0,
+            peak: 0,
         }
     }
 
@@ -66,6 +71,8 @@ impl Arena {
         let addr = self.next;
         let len = bytes.len();
         self.regions.insert(addr, bytes);
+        self.live += len as u64;
+        self.peak = self.peak.max(self.live);
         // A gap after each region, so an overrun is a miss, never a neighbour's bytes.
         self.next = (addr + len as u64 + ALIGN).div_ceil(ALIGN) * ALIGN;
         addr
@@ -134,7 +141,14 @@ impl Arena {
 
     /// Frees the region that starts at `addr`.
     pub(crate) fn free(&mut self, addr: u64) {
-        self.regions.remove(&addr);
+        if let Some(r) = self.regions.remove(&addr) {
+            self.live -= r.len() as u64;
+        }
+    }
+
+    /// The most bytes the regions held at once.
+    pub(crate) fn peak_bytes(&self) -> u64 {
+        self.peak
     }
 }
 

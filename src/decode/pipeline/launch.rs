@@ -124,6 +124,26 @@ pub(super) fn run_kernels<E: Executor>(
         check_pages(exec, pages_addr, n, cols_addr, ncols, origins, kept, source, gpu)?;
         if has(&is_ba) {
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
+            // Every column's dense values are read by now (the gathers and gp_byte_array_values ran),
+            // but DELTA_BYTE_ARRAY strings' prefix lengths, which gp_delta_byte_array_copy reads: freed
+            // before the characters and views are allocated, they are not in the step's peak.
+            let prefixes_in_dense: Vec<bool> = (0..updated.len())
+                .map(|k| {
+                    pages.iter().any(|p| {
+                        p.column as usize == k
+                            && p.physical == physical::BYTE_ARRAY
+                            && p.encoding == encoding::DELTA_BYTE_ARRAY
+                    })
+                })
+                .collect();
+            for (c, _) in updated
+                .iter_mut()
+                .zip(&prefixes_in_dense)
+                .filter(|(c, keep)| c.dense != 0 && !**keep)
+            {
+                exec.free(c.dense);
+                c.dense = 0;
+            }
             for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
                 let chars = last_offset(exec, c)?;
                 c.chars_capacity = chars;
