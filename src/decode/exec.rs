@@ -670,6 +670,7 @@ impl HostExecutor {
 
     /// Most bytes held at once, what was uploaded included (as [`crate::decode::exec_device`]'s
     /// executor counts a step's peak, less the fetched chunks it borrows).
+    #[cfg(test)]
     pub(crate) fn peak_bytes(&self) -> u64 {
         self.arena.peak_bytes()
     }

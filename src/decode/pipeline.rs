@@ -2018,39 +2018,41 @@ fn reshape_strings<E: Executor>(
             StringOutput::Offsets32 | StringOutput::Offsets64 => continue,
             StringOutput::Views => {
                 exec.free(c.out_offsets);
-                // Every string inline: no data buffer, as arrow-rs's own views of short strings.
+                let mut buffers = vec![exec.take(dst)?];
                 if found[i] as u32 <= 12 {
+                    // Every string inline: no data buffer, as arrow-rs's own views of short strings.
                     exec.free(c.out_values);
                     if c.view_pages != 0 {
                         exec.free(c.view_pages);
                     }
-                    vec![exec.take(dst)?]
-                } else if c.view_pages != 0 && c.chars_capacity == 0 {
-                    // Every long string points into the column's pages.
-                    exec.free(c.out_values);
-                    vec![exec.take(dst)?, exec.take(c.view_pages)?]
-                } else if view_segment(exec, &c) != 0 {
-                    let segment = view_segment(exec, &c);
-                    if found[i] > segment {
-                        let message = format!(
-                            "a string of {} bytes among more than {} bytes of strings in one step: views of so \
-                             many strings take strings of at most {segment} bytes",
-                            found[i],
-                            exec.string_offset_limit()
-                        );
-                        return Err(step_error(source, gpu, kept[k], message));
-                    }
-                    let mut buffers = vec![exec.take(dst)?];
-                    if c.view_pages != 0 {
-                        buffers.push(exec.take(c.view_pages)?);
-                    }
-                    buffers.extend(view_data_buffers(exec, &c)?);
-                    buffers
-                } else if c.view_pages != 0 {
-                    vec![exec.take(dst)?, exec.take(c.view_pages)?, exec.take(c.out_values)?]
-                } else {
-                    vec![exec.take(dst)?, exec.take(c.out_values)?]
+                    out.insert(k, buffers);
+                    continue;
                 }
+                // Every long string points into the column's pages: no characters were copied.
+                let pages_only = c.view_pages != 0 && c.chars_capacity == 0;
+                let segment = view_segment(exec, &c);
+                if !pages_only && segment != 0 && found[i] > segment {
+                    let message = format!(
+                        "a string of {} bytes among more than {} bytes of strings in one step: views of so \
+                         many strings take strings of at most {segment} bytes",
+                        found[i],
+                        exec.string_offset_limit()
+                    );
+                    return Err(step_error(source, gpu, kept[k], message));
+                }
+                // The column's own pages are buffer 1 (gp_copy_strings' views name it), the copied
+                // characters after them.
+                if c.view_pages != 0 {
+                    buffers.push(exec.take(c.view_pages)?);
+                }
+                if pages_only {
+                    exec.free(c.out_values);
+                } else if segment != 0 {
+                    buffers.extend(view_data_buffers(exec, &c)?);
+                } else {
+                    buffers.push(exec.take(c.out_values)?);
+                }
+                buffers
             }
             StringOutput::Decimal(width) => {
                 if found[i] != u64::MAX {

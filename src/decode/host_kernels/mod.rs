@@ -147,6 +147,7 @@ impl Arena {
     }
 
     /// The most bytes the regions held at once.
+    #[cfg(test)]
     pub(crate) fn peak_bytes(&self) -> u64 {
         self.peak
     }
