@@ -65,7 +65,11 @@ pub(crate) fn has_long_chain(src: usize, dst: usize) -> bool {
 /// took 78.7 / 80.2 ms against 92.1 / 92.3 ms here (the wide decoder took l_comment's 260 kB plain
 /// pages and the 400-550 kB dictionary pages), while file to device columns, whose last step waits
 /// for its own longest walk, took 140.8 / 130.9 against 132.2 / 126.2 ms. The estimate below looks
-/// at one step alone; steps decoded side by side hide a long walk behind each other's work.
+/// at one step alone; steps decoded side by side hide a long walk behind each other's work. Dividing
+/// the walk's cost by the steps being decoded at once (branch `route-side-by-side`, run Q, an H100, two
+/// rounds against this) took lineitem's decode alone to 87.0 / 86.3 ms from 92.2 / 91.8 but not its
+/// file to device columns (128.5 / 128.7 against 125.1 / 131.9 ms), and the flat snappy file's to
+/// 46.9 / 46.8 from 42.7 / 42.9 ms: not taken.
 pub(crate) fn wide_bodies(bodies: &[(usize, usize)], chain_ns_per_byte: f64) -> Vec<bool> {
     let chain = |&(src, dst): &(usize, usize)| if has_long_chain(src, dst) { src } else { 0 };
     let eligible = |b: &(usize, usize)| (WIDE_MIN_SRC..=WIDE_MAX_SRC).contains(&b.0) && chain(b) > 0;
