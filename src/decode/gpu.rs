@@ -355,21 +355,23 @@ mod tests {
     use crate::io::IoBackend;
     use crate::plan::{PlanOptions, Projection, RowGroupSelection};
 
-    /// The dictionary indices (`dense`) of a step's columns are freed before its strings' characters
-    /// and views are allocated, so a step's peak holds one or the other. One row group of `n` rows: a
-    /// dictionary-encoded Int64 column and a dictionary-encoded Utf8View column of short strings
-    /// (inline in their views, no characters). Beyond the fetched chunks, the step holds at its peak
-    /// the Int64 values (8 bytes a row), the strings' offsets, sources and lengths (4 + 8 + 4) and
-    /// views (16): 40 bytes a row, and little else. The dense indices (8 + 4 bytes a row) live
-    /// alongside would make it 52.
-    #[test]
-    fn dense_values_are_freed_before_the_strings_are_allocated() {
+    /// Beyond its fetched chunks, the most bytes a row one step held on the host executor, over one
+    /// row group of 200,000 rows: `ints` dictionary-encoded Int64 columns and a dictionary-encoded
+    /// Utf8View column of short strings (inline in their views: no characters, no own pages).
+    fn step_peak_per_row(ints: usize) -> f64 {
         let n = 200_000usize;
-        let ints: ArrayRef = Arc::new(Int64Array::from_iter_values((0..n as i64).map(|i| i % 1000 * 7_919)));
-        let strs: ArrayRef = Arc::new(StringViewArray::from_iter_values(
-            (0..n).map(|i| format!("s{}", i % 500)),
-        ));
-        let batch = RecordBatch::try_from_iter([("k", ints), ("s", strs)]).unwrap();
+        let mut columns: Vec<(String, ArrayRef)> = (0..ints)
+            .map(|c| {
+                let values = (0..n as i64).map(move |i| (i + c as i64) % 1000 * 7_919);
+                (
+                    format!("k{c}"),
+                    Arc::new(Int64Array::from_iter_values(values)) as ArrayRef,
+                )
+            })
+            .collect();
+        let strs = StringViewArray::from_iter_values((0..n).map(|i| format!("s{}", i % 500)));
+        columns.push(("s".into(), Arc::new(strs)));
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dense.parquet");
         let props = WriterProperties::builder().set_max_row_group_row_count(Some(n)).build();
@@ -394,8 +396,17 @@ mod tests {
         let mut exec = HostExecutor::new();
         let (out, _) = reference_step(&mut exec, &source, &plan, &fetched, &PageHints::default(), None).unwrap();
         assert_eq!(out.num_rows, n);
-        let beyond = exec.peak_bytes() - fetched.len() as u64;
-        let per_row = beyond as f64 / n as f64;
+        (exec.peak_bytes() - fetched.len() as u64) as f64 / n as f64
+    }
+
+    /// The dictionary indices (`dense`) of a step's columns are freed before its strings' characters
+    /// and views are allocated, so a step's peak holds one or the other. With one Int64 column, the
+    /// step holds at its peak the Int64 values (8 bytes a row), the strings' offsets, sources and
+    /// lengths (4 + 8 + 4) and views (16): 40 bytes a row, and little else. The dense indices (8 + 4
+    /// bytes a row) alongside would make it 52.
+    #[test]
+    fn dense_values_are_freed_before_the_strings_are_allocated() {
+        let per_row = step_peak_per_row(1);
         assert!(
             per_row >= 40.0,
             "{per_row} bytes a row: the step must hold its values and views"
@@ -403,6 +414,23 @@ mod tests {
         assert!(
             per_row < 46.0,
             "{per_row} bytes a row at the step's peak: dense indices still held"
+        );
+    }
+
+    /// A BYTE_ARRAY column's offsets, sources and lengths are allocated once the fixed-width columns'
+    /// dense values are freed. With four Int64 columns the step's peak comes first, before any kernel:
+    /// their values (32 bytes a row) and dense values (32), and the strings' indices (4), 68 bytes a
+    /// row. The strings' offsets, sources and lengths (16) allocated alongside would make it 84.
+    #[test]
+    fn string_buffers_wait_for_the_fixed_width_columns() {
+        let per_row = step_peak_per_row(4);
+        assert!(
+            per_row >= 64.0,
+            "{per_row} bytes a row: the step must hold its values and views"
+        );
+        assert!(
+            per_row < 76.0,
+            "{per_row} bytes a row at the step's peak: fixed dense values still held"
         );
     }
 }

@@ -9,7 +9,7 @@ use parquet::basic::Compression;
 use super::checks::dictionary_encoded;
 use super::{LeafRole, StepColumns, StepInput, StringOutput, corrupt};
 use crate::decode::exec::{Decompress, DecompressedOn, Executor};
-use crate::decode::layout::encoding;
+use crate::decode::layout::{encoding, physical};
 use crate::error::Result;
 
 /// One page body to decompress: its chunk, its page, and where from and to.
@@ -27,8 +27,12 @@ pub(super) struct Body {
 pub(super) struct Decompressed {
     /// Per chunk, per page.
     pub(super) bodies: Vec<Vec<Body>>,
-    /// The buffer holding every decompressed body (0 when none), freed after the decode kernels.
+    /// The buffer holding the decompressed bodies of the BYTE_ARRAY columns (0 when none), freed after
+    /// the decode kernels.
     pub(super) base: u64,
+    /// The buffer holding the other columns' decompressed bodies (0 when none), freed once the fixed-
+    /// width kernels have read them, before the strings' characters and views are allocated.
+    pub(super) fixed: u64,
     /// Where each GPU column's bodies were decompressed ("gpu (nvCOMP)", "host (`<why>`)", ...).
     pub(super) on: BTreeMap<usize, Vec<String>>,
     /// Per GPU column whose views may point into its pages ([`views_in_copy`]): the buffer holding
@@ -163,17 +167,20 @@ pub(super) fn decompress_bodies<E: Executor>(
             own.insert(c, (exec.alloc(total as usize)?, total));
         }
     }
-    let shared_total: u64 = out_items
-        .iter()
-        .filter(|x| x.4.is_none_or(|c| !own.contains_key(&c)))
-        .map(|x| x.3.div_ceil(64) * 64)
-        .sum();
-    let dec_base = if shared_total > 0 {
-        exec.alloc(shared_total as usize)?
-    } else {
-        0
-    };
-    let mut shared_at = 0u64;
+    // The shared bodies in two buffers: the strings' (read until their characters are copied) and the
+    // other columns' (read only by the fixed-width kernels, which run first).
+    let is_strings = |ci: usize| gpu[chunks[ci].column].1.physical == physical::BYTE_ARRAY;
+    let mut shared_total = [0u64; 2];
+    for x in out_items.iter().filter(|x| x.4.is_none_or(|c| !own.contains_key(&c))) {
+        shared_total[is_strings(x.0) as usize] += x.3.div_ceil(64) * 64;
+    }
+    let mut shared_base = [0u64; 2];
+    for (base, &total) in shared_base.iter_mut().zip(&shared_total) {
+        if total > 0 {
+            *base = exec.alloc(total as usize)?;
+        }
+    }
+    let mut shared_at = [0u64; 2];
     for &(ci, pi, off, len, column) in &out_items {
         let ch = &chunks[ci];
         let p = &ch.infos[pi];
@@ -181,8 +188,9 @@ pub(super) fn decompress_bodies<E: Executor>(
         body.data = match column.and_then(|c| own.get(&c)) {
             Some(&(addr, _)) => addr + off,
             None => {
-                let at = dec_base + shared_at;
-                shared_at += len.div_ceil(64) * 64;
+                let k = is_strings(ci) as usize;
+                let at = shared_base[k] + shared_at[k];
+                shared_at[k] += len.div_ceil(64) * 64;
                 at
             }
         };
@@ -241,7 +249,8 @@ pub(super) fn decompress_bodies<E: Executor>(
     }
     Ok(Decompressed {
         bodies,
-        base: dec_base,
+        base: shared_base[1],
+        fixed: shared_base[0],
         on: decompressed_on,
         own,
     })

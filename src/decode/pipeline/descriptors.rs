@@ -99,15 +99,8 @@ pub(super) fn describe<E: Executor>(
             c.dense = exec.alloc_uninit(n * dense_width as usize)?;
         }
         if leaf.physical == physical::BYTE_ARRAY {
-            // offsets[0] is written by the column's first page; a step of no rows has none.
-            let width = offset_width(leaf) as usize;
-            c.out_offsets = if n == 0 {
-                exec.alloc(width)?
-            } else {
-                exec.alloc_uninit((n + 1) * width)?
-            };
-            c.str_src = exec.alloc_uninit(n * 8)?;
-            c.str_len = exec.alloc_uninit(n * 4)?;
+            // Its offsets, sources and lengths are allocated once the fixed-width columns are decoded
+            // (`launch::string_buffers`), after their dense values and pages are freed.
         } else {
             c.out_values = exec.alloc_uninit(n * leaf.type_len as usize)?;
             if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && fixed_delta_byte_array(&chunks, gi) {

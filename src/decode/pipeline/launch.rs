@@ -27,6 +27,7 @@ pub(super) fn run_kernels<E: Executor>(
     let routes = input.routes;
     let gpu = &step.gpu;
     let dec_base = decompressed.base;
+    let mut fixed_base = decompressed.fixed;
     let Descriptors {
         kept,
         cols,
@@ -108,6 +109,14 @@ pub(super) fn run_kernels<E: Executor>(
         if has(&|p| !is_ba(p)) {
             run(exec, PageKernel::GatherFixed)?;
         }
+        // The fixed-width columns' decompressed pages are read by now (levels, indices, gathers).
+        if fixed_base != 0 {
+            exec.free(fixed_base);
+            fixed_base = 0;
+        }
+        // ... and their dense values; the strings' buffers take their place.
+        free_dense(exec, cols, |_, c| c.physical != physical::BYTE_ARRAY);
+        string_buffers(exec, cols, cols_addr)?;
         if has(&is_ba) {
             run(exec, PageKernel::ByteArrayValues)?;
             if has(&|p| p.encoding == encoding::DELTA_LENGTH_BYTE_ARRAY) {
@@ -123,11 +132,10 @@ pub(super) fn run_kernels<E: Executor>(
         }
         check_pages(exec, pages_addr, n, cols_addr, ncols, origins, kept, source, gpu)?;
         if has(&is_ba) {
-            let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
-            // Every column's dense values are read by now (the gathers and gp_byte_array_values ran),
-            // but DELTA_BYTE_ARRAY strings' prefix lengths, which gp_delta_byte_array_copy reads: freed
-            // before the characters and views are allocated, they are not in the step's peak.
-            let prefixes_in_dense: Vec<bool> = (0..updated.len())
+            // The strings' dense values are read by now (gp_byte_array_values ran), but DELTA_BYTE_ARRAY
+            // strings' prefix lengths, which gp_delta_byte_array_copy reads: freed before the
+            // characters and views are allocated, they are not in the step's peak.
+            let prefixes_in_dense: Vec<bool> = (0..cols.len())
                 .map(|k| {
                     pages.iter().any(|p| {
                         p.column as usize == k
@@ -136,13 +144,11 @@ pub(super) fn run_kernels<E: Executor>(
                     })
                 })
                 .collect();
-            for (c, _) in updated
-                .iter_mut()
-                .zip(&prefixes_in_dense)
-                .filter(|(c, keep)| c.dense != 0 && !**keep)
-            {
-                exec.free(c.dense);
-                c.dense = 0;
+            free_dense(exec, cols, |k, _| !prefixes_in_dense[k]);
+            let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
+            // The device's copies still name the dense values freed (no kernel reads them again).
+            for (u, c) in updated.iter_mut().zip(cols.iter()) {
+                u.dense = c.dense;
             }
             for c in updated.iter_mut().filter(|c| c.physical == physical::BYTE_ARRAY) {
                 let chars = last_offset(exec, c)?;
@@ -172,8 +178,10 @@ pub(super) fn run_kernels<E: Executor>(
     for &at in identities.iter() {
         exec.free(at);
     }
-    if dec_base != 0 {
-        exec.free(dec_base);
+    for base in [dec_base, fixed_base] {
+        if base != 0 {
+            exec.free(base);
+        }
     }
     for (column, &(addr, _)) in &decompressed.own {
         if !own_used.contains(column) {
@@ -192,11 +200,56 @@ pub(super) fn run_kernels<E: Executor>(
     }
 
     if n == 0 {
+        string_buffers(exec, cols, cols_addr)?;
         // No pages (a step of no rows): the structs' levels are empty, no kernel to run.
         levels = nested_def_levels(exec, routes, gpu, kept, cols, (pages_addr, n), (cols_addr, ncols))?;
     }
 
     Ok(levels)
+}
+
+/// Frees the dense values of the columns `done` picks (every kernel that reads them has run), and
+/// forgets them here so that they are not freed again with the step's other scratch.
+fn free_dense<E: Executor>(exec: &mut E, cols: &mut [ColumnDesc], done: impl Fn(usize, &ColumnDesc) -> bool) {
+    for (k, c) in cols.iter_mut().enumerate() {
+        if c.dense != 0 && done(k, c) {
+            exec.free(c.dense);
+            c.dense = 0;
+        }
+    }
+}
+
+/// Each BYTE_ARRAY column's offsets (in its type's width), string sources and lengths, allocated
+/// once the fixed-width columns' kernels have run and their dense values and pages are freed, so that
+/// a step never holds both; written into the descriptors on the device (`cols_addr`, where uploaded)
+/// field by field, leaving what the kernels wrote there.
+fn string_buffers<E: Executor>(exec: &mut E, cols: &mut [ColumnDesc], cols_addr: u64) -> Result<()> {
+    const FIELDS: usize = std::mem::offset_of!(ColumnDesc, out_offsets);
+    // out_offsets, str_src and str_len follow each other (as in kernels/common.cuh).
+    const _: () = assert!(
+        std::mem::offset_of!(ColumnDesc, str_src) == FIELDS + 8
+            && std::mem::offset_of!(ColumnDesc, str_len) == FIELDS + 16
+    );
+    for (k, c) in cols.iter_mut().enumerate() {
+        if c.physical != physical::BYTE_ARRAY || c.out_offsets != 0 {
+            continue;
+        }
+        let n = c.num_rows as usize;
+        let width = c.out_width as usize;
+        // offsets[0] is written by the column's first page; a step of no rows has none.
+        c.out_offsets = if n == 0 {
+            exec.alloc(width)?
+        } else {
+            exec.alloc_uninit((n + 1) * width)?
+        };
+        c.str_src = exec.alloc_uninit(n * 8)?;
+        c.str_len = exec.alloc_uninit(n * 4)?;
+        if cols_addr != 0 {
+            let at = cols_addr + (k * std::mem::size_of::<ColumnDesc>() + FIELDS) as u64;
+            exec.write(at, &[c.out_offsets, c.str_src, c.str_len])?;
+        }
+    }
+    Ok(())
 }
 
 /// The segment of a view column's characters (see [`Kernel::StringsToViews`]): 0 for a column of 32-bit
