@@ -109,8 +109,14 @@ pub(super) fn run_kernels<E: Executor>(
         if has(&|p| !is_ba(p)) {
             run(exec, PageKernel::GatherFixed)?;
         }
-        // The fixed-width columns' decompressed pages are read by now (levels, indices, gathers).
-        if fixed_base != 0 {
+        // The fixed-width columns' decompressed pages are read by now (levels, indices, gathers), but
+        // where one has a DELTA_BYTE_ARRAY or DELTA_LENGTH_BYTE_ARRAY page: the strings' delta kernels
+        // below read every such page's bytes before they look at its type.
+        let read_by_string_kernels = |p: &PageDesc| {
+            p.physical != physical::BYTE_ARRAY
+                && (p.encoding == encoding::DELTA_BYTE_ARRAY || p.encoding == encoding::DELTA_LENGTH_BYTE_ARRAY)
+        };
+        if fixed_base != 0 && !pages.iter().any(read_by_string_kernels) {
             exec.free(fixed_base);
             fixed_base = 0;
         }
