@@ -141,15 +141,15 @@ pub(super) fn run_kernels<E: Executor>(
             // The strings' dense values are read by now (gp_byte_array_values ran), but DELTA_BYTE_ARRAY
             // strings' prefix lengths, which gp_delta_byte_array_copy reads: freed before the
             // characters and views are allocated, they are not in the step's peak.
-            let prefixes_in_dense: Vec<bool> = (0..cols.len())
-                .map(|k| {
-                    pages.iter().any(|p| {
-                        p.column as usize == k
-                            && p.physical == physical::BYTE_ARRAY
-                            && p.encoding == encoding::DELTA_BYTE_ARRAY
-                    })
-                })
-                .collect();
+            let mut prefixes_in_dense = vec![false; cols.len()];
+            for p in pages
+                .iter()
+                .filter(|p| p.physical == physical::BYTE_ARRAY && p.encoding == encoding::DELTA_BYTE_ARRAY)
+            {
+                if let Some(keep) = prefixes_in_dense.get_mut(p.column as usize) {
+                    *keep = true;
+                }
+            }
             free_dense(exec, cols, |k, _| !prefixes_in_dense[k]);
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
             // The device's copies still name the dense values freed (no kernel reads them again).
