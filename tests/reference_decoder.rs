@@ -1056,3 +1056,54 @@ fn a_view_string_that_is_not_utf8_is_a_clear_error() {
         other => panic!("{:?}", other.map(|(b, _)| b.num_rows)),
     }
 }
+
+/// A view column's dictionary of a few long strings, each used by many rows, stays whole in the
+/// column's own buffer, and its rows' views point into it: no string is copied (two buffers: views
+/// and own pages). A dictionary of as many entries as rows is not kept whole; its rows' strings are
+/// copied (a third buffer). Both equal arrow-rs.
+#[test]
+fn a_view_column_points_into_a_dictionary_its_rows_reuse() {
+    use arrow::array::{ArrayRef, RecordBatch, StringViewArray};
+    use parquet::basic::Compression;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let words = ["DELIVER IN PERSON", "TAKE BACK RETURN", "NONE", "COLLECT COD"];
+    let few = (0..20_000).map(|i| words[(i * 7 + i / 3) % 4]);
+    // Distinct strings over 12 bytes, the first third of the rows dictionary-encoded before the
+    // writer's 4 KiB dictionary limit sends the rest to plain pages.
+    let many = (0..20_000).map(|i| format!("comment number {i:08}"));
+    let batch = RecordBatch::try_from_iter([
+        ("few", Arc::new(StringViewArray::from_iter_values(few)) as ArrayRef),
+        ("many", Arc::new(StringViewArray::from_iter_values(many)) as ArrayRef),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_page_size_limit(4096)
+        .set_data_page_size_limit(16 << 10)
+        .build();
+    let mut bytes = Vec::new();
+    let mut w = parquet::arrow::ArrowWriter::try_new(&mut bytes, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &bytes).unwrap();
+
+    let (source, plan, fetched) = open_whole(file.path());
+    let oracle = decode_fetched(&source, &plan, &fetched, 2)
+        .and_then(|t| t.concat())
+        .unwrap();
+    let (batch, _) = decode_reference(&source, &plan, &fetched).unwrap();
+    let buffers = |k: usize| batch.columns[k].array.buffers.len();
+    assert_eq!(buffers(0), 2, "few: views and its own pages, dictionary included");
+    assert_eq!(buffers(1), 3, "many: views, own pages, copied dictionary rows");
+    let own_pages = batch.columns[0].array.buffers[1].len();
+    assert!(
+        own_pages < 20_000,
+        "few: {own_pages} bytes of own pages, no string copied per row"
+    );
+    let got = batch.to_host().unwrap();
+    for k in 0..2 {
+        assert_eq!(oracle.column(k).to_data(), got.column(k).to_data(), "column {k}");
+    }
+}

@@ -36,8 +36,9 @@ pub(super) struct Decompressed {
     /// Where each GPU column's bodies were decompressed ("gpu (nvCOMP)", "host (`<why>`)", ...).
     pub(super) on: BTreeMap<usize, Vec<String>>,
     /// Per GPU column whose views may point into its pages ([`views_in_copy`]): the buffer holding
-    /// its decompressed data pages (address, bytes), apart from `base`, so that it can become the
-    /// column's data buffer instead of a copy of its strings.
+    /// its decompressed data pages, and its dictionary pages where [`dictionary_pays_its_keep`]
+    /// (address, bytes), apart from `base`, so that it can become the column's data buffer instead of
+    /// a copy of its strings.
     pub(super) own: BTreeMap<usize, (u64, u64)>,
 }
 
@@ -60,6 +61,31 @@ pub(super) fn views_in_copy(step: &StepColumns, column: usize) -> bool {
             .any(|p| matches!(p.page_type, 0 | 3) && p.encoding as u32 == encoding::DELTA_BYTE_ARRAY)
 }
 
+/// Whether a view column's chunk (its pages' headers, `infos`) keeps its decompressed dictionary page
+/// in its own buffer, so that the views of its dictionary-encoded rows point into it (as arrow-rs's
+/// do) instead of each row's string being copied: when the rows are estimated to hold at least twice
+/// the page's bytes (entries of average length, each row's copied). A dictionary each of whose
+/// entries a row or so uses (TPC-H's `l_comment`: 1 MB a row group, about as many rows as entries)
+/// would cost more kept whole than its rows' copies; one of a few entries (`l_shipinstruct`: four,
+/// two of them longer than a view holds, for 113,743 rows) costs almost nothing.
+pub(super) fn dictionary_pays_its_keep(infos: &[crate::decode::layout::PageInfo]) -> bool {
+    let Some(dict) = infos.iter().find(|p| p.page_type == 2) else {
+        return false;
+    };
+    let (entries, bytes) = (dict.num_values.max(0) as u64, dict.uncompressed_size.max(0) as u64);
+    if entries == 0 {
+        return false;
+    }
+    let rows: u64 = infos
+        .iter()
+        .filter(|p| dictionary_encoded(p))
+        .map(|p| p.num_values.max(0) as u64)
+        .sum();
+    // Each entry's bytes beyond its 4-byte length.
+    let mean_len = bytes.saturating_sub(4 * entries) / entries;
+    rows.saturating_mul(mean_len) >= 2 * bytes
+}
+
 /// Decompresses the bodies of the pages the kept GPU columns decode (`keep`, by GPU column).
 pub(super) fn decompress_bodies<E: Executor>(
     exec: &mut E,
@@ -75,7 +101,8 @@ pub(super) fn decompress_bodies<E: Executor>(
     // Chunk, page, offset in its column's own buffer, len, and that column (None: the shared buffer,
     // laid out once the own buffers are known).
     let mut out_items: Vec<(usize, usize, u64, u64, Option<usize>)> = Vec::new();
-    // The columns whose data pages get a buffer of their own, and its bytes so far.
+    // The columns whose data pages (and some dictionary pages) get a buffer of their own, and its
+    // bytes so far.
     let mut own_total: BTreeMap<usize, u64> = (0..gpu.len())
         .filter(|&c| keep[c] && views_in_copy(step, c))
         .map(|c| (c, 0))
@@ -133,7 +160,7 @@ pub(super) fn decompress_bodies<E: Executor>(
                 // 64-byte aligned outputs: nvCOMP asks at most that of its output buffers.
                 let place = (out_len as u64).div_ceil(64) * 64;
                 match own_total.get_mut(&ch.column) {
-                    Some(total) if p.page_type != 2 => {
+                    Some(total) if p.page_type != 2 || dictionary_pays_its_keep(&ch.infos) => {
                         out_items.push((ci, pi, *total, out_len as u64, Some(ch.column)));
                         *total += place;
                     }
