@@ -1,6 +1,7 @@
 //! The GPU executor: device memory on one stream, the NVRTC-compiled kernels, nvCOMP.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -38,6 +39,27 @@ fn transfer_grid(bytes: u64) -> u32 {
     bytes.div_ceil(256 * 16).clamp(1, 1024) as u32
 }
 
+/// A step's fetched chunks as its executor holds them.
+#[derive(Debug)]
+pub(crate) enum StepChunks<'a> {
+    /// None (the row filter's executors), or freed once read no more.
+    None,
+    /// Lent by their owner, which frees them (bench's decode alone, a two-pass read's first pass).
+    Borrowed(&'a DeviceBuffer<u8>),
+    /// Handed over by a read's step: freed as soon as the step reads them no more.
+    Owned(DeviceBuffer<u8>),
+}
+
+impl StepChunks<'_> {
+    pub(crate) fn buffer(&self) -> Option<&DeviceBuffer<u8>> {
+        match self {
+            StepChunks::None => None,
+            StepChunks::Borrowed(b) => Some(b),
+            StepChunks::Owned(b) => Some(b),
+        }
+    }
+}
+
 /// Runs a decode step on one GPU.
 #[derive(Debug)]
 pub(crate) struct DeviceExecutor<'a> {
@@ -45,7 +67,7 @@ pub(crate) struct DeviceExecutor<'a> {
     kernels: Arc<KernelModule>,
     nvcomp: std::result::Result<Arc<Nvcomp>, String>,
     /// The fetched chunks (read-only here).
-    chunks: Option<&'a DeviceBuffer<u8>>,
+    chunks: StepChunks<'a>,
     owned: BTreeMap<u64, DeviceBuffer<u8>>,
     live_bytes: u64,
     peak_bytes: u64,
@@ -56,6 +78,9 @@ pub(crate) struct DeviceExecutor<'a> {
     staging: Option<(MappedStaging, StagingPool)>,
     /// Which GPU decoders take Snappy bodies.
     snappy: SnappyDecoders,
+    /// The count of steps its decoder is decoding at once, and this step's values (rows times leaf
+    /// columns), for the Snappy route; `None`: routed as a step alone.
+    side_by_side: Option<(&'a AtomicUsize, u64)>,
 }
 
 impl<'a> DeviceExecutor<'a> {
@@ -65,7 +90,7 @@ impl<'a> DeviceExecutor<'a> {
         stream: Stream,
         kernels: Arc<KernelModule>,
         nvcomp: std::result::Result<Arc<Nvcomp>, String>,
-        chunks: Option<&'a DeviceBuffer<u8>>,
+        chunks: StepChunks<'a>,
     ) -> Self {
         DeviceExecutor {
             stream,
@@ -78,12 +103,20 @@ impl<'a> DeviceExecutor<'a> {
             precheck: true,
             staging: None,
             snappy: SnappyDecoders::default(),
+            side_by_side: None,
         }
     }
 
     /// Which GPU decoders take Snappy bodies (default [`SnappyDecoders::Auto`]).
     pub(crate) fn with_snappy(mut self, snappy: SnappyDecoders) -> Self {
         self.snappy = snappy;
+        self
+    }
+
+    /// Routes Snappy bodies knowing how many steps `decoding` counts at the time (this one among them),
+    /// this one decoding `values` values.
+    pub(crate) fn with_side_by_side(mut self, decoding: &'a AtomicUsize, values: u64) -> Self {
+        self.side_by_side = Some((decoding, values));
         self
     }
 
@@ -176,7 +209,7 @@ impl<'a> DeviceExecutor<'a> {
         {
             return Some((b, off));
         }
-        self.chunks.and_then(|b| inside(b).map(|off| (b, off)))
+        self.chunks.buffer().and_then(|b| inside(b).map(|off| (b, off)))
     }
 
     fn outside(addr: u64, len: u64) -> Error {
@@ -425,7 +458,12 @@ impl DeviceExecutor<'_> {
                     route::CHAIN_NS_PER_BYTE_NVCOMP
                 };
                 let bodies: Vec<(usize, usize)> = open.iter().map(|&i| (items[i].src_len, items[i].dst_len)).collect();
-                let wide = route::wide_bodies(&bodies, chain);
+                let beside = self
+                    .side_by_side
+                    .map_or(route::SideBySide::ALONE, |(decoding, values)| {
+                        route::SideBySide::new(decoding.load(Ordering::Relaxed).max(1), values)
+                    });
+                let wide = route::wide_bodies(&bodies, chain, beside);
                 open.into_iter().zip(wide).filter(|&(_, w)| w).map(|(i, _)| i).collect()
             }
         }
@@ -827,6 +865,18 @@ impl Executor for DeviceExecutor<'_> {
         let addr = buffer.device_address();
         self.owned.insert(addr, buffer);
         Ok(addr)
+    }
+
+    fn release_chunks(&mut self, chunk_base: u64) {
+        // Pooled memory only: its free is queued on the stream after the work that read it (the
+        // decompressors', and the wide decoder's, joined to it). Another would wait for that work here
+        // and hold back the step's launches.
+        if let StepChunks::Owned(b) = &self.chunks
+            && b.device_address() == chunk_base
+            && b.is_pooled()
+        {
+            self.chunks = StepChunks::None;
+        }
     }
 
     fn launch(&mut self, kernel: Kernel) -> Result<()> {

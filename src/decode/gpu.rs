@@ -4,6 +4,7 @@
 //! checks against arrow-rs.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use arrow::datatypes::SchemaRef;
@@ -12,7 +13,7 @@ use serde::Serialize;
 
 use crate::config::SnappyDecoders;
 use crate::decode::exec::HostExecutor;
-use crate::decode::exec_device::{DeviceExecutor, StagingPool};
+use crate::decode::exec_device::{DeviceExecutor, StagingPool, StepChunks};
 use crate::decode::host_headers::HostHeaders;
 use crate::decode::kernels;
 use crate::decode::pipeline::{ColumnRoute, PageHints, StepStats, decode_step, route_columns};
@@ -62,6 +63,24 @@ pub struct GpuDecoder {
     staging: StagingPool,
     /// Pages per chunk byte seen so far, per leaf column (one header pass where they hold).
     page_hints: PageHints,
+    /// Steps being decoded now, by any thread: the Snappy route weighs a long walk against their work.
+    decoding: AtomicUsize,
+}
+
+/// Counts a step among those [`GpuDecoder::decoding`] while it lives.
+struct Decoding<'a>(&'a AtomicUsize);
+
+impl<'a> Decoding<'a> {
+    fn start(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Decoding(count)
+    }
+}
+
+impl Drop for Decoding<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl GpuDecoder {
@@ -100,6 +119,7 @@ impl GpuDecoder {
             snappy: options.snappy,
             staging: StagingPool::default(),
             page_hints: PageHints::default(),
+            decoding: AtomicUsize::new(0),
         })
     }
 
@@ -147,35 +167,91 @@ impl GpuDecoder {
         host_threads: usize,
         host_headers: Option<&HostHeaders>,
     ) -> Result<(DeviceBatch, StepStats, u64)> {
-        if !Arc::ptr_eq(chunks.context(), &self.ctx) {
+        let step = Step {
+            source,
+            schema,
+            routes,
+            plan,
+            host_threads,
+            host_headers,
+        };
+        self.decode_chunks(step, StepChunks::Borrowed(chunks))
+    }
+
+    /// [`Self::decode`], the chunks handed over: freed (on their stream) as soon as the step reads them
+    /// no more, once their pages are decompressed, rather than after the whole step.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn decode_owned(
+        &self,
+        source: &ParquetSource,
+        schema: &SchemaRef,
+        routes: &[ColumnRoute],
+        plan: &ReadPlan,
+        chunks: DeviceBuffer<u8>,
+        host_threads: usize,
+        host_headers: Option<&HostHeaders>,
+    ) -> Result<(DeviceBatch, StepStats, u64)> {
+        let step = Step {
+            source,
+            schema,
+            routes,
+            plan,
+            host_threads,
+            host_headers,
+        };
+        self.decode_chunks(step, StepChunks::Owned(chunks))
+    }
+
+    fn decode_chunks(&self, step: Step<'_>, chunks: StepChunks<'_>) -> Result<(DeviceBatch, StepStats, u64)> {
+        let Some(buffer) = chunks.buffer() else {
+            return Err(Error::device("GPU decoder", "a step without its chunks"));
+        };
+        if !Arc::ptr_eq(buffer.context(), &self.ctx) {
             return Err(Error::device(
                 "GPU decoder",
                 "the chunks are on another GPU than the decoder's kernels",
             ));
         }
-        let mut exec = DeviceExecutor::new(
-            chunks.stream().clone(),
-            self.kernels.clone(),
-            self.nvcomp.clone(),
-            Some(chunks),
-        )
-        .with_precheck(!self.trust_compressed)
-        .with_snappy(self.snappy)
-        .with_staging(&self.staging);
+        let (stream, chunk_base) = (buffer.stream().clone(), buffer.device_address());
+        let _decoding = Decoding::start(&self.decoding);
+        let meta = step.source.metadata();
+        let rows: i64 = step
+            .plan
+            .row_groups
+            .iter()
+            .filter_map(|&rg| meta.row_groups().get(rg))
+            .map(|g| g.num_rows())
+            .sum();
+        let values = rows.max(0) as u64 * step.plan.columns.len() as u64;
+        let mut exec = DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), chunks)
+            .with_precheck(!self.trust_compressed)
+            .with_snappy(self.snappy)
+            .with_side_by_side(&self.decoding, values)
+            .with_staging(&self.staging);
         let (batch, stats) = decode_step(
             &mut exec,
-            source,
-            schema,
-            routes,
-            plan,
-            &plan.row_groups,
-            chunks.device_address(),
-            host_threads,
+            step.source,
+            step.schema,
+            step.routes,
+            step.plan,
+            &step.plan.row_groups,
+            chunk_base,
+            step.host_threads,
             &self.page_hints,
-            host_headers,
+            step.host_headers,
         )?;
         Ok((batch, stats, exec.peak_bytes()))
     }
+}
+
+/// What a step decodes, apart from its chunks.
+struct Step<'a> {
+    source: &'a ParquetSource,
+    schema: &'a SchemaRef,
+    routes: &'a [ColumnRoute],
+    plan: &'a ReadPlan,
+    host_threads: usize,
+    host_headers: Option<&'a HostHeaders>,
 }
 
 impl GpuDecoder {
@@ -222,7 +298,10 @@ impl GpuDecoder {
             Some(b) => b.stream().clone(),
             None => crate::gpu::Stream::new(&self.ctx)?,
         };
-        Ok(DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), None).with_staging(&self.staging))
+        Ok(
+            DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), StepChunks::None)
+                .with_staging(&self.staging),
+        )
     }
 }
 
@@ -397,6 +476,72 @@ mod tests {
         let (out, _) = reference_step(&mut exec, &source, &plan, &fetched, &PageHints::default(), None).unwrap();
         assert_eq!(out.num_rows, n);
         (exec.peak_bytes() - fetched.len() as u64) as f64 / n as f64
+    }
+
+    /// Whether a step of a 20,000-row file of `compression` (an Int64 column and a Utf8 column, one row
+    /// group) still holds its fetched chunks once decoded on the host executor.
+    fn chunks_held_after_the_step(compression: parquet::basic::Compression) -> bool {
+        use crate::decode::exec::Executor;
+        let n = 20_000i64;
+        let ints = Int64Array::from_iter_values((0..n).map(|i| i * 31 % 977));
+        let strs = arrow::array::StringArray::from_iter_values((0..n).map(|i| format!("row {}", i % 300)));
+        let batch =
+            RecordBatch::try_from_iter([("k", Arc::new(ints) as ArrayRef), ("s", Arc::new(strs) as ArrayRef)]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step.parquet");
+        let props = WriterProperties::builder().set_compression(compression).build();
+        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+
+        let source = ParquetSource::open(&path).unwrap();
+        let plan = ReadPlan::build(
+            &source,
+            &Projection::All,
+            &RowGroupSelection::All,
+            PlanOptions::default(),
+        )
+        .unwrap();
+        let fetched = crate::io::host::HostBackend::new(1)
+            .unwrap()
+            .fetch(&source, &plan)
+            .unwrap()
+            .buffer
+            .into_bytes();
+        let (schema, routes) = route_columns(&source, &plan.columns).unwrap();
+        let mut exec = HostExecutor::new();
+        let base = exec.upload(fetched.as_ref()).unwrap();
+        let (out, _) = decode_step(
+            &mut exec,
+            &source,
+            &schema,
+            &routes,
+            &plan,
+            &plan.row_groups,
+            base,
+            1,
+            &PageHints::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(out.num_rows, n as usize);
+        exec.read::<u8>(base, 1).is_ok()
+    }
+
+    /// Once a step's pages are decompressed into its own buffers, nothing reads its fetched chunks: they
+    /// are freed then (a read's step holds less at its peak). Uncompressed pages are decoded where they
+    /// were fetched, so those chunks stay to the end.
+    #[test]
+    fn a_step_frees_its_chunks_once_its_pages_are_decompressed() {
+        use parquet::basic::Compression;
+        assert!(
+            !chunks_held_after_the_step(Compression::SNAPPY),
+            "snappy: chunks still held"
+        );
+        assert!(
+            chunks_held_after_the_step(Compression::UNCOMPRESSED),
+            "uncompressed: chunks freed"
+        );
     }
 
     /// The dictionary indices (`dense`) of a step's columns are freed before its strings' characters

@@ -802,6 +802,9 @@ pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
 
     let t_dec = Instant::now();
     let decompressed = decompress::decompress_bodies(exec, &input, &step, &checked.keep)?;
+    if decompress::chunks_read_no_more(&input, &step, &decompressed) {
+        exec.release_chunks(chunk_base);
+    }
     stats.decompress_time = t_dec.elapsed();
 
     let t_decode = Instant::now();

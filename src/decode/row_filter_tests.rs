@@ -911,6 +911,9 @@ impl Executor for EmuExecutor {
     fn adopt(&mut self, buffer: Vec<u8>) -> Result<u64> {
         Ok(self.arena.upload(&buffer))
     }
+    fn release_chunks(&mut self, chunk_base: u64) {
+        self.arena.free(chunk_base);
+    }
     fn launch(&mut self, kernel: Kernel) -> Result<()> {
         let plan = launch_plan(&kernel)
             .ok_or_else(|| Error::device("the kernel emulation", format!("{kernel:?} is not a row-filter kernel")))?;

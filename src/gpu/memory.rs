@@ -252,6 +252,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.len
     }
 
+    /// Whether it came from the stream-ordered pool: dropping it queues its free on its stream rather
+    /// than waiting for the stream.
+    pub(crate) fn is_pooled(&self) -> bool {
+        self.pooled
+    }
+
     /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -34,7 +34,7 @@ use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
 use crate::scan::gpu_filter::{GpuFilter, StepFilter};
 use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window, merge_reads};
 use crate::scan::two_pass::{DeviceTwoPass, SecondPassExec, TwoPass};
-use crate::scan::{progress::ProgressCounter, spec::Reader};
+use crate::scan::{chunks::ColumnChunks, progress::ProgressCounter, spec::Reader};
 
 /// Steps a read without compressed pages is cut into, when the budget allows: its reads bound it,
 /// and the smaller the last step, the less decode follows the last read. Measured on the H200
@@ -553,26 +553,34 @@ impl StepSink for GpuSink {
     /// Decodes one fetched step (on its chunks' stream) and drops its chunks.
     fn finish(&self, step: FetchedStep<'_>) -> Result<DecodedStep> {
         let decode_from = Instant::now();
-        let chunks = step.chunks;
+        // The buffer apart: a step decoded in one pass takes it, to free it once its pages are
+        // decompressed.
+        let ColumnChunks {
+            buffer,
+            fetched,
+            plan: step_plan,
+            log: step_log,
+            ..
+        } = step.chunks;
         let host_headers = self.headers.get(step.k).and_then(HeaderSlot::take);
-        let AnyBuffer::Device(buffer) = &chunks.buffer else {
+        let AnyBuffer::Device(buffer) = buffer else {
             return Err(Error::device("GPU decoder", "the backend returned host memory"));
         };
         let two = self
             .two_pass
             .as_ref()
-            .filter(|t| !t.plan.passes.reads_in_one(&chunks.plan));
+            .filter(|t| !t.plan.passes.reads_in_one(&step_plan));
         let whole = self
             .whole
             .as_ref()
-            .filter(|w| w.filter.accepts_whole(&chunks.plan.row_groups));
+            .filter(|w| w.filter.accepts_whole(&step_plan.row_groups));
         let (batch, mask, filter, stats, step_peak, second) = match (two, whole) {
             (_, Some(w)) => {
-                let (batch, stats, step_peak) = self.decoder.decode(
+                let (batch, stats, step_peak) = self.decoder.decode_owned(
                     &self.source,
                     &w.schema,
                     &w.routes,
-                    &chunks.plan,
+                    &step_plan,
                     buffer,
                     self.threads,
                     host_headers.as_ref(),
@@ -591,8 +599,8 @@ impl StepSink for GpuSink {
                     &self.source,
                     &t.plan.filter_schema,
                     &t.filter_routes,
-                    &chunks.plan,
-                    buffer,
+                    &step_plan,
+                    &buffer,
                     self.threads,
                     host_headers.as_ref(),
                 )?;
@@ -603,7 +611,9 @@ impl StepSink for GpuSink {
                     stats: None,
                     peak: 0,
                 };
-                let done = t.plan.second_pass(&self.source, &chunks.plan, first, &mut exec)?;
+                let done = t.plan.second_pass(&self.source, &step_plan, first, &mut exec)?;
+                // Both passes are queued: the first pass's chunks can go.
+                drop(buffer);
                 let (payload_stats, payload_peak) = (exec.stats.take(), exec.peak);
                 if let Some(p) = payload_stats {
                     stats.add_pass(p);
@@ -624,11 +634,11 @@ impl StepSink for GpuSink {
                 )
             }
             (None, None) => {
-                let (batch, stats, step_peak) = self.decoder.decode(
+                let (batch, stats, step_peak) = self.decoder.decode_owned(
                     &self.source,
                     &self.schema,
                     &self.routes,
-                    &chunks.plan,
+                    &step_plan,
                     buffer,
                     self.threads,
                     host_headers.as_ref(),
@@ -646,15 +656,14 @@ impl StepSink for GpuSink {
         };
         let (free_after, _) = self.decoder.context().memory()?;
         let decode_window = Window::between(self.started, decode_from, Instant::now());
-        let read_window = Window::between(self.started, chunks.fetched.start, chunks.fetched.end);
+        let read_window = Window::between(self.started, fetched.start, fetched.end);
         let (plan, log) = match second {
             Some((p, l)) => {
-                let (plan, log) = merge_reads(&[chunks.plan.clone(), p], &[chunks.log.clone(), l]);
+                let (plan, log) = merge_reads(&[step_plan, p], &[step_log, l]);
                 (Arc::new(plan), log)
             }
-            None => (chunks.plan.clone(), chunks.log.clone()),
+            None => (step_plan, step_log),
         };
-        drop(chunks);
         // The step's chunks are dropped: the steps held now, this one's place included.
         let held_steps = step.places.held();
         let summary = StepSummary {

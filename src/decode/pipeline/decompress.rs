@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use parquet::basic::Compression;
 
 use super::checks::dictionary_encoded;
-use super::{LeafRole, StepColumns, StepInput, StringOutput, corrupt};
+use super::{LeafRole, Route, StepColumns, StepInput, StringOutput, corrupt};
 use crate::decode::exec::{Decompress, DecompressedOn, Executor};
 use crate::decode::layout::{encoding, physical};
 use crate::error::Result;
@@ -84,6 +84,19 @@ pub(super) fn dictionary_pays_its_keep(infos: &[crate::decode::layout::PageInfo]
     // Each entry's bytes beyond its 4-byte length.
     let mean_len = bytes.saturating_sub(4 * entries) / entries;
     rows.saturating_mul(mean_len) >= 2 * bytes
+}
+
+/// Whether nothing the step queues after its decompression reads its fetched chunks, so that they can
+/// be freed then: no column goes to arrow-rs (which decodes from them), and every body and level the
+/// decoders read was decompressed into the step's own buffers (no uncompressed page decoded where it
+/// was fetched, no v2 page's levels read there).
+pub(super) fn chunks_read_no_more(input: &StepInput<'_>, step: &StepColumns, decompressed: &Decompressed) -> bool {
+    let fetched = input.chunk_base..input.chunk_base.saturating_add(input.plan.dest_len);
+    let to_host = !step.fallback.is_empty() || input.routes.iter().any(|r| matches!(r.route, Route::Host(_)));
+    !to_host
+        && decompressed.bodies.iter().flatten().all(|b| {
+            !(b.data_len > 0 && fetched.contains(&b.data)) && !(b.levels_len > 0 && fetched.contains(&b.levels))
+        })
 }
 
 /// Decompresses the bodies of the pages the kept GPU columns decode (`keep`, by GPU column).
