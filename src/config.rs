@@ -425,6 +425,10 @@ pub struct Tuning {
     pub trace: bool,
     /// `GPU_PARQUET_SNAPPY`: which GPU decoders take Snappy bodies.
     pub snappy: SnappyDecoders,
+    /// `GPU_PARQUET_STEPS_IN_FLIGHT`: the most steps a GPU decode holds in device memory at once
+    /// (`None`: 5), which bounds the steps decoded at once (one fewer): a read's peak against its
+    /// decoders' overlap.
+    pub steps_in_flight: Option<usize>,
 }
 
 impl Tuning {
@@ -444,6 +448,13 @@ impl Tuning {
                 message,
             })?;
         }
+        if let Some(v) = set(STEPS_IN_FLIGHT_VAR) {
+            let n = v.trim().parse::<usize>().ok().filter(|n| (2..=64).contains(n));
+            t.steps_in_flight = Some(n.ok_or_else(|| Error::Config {
+                setting: format!("{STEPS_IN_FLIGHT_VAR}={v}"),
+                message: "expected a whole number from 2 to 64".into(),
+            })?);
+        }
         Ok(t)
     }
 
@@ -457,12 +468,16 @@ impl Tuning {
         if self.snappy != SnappyDecoders::default() {
             out.push(format!("{SNAPPY_VAR}={}", self.snappy));
         }
+        if let Some(n) = self.steps_in_flight {
+            out.push(format!("{STEPS_IN_FLIGHT_VAR}={n}"));
+        }
         out
     }
 }
 
 const TRACE_VAR: &str = "GPU_PARQUET_TRACE_FETCH";
 const SNAPPY_VAR: &str = "GPU_PARQUET_SNAPPY";
+const STEPS_IN_FLIGHT_VAR: &str = "GPU_PARQUET_STEPS_IN_FLIGHT";
 
 /// Which GPU decoders take Snappy bodies (`GPU_PARQUET_SNAPPY`). nvCOMP against our own kernels is a
 /// real comparison (the default was measured: pre-check and nvCOMP beat `gp_unsnap`, 34.8 against
@@ -857,16 +872,25 @@ mod tests {
         assert_eq!(s.tuning, Tuning::default());
         assert!(s.tuning.differences().is_empty());
         let s = Settings::from_lookup(
-            vars(&[("GPU_PARQUET_TRACE_FETCH", "1"), ("GPU_PARQUET_SNAPPY", "nvcomp")]),
+            vars(&[
+                ("GPU_PARQUET_TRACE_FETCH", "1"),
+                ("GPU_PARQUET_SNAPPY", "nvcomp"),
+                ("GPU_PARQUET_STEPS_IN_FLIGHT", "7"),
+            ]),
             &[],
         )
         .unwrap();
         assert!(s.tuning.trace);
         assert_eq!(s.tuning.snappy, SnappyDecoders::Nvcomp);
+        assert_eq!(s.tuning.steps_in_flight, Some(7));
         assert_eq!(s.decoder_options().snappy, SnappyDecoders::Nvcomp);
         assert_eq!(
             s.tuning.differences(),
-            ["GPU_PARQUET_TRACE_FETCH=1", "GPU_PARQUET_SNAPPY=nvcomp"]
+            [
+                "GPU_PARQUET_TRACE_FETCH=1",
+                "GPU_PARQUET_SNAPPY=nvcomp",
+                "GPU_PARQUET_STEPS_IN_FLIGHT=7"
+            ]
         );
         for name in ["auto", "gp_unsnap", "nvcomp", "gp_wsnap"] {
             assert_eq!(name.parse::<SnappyDecoders>().unwrap().to_string(), name);
@@ -874,6 +898,8 @@ mod tests {
         for (k, v) in [
             ("GPU_PARQUET_TRACE_FETCH", "yes please"),
             ("GPU_PARQUET_SNAPPY", "gp_fast"),
+            ("GPU_PARQUET_STEPS_IN_FLIGHT", "1"),
+            ("GPU_PARQUET_STEPS_IN_FLIGHT", "many"),
         ] {
             let e = Settings::from_lookup(vars(&[(k, v)]), &[]).unwrap_err();
             assert!(e.to_string().contains(&format!("{k}={v}")), "{e}");

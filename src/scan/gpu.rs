@@ -19,7 +19,7 @@ use crate::decode::row_filter::{FilterMode, Filtered, RowPredicate};
 // A one-warp decompressor's cost per compressed byte of a step's longest page bounds the step's GPU
 // time, whatever its size (measured in `snappy_route`).
 use crate::decode::snappy_route::{
-    CHAIN_NS_PER_BYTE_NVCOMP, CHAIN_NS_PER_BYTE_PRECHECKED, CHAIN_NS_PER_BYTE_UNSNAP, WIDE_MIN_SRC,
+    CHAIN_NS_PER_BYTE_NVCOMP, CHAIN_NS_PER_BYTE_PRECHECKED, CHAIN_NS_PER_BYTE_UNSNAP, STEP_NS_PER_VALUE, WIDE_MIN_SRC,
 };
 use crate::decode::table::{DeviceArray, DeviceBatch};
 use crate::error::{Error, Result};
@@ -60,6 +60,56 @@ const DECODERS: usize = 2;
 /// 73.6 ms with 2 (6 steps), 58.4 / 60.5 ms with 4 (8 steps); earlier that day, 8 steps, 75.4 ms with
 /// 2 and 54.4 / 57.8 / 61.2 ms with 4 (asked for 4, 6, 8: [`STEPS_IN_FLIGHT`] allows 4).
 const DECODERS_WITH_FLOOR: usize = 4;
+/// Steps held, and decoded, at once where a read's decode outlasts its reads ([`decode_bound`]):
+/// the GPU then bounds the read, and steps at once hide each other's latencies (a one-warp walk,
+/// nvCOMP's zstd kernel). Measured on the H200 (run W, 2026-12-05, `read --warm-up 2`, rounds
+/// alternating, medians of 4 to 6): TPC-H lineitem SF10 snappy 145.3 / 136.1 / 133.4 ms with 5 / 7 /
+/// 9 held (4 / 6 / 8 decoded at once), then 144.2 / 135.3 and 141.8 / 126.7 ms with 5 / 9; beside
+/// cuDF 26.10 (`bench`), 125.0 ms with 5 against 111.0 / 116.4 with 9, its peak 12.73-12.79 GiB
+/// allocated either way (cuDF's 14.3).
+const STEPS_IN_FLIGHT_DECODE_BOUND: usize = 9;
+/// See [`STEPS_IN_FLIGHT_DECODE_BOUND`].
+const DECODERS_DECODE_BOUND: usize = 8;
+/// ... where the read has zstd pages: nvCOMP's zstd decompression takes scratch memory for each
+/// step's batch (`DecompressGetTempSizeSync`), so more steps at once raise the peak. Lineitem SF10
+/// zstd (run W): 162.8 / 140.1 / 122.8 ms with 5 / 7 / 9 held; beside cuDF, 148.5 ms with 5 against
+/// 130.1-131.4 with 7 and 113.7 with 9, but with 9 its peak rose past cuDF's (13.10-13.89 GiB
+/// allocated against 12.95), while with 7 it stayed at 12.35 GiB, as with 5.
+const STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD: usize = 7;
+/// See [`STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD`].
+const DECODERS_DECODE_BOUND_ZSTD: usize = 6;
+/// A read is decode-bound when its steps' estimated GPU work is at least this many times their reads'
+/// time (its chunks under about 3.5 bytes a value): lineitem SF10 snappy 1.7, zstd 2.7; the flat
+/// benchmark files 0.96 (snappy) and 0.55 (plain), whose reads bound them (the snappy one read no
+/// faster with 8 at once in run W: medians 50.0 / 52.5 ms).
+const DECODE_BOUND_RATIO: f64 = 1.3;
+
+/// Whether `reader`'s decode is estimated to take longer than its reads: its values (rows times leaf
+/// columns) at [`STEP_NS_PER_VALUE`] against its chunks' bytes at [`PIPELINE_READ_BYTES_PER_NS`].
+pub(crate) fn decode_bound(reader: &Reader) -> bool {
+    let values = reader.plan.num_rows(reader.source.metadata()) as f64 * reader.plan.columns.len() as f64;
+    let read_ns = reader.plan.dest_len as f64 / PIPELINE_READ_BYTES_PER_NS;
+    read_ns > 0.0 && values * STEP_NS_PER_VALUE >= DECODE_BOUND_RATIO * read_ns
+}
+
+/// The steps held and decoded at once by default for a read its decode bounds; `None` for another.
+fn decode_bound_overlap(reader: &Reader) -> Option<(usize, usize)> {
+    if !decode_bound(reader) {
+        return None;
+    }
+    let meta = reader.source.metadata();
+    let zstd = reader.plan.chunks.iter().any(|c| {
+        matches!(
+            meta.row_group(c.row_group).column(c.column).compression(),
+            parquet::basic::Compression::ZSTD(_)
+        )
+    });
+    Some(match zstd {
+        true => (STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD, DECODERS_DECODE_BOUND_ZSTD),
+        false => (STEPS_IN_FLIGHT_DECODE_BOUND, DECODERS_DECODE_BOUND),
+    })
+}
+
 /// Steps read at once. One: a step's read is already spread over the backend's threads, and two at
 /// once were measured slower on the H200 (plain benchmark file: two 345 MB steps in 32 ms together
 /// against 10 ms each one after the other; again on 2026-12-01, `read`, 8 steps: 93.0 / 95.6 ms
@@ -424,9 +474,15 @@ impl GpuSteps {
 }
 
 /// The memory budget of a GPU decode: the reader's memory limit, or half of `free` device memory;
-/// steps cut to a [`STEPS_IN_FLIGHT`]th of it, two held at least.
+/// steps cut to a [`STEPS_IN_FLIGHT`]th of it (for a read its decode bounds, a
+/// [`STEPS_IN_FLIGHT_DECODE_BOUND`]th or [`STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD`]th; or as the tuning
+/// says), two held at least.
 pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
-    MemoryBudget::new(Some(reader.memory_limit.unwrap_or(free / 2)), 2, STEPS_IN_FLIGHT)
+    let most = reader
+        .tuning
+        .steps_in_flight
+        .unwrap_or(decode_bound_overlap(reader).map_or(STEPS_IN_FLIGHT, |(held, _)| held));
+    MemoryBudget::new(Some(reader.memory_limit.unwrap_or(free / 2)), 2, most)
 }
 
 /// Consecutive selected row groups cut into steps, and the estimated device memory of the largest
@@ -505,12 +561,14 @@ pub(crate) fn step_floor_ns(reader: &Reader, decoder: &GpuDecoder) -> f64 {
     longest_page_ns(reader.source.metadata(), &reader.plan.chunks, decoders)
 }
 
-/// Steps decoded at once: as asked, else [`DECODERS_WITH_FLOOR`] where steps have a floor and
-/// [`DECODERS`] where they do not.
+/// Steps decoded at once: as asked, else where steps have a floor [`DECODERS_DECODE_BOUND`] (or
+/// [`DECODERS_DECODE_BOUND_ZSTD`]) for a read its decode bounds and [`DECODERS_WITH_FLOOR`] for
+/// another, and [`DECODERS`] where they have none.
 fn decoders(reader: &Reader, floor_ns: f64) -> usize {
-    reader
-        .decode_threads
-        .unwrap_or(if floor_ns > 0.0 { DECODERS_WITH_FLOOR } else { DECODERS })
+    reader.decode_threads.unwrap_or(match floor_ns > 0.0 {
+        true => decode_bound_overlap(reader).map_or(DECODERS_WITH_FLOOR, |(_, decoders)| decoders),
+        false => DECODERS,
+    })
 }
 
 /// How many steps to cut a read into by default ([`steps_for_latency`] over this selection, whose
@@ -795,6 +853,8 @@ mod tests {
     use super::*;
     use crate::decode::snappy_route::{NVCOMP_NS_PER_BYTE, PRECHECK_NS_PER_BYTE, UNSNAP_NS_PER_BYTE};
     use crate::plan::{Projection, RowGroupSelection};
+    use parquet::file::properties::WriterProperties;
+    use tempfile::TempDir;
 
     fn chunks_of(path: &str) -> (crate::ParquetSource, ReadPlan) {
         let source = crate::ParquetSource::open(path).unwrap();
@@ -925,6 +985,49 @@ mod tests {
             with >= without + unc && with <= without + unc + 2 * rows,
             "{without} {with} {unc} {rows}"
         );
+    }
+
+    /// A reader of a one-column file of 100,000 Int64 values written with `props`.
+    fn one_column_reader(values: impl Iterator<Item = i64>, props: WriterProperties) -> (crate::Reader, TempDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("one.parquet");
+        let column: arrow::array::ArrayRef = Arc::new(arrow::array::Int64Array::from_iter_values(values));
+        let batch = arrow::array::RecordBatch::try_from_iter([("v", column)]).expect("batch");
+        let file = std::fs::File::create(&path).expect("create");
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).expect("writer");
+        w.write(&batch).expect("write");
+        w.close().expect("close");
+        let reader = crate::Reader::builder(&path)
+            .with_backend(crate::BackendKind::Host)
+            .build()
+            .expect("reader");
+        (reader, dir)
+    }
+
+    #[test]
+    fn reads_of_few_bytes_a_value_are_decode_bound() {
+        use parquet::basic::Compression;
+        // Eight bytes a value, as the plain benchmark file stores its doubles: its reads bound it.
+        let scattered = (0..100_000i64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15u64 as i64));
+        let plain = WriterProperties::builder().set_dictionary_enabled(false).build();
+        let (reader, _dir) = one_column_reader(scattered, plain);
+        assert!(!decode_bound(&reader));
+        assert_eq!(decode_bound_overlap(&reader), None);
+        // A few bits a value (16 values, dictionary-encoded): the decode bounds it, as TPC-H
+        // lineitem's 1.7-2.7 bytes a value do. Fewer steps at once with zstd pages (nvCOMP's scratch).
+        let few = |codec| {
+            let props = WriterProperties::builder().set_compression(codec).build();
+            one_column_reader((0..100_000i64).map(|i| i % 16 * 1_000), props)
+        };
+        let (reader, _dir) = few(Compression::SNAPPY);
+        assert!(decode_bound(&reader));
+        let snappy = (STEPS_IN_FLIGHT_DECODE_BOUND, DECODERS_DECODE_BOUND);
+        assert_eq!(decode_bound_overlap(&reader), Some(snappy));
+        assert_eq!(decoders(&reader, 1.0), DECODERS_DECODE_BOUND);
+        assert_eq!(decoders(&reader, 0.0), DECODERS);
+        let (reader, _dir) = few(Compression::ZSTD(Default::default()));
+        let zstd = (STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD, DECODERS_DECODE_BOUND_ZSTD);
+        assert_eq!(decode_bound_overlap(&reader), Some(zstd));
     }
 
     #[test]
