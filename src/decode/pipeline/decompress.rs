@@ -93,10 +93,9 @@ pub(super) fn dictionary_pays_its_keep(infos: &[crate::decode::layout::PageInfo]
 pub(super) fn chunks_read_no_more(input: &StepInput<'_>, step: &StepColumns, decompressed: &Decompressed) -> bool {
     let fetched = input.chunk_base..input.chunk_base.saturating_add(input.plan.dest_len);
     let to_host = !step.fallback.is_empty() || input.routes.iter().any(|r| matches!(r.route, Route::Host(_)));
-    !to_host
-        && decompressed.bodies.iter().flatten().all(|b| {
-            !(b.data_len > 0 && fetched.contains(&b.data)) && !(b.levels_len > 0 && fetched.contains(&b.levels))
-        })
+    let reads_fetched =
+        |b: &Body| (b.data_len > 0 && fetched.contains(&b.data)) || (b.levels_len > 0 && fetched.contains(&b.levels));
+    !to_host && !decompressed.bodies.iter().flatten().any(reads_fetched)
 }
 
 /// Decompresses the bodies of the pages the kept GPU columns decode (`keep`, by GPU column).
