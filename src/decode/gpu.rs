@@ -167,42 +167,24 @@ impl GpuDecoder {
         host_threads: usize,
         host_headers: Option<&HostHeaders>,
     ) -> Result<(DeviceBatch, StepStats, u64)> {
-        let step = Step {
-            source,
-            schema,
-            routes,
-            plan,
-            host_threads,
-            host_headers,
-        };
-        self.decode_chunks(step, StepChunks::Borrowed(chunks))
+        let chunks = StepChunks::Borrowed(chunks);
+        self.decode_chunks(source, schema, routes, plan, chunks, host_threads, host_headers)
     }
 
-    /// [`Self::decode`], the chunks handed over: freed (on their stream) as soon as the step reads them
-    /// no more, once their pages are decompressed, rather than after the whole step.
+    /// [`Self::decode`] of chunks lent (`StepChunks::Borrowed`) or handed over (`StepChunks::Owned`:
+    /// freed on their stream as soon as the step reads them no more, once its pages are
+    /// decompressed, rather than after the whole step).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn decode_owned(
+    pub(crate) fn decode_chunks(
         &self,
         source: &ParquetSource,
         schema: &SchemaRef,
         routes: &[ColumnRoute],
         plan: &ReadPlan,
-        chunks: DeviceBuffer<u8>,
+        chunks: StepChunks<'_>,
         host_threads: usize,
         host_headers: Option<&HostHeaders>,
     ) -> Result<(DeviceBatch, StepStats, u64)> {
-        let step = Step {
-            source,
-            schema,
-            routes,
-            plan,
-            host_threads,
-            host_headers,
-        };
-        self.decode_chunks(step, StepChunks::Owned(chunks))
-    }
-
-    fn decode_chunks(&self, step: Step<'_>, chunks: StepChunks<'_>) -> Result<(DeviceBatch, StepStats, u64)> {
         let Some(buffer) = chunks.buffer() else {
             return Err(Error::device("GPU decoder", "a step without its chunks"));
         };
@@ -214,15 +196,14 @@ impl GpuDecoder {
         }
         let (stream, chunk_base) = (buffer.stream().clone(), buffer.device_address());
         let _decoding = Decoding::start(&self.decoding);
-        let meta = step.source.metadata();
-        let rows: i64 = step
-            .plan
+        let meta = source.metadata();
+        let rows: i64 = plan
             .row_groups
             .iter()
             .filter_map(|&rg| meta.row_groups().get(rg))
             .map(|g| g.num_rows())
             .sum();
-        let values = rows.max(0) as u64 * step.plan.columns.len() as u64;
+        let values = rows.max(0) as u64 * plan.columns.len() as u64;
         let mut exec = DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), chunks)
             .with_precheck(!self.trust_compressed)
             .with_snappy(self.snappy)
@@ -230,28 +211,18 @@ impl GpuDecoder {
             .with_staging(&self.staging);
         let (batch, stats) = decode_step(
             &mut exec,
-            step.source,
-            step.schema,
-            step.routes,
-            step.plan,
-            &step.plan.row_groups,
+            source,
+            schema,
+            routes,
+            plan,
+            &plan.row_groups,
             chunk_base,
-            step.host_threads,
+            host_threads,
             &self.page_hints,
-            step.host_headers,
+            host_headers,
         )?;
         Ok((batch, stats, exec.peak_bytes()))
     }
-}
-
-/// What a step decodes, apart from its chunks.
-struct Step<'a> {
-    source: &'a ParquetSource,
-    schema: &'a SchemaRef,
-    routes: &'a [ColumnRoute],
-    plan: &'a ReadPlan,
-    host_threads: usize,
-    host_headers: Option<&'a HostHeaders>,
 }
 
 impl GpuDecoder {
@@ -434,6 +405,34 @@ mod tests {
     use crate::io::IoBackend;
     use crate::plan::{PlanOptions, Projection, RowGroupSelection};
 
+    /// `batch` written with `props` to a file in a new folder (kept while the first value lives), that
+    /// file, the plan of all of it, and its chunks fetched as the plan lays them out.
+    fn written_and_fetched(
+        batch: &RecordBatch,
+        props: WriterProperties,
+    ) -> (tempfile::TempDir, ParquetSource, ReadPlan, Bytes) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step.parquet");
+        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(batch).unwrap();
+        w.close().unwrap();
+        let source = ParquetSource::open(&path).unwrap();
+        let plan = ReadPlan::build(
+            &source,
+            &Projection::All,
+            &RowGroupSelection::All,
+            PlanOptions::default(),
+        )
+        .unwrap();
+        let fetched = crate::io::host::HostBackend::new(1)
+            .unwrap()
+            .fetch(&source, &plan)
+            .unwrap()
+            .buffer
+            .into_bytes();
+        (dir, source, plan, fetched)
+    }
+
     /// Beyond its fetched chunks, the most bytes a row one step held on the host executor, over one
     /// row group of 200,000 rows: `ints` dictionary-encoded Int64 columns and a dictionary-encoded
     /// Utf8View column of short strings (inline in their views: no characters, no own pages).
@@ -451,27 +450,8 @@ mod tests {
         let strs = StringViewArray::from_iter_values((0..n).map(|i| format!("s{}", i % 500)));
         columns.push(("s".into(), Arc::new(strs)));
         let batch = RecordBatch::try_from_iter(columns).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("dense.parquet");
         let props = WriterProperties::builder().set_max_row_group_row_count(Some(n)).build();
-        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-
-        let source = ParquetSource::open(&path).unwrap();
-        let plan = ReadPlan::build(
-            &source,
-            &Projection::All,
-            &RowGroupSelection::All,
-            PlanOptions::default(),
-        )
-        .unwrap();
-        let fetched = crate::io::host::HostBackend::new(1)
-            .unwrap()
-            .fetch(&source, &plan)
-            .unwrap()
-            .buffer
-            .into_bytes();
+        let (_dir, source, plan, fetched) = written_and_fetched(&batch, props);
         let mut exec = HostExecutor::new();
         let (out, _) = reference_step(&mut exec, &source, &plan, &fetched, &PageHints::default(), None).unwrap();
         assert_eq!(out.num_rows, n);
@@ -487,27 +467,8 @@ mod tests {
         let strs = arrow::array::StringArray::from_iter_values((0..n).map(|i| format!("row {}", i % 300)));
         let batch =
             RecordBatch::try_from_iter([("k", Arc::new(ints) as ArrayRef), ("s", Arc::new(strs) as ArrayRef)]).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("step.parquet");
         let props = WriterProperties::builder().set_compression(compression).build();
-        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-
-        let source = ParquetSource::open(&path).unwrap();
-        let plan = ReadPlan::build(
-            &source,
-            &Projection::All,
-            &RowGroupSelection::All,
-            PlanOptions::default(),
-        )
-        .unwrap();
-        let fetched = crate::io::host::HostBackend::new(1)
-            .unwrap()
-            .fetch(&source, &plan)
-            .unwrap()
-            .buffer
-            .into_bytes();
+        let (_dir, source, plan, fetched) = written_and_fetched(&batch, props);
         let (schema, routes) = route_columns(&source, &plan.columns).unwrap();
         let mut exec = HostExecutor::new();
         let base = exec.upload(fetched.as_ref()).unwrap();

@@ -11,6 +11,7 @@ use arrow::datatypes::SchemaRef;
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::config::WideSnappy;
+use crate::decode::exec_device::StepChunks;
 use crate::decode::gpu::GpuDecoder;
 use crate::decode::host_headers::{HeaderSlot, parse_step_headers, worth_parsing};
 use crate::decode::pipeline::StepStats;
@@ -634,12 +635,12 @@ impl StepSink for GpuSink {
             .filter(|w| w.filter.accepts_whole(&step_plan.row_groups));
         let (batch, mask, filter, stats, step_peak, second) = match (two, whole) {
             (_, Some(w)) => {
-                let (batch, stats, step_peak) = self.decoder.decode_owned(
+                let (batch, stats, step_peak) = self.decoder.decode_chunks(
                     &self.source,
                     &w.schema,
                     &w.routes,
                     &step_plan,
-                    buffer,
+                    StepChunks::Owned(buffer),
                     self.threads,
                     host_headers.as_ref(),
                 )?;
@@ -692,12 +693,12 @@ impl StepSink for GpuSink {
                 )
             }
             (None, None) => {
-                let (batch, stats, step_peak) = self.decoder.decode_owned(
+                let (batch, stats, step_peak) = self.decoder.decode_chunks(
                     &self.source,
                     &self.schema,
                     &self.routes,
                     &step_plan,
-                    buffer,
+                    StepChunks::Owned(buffer),
                     self.threads,
                     host_headers.as_ref(),
                 )?;
