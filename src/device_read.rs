@@ -292,6 +292,18 @@ impl DecodeReport {
             self.peak_tracked_bytes,
             self.budget_bytes
         ));
+        let scratch = self
+            .steps
+            .iter()
+            .map(|s| s.stats.decompress_scratch_bytes)
+            .max()
+            .unwrap_or(0);
+        if scratch > 0 {
+            out.push_str(&format!(
+                "nvCOMP scratch: up to {scratch} bytes a step (aligned input copies and temporary memory, \
+                 held during its decompression)\n"
+            ));
+        }
         out.push_str(&format!(
             "decoder setup {} (once per reader, not in the wall time above): kernels {} (compile {}, load {}); nvCOMP: {}\n",
             ms(self.setup.total_time),

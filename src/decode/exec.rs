@@ -584,6 +584,11 @@ pub(crate) trait Executor {
     /// `chunk_base`): it frees them where it owns them (the host executor's upload, a read's chunks
     /// handed over), and keeps them where they are borrowed.
     fn release_chunks(&mut self, chunk_base: u64);
+    /// The most memory one decompression batch held apart from the executor's own allocations (nvCOMP's
+    /// aligned input copies and temporary memory); 0 where none does.
+    fn decompressor_scratch(&self) -> u64 {
+        0
+    }
     /// Queues a kernel.
     fn launch(&mut self, kernel: Kernel) -> Result<()>;
     /// The most characters a string column of 32-bit offsets holds in one step: `i32::MAX` (the

@@ -16,7 +16,7 @@ use crate::decode::layout::{
     UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, snappy_literals, validate_codec, validate_status, wsnap,
 };
 use crate::error::{Error, Result};
-use crate::gpu::nvcomp::{BatchTransfers, Codec, DecompressItem, Nvcomp};
+use crate::gpu::nvcomp::{BatchTransfers, Codec, CopyEngineTransfers, DecompressItem, Nvcomp};
 use crate::gpu::nvrtc::KernelModule;
 use crate::gpu::{DeviceBuffer, Event, MappedStaging, Stream, cuda_err, guard};
 
@@ -81,6 +81,9 @@ pub(crate) struct DeviceExecutor<'a> {
     /// The count of steps its decoder is decoding at once, and this step's values (rows times leaf
     /// columns), for the Snappy route; `None`: routed as a step alone.
     side_by_side: Option<(&'a AtomicUsize, u64)>,
+    /// The most device memory one nvCOMP batch of the step held beside the step's own allocations:
+    /// the aligned copies of its inputs and the temporary memory nvCOMP asked for.
+    nvcomp_scratch: u64,
 }
 
 impl<'a> DeviceExecutor<'a> {
@@ -104,6 +107,7 @@ impl<'a> DeviceExecutor<'a> {
             staging: None,
             snappy: SnappyDecoders::default(),
             side_by_side: None,
+            nvcomp_scratch: 0,
         }
     }
 
@@ -783,13 +787,18 @@ impl DeviceExecutor<'_> {
             })
             .collect();
         let stream = self.stream.clone();
-        let out = if self.staging.is_some() {
-            nv.decompress_with(codec, &stream, &batch, self)
+        let copied = scratch.as_ref().map_or(0, |b: &DeviceBuffer<u8>| b.len());
+        let (outcomes, temp) = if self.staging.is_some() {
+            nv.decompress_counted(codec, &stream, &batch, self)?
         } else {
-            nv.decompress(codec, &stream, &batch)
+            nv.decompress_counted(codec, &stream, &batch, &mut CopyEngineTransfers::new(&stream))?
         };
         drop(scratch);
-        out
+        // Held beside the step's own allocations for the call: count it in the step's peak.
+        let held = (copied + temp) as u64;
+        self.nvcomp_scratch = self.nvcomp_scratch.max(held);
+        self.peak_bytes = self.peak_bytes.max(self.live_bytes + held);
+        Ok(outcomes)
     }
 }
 
@@ -865,6 +874,10 @@ impl Executor for DeviceExecutor<'_> {
         let addr = buffer.device_address();
         self.owned.insert(addr, buffer);
         Ok(addr)
+    }
+
+    fn decompressor_scratch(&self) -> u64 {
+        self.nvcomp_scratch
     }
 
     fn release_chunks(&mut self, chunk_base: u64) {

@@ -730,6 +730,9 @@ pub struct StepStats {
     /// Time in decompression.
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub decompress_time: Duration,
+    /// The most device memory one decompression batch held beside the step's own buffers (nvCOMP's
+    /// aligned copies of its inputs and its temporary memory), counted in the step's peak.
+    pub decompress_scratch_bytes: u64,
     /// Time in the decode kernels (and host decode of host-routed columns).
     #[serde(serialize_with = "crate::io::ser_secs")]
     pub decode_time: Duration,
@@ -742,6 +745,7 @@ impl StepStats {
         self.columns.extend(other.columns);
         self.headers_time += other.headers_time;
         self.decompress_time += other.decompress_time;
+        self.decompress_scratch_bytes = self.decompress_scratch_bytes.max(other.decompress_scratch_bytes);
         self.decode_time += other.decode_time;
     }
 }
@@ -806,6 +810,7 @@ pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
         exec.release_chunks(chunk_base);
     }
     stats.decompress_time = t_dec.elapsed();
+    stats.decompress_scratch_bytes = exec.decompressor_scratch();
 
     let t_decode = Instant::now();
     let mut descriptors = descriptors::describe(exec, &input, &step, &checked, &decompressed.bodies)?;

@@ -841,11 +841,7 @@ impl Nvcomp {
         stream: &Stream,
         items: &[DecompressItem],
     ) -> Result<Vec<DecompressOutcome>> {
-        let mut transfers = CopyEngineTransfers {
-            stream,
-            buffers: Vec::new(),
-        };
-        self.decompress_with(codec, stream, items, &mut transfers)
+        self.decompress_with(codec, stream, items, &mut CopyEngineTransfers::new(stream))
     }
 
     /// [`Self::decompress`], moving the argument arrays and the results through `transfers` (the GPU
@@ -857,6 +853,19 @@ impl Nvcomp {
         items: &[DecompressItem],
         transfers: &mut dyn BatchTransfers,
     ) -> Result<Vec<DecompressOutcome>> {
+        self.decompress_counted(codec, stream, items, transfers)
+            .map(|(outcomes, _)| outcomes)
+    }
+
+    /// [`Self::decompress_with`], with the bytes of temporary device memory nvCOMP asked for the batch
+    /// (allocated on `stream` for the call, freed when it returns).
+    pub(crate) fn decompress_counted(
+        &self,
+        codec: Codec,
+        stream: &Stream,
+        items: &[DecompressItem],
+        transfers: &mut dyn BatchTransfers,
+    ) -> Result<(Vec<DecompressOutcome>, usize)> {
         let opts = self.backend.opts();
         let align = self.lib.required_alignments(codec, opts)?;
         check_items(codec, &align, items)?;
@@ -894,7 +903,7 @@ impl Nvcomp {
         (n, max_chunk, total): (usize, usize, usize),
         args: u64,
         transfers: &mut dyn BatchTransfers,
-    ) -> Result<Vec<DecompressOutcome>> {
+    ) -> Result<(Vec<DecompressOutcome>, usize)> {
         let opts = self.backend.opts();
         let status_words = n.div_ceil(2);
         let at = |k: usize| args + (k * n * 8) as u64;
@@ -944,14 +953,15 @@ impl Nvcomp {
         let back = transfers.read_words(at(4), n + status_words)?;
         drop(temp);
         let statuses: &[i32] = &bytemuck::cast_slice::<u64, i32>(&back[n..])[..n];
-        Ok(back[..n]
+        let outcomes = back[..n]
             .iter()
             .zip(statuses)
             .map(|(&len, &status)| DecompressOutcome {
                 status,
                 actual_len: len as usize,
             })
-            .collect())
+            .collect();
+        Ok((outcomes, temp_bytes))
     }
 }
 
@@ -966,9 +976,19 @@ pub(crate) trait BatchTransfers {
 }
 
 /// [`BatchTransfers`] through `cuMemcpy` (the copy engines).
-struct CopyEngineTransfers<'s> {
+pub(crate) struct CopyEngineTransfers<'s> {
     stream: &'s Stream,
     buffers: Vec<DeviceBuffer<u64>>,
+}
+
+impl<'s> CopyEngineTransfers<'s> {
+    /// Transfers on `stream`.
+    pub(crate) fn new(stream: &'s Stream) -> Self {
+        CopyEngineTransfers {
+            stream,
+            buffers: Vec::new(),
+        }
+    }
 }
 
 impl BatchTransfers for CopyEngineTransfers<'_> {
