@@ -30,6 +30,9 @@
 #             RUNS="bin[,VAR=VALUE...] ..." (binaries in .device/bin; default: gpu-parquet), best / median
 #             and every wall per run, FILE plain or snappy
 #   abbench   the same runs' `bench FILE --only-decode --no-cold` decode rows, ROUNDS rounds (default 1)
+#   overlap   steps held and decoded at once on FILE (`overlap FILE`): `walls` of the default against
+#             SETS of HELD,DECODING (default "5,4 7,6 9,8", through GPU_PARQUET_STEPS_IN_FLIGHT and
+#             GPU_PARQUET_DECODE_THREADS), then one `read --warm-up 1` of each: its peak and nvCOMP scratch
 #   cudf      the run beside cuDF (README, "Performance") over FILES (default: plain snappy;
 #             lineitem_snappy lineitem_zstd after `lineitem`): bench hot and cold, cudf_baseline.py
 #             4,32, bench again, dd of the files after dropping the page cache, read --verify; the cuDF
@@ -164,6 +167,16 @@ case "${1:-}" in
     for i in $(seq ${ROUNDS:-1}); do for r in ${RUNS:-gpu-parquet}; do
       echo "== $i $r"; decode_bench "$r" $f --no-cold
     done; done ;;
+  overlap)
+    f=${2:?overlap FILE}; runs=gpu-parquet
+    for set in ${SETS:-5,4 7,6 9,8}; do
+      runs="$runs gpu-parquet,GPU_PARQUET_STEPS_IN_FLIGHT=${set%,*},GPU_PARQUET_DECODE_THREADS=${set#*,}"
+    done
+    RUNS="$runs" bash "$0" walls "$f"
+    for r in $runs; do
+      echo "$f [$r]: $(run_spec "$r" read $F/$f.parquet --warm-up 1 2>&1 | grep -E "^device memory|^nvCOMP scratch" \
+        | sed -E 's/ \(with what.*//; s/device memory: //' | tr '\n' ' ')"
+    done ;;
   part)
     mkdir -p /tmp/parts && cp .cudf-parts/p* /tmp/parts/ && ls /tmp/parts ;;
   cudf)
