@@ -79,7 +79,7 @@ impl FromStr for ByteSize {
 impl fmt::Display for ByteSize {
     /// The largest binary unit that divides the size exactly (`8GiB`), else plain bytes (`1500`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match SHOWN.iter().find(|&&(_, s)| self.0 != 0 && self.0 % s == 0) {
+        match SHOWN.iter().find(|&&(_, s)| self.0 != 0 && self.0.is_multiple_of(s)) {
             Some(&(unit, scale)) => write!(f, "{}{unit}", self.0 / scale),
             None => write!(f, "{}", self.0),
         }

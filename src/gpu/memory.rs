@@ -484,7 +484,7 @@ impl DeviceWriter<'_> {
     }
 
     /// Whether the buffer is empty.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 

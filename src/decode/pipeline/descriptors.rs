@@ -103,7 +103,7 @@ pub(super) fn describe<E: Executor>(
             // (`launch::string_buffers`), after their dense values and pages are freed.
         } else {
             c.out_values = exec.alloc_uninit(n * leaf.type_len as usize)?;
-            if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && fixed_delta_byte_array(&chunks, gi) {
+            if leaf.physical == physical::FIXED_LEN_BYTE_ARRAY && fixed_delta_byte_array(chunks, gi) {
                 // gp_delta_byte_array_fixed's suffixes and lengths (its values go to dense).
                 c.str_src = exec.alloc_uninit(n * 8)?;
                 c.str_len = exec.alloc_uninit(n * 4)?;

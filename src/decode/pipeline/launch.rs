@@ -264,7 +264,7 @@ fn string_buffers<E: Executor>(exec: &mut E, cols: &mut [ColumnDesc], cols_addr:
 /// offset (an `i32`) and end within it.
 pub(super) fn view_segment<E: Executor>(exec: &E, c: &ColumnDesc) -> u64 {
     if c.out_width == 8 {
-        (exec.string_offset_limit() + 1) / 2
+        exec.string_offset_limit().div_ceil(2)
     } else {
         0
     }
