@@ -72,10 +72,10 @@ const STEPS_IN_FLIGHT_DECODE_BOUND: usize = 9;
 /// See [`STEPS_IN_FLIGHT_DECODE_BOUND`].
 const DECODERS_DECODE_BOUND: usize = 8;
 /// ... where the read has zstd pages, whose peak rose with more steps at once (likely nvCOMP's zstd
-/// scratch, which each step's batch takes: `DecompressGetTempSizeSync`; not measured apart). Lineitem SF10
-/// zstd (run W): 162.8 / 140.1 / 122.8 ms with 5 / 7 / 9 held; beside cuDF, 148.5 ms with 5 against
-/// 130.1-131.4 with 7 and 113.7 with 9, but with 9 its peak rose past cuDF's (13.10-13.89 GiB
-/// allocated against 12.95), while with 7 it stayed at 12.35 GiB, as with 5.
+/// scratch, which each step's batch takes: `DecompressGetTempSizeSync`; not measured apart).
+/// Lineitem SF10 zstd (run W): 162.8 / 140.1 / 122.8 ms with 5 / 7 / 9 held; beside cuDF, 148.5 ms
+/// with 5 against 130.1-131.4 with 7 and 113.7 with 9, but with 9 its peak rose past cuDF's
+/// (13.10-13.89 GiB allocated against 12.95), while with 7 it stayed at 12.35 GiB, as with 5.
 const STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD: usize = 7;
 /// See [`STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD`].
 const DECODERS_DECODE_BOUND_ZSTD: usize = 6;
