@@ -377,6 +377,11 @@ impl ReadPlan {
             .sum()
     }
 
+    /// Values the plan decodes: [`Self::num_rows`] times the selected leaf columns.
+    pub(crate) fn num_values(&self, meta: &ParquetMetaData) -> u64 {
+        self.num_rows(meta).saturating_mul(self.columns.len() as u64)
+    }
+
     /// Total bytes of the needed chunks (excluding gaps and alignment padding).
     pub fn useful_bytes(&self) -> u64 {
         self.chunks.iter().map(|c| c.len).sum()

@@ -196,14 +196,7 @@ impl GpuDecoder {
         }
         let (stream, chunk_base) = (buffer.stream().clone(), buffer.device_address());
         let _decoding = Decoding::start(&self.decoding);
-        let meta = source.metadata();
-        let rows: i64 = plan
-            .row_groups
-            .iter()
-            .filter_map(|&rg| meta.row_groups().get(rg))
-            .map(|g| g.num_rows())
-            .sum();
-        let values = rows.max(0) as u64 * plan.columns.len() as u64;
+        let values = plan.num_values(source.metadata());
         let mut exec = DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), chunks)
             .with_precheck(!self.trust_compressed)
             .with_snappy(self.snappy)

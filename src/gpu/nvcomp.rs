@@ -841,24 +841,14 @@ impl Nvcomp {
         stream: &Stream,
         items: &[DecompressItem],
     ) -> Result<Vec<DecompressOutcome>> {
-        self.decompress_with(codec, stream, items, &mut CopyEngineTransfers::new(stream))
-    }
-
-    /// [`Self::decompress`], moving the argument arrays and the results through `transfers` (the GPU
-    /// decoder's own, which keep off the copy engines). Same contract.
-    pub(crate) fn decompress_with(
-        &self,
-        codec: Codec,
-        stream: &Stream,
-        items: &[DecompressItem],
-        transfers: &mut dyn BatchTransfers,
-    ) -> Result<Vec<DecompressOutcome>> {
-        self.decompress_counted(codec, stream, items, transfers)
+        self.decompress_counted(codec, stream, items, &mut CopyEngineTransfers::new(stream))
             .map(|(outcomes, _)| outcomes)
     }
 
-    /// [`Self::decompress_with`], with the bytes of temporary device memory nvCOMP asked for the batch
-    /// (allocated on `stream` for the call, freed when it returns).
+    /// [`Self::decompress`], moving the argument arrays and the results through `transfers` (the
+    /// copy engines', or the GPU decoder's own, which keep off them), with the bytes of temporary
+    /// device memory nvCOMP asked for the batch (allocated on `stream` for the call, freed when it
+    /// returns). Same contract.
     pub(crate) fn decompress_counted(
         &self,
         codec: Codec,
@@ -893,7 +883,7 @@ impl Nvcomp {
         result
     }
 
-    /// The batch of [`Self::decompress_with`] over its arguments at `args` (laid out as uploaded
+    /// The batch of [`Self::decompress_counted`] over its arguments at `args` (laid out as uploaded
     /// there): `n` items, the largest output capacity and their sum; `align`, the codec's.
     fn run_batch(
         &self,
@@ -965,7 +955,7 @@ impl Nvcomp {
     }
 }
 
-/// How [`Nvcomp::decompress_with`] moves a batch's argument arrays to the device and its results back.
+/// How [`Nvcomp::decompress_counted`] moves a batch's argument arrays to the device and its results back.
 pub(crate) trait BatchTransfers {
     /// Device memory, ordered on the batch's stream, holding `words`: its address.
     fn upload_words(&mut self, words: &[u64]) -> Result<u64>;

@@ -88,7 +88,7 @@ const DECODE_BOUND_RATIO: f64 = 1.3;
 /// Whether `reader`'s decode is estimated to take longer than its reads: its values (rows times leaf
 /// columns) at [`STEP_NS_PER_VALUE`] against its chunks' bytes at [`PIPELINE_READ_BYTES_PER_NS`].
 pub(crate) fn decode_bound(reader: &Reader) -> bool {
-    let values = reader.plan.num_rows(reader.source.metadata()) as f64 * reader.plan.columns.len() as f64;
+    let values = reader.plan.num_values(reader.source.metadata()) as f64;
     let read_ns = reader.plan.dest_len as f64 / PIPELINE_READ_BYTES_PER_NS;
     read_ns > 0.0 && values * STEP_NS_PER_VALUE >= DECODE_BOUND_RATIO * read_ns
 }
