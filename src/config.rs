@@ -429,6 +429,10 @@ pub struct Tuning {
     /// (`None`: 5), which bounds the steps decoded at once (one fewer): a read's peak against its
     /// decoders' overlap.
     pub steps_in_flight: Option<usize>,
+    /// `GPU_PARQUET_TAPER=HEAD,TAIL` (or `HEAD:TAIL`): a GPU decode's first step cut into HEAD pieces, each twice the
+    /// one before, and its last into TAIL, each half the one before (`1,1`: neither), so that the
+    /// decode starts after a short read and ends soon after the last (`None`: `1,1`).
+    pub taper: Option<(usize, usize)>,
 }
 
 impl Tuning {
@@ -455,6 +459,14 @@ impl Tuning {
                 message: "expected a whole number from 2 to 64".into(),
             })?);
         }
+        if let Some(v) = set(TAPER_VAR) {
+            let parse = |x: &str| x.trim().parse::<usize>().ok().filter(|n| (1..=8).contains(n));
+            let pair = v.split_once([',', ':']).and_then(|(h, t)| Some((parse(h)?, parse(t)?)));
+            t.taper = Some(pair.ok_or_else(|| Error::Config {
+                setting: format!("{TAPER_VAR}={v}"),
+                message: "expected HEAD,TAIL: two whole numbers from 1 to 8".into(),
+            })?);
+        }
         Ok(t)
     }
 
@@ -471,6 +483,9 @@ impl Tuning {
         if let Some(n) = self.steps_in_flight {
             out.push(format!("{STEPS_IN_FLIGHT_VAR}={n}"));
         }
+        if let Some((head, tail)) = self.taper {
+            out.push(format!("{TAPER_VAR}={head},{tail}"));
+        }
         out
     }
 }
@@ -478,6 +493,7 @@ impl Tuning {
 const TRACE_VAR: &str = "GPU_PARQUET_TRACE_FETCH";
 const SNAPPY_VAR: &str = "GPU_PARQUET_SNAPPY";
 const STEPS_IN_FLIGHT_VAR: &str = "GPU_PARQUET_STEPS_IN_FLIGHT";
+const TAPER_VAR: &str = "GPU_PARQUET_TAPER";
 
 /// Which GPU decoders take Snappy bodies (`GPU_PARQUET_SNAPPY`). nvCOMP against our own kernels is a
 /// real comparison (the default was measured: pre-check and nvCOMP beat `gp_unsnap`, 34.8 against
@@ -876,6 +892,7 @@ mod tests {
                 ("GPU_PARQUET_TRACE_FETCH", "1"),
                 ("GPU_PARQUET_SNAPPY", "nvcomp"),
                 ("GPU_PARQUET_STEPS_IN_FLIGHT", "7"),
+                ("GPU_PARQUET_TAPER", "3: 2"),
             ]),
             &[],
         )
@@ -883,13 +900,15 @@ mod tests {
         assert!(s.tuning.trace);
         assert_eq!(s.tuning.snappy, SnappyDecoders::Nvcomp);
         assert_eq!(s.tuning.steps_in_flight, Some(7));
+        assert_eq!(s.tuning.taper, Some((3, 2)));
         assert_eq!(s.decoder_options().snappy, SnappyDecoders::Nvcomp);
         assert_eq!(
             s.tuning.differences(),
             [
                 "GPU_PARQUET_TRACE_FETCH=1",
                 "GPU_PARQUET_SNAPPY=nvcomp",
-                "GPU_PARQUET_STEPS_IN_FLIGHT=7"
+                "GPU_PARQUET_STEPS_IN_FLIGHT=7",
+                "GPU_PARQUET_TAPER=3,2"
             ]
         );
         for name in ["auto", "gp_unsnap", "nvcomp", "gp_wsnap"] {
@@ -900,6 +919,9 @@ mod tests {
             ("GPU_PARQUET_SNAPPY", "gp_fast"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "1"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "many"),
+            ("GPU_PARQUET_TAPER", "3"),
+            ("GPU_PARQUET_TAPER", "0,2"),
+            ("GPU_PARQUET_TAPER", "2,9"),
         ] {
             let e = Settings::from_lookup(vars(&[(k, v)]), &[]).unwrap_err();
             assert!(e.to_string().contains(&format!("{k}={v}")), "{e}");

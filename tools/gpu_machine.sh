@@ -13,7 +13,8 @@
 #   reads     `read` of both benchmark files, 3 times each: the decode report's totals and step windows
 #   corrupt   the corruption suite's GPU test over every backend (cuFile with udev data); under a sanitizer
 #   race      racecheck of test binaries (`race "BIN ..."`)
-#   steps     one `read --json` of each file through tools/step_windows.py (each step's windows)
+#   steps     one `read --json` of each of FILES (default: both flat files; EXTRA: more read arguments)
+#             through tools/step_windows.py (each step's windows)
 #   pypaths   examples/compare_paths.py on the plain file (KvikIO ON/OFF/AUTO, cuDF where installed,
 #             gpu_parquet): as the machine is, then with the udev data that lets cuFile register files
 #   dask      examples/dask_read.py on both benchmark files (dask.distributed from .devpack/dask/;
@@ -32,10 +33,12 @@
 #   abbench   the same runs' `bench FILE --only-decode --no-cold` decode rows, ROUNDS rounds (default 1)
 #   overlap   steps held and decoded at once on FILE (`overlap FILE`): `walls` of the default against
 #             SETS of HELD,DECODING (default "5,4 7,6 9,8", through GPU_PARQUET_STEPS_IN_FLIGHT and
-#             GPU_PARQUET_DECODE_THREADS), then one `read --warm-up 1` of each: its peak and nvCOMP scratch
+#             GPU_PARQUET_DECODE_THREADS; or RUNS as `walls` takes them), then one `read --warm-up 1` of
+#             each: its peak and nvCOMP scratch
 #   cudf      the run beside cuDF (README, "Performance") over FILES (default: plain snappy;
 #             lineitem_snappy lineitem_zstd after `lineitem`): bench hot and cold, cudf_baseline.py
-#             4,32, bench again, dd of the files after dropping the page cache, read --verify; the cuDF
+#             4,32, bench again (OURS: a RUNS spec, default gpu-parquet), dd of the files after dropping
+#             the page cache, read --verify; the cuDF
 #             wheels as a tar split into .cudf-parts/p00... (shared/bench/README.md), each carried by an
 #             earlier call on the same warm machine: `part` (carry [".cudf-parts/p00"], then p01, ...)
 #   selective the selective reads of issue 43 on lineitem_sorted (`selective [FILE]`): `bench --filter`
@@ -118,7 +121,7 @@ case "${1:-}" in
       echo "== racecheck $t"; timeout ${LIMIT:-200} $cs --tool racecheck --kernel-name kns=gp_ $B/$t --test-threads=1 ${3:-} 2>&1 | grep -E "RACECHECK SUMMARY|ERROR SUMMARY|test result" | tail -3
     done ;;
   steps)
-    for f in plain snappy; do
+    for f in $files; do
       $B/gpu-parquet read $F/$f.parquet --json ${EXTRA:-} | python3 tools/step_windows.py
     done ;;
   paths)
@@ -168,10 +171,13 @@ case "${1:-}" in
       echo "== $i $r"; decode_bench "$r" $f --no-cold
     done; done ;;
   overlap)
-    f=${2:?overlap FILE}; runs=gpu-parquet
-    for set in ${SETS:-5,4 7,6 9,8}; do
-      runs="$runs gpu-parquet,GPU_PARQUET_STEPS_IN_FLIGHT=${set%,*},GPU_PARQUET_DECODE_THREADS=${set#*,}"
-    done
+    f=${2:?overlap FILE}; runs=${RUNS:-}
+    if [ -z "$runs" ]; then
+      runs=gpu-parquet
+      for set in ${SETS:-5,4 7,6 9,8}; do
+        runs="$runs gpu-parquet,GPU_PARQUET_STEPS_IN_FLIGHT=${set%,*},GPU_PARQUET_DECODE_THREADS=${set#*,}"
+      done
+    fi
     RUNS="$runs" bash "$0" walls "$f"
     for r in $runs; do
       echo "$f [$r]: $(run_spec "$r" read $F/$f.parquet --warm-up 1 2>&1 | grep -E "^device memory|^nvCOMP scratch" \
@@ -182,9 +188,9 @@ case "${1:-}" in
   cudf)
     mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2
-    for f in $files; do echo "== ours $f"; decode_bench gpu-parquet $f --drop-caches; done
+    for f in $files; do echo "== ours $f"; decode_bench ${OURS:-gpu-parquet} $f --drop-caches; done
     for f in $files; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
-    for f in $files; do echo "== ours again $f"; decode_bench gpu-parquet $f --no-cold; done
+    for f in $files; do echo "== ours again $f"; decode_bench ${OURS:-gpu-parquet} $f --no-cold; done
     for f in $files; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
     for f in $files; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
   selective)
