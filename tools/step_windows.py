@@ -17,3 +17,16 @@ for k, s in enumerate(d["steps"]):
         f"{st['headers_time'] * 1e3:>7.1f} {st['decompress_time'] * 1e3:>7.1f} {st['decode_time'] * 1e3:>7.1f}"
         + (f" {b['wall'] * 1e3:>7.1f} {b['first_read'] * 1e3:>6.1f} {b['last_done'] * 1e3:>6.1f}" if (b := s.get('backend')) else "")
     )
+# Where the wall goes: the GPU waits for the first read, decodes beside the reads, then finishes
+# after the last read (the tail a step's latency sets); and how many steps decoded at once on average.
+steps = d["steps"]
+if steps:
+    first_decode = min(s["decode_window"]["from"] for s in steps)
+    last_read = max(s["read_window"]["to"] for s in steps)
+    end = max(s["decode_window"]["to"] for s in steps)
+    busy = sum(s["decode_window"]["to"] - s["decode_window"]["from"] for s in steps)
+    span = max(end - first_decode, 1e-9)
+    print(
+        f"first decode at {first_decode * 1e3:.1f} ms; last read ended at {last_read * 1e3:.1f} ms; "
+        f"decode after it {(end - last_read) * 1e3:.1f} ms; {busy / span:.1f} steps decoding at once on average"
+    )
