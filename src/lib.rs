@@ -64,6 +64,7 @@ pub mod plan;
 pub mod reader;
 pub mod report;
 pub mod scan;
+pub(crate) mod shares;
 pub(crate) mod trace;
 
 /// The `arrow` crate this one is built on (its types are those of every decoded table), so that a user

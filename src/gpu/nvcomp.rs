@@ -943,7 +943,7 @@ impl Nvcomp {
         let whole = temp_size(&(0..n), max_chunk, total)?;
         let parts = match self.scratch_limit {
             Some(limit) if whole > limit && n > 1 => split_by_bytes(caps, whole.div_ceil(limit.max(1))),
-            _ => vec![0..n],
+            _ => std::iter::once(0..n).collect(),
         };
         let temps: Vec<usize> = match parts.len() {
             1 => vec![whole],
@@ -1005,27 +1005,11 @@ impl Nvcomp {
     }
 }
 
-/// `sizes` cut into at most `parts` consecutive, non-empty ranges of about equal sums (an item goes
-/// to the part its middle falls in); one range for fewer than two items or parts.
+/// `sizes` cut into at most `parts` consecutive, non-empty ranges of about equal sums
+/// ([`crate::shares::by_middle`]).
 fn split_by_bytes(sizes: &[usize], parts: usize) -> Vec<Range<usize>> {
-    let total: u128 = sizes.iter().map(|&s| s as u128).sum();
-    let parts = parts.clamp(1, sizes.len().max(1));
-    let mut out: Vec<Range<usize>> = Vec::new();
-    let mut before = 0u128;
-    for (i, &s) in sizes.iter().enumerate() {
-        let middle = before + s as u128 / 2;
-        let k = (middle * parts as u128).checked_div(total).unwrap_or(0);
-        if (out.len() as u128) > k {
-            out.last_mut().expect("k is at least 0, so out is not empty").end = i + 1;
-        } else {
-            out.push(i..i + 1);
-        }
-        before += s as u128;
-    }
-    if out.is_empty() {
-        out.push(0..sizes.len());
-    }
-    out
+    let sizes: Vec<u64> = sizes.iter().map(|&s| s as u64).collect();
+    crate::shares::by_middle(&sizes, &vec![1; parts.clamp(1, sizes.len().max(1))])
 }
 
 /// How [`Nvcomp::decompress_counted`] moves a batch's argument arrays to the device and its results back.

@@ -209,32 +209,12 @@ pub(crate) fn taper(
             continue;
         }
         // Piece i's weight: 2^i at the head, 2^(pieces - 1 - i) at the tail.
-        let weights: Vec<u128> = (0..pieces.min(64))
-            .map(|i| 1u128 << if k == 0 { i } else { pieces.min(64) - 1 - i })
-            .collect();
-        let sizes: Vec<u128> = step.iter().map(|&rg| bytes_of(rg) as u128).collect();
-        let total: u128 = sizes.iter().sum::<u128>().max(1);
-        let whole: u128 = weights.iter().sum();
-        let mut cut: Vec<Vec<usize>> = Vec::new();
-        let (mut before, mut current) = (0u128, None);
-        for (&rg, &bytes) in step.iter().zip(&sizes) {
-            // The piece whose share of the step holds this row group's middle byte.
-            let middle = (before + bytes / 2) * whole;
-            let mut bound = 0u128;
-            let piece = weights
-                .iter()
-                .position(|&w| {
-                    bound += w * total;
-                    middle < bound
-                })
-                .unwrap_or(weights.len() - 1);
-            if current != Some(piece) {
-                cut.push(Vec::new());
-                current = Some(piece);
-            }
-            cut.last_mut().expect("pushed above").push(rg);
-            before += bytes;
-        }
+        let n = pieces.min(64);
+        let weights: Vec<u64> = (0..n).map(|i| 1u64 << if k == 0 { i } else { n - 1 - i }).collect();
+        let sizes: Vec<u64> = step.iter().map(|&rg| bytes_of(rg)).collect();
+        let cut = crate::shares::by_middle(&sizes, &weights)
+            .into_iter()
+            .map(|r| step[r].to_vec());
         out.extend(cut);
     }
     out
