@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules of `src/`, bottom first. A module may use those of its own layer and below.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("foundation", &["error", "panic_guard", "trace", "byte_size"]),
+    ("foundation", &["error", "panic_guard", "trace", "byte_size", "shares"]),
     ("device", &["gpu"]),
     ("file and settings", &["metadata", "plan", "config"]),
     ("I/O", &["io", "report", "conformance"]),
