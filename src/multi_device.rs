@@ -24,7 +24,7 @@ use crate::gpu::GpuContext;
 use crate::gpu::cufile::CufileDriver;
 use crate::reader::{Reader, ReaderBuilder};
 use crate::report::{PathCounts, StatsCheck};
-use crate::scan::budget::share_of_middle;
+use crate::shares::share_of_middle;
 
 /// A stretch of one file's row groups given to one GPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,5 +1,7 @@
-//! Consecutive items cut into parts of given shares of their bytes: a GPU read's steps into pieces
-//! ([`crate::scan::budget::taper`]), an nvCOMP batch into parts under its scratch limit.
+//! Consecutive items cut into parts of given shares of their bytes, each item going to the part its
+//! middle byte falls in: a GPU read's row groups into steps and steps into pieces
+//! ([`crate::scan::budget`]), an nvCOMP batch into parts under its scratch limit, a dataset's row
+//! groups over GPUs ([`crate::multi_device`]).
 
 use std::ops::Range;
 
@@ -32,6 +34,15 @@ pub(crate) fn by_middle(sizes: &[u64], weights: &[u64]) -> Vec<Range<usize>> {
         before += bytes as u128;
     }
     out
+}
+
+/// Which of `groups` equal shares of `total` bytes holds the middle byte of `bytes` bytes that start
+/// `before` bytes in (the last share at most); `None` when `total` is 0.
+pub(crate) fn share_of_middle(before: u128, bytes: u64, total: u128, groups: usize) -> Option<usize> {
+    let middle = before + bytes as u128 / 2;
+    (middle * groups.max(1) as u128)
+        .checked_div(total)
+        .map(|k| (k as usize).min(groups.max(1) - 1))
 }
 
 #[cfg(test)]

@@ -166,21 +166,11 @@ pub(crate) fn pack_consecutive(sizes: Vec<(usize, u64)>, target: u64) -> Vec<Vec
 /// the total over `groups`, uneven row groups never spill into one more, small, group (a step with a
 /// compressed page costs about as much however small it is).
 pub(crate) fn split_balanced(sizes: &[(usize, u64)], groups: usize) -> Vec<Vec<usize>> {
-    let total: u128 = sizes.iter().map(|s| s.1 as u128).sum();
-    let groups = groups.max(1) as u128;
-    let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut before = 0u128;
-    let mut current = None;
-    for &(rg, bytes) in sizes {
-        let k = share_of_middle(before, bytes, total, groups as usize).unwrap_or(0);
-        if current != Some(k) {
-            out.push(Vec::new());
-            current = Some(k);
-        }
-        out.last_mut().expect("pushed above").push(rg);
-        before += bytes as u128;
-    }
-    out
+    let bytes: Vec<u64> = sizes.iter().map(|s| s.1).collect();
+    crate::shares::by_middle(&bytes, &vec![1; groups.max(1)])
+        .into_iter()
+        .map(|r| sizes[r].iter().map(|s| s.0).collect())
+        .collect()
 }
 
 /// `steps` (consecutive row groups, `bytes_of` each) with the first cut into `head` pieces and the
@@ -220,14 +210,6 @@ pub(crate) fn taper(
     out
 }
 
-/// Which of `groups` equal shares of `total` bytes holds the middle byte of `bytes` bytes that start
-/// `before` bytes in (the last share at most); `None` when `total` is 0.
-pub(crate) fn share_of_middle(before: u128, bytes: u64, total: u128, groups: usize) -> Option<usize> {
-    let middle = before + bytes as u128 / 2;
-    (middle * groups.max(1) as u128)
-        .checked_div(total)
-        .map(|k| (k as usize).min(groups.max(1) - 1))
-}
 
 #[cfg(test)]
 mod tests {
