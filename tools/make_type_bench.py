@@ -3,7 +3,9 @@
 cardinality x run length x codec, each about SIZE_MB (default 512) of uncompressed data in 128 Mi-byte
 row groups, seeded (the same bytes every run). `bench` and cudf_baseline.py then read each file.
 
-  types        int32 int64 float64 decimal128 timestamp bool string string_long list struct
+  types        int32 int64 float64 decimal128 timestamp bool string string_long list struct, and the
+               nestings: map (string to int32), list_struct (list of struct of int32 and string),
+               list_list (list of list of int32); lists hold 0 to 6 items
   cardinality  0 (every value drawn from the whole range) or 1000 (values drawn from 1000 distinct)
   run length   1 (no runs) or 32 (each value repeated 32 times, as sorted or clustered data has)
   codec        SNAPPY or NONE (dictionary encoding where pyarrow chooses it)
@@ -11,16 +13,18 @@ row groups, seeded (the same bytes every run). `bench` and cudf_baseline.py then
 
 Files are named TYPE-cCARD-rRUN-CODEC.parquet. MATRIX picks a subset: "full" (every combination, 80
 files), or "default": every type at (1000, 32, SNAPPY) and at (0, 1, SNAPPY), plus int64 and string at
-(1000, 32, NONE), 22 files. Needs numpy and pyarrow (both on the GPU machine).
+(1000, 32, NONE), 28 files. Needs numpy and pyarrow (both on the GPU machine).
 Usage: make_type_bench.py [OUT_DIR] [TYPE ...]     (env: MATRIX, SIZE_MB)"""
 import itertools, os, sys
 import numpy as np, pyarrow as pa, pyarrow.parquet as pq
 
 SIZE = int(os.environ.get("SIZE_MB", 512)) << 20
-TYPES = ["int32", "int64", "float64", "decimal128", "timestamp", "bool", "string", "string_long", "list", "struct"]
+TYPES = ["int32", "int64", "float64", "decimal128", "timestamp", "bool", "string", "string_long", "list", "struct",
+         "map", "list_struct", "list_list"]
 # Uncompressed bytes per row, roughly (for the row count of SIZE).
 WIDTH = {"int32": 4, "int64": 8, "float64": 8, "decimal128": 16, "timestamp": 8, "bool": 1, "string": 12,
-         "string_long": 48, "list": 4 * 4 + 4, "struct": 4 + 8 + 12}
+         "string_long": 48, "list": 4 * 4 + 4, "struct": 4 + 8 + 12, "map": 3 * (12 + 4) + 4,
+         "list_struct": 3 * (4 + 12) + 4, "list_list": 3 * (3 * 4 + 4) + 4}
 
 
 def arr(values, **kwargs):
@@ -67,6 +71,23 @@ def column(kind, rng, n, card, run):
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
         items = pa.array((np.arange(offsets[-1]) * 2654435761 % (1 << 31)).astype(np.int32))
         return pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(nulls))
+    if kind in ("map", "list_struct", "list_list"):
+        # 0 to 6 entries per row; an entry's values follow from its row's value and its place, so the
+        # cardinality and runs of the rows carry into the entries.
+        counts = (idx % 7).astype(np.int32)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        entry = np.repeat(idx, counts) * 7 + (np.arange(counts.sum()) - np.repeat(offsets.to_numpy()[:-1], counts))
+        ints = pa.array((entry * 2654435761 % (1 << 31)).astype(np.int32), mask=entry % 10 == 3)
+        if kind == "map":
+            return pa.MapArray.from_arrays(offsets, arr(strings(entry, False)), ints, mask=pa.array(nulls))
+        if kind == "list_struct":
+            items = pa.StructArray.from_arrays([ints, arr(strings(entry, False))], names=["a", "s"])
+            return pa.ListArray.from_arrays(offsets, items, mask=pa.array(nulls))
+        inner_counts = (entry % 7).astype(np.int32)
+        inner_offsets = np.concatenate([[0], np.cumsum(inner_counts)]).astype(np.int32)
+        leaf = np.repeat(entry, inner_counts) * 7 + (np.arange(inner_counts.sum()) - np.repeat(inner_offsets[:-1], inner_counts))
+        inner = pa.ListArray.from_arrays(pa.array(inner_offsets), pa.array((leaf % (1 << 31)).astype(np.int32)))
+        return pa.ListArray.from_arrays(offsets, inner, mask=pa.array(nulls))
     if kind == "struct":
         return pa.StructArray.from_arrays(
             [pa.array((idx % (1 << 31)).astype(np.int32)), pa.array(idx / 7.0), arr(strings(idx, False))],
