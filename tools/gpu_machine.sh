@@ -2,7 +2,7 @@
 # Runs on the GPU machine, from the project copy's root, over what tools/prepare_device.sh carried
 # (`setup` does what its carried inputs allow, so it runs from tools/ in the first call, then again).
 #   setup     nvCOMP into /tmp/site, the two benchmark files into /tmp/bench (about 30 s)
-#   types     the type benchmark's files (tools/make_type_bench.py: MATRIX, SIZE_MB) into /tmp/typebench;
+#   types     the type benchmark's files (tools/make_type_bench.py: MATRIX, SIZE_MB, TYPES) into /tmp/typebench;
 #             then F=/tmp/typebench FILES="NAME ..." (file names less .parquet) for bench and cudf
 #   lineitem  TPC-H lineitem (SF, default 10) as tpchgen-cli writes it, snappy and zstd, into /tmp/bench
 #             (tools/make_lineitem.sh; its wheel carried in .wheels/)
@@ -83,7 +83,7 @@ case "${1:-}" in
   lineitem)
     bash .device/make_lineitem.sh $F ${SF:-10} ;;
   types)
-    python3 .device/make_type_bench.py /tmp/typebench | sed 's/ bytes.*//' ;;
+    python3 .device/make_type_bench.py /tmp/typebench ${TYPES:-} | sed 's/ bytes.*//' ;;
   tests)
     for t in $tests; do echo "== $t"; timeout 500 $B/$t --test-threads=1 2>&1 | grep -E "^test |test result|skipped|panicked" | tail -${TAIL:-12}; done ;;
   sanitize)
@@ -186,8 +186,9 @@ case "${1:-}" in
   part)
     mkdir -p /tmp/parts && cp .cudf-parts/p* /tmp/parts/ && ls /tmp/parts ;;
   cudf)
-    mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
-      && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2
+    # Installed once per machine (a second `cudf`, on the type benchmark's files, reuses it).
+    [ -d /tmp/site/cudf ] || { mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
+      && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2; }
     for f in $files; do echo "== ours $f"; decode_bench ${OURS:-gpu-parquet} $f --drop-caches; done
     for f in $files; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
     for f in $files; do echo "== ours again $f"; decode_bench ${OURS:-gpu-parquet} $f --no-cold; done
