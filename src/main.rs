@@ -967,7 +967,6 @@ fn bench(args: BenchArgs) -> gpu_parquet::Result<String> {
         device: settings.device,
         columns: columns.map_or(gpu_parquet::Projection::All, gpu_parquet::Projection::Names),
         filters,
-        ..Default::default()
     };
     if opts.cold {
         eprintln!("bench: dropping the whole machine's page cache before each cold run (--drop-caches)");

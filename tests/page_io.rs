@@ -303,8 +303,10 @@ fn a_damaged_offset_index_is_read_around_or_refused() {
                 .any(|c| c.column_path == "score" && c.pages.is_some())
         );
         let report = PageIoReport::of(&plan);
-        let mut pruning = gpu_parquet::report::PruningReport::default();
-        pruning.page_io = Some(report);
+        let pruning = gpu_parquet::report::PruningReport {
+            page_io: Some(report),
+            ..Default::default()
+        };
         assert!(
             pruning
                 .to_table()

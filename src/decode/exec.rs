@@ -987,23 +987,6 @@ impl Executor for HostExecutor {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn page_shape_takes_the_largest_body_and_row_count_apart() {
-        let page = |data_len, num_values| PageDesc {
-            data_len,
-            num_values,
-            ..Default::default()
-        };
-        let pages = [page(10, 500), page(900, 20), page(40, 7)];
-        assert_eq!(PageShape::of(&pages), PageShape { bytes: 900, rows: 500 });
-        assert_eq!(PageShape::of(&[]), PageShape::default());
-    }
-}
-
 /// Runs a row-filter [`Kernel`] on the host references; `false` for the other kernels.
 fn run_row_filter_reference(a: &mut crate::decode::host_kernels::Arena, kernel: &Kernel) -> bool {
     use crate::decode::host_kernels::row_filter as r;
@@ -1133,4 +1116,21 @@ fn run_row_filter_reference(a: &mut crate::decode::host_kernels::Arena, kernel: 
         _ => return false,
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_shape_takes_the_largest_body_and_row_count_apart() {
+        let page = |data_len, num_values| PageDesc {
+            data_len,
+            num_values,
+            ..Default::default()
+        };
+        let pages = [page(10, 500), page(900, 20), page(40, 7)];
+        assert_eq!(PageShape::of(&pages), PageShape { bytes: 900, rows: 500 });
+        assert_eq!(PageShape::of(&[]), PageShape::default());
+    }
 }

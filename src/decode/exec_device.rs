@@ -1507,6 +1507,13 @@ impl Executor for DeviceExecutor<'_> {
     }
 }
 
+/// The row filter's kernels read a batch's device buffers in place.
+impl crate::decode::row_filter::FilterExecutor for DeviceExecutor<'_> {
+    fn address_of(&mut self, buf: &crate::gpu::DeviceBuffer<u8>) -> Result<u64> {
+        Ok(buf.device_address())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1536,12 +1543,5 @@ mod tests {
         };
         assert_eq!(byte_array_values_slices(huge), 8);
         assert_eq!(page_kernel_slices(PageKernel::CopyStrings, huge), 16);
-    }
-}
-
-/// The row filter's kernels read a batch's device buffers in place.
-impl crate::decode::row_filter::FilterExecutor for DeviceExecutor<'_> {
-    fn address_of(&mut self, buf: &crate::gpu::DeviceBuffer<u8>) -> Result<u64> {
-        Ok(buf.device_address())
     }
 }

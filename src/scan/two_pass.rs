@@ -1357,7 +1357,7 @@ mod tests {
             .expect("rows");
         assert_eq!(rows.runs, runs);
         assert_eq!(rows.keep[&0].as_ref().map(BooleanBuffer::count_set_bits), Some(4));
-        assert!(rows.keep.get(&1).is_none());
+        assert!(!rows.keep.contains_key(&1));
     }
 
     proptest! {
@@ -1404,10 +1404,10 @@ mod tests {
             let mut value = None;
             let mask: BooleanArray = (0..total)
                 .map(|_| {
-                    if next() % 40 == 0 || value.is_none() {
+                    if next().is_multiple_of(40) || value.is_none() {
                         value = Some(match next() % 5 { 0 => None, v => Some(v <= density) });
                     }
-                    value.flatten().or_else(|| (next() % 3 == 0).then_some(false))
+                    value.flatten().or_else(|| next().is_multiple_of(3).then_some(false))
                 })
                 .collect();
             let location = reader.source.location();
