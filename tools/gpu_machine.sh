@@ -6,7 +6,7 @@
 #             then F=/tmp/typebench FILES="NAME ..." (file names less .parquet) for bench and cudf
 #   lineitem  TPC-H lineitem (SF, default 10) as tpchgen-cli writes it, snappy and zstd, into /tmp/bench
 #             (tools/make_lineitem.sh; its wheel carried in .wheels/)
-#   tests     the GPU test binaries (one test thread: they share the device and cuFile's statistics)
+#   tests     the GPU test binaries (TESTS; one test thread: they share the device and cuFile's statistics)
 #   sanitize  the same under compute-sanitizer memcheck (leak check) and racecheck (our gp_* kernels):
 #             summaries only; `sanitize "BIN ..."` for chosen binaries
 #   memcheck  memcheck of one test binary (`memcheck BIN [FILTER]`) with every report's first lines
@@ -58,7 +58,7 @@ export GPU_PARQUET_KERNEL_CACHE=/tmp/kcache
 export PYTHONPATH=/tmp/site
 B=$here/.device/bin
 F=${F:-/tmp/bench}
-tests="device device_nvcomp device_decode device_filter corruption faults concurrency"
+tests=${TESTS:-device device_nvcomp device_decode device_filter corruption faults concurrency}
 files=${FILES:-plain snappy}
 # The udev data cuFile's compat mode needs before it registers files on this machine (DEVICE.md).
 udev_data() {
