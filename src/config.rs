@@ -429,14 +429,6 @@ pub struct Tuning {
     /// (`None`: 5), which bounds the steps decoded at once (one fewer): a read's peak against its
     /// decoders' overlap.
     pub steps_in_flight: Option<usize>,
-    /// `GPU_PARQUET_TAPER=HEAD,TAIL` (or `HEAD:TAIL`): a GPU decode's first step cut into HEAD pieces, each twice the
-    /// one before, and its last into TAIL, each half the one before (`1,1`: neither), so that the
-    /// decode starts after a short read and ends soon after the last (`None`: `1,1`).
-    pub taper: Option<(usize, usize)>,
-    /// `GPU_PARQUET_NVCOMP_SCRATCH_MB`: the most temporary device memory one nvCOMP batch takes at
-    /// once, in MiB; a step's batch asking more runs as consecutive parts sharing one buffer (`None`:
-    /// whole batches, as nvCOMP asks).
-    pub nvcomp_scratch_mb: Option<u64>,
 }
 
 impl Tuning {
@@ -463,21 +455,6 @@ impl Tuning {
                 message: "expected a whole number from 2 to 64".into(),
             })?);
         }
-        if let Some(v) = set(TAPER_VAR) {
-            let parse = |x: &str| x.trim().parse::<usize>().ok().filter(|n| (1..=8).contains(n));
-            let pair = v.split_once([',', ':']).and_then(|(h, t)| Some((parse(h)?, parse(t)?)));
-            t.taper = Some(pair.ok_or_else(|| Error::Config {
-                setting: format!("{TAPER_VAR}={v}"),
-                message: "expected HEAD,TAIL: two whole numbers from 1 to 8".into(),
-            })?);
-        }
-        if let Some(v) = set(NVCOMP_SCRATCH_VAR) {
-            let mb = v.trim().parse::<u64>().ok().filter(|&n| (1..=1 << 20).contains(&n));
-            t.nvcomp_scratch_mb = Some(mb.ok_or_else(|| Error::Config {
-                setting: format!("{NVCOMP_SCRATCH_VAR}={v}"),
-                message: "expected a whole number of MiB from 1 to 1048576".into(),
-            })?);
-        }
         Ok(t)
     }
 
@@ -494,12 +471,6 @@ impl Tuning {
         if let Some(n) = self.steps_in_flight {
             out.push(format!("{STEPS_IN_FLIGHT_VAR}={n}"));
         }
-        if let Some((head, tail)) = self.taper {
-            out.push(format!("{TAPER_VAR}={head},{tail}"));
-        }
-        if let Some(mb) = self.nvcomp_scratch_mb {
-            out.push(format!("{NVCOMP_SCRATCH_VAR}={mb}"));
-        }
         out
     }
 }
@@ -507,8 +478,6 @@ impl Tuning {
 const TRACE_VAR: &str = "GPU_PARQUET_TRACE_FETCH";
 const SNAPPY_VAR: &str = "GPU_PARQUET_SNAPPY";
 const STEPS_IN_FLIGHT_VAR: &str = "GPU_PARQUET_STEPS_IN_FLIGHT";
-const TAPER_VAR: &str = "GPU_PARQUET_TAPER";
-const NVCOMP_SCRATCH_VAR: &str = "GPU_PARQUET_NVCOMP_SCRATCH_MB";
 
 /// Which GPU decoders take Snappy bodies (`GPU_PARQUET_SNAPPY`). nvCOMP against our own kernels is a
 /// real comparison (the default was measured: pre-check and nvCOMP beat `gp_unsnap`, 34.8 against
@@ -647,7 +616,6 @@ impl Settings {
             nvcomp: self.nvcomp_search(),
             trust_compressed: self.trust_compressed,
             snappy: self.tuning.snappy,
-            nvcomp_scratch_limit: self.tuning.nvcomp_scratch_mb.map(|mb| (mb << 20) as usize),
         }
     }
 
@@ -908,8 +876,6 @@ mod tests {
                 ("GPU_PARQUET_TRACE_FETCH", "1"),
                 ("GPU_PARQUET_SNAPPY", "nvcomp"),
                 ("GPU_PARQUET_STEPS_IN_FLIGHT", "7"),
-                ("GPU_PARQUET_TAPER", "3: 2"),
-                ("GPU_PARQUET_NVCOMP_SCRATCH_MB", "64"),
             ]),
             &[],
         )
@@ -917,8 +883,6 @@ mod tests {
         assert!(s.tuning.trace);
         assert_eq!(s.tuning.snappy, SnappyDecoders::Nvcomp);
         assert_eq!(s.tuning.steps_in_flight, Some(7));
-        assert_eq!(s.tuning.taper, Some((3, 2)));
-        assert_eq!(s.decoder_options().nvcomp_scratch_limit, Some(64 << 20));
         assert_eq!(s.decoder_options().snappy, SnappyDecoders::Nvcomp);
         assert_eq!(
             s.tuning.differences(),
@@ -926,8 +890,6 @@ mod tests {
                 "GPU_PARQUET_TRACE_FETCH=1",
                 "GPU_PARQUET_SNAPPY=nvcomp",
                 "GPU_PARQUET_STEPS_IN_FLIGHT=7",
-                "GPU_PARQUET_TAPER=3,2",
-                "GPU_PARQUET_NVCOMP_SCRATCH_MB=64"
             ]
         );
         for name in ["auto", "gp_unsnap", "nvcomp", "gp_wsnap"] {
@@ -938,10 +900,6 @@ mod tests {
             ("GPU_PARQUET_SNAPPY", "gp_fast"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "1"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "many"),
-            ("GPU_PARQUET_TAPER", "3"),
-            ("GPU_PARQUET_TAPER", "0,2"),
-            ("GPU_PARQUET_TAPER", "2,9"),
-            ("GPU_PARQUET_NVCOMP_SCRATCH_MB", "0"),
         ] {
             let e = Settings::from_lookup(vars(&[(k, v)]), &[]).unwrap_err();
             assert!(e.to_string().contains(&format!("{k}={v}")), "{e}");
@@ -988,6 +946,4 @@ pub struct DecoderOptions {
     pub trust_compressed: bool,
     /// Which GPU decoders take Snappy bodies ([`Tuning::snappy`]).
     pub snappy: SnappyDecoders,
-    /// The most temporary memory one nvCOMP batch takes at once ([`Tuning::nvcomp_scratch_mb`]).
-    pub nvcomp_scratch_limit: Option<usize>,
 }

@@ -1,7 +1,6 @@
 //! Consecutive items cut into parts of given shares of their bytes, each item going to the part its
-//! middle byte falls in: a GPU read's row groups into steps and steps into pieces
-//! ([`crate::scan::budget`]), an nvCOMP batch into parts under its scratch limit, a dataset's row
-//! groups over GPUs ([`crate::multi_device`]).
+//! middle byte falls in: a GPU read's row groups into steps ([`crate::scan::budget`]), a dataset's
+//! row groups over GPUs ([`crate::multi_device`]).
 
 use std::ops::Range;
 

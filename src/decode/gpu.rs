@@ -94,9 +94,7 @@ impl GpuDecoder {
             kernels::PROGRAM_NAME,
             options.kernel_cache.as_deref(),
         )?;
-        let nvcomp = Nvcomp::load(&options.nvcomp)
-            .map(|n| Arc::new(n.with_scratch_limit(options.nvcomp_scratch_limit)))
-            .map_err(|e| e.to_string());
+        let nvcomp = Nvcomp::load(&options.nvcomp).map(Arc::new).map_err(|e| e.to_string());
         let setup = DecoderSetup {
             compile_time: kernels.compile_time,
             load_time: kernels.load_time,

@@ -32,7 +32,6 @@
 //!   `nvcompErrorCannotDecompress`; an output buffer too small for a chunk gives that status for every
 //!   codec. The caller must validate what it feeds in.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -785,9 +784,6 @@ impl DecompressOutcome {
 pub struct Nvcomp {
     lib: Arc<NvcompLibrary>,
     backend: DecompressBackend,
-    /// The most temporary memory a batch takes at once (`None`: what nvCOMP asks for the whole
-    /// batch); a batch asking more runs as consecutive parts sharing one buffer.
-    scratch_limit: Option<usize>,
 }
 
 impl Nvcomp {
@@ -796,7 +792,6 @@ impl Nvcomp {
         Self {
             lib,
             backend: DecompressBackend::Default,
-            scratch_limit: None,
         }
     }
 
@@ -808,13 +803,6 @@ impl Nvcomp {
     /// The same library with another backend.
     pub fn with_backend(mut self, backend: DecompressBackend) -> Self {
         self.backend = backend;
-        self
-    }
-
-    /// The same library with batches whose temporary memory would pass `limit` bytes cut into
-    /// consecutive parts under it, one buffer shared between them (`None`: whole batches).
-    pub fn with_scratch_limit(mut self, limit: Option<usize>) -> Self {
-        self.scratch_limit = limit;
         self
     }
 
@@ -890,72 +878,37 @@ impl Nvcomp {
         }
         bytemuck::cast_slice_mut::<u64, i32>(&mut words[5 * n..])[..n].fill(STATUS_NOT_WRITTEN);
         let args = transfers.upload_words(&words)?;
-        let caps: Vec<usize> = items.iter().map(|i| i.dst_capacity).collect();
-        let result = self.run_batch(codec, stream, &align, (&caps, max_chunk, total), args, transfers);
+        let result = self.run_batch(codec, stream, &align, (n, max_chunk, total), args, transfers);
         transfers.release(args);
         result
     }
 
     /// The batch of [`Self::decompress_counted`] over its arguments at `args` (laid out as uploaded
-    /// there): the items' output capacities, the largest and their sum; `align`, the codec's. Where
-    /// the batch's temporary memory passes the scratch limit, it runs as consecutive parts of about
-    /// equal output bytes, each sized by nvCOMP and queued on `stream` over one buffer of the largest
-    /// part's size; the bytes of that buffer come back with the outcomes.
+    /// there): `n` items, the largest output capacity and their sum; `align`, the codec's.
     fn run_batch(
         &self,
         codec: Codec,
         stream: &Stream,
         align: &sys::nvcompAlignmentRequirements_t,
-        (caps, max_chunk, total): (&[usize], usize, usize),
+        (n, max_chunk, total): (usize, usize, usize),
         args: u64,
         transfers: &mut dyn BatchTransfers,
     ) -> Result<(Vec<DecompressOutcome>, usize)> {
         let opts = self.backend.opts();
-        let n = caps.len();
         let status_words = n.div_ceil(2);
         let at = |k: usize| args + (k * n * 8) as u64;
         let (src_ptrs, src_sizes, dst_ptrs, dst_caps, actual, statuses) = (at(0), at(1), at(2), at(3), at(4), at(5));
-        // Item `a` onwards of an array of 8-byte entries, and of the 4-byte statuses.
-        let from = |array: u64, a: usize| array + (a * 8) as u64;
-        let status_from = |a: usize| statuses + (a * 4) as u64;
         let cu_stream = stream.cuda().cu_stream() as sys::cudaStream_t;
 
         stream.context().bind()?;
-        let temp_size = |part: &Range<usize>, max_chunk: usize, total: usize| -> Result<usize> {
-            // SAFETY: the context is bound above; the arrays are `args`, n entries each, uploaded in
-            // `stream`'s order and alive until this returns, and `part` lies within them; the
-            // chunks they point to are the caller's (see the contract in the docs), checked non-null
-            // and aligned by check_items.
-            unsafe {
-                self.lib.decompress_temp_size_sync(
-                    codec,
-                    from(src_ptrs, part.start),
-                    from(src_sizes, part.start),
-                    part.len(),
-                    max_chunk,
-                    total,
-                    opts,
-                    status_from(part.start),
-                    cu_stream,
-                )
-            }
-        };
-        let whole = temp_size(&(0..n), max_chunk, total)?;
-        let parts = match self.scratch_limit {
-            Some(limit) if whole > limit && n > 1 => split_by_bytes(caps, whole.div_ceil(limit.max(1))),
-            _ => std::iter::once(0..n).collect(),
-        };
-        let temps: Vec<usize> = match parts.len() {
-            1 => vec![whole],
-            _ => parts
-                .iter()
-                .map(|p| {
-                    let part = &caps[p.clone()];
-                    temp_size(p, part.iter().copied().max().unwrap_or(0), part.iter().sum())
-                })
-                .collect::<Result<_>>()?,
-        };
-        let temp_bytes = temps.iter().copied().max().unwrap_or(0);
+        // SAFETY: the context is bound above; the arrays are `args`, n entries each, uploaded in
+        // `stream`'s order and alive until this returns; the chunks they point to are the caller's
+        // (see the contract in the docs), checked non-null and aligned by check_items.
+        let temp_bytes = unsafe {
+            self.lib.decompress_temp_size_sync(
+                codec, src_ptrs, src_sizes, n, max_chunk, total, opts, statuses, cu_stream,
+            )
+        }?;
         // cuMemAlloc aligns to at least 256 bytes; check what the codec asks anyway.
         let temp = DeviceBuffer::<u8>::alloc_pooled(stream, temp_bytes.max(1))?;
         if align.temp > 1 && !temp.device_address().is_multiple_of(align.temp as u64) {
@@ -965,30 +918,27 @@ impl Nvcomp {
             ));
         }
         stream.context().bind()?;
-        for (part, &part_temp) in parts.iter().zip(&temps) {
-            // SAFETY: the context is bound; every array lies in `args` (`part` within its n entries)
-            // and the temporary memory in `temp` (at least `part_temp` bytes), both ordered on
-            // `stream` and alive until the read below has waited for the batch (`args` is released
-            // after it, `temp`'s drop is ordered on the stream, and the parts, queued in order on
-            // one stream, never use it at once); sources and destinations are the caller's
-            // (contract in the docs), checked non-empty, non-null and aligned.
-            unsafe {
-                self.lib.decompress_async(
-                    codec,
-                    from(src_ptrs, part.start),
-                    from(src_sizes, part.start),
-                    from(dst_caps, part.start),
-                    from(actual, part.start),
-                    part.len(),
-                    temp.device_address(),
-                    part_temp,
-                    from(dst_ptrs, part.start),
-                    opts,
-                    status_from(part.start),
-                    cu_stream,
-                )
-            }?;
-        }
+        // SAFETY: the context is bound; every array lies in `args` and the temporary memory in
+        // `temp`, both ordered on `stream` and alive until the read below has waited for the batch
+        // (`args` is released after it, `temp`'s drop is ordered on the stream); sources and
+        // destinations are the caller's (contract in the docs), checked non-empty, non-null and
+        // aligned.
+        unsafe {
+            self.lib.decompress_async(
+                codec,
+                src_ptrs,
+                src_sizes,
+                dst_caps,
+                actual,
+                n,
+                temp.device_address(),
+                temp_bytes,
+                dst_ptrs,
+                opts,
+                statuses,
+                cu_stream,
+            )
+        }?;
         // Waits for `stream`: the batch has finished when this returns.
         let back = transfers.read_words(at(4), n + status_words)?;
         drop(temp);
@@ -1003,13 +953,6 @@ impl Nvcomp {
             .collect();
         Ok((outcomes, temp_bytes))
     }
-}
-
-/// `sizes` cut into at most `parts` consecutive, non-empty ranges of about equal sums
-/// ([`crate::shares::by_middle`]).
-fn split_by_bytes(sizes: &[usize], parts: usize) -> Vec<Range<usize>> {
-    let sizes: Vec<u64> = sizes.iter().map(|&s| s as u64).collect();
-    crate::shares::by_middle(&sizes, &vec![1; parts.clamp(1, sizes.len().max(1))])
 }
 
 /// How [`Nvcomp::decompress_counted`] moves a batch's argument arrays to the device and its results back.
@@ -1419,27 +1362,6 @@ mod tests {
             "exceed nvCOMP's Snappy limit",
         );
         refused(Codec::Gzip, &any, &[item(u64::MAX - 4, 10, 0x2000, 10)], "wraps");
-    }
-
-    #[test]
-    fn a_batch_splits_into_parts_of_about_equal_bytes() {
-        // Longest first, as the decoder orders a batch: the long items fill the first part.
-        assert_eq!(split_by_bytes(&[400, 300, 100, 100, 50, 50], 2), [0..1, 1..6]);
-        assert_eq!(split_by_bytes(&[100; 8], 4), [0..2, 2..4, 4..6, 6..8]);
-        // More parts asked than items: one an item at most, every item once.
-        assert_eq!(split_by_bytes(&[5, 5, 5], 10), [0..1, 1..2, 2..3]);
-        assert_eq!(split_by_bytes(&[7], 3), [0..1]);
-        assert_eq!(split_by_bytes(&[1, 2, 3], 1), [0..3]);
-        // Every range non-empty, consecutive, covering the batch.
-        let sizes: Vec<usize> = (0..97).map(|i| (i * 7919) % 1000 + 1).collect();
-        for parts in 1..20 {
-            let r = split_by_bytes(&sizes, parts);
-            assert!(r.len() <= parts && !r.is_empty());
-            assert_eq!(r[0].start, 0);
-            assert_eq!(r.last().unwrap().end, sizes.len());
-            assert!(r.windows(2).all(|w| w[0].end == w[1].start));
-            assert!(r.iter().all(|x| !x.is_empty()));
-        }
     }
 
     #[test]

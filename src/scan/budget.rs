@@ -173,81 +173,12 @@ pub(crate) fn split_balanced(sizes: &[(usize, u64)], groups: usize) -> Vec<Vec<u
         .collect()
 }
 
-/// `steps` (consecutive row groups, `bytes_of` each) with the first cut into `head` pieces and the
-/// last into `tail`, each piece twice the one before it at the head and half of it at the tail (three
-/// pieces: 1/7, 2/7, 4/7 of the step, then 4/7, 2/7, 1/7), as far as whole row groups allow (a row
-/// group goes to the piece its middle byte falls in; a step of one row group stays whole). A small
-/// first step starts the decode after a short read, a small last one leaves a short decode after
-/// the last read. `head` or `tail` of 0 or 1 leaves that step whole; a single step is cut at the
-/// head only.
-pub(crate) fn taper(
-    steps: Vec<Vec<usize>>,
-    bytes_of: impl Fn(usize) -> u64,
-    head: usize,
-    tail: usize,
-) -> Vec<Vec<usize>> {
-    let last = steps.len().saturating_sub(1);
-    let mut out = Vec::with_capacity(steps.len() + head + tail);
-    for (k, step) in steps.into_iter().enumerate() {
-        let pieces = match k {
-            0 => head,
-            _ if k == last => tail,
-            _ => 1,
-        };
-        if pieces <= 1 || step.len() < 2 {
-            out.push(step);
-            continue;
-        }
-        // Piece i's weight: 2^i at the head, 2^(pieces - 1 - i) at the tail.
-        let n = pieces.min(64);
-        let weights: Vec<u64> = (0..n).map(|i| 1u64 << if k == 0 { i } else { n - 1 - i }).collect();
-        let sizes: Vec<u64> = step.iter().map(|&rg| bytes_of(rg)).collect();
-        let cut = crate::shares::by_middle(&sizes, &weights)
-            .into_iter()
-            .map(|r| step[r].to_vec());
-        out.extend(cut);
-    }
-    out
-}
-
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn sizes(bytes: &[u64]) -> Vec<(usize, u64)> {
         bytes.iter().copied().enumerate().collect()
-    }
-
-    #[test]
-    fn a_taper_cuts_the_first_step_growing_and_the_last_shrinking() {
-        // Eight steps of 64 equal row groups: the first in 9 / 18 / 37 row groups (1/7, 2/7, 4/7 by
-        // their middle bytes), the last mirrored; the steps between untouched.
-        let steps: Vec<Vec<usize>> = (0..8).map(|s| (s * 64..(s + 1) * 64).collect()).collect();
-        let cut = taper(steps.clone(), |_| 100, 3, 3);
-        let lens: Vec<usize> = cut.iter().map(Vec::len).collect();
-        assert_eq!(lens, [9, 18, 37, 64, 64, 64, 64, 64, 64, 37, 18, 9]);
-        // Every row group once, in order.
-        assert_eq!(cut.concat(), (0..512).collect::<Vec<_>>());
-        // Two pieces: a third, then two thirds (and the mirror at the tail).
-        let lens: Vec<usize> = taper(steps.clone(), |_| 100, 2, 2).iter().map(Vec::len).collect();
-        assert_eq!(lens, [21, 43, 64, 64, 64, 64, 64, 64, 43, 21]);
-        // Off: unchanged.
-        assert_eq!(taper(steps.clone(), |_| 100, 1, 0), steps);
-        // Bytes, not row groups, decide: three small row groups before a big one make the first
-        // third (equal ones would put one there).
-        let cut = taper(
-            vec![vec![0, 1, 2, 3], vec![4]],
-            |rg| if rg == 3 { 100 } else { 10 },
-            2,
-            2,
-        );
-        assert_eq!(cut, [vec![0, 1, 2], vec![3], vec![4]]);
-        let cut = taper(vec![vec![0, 1, 2, 3], vec![4]], |_| 10, 2, 2);
-        assert_eq!(cut, [vec![0], vec![1, 2, 3], vec![4]]);
-        // A step of one row group, or too few to go round, stays whole or makes fewer pieces.
-        assert_eq!(taper(vec![vec![0]], |_| 1, 3, 3), [vec![0]]);
-        assert_eq!(taper(vec![vec![0, 1]], |_| 1, 3, 0), [vec![0], vec![1]]);
     }
 
     #[test]

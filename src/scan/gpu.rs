@@ -30,7 +30,7 @@ use crate::io::select::{AnyBackend, AnyBuffer};
 use crate::io::{IoBackend, IoLog};
 use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, Projection, ReadPlan, RowGroupSelection};
-use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced, taper};
+use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
 use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
 use crate::scan::gpu_filter::{GpuFilter, StepFilter};
 use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window, merge_reads};
@@ -548,9 +548,7 @@ pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64
         pack_consecutive(need.clone(), share)
     };
     let largest = cut.iter().map(bytes_of).max().unwrap_or(0).max(1);
-    let (head, tail) = reader.tuning.taper.unwrap_or((1, 1));
-    let need_of = |rg: usize| place.get(&rg).map_or(0, |&k| need[k].1);
-    Ok((taper(cut, need_of, head, tail), largest))
+    Ok((cut, largest))
 }
 
 /// The GPU time a step of `reader`'s selection costs at least ([`longest_page_ns`]).
