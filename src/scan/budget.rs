@@ -167,7 +167,7 @@ pub(crate) fn pack_consecutive(sizes: Vec<(usize, u64)>, target: u64) -> Vec<Vec
 /// compressed page costs about as much however small it is).
 pub(crate) fn split_balanced(sizes: &[(usize, u64)], groups: usize) -> Vec<Vec<usize>> {
     let bytes: Vec<u64> = sizes.iter().map(|s| s.1).collect();
-    crate::shares::by_middle(&bytes, &vec![1; groups.max(1)])
+    crate::shares::by_middle(&bytes, groups)
         .into_iter()
         .map(|r| sizes[r].iter().map(|s| s.0).collect())
         .collect()
