@@ -48,6 +48,12 @@ def strings(idx, long):
     return np.char.add(base, pad[np.maximum(lens - np.char.str_len(base), 0)])
 
 
+def fan_out(values):
+    """0 to 6 entries per value (value % 7, about 3): their int32 offsets, and each entry's value, from
+    its parent's value and its place, so that the parents' cardinality and runs carry into it."""
+    counts = (values % 7).astype(np.int32)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return offsets, np.repeat(values, counts) * 7 + (np.arange(offsets[-1]) - np.repeat(offsets[:-1], counts))
 def column(kind, rng, n, card, run):
     idx = draw(rng, n, card, run)
     nulls = rng.random(n) < 0.10
@@ -67,25 +73,19 @@ def column(kind, rng, n, card, run):
         return arr(strings(idx, kind == "string_long"), mask=nulls)
     if kind == "list":
         # 0 to 6 items of int32 per list (about 3 on average).
-        counts = (idx % 7).astype(np.int32)
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        offsets, _ = fan_out(idx)
         items = pa.array((np.arange(offsets[-1]) * 2654435761 % (1 << 31)).astype(np.int32))
         return pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(nulls))
     if kind in ("map", "list_struct", "list_list"):
-        # 0 to 6 entries per row; an entry's values follow from its row's value and its place, so the
-        # cardinality and runs of the rows carry into the entries.
-        counts = (idx % 7).astype(np.int32)
-        offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
-        entry = np.repeat(idx, counts) * 7 + (np.arange(counts.sum()) - np.repeat(offsets.to_numpy()[:-1], counts))
+        offsets, entry = fan_out(idx)
+        offsets = pa.array(offsets)
         ints = pa.array((entry * 2654435761 % (1 << 31)).astype(np.int32), mask=entry % 10 == 3)
         if kind == "map":
             return pa.MapArray.from_arrays(offsets, arr(strings(entry, False)), ints, mask=pa.array(nulls))
         if kind == "list_struct":
             items = pa.StructArray.from_arrays([ints, arr(strings(entry, False))], names=["a", "s"])
             return pa.ListArray.from_arrays(offsets, items, mask=pa.array(nulls))
-        inner_counts = (entry % 7).astype(np.int32)
-        inner_offsets = np.concatenate([[0], np.cumsum(inner_counts)]).astype(np.int32)
-        leaf = np.repeat(entry, inner_counts) * 7 + (np.arange(inner_counts.sum()) - np.repeat(inner_offsets[:-1], inner_counts))
+        inner_offsets, leaf = fan_out(entry)
         inner = pa.ListArray.from_arrays(pa.array(inner_offsets), pa.array((leaf % (1 << 31)).astype(np.int32)))
         return pa.ListArray.from_arrays(offsets, inner, mask=pa.array(nulls))
     if kind == "struct":
