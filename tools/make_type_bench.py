@@ -54,6 +54,8 @@ def fan_out(values):
     counts = (values % 7).astype(np.int32)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     return offsets, np.repeat(values, counts) * 7 + (np.arange(offsets[-1]) - np.repeat(offsets[:-1], counts))
+
+
 def column(kind, rng, n, card, run):
     idx = draw(rng, n, card, run)
     nulls = rng.random(n) < 0.10
