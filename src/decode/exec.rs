@@ -99,20 +99,6 @@ pub(crate) enum Kernel {
         /// The largest BYTE_ARRAY page, for an executor that splits such pages among workers.
         largest_strings: PageShape,
     },
-    /// Definition levels of nested columns, a byte a level entry: each page of column `c` (without error,
-    /// with levels) at `outs[c] + row_start` where `outs[c] != 0` (`gp_def_levels`).
-    DefLevels {
-        /// `PageDesc[n]`.
-        pages: u64,
-        /// Pages.
-        n: u32,
-        /// `ColumnDesc[ncols]`.
-        cols: u64,
-        /// Columns.
-        ncols: u32,
-        /// `u64[ncols]`: where each column's levels go (`num_rows` bytes), or 0.
-        outs: u64,
-    },
     /// `out[i] = levels[i] >= threshold` over `n` bytes (`gp_levels_at_least`): a struct's validity.
     LevelsAtLeast {
         /// `u8[n]`.
@@ -819,22 +805,6 @@ impl Executor for HostExecutor {
                 }
                 a.write(pages, &ps);
                 a.write(cols, &cs);
-            }
-            Kernel::DefLevels {
-                pages,
-                n,
-                cols,
-                ncols,
-                outs,
-            } => {
-                let ps: Vec<PageDesc> = a.read(pages, n as usize).ok_or_else(|| Self::missing(pages, "pages"))?;
-                let cs: Vec<ColumnDesc> = a
-                    .read(cols, ncols as usize)
-                    .ok_or_else(|| Self::missing(cols, "columns"))?;
-                let os: Vec<u64> = a
-                    .read(outs, ncols as usize)
-                    .ok_or_else(|| Self::missing(outs, "level outputs"))?;
-                host_kernels::nested::def_levels(a, &ps, &cs, &os);
             }
             Kernel::LevelsAtLeast {
                 levels,

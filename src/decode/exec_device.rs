@@ -989,18 +989,6 @@ impl Executor for DeviceExecutor<'_> {
                 }
                 Ok(())
             }
-            Kernel::DefLevels {
-                pages,
-                n,
-                cols,
-                ncols,
-                outs,
-            } => self.launch_raw(
-                "gp_def_levels",
-                n,
-                PAGE_BLOCK,
-                &[U64(pages), U32(n), U64(cols), U32(ncols), U64(outs)],
-            ),
             Kernel::LevelsAtLeast {
                 levels,
                 n,

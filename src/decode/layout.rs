@@ -233,6 +233,9 @@ pub struct ColumnDesc {
     pub view_pages: u64,
     /// Bytes at `view_pages`.
     pub view_pages_len: u64,
+    /// Nested columns: `u8[num_rows]`, each row's (level entry's) definition level, written by
+    /// `gp_levels` beside `vidx` (pages with levels only); 0 when the column's levels are not kept.
+    pub out_def: u64,
 }
 
 /// [`ColumnDesc::view_flags`] bits.
@@ -520,7 +523,7 @@ pub const LAYOUT_SIZES: [(&str, usize); 8] = [
     ("PageInfo", 72),
     ("PageDesc", 128),
     ("DictDesc", 40),
-    ("ColumnDesc", 136),
+    ("ColumnDesc", 144),
     ("ValidateItem", 32),
     ("UnsnapItem", 40),
     ("WsnapItem", 88),

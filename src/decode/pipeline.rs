@@ -1090,18 +1090,16 @@ struct NestedLevels {
     entries: BTreeMap<usize, u64>,
 }
 
-/// Decodes the definition levels the nested GPU columns (all kept) need ([`NestedLevels`]), after
-/// `gp_levels` has checked them.
-fn nested_def_levels<E: Executor>(
+/// Where the nested GPU columns' definition levels are kept, a byte a level entry (`gp_levels` writes
+/// them at each column's `out_def`, set here before the descriptors go up): every leaf under a list
+/// (for its offsets and validity), and one leaf of each column of nullable structs without lists.
+fn keep_nested_levels<E: Executor>(
     exec: &mut E,
     routes: &[ColumnRoute],
     gpu: &[(usize, GpuLeaf)],
     kept: &[usize],
-    cols: &[ColumnDesc],
-    (pages_addr, n): (u64, u32),
-    (cols_addr, ncols): (u64, u32),
+    cols: &mut [ColumnDesc],
 ) -> Result<NestedLevels> {
-    let mut outs = vec![0u64; kept.len()];
     let mut levels = NestedLevels::default();
     for (k, &gi) in kept.iter().enumerate() {
         let route = gpu[gi].0;
@@ -1113,29 +1111,17 @@ fn nested_def_levels<E: Executor>(
             levels.entries.insert(gi, entries as u64);
             if gpu[gi].1.max_def > 0 {
                 // Zeroed: a page in error leaves its entries unwritten (the step fails on its error).
-                outs[k] = exec.alloc(entries.max(1))?;
-                levels.def.insert(gi, outs[k]);
+                cols[k].out_def = exec.alloc(entries.max(1))?;
+                levels.def.insert(gi, cols[k].out_def);
             }
             continue;
         }
         if levels.by_route.contains_key(&route) || !nested.shape.has_nullable_struct() {
             continue;
         }
-        outs[k] = exec.alloc(entries.max(1))?;
-        levels.by_route.insert(route, outs[k]);
+        cols[k].out_def = exec.alloc(entries.max(1))?;
+        levels.by_route.insert(route, cols[k].out_def);
     }
-    if outs.iter().all(|&o| o == 0) || n == 0 {
-        return Ok(levels);
-    }
-    let table = exec.upload(&outs)?;
-    exec.launch(Kernel::DefLevels {
-        pages: pages_addr,
-        n,
-        cols: cols_addr,
-        ncols,
-        outs: table,
-    })?;
-    exec.free(table);
     Ok(levels)
 }
 

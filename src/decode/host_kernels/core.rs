@@ -252,7 +252,8 @@ pub(crate) fn page_setup(arena: &mut Arena, pages: &mut [PageDesc]) {
 
 /// `gp_levels`: decodes each nullable page's definition levels into `vidx` (the row's index among the
 /// page's present values, -1 for a null), `out_valid` (1/0, when set) and `num_non_null`. Pages of
-/// `max_def` 0: `num_non_null = num_values`, and `vidx = i`, `out_valid = 1` where the column has them. Errors: [`ErrorCode::BadBitWidth`] (width over 8, detail the
+/// `max_def` 0: `num_non_null = num_values`, and `vidx = i`, `out_valid = 1` where the column has them.
+/// Nested columns' levels themselves, a byte each, at `out_def` where set (pages with levels only). Errors: [`ErrorCode::BadBitWidth`] (width over 8, detail the
 /// width, `num_non_null` 0), [`ErrorCode::BadLevel`] / [`ErrorCode::Overrun`] at the first bad or
 /// missing level (detail its index; earlier rows written and counted).
 pub(crate) fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
@@ -288,6 +289,7 @@ pub(crate) fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDe
         let (row, n) = (u64::from(pg.row_start), u64::from(pg.num_values));
         if (col.vidx != 0 && arena.get(col.vidx + row * 4, n * 4).is_none())
             || (col.out_valid != 0 && arena.get(col.out_valid + row, n).is_none())
+            || (col.out_def != 0 && arena.get(col.out_def + row, n).is_none())
         {
             pg.num_non_null = 0;
             set_error(pg, ErrorCode::BadPageSize, pg.num_values);
@@ -321,7 +323,9 @@ pub(crate) fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDe
         }
         let wrote_vidx = col.vidx == 0 || arena.write(col.vidx + row * 4, &vidx);
         let wrote_valid = col.out_valid == 0 || arena.write(col.out_valid + row, &valid);
-        if !(wrote_vidx && wrote_valid) {
+        let def: Vec<u8> = lv.iter().map(|&l| l as u8).collect();
+        let wrote_def = col.out_def == 0 || arena.write(col.out_def + row, &def);
+        if !(wrote_vidx && wrote_valid && wrote_def) {
             set_error(pg, ErrorCode::BadPageSize, pg.num_values);
         }
     }

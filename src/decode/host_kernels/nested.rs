@@ -11,8 +11,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::Arena;
-use super::core::{bytes_at, hybrid_prefix, rows_ok};
-use crate::decode::layout::{ColumnDesc, ErrorCode, PageDesc};
+use super::core::{bytes_at, hybrid_prefix};
+use crate::decode::layout::ErrorCode;
 
 /// One page's repetition levels to decode (`gp_rep_levels`): in and out. Twin of `LevelJob` in
 /// nested.cu.
@@ -316,32 +316,6 @@ pub(crate) fn fixed_size_pad(
     }
 }
 
-/// `gp_def_levels`: for each page without error whose column `c` has `outs[c] != 0` and definition
-/// levels (`max_def > 0`, width at most 8), writes its levels one byte each at `outs[c] + row_start`,
-/// as `gp_levels` decodes them. It stops at the first level the stream lacks or that exceeds
-/// `max_def` (`gp_levels`, launched before, has flagged that page); bytes from there on are left as
-/// they were. A page whose rows are not inside its column, or a column index outside `outs`, is skipped.
-pub(crate) fn def_levels(arena: &mut Arena, pages: &[PageDesc], cols: &[ColumnDesc], outs: &[u64]) {
-    for pg in pages {
-        if pg.error != 0 || pg.max_def == 0 || pg.def_bit_width > 8 {
-            continue;
-        }
-        let (Some(col), Some(&out)) = (cols.get(pg.column as usize), outs.get(pg.column as usize)) else {
-            continue;
-        };
-        if out == 0 || !rows_ok(pg, col) {
-            continue;
-        }
-        let Some(stream) = bytes_at(arena, pg.levels, pg.levels_len) else {
-            continue;
-        };
-        let max_def = pg.max_def;
-        let (levels, _) = hybrid_prefix(&stream, pg.def_bit_width, pg.num_values, |v| v > max_def);
-        let bytes: Vec<u8> = levels.iter().map(|&l| l as u8).collect();
-        arena.write(out + u64::from(pg.row_start), &bytes);
-    }
-}
-
 /// `gp_levels_at_least`: `out[i] = (levels[i] >= threshold) as u8` for `i < n`. Nothing is written
 /// when either buffer is not in the arena (a caller's bug).
 pub(crate) fn levels_at_least(arena: &mut Arena, levels: u64, n: u64, threshold: u32, out: u64) {
@@ -357,6 +331,7 @@ pub(crate) fn levels_at_least(arena: &mut Arena, levels: u64, n: u64, threshold:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::layout::{ColumnDesc, PageDesc};
 
     /// An RLE/bit-packed hybrid stream of `levels` (`width` bits each): runs of equal values as RLE
     /// runs when `rle` says so at their start, the rest in bit-packed groups of 8 (the last padded).
@@ -413,7 +388,8 @@ mod tests {
         32 - max_def.leading_zeros()
     }
 
-    /// One page of `levels` at `row_start` of a column of `rows` rows; the levels buffer (zeroed) read back.
+    /// One page of `levels` at `row_start` of a column of `rows` rows through `gp_levels`'s reference;
+    /// the column's levels buffer (`out_def`, zeroed) read back.
     fn run(levels: &[u32], max_def: u32, rows: u64, row_start: u32, stream: &[u8]) -> Vec<u8> {
         let mut arena = Arena::new();
         let s = arena.upload(stream);
@@ -429,9 +405,10 @@ mod tests {
         };
         let col = ColumnDesc {
             num_rows: rows,
+            out_def: out,
             ..Default::default()
         };
-        def_levels(&mut arena, &[page], &[col], &[out]);
+        super::super::core::levels(&mut arena, &mut [page], &[col]);
         arena.read(out, rows as usize).unwrap()
     }
 
@@ -444,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn a_page_outside_its_column_or_unrequested_writes_nothing() {
+    fn a_page_outside_its_column_or_without_a_levels_buffer_writes_nothing() {
         let levels = [1, 2, 2];
         let stream = encode(&levels, 2, &|_| false);
         // Rows 2..5 of a 4-row column.
@@ -460,13 +437,20 @@ mod tests {
             def_bit_width: 2,
             ..Default::default()
         };
+        let out = arena.alloc(3);
         let col = ColumnDesc {
             num_rows: 3,
             ..Default::default()
         };
-        // No table entry for column 0, or column 1 named: no write, no panic.
-        def_levels(&mut arena, &[page], &[col], &[0]);
-        def_levels(&mut arena, &[PageDesc { column: 1, ..page }], &[col], &[]);
+        // No levels buffer named: the levels decoded (the page is fine), `out` untouched.
+        let mut pages = [page];
+        super::super::core::levels(&mut arena, &mut pages, &[col]);
+        assert_eq!((pages[0].error, pages[0].num_non_null), (0, 2));
+        // Column 1 named where there is one column: the page's error, no write, no panic.
+        let mut pages = [PageDesc { column: 1, ..page }];
+        super::super::core::levels(&mut arena, &mut pages, &[ColumnDesc { out_def: out, ..col }]);
+        assert_eq!(pages[0].error, ErrorCode::BadPageSize as u32);
+        assert_eq!(arena.read::<u8>(out, 3).unwrap(), [0; 3]);
     }
 
     #[test]
@@ -649,9 +633,10 @@ mod tests {
         };
         let col = ColumnDesc {
             num_rows: rows as u64,
+            out_def: def_out,
             ..Default::default()
         };
-        def_levels(&mut a, &[page], &[col], &[def_out]);
+        super::super::core::levels(&mut a, &mut [page], &[col]);
         let marks = a.alloc(rows);
         levels_at_least(&mut a, def_out, rows as u64, c.threshold, marks);
         let check = a.upload_slice(&[u64::MAX, 0]);

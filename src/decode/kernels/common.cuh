@@ -52,6 +52,7 @@ struct ColumnDesc {
     u32 physical; u32 error;
     u64 out_views; u64 view_segment; u64 view_longest;
     u32 view_flags; u32 view_buffer; u64 view_pages; u64 view_pages_len;
+    u64 out_def;
 };
 // ColumnDesc::view_flags (layout.rs view_flags).
 #define VIEW_IN_COPY 1u

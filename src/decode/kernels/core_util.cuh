@@ -160,11 +160,15 @@ __device__ inline u64 block_exclusive_scan_u64(u64 v, u64* scratch, u64* total) 
 
 // ---- RLE / bit-packed hybrid, decoded a window at a time ----
 //
-// Thread 0 walks run headers (cheap: a varint and at most 4 value bytes per run, bit-packed bodies are
-// skipped) and lists up to HYB_MAX_RUNS runs covering up to HYB_WINDOW values in shared memory; then
-// every thread decodes HYB_ITEMS values of the window (value j*BLOCK + t), finding its run by binary
-// search. A run longer than the window carries over to the next. Semantics (the reference's
-// `hybrid_prefix` is the same walk, sequential):
+// Each window: the block stages the stream's next HYB_STAGE bytes in shared memory (one coalesced load
+// instead of a dependent global load per run header: level streams alternate short RLE runs and
+// one-group bit-packed runs, 100 and more runs a window), where the last window read more than one
+// header; thread 0 walks run headers (a varint and at most 4 value bytes per run, bit-packed bodies
+// skipped), from the stage where they lie in it, and lists up to HYB_MAX_RUNS runs covering up to
+// HYB_WINDOW values in shared memory; then every thread decodes HYB_ITEMS values of the window (value
+// j*BLOCK + t), finding its run by binary search, its bits from the stage where they lie in it. A run
+// longer than the window carries over to the next. `hyb_next_window` does all of that but the decode.
+// Semantics (the reference's `hybrid_prefix` is the same walk, sequential):
 // - header: ULEB128; low bit 0 = RLE run of (h >> 1) copies of a ceil(width/8)-byte LE value (not
 //   masked); low bit 1 = (h >> 1) groups of 8 bit-packed values, (h >> 1) * width bytes.
 // - a header is read only while values are still wanted; a header of 0 ends the stream (as arrow-rs
@@ -176,6 +180,7 @@ __device__ inline u64 block_exclusive_scan_u64(u64 v, u64* scratch, u64* total) 
 constexpr u32 HYB_ITEMS = 8;
 constexpr u32 HYB_WINDOW = BLOCK * HYB_ITEMS;
 constexpr u32 HYB_MAX_RUNS = 256;
+constexpr u32 HYB_STAGE = 2048;
 constexpr u64 RLE_RUN = ~0ull;
 
 struct HybRun {
@@ -187,42 +192,77 @@ struct HybRun {
 struct HybState {
     u64 pos;        // byte offset of the next run header
     u64 run_bit;    // bit-packed: bit offset of the current run's next value
-    u64 run_avail;  // bit-packed: values of the current run whose bits lie inside the stream
     u32 run_left;   // values of the current run still wanted
     u32 run_value;  // RLE value of the current run
     u32 run_rle;    // the current run is RLE
     u32 produced;   // values decoded so far (index of the next)
     u32 ended;      // the stream ended at `produced`, before the count wanted
+    u32 headers;    // run headers the last window read
 };
 
 struct HybShared {
     HybRun runs[HYB_MAX_RUNS];
     HybState st;
+    u64 stage_start;  // stream offset of stage[0]
+    u32 stage_len;    // bytes staged (0: none this window)
     u32 nruns, win_start, win_end;
     u32 first_bad;  // lowest index in the window a caller rejects, NONE when none
     u32 done;
     u32 counts[HYB_ITEMS * NWARPS];
     u32 total;
     u32 present_base;
+    u8 stage[HYB_STAGE];
 };
 
 __device__ inline void hyb_reset(HybShared& sh) {
-    sh.st.pos = 0; sh.st.run_bit = 0; sh.st.run_avail = 0;
+    sh.st.pos = 0; sh.st.run_bit = 0;
     sh.st.run_left = 0; sh.st.run_value = 0; sh.st.run_rle = 0;
     sh.st.produced = 0; sh.st.ended = 0;
+    sh.st.headers = 2;  // stage the first window
+    sh.stage_len = 0;
+}
+
+// Byte `p` (< the stream's length) of the stream: from the stage where it lies there.
+__device__ inline u32 hyb_byte(const HybShared& sh, const u8* base, u64 p) {
+    const u64 o = p - sh.stage_start;  // wraps to a huge value below the stage
+    return o < sh.stage_len ? sh.stage[o] : base[p];
+}
+
+// All threads: stages the bytes of the next window (from the carried bit-packed run's next value, or
+// the next header) when the last window read more than one header; else no stage.
+__device__ inline void hyb_stage(HybShared& sh, const u8* base, u64 len) {
+    const HybState s = sh.st;
+    u32 n = 0;
+    u64 start = 0;
+    if (s.headers > 1) {
+        start = (s.run_left > 0 && !s.run_rle) ? s.run_bit >> 3 : s.pos;
+        n = start < len ? (len - start < HYB_STAGE ? (u32)(len - start) : HYB_STAGE) : 0;
+        for (u32 i = threadIdx.x; i < n; i += blockDim.x) sh.stage[i] = base[start + i];
+    }
+    if (threadIdx.x == 0) {
+        sh.stage_start = start;
+        sh.stage_len = n;
+    }
 }
 
 // Thread 0 only: lists the runs of the next window (up to `count` values in all).
 __device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, u32 count) {
     HybState s = sh.st;
     const u32 limit = (count - s.produced > HYB_WINDOW) ? s.produced + HYB_WINDOW : count;
-    u32 nruns = 0;
+    u32 nruns = 0, headers = 0;
     sh.win_start = s.produced;
     while (s.produced < limit && nruns < HYB_MAX_RUNS && !s.ended) {
         if (s.run_left == 0) {
-            u64 h;
-            if (!read_uleb128(base, &s.pos, len, &h)) { s.ended = 1; break; }
-            if (h == 0) { s.ended = 1; break; }  // a zero header ends the stream (see above)
+            // The header's varint (at most 10 bytes, inside the stream).
+            u64 h = 0;
+            bool ok = false;
+            for (u32 i = 0, shift = 0; i < 10 && s.pos < len; i++, shift += 7) {
+                const u32 b = hyb_byte(sh, base, s.pos++);
+                h |= (u64)(b & 0x7f) << shift;
+                if ((b & 0x80) == 0) { ok = true; break; }
+            }
+            if (!ok || h == 0) { s.ended = 1; break; }  // a zero header ends the stream (see above)
+            headers++;
             const u64 n = h >> 1;
             const u32 want = count - s.produced;
             if (h & 1) {
@@ -230,20 +270,18 @@ __device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, 
                 s.run_left = vals < want ? (u32)vals : want;
                 s.run_rle = 0;
                 s.run_bit = s.pos * 8;
-                s.run_avail = bw == 0 ? ~0ull : ((len - s.pos) * 8) / bw;
                 const u64 bytes = n > (1ull << 40) ? ~0ull : n * bw;
                 s.pos = bytes >= len - s.pos ? len : s.pos + bytes;
             } else {
                 const u32 nb = (bw + 7) >> 3;
                 if (len - s.pos < nb) { s.ended = 1; break; }
                 u32 v = 0;
-                for (u32 i = 0; i < nb; i++) v |= (u32)base[s.pos + i] << (8 * i);
+                for (u32 i = 0; i < nb; i++) v |= hyb_byte(sh, base, s.pos + i) << (8 * i);
                 s.pos += nb;
                 s.run_left = n < want ? (u32)n : want;
                 s.run_rle = 1;
                 s.run_value = v;
             }
-            continue;
         }
         u32 take = s.run_left < limit - s.produced ? s.run_left : limit - s.produced;
         HybRun r;
@@ -252,11 +290,16 @@ __device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, 
             r.value = s.run_value;
             r.bit = RLE_RUN;
         } else {
-            if (s.run_avail < take) { take = (u32)s.run_avail; s.ended = 1; }
+            // The values whose bits lie inside the stream (take * bw < 2^17: no overflow); the
+            // division only where the stream ends inside them.
+            const u64 end_bit = len * 8;
+            if (s.run_bit + (u64)take * bw > end_bit) {
+                take = (u32)((end_bit - s.run_bit) / bw);
+                s.ended = 1;
+            }
             r.value = 0;
             r.bit = s.run_bit;
             s.run_bit += (u64)take * bw;
-            s.run_avail -= take;
         }
         if (take > 0) {
             sh.runs[nruns++] = r;
@@ -264,9 +307,21 @@ __device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, 
             s.run_left -= take;
         }
     }
+    s.headers = headers;
     sh.st = s;
     sh.nruns = nruns;
     sh.win_end = s.produced;
+}
+
+// All threads (a barrier at the end): the next window's runs, in sh; first_bad reset to NONE.
+__device__ inline void hyb_next_window(HybShared& sh, const u8* base, u64 len, u32 bw, u32 count) {
+    hyb_stage(sh, base, len);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        hyb_fill(sh, base, len, bw, count);
+        sh.first_bad = NONE;
+    }
+    __syncthreads();
 }
 
 // Value `idx` (in [win_start, win_end)) of the current window.
@@ -278,7 +333,16 @@ __device__ inline u32 hyb_value(const HybShared& sh, const u8* base, u64 len, u3
     }
     const HybRun r = sh.runs[lo];
     if (r.bit == RLE_RUN) return r.value;
-    return (u32)read_bits(base, len, r.bit + (u64)(idx - r.start) * bw, bw);
+    const u64 bit = r.bit + (u64)(idx - r.start) * bw;
+    // From the stage where all the value's bytes lie there (bw <= 32: at most 5 bytes).
+    const u64 o = (bit >> 3) - sh.stage_start;
+    const u32 shift = (u32)(bit & 7), nbytes = (shift + bw + 7) >> 3;
+    if (bw <= 32 && o < sh.stage_len && sh.stage_len - o >= nbytes) {
+        u64 v = 0;
+        for (u32 i = 0; i < nbytes; i++) v |= (u64)sh.stage[o + i] << (8 * i);
+        return (u32)((v >> shift) & (((u64)1 << bw) - 1));
+    }
+    return (u32)read_bits(base, len, bit, bw);
 }
 
 // ---- plain BYTE_ARRAY walker ----

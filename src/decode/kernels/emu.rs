@@ -290,7 +290,8 @@ pub(crate) struct NestedCase {
 /// What the emulated nested kernels wrote for a [`NestedCase`] (see driver.cpp's `nested_main`).
 #[derive(Debug, PartialEq)]
 pub(crate) struct NestedOut {
-    /// The stream as a page's definition levels at row 2 of a `count + 2`-row column, and their marks.
+    /// The stream as a page's definition levels (`gp_levels`, `out_def`) at row 2 of a `count + 2`-row
+    /// column, and their marks.
     pub def_levels: Vec<u8>,
     pub marks: Vec<u8>,
     pub parent_pos: Vec<u32>,

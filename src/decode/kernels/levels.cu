@@ -32,11 +32,13 @@ extern "C" __global__ void gp_page_setup(PageDesc* pages, u32 n) {
 
 // Block per page (grid n, block 256, no dynamic shared memory). Decodes the page's definition levels:
 // vidx[row_start + i] = index of row i's value among the page's present values, or -1 for a null;
-// out_valid[row_start + i] = 1 / 0 when out_valid != 0; num_non_null = present values. Pages of max_def
-// 0: num_non_null = num_values, and vidx = i, out_valid = 1 where the column has them. Errors: BAD_BIT_WIDTH (def_bit_width > 8,
-// detail = width, num_non_null = 0); BAD_LEVEL (detail = level index) or OVERRUN (detail = index of the
-// first level the stream lacks), whichever index is lower; rows before it are written, num_non_null
-// counts them; BAD_PAGE_SIZE when the page's rows are not inside the column.
+// out_valid[row_start + i] = 1 / 0 when out_valid != 0; out_def[row_start + i] = the level itself when
+// out_def != 0 (nested columns, for their offsets and validity); num_non_null = present values. Pages
+// of max_def 0: num_non_null = num_values, and vidx = i, out_valid = 1 where the column has them.
+// Errors: BAD_BIT_WIDTH (def_bit_width > 8, detail = width, num_non_null = 0); BAD_LEVEL (detail =
+// level index) or OVERRUN (detail = index of the first level the stream lacks), whichever index is
+// lower; rows before it are written, num_non_null counts them; BAD_PAGE_SIZE when the page's rows are
+// not inside the column.
 extern "C" __global__ void __launch_bounds__(256) gp_levels(PageDesc* pages, u32 n, ColumnDesc* cols) {
     using namespace gpcore;
     require_block();
@@ -76,6 +78,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_levels(PageDesc* pages, u32
     const u32 count = page.num_values, max_def = page.max_def;
     i32* vidx = col.vidx ? (i32*)col.vidx + page.row_start : nullptr;
     u8* valid = col.out_valid ? (u8*)col.out_valid + page.row_start : nullptr;
+    u8* def = col.out_def ? (u8*)col.out_def + page.row_start : nullptr;
     u32 err_code = 0, err_at = 0;
     if (t == 0) {
         hyb_reset(sh);
@@ -84,11 +87,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_levels(PageDesc* pages, u32
     }
     __syncthreads();
     while (!sh.done) {
-        if (t == 0) {
-            hyb_fill(sh, base, len, bw, count);
-            sh.first_bad = NONE;
-        }
-        __syncthreads();
+        hyb_next_window(sh, base, len, bw, count);
         const u32 ws = sh.win_start, we = sh.win_end;
         // A window that is one RLE run of max_def (a page without nulls, as most are): every value
         // present and in order, so no level is decoded, checked or counted one by one.
@@ -98,6 +97,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_levels(PageDesc* pages, u32
             for (u32 idx = ws + t; idx < we; idx += BLOCK) {
                 if (vidx) vidx[idx] = (i32)(pbase + (idx - ws));
                 if (valid) valid[idx] = 1;
+                if (def) def[idx] = (u8)max_def;
             }
             if (t == 0) sh.total = we - ws;
         } else {
@@ -144,6 +144,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_levels(PageDesc* pages, u32
                                             : -1;
                     }
                     if (valid) valid[idx] = present ? 1 : 0;
+                    if (def) def[idx] = (u8)lv[j];
                 }
             }
         }
@@ -234,11 +235,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_indices(PageDesc* page
     }
     __syncthreads();
     while (!sh.done) {
-        if (t == 0) {
-            hyb_fill(sh, base, len, bw, count);
-            sh.first_bad = NONE;
-        }
-        __syncthreads();
+        hyb_next_window(sh, base, len, bw, count);
         const u32 ws = sh.win_start, we = sh.win_end;
         u32 v[HYB_ITEMS];
 #pragma unroll

@@ -31,9 +31,8 @@
 //!
 //! Nested columns (`nested.cu`, references in [`crate::decode::host_kernels::nested`]): a repeated leaf's
 //! pages hold level entries, not rows, and its `ColumnDesc::num_rows` counts entries; v1 pages flagged
-//! `PAGE_V1_REP_LEVELS` have 1 step over their repetition levels. After 2:
-//! `gp_def_levels(const PageDesc*, u32 n, const ColumnDesc*, u32 ncols, const u64* outs)` (n × 256:
-//! each page's definition levels, a byte an entry, at `outs[column] + row_start`) and
+//! `PAGE_V1_REP_LEVELS` have 1 step over their repetition levels; 2 keeps their definition levels, a
+//! byte an entry, at `ColumnDesc::out_def`. After 2:
 //! `gp_rep_levels(LevelJob*, u32 n)` (n × 256: a page's repetition levels, a byte an entry; errors in
 //! the job). Before 9, structs without lists take
 //! `gp_levels_at_least(const u8* levels, u64 len, u32 threshold, u8* out)` (any × any: validity bytes);

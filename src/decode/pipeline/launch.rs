@@ -7,7 +7,7 @@ use super::decompress::{Decompressed, views_in_copy};
 use super::descriptors::Descriptors;
 use super::{
     GpuLeaf, NestedLevels, PageOrigin, StepColumns, StepInput, StringOutput, check_utf8, decode_rep_levels,
-    kernel_error, last_offset, nested_def_levels,
+    keep_nested_levels, kernel_error, last_offset,
 };
 use crate::decode::exec::{Executor, Kernel, PageKernel, PageShape};
 use crate::decode::layout::{ColumnDesc, DictDesc, ErrorCode, PageDesc, encoding, physical, view_flags};
@@ -40,7 +40,7 @@ pub(super) fn run_kernels<E: Executor>(
         ..
     } = descriptors;
     // Kernels, in order.
-    let mut levels = NestedLevels::default();
+    let levels = keep_nested_levels(exec, routes, gpu, kept, cols)?;
     let n = pages.len() as u32;
     let ncols = cols.len() as u32;
     // View columns written by gp_copy_strings, before the offsets, which count only what it copies;
@@ -78,7 +78,6 @@ pub(super) fn run_kernels<E: Executor>(
     if n > 0 {
         run(exec, PageKernel::Setup)?;
         run(exec, PageKernel::Levels)?;
-        levels = nested_def_levels(exec, routes, gpu, kept, cols, (pages_addr, n), (cols_addr, ncols))?;
         decode_rep_levels(exec, rep_jobs, origins, source, gpu)?;
         if !dicts.is_empty() {
             let d = exec.upload(dicts)?;
@@ -206,9 +205,8 @@ pub(super) fn run_kernels<E: Executor>(
     }
 
     if n == 0 {
+        // No pages (a step of no rows): the levels are empty, no kernel to run.
         string_buffers(exec, cols, cols_addr)?;
-        // No pages (a step of no rows): the structs' levels are empty, no kernel to run.
-        levels = nested_def_levels(exec, routes, gpu, kept, cols, (pages_addr, n), (cols_addr, ncols))?;
     }
 
     Ok(levels)

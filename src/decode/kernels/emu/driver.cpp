@@ -395,8 +395,8 @@ int nested_main(const char* in_path, const char* out_path) {
     job.src_len = stream_len;
     job.out = (u64)levels.data();
     emu::launch(gp_rep_levels, 1, 256, &job, 1u);
-    // gp_def_levels over the same stream as a page's definition levels (width and maximum the job's),
-    // at row 2 of a column of count + 2 rows; then gp_levels_at_least over that column.
+    // gp_levels over the same stream as a page's definition levels (width and maximum the job's), at
+    // row 2 of a column of count + 2 rows, the levels kept (out_def); then gp_levels_at_least over them.
     PageDesc page{};
     page.levels = (u64)stream;
     page.levels_len = stream_len;
@@ -404,11 +404,11 @@ int nested_main(const char* in_path, const char* out_path) {
     page.row_start = 2;
     page.max_def = job.max_level;
     page.def_bit_width = job.bit_width;
+    std::vector<uint8_t> def_out(job.count + 2), marks(job.count + 2);
     ColumnDesc col{};
     col.num_rows = (u64)job.count + 2;
-    std::vector<uint8_t> def_out(job.count + 2), marks(job.count + 2);
-    const u64 table[1] = {(u64)def_out.data()};
-    emu::launch(gp_def_levels, 1, 256, (const PageDesc*)&page, 1u, (const ColumnDesc*)&col, 1u, table);
+    col.out_def = (u64)def_out.data();
+    emu::launch(gp_levels, 1, 256, &page, 1u, &col);
     emu::launch(gp_levels_at_least, 2, 64, (const u8*)def_out.data(), (u64)(job.count + 2), threshold, marks.data());
     // The fixed-size list kernels over the parent's lists (32-bit offsets): the compacted items, their
     // validity bits the src bytes, each output at its exact size.
