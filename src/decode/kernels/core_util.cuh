@@ -161,13 +161,17 @@ __device__ inline u64 block_exclusive_scan_u64(u64 v, u64* scratch, u64* total) 
 // ---- RLE / bit-packed hybrid, decoded a window at a time ----
 //
 // Each window: the block stages the stream's next HYB_STAGE bytes in shared memory (one coalesced load
-// instead of a dependent global load per run header: level streams alternate short RLE runs and
-// one-group bit-packed runs, 100 and more runs a window), where the last window read more than one
-// header; thread 0 walks run headers (a varint and at most 4 value bytes per run, bit-packed bodies
-// skipped), from the stage where they lie in it, and lists up to HYB_MAX_RUNS runs covering up to
-// HYB_WINDOW values in shared memory; then every thread decodes HYB_ITEMS values of the window (value
-// j*BLOCK + t), finding its run by binary search, its bits from the stage where they lie in it. A run
-// longer than the window carries over to the next. `hyb_next_window` does all of that but the decode.
+// instead of a dependent global load per run header), where the last window read more than one header;
+// thread 0 walks run headers (a varint and at most 4 value bytes per run, bit-packed bodies skipped),
+// from the stage where they lie in it, and lists up to HYB_MAX_RUNS runs covering up to HYB_WINDOW
+// values in shared memory; then every thread decodes HYB_ITEMS values of the window (value j*BLOCK +
+// t), finding its run by binary search, its bits from the stage where they lie in it. A run longer
+// than the window carries over to the next. `hyb_next_window` does all of that but the decode.
+// Where the last window read more than HYB_MANY_HEADERS headers (level streams of lists alternate short
+// RLE runs and one-group bit-packed runs: 130 and more a window, and one thread parsing them one after
+// another took most of the decode), the block first parses a header at every staged offset at once
+// (`hyb_tabulate`), and thread 0 only hops from header to header through that table while the runs lie
+// whole inside the stage and the window; the walk above takes over where they do not.
 // Semantics (the reference's `hybrid_prefix` is the same walk, sequential):
 // - header: ULEB128; low bit 0 = RLE run of (h >> 1) copies of a ceil(width/8)-byte LE value (not
 //   masked); low bit 1 = (h >> 1) groups of 8 bit-packed values, (h >> 1) * width bytes.
@@ -181,6 +185,11 @@ constexpr u32 HYB_ITEMS = 8;
 constexpr u32 HYB_WINDOW = BLOCK * HYB_ITEMS;
 constexpr u32 HYB_MAX_RUNS = 256;
 constexpr u32 HYB_STAGE = 2048;
+constexpr u32 HYB_MANY_HEADERS = 8;
+// hop[o] of the header table: no run to hop over at o (see hyb_tabulate); else the offset after the run,
+// with HOP_RLE set for an RLE run.
+constexpr u16 HOP_NONE = 0xffff;
+constexpr u16 HOP_RLE = 0x8000;
 constexpr u64 RLE_RUN = ~0ull;
 
 struct HybRun {
@@ -212,6 +221,11 @@ struct HybShared {
     u32 total;
     u32 present_base;
     u8 stage[HYB_STAGE];
+    // The header table over the stage (hyb_tabulate): for a header at offset o, the offset after its
+    // run (hop), its values (vals, saturated at 0xffff) and its RLE value or its body's offset (pay).
+    u16 hop[HYB_STAGE];
+    u16 vals[HYB_STAGE];
+    u32 pay[HYB_STAGE];
 };
 
 __device__ inline void hyb_reset(HybShared& sh) {
@@ -245,13 +259,78 @@ __device__ inline void hyb_stage(HybShared& sh, const u8* base, u64 len) {
     }
 }
 
-// Thread 0 only: lists the runs of the next window (up to `count` values in all).
-__device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, u32 count) {
+// All threads, after the stage's barrier: parses a header at every staged offset, as if one began
+// there. hop[o] = HOP_NONE where no run whose header and body lie whole inside the stage begins there (no
+// varint ending inside it, a zero header, a body or value past it, or an absurd group count): the
+// walk decides those.
+__device__ inline void hyb_tabulate(HybShared& sh, u32 bw) {
+    const u32 L = sh.stage_len;
+    for (u32 o = threadIdx.x; o < L; o += blockDim.x) {
+        u16 hop = HOP_NONE, vals = 0xffff;
+        u32 pay = 0;
+        u64 h = 0;
+        u32 p = o;
+        bool ok = false;
+        for (u32 i = 0; i < 10 && p < L; i++) {
+            const u32 b = sh.stage[p++];
+            h |= (u64)(b & 0x7f) << (7 * i);
+            if ((b & 0x80) == 0) { ok = true; break; }
+        }
+        const u64 n = h >> 1;
+        if (ok && h != 0 && n < (1ull << 32)) {
+            if (h & 1) {
+                const u64 end = p + n * bw;
+                if (end <= L) {
+                    hop = (u16)end;
+                    vals = n * 8 < 0xffff ? (u16)(n * 8) : 0xffff;
+                    pay = p;
+                }
+            } else {
+                const u32 nb = (bw + 7) >> 3;
+                if (p + nb <= L) {
+                    u32 v = 0;
+                    for (u32 i = 0; i < nb; i++) v |= (u32)sh.stage[p + i] << (8 * i);
+                    hop = (u16)(p + nb) | HOP_RLE;
+                    vals = n < 0xffff ? (u16)n : 0xffff;
+                    pay = v;
+                }
+            }
+        }
+        sh.hop[o] = hop;
+        sh.vals[o] = vals;
+        sh.pay[o] = pay;
+    }
+}
+
+// Thread 0 only: lists the runs of the next window (up to `count` values in all); `table`: the header
+// table over the stage is there to hop through.
+__device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, u32 count, bool table) {
     HybState s = sh.st;
     const u32 limit = (count - s.produced > HYB_WINDOW) ? s.produced + HYB_WINDOW : count;
     u32 nruns = 0, headers = 0;
     sh.win_start = s.produced;
     while (s.produced < limit && nruns < HYB_MAX_RUNS && !s.ended) {
+        if (s.run_left == 0 && table) {
+            // Runs whole inside the stage and the window, as the walk below would list them: a run of
+            // v values (v <= the window's rest, so none wanted past `count` either) starting here.
+            u64 o = s.pos - sh.stage_start;
+            while (o < sh.stage_len && nruns < HYB_MAX_RUNS) {
+                const u32 hop = sh.hop[o], v = sh.vals[o], pay = sh.pay[o];
+                if (hop == HOP_NONE || v > limit - s.produced) break;
+                headers++;
+                if (v > 0) {
+                    HybRun r;
+                    r.start = s.produced;
+                    r.value = (hop & HOP_RLE) ? pay : 0;
+                    r.bit = (hop & HOP_RLE) ? RLE_RUN : (sh.stage_start + pay) * 8;
+                    sh.runs[nruns++] = r;
+                    s.produced += v;
+                }
+                o = hop & ~(u32)HOP_RLE;
+            }
+            s.pos = sh.stage_start + o;
+            if (s.produced >= limit || nruns >= HYB_MAX_RUNS) break;
+        }
         if (s.run_left == 0) {
             // The header's varint (at most 10 bytes, inside the stream).
             u64 h = 0;
@@ -315,10 +394,15 @@ __device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, 
 
 // All threads (a barrier at the end): the next window's runs, in sh; first_bad reset to NONE.
 __device__ inline void hyb_next_window(HybShared& sh, const u8* base, u64 len, u32 bw, u32 count) {
+    const bool table = sh.st.headers > HYB_MANY_HEADERS;
     hyb_stage(sh, base, len);
     __syncthreads();
+    if (table) {
+        hyb_tabulate(sh, bw);
+        __syncthreads();
+    }
     if (threadIdx.x == 0) {
-        hyb_fill(sh, base, len, bw, count);
+        hyb_fill(sh, base, len, bw, count, table);
         sh.first_bad = NONE;
     }
     __syncthreads();
