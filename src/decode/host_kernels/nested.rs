@@ -685,7 +685,8 @@ mod tests {
         for case in 0..32u32 {
             // Up to three scan tiles of 4096 entries; the last cases' streams over several decode
             // windows mix stretches of short runs (many headers a window) with runs longer than a window.
-            let n = [0usize, 1, 31, 255, 257, 1500, 4097, 9000][case as usize % 8].max(if case >= 24 { 12_000 } else { 0 });
+            let n =
+                [0usize, 1, 31, 255, 257, 1500, 4097, 9000][case as usize % 8].max(if case >= 24 { 12_000 } else { 0 });
             let max_rep = 1 + case % 3;
             let max_def = max_rep + 1 + case % 3;
             let def: Vec<u8> = (0..n).map(|_| (next() % u64::from(max_def + 1)) as u8).collect();
@@ -694,7 +695,7 @@ mod tests {
                 let mut i = 0;
                 while i < n {
                     let stretch = 1 + (next() % 3000) as usize;
-                    if next() % 2 == 0 {
+                    if next().is_multiple_of(2) {
                         let v = (next() % u64::from(max_rep + 1)) as u8;
                         rep[i..(i + stretch).min(n)].fill(v);
                     }
