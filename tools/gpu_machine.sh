@@ -13,6 +13,9 @@
 #   reads     `read` of both benchmark files, 3 times each: the decode report's totals and step windows
 #   corrupt   the corruption suite's GPU test over every backend (cuFile with udev data); under a sanitizer
 #   race      racecheck of test binaries (`race "BIN ..."`)
+#   ncu       the GPU time of each kernel (ncu, kernels serialised; tools/ncu_kernel_times.py) over one
+#             `read` of each of FILES (EXTRA: more read arguments; BIN: a binary of .device/bin; TOP
+#             kernels, default 24, and the total)
 #   steps     one `read --json` of each of FILES (default: both flat files; EXTRA: more read arguments)
 #             through tools/step_windows.py (each step's windows)
 #   pypaths   examples/compare_paths.py on the plain file (KvikIO ON/OFF/AUTO, cuDF where installed,
@@ -119,6 +122,12 @@ case "${1:-}" in
     cs=/usr/local/cuda/bin/compute-sanitizer
     for t in ${2:-device device_nvcomp faults concurrency dataset}; do
       echo "== racecheck $t"; timeout ${LIMIT:-200} $cs --tool racecheck --kernel-name kns=gp_ $B/$t --test-threads=1 ${3:-} 2>&1 | grep -E "RACECHECK SUMMARY|ERROR SUMMARY|test result" | tail -3
+    done ;;
+  ncu)
+    for f in $files; do
+      echo "== ncu ${BIN:-gpu-parquet} read $f ${EXTRA:-}"
+      /usr/local/cuda/bin/ncu --metrics gpu__time_duration.sum --csv $B/${BIN:-gpu-parquet} read $F/$f.parquet ${EXTRA:-} 2>/dev/null \
+        | python3 tools/ncu_kernel_times.py ${TOP:-24}
     done ;;
   steps)
     for f in $files; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Sums `ncu --metrics gpu__time_duration.sum --csv ...` output (stdin) per kernel name: launches and
-total microseconds, largest first."""
+total milliseconds, largest first (the first TOP kernels where given), then the total of all.
+Usage: ncu ... | ncu_kernel_times.py [TOP]"""
 import csv
 import sys
 from collections import defaultdict
@@ -16,6 +17,7 @@ for row in csv.DictReader(lines):
     name = row["Kernel Name"][:60]
     tot[name][0] += 1
     tot[name][1] += us
-for name, (n, us) in sorted(tot.items(), key=lambda x: -x[1][1]):
+top = int(sys.argv[1]) if len(sys.argv) > 1 else None
+for name, (n, us) in sorted(tot.items(), key=lambda x: -x[1][1])[:top]:
     print(f"{us / 1e3:9.2f} ms {n:5d}x  {name}")
 print(f"{sum(v[1] for v in tot.values()) / 1e3:9.2f} ms in all")
