@@ -323,8 +323,10 @@ pub(crate) fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDe
         }
         let wrote_vidx = col.vidx == 0 || arena.write(col.vidx + row * 4, &vidx);
         let wrote_valid = col.out_valid == 0 || arena.write(col.out_valid + row, &valid);
-        let def: Vec<u8> = lv.iter().map(|&l| l as u8).collect();
-        let wrote_def = col.out_def == 0 || arena.write(col.out_def + row, &def);
+        let wrote_def = col.out_def == 0 || {
+            let def: Vec<u8> = lv.iter().map(|&l| l as u8).collect();
+            arena.write(col.out_def + row, &def)
+        };
         if !(wrote_vidx && wrote_valid && wrote_def) {
             set_error(pg, ErrorCode::BadPageSize, pg.num_values);
         }

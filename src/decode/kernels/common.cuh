@@ -113,20 +113,27 @@ __device__ inline void page_error(PageDesc* page, u32 code, u32 detail) {
     }
 }
 
-// Reads an unsigned LEB128 varint from [*pos, end). Returns false (and leaves *out undefined) if it
-// runs past `end` or is longer than 10 bytes. Advances *pos past it on success.
-__device__ inline bool read_uleb128(const u8* base, u64* pos, u64 end, u64* out) {
+// Reads an unsigned LEB128 varint from [*pos, end) of the bytes `byte_at(p)` gives. Returns false (and
+// leaves *out undefined) if it runs past `end` or is longer than 10 bytes. Advances *pos past it on
+// success.
+template <typename ByteAt>
+__device__ inline bool read_uleb128_at(ByteAt byte_at, u64* pos, u64 end, u64* out) {
     u64 v = 0;
     u32 shift = 0;
     u64 p = *pos;
     for (int i = 0; i < 10; i++) {
         if (p >= end) return false;
-        u8 b = base[p++];
+        const u32 b = byte_at(p++);
         v |= (u64)(b & 0x7f) << shift;
         if ((b & 0x80) == 0) { *pos = p; *out = v; return true; }
         shift += 7;
     }
     return false;
+}
+
+// The same over memory at `base`.
+__device__ inline bool read_uleb128(const u8* base, u64* pos, u64 end, u64* out) {
+    return read_uleb128_at([base](u64 p) { return (u32)base[p]; }, pos, end, out);
 }
 
 __device__ inline i64 zigzag_decode(u64 v) { return (i64)(v >> 1) ^ -(i64)(v & 1); }

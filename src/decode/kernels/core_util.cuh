@@ -268,14 +268,8 @@ __device__ inline void hyb_tabulate(HybShared& sh, u32 bw) {
     for (u32 o = threadIdx.x; o < L; o += blockDim.x) {
         u16 hop = HOP_NONE, vals = 0xffff;
         u32 pay = 0;
-        u64 h = 0;
-        u32 p = o;
-        bool ok = false;
-        for (u32 i = 0; i < 10 && p < L; i++) {
-            const u32 b = sh.stage[p++];
-            h |= (u64)(b & 0x7f) << (7 * i);
-            if ((b & 0x80) == 0) { ok = true; break; }
-        }
+        u64 h = 0, p = o;
+        const bool ok = read_uleb128_at([&sh](u64 q) { return (u32)sh.stage[q]; }, &p, L, &h);
         const u64 n = h >> 1;
         if (ok && h != 0 && n < (1ull << 32)) {
             if (h & 1) {
@@ -283,7 +277,7 @@ __device__ inline void hyb_tabulate(HybShared& sh, u32 bw) {
                 if (end <= L) {
                     hop = (u16)end;
                     vals = n * 8 < 0xffff ? (u16)(n * 8) : 0xffff;
-                    pay = p;
+                    pay = (u32)p;
                 }
             } else {
                 const u32 nb = (bw + 7) >> 3;
@@ -332,15 +326,12 @@ __device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, 
             if (s.produced >= limit || nruns >= HYB_MAX_RUNS) break;
         }
         if (s.run_left == 0) {
-            // The header's varint (at most 10 bytes, inside the stream).
-            u64 h = 0;
-            bool ok = false;
-            for (u32 i = 0, shift = 0; i < 10 && s.pos < len; i++, shift += 7) {
-                const u32 b = hyb_byte(sh, base, s.pos++);
-                h |= (u64)(b & 0x7f) << shift;
-                if ((b & 0x80) == 0) { ok = true; break; }
+            u64 h;
+            const auto byte_at = [&sh, base](u64 p) { return hyb_byte(sh, base, p); };
+            if (!read_uleb128_at(byte_at, &s.pos, len, &h) || h == 0) {
+                s.ended = 1;  // no header, or a zero one: the stream ends (see above)
+                break;
             }
-            if (!ok || h == 0) { s.ended = 1; break; }  // a zero header ends the stream (see above)
             headers++;
             const u64 n = h >> 1;
             const u32 want = count - s.produced;
