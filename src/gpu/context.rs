@@ -73,6 +73,7 @@ impl GpuContext {
                     visible: count as usize,
                 });
             }
+            set_scheduling(ordinal)?;
             let ctx = CudaContext::new(ordinal).map_err(cuda_err(format!("creating a context on GPU {ordinal}")))?;
             let stream = ctx
                 .new_stream()
@@ -194,4 +195,37 @@ impl GpuContext {
         })
         .unwrap_or(0)
     }
+}
+
+/// Developer tuning, `GPU_PARQUET_CTX_SCHED` = `spin`, `yield` or `blocking`: how the threads of
+/// the process's primary context wait for the GPU (`cuDevicePrimaryCtxSetFlags`), set before the
+/// context is first retained, so read once per process. Unset: the driver's choice (it spins while
+/// the process has fewer contexts than cores). Kept to measure whether the decoding threads' spinning
+/// waits take the cores the staged reads need: lineitem's page-cache reads slow while 8 steps decode.
+fn set_scheduling(ordinal: usize) -> Result<()> {
+    let Ok(mode) = std::env::var("GPU_PARQUET_CTX_SCHED") else {
+        return Ok(());
+    };
+    let flags = match mode.as_str() {
+        "spin" => sys::CUctx_flags::CU_CTX_SCHED_SPIN as u32,
+        "yield" => sys::CUctx_flags::CU_CTX_SCHED_YIELD as u32,
+        "blocking" => sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC as u32,
+        other => {
+            return Err(Error::device(
+                "CUDA driver",
+                format!("GPU_PARQUET_CTX_SCHED={other}: spin, yield or blocking"),
+            ));
+        }
+    };
+    let dev = cu::device::get(ordinal as i32).map_err(cuda_err(format!("finding GPU {ordinal}")))?;
+    // SAFETY: `dev` is a device handle cuDeviceGet returned after cuInit; the call only records the
+    // flags the primary context is (re)created with, and touches no memory of ours.
+    let status = unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(dev, flags) };
+    if status != sys::cudaError_enum::CUDA_SUCCESS {
+        return Err(Error::device(
+            "CUDA driver",
+            format!("cuDevicePrimaryCtxSetFlags({mode}) on GPU {ordinal}: {status:?}"),
+        ));
+    }
+    Ok(())
 }
