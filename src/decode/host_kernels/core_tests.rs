@@ -2189,6 +2189,26 @@ fn views_in_copy_leave_short_strings_inline_and_point_into_own_pages() {
     }
 }
 
+/// Views over the column's own pages read a row's bytes a word at a time (`view_of_in`, `ascii_in`):
+/// a byte that is not ASCII anywhere in a string's words (or none), strings of 0 to 39 bytes at every
+/// alignment, and the last ones at the very end of the pages, where the words would pass it.
+#[test]
+fn views_over_own_pages_match_references_on_mostly_ascii_strings() {
+    for seed in 0..60 {
+        let build = || {
+            let mut step = ascii_string_step(seed);
+            let page = step.pages[0];
+            let col = &mut step.cols[0];
+            col.view_flags = view_flags::IN_COPY | view_flags::CHECK_UTF8;
+            (col.view_pages, col.view_pages_len, col.view_buffer) = (page.values, page.values_len, 1);
+            step
+        };
+        if !kernels_match(&format!("ASCII views over own pages {seed}"), build) {
+            return;
+        }
+    }
+}
+
 #[test]
 fn views_in_copy_fail_the_lowest_row_that_is_not_utf8() {
     // Strings of a BINARY column checked as Utf8View's would be: invalid from row 70 (long, checked

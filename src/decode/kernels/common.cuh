@@ -168,36 +168,85 @@ __device__ inline u64 read_bits(const u8* base, u64 len, u64 bit, u32 width) {
     return v;
 }
 
-// Arrow's 16-byte view (Utf8View, BinaryView) of the `len` bytes at p, which lie at offset `off` of
-// their column's characters: the length, then up to 12 bytes inline, or the first 4, the buffer and
-// the offset (segment 0: buffer 0 at off; else buffer off / segment at off % segment). Reads
-// p[0, min(len, 12)), or p[0, 4) for a longer string. The one view builder of every kernel file.
-__device__ inline uint4 view_of(const u8* p, u32 len, u64 off, u64 segment) {
+// Arrow's 16-byte view (Utf8View, BinaryView) of a string of `len` bytes at offset `off` of its
+// column's characters, from its first 16 bytes b0, b1 (little-endian; bytes past len are cleared
+// here): the length, then up to 12 bytes inline, or the first 4, the buffer and the offset (segment 0:
+// buffer 0 at off; else buffer off / segment at off % segment). The one view builder of every kernel
+// file; view_of and view_of_in read the bytes.
+__device__ inline uint4 view_from(u64 b0, u64 b1, u32 len, u64 off, u64 segment) {
     uint4 v;
     v.x = len;
-    v.y = 0u;
-    v.z = 0u;
-    v.w = 0u;
     if (len <= 12) {
-        // Unrolled with constant indices, the bytes stay in registers (a byte array indexed by a
-        // variable went to local memory).
-#pragma unroll
-        for (u32 b = 0; b < 12; b++) {
-            const u32 x = b < len ? (u32)p[b] : 0u;
-            if (b < 4) {
-                v.y |= x << (8 * b);
-            } else if (b < 8) {
-                v.z |= x << (8 * (b - 4));
-            } else {
-                v.w |= x << (8 * (b - 8));
-            }
+        if (len < 8) {
+            b0 &= ((u64)1 << (8 * len)) - 1;
+            b1 = 0;
+        } else {
+            b1 &= ((u64)1 << (8 * (len - 8))) - 1;
         }
+        v.y = (u32)b0;
+        v.z = (u32)(b0 >> 32);
+        v.w = (u32)b1;
     } else {
-        v.y = p[0] | (p[1] << 8) | (p[2] << 16) | ((u32)p[3] << 24);
+        v.y = (u32)b0;
         v.z = segment == 0 ? 0u : (u32)(off / segment);
         v.w = segment == 0 ? (u32)off : (u32)(off % segment);
     }
     return v;
+}
+
+// The view of the `len` bytes at p (view_from), read byte by byte: p[0, min(len, 12)), or p[0, 4)
+// for a longer string.
+__device__ inline uint4 view_of(const u8* p, u32 len, u64 off, u64 segment) {
+    u64 b0 = 0, b1 = 0;
+    const u32 want = len <= 12 ? len : 4;
+    // Unrolled with constant indices, the bytes stay in registers (a byte array indexed by a variable
+    // went to local memory).
+#pragma unroll
+    for (u32 b = 0; b < 12; b++) {
+        const u64 x = b < want ? (u64)p[b] : 0;
+        if (b < 8) {
+            b0 |= x << (8 * b);
+        } else {
+            b1 |= x << (8 * (b - 8));
+        }
+    }
+    return view_from(b0, b1, len, off, segment);
+}
+
+// The same view, its bytes read as the two or three aligned 8-byte words from p's down, where those
+// 24 bytes lie inside [lo, hi), a region the caller may read (else byte by byte, as view_of): a
+// string's bytes cost one or two loads instead of one each (gp_copy_strings, a row per thread).
+__device__ inline uint4 view_of_in(const u8* p, u32 len, u64 off, u64 segment, u64 lo, u64 hi) {
+    const u64 a = (u64)p & ~(u64)7;
+    if (a < lo || hi < 24 || a > hi - 24) return view_of(p, len, off, segment);
+    const u64* w = (const u64*)a;
+    const u32 sh = 8 * (u32)((u64)p & 7);
+    u64 b0 = w[0], b1 = w[1];
+    if (sh != 0) {
+        const u64 b2 = w[2];
+        b0 = (b0 >> sh) | (b1 << (64 - sh));
+        b1 = (b1 >> sh) | (b2 << (64 - sh));
+    }
+    return view_from(b0, b1, len, off, segment);
+}
+
+// Whether the len bytes at s are all ASCII (so valid UTF-8), read as the aligned 8-byte words that
+// cover them. False where a byte is not ASCII, or where those words do not lie inside [lo, hi), a
+// region the caller may read: the caller then checks byte by byte.
+__device__ inline bool ascii_in(const u8* s, u32 len, u64 lo, u64 hi) {
+    if (len == 0) return true;
+    const u64 a = (u64)s & ~(u64)7, e = ((u64)s + len + 7) & ~(u64)7;
+    if (a < lo || e > hi) return false;
+    const u64* w = (const u64*)a;
+    const u32 words = (u32)((e - a) >> 3), head = (u32)((u64)s & 7), tail = (u32)(e - ((u64)s + len));
+    u64 any = 0;
+    for (u32 k = 0; k < words; k++) {
+        u64 x = w[k];
+        if (k == 0) x &= ~(u64)0 << (8 * head);
+        if (k + 1 == words) x &= ~(u64)0 >> (8 * tail);
+        any |= x;
+    }
+    return (any & 0x8080808080808080ull) == 0;
 }
 
 // Block-wide inclusive prefix sum of one value per thread, wrapping (blockDim.x a multiple of 32, at

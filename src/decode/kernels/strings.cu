@@ -619,6 +619,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
     const u64 chars = col.out_values;
     const bool check_utf8 = (col.view_flags & VIEW_CHECK_UTF8) != 0;
     uint4* views = col.out_views != 0 ? (uint4*)col.out_views + page.row_start : nullptr;
+    // The column's own pages, where a view's bytes mostly lie: read a word at a time there.
+    const u64 own_lo = col.view_pages, own_hi = col.view_pages == 0 ? 0 : col.view_pages + col.view_pages_len;
     u32 longest = 0;
     for (u64 wbase = (u64)ps.slice * BLOCK + warp * 32; wbase < page.num_values; wbase += (u64)ps.slices * BLOCK) {
         const u32 i = (u32)wbase + lane;
@@ -630,7 +632,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
                 // From the source, which the copy below reads too (the characters land there later).
                 uint4 v = {0u, 0u, 0u, 0u};
                 if (r.what == ROW_IN_VIEW) {
-                    v = view_of((const u8*)r.src, r.len, r.off, 0);
+                    v = view_of_in((const u8*)r.src, r.len, r.off, 0, own_lo, own_hi);
                 } else if (r.what == ROW_COPY && r.len > 0) {
                     v = view_of((const u8*)r.src, r.len, r.off, col.view_segment);
                     if (r.len > 12) v.z += col.view_buffer;
@@ -638,7 +640,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
                 views[i] = v;
                 if (r.what >= ROW_IN_VIEW && r.len > longest) longest = r.len;
             }
-            if (check_utf8 && r.what >= ROW_IN_VIEW && r.len <= 32 && !utf8_string_ok((const u8*)r.src, r.len, 0, 1))
+            if (check_utf8 && r.what >= ROW_IN_VIEW && r.len <= 32 && !ascii_in((const u8*)r.src, r.len, own_lo, own_hi) &&
+                !utf8_string_ok((const u8*)r.src, r.len, 0, 1))
                 atomicMin(&first_bad, i);
         }
         const bool copy = r.what == ROW_COPY && r.len > 0;
