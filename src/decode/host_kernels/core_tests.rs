@@ -2048,7 +2048,7 @@ fn ascii_string_step(seed: u64) -> Step {
     let mut chars = 0u64;
     let mut lens = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        let len = rng.below(40);
+        let len = rng.below(72);
         lens.push(len);
         chars += len;
     }
@@ -2190,7 +2190,7 @@ fn views_in_copy_leave_short_strings_inline_and_point_into_own_pages() {
 }
 
 /// Views over the column's own pages read a row's bytes a word at a time (`view_of_in`, `ascii_in`):
-/// a byte that is not ASCII anywhere in a string's words (or none), strings of 0 to 39 bytes at every
+/// a byte that is not ASCII anywhere in a string's words (or none), strings of 0 to 71 bytes at every
 /// alignment, and the last ones at the very end of the pages, where the words would pass it.
 #[test]
 fn views_over_own_pages_match_references_on_mostly_ascii_strings() {
