@@ -115,7 +115,22 @@ impl GpuContext {
                         )
                     }
                     .result()
-                    .map_err(cuda_err("cuMemPoolSetAttribute"))
+                    .map_err(cuda_err("cuMemPoolSetAttribute"))?;
+                    if let Some(allow) = pool_internal_dependencies()? {
+                        let mut allow = i32::from(allow);
+                        // SAFETY: the attribute takes a pointer to an int flag, a live local here; the
+                        // pool handle came from the call above.
+                        unsafe {
+                            sys::cuMemPoolSetAttribute(
+                                pool,
+                                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                                &mut allow as *mut i32 as *mut std::ffi::c_void,
+                            )
+                        }
+                        .result()
+                        .map_err(cuda_err("cuMemPoolSetAttribute"))?;
+                    }
+                    Ok(())
                 })
                 .map_err(|e| e.to_string())
             })
@@ -194,6 +209,25 @@ impl GpuContext {
             Ok(cu::device::get_count().map_err(cuda_err("cuDeviceGetCount"))?.max(0) as usize)
         })
         .unwrap_or(0)
+    }
+}
+
+/// Developer tuning, `GPU_PARQUET_POOL_DEPS` = `0` or `1`: whether a stream-ordered allocation may
+/// reuse memory freed on another stream by making its stream wait for that stream's work up to the
+/// free (the pool's REUSE_ALLOW_INTERNAL_DEPENDENCIES; the driver's default is 1). With it, a step's
+/// chunk buffer can come from memory a decoding step freed behind its kernels, and the reads' copies
+/// into it then wait for those kernels. Unset: the driver's default. Read once per process.
+fn pool_internal_dependencies() -> Result<Option<bool>> {
+    let Ok(value) = std::env::var("GPU_PARQUET_POOL_DEPS") else {
+        return Ok(None);
+    };
+    match value.as_str() {
+        "0" => Ok(Some(false)),
+        "1" => Ok(Some(true)),
+        other => Err(Error::device(
+            "configuring the device memory pool",
+            format!("GPU_PARQUET_POOL_DEPS={other}: 0 or 1"),
+        )),
     }
 }
 
