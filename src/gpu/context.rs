@@ -73,7 +73,6 @@ impl GpuContext {
                     visible: count as usize,
                 });
             }
-            set_scheduling(ordinal)?;
             let ctx = CudaContext::new(ordinal).map_err(cuda_err(format!("creating a context on GPU {ordinal}")))?;
             let stream = ctx
                 .new_stream()
@@ -115,22 +114,7 @@ impl GpuContext {
                         )
                     }
                     .result()
-                    .map_err(cuda_err("cuMemPoolSetAttribute"))?;
-                    if let Some(allow) = pool_internal_dependencies()? {
-                        let mut allow = i32::from(allow);
-                        // SAFETY: the attribute takes a pointer to an int flag, a live local here; the
-                        // pool handle came from the call above.
-                        unsafe {
-                            sys::cuMemPoolSetAttribute(
-                                pool,
-                                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
-                                &mut allow as *mut i32 as *mut std::ffi::c_void,
-                            )
-                        }
-                        .result()
-                        .map_err(cuda_err("cuMemPoolSetAttribute"))?;
-                    }
-                    Ok(())
+                    .map_err(cuda_err("cuMemPoolSetAttribute"))
                 })
                 .map_err(|e| e.to_string())
             })
@@ -210,56 +194,4 @@ impl GpuContext {
         })
         .unwrap_or(0)
     }
-}
-
-/// Developer tuning, `GPU_PARQUET_POOL_DEPS` = `0` or `1`: whether a stream-ordered allocation may
-/// reuse memory freed on another stream by making its stream wait for that stream's work up to the
-/// free (the pool's REUSE_ALLOW_INTERNAL_DEPENDENCIES; the driver's default is 1). With it, a step's
-/// chunk buffer can come from memory a decoding step freed behind its kernels, and the reads' copies
-/// into it then wait for those kernels. Unset: the driver's default. Read once per process.
-fn pool_internal_dependencies() -> Result<Option<bool>> {
-    let Ok(value) = std::env::var("GPU_PARQUET_POOL_DEPS") else {
-        return Ok(None);
-    };
-    match value.as_str() {
-        "0" => Ok(Some(false)),
-        "1" => Ok(Some(true)),
-        other => Err(Error::device(
-            "configuring the device memory pool",
-            format!("GPU_PARQUET_POOL_DEPS={other}: 0 or 1"),
-        )),
-    }
-}
-
-/// Developer tuning, `GPU_PARQUET_CTX_SCHED` = `spin`, `yield` or `blocking`: how the threads of
-/// the process's primary context wait for the GPU (`cuDevicePrimaryCtxSetFlags`), set before the
-/// context is first retained, so read once per process. Unset: the driver's choice (it spins while
-/// the process has fewer contexts than cores). Kept to measure whether the decoding threads' spinning
-/// waits take the cores the staged reads need: lineitem's page-cache reads slow while 8 steps decode.
-fn set_scheduling(ordinal: usize) -> Result<()> {
-    let Ok(mode) = std::env::var("GPU_PARQUET_CTX_SCHED") else {
-        return Ok(());
-    };
-    let flags = match mode.as_str() {
-        "spin" => sys::CUctx_flags::CU_CTX_SCHED_SPIN as u32,
-        "yield" => sys::CUctx_flags::CU_CTX_SCHED_YIELD as u32,
-        "blocking" => sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC as u32,
-        other => {
-            return Err(Error::device(
-                "CUDA driver",
-                format!("GPU_PARQUET_CTX_SCHED={other}: spin, yield or blocking"),
-            ));
-        }
-    };
-    let dev = cu::device::get(ordinal as i32).map_err(cuda_err(format!("finding GPU {ordinal}")))?;
-    // SAFETY: `dev` is a device handle cuDeviceGet returned after cuInit; the call only records the
-    // flags the primary context is (re)created with, and touches no memory of ours.
-    let status = unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(dev, flags) };
-    if status != sys::cudaError_enum::CUDA_SUCCESS {
-        return Err(Error::device(
-            "CUDA driver",
-            format!("cuDevicePrimaryCtxSetFlags({mode}) on GPU {ordinal}: {status:?}"),
-        ));
-    }
-    Ok(())
 }
