@@ -597,11 +597,12 @@ __device__ inline CopyRow copy_row(const PageDesc& page, const ColumnDesc& col, 
 // row (copy_row), or with VIEW_CHECK_UTF8 a present row that is not UTF-8: the page fails with the
 // lowest such row (OVERRUN, or BAD_UTF8 where that row's bytes were in place but not UTF-8); every
 // other row is done. Strings up to 32 bytes are copied (and checked) by their own thread, longer ones
-// by the whole warp; a view's bytes in the column's own pages are read a word at a time there
-// (view_of_in, and ascii_in up to ASCII_WORDS_MAX bytes: the byte loads of the views and of the UTF-8
-// walk took 16.4 of lineitem SF10 snappy's 192 ms of kernels in ncu, 13.0 with words for both). A page's rows go to its blocks 256 at a time, round robin: one block per page took
-// as long as one page's walk through its rows, each thread's value after value waiting on loads
-// (0.35 ms a plain benchmark step, in ncu).
+// by the whole warp. A view's bytes in the column's own pages are read as words (view_of_in; ascii_in
+// up to ASCII_WORDS_MAX bytes): read byte by byte, for the view and again for the UTF-8 check, they
+// made this kernel 16.44 of lineitem SF10 snappy's 192 ms of kernels in ncu, 11.05 with words (run
+// AC). A page's rows go to its blocks 256 at a time, round robin: one block per page took as long as
+// one page's walk through its rows, each thread's value after value waiting on loads (0.35 ms a plain
+// benchmark step, in ncu).
 // Where the column has out_views, each row's 16-byte view is written too (a null's, and a failing
 // row's, all zero), from the source bytes: length, then up to 12 bytes inline, or the first 4, the
 // buffer and the offset: in view_pages (buffer 0) for a row left there, else in the characters
@@ -631,8 +632,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
     for (u64 wbase = (u64)ps.slice * BLOCK + warp * 32; wbase < page.num_values; wbase += (u64)ps.slices * BLOCK) {
         const u32 i = (u32)wbase + lane;
         CopyRow r{ROW_NULL, 0, 0, 0};
-        // Whether the row's bytes still need the UTF-8 walk: not where its words in the own pages,
-        // up to ASCII_WORDS_MAX bytes, are all ASCII (its own thread reads them, however long).
+        // Whether the row's bytes still need the UTF-8 walk: not where the words covering them in the
+        // own pages (up to ASCII_WORDS_MAX bytes, read by the row's own thread) are all ASCII.
         bool walk_utf8 = false;
         if (i < page.num_values) {
             r = copy_row(page, col, i);
