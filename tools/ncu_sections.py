@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Squeezes `ncu --section ... --csv --page details` output (stdin) to one line per kernel launch: its
+duration and the figures that say what bounds it (compute and DRAM throughput, achieved against
+theoretical occupancy, registers, grid, waves). Lines before the CSV header (ncu's own) are skipped.
+Usage: ncu --section SpeedOfLight --section Occupancy --section LaunchStats --csv --page details ... |
+       ncu_sections.py"""
+import csv
+import sys
+
+WANT = [
+    ("Duration", "time"),
+    ("Compute (SM) Throughput", "SM %"),
+    ("DRAM Throughput", "DRAM %"),
+    ("Achieved Occupancy", "occ %"),
+    ("Theoretical Occupancy", "of %"),
+    ("Registers Per Thread", "regs"),
+    ("Grid Size", "grid"),
+    ("Waves Per SM", "waves"),
+]
+
+lines = [l for l in sys.stdin if l.startswith('"')]
+launches = {}
+for row in csv.DictReader(lines):
+    name = row.get("Metric Name")
+    if not any(name == w for w, _ in WANT):
+        continue
+    key = (int(row["ID"]), row["Kernel Name"][:32])
+    value = row["Metric Value"]
+    if name == "Duration":
+        value = f'{value} {row.get("Metric Unit", "")}'.strip()
+    launches.setdefault(key, {})[name] = value
+for (launch, kernel), got in sorted(launches.items()):
+    print(f"{launch:4d} {kernel:32s} " + "; ".join(f"{short} {got[w]}" for w, short in WANT if w in got))
