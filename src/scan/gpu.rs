@@ -612,6 +612,7 @@ impl StepSink for GpuSink {
     /// Decodes one fetched step (on its chunks' stream) and drops its chunks.
     fn finish(&self, step: FetchedStep<'_>) -> Result<DecodedStep> {
         let decode_from = Instant::now();
+        let cpu_from = crate::trace::thread_cpu();
         // The buffer apart: a step decoded in one pass takes it, to free it once its pages are
         // decompressed.
         let ColumnChunks {
@@ -715,6 +716,7 @@ impl StepSink for GpuSink {
         };
         let (free_after, _) = self.decoder.context().memory()?;
         let decode_window = Window::between(self.started, decode_from, Instant::now());
+        let decode_cpu = crate::trace::thread_cpu().saturating_sub(cpu_from);
         let read_window = Window::between(self.started, fetched.start, fetched.end);
         let (plan, log) = match second {
             Some((p, l)) => {
@@ -732,6 +734,7 @@ impl StepSink for GpuSink {
             io_wait: step.io_wait,
             read_window,
             decode_window,
+            decode_cpu,
             backend: BackendTimes::of(&log),
             filter,
         };

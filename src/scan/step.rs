@@ -28,6 +28,11 @@ pub struct StepSummary {
     pub read_window: Window,
     /// When this step was decoded (from taking its chunks to its columns being ready).
     pub decode_window: Window,
+    /// CPU time the thread decoding this step used in its decode window (launching, waiting on the
+    /// GPU, host work; not the work it handed to other threads): about the window when it worked or
+    /// spun throughout, well under it when it slept.
+    #[serde(serialize_with = "crate::io::ser_secs")]
+    pub decode_cpu: Duration,
     /// Inside the read window: the backend's own wall time, when its first read started and when its
     /// last bytes were in place (from the backend's start), so fixed costs per step show apart from
     /// the transfer (allocation and report before, thread start before the first read, drain after).
