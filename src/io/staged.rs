@@ -602,6 +602,9 @@ struct WorkerTimes {
     wait: AtomicU64,
     /// Reading the piece into its place.
     read: AtomicU64,
+    /// The CPU time of those reads (with tracing on): about `read` when the page cache's copies keep
+    /// the workers busy, well under it when they wait for a core or the disk.
+    read_cpu: AtomicU64,
     /// Giving the place back: queueing copies (driver calls under the ring's lock) and handing on steps.
     give_back: AtomicU64,
 }
@@ -616,10 +619,11 @@ impl WorkerTimes {
     fn describe(&self) -> String {
         let ms = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 / 1e6;
         format!(
-            "workers' time summed: places {:.1} ms, waits for the ring {:.1} ms, reads {:.1} ms, give-backs {:.1} ms",
+            "workers' time summed: places {:.1} ms, waits for the ring {:.1} ms, reads {:.1} ms (CPU {:.1} ms), give-backs {:.1} ms",
             ms(&self.place),
             ms(&self.wait),
             ms(&self.read),
+            ms(&self.read_cpu),
             ms(&self.give_back)
         )
     }
@@ -688,7 +692,12 @@ impl StepWorker<'_> {
                     return Ok(());
                 };
                 let read = WorkerTimes::add(&self.times.wait, waited);
+                let cpu = crate::trace::enabled().then(crate::trace::thread_cpu);
                 let (reads, dest_offset) = reading.read_piece(&piece, room)?;
+                if let Some(cpu) = cpu {
+                    let used = crate::trace::thread_cpu().saturating_sub(cpu);
+                    self.times.read_cpu.fetch_add(used.as_nanos() as u64, Ordering::Relaxed);
+                }
                 let given = WorkerTimes::add(&self.times.read, read);
                 step.records.lock().unwrap_or_else(|p| p.into_inner()).push(TaskRecord {
                     task: piece.task,
