@@ -131,6 +131,14 @@ __device__ inline bool read_uleb128_at(ByteAt byte_at, u64* pos, u64 end, u64* o
     return false;
 }
 
+// The `nb` (at most 4) bytes at p as a little-endian value, each through byte_at (u64 -> u32).
+template <class ByteAt>
+__device__ inline u32 read_le_at(ByteAt byte_at, u64 p, u32 nb) {
+    u32 v = 0;
+    for (u32 i = 0; i < nb; i++) v |= byte_at(p + i) << (8 * i);
+    return v;
+}
+
 // The same over memory at `base`.
 __device__ inline bool read_uleb128(const u8* base, u64* pos, u64 end, u64* out) {
     return read_uleb128_at([base](u64 p) { return (u32)base[p]; }, pos, end, out);

@@ -265,11 +265,12 @@ __device__ inline void hyb_stage(HybShared& sh, const u8* base, u64 len) {
 // walk decides those.
 __device__ inline void hyb_tabulate(HybShared& sh, u32 bw) {
     const u32 L = sh.stage_len;
+    const auto stage_at = [&sh](u64 q) { return (u32)sh.stage[q]; };
     for (u32 o = threadIdx.x; o < L; o += blockDim.x) {
         u16 hop = HOP_NONE, vals = 0xffff;
         u32 pay = 0;
         u64 h = 0, p = o;
-        const bool ok = read_uleb128_at([&sh](u64 q) { return (u32)sh.stage[q]; }, &p, L, &h);
+        const bool ok = read_uleb128_at(stage_at, &p, L, &h);
         const u64 n = h >> 1;
         if (ok && h != 0 && n < (1ull << 32)) {
             if (h & 1) {
@@ -282,11 +283,9 @@ __device__ inline void hyb_tabulate(HybShared& sh, u32 bw) {
             } else {
                 const u32 nb = (bw + 7) >> 3;
                 if (p + nb <= L) {
-                    u32 v = 0;
-                    for (u32 i = 0; i < nb; i++) v |= (u32)sh.stage[p + i] << (8 * i);
                     hop = (u16)(p + nb) | HOP_RLE;
                     vals = n < 0xffff ? (u16)n : 0xffff;
-                    pay = v;
+                    pay = read_le_at(stage_at, p, nb);
                 }
             }
         }
@@ -345,12 +344,10 @@ __device__ inline void hyb_fill(HybShared& sh, const u8* base, u64 len, u32 bw, 
             } else {
                 const u32 nb = (bw + 7) >> 3;
                 if (len - s.pos < nb) { s.ended = 1; break; }
-                u32 v = 0;
-                for (u32 i = 0; i < nb; i++) v |= hyb_byte(sh, base, s.pos + i) << (8 * i);
+                s.run_value = read_le_at(byte_at, s.pos, nb);
                 s.pos += nb;
                 s.run_left = n < want ? (u32)n : want;
                 s.run_rle = 1;
-                s.run_value = v;
             }
         }
         u32 take = s.run_left < limit - s.produced ? s.run_left : limit - s.produced;
@@ -411,12 +408,9 @@ __device__ inline u32 hyb_value(const HybShared& sh, const u8* base, u64 len, u3
     const u64 bit = r.bit + (u64)(idx - r.start) * bw;
     // From the stage where all the value's bytes lie there (bw <= 32: at most 5 bytes).
     const u64 o = (bit >> 3) - sh.stage_start;
-    const u32 shift = (u32)(bit & 7), nbytes = (shift + bw + 7) >> 3;
-    if (bw <= 32 && o < sh.stage_len && sh.stage_len - o >= nbytes) {
-        u64 v = 0;
-        for (u32 i = 0; i < nbytes; i++) v |= (u64)sh.stage[o + i] << (8 * i);
-        return (u32)((v >> shift) & (((u64)1 << bw) - 1));
-    }
+    const u32 nbytes = ((u32)(bit & 7) + bw + 7) >> 3;
+    if (bw <= 32 && o < sh.stage_len && sh.stage_len - o >= nbytes)
+        return (u32)read_bits(sh.stage, sh.stage_len, bit - sh.stage_start * 8, bw);
     return (u32)read_bits(base, len, bit, bw);
 }
 
