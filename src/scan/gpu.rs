@@ -45,7 +45,8 @@ const STEPS_WITHOUT_FLOOR: u64 = 16;
 /// Steps a read whose steps have a floor of GPU time is cut into at most: each step adds its floor
 /// and its fixed costs (snappy benchmark file, same runs: 8 / 12 / 16 steps 45.0-45.4 / 45.6-47.7 /
 /// 54.4-55.3 ms; TPC-H lineitem SF10 on an H100, run AI of 2026-12-06, best of 4: snappy 113.2 /
-/// 116.1 / 118.0 ms with the model's 9 / 12 / 16 steps, zstd 131.5 / 146.1 / 169.1 ms).
+/// 116.1 / 118.0 ms with the model's 9 / 12 / 16 steps, zstd 131.5 / 146.1 / 169.1 ms with its 8 /
+/// 12 / 16).
 const MAX_STEPS_WITH_FLOOR: u64 = 8;
 /// Steps held in device memory at once, at most: [`FETCHES`] being read, the rest read and waiting
 /// (the reads run ahead of the decode), or being decoded. TPC-H lineitem (snappy, 8 steps) waits for
