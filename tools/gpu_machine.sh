@@ -16,7 +16,7 @@
 #   ncu       the GPU time of each kernel (ncu, kernels serialised; tools/ncu_kernel_times.py) over one
 #             `read` of each of FILES (EXTRA: more read arguments; BIN: a binary of .device/bin; TOP
 #             kernels, default 24, and the total)
-#   ncusec    what bounds chosen kernels (ncu's SpeedOfLight, Occupancy and LaunchStats sections;
+#   ncusec    what bounds chosen kernels (ncu's SpeedOfLight, Occupancy, LaunchStats, WarpStateStats;
 #             tools/ncu_sections.py: a line per launch) over one `read` of each of FILES: KERNELS, a regex
 #             of kernel names (default every gp_ kernel), LAUNCHES (default 16) after SKIP launches (0)
 #   steps     one `read --json` of each of FILES (default: both flat files; EXTRA: more read arguments)
@@ -136,7 +136,7 @@ case "${1:-}" in
     for f in $files; do
       echo "== ncu sections ${BIN:-gpu-parquet} read $f ${EXTRA:-} (${KERNELS:-gp_})"
       /usr/local/cuda/bin/ncu --kernel-name "regex:${KERNELS:-gp_}" --launch-skip ${SKIP:-0} --launch-count ${LAUNCHES:-16} \
-        --section SpeedOfLight --section Occupancy --section LaunchStats --csv --page details \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --csv --page details \
         $B/${BIN:-gpu-parquet} read $F/$f.parquet ${EXTRA:-} 2>/dev/null | python3 tools/ncu_sections.py
     done ;;
   steps)
