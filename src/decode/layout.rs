@@ -245,6 +245,11 @@ pub mod view_flags {
     pub const IN_COPY: u32 = 1;
     /// ... and checks every present row's string is UTF-8 (`Utf8View`), failing with `BadUtf8`.
     pub const CHECK_UTF8: u32 = 2;
+    /// ... and every page of the column in the step is dictionary-encoded with its dictionary in
+    /// `view_pages`: a row's view is its dictionary entry's (`gp_copy_strings`, from the index in
+    /// `dense`), so no row is copied and `str_src` and `str_len` are neither written nor read (they
+    /// may be 0). Set by the host (`launch::dictionary_views`); a page that breaks it fails.
+    pub const DICT_VIEWS: u32 = 4;
 }
 
 /// One compressed page body for `gp_validate_compressed`: in and out.

@@ -662,6 +662,17 @@ pub(crate) fn byte_array_values(arena: &mut Arena, pages: &mut [PageDesc], cols:
         if pg.num_non_null == 0 {
             continue;
         }
+        if col.view_flags & view_flags::DICT_VIEWS != 0 {
+            // `copy_strings` takes its rows' views from the dictionary: nothing to write here.
+            if !dict_in_own_pages(pg, col) {
+                if dict && (pg.dict == 0 || pg.dict_index == 0) {
+                    set_error(pg, ErrorCode::MissingDictionary, 0);
+                } else {
+                    set_error(pg, ErrorCode::BadPageSize, pg.num_values);
+                }
+            }
+            continue;
+        }
         if let Err(code) = byte_array_page(arena, pg, col, dict) {
             set_error(pg, code, pg.num_values);
         }
@@ -729,7 +740,7 @@ fn byte_array_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, dict:
 fn string_row_lens(arena: &Arena, pg: &PageDesc, col: &ColumnDesc) -> Vec<u64> {
     let nv = pg.num_values as usize;
     let row = u64::from(pg.row_start);
-    if pg.error != 0 {
+    if pg.error != 0 || col.view_flags & view_flags::DICT_VIEWS != 0 {
         return vec![0; nv];
     }
     let vidx: Option<Vec<i32>> = if pg.max_def == 0 {
@@ -770,6 +781,19 @@ fn string_row_lens(arena: &Arena, pg: &PageDesc, col: &ColumnDesc) -> Vec<u64> {
 fn view_copies(col: &ColumnDesc, src: u64, len: u32) -> bool {
     let (lo, n, len) = (col.view_pages, col.view_pages_len, u64::from(len));
     len > 12 && !(lo != 0 && src >= lo && src - lo <= n && len <= n - (src - lo))
+}
+
+/// `dict_in_own_pages` in strings.cu: whether a page of a dictionary-views column
+/// ([`view_flags::DICT_VIEWS`]) is dictionary-encoded with its dictionary inside the column's own pages.
+fn dict_in_own_pages(pg: &PageDesc, col: &ColumnDesc) -> bool {
+    let dict = pg.encoding == enc::PLAIN_DICTIONARY || pg.encoding == enc::RLE_DICTIONARY;
+    let (lo, n) = (col.view_pages, col.view_pages_len);
+    dict && pg.dict != 0
+        && pg.dict_index != 0
+        && lo != 0
+        && pg.dict >= lo
+        && pg.dict - lo <= n
+        && pg.dict_len <= n - (pg.dict - lo)
 }
 
 /// What `gp_copy_strings` does with a row (`copy_row` in strings.cu).
@@ -954,6 +978,9 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
     } else {
         arena.read(col.vidx + row * 4, nv).ok_or(missing)?
     };
+    if col.view_flags & view_flags::DICT_VIEWS != 0 {
+        return copy_dict_views(arena, pg, col, &vidx);
+    }
     let wide = wide_offsets(col);
     let offsets = read_offsets(arena, col.out_offsets + row * if wide { 8 } else { 4 }, wide, nv).ok_or(missing)?;
     let srcs: Vec<u64> = arena.read(col.str_src + row * 8, nn).ok_or(missing)?;
@@ -1010,6 +1037,79 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
             longest = longest.max(bytes.len() as u32);
             if check_utf8 && std::str::from_utf8(&bytes).is_err() {
                 fail(i, ErrorCode::BadUtf8);
+            }
+        }
+        if col.out_views != 0 {
+            views.extend_from_slice(&view);
+        }
+    }
+    if col.out_views != 0 {
+        if !arena.write(col.out_views + row * 16, &views) {
+            return Err(missing);
+        }
+        let before: u32 = arena.read(col.view_longest, 1).ok_or(missing)?[0];
+        if !arena.write(col.view_longest, &[before.max(longest)]) {
+            return Err(missing);
+        }
+    }
+    if let Some((i, code)) = first_bad {
+        set_error(pg, code, i);
+    }
+    Ok(())
+}
+
+/// [`copy_page`] of a dictionary-views column (`copy_dict_views` in strings.cu): each row's view is its
+/// dictionary entry's over the column's own pages (all zero for a null or a bad row). A bad row (a
+/// value index past `min(num_non_null, num_values)`, or, for a present row, a page not as
+/// [`view_flags::DICT_VIEWS`] promises, an index past the dictionary or an entry outside it), or one
+/// whose entry is not UTF-8 where the column checks: the lowest such row fails the page (`Overrun` or
+/// `BadUtf8`). `vidx`: each row's value index.
+fn copy_dict_views(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, vidx: &[i32]) -> Result<(), ErrorCode> {
+    let missing = ErrorCode::BadPageSize;
+    let nn = pg.num_non_null.min(pg.num_values) as usize;
+    let row = u64::from(pg.row_start);
+    let usable = dict_in_own_pages(pg, col) && col.dense_width >= 4;
+    let entries: Vec<DictEntry> = if usable {
+        arena.read(pg.dict_index, pg.dict_count as usize).ok_or(missing)?
+    } else {
+        Vec::new()
+    };
+    let check_utf8 = col.view_flags & view_flags::CHECK_UTF8 != 0;
+    let dw = u64::from(col.dense_width);
+    let mut first_bad: Option<(u32, ErrorCode)> = None;
+    let mut views: Vec<u8> = Vec::with_capacity(if col.out_views != 0 { vidx.len() * 16 } else { 0 });
+    let mut longest = 0u32;
+    for (i, &k) in vidx.iter().enumerate() {
+        let mut view = [0u8; 16];
+        // The row's entry bytes and their address, `None` for a null; `Err` for a bad row.
+        let entry = match usize::try_from(k) {
+            Ok(k) if k >= nn => Err(()),
+            Err(_) => Ok(None),
+            Ok(_) if !usable => Err(()),
+            Ok(k) => {
+                let at = col.dense + (row + k as u64) * dw;
+                let idx = u32_le(&bytes_at(arena, at, 4).ok_or(missing)?) as usize;
+                match entries.get(idx) {
+                    Some(e) if u64::from(e.offset) + u64::from(e.len) <= pg.dict_len => {
+                        let src = pg.dict + u64::from(e.offset);
+                        Ok(Some((bytes_at(arena, src, u64::from(e.len)).ok_or(missing)?, src)))
+                    }
+                    _ => Err(()),
+                }
+            }
+        };
+        match entry {
+            Err(()) => {
+                first_bad.get_or_insert((i as u32, ErrorCode::Overrun));
+            }
+            Ok(None) => {}
+            Ok(Some((bytes, src))) => {
+                let offset = if bytes.len() <= 12 { 0 } else { src - col.view_pages };
+                view = super::convert::view_in(&bytes, 0, offset as u32);
+                longest = longest.max(bytes.len() as u32);
+                if check_utf8 && std::str::from_utf8(&bytes).is_err() {
+                    first_bad.get_or_insert((i as u32, ErrorCode::BadUtf8));
+                }
             }
         }
         if col.out_views != 0 {

@@ -2249,3 +2249,154 @@ fn views_in_copy_fail_the_lowest_row_that_is_not_utf8() {
         }
     }
 }
+
+/// One row group of `batch`, dictionary-encoded throughout (a dictionary page of up to 1 MB), pages of
+/// 500 rows.
+fn write_dictionary_encoded(batch: &RecordBatch) -> Bytes {
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(true)
+        .set_dictionary_page_size_limit(1 << 20)
+        .set_max_row_group_row_count(Some(batch.num_rows()))
+        .set_data_page_row_count_limit(500)
+        .set_write_batch_size(100)
+        .build();
+    let mut buf = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).expect("writer");
+    w.write(batch).expect("write");
+    w.close().expect("close");
+    Bytes::from(buf)
+}
+
+/// Flags every BYTE_ARRAY column of `step` as the pipeline flags a dictionary-views column: views in
+/// the copy (UTF-8 checked where `utf8`), its own pages its dictionary page (the step's one chunk).
+fn flag_dictionary_views(step: &mut Step, utf8: bool) {
+    for (k, col) in step.cols.iter_mut().enumerate() {
+        if col.physical != pt::BYTE_ARRAY {
+            continue;
+        }
+        let page = step.pages.iter().find(|p| p.column as usize == k).expect("a page");
+        assert!(
+            step.pages
+                .iter()
+                .filter(|p| p.column as usize == k)
+                .all(|p| p.encoding == enc::RLE_DICTIONARY && p.dict == page.dict),
+            "column {k}: every page dictionary-encoded over one dictionary"
+        );
+        col.view_flags = view_flags::IN_COPY | view_flags::DICT_VIEWS | if utf8 { view_flags::CHECK_UTF8 } else { 0 };
+        (col.view_pages, col.view_pages_len, col.view_buffer) = (page.dict, page.dict_len, 1);
+    }
+}
+
+#[test]
+fn dictionary_views_give_each_row_its_entrys_view() {
+    // A dictionary of five entries (the kernel's table), three longer than a view holds, one not ASCII,
+    // with nulls; and one of 300 entries (past the table: looked up row by row).
+    let rows = 3000;
+    let words = [
+        "NONE",
+        "DELIVER IN PERSON",
+        "COLLECT COD",
+        "TAKE BACK RETURN",
+        "d\u{e9}j\u{e0} plus long que douze",
+    ];
+    let few: StringArray = (0..rows).map(|i| (i % 7 != 3).then(|| words[(i * 3) % 5])).collect();
+    let many: StringArray = (0..rows)
+        .map(|i| Some(format!("entry {} of many", (i * 7919) % 300)))
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("few", DataType::Utf8, true),
+        Field::new("many", DataType::Utf8, false),
+    ]));
+    let batch =
+        RecordBatch::try_new(schema, vec![Arc::new(few) as ArrayRef, Arc::new(many) as ArrayRef]).expect("batch");
+    let file = write_dictionary_encoded(&batch);
+    let build = || {
+        let mut step = build_step(&file, &[0, 1]);
+        flag_dictionary_views(&mut step, true);
+        step
+    };
+    let mut step = build();
+    let outs = run_core(&mut step);
+    assert_no_errors(&step, "dictionary views");
+    for (k, out) in outs.iter().enumerate() {
+        let col = step.cols[k];
+        assert_eq!(col.chars_capacity, 0, "column {k}: no character copied");
+        let array = batch.column(k).as_string::<i32>();
+        let got = strings_of_views(&step, &col, out);
+        for (i, s) in got.iter().enumerate() {
+            let want = if array.is_valid(i) {
+                array.value(i).as_bytes()
+            } else {
+                &[]
+            };
+            assert_eq!(&s[..], want, "column {k}: row {i}");
+        }
+        let longest: u32 = step.arena.read(col.view_longest, 1).expect("longest")[0];
+        let want = (0..rows)
+            .filter(|&i| array.is_valid(i))
+            .map(|i| array.value(i).len())
+            .max();
+        assert_eq!(Some(longest as usize), want, "column {k}: longest");
+    }
+    if !kernels_match("dictionary views", build) {
+        return;
+    }
+    // A page that breaks the flag's promise (its dictionary outside the own pages) fails, named.
+    let broken = || {
+        let mut step = build();
+        step.cols[1].view_pages_len -= 1;
+        step
+    };
+    let mut step = broken();
+    run_core(&mut step);
+    let failed = step.pages.iter().find(|p| p.error != 0).expect("a page in error");
+    assert_eq!((failed.column, error_of(failed).0), (1, Some(ErrorCode::BadPageSize)));
+    kernels_match("dictionary views, dictionary outside the own pages", broken);
+}
+
+#[test]
+fn dictionary_views_fail_the_lowest_row_whose_entry_is_not_utf8() {
+    // Entry 2 is not UTF-8 and first used at row 640 (the second page); entry 3, never used, is not
+    // UTF-8 either: only rows fail, as arrow-rs's reader fails only what it reads.
+    let rows: Vec<&[u8]> = (0..1000)
+        .map(|i| match i {
+            640 | 900 => b"\xc3( broken".as_slice(),
+            _ if i % 2 == 0 => b"fine".as_slice(),
+            _ => b"fine as well, and long".as_slice(),
+        })
+        .collect();
+    let mut values = rows.clone();
+    values.push(b"\xff never used");
+    let array = BinaryArray::from_iter_values(values.iter());
+    let schema = Arc::new(Schema::new(vec![Field::new("bin", DataType::Binary, false)]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(array) as ArrayRef]).expect("batch");
+    let file = write_dictionary_encoded(&batch);
+    let build = |utf8: bool| {
+        let mut step = build_step(&file, &[0]);
+        // The last row (the unused entry's only one) is left out of the step.
+        let last = step
+            .pages
+            .iter_mut()
+            .filter(|p| p.num_values > 0)
+            .last()
+            .expect("pages");
+        last.num_values -= 1;
+        step.cols[0].num_rows -= 1;
+        flag_dictionary_views(&mut step, utf8);
+        step
+    };
+    let mut step = build(true);
+    run_core(&mut step);
+    let failed: Vec<_> = step.pages.iter().filter(|p| p.error != 0).collect();
+    assert_eq!(failed.len(), 1, "one page fails");
+    assert_eq!(
+        (failed[0].row_start, error_of(failed[0])),
+        (500, (Some(ErrorCode::BadUtf8), 140))
+    );
+    let mut unchecked = build(false);
+    run_core(&mut unchecked);
+    assert_no_errors(&unchecked, "unchecked");
+    if kernels_match("dictionary views, not UTF-8", || build(true)) {
+        kernels_match("dictionary views, unchecked", || build(false));
+    }
+}

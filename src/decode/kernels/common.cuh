@@ -57,6 +57,7 @@ struct ColumnDesc {
 // ColumnDesc::view_flags (layout.rs view_flags).
 #define VIEW_IN_COPY 1u
 #define VIEW_CHECK_UTF8 2u
+#define VIEW_DICT_VIEWS 4u
 
 // ---- error codes (ErrorCode in layout.rs) ----
 #define ERR_HEADER_PAST_CHUNK 1u

@@ -26,6 +26,7 @@
 //! | 7c | `gp_string_offsets(const PageDesc*, u32 n, const ColumnDesc*, const u64* t)` | n × 256 | `t`, `vidx`, `str_len` | `out_offsets` |
 //! | | host: read `out_offsets[num_rows]` of each BYTE_ARRAY column without `error`, allocate that many characters (`out_values`, `chars_capacity`) | | | |
 //! | 8 | `gp_copy_strings(PageDesc*, u32 n, const ColumnDesc*)` | n × slices × 256 | `str_src`, `str_len`, `out_offsets` | `out_values` (characters) |
+//! | | (a dictionary-views column, `view_flags::DICT_VIEWS`: 6 writes nothing, 7a and 7c read neither `str_src` nor `str_len`, and 8 reads `dense`, `dict_index` and the dictionary for each row's view) | | | |
 //! | 9 | `gp_pack_bits(const u8*, u64 len, u32* words, u64* set)` | any × 256 (grid-stride) | validity or boolean bytes | `ceil(len/32)` words, `*set += ` set bits |
 //! | 10 | `gp_validate_utf8(const u8* chars, u64 n, const void* offsets, u32 offset_width, u64 rows, u64* first_bad)` (string columns) | any × any (grid-stride) | `out_values`, `out_offsets` | `*first_bad` min= first byte failing UTF-8 |
 //!

@@ -12,11 +12,26 @@ __device__ inline bool view_copies(const ColumnDesc& col, u64 src, u32 len) {
     return !(lo != 0 && src >= lo && src - lo <= n && len <= n - (src - lo));
 }
 
+// Whether a view column's rows take their views from their dictionary entries (VIEW_DICT_VIEWS): no
+// row is copied, and str_src and str_len are neither written nor read.
+__device__ inline bool dict_views_column(const ColumnDesc& col) {
+    return (col.view_flags & VIEW_DICT_VIEWS) != 0;
+}
+
+// Whether a page of such a column is as the flag promises: dictionary-encoded, its dictionary inside
+// the column's own pages (so every entry's view can point at its bytes there).
+__device__ inline bool dict_in_own_pages(const PageDesc& page, const ColumnDesc& col) {
+    const bool dict = page.encoding == ENC_PLAIN_DICTIONARY || page.encoding == ENC_RLE_DICTIONARY;
+    const u64 lo = col.view_pages, n = col.view_pages_len;
+    return dict && page.dict != 0 && page.dict_index != 0 && lo != 0 && page.dict >= lo && page.dict - lo <= n &&
+           page.dict_len <= n - (page.dict - lo);
+}
+
 // Length of row i's string (0 for a null, and for every row of a page already in error, so the offsets
 // of such a page stay monotone). Row k's value index must lie in [0, min(num_non_null, num_values)),
-// else 0.
+// else 0. A dictionary-views column copies no row: 0.
 __device__ inline u32 string_row_len(const PageDesc& page, const ColumnDesc& col, u32 i) {
-    if (page.error != 0) return 0;
+    if (page.error != 0 || dict_views_column(col)) return 0;
     const i64 k = page.max_def == 0 ? (i64)i : (i64)((const i32*)col.vidx)[page.row_start + i];
     if (k < 0 || k >= page.num_non_null || k >= page.num_values) return 0;
     const u32 len = ((const u32*)col.str_len)[page.row_start + k];
@@ -343,6 +358,15 @@ extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc*
         return;
     }
     if (nn == 0) return;
+    if (dict_views_column(col)) {
+        // gp_copy_strings takes its rows' views from the dictionary: nothing to write here.
+        if (t == 0 && !dict_in_own_pages(page, col)) {
+            if (!dict) page_error(pg, ERR_BAD_PAGE_SIZE, page.num_values);
+            else if (page.dict == 0 || page.dict_index == 0) page_error(pg, ERR_MISSING_DICTIONARY, 0);
+            else page_error(pg, ERR_BAD_PAGE_SIZE, page.num_values);
+        }
+        return;
+    }
     u64* src = (u64*)col.str_src + page.row_start;
     u32* lens = (u32*)col.str_len + page.row_start;
     __shared__ WalkSpace walk;
@@ -407,7 +431,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_page_totals(const Pa
     u64 sum = 0;
     if (page.physical == PT_BYTE_ARRAY) {
         const ColumnDesc col = cols[page.column];
-        if (string_page(page, col)) {
+        if (string_page(page, col) && !dict_views_column(col)) {
             for (u32 i = threadIdx.x; i < page.num_values; i += BLOCK) sum += string_row_len(page, col, i);
         }
     }
@@ -470,6 +494,17 @@ extern "C" __global__ void __launch_bounds__(256) gp_string_offsets(const PageDe
     __shared__ u64 scratch[32];
     constexpr u32 ITEMS = 4;
     u64 carry = page_bases[blockIdx.x];
+    if (dict_views_column(col)) {
+        // No row copied: every offset is the page's base.
+        for (u32 i = t; i < page.num_values; i += BLOCK) {
+            if (wide) {
+                offsets64[(u64)page.row_start + i + 1] = (i64)carry;
+            } else {
+                offsets[(u64)page.row_start + i + 1] = (i32)carry;
+            }
+        }
+        return;
+    }
     for (u32 tile = 0; tile < page.num_values; tile += ITEMS * BLOCK) {
         u32 l[ITEMS];
         u64 sum = 0;
@@ -589,6 +624,110 @@ __device__ inline CopyRow copy_row(const PageDesc& page, const ColumnDesc& col, 
     return r;
 }
 
+// A dictionary entry's view over the column's own pages (a dictionary-views column), its length, and
+// whether its bytes failed the UTF-8 check (VIEW_CHECK_UTF8 only).
+struct DictView {
+    uint4 view;
+    u32 len, not_utf8;
+};
+
+// Dictionaries of up to DICT_VIEWS_TABLE entries get their views in a table in shared memory, built by
+// each block of the page: a row is then an index load, a table read and a 16-byte store, where it was
+// a source, a length, its bytes read twice (view and check) and the offsets' reads of both.
+constexpr u32 DICT_VIEWS_TABLE = 256;
+struct DictViewsTable {
+    uint4 view[DICT_VIEWS_TABLE];
+    u32 len[DICT_VIEWS_TABLE];
+    u32 not_utf8[DICT_VIEWS_TABLE];
+};
+
+// Entry idx (< dict_count) of a page whose dictionary lies in the column's own pages
+// (dict_in_own_pages): false where its bytes are not inside the dictionary (gp_dict_byte_array_index
+// never makes such an entry).
+__device__ inline bool dict_entry_view(const PageDesc& page, const ColumnDesc& col, u32 idx, DictView* d) {
+    const DictEntry e = ((const DictEntry*)page.dict_index)[idx];
+    if ((u64)e.offset + e.len > page.dict_len) return false;
+    const u64 lo = col.view_pages, hi = col.view_pages + col.view_pages_len;
+    const u8* src = (const u8*)page.dict + e.offset;
+    d->view = view_of_in(src, e.len, e.len <= 12 ? 0 : (u64)src - lo, 0, lo, hi);
+    d->len = e.len;
+    d->not_utf8 = (col.view_flags & VIEW_CHECK_UTF8) != 0 && !(e.len <= ASCII_WORDS_MAX && ascii_in(src, e.len, lo, hi)) &&
+                  !utf8_string_ok(src, e.len, 0, 1);
+    return true;
+}
+
+// Row i of a page of a dictionary-views column for gp_copy_strings: ROW_NULL; ROW_BAD for a value index
+// past the page's values, a dictionary index past its entries, an entry outside the dictionary, or a
+// page not as VIEW_DICT_VIEWS promises (gp_byte_array_values fails those pages first); else
+// ROW_IN_VIEW, its entry's view in *d (from `table` where not null).
+__device__ inline u32 dict_view_row(const PageDesc& page, const ColumnDesc& col, u32 i, const DictViewsTable* table,
+                                    DictView* d) {
+    const i64 k = page.max_def == 0 ? (i64)i : (i64)((const i32*)col.vidx)[page.row_start + i];
+    if (k >= page.num_non_null || k >= page.num_values) return ROW_BAD;
+    if (k < 0) return ROW_NULL;
+    if (!dict_in_own_pages(page, col) || col.dense_width < 4) return ROW_BAD;
+    const u32 dw = col.dense_width;
+    const u8* ip = (const u8*)col.dense + ((u64)page.row_start + (u64)k) * dw;
+    const u32 idx = ((col.dense | dw) & 3) == 0 ? *(const u32*)ip : load_u32_le(ip);
+    if (idx >= page.dict_count) return ROW_BAD;
+    if (table != nullptr) {
+        d->view = table->view[idx];
+        d->len = table->len[idx];
+        d->not_utf8 = table->not_utf8[idx];
+        return d->len == NONE ? ROW_BAD : ROW_IN_VIEW;
+    }
+    return dict_entry_view(page, col, idx, d) ? ROW_IN_VIEW : ROW_BAD;
+}
+
+// gp_copy_strings over a page of a dictionary-views column (every block of the page): each row's view
+// is its dictionary entry's (all zero for a null or a bad row); a bad row (dict_view_row), or one whose
+// entry is not UTF-8, fails the page with the lowest such row (OVERRUN, or BAD_UTF8); every other row
+// is written. No character is copied.
+__device__ inline void copy_dict_views(PageDesc* pg, const PageDesc& page, const ColumnDesc& col, const PageSlice& ps) {
+    __shared__ DictViewsTable table;
+    __shared__ u32 first_bad;
+    const u32 t = threadIdx.x, lane = t & 31;
+    const bool tabled = dict_in_own_pages(page, col) && page.dict_count <= DICT_VIEWS_TABLE;
+    if (t == 0) first_bad = NONE;
+    if (tabled) {
+        for (u32 j = t; j < page.dict_count; j += BLOCK) {
+            DictView d{{0u, 0u, 0u, 0u}, 0, 0};
+            const bool inside = dict_entry_view(page, col, j, &d);
+            table.view[j] = d.view;
+            table.len[j] = inside ? d.len : NONE;  // an entry's length is under 2^31: NONE marks it outside
+            table.not_utf8[j] = d.not_utf8;
+        }
+    }
+    __syncthreads();
+    const DictViewsTable* from = tabled ? &table : nullptr;
+    uint4* views = col.out_views != 0 ? (uint4*)col.out_views + page.row_start : nullptr;
+    u32 longest = 0;
+    for (u64 i64 = (u64)ps.slice * BLOCK + t; i64 < page.num_values; i64 += (u64)ps.slices * BLOCK) {
+        const u32 i = (u32)i64;
+        DictView d{{0u, 0u, 0u, 0u}, 0, 0};
+        const u32 what = dict_view_row(page, col, i, from, &d);
+        if (what == ROW_BAD || (what == ROW_IN_VIEW && d.not_utf8)) atomicMin(&first_bad, i);
+        if (what != ROW_IN_VIEW) d.view = uint4{0u, 0u, 0u, 0u};
+        else if (d.len > longest) longest = d.len;
+        if (views != nullptr) views[i] = d.view;
+    }
+    if (views != nullptr) {
+        for (u32 m = 16; m > 0; m >>= 1) {
+            const u32 other = __shfl_xor_sync(FULL_MASK, longest, m);
+            longest = other > longest ? other : longest;
+        }
+        if (lane == 0 && longest > 0) atomicMax((u32*)col.view_longest, longest);
+    }
+    __syncthreads();
+    if (t == 0) {
+        const u32 bad = page_slices_lowest(pg, ps.slices, first_bad);
+        if (bad != NONE) {
+            DictView d{{0u, 0u, 0u, 0u}, 0, 0};
+            page_error(pg, dict_view_row(page, col, bad, nullptr, &d) == ROW_BAD ? ERR_OVERRUN : ERR_BAD_UTF8, bad);
+        }
+    }
+}
+
 }  // namespace gpcore
 
 // Blocks per page (grid n × slices, block 256, no dynamic shared memory: page_slice): BYTE_ARRAY
@@ -619,6 +758,10 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
     if (page.error != 0 || page.physical != PT_BYTE_ARRAY || page.encoding == ENC_DELTA_BYTE_ARRAY) return;
     const ColumnDesc col = cols[page.column];
     if (col.error != 0 || !rows_ok(page, col)) return;
+    if (dict_views_column(col)) {
+        copy_dict_views(pg, page, col, ps);
+        return;
+    }
     const u32 t = threadIdx.x, lane = t & 31, warp = t >> 5;
     __shared__ u32 first_bad;
     if (t == 0) first_bad = NONE;

@@ -57,6 +57,9 @@ pub(super) fn run_kernels<E: Executor>(
         if let Some(&(addr, len)) = decompressed.own.get(&kept[k]) {
             (c.view_pages, c.view_pages_len, c.view_buffer) = (addr, len, 1);
             own_used.push(kept[k]);
+            if dictionary_views(pages, k, (addr, len)) {
+                c.view_flags |= view_flags::DICT_VIEWS;
+            }
         }
     }
     let pages_addr = if pages.is_empty() { 0 } else { exec.upload(pages)? };
@@ -149,7 +152,10 @@ pub(super) fn run_kernels<E: Executor>(
                     *keep = true;
                 }
             }
-            free_dense(exec, cols, |k, _| !prefixes_in_dense[k]);
+            // A dictionary-views column's indices are read by gp_copy_strings, its views from them.
+            free_dense(exec, cols, |k, c| {
+                !prefixes_in_dense[k] && c.view_flags & view_flags::DICT_VIEWS == 0
+            });
             let mut updated: Vec<ColumnDesc> = exec.read(cols_addr, cols.len())?;
             // The device's copies still name the dense values freed (no kernel reads them again).
             for (u, c) in updated.iter_mut().zip(cols.iter()) {
@@ -246,14 +252,34 @@ fn string_buffers<E: Executor>(exec: &mut E, cols: &mut [ColumnDesc], cols_addr:
         } else {
             exec.alloc_uninit((n + 1) * width)?
         };
-        c.str_src = exec.alloc_uninit(n * 8)?;
-        c.str_len = exec.alloc_uninit(n * 4)?;
+        if c.view_flags & view_flags::DICT_VIEWS == 0 {
+            c.str_src = exec.alloc_uninit(n * 8)?;
+            c.str_len = exec.alloc_uninit(n * 4)?;
+        }
         if cols_addr != 0 {
             let at = cols_addr + (k * std::mem::size_of::<ColumnDesc>() + FIELDS) as u64;
             exec.write(at, &[c.out_offsets, c.str_src, c.str_len])?;
         }
     }
     Ok(())
+}
+
+/// Whether view column `k`'s rows take their views from their dictionary entries
+/// ([`view_flags::DICT_VIEWS`]): it has pages in the step, all dictionary-encoded, each dictionary
+/// inside its own pages (`own`: where they lie, and their length). Its rows then cost an index and a
+/// view each, where each row's source and length were written, read by the offsets and read again
+/// with its bytes by `gp_copy_strings` (TPC-H lineitem's four short string columns).
+fn dictionary_views(pages: &[PageDesc], k: usize, (lo, len): (u64, u64)) -> bool {
+    let mut of_column = pages.iter().filter(|p| p.column as usize == k).peekable();
+    of_column.peek().is_some()
+        && of_column.all(|p| {
+            (p.encoding == encoding::PLAIN_DICTIONARY || p.encoding == encoding::RLE_DICTIONARY)
+                && p.dict != 0
+                && p.dict_index != 0
+                && p.dict >= lo
+                && p.dict - lo <= len
+                && p.dict_len <= len - (p.dict - lo)
+        })
 }
 
 /// The segment of a view column's characters (see [`Kernel::StringsToViews`]): 0 for a column of 32-bit
