@@ -73,14 +73,12 @@ const DECODERS_WITH_FLOOR: usize = 4;
 const STEPS_IN_FLIGHT_DECODE_BOUND: usize = 9;
 /// See [`STEPS_IN_FLIGHT_DECODE_BOUND`].
 const DECODERS_DECODE_BOUND: usize = 8;
-/// ... where the read has zstd pages, whose peak rose with more steps at once (likely nvCOMP's zstd
-/// scratch, which each step's batch takes: `DecompressGetTempSizeSync`; not measured apart).
-/// Lineitem SF10 zstd (run W): 162.8 / 140.1 / 122.8 ms with 5 / 7 / 9 held; beside cuDF, 148.5 ms
-/// with 5 against 130.1-131.4 with 7 and 113.7 with 9, but with 9 its peak rose past cuDF's
-/// (13.10-13.89 GiB allocated against 12.95), while with 7 it stayed at 12.35 GiB, as with 5.
-const STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD: usize = 7;
-/// See [`STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD`].
-const DECODERS_DECODE_BOUND_ZSTD: usize = 6;
+// Reads with zstd pages held seven and decoded six at once until the dictionary-views columns
+// (`view_flags::DICT_VIEWS`) lowered lineitem's peak: in run W (H200) 9 / 8 read lineitem SF10 zstd in
+// 113.7 ms against 130.1-131.4 with 7 / 6, but its peak rose past cuDF's (13.10-13.89 GiB allocated
+// against 12.95). Run AM (H100, 2026-12-06, `read --warm-up 2`, 4 rounds, best / median): 116.5 /
+// 123.3 ms with 9 / 8 against 138.3 / 153.5 ms with 7 / 6; `bench`: 115.9 ms, peak 12.18 GiB
+// allocated (12.35 before the dictionary views), cuDF's 12.95.
 /// A read is decode-bound when its steps' estimated GPU work is at least this many times their reads'
 /// time (its chunks under about 3.5 bytes a value): lineitem SF10 snappy 1.7, zstd 2.7; the flat
 /// benchmark files 0.96 (snappy) and 0.55 (plain), whose reads bound them (the snappy one read no
@@ -97,20 +95,7 @@ pub(crate) fn decode_bound(reader: &Reader) -> bool {
 
 /// The steps held and decoded at once by default for a read its decode bounds; `None` for another.
 fn decode_bound_overlap(reader: &Reader) -> Option<(usize, usize)> {
-    if !decode_bound(reader) {
-        return None;
-    }
-    let meta = reader.source.metadata();
-    let zstd = reader.plan.chunks.iter().any(|c| {
-        matches!(
-            meta.row_group(c.row_group).column(c.column).compression(),
-            parquet::basic::Compression::ZSTD(_)
-        )
-    });
-    Some(match zstd {
-        true => (STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD, DECODERS_DECODE_BOUND_ZSTD),
-        false => (STEPS_IN_FLIGHT_DECODE_BOUND, DECODERS_DECODE_BOUND),
-    })
+    decode_bound(reader).then_some((STEPS_IN_FLIGHT_DECODE_BOUND, DECODERS_DECODE_BOUND))
 }
 
 /// Steps read at once. One: a step's read is already spread over the backend's threads, and two at
@@ -478,7 +463,7 @@ impl GpuSteps {
 
 /// The memory budget of a GPU decode: the reader's memory limit, or half of `free` device memory;
 /// steps cut to a [`STEPS_IN_FLIGHT`]th of it (for a read its decode bounds, a
-/// [`STEPS_IN_FLIGHT_DECODE_BOUND`]th or [`STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD`]th; or as the tuning
+/// [`STEPS_IN_FLIGHT_DECODE_BOUND`]th; or as the tuning
 /// says), two held at least.
 pub(crate) fn gpu_budget(reader: &Reader, free: u64) -> MemoryBudget {
     let most = reader
@@ -564,9 +549,8 @@ pub(crate) fn step_floor_ns(reader: &Reader, decoder: &GpuDecoder) -> f64 {
     longest_page_ns(reader.source.metadata(), &reader.plan.chunks, decoders)
 }
 
-/// Steps decoded at once: as asked, else where steps have a floor [`DECODERS_DECODE_BOUND`] (or
-/// [`DECODERS_DECODE_BOUND_ZSTD`]) for a read its decode bounds and [`DECODERS_WITH_FLOOR`] for
-/// another, and [`DECODERS`] where they have none.
+/// Steps decoded at once: as asked, else where steps have a floor [`DECODERS_DECODE_BOUND`] for a read
+/// its decode bounds and [`DECODERS_WITH_FLOOR`] for another, and [`DECODERS`] where they have none.
 fn decoders(reader: &Reader, floor_ns: f64) -> usize {
     reader.decode_threads.unwrap_or(match floor_ns > 0.0 {
         true => decode_bound_overlap(reader).map_or(DECODERS_WITH_FLOOR, |(_, decoders)| decoders),
@@ -1020,7 +1004,7 @@ mod tests {
         assert!(!decode_bound(&reader));
         assert_eq!(decode_bound_overlap(&reader), None);
         // A few bits a value (16 values, dictionary-encoded): the decode bounds it, as TPC-H
-        // lineitem's 1.7-2.7 bytes a value do. Fewer steps at once with zstd pages (nvCOMP's scratch).
+        // lineitem's 1.7-2.7 bytes a value do, whatever the codec.
         let few = |codec| {
             let props = WriterProperties::builder().set_compression(codec).build();
             one_column_reader((0..100_000i64).map(|i| i % 16 * 1_000), props)
@@ -1032,8 +1016,7 @@ mod tests {
         assert_eq!(decoders(&reader, 1.0), DECODERS_DECODE_BOUND);
         assert_eq!(decoders(&reader, 0.0), DECODERS);
         let (reader, _dir) = few(Compression::ZSTD(Default::default()));
-        let zstd = (STEPS_IN_FLIGHT_DECODE_BOUND_ZSTD, DECODERS_DECODE_BOUND_ZSTD);
-        assert_eq!(decode_bound_overlap(&reader), Some(zstd));
+        assert_eq!(decode_bound_overlap(&reader), Some(snappy));
     }
 
     #[test]
