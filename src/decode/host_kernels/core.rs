@@ -1043,19 +1043,7 @@ fn copy_page(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc) -> Result<(
             views.extend_from_slice(&view);
         }
     }
-    if col.out_views != 0 {
-        if !arena.write(col.out_views + row * 16, &views) {
-            return Err(missing);
-        }
-        let before: u32 = arena.read(col.view_longest, 1).ok_or(missing)?[0];
-        if !arena.write(col.view_longest, &[before.max(longest)]) {
-            return Err(missing);
-        }
-    }
-    if let Some((i, code)) = first_bad {
-        set_error(pg, code, i);
-    }
-    Ok(())
+    finish_copy(arena, pg, col, &views, longest, first_bad)
 }
 
 /// [`copy_page`] of a dictionary-views column (`copy_dict_views` in strings.cu): each row's view is its
@@ -1116,8 +1104,22 @@ fn copy_dict_views(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, vidx:
             views.extend_from_slice(&view);
         }
     }
+    finish_copy(arena, pg, col, &views, longest, first_bad)
+}
+
+/// The end of a page of [`copy_strings`]: its rows' views written (where the column has them), its
+/// longest length maxed into `view_longest`, and the page failed with its lowest failing row.
+fn finish_copy(
+    arena: &mut Arena,
+    pg: &mut PageDesc,
+    col: &ColumnDesc,
+    views: &[u8],
+    longest: u32,
+    first_bad: Option<(u32, ErrorCode)>,
+) -> Result<(), ErrorCode> {
+    let missing = ErrorCode::BadPageSize;
     if col.out_views != 0 {
-        if !arena.write(col.out_views + row * 16, &views) {
+        if !arena.write(col.out_views + u64::from(pg.row_start) * 16, views) {
             return Err(missing);
         }
         let before: u32 = arena.read(col.view_longest, 1).ok_or(missing)?[0];

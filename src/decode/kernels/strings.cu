@@ -624,6 +624,15 @@ __device__ inline CopyRow copy_row(const PageDesc& page, const ColumnDesc& col, 
     return r;
 }
 
+// Maxes the warp's longest view length into *col.view_longest: one atomic a warp. Called by every lane.
+__device__ inline void warp_max_longest(const ColumnDesc& col, u32 longest) {
+    for (u32 m = 16; m > 0; m >>= 1) {
+        const u32 other = __shfl_xor_sync(FULL_MASK, longest, m);
+        longest = other > longest ? other : longest;
+    }
+    if ((threadIdx.x & 31) == 0 && longest > 0) atomicMax((u32*)col.view_longest, longest);
+}
+
 // A dictionary entry's view over the column's own pages (a dictionary-views column), its length, and
 // whether its bytes failed the UTF-8 check (VIEW_CHECK_UTF8 only).
 struct DictView {
@@ -686,7 +695,7 @@ __device__ inline u32 dict_view_row(const PageDesc& page, const ColumnDesc& col,
 __device__ inline void copy_dict_views(PageDesc* pg, const PageDesc& page, const ColumnDesc& col, const PageSlice& ps) {
     __shared__ DictViewsTable table;
     __shared__ u32 first_bad;
-    const u32 t = threadIdx.x, lane = t & 31;
+    const u32 t = threadIdx.x;
     const bool tabled = dict_in_own_pages(page, col) && page.dict_count <= DICT_VIEWS_TABLE;
     if (t == 0) first_bad = NONE;
     if (tabled) {
@@ -711,13 +720,7 @@ __device__ inline void copy_dict_views(PageDesc* pg, const PageDesc& page, const
         else if (d.len > longest) longest = d.len;
         if (views != nullptr) views[i] = d.view;
     }
-    if (views != nullptr) {
-        for (u32 m = 16; m > 0; m >>= 1) {
-            const u32 other = __shfl_xor_sync(FULL_MASK, longest, m);
-            longest = other > longest ? other : longest;
-        }
-        if (lane == 0 && longest > 0) atomicMax((u32*)col.view_longest, longest);
-    }
+    if (views != nullptr) warp_max_longest(col, longest);
     __syncthreads();
     if (t == 0) {
         const u32 bad = page_slices_lowest(pg, ps.slices, first_bad);
@@ -821,14 +824,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_copy_strings(PageDesc* page
             }
         }
     }
-    if (views != nullptr) {
-        // Every lane of the warp left the loop together: one atomic a warp.
-        for (u32 d = 16; d > 0; d >>= 1) {
-            const u32 other = __shfl_xor_sync(FULL_MASK, longest, d);
-            longest = other > longest ? other : longest;
-        }
-        if (lane == 0 && longest > 0) atomicMax((u32*)col.view_longest, longest);
-    }
+    // Every lane of the warp left the loop together.
+    if (views != nullptr) warp_max_longest(col, longest);
     __syncthreads();
     if (t == 0) {
         const u32 bad = page_slices_lowest(pg, ps.slices, first_bad);
