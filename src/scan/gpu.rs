@@ -69,16 +69,15 @@ const DECODERS_WITH_FLOOR: usize = 4;
 /// alternating, medians of 4 to 6): TPC-H lineitem SF10 snappy 145.3 / 136.1 / 133.4 ms with 5 / 7 /
 /// 9 held (4 / 6 / 8 decoded at once), then 144.2 / 135.3 and 141.8 / 126.7 ms with 5 / 9; beside
 /// cuDF 26.10 (`bench`), 125.0 ms with 5 against 111.0 / 116.4 with 9, its peak 12.73-12.79 GiB
-/// allocated either way (cuDF's 14.3).
+/// allocated either way (cuDF's 14.3). Reads with zstd pages held 7 and decoded 6 until the dictionary
+/// views (`view_flags::DICT_VIEWS`) lowered lineitem's peak: in run W, 9 / 8 read lineitem SF10 zstd
+/// in 113.7 ms against 130.1-131.4 with 7 / 6, but its peak rose past cuDF's (13.10-13.89 GiB
+/// allocated against 12.95). Run AM (H100, 2026-12-06, `read --warm-up 2`, 4 rounds, best / median):
+/// 116.5 / 123.3 ms with 9 / 8 against 138.3 / 153.5 with 7 / 6; `bench` 115.9 ms, peak 12.18 GiB
+/// allocated (12.35 before the dictionary views).
 const STEPS_IN_FLIGHT_DECODE_BOUND: usize = 9;
 /// See [`STEPS_IN_FLIGHT_DECODE_BOUND`].
 const DECODERS_DECODE_BOUND: usize = 8;
-// Reads with zstd pages held seven and decoded six at once until the dictionary-views columns
-// (`view_flags::DICT_VIEWS`) lowered lineitem's peak: in run W (H200) 9 / 8 read lineitem SF10 zstd in
-// 113.7 ms against 130.1-131.4 with 7 / 6, but its peak rose past cuDF's (13.10-13.89 GiB allocated
-// against 12.95). Run AM (H100, 2026-12-06, `read --warm-up 2`, 4 rounds, best / median): 116.5 /
-// 123.3 ms with 9 / 8 against 138.3 / 153.5 ms with 7 / 6; `bench`: 115.9 ms, peak 12.18 GiB
-// allocated (12.35 before the dictionary views), cuDF's 12.95.
 /// A read is decode-bound when its steps' estimated GPU work is at least this many times their reads'
 /// time (its chunks under about 3.5 bytes a value): lineitem SF10 snappy 1.7, zstd 2.7; the flat
 /// benchmark files 0.96 (snappy) and 0.55 (plain), whose reads bound them (the snappy one read no
