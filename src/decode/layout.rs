@@ -252,6 +252,21 @@ pub mod view_flags {
     pub const DICT_VIEWS: u32 = 4;
 }
 
+/// Whether `page` is as [`view_flags::DICT_VIEWS`] asks of its column's pages: dictionary-encoded,
+/// its dictionary inside `col`'s own pages (`view_pages`), so each entry's view can point at its
+/// bytes there. The host sets the flag where every page of the column holds it; the kernels
+/// (`dict_in_own_pages` in strings.cu) and their references check it again on each page.
+pub(crate) fn dictionary_in_own_pages(page: &PageDesc, col: &ColumnDesc) -> bool {
+    let dict = page.encoding == encoding::PLAIN_DICTIONARY || page.encoding == encoding::RLE_DICTIONARY;
+    let (lo, n) = (col.view_pages, col.view_pages_len);
+    dict && page.dict != 0
+        && page.dict_index != 0
+        && lo != 0
+        && page.dict >= lo
+        && page.dict - lo <= n
+        && page.dict_len <= n - (page.dict - lo)
+}
+
 /// One compressed page body for `gp_validate_compressed`: in and out.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]

@@ -22,8 +22,8 @@
 
 use super::Arena;
 use crate::decode::layout::{
-    ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, encoding as enc,
-    physical as pt, view_flags,
+    ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, dictionary_in_own_pages,
+    encoding as enc, physical as pt, view_flags,
 };
 
 /// Records `code` unless the page already holds an error (the kernels' `page_error`).
@@ -664,7 +664,7 @@ pub(crate) fn byte_array_values(arena: &mut Arena, pages: &mut [PageDesc], cols:
         }
         if col.view_flags & view_flags::DICT_VIEWS != 0 {
             // `copy_strings` takes its rows' views from the dictionary: nothing to write here.
-            if !dict_in_own_pages(pg, col) {
+            if !dictionary_in_own_pages(pg, col) {
                 if dict && (pg.dict == 0 || pg.dict_index == 0) {
                     set_error(pg, ErrorCode::MissingDictionary, 0);
                 } else {
@@ -781,19 +781,6 @@ fn string_row_lens(arena: &Arena, pg: &PageDesc, col: &ColumnDesc) -> Vec<u64> {
 fn view_copies(col: &ColumnDesc, src: u64, len: u32) -> bool {
     let (lo, n, len) = (col.view_pages, col.view_pages_len, u64::from(len));
     len > 12 && !(lo != 0 && src >= lo && src - lo <= n && len <= n - (src - lo))
-}
-
-/// `dict_in_own_pages` in strings.cu: whether a page of a dictionary-views column
-/// ([`view_flags::DICT_VIEWS`]) is dictionary-encoded with its dictionary inside the column's own pages.
-fn dict_in_own_pages(pg: &PageDesc, col: &ColumnDesc) -> bool {
-    let dict = pg.encoding == enc::PLAIN_DICTIONARY || pg.encoding == enc::RLE_DICTIONARY;
-    let (lo, n) = (col.view_pages, col.view_pages_len);
-    dict && pg.dict != 0
-        && pg.dict_index != 0
-        && lo != 0
-        && pg.dict >= lo
-        && pg.dict - lo <= n
-        && pg.dict_len <= n - (pg.dict - lo)
 }
 
 /// What `gp_copy_strings` does with a row (`copy_row` in strings.cu).
@@ -1056,7 +1043,7 @@ fn copy_dict_views(arena: &mut Arena, pg: &mut PageDesc, col: &ColumnDesc, vidx:
     let missing = ErrorCode::BadPageSize;
     let nn = pg.num_non_null.min(pg.num_values) as usize;
     let row = u64::from(pg.row_start);
-    let usable = dict_in_own_pages(pg, col) && col.dense_width >= 4;
+    let usable = dictionary_in_own_pages(pg, col) && col.dense_width >= 4;
     let entries: Vec<DictEntry> = if usable {
         arena.read(pg.dict_index, pg.dict_count as usize).ok_or(missing)?
     } else {

@@ -361,8 +361,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc*
     if (dict_views_column(col)) {
         // gp_copy_strings takes its rows' views from the dictionary: nothing to write here.
         if (t == 0 && !dict_in_own_pages(page, col)) {
-            if (!dict) page_error(pg, ERR_BAD_PAGE_SIZE, page.num_values);
-            else if (page.dict == 0 || page.dict_index == 0) page_error(pg, ERR_MISSING_DICTIONARY, 0);
+            if (dict && (page.dict == 0 || page.dict_index == 0)) page_error(pg, ERR_MISSING_DICTIONARY, 0);
             else page_error(pg, ERR_BAD_PAGE_SIZE, page.num_values);
         }
         return;
@@ -667,14 +666,14 @@ __device__ inline bool dict_entry_view(const PageDesc& page, const ColumnDesc& c
 
 // Row i of a page of a dictionary-views column for gp_copy_strings: ROW_NULL; ROW_BAD for a value index
 // past the page's values, a dictionary index past its entries, an entry outside the dictionary, or a
-// page not as VIEW_DICT_VIEWS promises (gp_byte_array_values fails those pages first); else
-// ROW_IN_VIEW, its entry's view in *d (from `table` where not null).
-__device__ inline u32 dict_view_row(const PageDesc& page, const ColumnDesc& col, u32 i, const DictViewsTable* table,
-                                    DictView* d) {
+// page not as VIEW_DICT_VIEWS promises (`usable` false: gp_byte_array_values fails those pages first);
+// else ROW_IN_VIEW, its entry's view in *d (from `table` where not null).
+__device__ inline u32 dict_view_row(const PageDesc& page, const ColumnDesc& col, u32 i, bool usable,
+                                    const DictViewsTable* table, DictView* d) {
     const i64 k = page.max_def == 0 ? (i64)i : (i64)((const i32*)col.vidx)[page.row_start + i];
     if (k >= page.num_non_null || k >= page.num_values) return ROW_BAD;
     if (k < 0) return ROW_NULL;
-    if (!dict_in_own_pages(page, col) || col.dense_width < 4) return ROW_BAD;
+    if (!usable) return ROW_BAD;
     const u32 dw = col.dense_width;
     const u8* ip = (const u8*)col.dense + ((u64)page.row_start + (u64)k) * dw;
     const u32 idx = ((col.dense | dw) & 3) == 0 ? *(const u32*)ip : load_u32_le(ip);
@@ -696,7 +695,9 @@ __device__ inline void copy_dict_views(PageDesc* pg, const PageDesc& page, const
     __shared__ DictViewsTable table;
     __shared__ u32 first_bad;
     const u32 t = threadIdx.x;
-    const bool tabled = dict_in_own_pages(page, col) && page.dict_count <= DICT_VIEWS_TABLE;
+    // Taken once for the page, not a row at a time.
+    const bool usable = dict_in_own_pages(page, col) && col.dense_width >= 4;
+    const bool tabled = usable && page.dict_count <= DICT_VIEWS_TABLE;
     if (t == 0) first_bad = NONE;
     if (tabled) {
         for (u32 j = t; j < page.dict_count; j += BLOCK) {
@@ -714,7 +715,7 @@ __device__ inline void copy_dict_views(PageDesc* pg, const PageDesc& page, const
     for (u64 i64 = (u64)ps.slice * BLOCK + t; i64 < page.num_values; i64 += (u64)ps.slices * BLOCK) {
         const u32 i = (u32)i64;
         DictView d{{0u, 0u, 0u, 0u}, 0, 0};
-        const u32 what = dict_view_row(page, col, i, from, &d);
+        const u32 what = dict_view_row(page, col, i, usable, from, &d);
         if (what == ROW_BAD || (what == ROW_IN_VIEW && d.not_utf8)) atomicMin(&first_bad, i);
         if (what != ROW_IN_VIEW) d.view = uint4{0u, 0u, 0u, 0u};
         else if (d.len > longest) longest = d.len;
@@ -726,7 +727,7 @@ __device__ inline void copy_dict_views(PageDesc* pg, const PageDesc& page, const
         const u32 bad = page_slices_lowest(pg, ps.slices, first_bad);
         if (bad != NONE) {
             DictView d{{0u, 0u, 0u, 0u}, 0, 0};
-            page_error(pg, dict_view_row(page, col, bad, nullptr, &d) == ROW_BAD ? ERR_OVERRUN : ERR_BAD_UTF8, bad);
+            page_error(pg, dict_view_row(page, col, bad, usable, nullptr, &d) == ROW_BAD ? ERR_OVERRUN : ERR_BAD_UTF8, bad);
         }
     }
 }

@@ -10,7 +10,9 @@ use super::{
     keep_nested_levels, kernel_error, last_offset,
 };
 use crate::decode::exec::{Executor, Kernel, PageKernel, PageShape};
-use crate::decode::layout::{ColumnDesc, DictDesc, ErrorCode, PageDesc, encoding, physical, view_flags};
+use crate::decode::layout::{
+    ColumnDesc, DictDesc, ErrorCode, PageDesc, dictionary_in_own_pages, encoding, physical, view_flags,
+};
 use crate::error::{Error, Location, Result};
 use crate::metadata::ParquetSource;
 
@@ -57,7 +59,7 @@ pub(super) fn run_kernels<E: Executor>(
         if let Some(&(addr, len)) = decompressed.own.get(&kept[k]) {
             (c.view_pages, c.view_pages_len, c.view_buffer) = (addr, len, 1);
             own_used.push(kept[k]);
-            if dictionary_views(pages, k, (addr, len)) {
+            if dictionary_views(pages, k, c) {
                 c.view_flags |= view_flags::DICT_VIEWS;
             }
         }
@@ -264,22 +266,14 @@ fn string_buffers<E: Executor>(exec: &mut E, cols: &mut [ColumnDesc], cols_addr:
     Ok(())
 }
 
-/// Whether view column `k`'s rows take their views from their dictionary entries
-/// ([`view_flags::DICT_VIEWS`]): it has pages in the step, all dictionary-encoded, each dictionary
-/// inside its own pages (`own`: where they lie, and their length). Its rows then cost an index and a
-/// view each, where each row's source and length were written, read by the offsets and read again
-/// with its bytes by `gp_copy_strings` (TPC-H lineitem's four short string columns).
-fn dictionary_views(pages: &[PageDesc], k: usize, (lo, len): (u64, u64)) -> bool {
+/// Whether view column `k` (`col`, its own pages set) takes its rows' views from their dictionary
+/// entries ([`view_flags::DICT_VIEWS`]): it has pages in the step, each as the flag asks
+/// ([`dictionary_in_own_pages`]). Its rows then cost an index and a view each, where each row's
+/// source and length were written, read by the offsets and read again with its bytes by
+/// `gp_copy_strings` (TPC-H lineitem's four short string columns).
+fn dictionary_views(pages: &[PageDesc], k: usize, col: &ColumnDesc) -> bool {
     let mut of_column = pages.iter().filter(|p| p.column as usize == k).peekable();
-    of_column.peek().is_some()
-        && of_column.all(|p| {
-            (p.encoding == encoding::PLAIN_DICTIONARY || p.encoding == encoding::RLE_DICTIONARY)
-                && p.dict != 0
-                && p.dict_index != 0
-                && p.dict >= lo
-                && p.dict - lo <= len
-                && p.dict_len <= len - (p.dict - lo)
-        })
+    of_column.peek().is_some() && of_column.all(|p| dictionary_in_own_pages(p, col))
 }
 
 /// The segment of a view column's characters (see [`Kernel::StringsToViews`]): 0 for a column of 32-bit
