@@ -267,6 +267,26 @@ pub(crate) fn dictionary_in_own_pages(page: &PageDesc, col: &ColumnDesc) -> bool
         && page.dict_len <= n - (page.dict - lo)
 }
 
+/// Whether a dictionary page's values go straight from `gp_dict_indices` to its rows (no index through
+/// `dense`; `gp_gather_fixed` leaves the page alone): 4- or 8-byte values stored as they are, every
+/// row present, and a dictionary holding all `dict_count` entries. Twin of `core_util.cuh`'s
+/// `dict_values_direct`.
+pub(crate) fn dictionary_values_direct(page: &PageDesc, col: &ColumnDesc) -> bool {
+    let dict = page.encoding == encoding::PLAIN_DICTIONARY || page.encoding == encoding::RLE_DICTIONARY;
+    let fixed = matches!(
+        page.physical,
+        physical::INT32 | physical::INT64 | physical::FLOAT | physical::DOUBLE | physical::FIXED_LEN_BYTE_ARRAY
+    );
+    let tl = page.type_len;
+    dict && fixed
+        && (tl == 4 || tl == 8)
+        && col.out_width == tl
+        && col.out_values.is_multiple_of(u64::from(tl))
+        && page.num_non_null == page.num_values
+        && page.dict != 0
+        && u64::from(page.dict_count) * u64::from(tl) <= page.dict_len
+}
+
 /// One compressed page body for `gp_validate_compressed`: in and out.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]

@@ -23,7 +23,7 @@
 use super::Arena;
 use crate::decode::layout::{
     ColumnDesc, DictDesc, DictEntry, ErrorCode, PAGE_V1_LEVELS, PAGE_V1_REP_LEVELS, PageDesc, dictionary_in_own_pages,
-    encoding as enc, physical as pt, view_flags,
+    dictionary_values_direct, encoding as enc, physical as pt, view_flags,
 };
 
 /// Records `code` unless the page already holds an error (the kernels' `page_error`).
@@ -334,7 +334,9 @@ pub(crate) fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDe
 }
 
 /// `gp_dict_indices`: dictionary-encoded pages' indices (after the bit-width byte) as `u32` in `dense`
-/// at `(row_start + k) * dense_width`, and v2 RLE booleans (after a u32 length) as one byte 0/1 at the
+/// at `(row_start + k) * dense_width` (or, where the values go straight to the rows,
+/// [`dictionary_values_direct`], the dictionary's value at `out_values + (row_start + k) *
+/// type_len`), and v2 RLE booleans (after a u32 length) as one byte 0/1 at the
 /// same places. Pages with no present values read nothing. Errors: [`ErrorCode::MissingDictionary`],
 /// [`ErrorCode::BadBitWidth`] (detail the width), [`ErrorCode::DictIndexOutOfRange`] /
 /// [`ErrorCode::Overrun`] at the first bad or missing index (detail `k`; earlier ones written),
@@ -382,12 +384,25 @@ pub(crate) fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Co
                 }
             }
         };
-        let dw = u64::from(col.dense_width);
-        let base = col.dense + u64::from(pg.row_start) * dw;
+        // The dictionary's values themselves, into the rows, where they go there directly.
+        let direct = dict && dictionary_values_direct(pg, col);
+        let (base, dw) = if direct {
+            let tl = u64::from(pg.type_len);
+            (col.out_values + u64::from(pg.row_start) * tl, tl)
+        } else {
+            let dw = u64::from(col.dense_width);
+            (col.dense + u64::from(pg.row_start) * dw, dw)
+        };
         if arena.get(base, u64::from(pg.num_non_null) * dw).is_none() {
             set_error(pg, ErrorCode::BadPageSize, pg.num_values);
             continue;
         }
+        let dictionary = if direct {
+            // dict_count entries of dw bytes lie inside dict_len (dictionary_values_direct).
+            bytes_at(arena, pg.dict, u64::from(pg.dict_count) * dw)
+        } else {
+            None
+        };
         let dict_count = pg.dict_count;
         let (vals, stop) = hybrid_prefix(stream, width, pg.num_non_null, |v| dict && v >= dict_count);
         match stop {
@@ -395,13 +410,16 @@ pub(crate) fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Co
             Some(Stop::Ended(k)) => set_error(pg, ErrorCode::Overrun, k),
             None => {}
         }
-        let mut ok = true;
+        let mut ok = !direct || dictionary.is_some();
         for (k, &v) in vals.iter().enumerate() {
             let at = base + k as u64 * dw;
-            ok &= if dict {
-                arena.write(at, &v.to_le_bytes())
-            } else {
-                arena.write(at, &[u8::from(v != 0)])
+            ok &= match &dictionary {
+                Some(values) => {
+                    let from = v as usize * dw as usize;
+                    arena.write(at, &values[from..from + dw as usize])
+                }
+                None if dict => arena.write(at, &v.to_le_bytes()),
+                None => arena.write(at, &[u8::from(v != 0)]),
             };
         }
         if !ok {
@@ -499,7 +517,8 @@ fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
     }
 }
 
-/// `gp_gather_fixed`: each row of each fixed-width page gets its value's bytes at `out_values + row *
+/// `gp_gather_fixed`: each row of each fixed-width page (but those [`dict_indices`] wrote,
+/// [`dictionary_values_direct`]) gets its value's bytes at `out_values + row *
 /// out_width` (zeros for a null): PLAIN from `values`, BOOLEAN PLAIN's bit as a byte, dictionary
 /// entries through the `u32` indices in `dense`, and RLE booleans, DELTA_BINARY_PACKED and
 /// BYTE_STREAM_SPLIT from `dense`, and [`enc::SEQUENCE_KEYS`] pages the key `dict_count + i` of row
@@ -517,6 +536,10 @@ pub(crate) fn gather_fixed(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Co
             set_error(pg, ErrorCode::BadPageSize, pg.num_values);
             continue;
         };
+        if dictionary_values_direct(pg, col) {
+            // Its rows were written by dict_indices.
+            continue;
+        }
         let Some(src) = gather_source(pg.physical, pg.encoding) else {
             set_error(pg, ErrorCode::BadEncoding, pg.encoding);
             continue;

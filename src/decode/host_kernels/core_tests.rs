@@ -29,7 +29,8 @@ use super::delta::put_uleb;
 use super::test_pages::{ColumnOut, Step, alloc_column, build_step, run_core};
 use crate::decode::kernels::emu;
 use crate::decode::layout::{
-    ColumnDesc, DictDesc, DictEntry, ErrorCode, PageDesc, encoding as enc, physical as pt, view_flags,
+    ColumnDesc, DictDesc, DictEntry, ErrorCode, PageDesc, dictionary_values_direct, encoding as enc, physical as pt,
+    view_flags,
 };
 
 // ---- a tiny deterministic generator ----
@@ -943,6 +944,81 @@ fn dictionary_indices_and_gather() {
     levels(&mut a, &mut pages, &cols);
     dict_indices(&mut a, &mut pages, &cols);
     assert_eq!(error_of(&pages[0]), (Some(ErrorCode::BadBitWidth), 33));
+}
+
+#[test]
+fn dictionary_values_go_straight_to_fully_present_rows() {
+    // A required INT64 page of 5 rows over a 3-entry dictionary: gp_dict_indices writes the values
+    // themselves, dense keeps its poison, and the gather leaves the rows as they are.
+    let (mut a, mut pg, col) = one_page(pt::INT64, 8, 5, 0);
+    let mut vals = vec![2u8];
+    put_bitpacked(&mut vals, &[2, 0, 1, 2, 1, 0, 0, 0], 2);
+    pg.values = a.upload(&vals);
+    pg.values_len = vals.len() as u64;
+    pg.encoding = enc::RLE_DICTIONARY;
+    pg.dict = a.upload_slice(&[-7i64, 11, 1 << 40]);
+    pg.dict_len = 24;
+    pg.dict_count = 3;
+    assert!(a.write(col.dense, &[0xA5u8; 40]));
+    let cols = [col];
+    let mut pages = [pg];
+    levels(&mut a, &mut pages, &cols);
+    assert!(dictionary_values_direct(&pages[0], &col));
+    dict_indices(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (None, 0));
+    let want = vec![1i64 << 40, -7, 11, 1 << 40, 11];
+    assert_eq!(a.read::<i64>(col.out_values, 5), Some(want.clone()));
+    assert_eq!(
+        a.get(col.dense, 40),
+        Some(&[0xA5u8; 40][..]),
+        "no index went through dense"
+    );
+    assert!(a.write(col.out_values + 8, &[0u8; 8]));
+    gather_fixed(&mut a, &mut pages, &cols);
+    assert_eq!(
+        a.read::<i64>(col.out_values, 2),
+        Some(vec![1 << 40, 0]),
+        "the gather skips the page"
+    );
+
+    // A bad index at k = 3: the rows before it hold their values, the page fails there.
+    let mut bad = vec![2u8];
+    put_bitpacked(&mut bad, &[2, 0, 1, 3, 1, 0, 0, 0], 2);
+    let mut pg2 = pg;
+    pg2.values = a.upload(&bad);
+    let mut pages = [pg2];
+    levels(&mut a, &mut pages, &cols);
+    dict_indices(&mut a, &mut pages, &cols);
+    assert_eq!(error_of(&pages[0]), (Some(ErrorCode::DictIndexOutOfRange), 3));
+    assert_eq!(a.read::<i64>(col.out_values, 3), Some(want[..3].to_vec()));
+
+    // Not direct: a dictionary shorter than its entries (the gather then names the value past it),
+    // a null row, or 12-byte values.
+    let mut short = pg;
+    short.dict_len = 16;
+    assert!(!dictionary_values_direct(&short, &col));
+    let (_, nullable, ncol) = one_page(pt::INT64, 8, 5, 1);
+    let mut nullable = PageDesc {
+        num_non_null: 4,
+        encoding: enc::RLE_DICTIONARY,
+        dict: pg.dict,
+        ..nullable
+    };
+    nullable.dict_len = 24;
+    nullable.dict_count = 3;
+    assert!(!dictionary_values_direct(&nullable, &ncol));
+    nullable.num_non_null = 5;
+    assert!(dictionary_values_direct(&nullable, &ncol), "every row present");
+    let (_, int96, icol) = one_page(pt::INT96, 12, 5, 0);
+    let int96 = PageDesc {
+        num_non_null: 5,
+        encoding: enc::RLE_DICTIONARY,
+        dict: pg.dict,
+        dict_len: 36,
+        dict_count: 3,
+        ..int96
+    };
+    assert!(!dictionary_values_direct(&int96, &icol));
 }
 
 #[test]

@@ -33,6 +33,43 @@ __device__ inline u32 load_u32_le(const u8* p) {
     return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
 }
 
+// The u32 at address a (any alignment) inside [lo, hi): one aligned load when aligned, else the two
+// aligned words covering it shifted together when both lie in [lo, hi), else four bytes.
+__device__ inline u32 load_u32_in(u64 a, u64 lo, u64 hi) {
+    const u32 sh = (u32)(a & 3);
+    if (sh == 0) return *(const u32*)a;
+    const u64 b = a - sh;
+    if (b >= lo && b + 8 <= hi) {
+        const u32* w = (const u32*)b;
+        return __funnelshift_r(w[0], w[1], 8 * sh);
+    }
+    return load_u32_le((const u8*)a);
+}
+
+// Copies a 4- or 8-byte value at src (any alignment, inside [lo, hi)) to dst, aligned for w.
+__device__ inline void copy_word_value(u8* dst, u64 src, u32 w, u64 lo, u64 hi) {
+    if (w == 4) {
+        *(u32*)dst = load_u32_in(src, lo, hi);
+    } else {
+        *(u64*)dst = (u64)load_u32_in(src, lo, hi) | ((u64)load_u32_in(src + 4, lo, hi) << 32);
+    }
+}
+
+// Whether a dictionary page's values go straight from gp_dict_indices to its rows, no u32 index passing
+// through dense and gp_gather_fixed leaving the page alone: 4- or 8-byte values (INT32, INT64, FLOAT,
+// DOUBLE, FIXED_LEN_BYTE_ARRAY) stored as they are (out_width the type's length, out_values aligned
+// to it), every row present (so row i holds value i), and a dictionary holding all dict_count entries
+// (so an index below dict_count, which gp_dict_indices checks, is a value inside it). Twin:
+// layout::dictionary_values_direct.
+__device__ inline bool dict_values_direct(const PageDesc& p, const ColumnDesc& c) {
+    const bool dict = p.encoding == ENC_PLAIN_DICTIONARY || p.encoding == ENC_RLE_DICTIONARY;
+    const u32 pt = p.physical, tl = p.type_len;
+    const bool fixed = pt == PT_INT32 || pt == PT_INT64 || pt == PT_FLOAT || pt == PT_DOUBLE ||
+                       pt == PT_FIXED_LEN_BYTE_ARRAY;
+    return dict && fixed && (tl == 4 || tl == 8) && c.out_width == tl && (c.out_values & (tl - 1)) == 0 &&
+           p.num_non_null == p.num_values && p.dict != 0 && (u64)p.dict_count * tl <= p.dict_len;
+}
+
 // Records the first error of a dictionary (the twin of page_error).
 __device__ inline void dict_error(DictDesc* d, u32 code, u32 detail) {
     if (atomicCAS(&d->error, 0u, code) == 0u) d->error_detail = detail;

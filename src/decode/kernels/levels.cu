@@ -173,9 +173,10 @@ extern "C" __global__ void __launch_bounds__(256) gp_levels(PageDesc* pages, u32
 
 // Block per page (grid n, block 256, no dynamic shared memory). Pages encoded PLAIN_DICTIONARY or
 // RLE_DICTIONARY: a bit-width byte (<= 32, else BAD_BIT_WIDTH with detail = width) then num_non_null
-// indices as a hybrid stream, each written as u32 at dense + (row_start + k) * dense_width; an index >=
-// dict_count is DICT_INDEX (detail k), a short stream OVERRUN (detail = first missing k), the lower k
-// wins and the values before it are written. dict == 0: MISSING_DICTIONARY. BOOLEAN pages encoded RLE
+// indices as a hybrid stream, each written as u32 at dense + (row_start + k) * dense_width, or, on a
+// page whose values go straight to its rows (dict_values_direct), the dictionary's value itself at
+// out_values + (row_start + k) * type_len; an index >= dict_count is DICT_INDEX (detail k), a short
+// stream OVERRUN (detail = first missing k), the lower k wins and the values before it are written. dict == 0: MISSING_DICTIONARY. BOOLEAN pages encoded RLE
 // (v2): a 4-byte LE length (short: OVERRUN, detail 0) then a width-1 hybrid stream, each value written
 // as one byte (0/1) at the same dense positions. Pages with no present values read nothing. Other pages:
 // nothing. dense_width too small for what is written: BAD_PAGE_SIZE.
@@ -228,6 +229,10 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_indices(PageDesc* page
     const u32 dw = col.dense_width, dict_count = page.dict_count;
     u8* dense = (u8*)col.dense + (u64)page.row_start * dw;
     const bool aligned = ((col.dense | dw) & 3) == 0;
+    // Values straight to the rows (dict_values_direct): the index is only an address in the dictionary.
+    const bool direct = dict && dict_values_direct(page, col);
+    const u32 tl = page.type_len;
+    u8* out = (u8*)col.out_values + (u64)page.row_start * tl;
     u32 err_code = 0, err_at = 0;
     if (t == 0) {
         hyb_reset(sh);
@@ -253,6 +258,9 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_indices(PageDesc* page
                 u8* d = dense + (u64)idx * dw;
                 if (!dict) {
                     *d = v[j] != 0;
+                } else if (direct) {
+                    copy_word_value(out + (u64)idx * tl, page.dict + (u64)v[j] * tl, tl, page.dict,
+                                    page.dict + page.dict_len);
                 } else if (aligned) {
                     *(u32*)d = v[j];
                 } else {

@@ -46,28 +46,6 @@ __device__ inline void copy_value(u8* dst, const u8* src, u32 w, bool fast) {
     }
 }
 
-// The u32 at address a (any alignment) inside [lo, hi): one aligned load when aligned, else the two
-// aligned words covering it shifted together when both lie in [lo, hi), else four bytes.
-__device__ inline u32 load_u32_in(u64 a, u64 lo, u64 hi) {
-    const u32 sh = (u32)(a & 3);
-    if (sh == 0) return *(const u32*)a;
-    const u64 b = a - sh;
-    if (b >= lo && b + 8 <= hi) {
-        const u32* w = (const u32*)b;
-        return __funnelshift_r(w[0], w[1], 8 * sh);
-    }
-    return load_u32_le((const u8*)a);
-}
-
-// Copies a 4- or 8-byte value at src (any alignment, inside [lo, hi)) to dst, aligned for w.
-__device__ inline void copy_word_value(u8* dst, u64 src, u32 w, u64 lo, u64 hi) {
-    if (w == 4) {
-        *(u32*)dst = load_u32_in(src, lo, hi);
-    } else {
-        *(u64*)dst = (u64)load_u32_in(src, lo, hi) | ((u64)load_u32_in(src + 4, lo, hi) << 32);
-    }
-}
-
 __device__ inline void zero_value(u8* dst, u32 w, bool fast) {
     if (fast && w == 4) {
         *(u32*)dst = 0;
@@ -81,10 +59,11 @@ __device__ inline void zero_value(u8* dst, u32 w, bool fast) {
 }  // namespace gpcore
 
 // Block per page (grid n, block 256, no dynamic shared memory); pages whose physical type is not
-// BYTE_ARRAY. Row i of the page gets, at out_values + (row_start + i) * out_width, the bytes of value k
-// (k = i for required columns, else vidx[row_start + i]; a null row gets zeros): PLAIN from values +
-// k * type_len, BOOLEAN PLAIN bit k (LSB first) as a byte, dictionary from dict + idx * type_len with
-// idx the u32 in dense, RLE booleans / DELTA_BINARY_PACKED / BYTE_STREAM_SPLIT from dense + (row_start +
+// BYTE_ARRAY, but for those whose dictionary values gp_dict_indices wrote (dict_values_direct). Row i
+// of the page gets, at out_values + (row_start + i) * out_width, the bytes of value k (k = i for
+// required columns, else vidx[row_start + i]; a null row gets zeros): PLAIN from values + k * type_len,
+// BOOLEAN PLAIN bit k (LSB first) as a byte, dictionary from dict + idx * type_len with idx the u32
+// in dense, RLE booleans / DELTA_BINARY_PACKED / BYTE_STREAM_SPLIT from dense + (row_start +
 // k) * dense_width; INT32 pages of ENC_SEQUENCE_KEYS (a dictionary-typed column's keys over a page not
 // dictionary-encoded) the key dict_count + i, with no source read. min(type_len, out_width) bytes are
 // copied, the rest of out_width zeroed.
@@ -104,6 +83,8 @@ extern "C" __global__ void __launch_bounds__(256) gp_gather_fixed(PageDesc* page
     const u32 t = threadIdx.x;
     if (page.error != 0 || page.physical == PT_BYTE_ARRAY) return;
     const ColumnDesc col = cols[page.column];
+    // Its rows were written by gp_dict_indices.
+    if (dict_values_direct(page, col)) return;
     const u32 src_kind = gather_source(page.physical, page.encoding);
     if (src_kind == SRC_BAD) {
         if (t == 0) page_error(pg, ERR_BAD_ENCODING, page.encoding);
