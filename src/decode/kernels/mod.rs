@@ -16,10 +16,10 @@
 //! |---|---|---|---|---|
 //! | 1 | `gp_page_setup(PageDesc*, u32 n)` | ceil(n/128) × 128 | v1 `data` prefix | `levels`, `values` |
 //! | 2 | `gp_levels(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `levels` | `vidx`, `out_valid`, `num_non_null` |
-//! | 3 | `gp_dict_indices(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values` | `dense` (u32 indices / RLE booleans) |
+//! | 3 | `gp_dict_indices(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values`, `dict` | `dense` (u32 indices / RLE booleans), or `out_values` (the dictionary's values, on pages `dict_values_direct` names) |
 //! | 4 | `gp_dict_byte_array_index(DictDesc*, u32 ndicts, WalkChain* chains)` (chains zeroed, one a dictionary) | ndicts × slices × 256 | `data` | `index` |
 //! | | (DELTA_* and BYTE_STREAM_SPLIT decoders; `gp_delta_byte_array_fixed` rebuilds FIXED_LEN_BYTE_ARRAY values in `dense`) | | | `dense`, `str_src`, `str_len` |
-//! | 5 | `gp_gather_fixed(PageDesc*, u32 n, ColumnDesc*)` | n × 256 | `values`, `dict`, `dense`, `vidx` | `out_values` |
+//! | 5 | `gp_gather_fixed(PageDesc*, u32 n, ColumnDesc*)` (not the pages 3 wrote) | n × 256 | `values`, `dict`, `dense`, `vidx` | `out_values` |
 //! | 6 | `gp_byte_array_values(PageDesc*, u32 n, ColumnDesc*, WalkChain* chains)` (chains zeroed, one a page) | n × slices × 256 | `values`, `dense`, `dict_index` | `str_src`, `str_len` |
 //! | 7a | `gp_string_page_totals(const PageDesc*, u32 n, const ColumnDesc*, u64* t)` | n × 256 | `vidx`, `str_len` | `t[n]` |
 //! | 7b | `gp_string_page_bases(const PageDesc*, u32 n, ColumnDesc*, u32 ncols, u64* t)` | ncols × 256 | `t` | `t` (bases), column `error` |
