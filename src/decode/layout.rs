@@ -257,9 +257,9 @@ pub mod view_flags {
 /// bytes there. The host sets the flag where every page of the column holds it; the kernels
 /// (`dict_in_own_pages` in strings.cu) and their references check it again on each page.
 pub(crate) fn dictionary_in_own_pages(page: &PageDesc, col: &ColumnDesc) -> bool {
-    let dict = page.encoding == encoding::PLAIN_DICTIONARY || page.encoding == encoding::RLE_DICTIONARY;
     let (lo, n) = (col.view_pages, col.view_pages_len);
-    dict && page.dict != 0
+    encoding::is_dictionary(page.encoding)
+        && page.dict != 0
         && page.dict_index != 0
         && lo != 0
         && page.dict >= lo
@@ -272,13 +272,13 @@ pub(crate) fn dictionary_in_own_pages(page: &PageDesc, col: &ColumnDesc) -> bool
 /// row present, and a dictionary holding all `dict_count` entries. Twin of `core_util.cuh`'s
 /// `dict_values_direct`.
 pub(crate) fn dictionary_values_direct(page: &PageDesc, col: &ColumnDesc) -> bool {
-    let dict = page.encoding == encoding::PLAIN_DICTIONARY || page.encoding == encoding::RLE_DICTIONARY;
     let fixed = matches!(
         page.physical,
         physical::INT32 | physical::INT64 | physical::FLOAT | physical::DOUBLE | physical::FIXED_LEN_BYTE_ARRAY
     );
     let tl = page.type_len;
-    dict && fixed
+    encoding::is_dictionary(page.encoding)
+        && fixed
         && (tl == 4 || tl == 8)
         && col.out_width == tl
         && col.out_values.is_multiple_of(u64::from(tl))
@@ -682,6 +682,12 @@ pub mod encoding {
     /// are decoded into the column's dictionary, in row order from its entry `dict_count`, so row `i`'s
     /// key is `dict_count + i` (`gp_gather_fixed`, INT32 pages only).
     pub(crate) const SEQUENCE_KEYS: u32 = 100;
+
+    /// Whether a page's values are dictionary indices (PLAIN_DICTIONARY, or RLE_DICTIONARY). Twin of
+    /// `core_util.cuh`'s `dictionary_encoding`.
+    pub(crate) fn is_dictionary(e: u32) -> bool {
+        e == PLAIN_DICTIONARY || e == RLE_DICTIONARY
+    }
 }
 
 /// Parquet physical `Type` values.

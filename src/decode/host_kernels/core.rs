@@ -343,7 +343,7 @@ pub(crate) fn levels(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDe
 /// [`ErrorCode::Overrun`] with detail 0 for a missing width byte or boolean length prefix.
 pub(crate) fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[ColumnDesc]) {
     for pg in pages.iter_mut() {
-        let dict = pg.encoding == enc::PLAIN_DICTIONARY || pg.encoding == enc::RLE_DICTIONARY;
+        let dict = enc::is_dictionary(pg.encoding);
         let rle_bool = pg.physical == pt::BOOLEAN && pg.encoding == enc::RLE;
         if pg.error != 0 || !(dict || rle_bool) || pg.num_non_null == 0 {
             continue;
@@ -385,7 +385,7 @@ pub(crate) fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Co
             }
         };
         // The dictionary's values themselves, into the rows, where they go there directly.
-        let direct = dict && dictionary_values_direct(pg, col);
+        let direct = dictionary_values_direct(pg, col);
         let (base, dw) = if direct {
             let tl = u64::from(pg.type_len);
             (col.out_values + u64::from(pg.row_start) * tl, tl)
@@ -397,11 +397,13 @@ pub(crate) fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Co
             set_error(pg, ErrorCode::BadPageSize, pg.num_values);
             continue;
         }
-        let dictionary = if direct {
-            // dict_count entries of dw bytes lie inside dict_len (dictionary_values_direct).
-            bytes_at(arena, pg.dict, u64::from(pg.dict_count) * dw)
-        } else {
-            None
+        // dict_count entries of dw bytes lie inside dict_len (dictionary_values_direct).
+        let dictionary = match direct.then(|| bytes_at(arena, pg.dict, u64::from(pg.dict_count) * dw)) {
+            Some(None) => {
+                set_error(pg, ErrorCode::BadPageSize, pg.num_values);
+                continue;
+            }
+            found => found.flatten(),
         };
         let dict_count = pg.dict_count;
         let (vals, stop) = hybrid_prefix(stream, width, pg.num_non_null, |v| dict && v >= dict_count);
@@ -410,7 +412,7 @@ pub(crate) fn dict_indices(arena: &mut Arena, pages: &mut [PageDesc], cols: &[Co
             Some(Stop::Ended(k)) => set_error(pg, ErrorCode::Overrun, k),
             None => {}
         }
-        let mut ok = !direct || dictionary.is_some();
+        let mut ok = true;
         for (k, &v) in vals.iter().enumerate() {
             let at = base + k as u64 * dw;
             ok &= match &dictionary {
@@ -490,7 +492,7 @@ enum Source {
 }
 
 fn gather_source(physical: u32, encoding: u32) -> Option<Source> {
-    let dict = encoding == enc::PLAIN_DICTIONARY || encoding == enc::RLE_DICTIONARY;
+    let dict = enc::is_dictionary(encoding);
     let plain_or_dict = match encoding {
         enc::PLAIN => Some(Source::Plain),
         _ if dict => Some(Source::Dict),
@@ -670,7 +672,7 @@ pub(crate) fn byte_array_values(arena: &mut Arena, pages: &mut [PageDesc], cols:
         if e == enc::DELTA_LENGTH_BYTE_ARRAY || e == enc::DELTA_BYTE_ARRAY {
             continue;
         }
-        let dict = e == enc::PLAIN_DICTIONARY || e == enc::RLE_DICTIONARY;
+        let dict = enc::is_dictionary(e);
         if e != enc::PLAIN && !dict {
             set_error(pg, ErrorCode::BadEncoding, e);
             continue;

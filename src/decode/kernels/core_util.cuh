@@ -29,6 +29,12 @@ __device__ inline bool rows_ok(const PageDesc& p, const ColumnDesc& c) {
     return p.num_values <= 0x7fffffffu && (u64)p.row_start + (u64)p.num_values <= c.num_rows;
 }
 
+// Whether a page's values are dictionary indices (PLAIN_DICTIONARY, or RLE_DICTIONARY). Twin:
+// layout::encoding::is_dictionary.
+__device__ inline bool dictionary_encoding(u32 enc) {
+    return enc == ENC_PLAIN_DICTIONARY || enc == ENC_RLE_DICTIONARY;
+}
+
 __device__ inline u32 load_u32_le(const u8* p) {
     return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
 }
@@ -62,11 +68,10 @@ __device__ inline void copy_word_value(u8* dst, u64 src, u32 w, u64 lo, u64 hi) 
 // (so an index below dict_count, which gp_dict_indices checks, is a value inside it). Twin:
 // layout::dictionary_values_direct.
 __device__ inline bool dict_values_direct(const PageDesc& p, const ColumnDesc& c) {
-    const bool dict = p.encoding == ENC_PLAIN_DICTIONARY || p.encoding == ENC_RLE_DICTIONARY;
     const u32 pt = p.physical, tl = p.type_len;
     const bool fixed = pt == PT_INT32 || pt == PT_INT64 || pt == PT_FLOAT || pt == PT_DOUBLE ||
                        pt == PT_FIXED_LEN_BYTE_ARRAY;
-    return dict && fixed && (tl == 4 || tl == 8) && c.out_width == tl && (c.out_values & (tl - 1)) == 0 &&
+    return dictionary_encoding(p.encoding) && fixed && (tl == 4 || tl == 8) && c.out_width == tl && (c.out_values & (tl - 1)) == 0 &&
            p.num_non_null == p.num_values && p.dict != 0 && (u64)p.dict_count * tl <= p.dict_len;
 }
 

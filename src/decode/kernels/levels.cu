@@ -187,7 +187,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_indices(PageDesc* page
     PageDesc* pg = &pages[blockIdx.x];
     const PageDesc page = *pg;
     const u32 t = threadIdx.x;
-    const bool dict = page.encoding == ENC_PLAIN_DICTIONARY || page.encoding == ENC_RLE_DICTIONARY;
+    const bool dict = dictionary_encoding(page.encoding);
     const bool rle_bool = page.physical == PT_BOOLEAN && page.encoding == ENC_RLE;
     if (page.error != 0 || !(dict || rle_bool) || page.num_non_null == 0) return;
     const ColumnDesc col = cols[page.column];
@@ -230,7 +230,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_indices(PageDesc* page
     u8* dense = (u8*)col.dense + (u64)page.row_start * dw;
     const bool aligned = ((col.dense | dw) & 3) == 0;
     // Values straight to the rows (dict_values_direct): the index is only an address in the dictionary.
-    const bool direct = dict && dict_values_direct(page, col);
+    const bool direct = dict_values_direct(page, col);
     const u32 tl = page.type_len;
     u8* out = (u8*)col.out_values + (u64)page.row_start * tl;
     u32 err_code = 0, err_at = 0;

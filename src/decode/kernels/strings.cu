@@ -21,9 +21,8 @@ __device__ inline bool dict_views_column(const ColumnDesc& col) {
 // Whether a page of such a column is as the flag promises: dictionary-encoded, its dictionary inside
 // the column's own pages (so every entry's view can point at its bytes there).
 __device__ inline bool dict_in_own_pages(const PageDesc& page, const ColumnDesc& col) {
-    const bool dict = page.encoding == ENC_PLAIN_DICTIONARY || page.encoding == ENC_RLE_DICTIONARY;
     const u64 lo = col.view_pages, n = col.view_pages_len;
-    return dict && page.dict != 0 && page.dict_index != 0 && lo != 0 && page.dict >= lo && page.dict - lo <= n &&
+    return dictionary_encoding(page.encoding) && page.dict != 0 && page.dict_index != 0 && lo != 0 && page.dict >= lo && page.dict - lo <= n &&
            page.dict_len <= n - (page.dict - lo);
 }
 
@@ -346,7 +345,7 @@ extern "C" __global__ void __launch_bounds__(256) gp_byte_array_values(PageDesc*
     if (page.error != 0 || page.physical != PT_BYTE_ARRAY) return;
     const u32 enc = page.encoding;
     if (enc == ENC_DELTA_LENGTH_BYTE_ARRAY || enc == ENC_DELTA_BYTE_ARRAY) return;
-    const bool dict = enc == ENC_PLAIN_DICTIONARY || enc == ENC_RLE_DICTIONARY;
+    const bool dict = dictionary_encoding(enc);
     if (enc != ENC_PLAIN && !dict) {
         if (t == 0) page_error(pg, ERR_BAD_ENCODING, enc);
         return;

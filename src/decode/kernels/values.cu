@@ -12,7 +12,7 @@ constexpr u32 SRC_DENSE = 4;       // dense + (row_start + k) * dense_width (RLE
 constexpr u32 SRC_KEYS = 5;        // the key dict_count + i of row i (ENC_SEQUENCE_KEYS)
 
 __device__ inline u32 gather_source(u32 physical, u32 enc) {
-    const bool dict = enc == ENC_PLAIN_DICTIONARY || enc == ENC_RLE_DICTIONARY;
+    const bool dict = dictionary_encoding(enc);
     switch (physical) {
         case PT_BOOLEAN:
             return enc == ENC_PLAIN ? SRC_PLAIN_BOOL : enc == ENC_RLE ? SRC_DENSE : SRC_BAD;

@@ -67,7 +67,7 @@ pub(super) fn run_kernels<E: Executor>(
     let pages_addr = if pages.is_empty() { 0 } else { exec.upload(pages)? };
     let cols_addr = if cols.is_empty() { 0 } else { exec.upload(cols)? };
     let has = |f: &dyn Fn(&PageDesc) -> bool| pages.iter().any(f);
-    let is_dict = |p: &PageDesc| p.encoding == encoding::PLAIN_DICTIONARY || p.encoding == encoding::RLE_DICTIONARY;
+    let is_dict = |p: &PageDesc| encoding::is_dictionary(p.encoding);
     let is_ba = |p: &PageDesc| p.physical == physical::BYTE_ARRAY;
     let largest_strings = PageShape::of(pages.iter().filter(|p| is_ba(p)));
     let run = |exec: &mut E, kind: PageKernel| {
