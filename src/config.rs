@@ -425,6 +425,8 @@ pub struct Tuning {
     pub trace: bool,
     /// `GPU_PARQUET_SNAPPY`: which GPU decoders take Snappy bodies.
     pub snappy: SnappyDecoders,
+    /// `GPU_PARQUET_ZSTD`: which GPU decoder takes Zstd bodies.
+    pub zstd: ZstdDecoders,
     /// `GPU_PARQUET_STEPS_IN_FLIGHT`: the most steps a GPU decode holds in device memory at once
     /// (`None`: 5), which bounds the steps decoded at once (one fewer): a read's peak against its
     /// decoders' overlap.
@@ -432,7 +434,8 @@ pub struct Tuning {
 }
 
 impl Tuning {
-    /// Reads `GPU_PARQUET_TRACE_FETCH` and `GPU_PARQUET_SNAPPY` through `var`.
+    /// Reads `GPU_PARQUET_TRACE_FETCH`, `GPU_PARQUET_SNAPPY`, `GPU_PARQUET_ZSTD` and
+    /// `GPU_PARQUET_STEPS_IN_FLIGHT` through `var`.
     fn from_lookup(var: &impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut t = Tuning::default();
         let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
@@ -445,6 +448,12 @@ impl Tuning {
         if let Some(v) = set(SNAPPY_VAR) {
             t.snappy = v.parse().map_err(|message| Error::Config {
                 setting: format!("{SNAPPY_VAR}={v}"),
+                message,
+            })?;
+        }
+        if let Some(v) = set(ZSTD_VAR) {
+            t.zstd = v.parse().map_err(|message| Error::Config {
+                setting: format!("{ZSTD_VAR}={v}"),
                 message,
             })?;
         }
@@ -468,6 +477,9 @@ impl Tuning {
         if self.snappy != SnappyDecoders::default() {
             out.push(format!("{SNAPPY_VAR}={}", self.snappy));
         }
+        if self.zstd != ZstdDecoders::default() {
+            out.push(format!("{ZSTD_VAR}={}", self.zstd));
+        }
         if let Some(n) = self.steps_in_flight {
             out.push(format!("{STEPS_IN_FLIGHT_VAR}={n}"));
         }
@@ -477,6 +489,7 @@ impl Tuning {
 
 const TRACE_VAR: &str = "GPU_PARQUET_TRACE_FETCH";
 const SNAPPY_VAR: &str = "GPU_PARQUET_SNAPPY";
+const ZSTD_VAR: &str = "GPU_PARQUET_ZSTD";
 const STEPS_IN_FLIGHT_VAR: &str = "GPU_PARQUET_STEPS_IN_FLIGHT";
 
 /// Which GPU decoders take Snappy bodies (`GPU_PARQUET_SNAPPY`). nvCOMP against our own kernels is a
@@ -549,6 +562,51 @@ impl serde::Serialize for SnappyDecoders {
     }
 }
 
+/// Which GPU decoder takes Zstd bodies (`GPU_PARQUET_ZSTD`): the decoder's own kernel
+/// (`kernels/zstd.cu`; bodies it leaves, a frame with a dictionary or a checksum, to nvCOMP after the
+/// pre-check), or nvCOMP after the pre-check for every body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZstdDecoders {
+    /// `gp_unzstd`.
+    #[default]
+    Own,
+    /// `nvcomp` (`gp_unzstd` where nvCOMP did not load).
+    Nvcomp,
+}
+
+impl ZstdDecoders {
+    /// Whether Zstd bodies go to `gp_unzstd` first.
+    pub(crate) fn own_kernel(self, nvcomp_loaded: bool) -> bool {
+        self == ZstdDecoders::Own || !nvcomp_loaded
+    }
+}
+
+impl FromStr for ZstdDecoders {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim() {
+            "gp_unzstd" => Ok(ZstdDecoders::Own),
+            "nvcomp" => Ok(ZstdDecoders::Nvcomp),
+            _ => Err("expected gp_unzstd or nvcomp".into()),
+        }
+    }
+}
+
+impl std::fmt::Display for ZstdDecoders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ZstdDecoders::Own => "gp_unzstd",
+            ZstdDecoders::Nvcomp => "nvcomp",
+        })
+    }
+}
+
+impl serde::Serialize for ZstdDecoders {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// Which Snappy bodies the wide decoder (`kernels/snappy_wide.cu`) takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WideSnappy {
@@ -616,6 +674,7 @@ impl Settings {
             nvcomp: self.nvcomp_search(),
             trust_compressed: self.trust_compressed,
             snappy: self.tuning.snappy,
+            zstd: self.tuning.zstd,
         }
     }
 
@@ -875,6 +934,7 @@ mod tests {
             vars(&[
                 ("GPU_PARQUET_TRACE_FETCH", "1"),
                 ("GPU_PARQUET_SNAPPY", "nvcomp"),
+                ("GPU_PARQUET_ZSTD", "nvcomp"),
                 ("GPU_PARQUET_STEPS_IN_FLIGHT", "7"),
             ]),
             &[],
@@ -889,15 +949,21 @@ mod tests {
             [
                 "GPU_PARQUET_TRACE_FETCH=1",
                 "GPU_PARQUET_SNAPPY=nvcomp",
+                "GPU_PARQUET_ZSTD=nvcomp",
                 "GPU_PARQUET_STEPS_IN_FLIGHT=7",
             ]
         );
+        assert_eq!(s.decoder_options().zstd, ZstdDecoders::Nvcomp);
+        for name in ["gp_unzstd", "nvcomp"] {
+            assert_eq!(name.parse::<ZstdDecoders>().unwrap().to_string(), name);
+        }
         for name in ["auto", "gp_unsnap", "nvcomp", "gp_wsnap"] {
             assert_eq!(name.parse::<SnappyDecoders>().unwrap().to_string(), name);
         }
         for (k, v) in [
             ("GPU_PARQUET_TRACE_FETCH", "yes please"),
             ("GPU_PARQUET_SNAPPY", "gp_fast"),
+            ("GPU_PARQUET_ZSTD", "gp_fastest"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "1"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "many"),
         ] {
@@ -946,4 +1012,6 @@ pub struct DecoderOptions {
     pub trust_compressed: bool,
     /// Which GPU decoders take Snappy bodies ([`Tuning::snappy`]).
     pub snappy: SnappyDecoders,
+    /// Which GPU decoder takes Zstd bodies ([`Tuning::zstd`]).
+    pub zstd: ZstdDecoders,
 }

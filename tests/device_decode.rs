@@ -218,6 +218,38 @@ fn snappy_decoder_equals_the_reference_on_the_device() {
     assert!(passed > 50, "{passed} passed");
 }
 
+/// `gp_unzstd` takes every body libzstd wrote without a checksum (pages of several blocks among them),
+/// and where it takes any body (cut, flipped, declaring another size) its output is exactly libzstd's;
+/// each body and output in an allocation of its own, as for `gp_unsnap`.
+#[test]
+fn zstd_decoder_equals_libzstd_on_the_device() {
+    use gpu_parquet::decode::host_kernels::unsnap::assert_output_equals;
+    use gpu_parquet::decode::host_kernels::unzstd::{kernel_cases, must_take, unzstd_one};
+    use gpu_parquet::decode::layout::UnsnapItem;
+    let cases = kernel_cases(1 << 20);
+    // A warp per body.
+    let plan = |items: &mut [UnsnapItem]| (items.len() as u32, 32);
+    let Some(results) = run_body_decoder("gp_unzstd", plan, &cases) else {
+        return;
+    };
+    let mut taken = 0;
+    for (i, ((status, out), (want, body))) in results.into_iter().zip(&cases).enumerate() {
+        if i < must_take() {
+            assert_eq!(status, 0, "case {i}: {} bytes declaring {want}", body.len());
+        }
+        if status == 0 {
+            taken += 1;
+            let bytes = unzstd_one(body, *want).unwrap_or_else(|| panic!("case {i}: taken, but libzstd refuses it"));
+            assert_output_equals(i, *want, &bytes, &out);
+        }
+    }
+    assert!(
+        taken >= must_take() && taken < cases.len(),
+        "{taken} of {} taken",
+        cases.len()
+    );
+}
+
 /// `gp_snappy_literals` gives the host reference's status on stored streams (a 1 MiB one among them,
 /// and literals of every length encoding), streams with matches or too many literals, and cut and
 /// flipped ones; where it takes a body, exactly its literals' bytes, and where it refuses one, no byte
@@ -266,8 +298,44 @@ fn body_decoder_equals_the_reference(
     refused_untouched: bool,
 ) -> usize {
     use gpu_parquet::decode::host_kernels::unsnap::assert_output_equals;
+    let Some(results) = run_body_decoder(kernel, plan, cases) else {
+        return usize::MAX;
+    };
+    let mut passed = 0;
+    for (i, ((status, out), (want, body))) in results.into_iter().zip(cases).enumerate() {
+        let (expected, bytes) = reference(body, *want);
+        assert_eq!(
+            status,
+            expected,
+            "{kernel}, case {i}: {} bytes declaring {want}",
+            body.len()
+        );
+        match bytes {
+            Some(bytes) => {
+                passed += 1;
+                assert_output_equals(i, *want, &bytes, &out);
+            }
+            None if refused_untouched => {
+                assert!(
+                    out.iter().all(|&b| b == 0),
+                    "{kernel}, case {i}: bytes written to a refused body"
+                );
+            }
+            None => {}
+        }
+    }
+    passed
+}
+
+/// Runs `kernel` (over `UnsnapItem`s, on the grid and block `plan` gives, having laid out the items) on
+/// `cases`: each body's status and output (zeros where nothing was written); `None` without a GPU.
+fn run_body_decoder(
+    kernel: &str,
+    plan: impl Fn(&mut [gpu_parquet::decode::layout::UnsnapItem]) -> (u32, u32),
+    cases: &[(u64, Vec<u8>)],
+) -> Option<Vec<(u32, Vec<u8>)>> {
     use gpu_parquet::decode::layout::UnsnapItem;
-    let Some(ctx) = gpu() else { return usize::MAX };
+    let ctx = gpu()?;
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "body_check", None).expect("kernels");
     let f = m.function(kernel).expect("kernel");
     let stream = Stream::new(&ctx).expect("stream");
@@ -295,32 +363,13 @@ fn body_decoder_equals_the_reference(
     // bytes at its `dst`: allocations of that many bytes (at least 1) in `bodies` and `outs`, alive until
     // the end of this function; it writes the items' statuses. `plan`: the kernel's geometry.
     let back: Vec<UnsnapItem> = unsafe { run_on_grid(&stream, &f, &items, grid, threads) };
-    let mut passed = 0;
-    for (i, (got, (want, body))) in back.iter().zip(cases).enumerate() {
-        let (status, bytes) = reference(body, *want);
-        assert_eq!(
-            got.status,
-            status,
-            "{kernel}, case {i}: {} bytes declaring {want}",
-            body.len()
-        );
-        let out = outs[i].copy_to_host().expect("copy");
-        match bytes {
-            Some(bytes) => {
-                passed += 1;
-                assert_output_equals(i, *want, &bytes, &out);
-            }
-            None if refused_untouched => {
-                assert!(
-                    out.iter().all(|&b| b == 0),
-                    "{kernel}, case {i}: bytes written to a refused body"
-                );
-            }
-            None => {}
-        }
-    }
+    let results = back
+        .iter()
+        .zip(&outs)
+        .map(|(got, out)| (got.status, out.copy_to_host().expect("copy")))
+        .collect();
     drop((bodies, outs));
-    passed
+    Some(results)
 }
 
 /// The wide Snappy decoder (`kernels/snappy_wide.cu`, launched as `layout::wsnap` says) gives the host

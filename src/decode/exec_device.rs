@@ -10,7 +10,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use parquet::basic::Compression;
 use rayon::prelude::*;
 
-use crate::config::SnappyDecoders;
+use crate::config::{SnappyDecoders, ZstdDecoders};
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
 use crate::decode::layout::{
     UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, snappy_literals, validate_codec, validate_status, wsnap,
@@ -78,6 +78,7 @@ pub(crate) struct DeviceExecutor<'a> {
     staging: Option<(MappedStaging, StagingPool)>,
     /// Which GPU decoders take Snappy bodies.
     snappy: SnappyDecoders,
+    zstd: ZstdDecoders,
     /// The count of steps its decoder is decoding at once, and this step's values (rows times leaf
     /// columns), for the Snappy route; `None`: routed as a step alone.
     side_by_side: Option<(&'a AtomicUsize, u64)>,
@@ -106,9 +107,16 @@ impl<'a> DeviceExecutor<'a> {
             precheck: true,
             staging: None,
             snappy: SnappyDecoders::default(),
+            zstd: ZstdDecoders::default(),
             side_by_side: None,
             nvcomp_scratch: 0,
         }
+    }
+
+    /// Which GPU decoder takes Zstd bodies (default [`ZstdDecoders::Own`]).
+    pub(crate) fn with_zstd(mut self, zstd: ZstdDecoders) -> Self {
+        self.zstd = zstd;
+        self
     }
 
     /// Which GPU decoders take Snappy bodies (default [`SnappyDecoders::Auto`]).
@@ -549,6 +557,17 @@ impl DeviceExecutor<'_> {
         self.run_body_kernel("gp_unsnap", (v.len() as u32, 128), &v, todo, |b| b.status)
     }
 
+    /// Runs `gp_unzstd` over `items[todo]` (Zstd bodies, each under 2 GiB): the indices that failed,
+    /// with their statuses.
+    fn unzstd(&mut self, items: &[Decompress], todo: &[usize]) -> Result<Vec<(usize, u32)>> {
+        if todo.is_empty() {
+            return Ok(Vec::new());
+        }
+        let v = unsnap_items(items, todo);
+        // One warp per body (the kernel traps on another size).
+        self.run_body_kernel("gp_unzstd", (v.len() as u32, 32), &v, todo, |b| b.status)
+    }
+
     /// Starts the wide Snappy decoder (`kernels/snappy_wide.cu`) over `items[todo]` (bodies and
     /// outputs under 2 GiB) on a stream of its own, so that it runs beside the pre-check and nvCOMP on
     /// the step's other bodies; [`Self::wide_unsnap_join`] ends it. (H200, snappy benchmark file,
@@ -714,16 +733,26 @@ impl DeviceExecutor<'_> {
         for &(_, st) in failed {
             *by.entry(validate_status::describe(st)).or_default() += 1;
         }
+        // `gp_unzstd`'s reference is libzstd itself; the other decoders', the pre-check's walk.
+        let by_libzstd = matches!(codec, Compression::ZSTD(_)) && what.contains("Zstd");
         let id = validate_codec_of(codec).unwrap_or(0);
         let mut reference_passes = 0;
         for &(i, _) in failed.iter().take(16) {
             let body = self.read::<u8>(items[i].src, items[i].src_len)?;
-            if crate::decode::host_kernels::validate::validate_one(id, &body, items[i].dst_len as u64) == 0 {
-                reference_passes += 1;
-            }
+            let want = items[i].dst_len as u64;
+            reference_passes += usize::from(if by_libzstd {
+                crate::decode::host_kernels::unzstd::unzstd_one(&body, want).is_some()
+            } else {
+                crate::decode::host_kernels::validate::validate_one(id, &body, want) == 0
+            });
         }
+        let reference = if by_libzstd {
+            "libzstd takes"
+        } else {
+            "the host check passes"
+        };
         Ok(format!(
-            "{} page(s) {what} ({by:?}; the host check passes {reference_passes} of the first {})",
+            "{} page(s) {what} ({by:?}; {reference} {reference_passes} of the first {})",
             failed.len(),
             failed.len().min(16)
         ))
@@ -1335,6 +1364,34 @@ impl Executor for DeviceExecutor<'_> {
         };
         let mut literals = self.literals_launch(items, &literal_todo)?;
         let mut copied: Vec<usize> = Vec::new();
+        // Zstd bodies go to `gp_unzstd` first (safe on any input: no pre-check); those it leaves for a
+        // feature it lacks (a dictionary, a checksum) go on to nvCOMP, those it refuses to the host.
+        let own_zstd = matches!(codec, Compression::ZSTD(_)) && self.zstd.own_kernel(self.nvcomp.is_ok());
+        let mut to_host = vec![false; items.len()];
+        let mut nvcomp_ran = false;
+        if own_zstd {
+            let mut todo: Vec<usize> = open.iter().copied().filter(|&i| offsets_fit_u31(&items[i])).collect();
+            longest_first(&mut todo, items);
+            if todo.len() < open.len() {
+                host_why.push("pages of 2 GiB or more".into());
+            }
+            let failed = self.unzstd(items, &todo)?;
+            mark("gp_unzstd");
+            for i in passing(&todo, &failed) {
+                results[i] = Some(Ok(items[i].dst_len));
+            }
+            let refused: Vec<(usize, u32)> = failed
+                .iter()
+                .copied()
+                .filter(|&(_, st)| st != validate_status::ZSTD_UNSUPPORTED || gpu.is_err())
+                .collect();
+            if !refused.is_empty() {
+                for &(i, _) in &refused {
+                    to_host[i] = true;
+                }
+                host_why.push(self.describe_failures(codec, items, &refused, "the GPU Zstd decoder refused")?);
+            }
+        }
         if own_snappy {
             copied = self.literals_copied(&mut literals, &literal_todo, items, &mut results)?;
             let left: Vec<usize> = open.iter().copied().filter(|&i| results[i].is_none()).collect();
@@ -1354,7 +1411,7 @@ impl Executor for DeviceExecutor<'_> {
             let mut todo: Vec<usize> = open
                 .iter()
                 .copied()
-                .filter(|&i| items[i].dst_len as u64 <= c.max_chunk_len())
+                .filter(|&i| results[i].is_none() && !to_host[i] && items[i].dst_len as u64 <= c.max_chunk_len())
                 .collect();
             longest_first(&mut todo, items);
             // Every body is checked on the GPU before nvCOMP sees it; one that fails goes to the host
@@ -1377,7 +1434,7 @@ impl Executor for DeviceExecutor<'_> {
             todo.retain(|&i| results[i].is_none());
             if open
                 .iter()
-                .any(|&i| results[i].is_none() && items[i].dst_len as u64 > c.max_chunk_len())
+                .any(|&i| results[i].is_none() && !to_host[i] && items[i].dst_len as u64 > c.max_chunk_len())
             {
                 host_why.push(format!("pages over nvCOMP's {c} limit"));
             }
@@ -1386,6 +1443,7 @@ impl Executor for DeviceExecutor<'_> {
                 todo = passing(&todo, &failed);
             }
             if !todo.is_empty() {
+                nvcomp_ran = true;
                 let outcomes = self.nvcomp_batch(nv, *c, items, &todo)?;
                 mark("nvCOMP");
                 let mut rejected = 0;
@@ -1432,7 +1490,12 @@ impl Executor for DeviceExecutor<'_> {
             by.push("gp_wsnap");
         }
         // (`copied` is a part of `open`.)
-        if by.is_empty() || open.len() > copied.len() {
+        if own_zstd {
+            by.push("gp_unzstd");
+            if nvcomp_ran {
+                by.push("nvCOMP");
+            }
+        } else if by.is_empty() || open.len() > copied.len() {
             by.push(if own_snappy { "gp_unsnap" } else { "nvCOMP" });
         }
         let mut on = DecompressedOn::Gpu(by.join(" + "));
@@ -1462,7 +1525,7 @@ impl Executor for DeviceExecutor<'_> {
         let host: Vec<usize> = (0..items.len()).filter(|&i| results[i].is_none()).collect();
         if !host.is_empty() {
             on = DecompressedOn::Host(match &gpu {
-                Err(why) if !own_snappy => why.clone(),
+                Err(why) if !own_snappy && !own_zstd => why.clone(),
                 _ => host_why.join("; "),
             });
             let mut inputs = Vec::with_capacity(host.len());

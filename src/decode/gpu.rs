@@ -11,7 +11,7 @@ use arrow::datatypes::SchemaRef;
 use bytes::Bytes;
 use serde::Serialize;
 
-use crate::config::SnappyDecoders;
+use crate::config::{SnappyDecoders, ZstdDecoders};
 use crate::decode::exec::HostExecutor;
 use crate::decode::exec_device::{DeviceExecutor, StagingPool, StepChunks};
 use crate::decode::host_headers::HostHeaders;
@@ -59,6 +59,7 @@ pub struct GpuDecoder {
     trust_compressed: bool,
     /// Which GPU decoders take Snappy bodies.
     snappy: SnappyDecoders,
+    zstd: ZstdDecoders,
     /// Mapped host memory the steps' executors move their small transfers through, reused.
     staging: StagingPool,
     /// Pages per chunk byte seen so far, per leaf column (one header pass where they hold).
@@ -117,6 +118,7 @@ impl GpuDecoder {
             setup,
             trust_compressed: options.trust_compressed,
             snappy: options.snappy,
+            zstd: options.zstd,
             staging: StagingPool::default(),
             page_hints: PageHints::default(),
             decoding: AtomicUsize::new(0),
@@ -200,6 +202,7 @@ impl GpuDecoder {
         let mut exec = DeviceExecutor::new(stream, self.kernels.clone(), self.nvcomp.clone(), chunks)
             .with_precheck(!self.trust_compressed)
             .with_snappy(self.snappy)
+            .with_zstd(self.zstd)
             .with_side_by_side(&self.decoding, values)
             .with_staging(&self.staging);
         let (batch, stats) = decode_step(

@@ -539,6 +539,11 @@ pub(crate) mod validate_status {
     /// `gp_snappy_literals` only: the body holds a match, or more literals than it takes
     /// ([`super::snappy_literals::MAX`]); the other Snappy decoders take it.
     pub(crate) const NOT_LITERALS: u32 = 8;
+    /// `gp_unzstd` only: a frame with a dictionary or a content checksum; nvCOMP or the host takes it.
+    pub(crate) const ZSTD_UNSUPPORTED: u32 = 9;
+    /// `gp_unzstd` only: an entropy table, bitstream, sequence or block that libzstd would refuse (or
+    /// that the kernel checks more strictly); the host decompressor takes the page.
+    pub(crate) const ZSTD_CORRUPT: u32 = 10;
 
     /// What a status means.
     pub(crate) fn describe(status: u32) -> &'static str {
@@ -548,9 +553,11 @@ pub(crate) mod validate_status {
             BAD_OFFSET => "a match points before the start of the output",
             WRONG_SIZE => "the stream's size differs from the page header's uncompressed size",
             BAD_HEADER => "not a valid header for this codec",
-            TOO_LARGE => "2 GiB or more, beyond the GPU Snappy decoder's sizes",
+            TOO_LARGE => "2 GiB or more, beyond the GPU Snappy and Zstd decoders' sizes",
             UNRESOLVED => "match bytes left unresolved by the wide GPU Snappy decoder",
             NOT_LITERALS => "not a body of literals only",
+            ZSTD_UNSUPPORTED => "a Zstd frame with a dictionary or a checksum",
+            ZSTD_CORRUPT => "an invalid Zstd table, bitstream or block",
             _ => "unknown validation status",
         }
     }

@@ -19,6 +19,7 @@ pub mod row_filter;
 #[cfg(test)]
 pub(crate) mod test_pages;
 pub mod unsnap;
+pub mod unzstd;
 pub mod validate;
 
 /// A xorshift64 generator from `seed` (not 0): the reproducible bytes of the kernels' test bodies.

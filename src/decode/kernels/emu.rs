@@ -21,7 +21,7 @@ use crate::decode::layout::{ColumnDesc, DictDesc, PageDesc, physical as pt};
 
 /// The files of [`super::SOURCES`] the emulation compiles: the core kernels and what they need (other
 /// kernel files may use CUDA features the emulation does not provide).
-const EMULATED: [&str; 10] = [
+const EMULATED: [&str; 11] = [
     "common.cuh",
     "core_util.cuh",
     "levels.cu",
@@ -31,6 +31,7 @@ const EMULATED: [&str; 10] = [
     "validate.cu",
     "snappy.cu",
     "snappy_wide.cu",
+    "zstd.cu",
     "row_filter.cu",
 ];
 
@@ -399,6 +400,11 @@ pub(crate) fn run_unsnap_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>
 /// `snappy_literals::plan`'s blocks of `snappy_literals::THREADS` threads).
 pub(crate) fn run_literals_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
     run_body_decoder_emulated("literals", items)
+}
+
+/// `gp_unzstd` run in the emulation as [`run_unsnap_emulated`] runs `gp_unsnap` (a warp per body).
+pub(crate) fn run_unzstd_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
+    run_body_decoder_emulated("unzstd", items)
 }
 
 fn run_body_decoder_emulated(mode: &str, items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {

@@ -79,6 +79,7 @@ pub(crate) const SOURCES: &[(&str, &str)] = &[
     ("validate.cu", include_str!("validate.cu")),
     ("snappy.cu", include_str!("snappy.cu")),
     ("snappy_wide.cu", include_str!("snappy_wide.cu")),
+    ("zstd.cu", include_str!("zstd.cu")),
     ("transfer.cu", include_str!("transfer.cu")),
     ("row_filter.cu", include_str!("row_filter.cu")),
 ];

@@ -1,7 +1,7 @@
 // Runs the core decode pipeline on the CPU emulation (cuda_emu.h) over a step dumped by the
 // `kernels::emu` tests, exactly as an orchestrator would launch it, and dumps the result back.
 //
-// Usage: driver IN OUT, driver validate IN OUT, driver unsnap IN OUT, or driver literals IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
+// Usage: driver IN OUT, driver validate IN OUT, driver unsnap IN OUT, driver literals IN OUT, or driver unzstd IN OUT. The kernel program (kernels.cu: the core files of SOURCES) is included below.
 // Formats (little endian), addresses being the Rust arena's fake ones:
 //   IN:  "GPEMU1" u32 nregions {u64 addr, u64 len, bytes} u32 npages PageDesc[] u32 ncols ColumnDesc[]
 //        u32 ndicts DictDesc[] (str_src buffers hold addresses too, and are translated like descriptors)
@@ -16,6 +16,7 @@
 //   unsnap OUT:   per item u32 status, then the output buffer (declared size; 0xab where not
 //                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
 //   literals IN, OUT: as unsnap's, for gp_snappy_literals (blocks as snappy_literals::plan gives them)
+//   unzstd IN, OUT: as unsnap's, for gp_unzstd (Zstd bodies, a warp each)
 //   wsnap IN:     "GPWS02" u32 n, u32 seg_blocks, u32 byte_blocks, u32 rounds, u32 resolve (1:
 //                 gp_wsnap_resolve, 0: the jump rounds and the gather), then per item {u64
 //                 declared size, u32 seg_block0, u32 byte_block0, u64 table, segs, ptr, kind (scratch
@@ -228,7 +229,7 @@ int validate_main(const char* in_path, const char* out_path) {
 // gp_unsnap (or, `literals`, gp_snappy_literals) over items read from `in_path`: each body at the end
 // of an allocation, each output an allocation of exactly its declared size (so ASan sees a read or
 // write past either).
-int unsnap_main(const char* in_path, const char* out_path, bool literals) {
+int unsnap_main(const char* in_path, const char* out_path, bool literals, bool zstd = false) {
     uint32_t n = 0;
     FILE* in = open_items(in_path, "GPUNS1", &n);
     if (!in) return 2;
@@ -254,6 +255,8 @@ int unsnap_main(const char* in_path, const char* out_path, bool literals) {
             blocks += snappy_literals_blocks(it.dst_len);
         }
         emu::launch(gp_snappy_literals, (u32)blocks, SNAPPY_LITERALS_THREADS, items.data(), n);
+    } else if (n && zstd) {
+        emu::launch(gp_unzstd, n, UNZSTD_THREADS, items.data(), n);
     } else if (n) {
         emu::launch(gp_unsnap, n, UNSNAP_THREADS, items.data(), n);
     }
@@ -552,6 +555,7 @@ int main(int argc, char** argv) {
     if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "unsnap") return unsnap_main(argv[2], argv[3], false);
     if (argc == 4 && std::string(argv[1]) == "literals") return unsnap_main(argv[2], argv[3], true);
+    if (argc == 4 && std::string(argv[1]) == "unzstd") return unsnap_main(argv[2], argv[3], false, true);
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;

@@ -1,0 +1,983 @@
+// Zstandard decompression of page bodies (RFC 8878), safe on any input, so that Zstd pages need no
+// nvCOMP. nvCOMP's Zstd decoder spends some 38 ms on a launch of 1 MB pages whatever their number
+// (runs AH, AJ and AN: a step's pages wait for the slowest), longer than the rest of the step's decode.
+//
+// One warp per body (grid n, block UNZSTD_THREADS), its state in shared memory. A body is one or more
+// frames (skippable frames skipped); each frame's blocks are decoded in order:
+//   - raw and RLE blocks are copied or filled by the warp;
+//   - a compressed block's literals are decoded first, into the tail of the body's output buffer (the
+//     bytes its later blocks will overwrite): Huffman streams a lane each, RLE literals filled by the
+//     warp; raw literals are read where they are, in the input. Writing the block's output from the
+//     front never reaches a literal not yet read: every sequence is checked to leave room for the
+//     literals after it (its end plus the literals left at most the declared size);
+//   - its sequences are decoded by lane 0 (three FSE states over one backward bitstream, as libzstd's
+//     ZSTD_decodeSequence), 32 at a time into shared memory, and each batch is then written by the
+//     whole warp: when its output fits the stage (ZSTD_STAGE bytes), a lane per output byte puts each
+//     literal and each match byte whose source lies before the batch into the stage, then the
+//     matches whose source lies in the batch take their bytes in order, each match by the whole warp
+//     (a match byte k copies byte start - offset + k mod offset: always before the match, so the bytes
+//     of one match never wait for each other); a larger batch is written a sequence at a time.
+// Every length, offset and table is checked before it is used: reads stay in [src, src + src_len),
+// writes in [dst, dst + dst_len), table indices in their tables, whatever the bytes.
+//
+// status: 0 when the body decodes to exactly dst_len bytes, and then the output equals libzstd's
+// (ZSTD_decompressDCtx; its checks are kept or made stricter, never looser); otherwise a VALIDATE_*
+// code or ZSTD_UNSUPPORTED (a dictionary, a content checksum: the other decoders take the body) or
+// ZSTD_CORRUPT (a table or bitstream libzstd would refuse, or this decoder does). A failed body's output
+// is left partly written. Reference: libzstd through the `zstd` crate (host_kernels/unzstd.rs).
+
+#define UNZSTD_THREADS 32u
+#define ZSTD_UNSUPPORTED 9u
+#define ZSTD_CORRUPT 10u
+#define ZSTD_BLOCK_MAX 131072u
+// The bytes of a batch of sequences written through the stage.
+#define ZSTD_STAGE 2048u
+#define ZSTD_HUF_LOG_MAX 11u
+#define ZSTD_LL_LOG 9u
+#define ZSTD_ML_LOG 9u
+#define ZSTD_OF_LOG 8u
+
+// A decoding table's state: the symbol's baseline value and extra bits (sequences), and how the next
+// state is read.
+struct ZFse {
+    u32 base;
+    u16 next;
+    u8 extra;
+    u8 bits;
+};
+
+struct ZstdShared {
+    u16 huf[1u << ZSTD_HUF_LOG_MAX];  // symbol | bits << 8, indexed by the next huf_log bits
+    ZFse ll[1u << ZSTD_LL_LOG], ml[1u << ZSTD_ML_LOG], of[1u << ZSTD_OF_LOG];
+    ZFse wt[64];  // the Huffman weights' table (accuracy log 6 at most)
+    short norm[64];
+    u16 next_state[64];
+    u8 weights[256];
+    u16 sym_start[256];
+    u32 seq_ll[32], seq_ml[32], seq_off[32];
+    u32 start[33];
+    u32 lit_at[32];
+    u8 stage[ZSTD_STAGE];
+    // Values lane 0 hands the warp.
+    u32 status;
+    u32 a, b, c, d;
+    u64 x, y;
+};
+
+// ---- a backward bitstream (libzstd's BIT_DStream_t): bits read from the end, after the sentinel ----
+struct ZBits {
+    const u8* s;  // the stream's first byte
+    u64 c;        // bytes [ptr, ptr + 8) as a little-endian word (zero above a stream under 8 bytes)
+    u32 ptr;
+    u32 used;  // bits consumed from the top of c
+};
+
+#define ZB_UNFINISHED 0u
+#define ZB_END_OF_BUFFER 1u
+#define ZB_COMPLETED 2u
+#define ZB_OVERFLOW 3u
+
+__device__ inline u64 zb_load8(const u8* s) {
+    u64 v = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) v |= (u64)s[i] << (8 * i);
+    return v;
+}
+
+// False for an empty stream or one whose last byte holds no sentinel.
+__device__ inline bool zb_init(ZBits& b, const u8* s, u32 len) {
+    b.s = s;
+    if (len == 0 || s[len - 1] == 0) return false;
+    const u32 high = 31 - __clz((int)s[len - 1]);
+    if (len >= 8) {
+        b.ptr = len - 8;
+        b.c = zb_load8(s + b.ptr);
+        b.used = 8 - high;
+    } else {
+        b.ptr = 0;
+        b.c = 0;
+        for (u32 i = 0; i < len; i++) b.c |= (u64)s[i] << (8 * i);
+        b.used = 8 - high + (8 - len) * 8;
+    }
+    return true;
+}
+
+__device__ inline u32 zb_reload(ZBits& b) {
+    if (b.used > 64) return ZB_OVERFLOW;
+    if (b.ptr >= 8) {
+        b.ptr -= b.used >> 3;
+        b.used &= 7;
+        b.c = zb_load8(b.s + b.ptr);
+        return ZB_UNFINISHED;
+    }
+    if (b.ptr == 0) return b.used < 64 ? ZB_END_OF_BUFFER : ZB_COMPLETED;
+    u32 nb = b.used >> 3;
+    u32 r = ZB_UNFINISHED;
+    if (nb > b.ptr) {
+        nb = b.ptr;
+        r = ZB_END_OF_BUFFER;
+    }
+    b.ptr -= nb;
+    b.used -= nb * 8;
+    b.c = zb_load8(b.s + b.ptr);
+    return r;
+}
+
+// Makes n more bits readable where the stream has them (reads past its start give zeros, and the
+// overflow shows in zb_end or zb_reload).
+__device__ inline void zb_need(ZBits& b, u32 n) {
+    if (b.used + n > 64 && b.ptr > 0) zb_reload(b);
+}
+
+__device__ inline u32 zb_peek(const ZBits& b, u32 n) {
+    if (n == 0 || b.used >= 64) return 0;
+    return (u32)((b.c << b.used) >> (64 - n));
+}
+
+__device__ inline u32 zb_read(ZBits& b, u32 n) {
+    const u32 v = zb_peek(b, n);
+    b.used += n;
+    return v;
+}
+
+// Every bit read, none past the start.
+__device__ inline bool zb_end(ZBits& b) {
+    zb_reload(b);
+    return b.ptr == 0 && b.used == 64;
+}
+
+// ---- FSE tables (libzstd's FSE_readNCount and ZSTD_buildFSETable) ----
+
+// Reads a table description at s[0, len) into sh.norm (max_sym + 1 entries at most): its byte length,
+// or 0 when invalid; *log gets the accuracy log, *nsym the symbols described. Lane 0.
+__device__ inline u32 zstd_read_ncount(ZstdShared& sh, const u8* s, u32 len, u32 max_sym, u32 max_log,
+                                       u32* log, u32* nsym) {
+    u32 bitpos = 0;
+    // Bits [bitpos, bitpos + n) (n <= 16) of the header, zeros past its end.
+    auto bits = [&](u32 n) -> u32 {
+        u32 v = 0;
+        const u32 first = bitpos >> 3;
+        for (u32 i = 0; i < 4; i++) {
+            const u32 at = first + i;
+            if (at < len) v |= (u32)s[at] << (8 * i);
+        }
+        return (v >> (bitpos & 7)) & ((1u << n) - 1);
+    };
+    for (u32 i = 0; i < 64; i++) sh.norm[i] = 0;
+    const u32 al = bits(4) + 5;
+    bitpos = 4;
+    if (al > max_log) return 0;
+    i32 remaining = (1 << al) + 1;
+    i32 threshold = 1 << al;
+    u32 nbits = al + 1;
+    u32 sym = 0;
+    bool prev0 = false;
+    while (remaining > 1 && sym <= max_sym) {
+        if (prev0) {
+            u32 n0 = sym;
+            for (;;) {
+                const u32 r = bits(2);
+                bitpos += 2;
+                n0 += r;
+                if (r != 3) break;
+                if (n0 > max_sym + 1) return 0;
+            }
+            if (n0 > max_sym + 1) return 0;
+            sym = n0;  // the symbols skipped keep 0
+            if (sym > max_sym) break;
+        }
+        const i32 max = (2 * threshold - 1) - remaining;
+        i32 count;
+        const u32 low = bits(nbits);
+        if ((i32)(low & (threshold - 1)) < max) {
+            count = (i32)(low & (threshold - 1));
+            bitpos += nbits - 1;
+        } else {
+            count = (i32)(low & (2 * threshold - 1));
+            if (count >= threshold) count -= max;
+            bitpos += nbits;
+        }
+        count--;
+        remaining -= count < 0 ? -count : count;
+        sh.norm[sym++] = (short)count;
+        prev0 = count == 0;
+        while (remaining < threshold && threshold > 1) {
+            nbits--;
+            threshold >>= 1;
+        }
+    }
+    if (remaining != 1 || sym > max_sym + 1) return 0;
+    const u32 used = (bitpos + 7) >> 3;
+    if (used > len) return 0;
+    *log = al;
+    *nsym = sym;
+    return used;
+}
+
+// Builds a decoding table of 2^log states from sh.norm's nsym counts (checked by zstd_read_ncount or
+// predefined). kind: 0 literal lengths, 1 match lengths, 2 offsets, 3 Huffman weights. Lane 0.
+__device__ inline void zstd_build_fse(ZstdShared& sh, ZFse* t, u32 log, u32 nsym, u32 kind) {
+    const u32 size = 1u << log;
+    u32 high = size - 1;
+    for (u32 s = 0; s < nsym; s++) {
+        if (sh.norm[s] == -1) {
+            t[high--].base = s;
+            sh.next_state[s] = 1;
+        } else {
+            sh.next_state[s] = (u16)sh.norm[s];
+        }
+    }
+    const u32 step = (size >> 1) + (size >> 3) + 3, mask = size - 1;
+    u32 pos = 0;
+    for (u32 s = 0; s < nsym; s++) {
+        for (i32 i = 0; i < sh.norm[s]; i++) {
+            t[pos].base = s;
+            do {
+                pos = (pos + step) & mask;
+            } while (pos > high);
+        }
+    }
+    for (u32 u = 0; u < size; u++) {
+        const u32 s = t[u].base;
+        const u32 ns = sh.next_state[s]++;
+        const u32 nb = log - (31 - __clz((int)ns));
+        t[u].bits = (u8)nb;
+        t[u].next = (u16)((ns << nb) - size);
+        u32 base = s, extra = 0;
+        if (kind == 0) {
+            if (s >= 16) {
+                const u32 lb[20] = {16, 18, 20, 22, 24, 28, 32, 40, 48, 64, 128, 256, 512, 1024, 2048,
+                                    4096, 8192, 16384, 32768, 65536};
+                const u8 le[20] = {1, 1, 1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+                base = lb[s - 16];
+                extra = le[s - 16];
+            }
+        } else if (kind == 1) {
+            base = s + 3;
+            if (s >= 32) {
+                const u32 mb[21] = {35, 37, 39, 41, 43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027,
+                                    2051, 4099, 8195, 16387, 32771, 65539};
+                const u8 me[21] = {1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+                base = mb[s - 32];
+                extra = me[s - 32];
+            }
+        } else if (kind == 2) {
+            // libzstd's OF_base: the offset value less 3 (codes 0 and 1 are the repeat offsets).
+            base = s < 2 ? s : (1u << s) - 3;
+            extra = s;
+        }
+        t[u].base = base;
+        t[u].extra = (u8)extra;
+    }
+}
+
+// The predefined distributions (RFC 8878 3.1.1.3.2.2).
+__device__ inline void zstd_default_norm(ZstdShared& sh, u32 kind, u32* log, u32* nsym) {
+    const short ll[36] = {4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2,
+                        2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1, -1, -1, -1, -1};
+    const short ml[53] = {1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1};
+    const short of[29] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1};
+    const short* src = kind == 0 ? ll : (kind == 1 ? ml : of);
+    *nsym = kind == 0 ? 36 : (kind == 1 ? 53 : 29);
+    *log = kind == 2 ? 5 : 6;
+    for (u32 i = 0; i < 64; i++) sh.norm[i] = i < *nsym ? src[i] : 0;
+}
+
+// One of a block's three sequence tables, described at s[0, len) in mode `mode`: the bytes its
+// description takes, or ~0u when invalid. *log keeps the table's log (unchanged on Repeat). Lane 0.
+__device__ inline u32 zstd_seq_table(ZstdShared& sh, u32 kind, u32 mode, const u8* s, u32 len, bool repeat_ok,
+                                     u32* log) {
+    ZFse* t = kind == 0 ? sh.ll : (kind == 1 ? sh.ml : sh.of);
+    const u32 max_sym = kind == 0 ? 35 : (kind == 1 ? 52 : 31);
+    const u32 max_log = kind == 0 ? ZSTD_LL_LOG : (kind == 1 ? ZSTD_ML_LOG : ZSTD_OF_LOG);
+    u32 nsym = 0;
+    switch (mode) {
+        case 0:
+            zstd_default_norm(sh, kind, log, &nsym);
+            zstd_build_fse(sh, t, *log, nsym, kind);
+            return 0;
+        case 1: {
+            if (len < 1 || s[0] > max_sym) return ~0u;
+            for (u32 i = 0; i < 64; i++) sh.norm[i] = 0;
+            // One state of 0 bits: the build gives it the symbol's baseline and extra bits.
+            sh.norm[s[0]] = 1;
+            zstd_build_fse(sh, t, 0, s[0] + 1, kind);
+            *log = 0;
+            return 1;
+        }
+        case 2: {
+            const u32 used = zstd_read_ncount(sh, s, len, max_sym, max_log, log, &nsym);
+            if (used == 0) return ~0u;
+            zstd_build_fse(sh, t, *log, nsym, kind);
+            return used;
+        }
+        default:
+            return repeat_ok ? 0 : ~0u;
+    }
+}
+
+// ---- Huffman tables (libzstd's HUF_readStats and HUF_readDTableX1) ----
+
+// Reads the tree description at s[0, len) and builds sh.huf: the description's byte length, or 0 when
+// invalid. *log gets the table's log. The whole warp.
+__device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u32* log, u32 lane) {
+    if (lane == 0) {
+        u32 used = 0, nw = 0;
+        do {
+            if (len < 1) break;
+            const u32 hb = s[0];
+            if (hb >= 128) {
+                nw = hb - 127;
+                const u32 bytes = (nw + 1) / 2;
+                if (bytes + 1 > len) break;
+                for (u32 n = 0; n < nw; n++) {
+                    const u8 v = s[1 + n / 2];
+                    sh.weights[n] = (n & 1) ? (v & 15) : (v >> 4);
+                }
+                used = bytes + 1;
+            } else {
+                if (hb + 1 > len) break;
+                u32 al = 0, nsym = 0;
+                const u32 h = zstd_read_ncount(sh, s + 1, hb, 63, 6, &al, &nsym);
+                if (h == 0) break;
+                zstd_build_fse(sh, sh.wt, al, nsym, 3);
+                ZBits b;
+                if (!zb_init(b, s + 1 + h, hb - h)) break;
+                u32 s1 = zb_read(b, al);
+                zb_reload(b);
+                u32 s2 = zb_read(b, al);
+                zb_reload(b);
+                bool bad = false;
+                nw = 0;
+                for (;;) {
+                    if (nw > 253) {
+                        bad = true;
+                        break;
+                    }
+                    sh.weights[nw++] = (u8)sh.wt[s1].base;
+                    s1 = sh.wt[s1].next + zb_read(b, sh.wt[s1].bits);
+                    if (zb_reload(b) == ZB_OVERFLOW) {
+                        sh.weights[nw++] = (u8)sh.wt[s2].base;
+                        break;
+                    }
+                    if (nw > 253) {
+                        bad = true;
+                        break;
+                    }
+                    sh.weights[nw++] = (u8)sh.wt[s2].base;
+                    s2 = sh.wt[s2].next + zb_read(b, sh.wt[s2].bits);
+                    if (zb_reload(b) == ZB_OVERFLOW) {
+                        sh.weights[nw++] = (u8)sh.wt[s1].base;
+                        break;
+                    }
+                }
+                if (bad) break;
+                used = hb + 1;
+            }
+            // The weights' total fixes the table's log and the last symbol's weight.
+            u32 total = 0, rank1 = 0;
+            bool bad = false;
+            for (u32 n = 0; n < nw; n++) {
+                const u32 w = sh.weights[n];
+                if (w > ZSTD_HUF_LOG_MAX) bad = true;
+                if (w > 0) total += (1u << w) >> 1;
+                if (w == 1) rank1++;
+            }
+            if (bad || total == 0) {
+                used = 0;
+                break;
+            }
+            const u32 tl = (31 - __clz((int)total)) + 1;
+            if (tl > ZSTD_HUF_LOG_MAX) {
+                used = 0;
+                break;
+            }
+            const u32 rest = (1u << tl) - total;
+            const u32 hr = 31 - __clz((int)rest);
+            if ((1u << hr) != rest) {
+                used = 0;
+                break;
+            }
+            sh.weights[nw] = (u8)(hr + 1);
+            if (hr + 1 == 1) rank1++;
+            nw++;
+            if (rank1 < 2 || (rank1 & 1)) {
+                used = 0;
+                break;
+            }
+            // Each symbol's first entry: symbols of weight w (codes of tl + 1 - w bits) in order of
+            // weight, then of symbol.
+            u32 rank_start[ZSTD_HUF_LOG_MAX + 2];
+            u32 at = 0;
+            for (u32 w = 1; w <= tl; w++) {
+                rank_start[w] = at;
+                for (u32 n = 0; n < nw; n++)
+                    if (sh.weights[n] == w) at += (1u << w) >> 1;
+            }
+            for (u32 n = 0; n < nw; n++) {
+                const u32 w = sh.weights[n];
+                sh.sym_start[n] = (u16)(w ? rank_start[w] : 0);
+                if (w) rank_start[w] += (1u << w) >> 1;
+            }
+            sh.a = nw;
+            sh.b = tl;
+        } while (false);
+        sh.status = used;
+    }
+    __syncwarp();
+    const u32 used = sh.status;
+    if (used == 0) return 0;
+    const u32 nw = sh.a, tl = sh.b;
+    for (u32 n = lane; n < nw; n += 32) {
+        const u32 w = sh.weights[n];
+        if (w == 0) continue;
+        const u32 first = sh.sym_start[n], count = (1u << w) >> 1;
+        const u16 e = (u16)(n | ((tl + 1 - w) << 8));
+        for (u32 k = 0; k < count; k++) sh.huf[first + k] = e;
+    }
+    __syncwarp();
+    *log = tl;
+    return used;
+}
+
+// Decodes one Huffman stream s[0, len) into count bytes at out: false when the stream is invalid or
+// not used up exactly.
+__device__ inline bool zstd_huffman_stream(const ZstdShared& sh, const u8* s, u32 len, u8* out, u32 count,
+                                           u32 log) {
+    ZBits b;
+    if (!zb_init(b, s, len)) return false;
+    for (u32 k = 0; k < count; k++) {
+        zb_need(b, log);
+        const u16 e = sh.huf[zb_peek(b, log)];
+        out[k] = (u8)e;
+        b.used += e >> 8;
+    }
+    return zb_end(b);
+}
+
+// ---- writing output ----
+
+// Copies n bytes from `from` to `to` (to <= from where both are in the output: a block's literals
+// after its front), 128 bytes a round, each round read before it is written.
+__device__ inline void zstd_copy_forward(u8* to, const u8* from, u64 n, u32 lane) {
+    for (u64 base = 0; base < n; base += 128) {
+        u8 v[4];
+        const u64 at = base + lane * 4;
+#pragma unroll
+        for (u32 i = 0; i < 4; i++) v[i] = at + i < n ? from[at + i] : 0;
+        __syncwarp();
+#pragma unroll
+        for (u32 i = 0; i < 4; i++)
+            if (at + i < n) to[at + i] = v[i];
+        __syncwarp();
+    }
+}
+
+// Match bytes [0, len) at `at`: byte k copies at - off + k mod off, written before `at`.
+__device__ inline void zstd_match(u8* d, u64 at, u32 len, u32 off, u32 lane) {
+    if (off >= len) {
+        for (u32 k = lane; k < len; k += 32) d[at + k] = d[at - off + k];
+    } else {
+        u32 m = lane % off;
+        const u32 step = 32 % off;
+        for (u32 k = lane; k < len; k += 32) {
+            d[at + k] = d[at - off + m];
+            m += step;
+            if (m >= off) m -= off;
+        }
+    }
+    __syncwarp();
+}
+
+// ---- a compressed block ----
+
+// Decodes the compressed block b[0, bs) to d[*out, ...). frame_start: its frame's first output byte;
+// block_max: the frame's largest block. Lane 0 carries the repeat offsets and which tables may be
+// repeated (`huf_ok`, `fse_ok`, `huf_log`, `logs`) from block to block. Returns a status.
+__device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64 dst_len, u64* out_io,
+                                 u64 frame_start, u32 block_max, u32* rep, bool* huf_ok, bool* fse_ok,
+                                 u32* huf_log, u32* logs, u32 lane) {
+    const u64 out0 = *out_io;
+    // ---- literals section header (lane 0) ----
+    if (lane == 0) {
+        u32 st = VALIDATE_OK, type = 0, lh = 0, rs = 0, cs = 0, streams = 1;
+        do {
+            if (bs < 3) {
+                st = VALIDATE_TRUNCATED;
+                break;
+            }
+            type = b[0] & 3;
+            const u32 sf = (b[0] >> 2) & 3;
+            if (type < 2) {
+                lh = (sf & 1) == 0 ? 1 : (sf == 1 ? 2 : 3);
+                if (lh > bs) {
+                    st = VALIDATE_TRUNCATED;
+                    break;
+                }
+                rs = lh == 1 ? (b[0] >> 3) : (lh == 2 ? ((b[0] >> 4) | ((u32)b[1] << 4))
+                                                      : ((b[0] >> 4) | ((u32)b[1] << 4) | ((u32)b[2] << 12)));
+                cs = type == 0 ? rs : 1;
+            } else {
+                if (bs < 5) {
+                    st = VALIDATE_TRUNCATED;
+                    break;
+                }
+                lh = sf < 2 ? 3 : (sf == 2 ? 4 : 5);
+                streams = sf == 0 ? 1 : 4;
+                const u32 v = (u32)b[0] | ((u32)b[1] << 8) | ((u32)b[2] << 16) | ((u32)b[3] << 24);
+                if (lh == 3) {
+                    rs = (v >> 4) & 0x3FF;
+                    cs = (v >> 14) & 0x3FF;
+                } else if (lh == 4) {
+                    rs = (v >> 4) & 0x3FFF;
+                    cs = v >> 18;
+                } else {
+                    rs = (v >> 4) & 0x3FFFF;
+                    cs = (v >> 22) | ((u32)b[4] << 10);
+                }
+                if (streams == 4 && rs < 6) {
+                    st = ZSTD_CORRUPT;
+                    break;
+                }
+                if (type == 3 && !*huf_ok) {
+                    st = ZSTD_CORRUPT;
+                    break;
+                }
+            }
+            if ((u64)lh + cs > bs) {
+                st = VALIDATE_TRUNCATED;
+                break;
+            }
+            if (rs > block_max || rs > dst_len - out0) {
+                st = VALIDATE_WRONG_SIZE;
+                break;
+            }
+        } while (false);
+        sh.status = st;
+        sh.a = type;
+        sh.b = lh;
+        sh.c = rs;
+        sh.d = cs | (streams << 24);
+    }
+    __syncwarp();
+    if (sh.status != VALIDATE_OK) return sh.status;
+    const u32 type = sh.a, lh = sh.b, rs = sh.c, cs = sh.d & 0xFFFFFF, streams = sh.d >> 24;
+    __syncwarp();
+    // The block's literals: in the input (raw), else at the output's tail.
+    const u8* lits = type == 0 ? b + lh : d + (dst_len - rs);
+    u8* tail = d + (dst_len - rs);
+    if (type == 1) {
+        const u8 v = b[lh];
+        for (u32 k = lane; k < rs; k += 32) tail[k] = v;
+    } else if (type >= 2) {
+        u32 hsize = 0;
+        if (type == 2) {
+            u32 log = 0;
+            hsize = zstd_read_huffman(sh, b + lh, cs, &log, lane);
+            if (hsize == 0 || hsize >= cs) return ZSTD_CORRUPT;
+            if (lane == 0) {
+                *huf_ok = true;
+                *huf_log = log;
+            }
+        }
+        const u32 log = __shfl_sync(0xffffffffu, *huf_log, 0);
+        const u8* hs = b + lh + hsize;
+        const u32 hl = cs - hsize;
+        bool ok = true;
+        if (streams == 1) {
+            if (lane == 0) ok = zstd_huffman_stream(sh, hs, hl, tail, rs, log);
+        } else {
+            if (hl < 10) return ZSTD_CORRUPT;
+            const u32 l1 = hs[0] | ((u32)hs[1] << 8), l2 = hs[2] | ((u32)hs[3] << 8), l3 = hs[4] | ((u32)hs[5] << 8);
+            if ((u64)l1 + l2 + l3 + 6 > hl) return ZSTD_CORRUPT;
+            const u32 l4 = hl - 6 - l1 - l2 - l3;
+            const u32 seg = (rs + 3) / 4;
+            if (3 * seg > rs) return ZSTD_CORRUPT;
+            if (lane < 4) {
+                const u32 from = 6 + (lane > 0 ? l1 : 0) + (lane > 1 ? l2 : 0) + (lane > 2 ? l3 : 0);
+                const u32 len = lane == 0 ? l1 : (lane == 1 ? l2 : (lane == 2 ? l3 : l4));
+                const u32 count = lane < 3 ? seg : rs - 3 * seg;
+                ok = zstd_huffman_stream(sh, hs + from, len, tail + lane * seg, count, log);
+            }
+        }
+        if (__ballot_sync(0xffffffffu, !ok)) return ZSTD_CORRUPT;
+    }
+    __syncwarp();
+    // ---- sequences section header (lane 0) ----
+    u32 q = lh + cs;
+    if (lane == 0) {
+        u32 st = VALIDATE_OK, nseq = 0;
+        do {
+            if (q >= bs) {
+                st = VALIDATE_TRUNCATED;
+                break;
+            }
+            nseq = b[q++];
+            if (nseq >= 128) {
+                if (nseq == 255) {
+                    if (q + 2 > bs) {
+                        st = VALIDATE_TRUNCATED;
+                        break;
+                    }
+                    nseq = (b[q] | ((u32)b[q + 1] << 8)) + 0x7F00;
+                    q += 2;
+                } else {
+                    if (q >= bs) {
+                        st = VALIDATE_TRUNCATED;
+                        break;
+                    }
+                    nseq = ((nseq - 128) << 8) + b[q++];
+                }
+            }
+            if (nseq == 0) {
+                if (q != bs) st = ZSTD_CORRUPT;
+                break;
+            }
+            if (q >= bs) {
+                st = VALIDATE_TRUNCATED;
+                break;
+            }
+            const u32 modes = b[q++];
+            if (modes & 3) {
+                st = ZSTD_CORRUPT;
+                break;
+            }
+            const u32 mode[3] = {modes >> 6, (modes >> 2) & 3, (modes >> 4) & 3};  // LL, ML, OF
+            // Descriptions come in the order LL, OF, ML.
+            const u32 order[3] = {0, 2, 1};
+            for (u32 i = 0; i < 3 && st == VALIDATE_OK; i++) {
+                const u32 k = order[i];
+                const u32 used = zstd_seq_table(sh, k, mode[k], b + q, bs - q, *fse_ok, &logs[k]);
+                if (used == ~0u) st = ZSTD_CORRUPT;
+                else q += used;
+            }
+        } while (false);
+        sh.status = st;
+        sh.a = nseq;
+        sh.b = q;
+    }
+    __syncwarp();
+    if (sh.status != VALIDATE_OK) return sh.status;
+    const u32 nseq = sh.a;
+    q = sh.b;
+    __syncwarp();
+    u64 out = out0;
+    u32 lit_used = 0;
+    if (nseq > 0) {
+        // Lane 0's decoder state.
+        ZBits bits;
+        u32 s_ll = 0, s_ml = 0, s_of = 0;
+        if (lane == 0) {
+            *fse_ok = true;
+            bool ok = zb_init(bits, b + q, bs - q);
+            if (ok) {
+                s_ll = zb_read(bits, logs[0]);
+                zb_reload(bits);
+                s_of = zb_read(bits, logs[2]);
+                zb_reload(bits);
+                s_ml = zb_read(bits, logs[1]);
+                zb_reload(bits);
+            }
+            sh.status = ok ? VALIDATE_OK : ZSTD_CORRUPT;
+        }
+        __syncwarp();
+        if (sh.status != VALIDATE_OK) return sh.status;
+        __syncwarp();
+        for (u32 done = 0; done < nseq; done += 32) {
+            const u32 k = min(32u, nseq - done);
+            if (lane == 0) {
+                const u32 mask_ll = (1u << logs[0]) - 1, mask_ml = (1u << logs[1]) - 1, mask_of = (1u << logs[2]) - 1;
+                for (u32 j = 0; j < k; j++) {
+                    const ZFse L = sh.ll[s_ll & mask_ll], M = sh.ml[s_ml & mask_ml], O = sh.of[s_of & mask_of];
+                    u32 ll = L.base, ml = M.base, off;
+                    zb_need(bits, O.extra);
+                    if (O.extra > 1) {
+                        off = O.base + zb_read(bits, O.extra);
+                        rep[2] = rep[1];
+                        rep[1] = rep[0];
+                        rep[0] = off;
+                    } else {
+                        const u32 ll0 = ll == 0;
+                        if (O.extra == 0) {
+                            off = rep[ll0];
+                            rep[1] = rep[ll0 ^ 1];
+                            rep[0] = off;
+                        } else {
+                            const u32 v = O.base + ll0 + zb_read(bits, 1);
+                            u32 t = v == 3 ? rep[0] - 1 : rep[v];
+                            // 0 (from an offset of 1 less 1) is refused when the sequence is checked.
+                            if (v != 1) rep[2] = rep[1];
+                            rep[1] = rep[0];
+                            rep[0] = t;
+                            off = t;
+                        }
+                    }
+                    zb_need(bits, M.extra + L.extra);
+                    ml += zb_read(bits, M.extra);
+                    ll += zb_read(bits, L.extra);
+                    if (done + j + 1 < nseq) {
+                        zb_need(bits, L.bits + M.bits + O.bits);
+                        s_ll = L.next + zb_read(bits, L.bits);
+                        s_ml = M.next + zb_read(bits, M.bits);
+                        s_of = O.next + zb_read(bits, O.bits);
+                    }
+                    sh.seq_ll[j] = ll;
+                    sh.seq_ml[j] = ml;
+                    sh.seq_off[j] = off;
+                }
+            }
+            __syncwarp();
+            // Each lane's sequence: where its output and its literals start.
+            const u32 ll = lane < k ? sh.seq_ll[lane] : 0, ml = lane < k ? sh.seq_ml[lane] : 0;
+            const u32 off = lane < k ? sh.seq_off[lane] : 0;
+            u32 len_before = ll + ml, lit_before = ll;
+#pragma unroll
+            for (u32 sft = 1; sft < 32; sft <<= 1) {
+                const u32 a = __shfl_up_sync(0xffffffffu, len_before, sft);
+                const u32 c = __shfl_up_sync(0xffffffffu, lit_before, sft);
+                if (lane >= sft) {
+                    len_before += a;
+                    lit_before += c;
+                }
+            }
+            const u32 total = __shfl_sync(0xffffffffu, len_before, 31);
+            const u32 lits_total = __shfl_sync(0xffffffffu, lit_before, 31);
+            len_before -= ll + ml;
+            lit_before -= ll;
+            bool bad = false;
+            if (lane < k) {
+                const u64 lit_end = (u64)lit_used + lit_before + ll;
+                const u64 mstart = out + len_before + ll;
+                // Literals in the block's; the offset inside the frame's output; the sequence and the
+                // literals after it inside the output (so no write reaches a literal not yet read).
+                bad = lit_end > rs || off == 0 || off > mstart - frame_start ||
+                      mstart + ml + (rs - lit_end) > dst_len;
+            }
+            if (__ballot_sync(0xffffffffu, bad)) return ZSTD_CORRUPT;
+            if (total <= ZSTD_STAGE) {
+                if (lane < k) {
+                    sh.start[lane] = len_before;
+                    sh.lit_at[lane] = lit_used + lit_before;
+                }
+                if (lane == 0) sh.start[k] = total;
+                __syncwarp();
+                // Literal bytes, and match bytes whose source is before the batch.
+                u32 s = 0;
+                for (u32 p = lane; p < total; p += 32) {
+                    while (sh.start[s + 1] <= p) s++;
+                    const u32 r = p - sh.start[s], sll = sh.seq_ll[s];
+                    if (r < sll) {
+                        sh.stage[p] = lits[sh.lit_at[s] + r];
+                    } else {
+                        const u32 kk = r - sll, o = sh.seq_off[s];
+                        const u32 m = kk < o ? kk : kk % o;
+                        const u64 src = out + sh.start[s] + sll + m - o;
+                        if (src < out) sh.stage[p] = d[src];
+                    }
+                }
+                __syncwarp();
+                // Matches reaching into the batch, in order.
+                u32 waiting = __ballot_sync(0xffffffffu, lane < k && ml > 0 &&
+                                                             (u64)len_before + ll + min(ml, off) > off);
+                while (waiting) {
+                    const u32 j = __ffs((int)waiting) - 1;
+                    waiting &= waiting - 1;
+                    const u32 mst = sh.start[j] + sh.seq_ll[j], o = sh.seq_off[j], mlen = sh.seq_ml[j];
+                    for (u32 kk = lane; kk < mlen; kk += 32) {
+                        const u32 m = kk < o ? kk : kk % o;
+                        if (mst + m >= o) sh.stage[mst + kk] = sh.stage[mst + m - o];
+                    }
+                    __syncwarp();
+                }
+                for (u32 p = lane; p < total; p += 32) d[out + p] = sh.stage[p];
+                __syncwarp();
+            } else {
+                for (u32 j = 0; j < k; j++) {
+                    const u32 jll = __shfl_sync(0xffffffffu, ll, j), jml = __shfl_sync(0xffffffffu, ml, j);
+                    const u32 joff = __shfl_sync(0xffffffffu, off, j);
+                    const u32 jb = __shfl_sync(0xffffffffu, len_before, j);
+                    const u32 jl = __shfl_sync(0xffffffffu, lit_before, j);
+                    zstd_copy_forward(d + out + jb, lits + lit_used + jl, jll, lane);
+                    zstd_match(d, out + jb + jll, jml, joff, lane);
+                }
+            }
+            out += total;
+            lit_used += lits_total;
+        }
+        if (lane == 0) sh.status = zb_end(bits) ? VALIDATE_OK : ZSTD_CORRUPT;
+        __syncwarp();
+        if (sh.status != VALIDATE_OK) return sh.status;
+        __syncwarp();
+    }
+    // The literals after the last sequence (checked to fit with the last sequence, or by the header).
+    zstd_copy_forward(d + out, lits + lit_used, rs - lit_used, lane);
+    out += rs - lit_used;
+    if (out - out0 > block_max) return VALIDATE_WRONG_SIZE;
+    *out_io = out;
+    return VALIDATE_OK;
+}
+
+// ---- a body ----
+
+__device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 dst_len, u32 lane) {
+    if (n >= (1ull << 31) || dst_len >= (1ull << 31)) return VALIDATE_TOO_LARGE;
+    u64 p = 0, out = 0;
+    // Lane 0's frame state.
+    u32 rep[3] = {1, 4, 8};
+    bool huf_ok = false, fse_ok = false;
+    u32 huf_log = 0;
+    u32 logs[3] = {0, 0, 0};
+    while (p < n) {
+        // ---- frame header (lane 0) ----
+        if (lane == 0) {
+            u32 st = VALIDATE_OK, skip = 0, block_max = 0, has_fcs = 0;
+            u64 fcs = 0, at = p;
+            do {
+                if (n - p < 5) {
+                    st = VALIDATE_TRUNCATED;
+                    break;
+                }
+                const u32 magic = (u32)s[p] | ((u32)s[p + 1] << 8) | ((u32)s[p + 2] << 16) | ((u32)s[p + 3] << 24);
+                if ((magic & 0xFFFFFFF0u) == 0x184D2A50u) {
+                    if (n - p < 8) {
+                        st = VALIDATE_TRUNCATED;
+                        break;
+                    }
+                    const u64 size = (u32)s[p + 4] | ((u32)s[p + 5] << 8) | ((u32)s[p + 6] << 16) | ((u32)s[p + 7] << 24);
+                    if (size > n - p - 8) {
+                        st = VALIDATE_TRUNCATED;
+                        break;
+                    }
+                    skip = 1;
+                    at = p + 8 + size;
+                    break;
+                }
+                if (magic != 0xFD2FB528u) {
+                    st = VALIDATE_BAD_HEADER;
+                    break;
+                }
+                const u32 fhd = s[p + 4];
+                const u32 fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, dict_flag = fhd & 3;
+                if (fhd & 8) {
+                    st = VALIDATE_BAD_HEADER;
+                    break;
+                }
+                if (fhd & 4) {
+                    st = ZSTD_UNSUPPORTED;  // a content checksum
+                    break;
+                }
+                const u32 dict_bytes = dict_flag == 0 ? 0 : (dict_flag == 1 ? 1 : (dict_flag == 2 ? 2 : 4));
+                const u32 fcs_bytes = fcs_flag == 0 ? single : (fcs_flag == 1 ? 2 : (fcs_flag == 2 ? 4 : 8));
+                const u64 hsize = 5 + (single ? 0 : 1) + dict_bytes + fcs_bytes;
+                if (n - p < hsize) {
+                    st = VALIDATE_TRUNCATED;
+                    break;
+                }
+                u64 q = p + 5;
+                u64 window = 0;
+                if (!single) {
+                    const u32 wb = s[q++];
+                    const u32 wlog = (wb >> 3) + 10;
+                    if (wlog > 31) {
+                        st = ZSTD_CORRUPT;
+                        break;
+                    }
+                    window = 1ull << wlog;
+                    window += (window >> 3) * (wb & 7);
+                }
+                u32 dict = 0;
+                for (u32 i = 0; i < dict_bytes; i++) dict |= (u32)s[q + i] << (8 * i);
+                q += dict_bytes;
+                if (dict != 0) {
+                    st = ZSTD_UNSUPPORTED;  // a dictionary
+                    break;
+                }
+                for (u32 i = 0; i < fcs_bytes; i++) fcs |= (u64)s[q + i] << (8 * i);
+                if (fcs_bytes == 2) fcs += 256;
+                q += fcs_bytes;
+                has_fcs = fcs_bytes > 0;
+                if (single) window = fcs;
+                block_max = (u32)(window < ZSTD_BLOCK_MAX ? window : ZSTD_BLOCK_MAX);
+                at = q;
+            } while (false);
+            sh.status = st;
+            sh.a = skip;
+            sh.b = block_max;
+            sh.c = has_fcs;
+            sh.x = fcs;
+            sh.y = at;
+        }
+        __syncwarp();
+        if (sh.status != VALIDATE_OK) return sh.status;
+        const u32 skip = sh.a, block_max = sh.b, has_fcs = sh.c;
+        const u64 fcs = sh.x;
+        p = sh.y;
+        __syncwarp();
+        if (skip) continue;
+        const u64 frame_start = out;
+        rep[0] = 1;
+        rep[1] = 4;
+        rep[2] = 8;
+        huf_ok = fse_ok = false;
+        // ---- blocks ----
+        for (;;) {
+            if (lane == 0) {
+                u32 st = VALIDATE_OK, last = 0, type = 0, size = 0;
+                if (n - p < 3) {
+                    st = VALIDATE_TRUNCATED;
+                } else {
+                    const u32 h = (u32)s[p] | ((u32)s[p + 1] << 8) | ((u32)s[p + 2] << 16);
+                    last = h & 1;
+                    type = (h >> 1) & 3;
+                    size = h >> 3;
+                    const u64 body = type == 1 ? 1 : size;
+                    if (type == 3) st = ZSTD_CORRUPT;
+                    else if (size > block_max) st = ZSTD_CORRUPT;
+                    else if (body > n - p - 3) st = VALIDATE_TRUNCATED;
+                    else if (type != 2 && size > dst_len - out) st = VALIDATE_WRONG_SIZE;
+                }
+                sh.status = st;
+                sh.a = last;
+                sh.b = type;
+                sh.c = size;
+            }
+            __syncwarp();
+            if (sh.status != VALIDATE_OK) return sh.status;
+            const u32 last = sh.a, type = sh.b, size = sh.c;
+            __syncwarp();
+            p += 3;
+            if (type == 0) {
+                for (u32 k = lane; k < size; k += 32) d[out + k] = s[p + k];
+                out += size;
+                p += size;
+            } else if (type == 1) {
+                const u8 v = s[p];
+                for (u32 k = lane; k < size; k += 32) d[out + k] = v;
+                out += size;
+                p += 1;
+            } else {
+                const u32 st = zstd_block(sh, s + p, size, d, dst_len, &out, frame_start, block_max, rep, &huf_ok,
+                                          &fse_ok, &huf_log, logs, lane);
+                if (st != VALIDATE_OK) return st;
+                p += size;
+            }
+            __syncwarp();
+            if (last) break;
+        }
+        if (has_fcs && out - frame_start != fcs) return VALIDATE_WRONG_SIZE;
+    }
+    return out == dst_len ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
+}
+
+extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS) gp_unzstd(UnsnapItem* items, u32 n) {
+    if (blockDim.x != UNZSTD_THREADS) __trap();
+    __shared__ ZstdShared sh;
+    const u32 lane = threadIdx.x;
+    for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
+        const UnsnapItem it = items[i];
+        const u32 st = zstd_body(sh, (const u8*)it.src, it.src_len, (u8*)it.dst, it.dst_len, lane);
+        __syncwarp();
+        if (lane == 0) items[i].status = st;
+    }
+}
