@@ -56,8 +56,9 @@ struct ZstdShared {
     u16 sym_start[256];
     u32 seq_ll[32], seq_ml[32], seq_off[32];
     u32 start[33];
-    u32 lit_at[32];
+    u32 lit_at[32];  // a batch's sequences' first literal in lit_stage
     u8 stage[ZSTD_STAGE];
+    u8 lit_stage[ZSTD_STAGE];
     // Values lane 0 hands the warp.
     u32 status;
     u32 a, b, c, d;
@@ -244,23 +245,20 @@ __device__ inline void zstd_build_fse(ZstdShared& sh, ZFse* t, u32 log, u32 nsym
         t[u].bits = (u8)nb;
         t[u].next = (u16)((ns << nb) - size);
         u32 base = s, extra = 0;
-        if (kind == 0) {
-            if (s >= 16) {
-                const u32 lb[20] = {16, 18, 20, 22, 24, 28, 32, 40, 48, 64, 128, 256, 512, 1024, 2048,
-                                    4096, 8192, 16384, 32768, 65536};
-                const u8 le[20] = {1, 1, 1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-                base = lb[s - 16];
-                extra = le[s - 16];
-            }
+        if (kind == 0 && s >= 16) {
+            // Literal-length codes 16-24, then powers of two.
+            const u32 i = s - 16;
+            base = s >= 25 ? 1u << (s - 19) : (i < 4 ? 16 + 2 * i : (i < 6 ? 24 + 4 * (i - 4) : (i < 8 ? 32 + 8 * (i - 6) : 48)));
+            extra = s >= 25 ? s - 19 : (i < 4 ? 1 : (i < 6 ? 2 : (i < 8 ? 3 : 4)));
         } else if (kind == 1) {
-            base = s + 3;
-            if (s >= 32) {
-                const u32 mb[21] = {35, 37, 39, 41, 43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027,
-                                    2051, 4099, 8195, 16387, 32771, 65539};
-                const u8 me[21] = {1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-                base = mb[s - 32];
-                extra = me[s - 32];
-            }
+            // Match-length codes 32-42, then powers of two, all plus 3.
+            const u32 i = s - 32;
+            base = s < 32 ? s + 3
+                          : (s >= 43 ? (1u << (s - 36)) + 3
+                                     : (i < 4 ? 35 + 2 * i
+                                              : (i < 6 ? 43 + 4 * (i - 4)
+                                                       : (i < 8 ? 51 + 8 * (i - 6) : (i < 10 ? 67 + 16 * (i - 8) : 99)))));
+            extra = s < 32 ? 0 : (s >= 43 ? s - 36 : (i < 4 ? 1 : (i < 6 ? 2 : (i < 8 ? 3 : (i < 10 ? 4 : 5)))));
         } else if (kind == 2) {
             // libzstd's OF_base: the offset value less 3 (codes 0 and 1 are the repeat offsets).
             base = s < 2 ? s : (1u << s) - 3;
@@ -758,23 +756,53 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
             if (total <= ZSTD_STAGE) {
                 if (lane < k) {
                     sh.start[lane] = len_before;
-                    sh.lit_at[lane] = lit_used + lit_before;
+                    sh.lit_at[lane] = lit_before;
                 }
                 if (lane == 0) sh.start[k] = total;
+                // The batch's literals, staged (they follow each other in the block's).
+                for (u32 p0 = lane; p0 < lits_total; p0 += 128) {
+                    u8 v[4];
+#pragma unroll
+                    for (u32 i = 0; i < 4; i++) v[i] = p0 + 32 * i < lits_total ? lits[lit_used + p0 + 32 * i] : 0;
+#pragma unroll
+                    for (u32 i = 0; i < 4; i++)
+                        if (p0 + 32 * i < lits_total) sh.lit_stage[p0 + 32 * i] = v[i];
+                }
                 __syncwarp();
-                // Literal bytes, and match bytes whose source is before the batch.
+                // Literal bytes, and match bytes whose source is before the batch: four bytes a lane at
+                // a time, their loads from the output issued together.
                 u32 s = 0;
-                for (u32 p = lane; p < total; p += 32) {
-                    while (sh.start[s + 1] <= p) s++;
-                    const u32 r = p - sh.start[s], sll = sh.seq_ll[s];
-                    if (r < sll) {
-                        sh.stage[p] = lits[sh.lit_at[s] + r];
-                    } else {
-                        const u32 kk = r - sll, o = sh.seq_off[s];
-                        const u32 m = kk < o ? kk : kk % o;
-                        const u64 src = out + sh.start[s] + sll + m - o;
-                        if (src < out) sh.stage[p] = d[src];
+                for (u32 p0 = lane; p0 < total; p0 += 128) {
+                    u64 from[4];
+                    u32 kind[4];  // 0: waits for the batch, 1: a literal, 2: an earlier output byte
+#pragma unroll
+                    for (u32 i = 0; i < 4; i++) {
+                        const u32 p = p0 + 32 * i;
+                        kind[i] = 0;
+                        from[i] = 0;
+                        if (p < total) {
+                            while (sh.start[s + 1] <= p) s++;
+                            const u32 r = p - sh.start[s], sll = sh.seq_ll[s];
+                            if (r < sll) {
+                                kind[i] = 1;
+                                from[i] = sh.lit_at[s] + r;
+                            } else {
+                                const u32 kk = r - sll, o = sh.seq_off[s];
+                                const u32 m = kk < o ? kk : kk % o;
+                                const u64 src = out + sh.start[s] + sll + m - o;
+                                if (src < out) {
+                                    kind[i] = 2;
+                                    from[i] = src;
+                                }
+                            }
+                        }
                     }
+                    u8 v[4];
+#pragma unroll
+                    for (u32 i = 0; i < 4; i++) v[i] = kind[i] == 2 ? d[from[i]] : (kind[i] == 1 ? sh.lit_stage[from[i]] : 0);
+#pragma unroll
+                    for (u32 i = 0; i < 4; i++)
+                        if (kind[i]) sh.stage[p0 + 32 * i] = v[i];
                 }
                 __syncwarp();
                 // Matches reaching into the batch, in order.
