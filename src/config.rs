@@ -562,42 +562,58 @@ impl serde::Serialize for SnappyDecoders {
     }
 }
 
-/// Which GPU decoder takes Zstd bodies (`GPU_PARQUET_ZSTD`): the decoder's own kernel
-/// (`kernels/zstd.cu`; bodies it leaves, a frame with a dictionary or a checksum, to nvCOMP after the
-/// pre-check), or nvCOMP after the pre-check for every body.
+/// Which GPU decoder takes Zstd bodies (`GPU_PARQUET_ZSTD`): nvCOMP after the pre-check (the
+/// default where nvCOMP loads), the decoder's own kernel (`kernels/zstd.cu`, safe on any input: where
+/// nvCOMP is absent, or chosen), or a share of each step's bodies to each. `gp_unzstd` leaves a frame
+/// with a dictionary or a checksum to nvCOMP. Measured on an H100 (run AP, 2026-12-06, lineitem SF10
+/// zstd, `bench --only-decode`): decode alone 204.0 ms with `gp_unzstd`, 97.0 ms with nvCOMP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ZstdDecoders {
-    /// `gp_unzstd`.
-    #[default]
-    Own,
     /// `nvcomp` (`gp_unzstd` where nvCOMP did not load).
+    #[default]
     Nvcomp,
+    /// `gp_unzstd`.
+    Own,
+    /// `split:N`: the smallest bodies of each step, N % of its output bytes, to `gp_unzstd`, the rest
+    /// to nvCOMP (every body to `gp_unzstd` where nvCOMP did not load).
+    Split(u8),
 }
 
 impl ZstdDecoders {
-    /// Whether Zstd bodies go to `gp_unzstd` first.
-    pub(crate) fn own_kernel(self, nvcomp_loaded: bool) -> bool {
-        self == ZstdDecoders::Own || !nvcomp_loaded
+    /// The share of a step's Zstd output bytes `gp_unzstd` takes.
+    pub(crate) fn own_share(self, nvcomp_loaded: bool) -> f64 {
+        match self {
+            _ if !nvcomp_loaded => 1.0,
+            ZstdDecoders::Own => 1.0,
+            ZstdDecoders::Nvcomp => 0.0,
+            ZstdDecoders::Split(p) => f64::from(p) / 100.0,
+        }
     }
 }
 
 impl FromStr for ZstdDecoders {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let why = || "expected nvcomp, gp_unzstd or split:N (N from 0 to 100)".to_string();
         match s.trim() {
             "gp_unzstd" => Ok(ZstdDecoders::Own),
             "nvcomp" => Ok(ZstdDecoders::Nvcomp),
-            _ => Err("expected gp_unzstd or nvcomp".into()),
+            other => {
+                let n = other.strip_prefix("split:").ok_or_else(why)?;
+                let p = n.parse::<u8>().ok().filter(|p| *p <= 100).ok_or_else(why)?;
+                Ok(ZstdDecoders::Split(p))
+            }
         }
     }
 }
 
 impl std::fmt::Display for ZstdDecoders {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ZstdDecoders::Own => "gp_unzstd",
-            ZstdDecoders::Nvcomp => "nvcomp",
-        })
+        match self {
+            ZstdDecoders::Own => f.write_str("gp_unzstd"),
+            ZstdDecoders::Nvcomp => f.write_str("nvcomp"),
+            ZstdDecoders::Split(p) => write!(f, "split:{p}"),
+        }
     }
 }
 
@@ -934,7 +950,7 @@ mod tests {
             vars(&[
                 ("GPU_PARQUET_TRACE_FETCH", "1"),
                 ("GPU_PARQUET_SNAPPY", "nvcomp"),
-                ("GPU_PARQUET_ZSTD", "nvcomp"),
+                ("GPU_PARQUET_ZSTD", "split:30"),
                 ("GPU_PARQUET_STEPS_IN_FLIGHT", "7"),
             ]),
             &[],
@@ -949,12 +965,14 @@ mod tests {
             [
                 "GPU_PARQUET_TRACE_FETCH=1",
                 "GPU_PARQUET_SNAPPY=nvcomp",
-                "GPU_PARQUET_ZSTD=nvcomp",
+                "GPU_PARQUET_ZSTD=split:30",
                 "GPU_PARQUET_STEPS_IN_FLIGHT=7",
             ]
         );
-        assert_eq!(s.decoder_options().zstd, ZstdDecoders::Nvcomp);
-        for name in ["gp_unzstd", "nvcomp"] {
+        assert_eq!(s.decoder_options().zstd, ZstdDecoders::Split(30));
+        assert_eq!(ZstdDecoders::Split(30).own_share(true), 0.3);
+        assert_eq!(ZstdDecoders::Nvcomp.own_share(false), 1.0);
+        for name in ["gp_unzstd", "nvcomp", "split:0", "split:100"] {
             assert_eq!(name.parse::<ZstdDecoders>().unwrap().to_string(), name);
         }
         for name in ["auto", "gp_unsnap", "nvcomp", "gp_wsnap"] {
@@ -964,6 +982,7 @@ mod tests {
             ("GPU_PARQUET_TRACE_FETCH", "yes please"),
             ("GPU_PARQUET_SNAPPY", "gp_fast"),
             ("GPU_PARQUET_ZSTD", "gp_fastest"),
+            ("GPU_PARQUET_ZSTD", "split:101"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "1"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "many"),
         ] {

@@ -1366,15 +1366,30 @@ impl Executor for DeviceExecutor<'_> {
         let mut copied: Vec<usize> = Vec::new();
         // Zstd bodies go to `gp_unzstd` first (safe on any input: no pre-check); those it leaves for a
         // feature it lacks (a dictionary, a checksum) go on to nvCOMP, those it refuses to the host.
-        let own_zstd = matches!(codec, Compression::ZSTD(_)) && self.zstd.own_kernel(self.nvcomp.is_ok());
+        let share = if matches!(codec, Compression::ZSTD(_)) {
+            self.zstd.own_share(self.nvcomp.is_ok())
+        } else {
+            0.0
+        };
+        let own_zstd = share > 0.0;
         let mut to_host = vec![false; items.len()];
         let mut nvcomp_ran = false;
         if own_zstd {
             let mut todo: Vec<usize> = open.iter().copied().filter(|&i| offsets_fit_u31(&items[i])).collect();
-            longest_first(&mut todo, items);
-            if todo.len() < open.len() {
+            if share < 1.0 {
+                // The smallest bodies, `share` of the output bytes; nvCOMP takes the rest.
+                todo.sort_by_key(|&i| items[i].dst_len);
+                let total: usize = todo.iter().map(|&i| items[i].dst_len).sum();
+                let mut taken = 0usize;
+                todo.retain(|&i| {
+                    let keep = (taken as f64) < share * total as f64;
+                    taken += items[i].dst_len;
+                    keep
+                });
+            } else if todo.len() < open.len() {
                 host_why.push("pages of 2 GiB or more".into());
             }
+            longest_first(&mut todo, items);
             let failed = self.unzstd(items, &todo)?;
             mark("gp_unzstd");
             for i in passing(&todo, &failed) {

@@ -59,6 +59,10 @@
 //! `gp_rf_gather_lengths` (grid-stride), `gp_rf_gather_chars` and `gp_rf_expand_ranges` (a warp a
 //! row). Data errors are min'ed into `u64` error words as the row they concern.
 //!
+//! Compressed page bodies, before any of the above: `gp_validate_compressed` (a warp a body; the check
+//! before nvCOMP), the Snappy decoders (`snappy.cu`, `snappy_wide.cu`) and `gp_unzstd(UnsnapItem*, u32
+//! n)` (`zstd.cu`, n × 32: a warp a Zstd body; reference: libzstd, `host_kernels::unzstd`).
+//!
 //! `t` is a `u64[n]` scratch buffer. Blocks of other sizes trap (except 1, 9 and 10). Every page error is
 //! in `PageDesc::error` / `error_detail`, dictionary errors in `DictDesc`, offset overflow in
 //! `ColumnDesc::error`; a later kernel skips a page already in error, and the result, errors included,

@@ -31,18 +31,17 @@
 #define ZSTD_CORRUPT 10u
 #define ZSTD_BLOCK_MAX 131072u
 // The bytes of a batch of sequences written through the stage.
-#define ZSTD_STAGE 2048u
+#define ZSTD_STAGE 1024u
 #define ZSTD_HUF_LOG_MAX 11u
 #define ZSTD_LL_LOG 9u
 #define ZSTD_ML_LOG 9u
 #define ZSTD_OF_LOG 8u
 
-// A decoding table's state: the symbol's baseline value and extra bits (sequences), and how the next
-// state is read.
+// A decoding table's state: its symbol, and how the next state is read (4 bytes, so that a warp's
+// tables and stages leave room for more warps an SM).
 struct ZFse {
-    u32 base;
     u16 next;
-    u8 extra;
+    u8 sym;
     u8 bits;
 };
 
@@ -50,6 +49,7 @@ struct ZstdShared {
     u16 huf[1u << ZSTD_HUF_LOG_MAX];  // symbol | bits << 8, indexed by the next huf_log bits
     ZFse ll[1u << ZSTD_LL_LOG], ml[1u << ZSTD_ML_LOG], of[1u << ZSTD_OF_LOG];
     ZFse wt[64];  // the Huffman weights' table (accuracy log 6 at most)
+    u32 code[2][53];  // each literal-length and match-length code's baseline | extra bits << 24
     short norm[64];
     u16 next_state[64];
     u8 weights[256];
@@ -215,14 +215,36 @@ __device__ inline u32 zstd_read_ncount(ZstdShared& sh, const u8* s, u32 len, u32
     return used;
 }
 
+// A length code's baseline value and extra bits (RFC 8878 3.1.1.3.2.1.1), kind 0 literal lengths
+// or 1 match lengths, as baseline | extra << 24.
+__device__ inline u32 zstd_code(u32 kind, u32 s) {
+    u32 base = s, extra = 0;
+    if (kind == 0 && s >= 16) {
+        // Literal-length codes 16-24, then powers of two.
+        const u32 i = s - 16;
+        base = s >= 25 ? 1u << (s - 19) : (i < 4 ? 16 + 2 * i : (i < 6 ? 24 + 4 * (i - 4) : (i < 8 ? 32 + 8 * (i - 6) : 48)));
+        extra = s >= 25 ? s - 19 : (i < 4 ? 1 : (i < 6 ? 2 : (i < 8 ? 3 : 4)));
+    } else if (kind == 1) {
+        // Match-length codes 32-42, then powers of two, all plus 3.
+        const u32 i = s - 32;
+        base = s < 32 ? s + 3
+                      : (s >= 43 ? (1u << (s - 36)) + 3
+                                 : (i < 4 ? 35 + 2 * i
+                                          : (i < 6 ? 43 + 4 * (i - 4)
+                                                   : (i < 8 ? 51 + 8 * (i - 6) : (i < 10 ? 67 + 16 * (i - 8) : 99)))));
+        extra = s < 32 ? 0 : (s >= 43 ? s - 36 : (i < 4 ? 1 : (i < 6 ? 2 : (i < 8 ? 3 : (i < 10 ? 4 : 5)))));
+    }
+    return base | (extra << 24);
+}
+
 // Builds a decoding table of 2^log states from sh.norm's nsym counts (checked by zstd_read_ncount or
-// predefined). kind: 0 literal lengths, 1 match lengths, 2 offsets, 3 Huffman weights. Lane 0.
-__device__ inline void zstd_build_fse(ZstdShared& sh, ZFse* t, u32 log, u32 nsym, u32 kind) {
+// predefined). Lane 0.
+__device__ inline void zstd_build_fse(ZstdShared& sh, ZFse* t, u32 log, u32 nsym) {
     const u32 size = 1u << log;
     u32 high = size - 1;
     for (u32 s = 0; s < nsym; s++) {
         if (sh.norm[s] == -1) {
-            t[high--].base = s;
+            t[high--].sym = (u8)s;
             sh.next_state[s] = 1;
         } else {
             sh.next_state[s] = (u16)sh.norm[s];
@@ -232,40 +254,19 @@ __device__ inline void zstd_build_fse(ZstdShared& sh, ZFse* t, u32 log, u32 nsym
     u32 pos = 0;
     for (u32 s = 0; s < nsym; s++) {
         for (i32 i = 0; i < sh.norm[s]; i++) {
-            t[pos].base = s;
+            t[pos].sym = (u8)s;
             do {
                 pos = (pos + step) & mask;
             } while (pos > high);
         }
     }
     for (u32 u = 0; u < size; u++) {
-        const u32 s = t[u].base;
+        const u32 s = t[u].sym;
         const u32 ns = sh.next_state[s]++;
         const u32 nb = log - (31 - __clz((int)ns));
         t[u].bits = (u8)nb;
         t[u].next = (u16)((ns << nb) - size);
-        u32 base = s, extra = 0;
-        if (kind == 0 && s >= 16) {
-            // Literal-length codes 16-24, then powers of two.
-            const u32 i = s - 16;
-            base = s >= 25 ? 1u << (s - 19) : (i < 4 ? 16 + 2 * i : (i < 6 ? 24 + 4 * (i - 4) : (i < 8 ? 32 + 8 * (i - 6) : 48)));
-            extra = s >= 25 ? s - 19 : (i < 4 ? 1 : (i < 6 ? 2 : (i < 8 ? 3 : 4)));
-        } else if (kind == 1) {
-            // Match-length codes 32-42, then powers of two, all plus 3.
-            const u32 i = s - 32;
-            base = s < 32 ? s + 3
-                          : (s >= 43 ? (1u << (s - 36)) + 3
-                                     : (i < 4 ? 35 + 2 * i
-                                              : (i < 6 ? 43 + 4 * (i - 4)
-                                                       : (i < 8 ? 51 + 8 * (i - 6) : (i < 10 ? 67 + 16 * (i - 8) : 99)))));
-            extra = s < 32 ? 0 : (s >= 43 ? s - 36 : (i < 4 ? 1 : (i < 6 ? 2 : (i < 8 ? 3 : (i < 10 ? 4 : 5)))));
-        } else if (kind == 2) {
-            // libzstd's OF_base: the offset value less 3 (codes 0 and 1 are the repeat offsets).
-            base = s < 2 ? s : (1u << s) - 3;
-            extra = s;
-        }
-        t[u].base = base;
-        t[u].extra = (u8)extra;
+        t[u].sym = (u8)s;
     }
 }
 
@@ -293,21 +294,21 @@ __device__ inline u32 zstd_seq_table(ZstdShared& sh, u32 kind, u32 mode, const u
     switch (mode) {
         case 0:
             zstd_default_norm(sh, kind, log, &nsym);
-            zstd_build_fse(sh, t, *log, nsym, kind);
+            zstd_build_fse(sh, t, *log, nsym);
             return 0;
         case 1: {
             if (len < 1 || s[0] > max_sym) return ~0u;
             for (u32 i = 0; i < 64; i++) sh.norm[i] = 0;
-            // One state of 0 bits: the build gives it the symbol's baseline and extra bits.
+            // One state of 0 bits.
             sh.norm[s[0]] = 1;
-            zstd_build_fse(sh, t, 0, s[0] + 1, kind);
+            zstd_build_fse(sh, t, 0, s[0] + 1);
             *log = 0;
             return 1;
         }
         case 2: {
             const u32 used = zstd_read_ncount(sh, s, len, max_sym, max_log, log, &nsym);
             if (used == 0) return ~0u;
-            zstd_build_fse(sh, t, *log, nsym, kind);
+            zstd_build_fse(sh, t, *log, nsym);
             return used;
         }
         default:
@@ -339,7 +340,7 @@ __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u3
                 u32 al = 0, nsym = 0;
                 const u32 h = zstd_read_ncount(sh, s + 1, hb, 63, 6, &al, &nsym);
                 if (h == 0) break;
-                zstd_build_fse(sh, sh.wt, al, nsym, 3);
+                zstd_build_fse(sh, sh.wt, al, nsym);
                 ZBits b;
                 if (!zb_init(b, s + 1 + h, hb - h)) break;
                 u32 s1 = zb_read(b, al);
@@ -353,20 +354,20 @@ __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u3
                         bad = true;
                         break;
                     }
-                    sh.weights[nw++] = (u8)sh.wt[s1].base;
+                    sh.weights[nw++] = (u8)sh.wt[s1].sym;
                     s1 = sh.wt[s1].next + zb_read(b, sh.wt[s1].bits);
                     if (zb_reload(b) == ZB_OVERFLOW) {
-                        sh.weights[nw++] = (u8)sh.wt[s2].base;
+                        sh.weights[nw++] = (u8)sh.wt[s2].sym;
                         break;
                     }
                     if (nw > 253) {
                         bad = true;
                         break;
                     }
-                    sh.weights[nw++] = (u8)sh.wt[s2].base;
+                    sh.weights[nw++] = (u8)sh.wt[s2].sym;
                     s2 = sh.wt[s2].next + zb_read(b, sh.wt[s2].bits);
                     if (zb_reload(b) == ZB_OVERFLOW) {
-                        sh.weights[nw++] = (u8)sh.wt[s1].base;
+                        sh.weights[nw++] = (u8)sh.wt[s1].sym;
                         break;
                     }
                 }
@@ -688,21 +689,25 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
                 const u32 mask_ll = (1u << logs[0]) - 1, mask_ml = (1u << logs[1]) - 1, mask_of = (1u << logs[2]) - 1;
                 for (u32 j = 0; j < k; j++) {
                     const ZFse L = sh.ll[s_ll & mask_ll], M = sh.ml[s_ml & mask_ml], O = sh.of[s_of & mask_of];
-                    u32 ll = L.base, ml = M.base, off;
-                    zb_need(bits, O.extra);
-                    if (O.extra > 1) {
-                        off = O.base + zb_read(bits, O.extra);
+                    const u32 lc = sh.code[0][L.sym], mc = sh.code[1][M.sym];
+                    // An offset code's extra bits are the code; its baseline, libzstd's OF_base.
+                    const u32 o_extra = O.sym, o_base = O.sym < 2 ? O.sym : (1u << O.sym) - 3;
+                    const u32 l_extra = lc >> 24, m_extra = mc >> 24;
+                    u32 ll = lc & 0xFFFFFF, ml = mc & 0xFFFFFF, off;
+                    zb_need(bits, o_extra);
+                    if (o_extra > 1) {
+                        off = o_base + zb_read(bits, o_extra);
                         rep[2] = rep[1];
                         rep[1] = rep[0];
                         rep[0] = off;
                     } else {
                         const u32 ll0 = ll == 0;
-                        if (O.extra == 0) {
+                        if (o_extra == 0) {
                             off = rep[ll0];
                             rep[1] = rep[ll0 ^ 1];
                             rep[0] = off;
                         } else {
-                            const u32 v = O.base + ll0 + zb_read(bits, 1);
+                            const u32 v = o_base + ll0 + zb_read(bits, 1);
                             u32 t = v == 3 ? rep[0] - 1 : rep[v];
                             // 0 (from an offset of 1 less 1) is refused when the sequence is checked.
                             if (v != 1) rep[2] = rep[1];
@@ -711,9 +716,9 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
                             off = t;
                         }
                     }
-                    zb_need(bits, M.extra + L.extra);
-                    ml += zb_read(bits, M.extra);
-                    ll += zb_read(bits, L.extra);
+                    zb_need(bits, m_extra + l_extra);
+                    ml += zb_read(bits, m_extra);
+                    ll += zb_read(bits, l_extra);
                     if (done + j + 1 < nseq) {
                         zb_need(bits, L.bits + M.bits + O.bits);
                         s_ll = L.next + zb_read(bits, L.bits);
@@ -1002,6 +1007,11 @@ extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS) gp_unzstd(UnsnapIte
     if (blockDim.x != UNZSTD_THREADS) __trap();
     __shared__ ZstdShared sh;
     const u32 lane = threadIdx.x;
+    for (u32 c = lane; c < 53; c += 32) {
+        sh.code[0][c] = c < 36 ? zstd_code(0, c) : 0;
+        sh.code[1][c] = zstd_code(1, c);
+    }
+    __syncwarp();
     for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
         const UnsnapItem it = items[i];
         const u32 st = zstd_body(sh, (const u8*)it.src, it.src_len, (u8*)it.dst, it.dst_len, lane);
