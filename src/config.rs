@@ -565,8 +565,9 @@ impl serde::Serialize for SnappyDecoders {
 /// Which GPU decoder takes Zstd bodies (`GPU_PARQUET_ZSTD`): nvCOMP after the pre-check (the
 /// default where nvCOMP loads), the decoder's own kernel (`kernels/zstd.cu`, safe on any input: where
 /// nvCOMP is absent, or chosen), or a share of each step's bodies to each. `gp_unzstd` leaves a frame
-/// with a dictionary or a checksum to nvCOMP. Measured on an H100 (run AP, 2026-12-06, lineitem SF10
-/// zstd, `bench --only-decode`): decode alone 204.0 ms with `gp_unzstd`, 97.0 ms with nvCOMP.
+/// with a dictionary or a checksum to nvCOMP. Measured on an H100 (run AQ, 2026-12-06, lineitem SF10
+/// zstd, `bench --only-decode`, one binary): decode alone 99.0 ms with nvCOMP, 185.3 with `gp_unzstd`,
+/// 103.3 with `split:20` (`docs/runs/2026-12-06-run-AP.txt`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ZstdDecoders {
     /// `nvcomp` (`gp_unzstd` where nvCOMP did not load).

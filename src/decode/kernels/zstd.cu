@@ -1,6 +1,8 @@
-// Zstandard decompression of page bodies (RFC 8878), safe on any input, so that Zstd pages need no
-// nvCOMP. nvCOMP's Zstd decoder spends some 38 ms on a launch of 1 MB pages whatever their number
-// (runs AH, AJ and AN: a step's pages wait for the slowest), longer than the rest of the step's decode.
+// Zstandard decompression of page bodies (RFC 8878), safe on any input: the Zstd decoder where nvCOMP
+// is absent (or chosen: GPU_PARQUET_ZSTD). nvCOMP's stays the default: on TPC-H lineitem SF10 zstd
+// (47,600 pages of about 80 kB, a block or two each) this kernel's decode alone took 185.3 ms against
+// nvCOMP's 99.0 (run AQ, H100). ncu (run AP) puts it at 6.7 threads active a warp (the sequences are
+// decoded by one lane, the Huffman streams by four) and at the warps an SM holds by shared memory.
 //
 // One warp per body (grid n, block UNZSTD_THREADS), its state in shared memory. A body is one or more
 // frames (skippable frames skipped); each frame's blocks are decoded in order:
