@@ -345,31 +345,25 @@ __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u3
                 zstd_build_fse(sh, sh.wt, al, nsym);
                 ZBits b;
                 if (!zb_init(b, s + 1 + h, hb - h)) break;
-                u32 s1 = zb_read(b, al);
+                // Two states take turns, each read after the other's (libzstd's FSE_decompress): when a
+                // read runs past the stream's start, the other state's symbol is the last.
+                u32 st[2];
+                st[0] = zb_read(b, al);
                 zb_reload(b);
-                u32 s2 = zb_read(b, al);
+                st[1] = zb_read(b, al);
                 zb_reload(b);
                 bool bad = false;
                 nw = 0;
-                for (;;) {
+                for (u32 cur = 0;; cur ^= 1) {
                     if (nw > 253) {
                         bad = true;
                         break;
                     }
-                    sh.weights[nw++] = (u8)sh.wt[s1].sym;
-                    s1 = sh.wt[s1].next + zb_read(b, sh.wt[s1].bits);
+                    const ZFse e = sh.wt[st[cur]];
+                    sh.weights[nw++] = e.sym;
+                    st[cur] = e.next + zb_read(b, e.bits);
                     if (zb_reload(b) == ZB_OVERFLOW) {
-                        sh.weights[nw++] = (u8)sh.wt[s2].sym;
-                        break;
-                    }
-                    if (nw > 253) {
-                        bad = true;
-                        break;
-                    }
-                    sh.weights[nw++] = (u8)sh.wt[s2].sym;
-                    s2 = sh.wt[s2].next + zb_read(b, sh.wt[s2].bits);
-                    if (zb_reload(b) == ZB_OVERFLOW) {
-                        sh.weights[nw++] = (u8)sh.wt[s1].sym;
+                        sh.weights[nw++] = sh.wt[st[cur ^ 1]].sym;
                         break;
                     }
                 }
