@@ -113,7 +113,7 @@ impl<'a> DeviceExecutor<'a> {
         }
     }
 
-    /// Which GPU decoder takes Zstd bodies (default [`ZstdDecoders::Own`]).
+    /// Which GPU decoder takes Zstd bodies (default [`ZstdDecoders::Nvcomp`]).
     pub(crate) fn with_zstd(mut self, zstd: ZstdDecoders) -> Self {
         self.zstd = zstd;
         self
@@ -1364,8 +1364,9 @@ impl Executor for DeviceExecutor<'_> {
         };
         let mut literals = self.literals_launch(items, &literal_todo)?;
         let mut copied: Vec<usize> = Vec::new();
-        // Zstd bodies go to `gp_unzstd` first (safe on any input: no pre-check); those it leaves for a
-        // feature it lacks (a dictionary, a checksum) go on to nvCOMP, those it refuses to the host.
+        // Zstd bodies, or a share of them, go to `gp_unzstd` where chosen or where nvCOMP did not load
+        // (safe on any input: no pre-check); those it leaves for a feature it lacks (a dictionary, a
+        // checksum) go on to nvCOMP where it loaded, those it refuses to the host.
         let share = if matches!(codec, Compression::ZSTD(_)) {
             self.zstd.own_share(self.nvcomp.is_ok())
         } else {
