@@ -73,7 +73,8 @@ pub fn shaped_data(shape: u32, len: usize, seed: u64) -> Vec<u8> {
 /// Bodies for `gp_unzstd` (the emulation and the GPU tests) as `(declared size, body)`: the shapes of
 /// [`shaped_data`] at several sizes (up to `big` bytes, several blocks) and compression levels, in one
 /// frame with its content size, without it (a streaming encoder), two frames, a skippable frame first,
-/// with a checksum; then each of the first bodies declaring another size, cut short, lengthened, and
+/// long text (treeless literals), a block of over 0x7F00 sequences, with a checksum; then each of the
+/// first bodies declaring another size, cut short, lengthened, and
 /// with bytes changed. The first [`must_take`] items are what libzstd writes without a checksum: the
 /// kernel must take every one of them.
 #[cfg(any(test, feature = "conformance"))]
@@ -104,6 +105,21 @@ pub fn kernel_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
         let mut skip = vec![0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 9, 9, 9];
         skip.extend(zstd::bulk::compress(&data, 2).expect("compress"));
         cases.push((len as u64, skip));
+    }
+    // Long enough for blocks that reuse the block before's Huffman table (treeless literals).
+    for level in [1, 6] {
+        let data = shaped_data(0, 1_200_000, 91 + level as u64);
+        cases.push((data.len() as u64, zstd::bulk::compress(&data, level).expect("compress")));
+    }
+    // Written by hand: a block of 40,000 sequences (the 3-byte count), every table in RLE mode
+    // (literal length 0, match length 3, offset code 0: repeat offsets, no bits), after 8 raw bytes.
+    {
+        let mut f = vec![0x28, 0xb5, 0x2f, 0xfd, 0xa0];
+        f.extend_from_slice(&120_008u32.to_le_bytes());
+        f.extend_from_slice(&[8 << 3, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        f.extend_from_slice(&[(9 << 3) | (2 << 1) | 1, 0, 0]);
+        f.extend_from_slice(&[0x00, 0xff, 0x40, 0x1d, 0x54, 0, 0, 0, 0x01]);
+        cases.push((120_008, f));
     }
     let taken = cases.len();
     assert_eq!(taken, must_take(), "must_take counts the cases above");
@@ -147,7 +163,7 @@ pub fn kernel_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
 /// How many of [`kernel_cases`]'s first items the kernel must take.
 #[cfg(any(test, feature = "conformance"))]
 pub const fn must_take() -> usize {
-    6 * 8 + 6
+    6 * 8 + 6 + 3
 }
 
 #[cfg(test)]
