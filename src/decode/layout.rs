@@ -530,8 +530,9 @@ pub(crate) mod validate_status {
     pub(crate) const WRONG_SIZE: u32 = 3;
     /// Not this codec's header.
     pub(crate) const BAD_HEADER: u32 = 4;
-    /// Snappy only (the pre-check, `gp_unsnap` and the wide decoder): a body or declared size of 2^31
-    /// bytes or more (Parquet page sizes are 32-bit signed, so no page has one); not decoded on the GPU.
+    /// Our Snappy and Zstd decoders only (the pre-check, `gp_unsnap`, the wide decoder, `gp_unzstd`): a
+    /// body or declared size of 2^31 bytes or more (Parquet page sizes are 32-bit signed, so no page
+    /// has one); not decoded on the GPU.
     pub(crate) const TOO_LARGE: u32 = 6;
     /// The wide Snappy decoder only: match bytes left unresolved after its jump rounds or its resolve
     /// kernel (a bug, never seen; the host decompresses the page).
