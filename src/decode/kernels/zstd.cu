@@ -47,6 +47,13 @@ struct ZFse {
     u8 bits;
 };
 
+// What lane 0 works out alone and hands the warp: a status and values.
+struct ZHand {
+    u32 status;
+    u32 v[5];
+    u64 w[2];
+};
+
 struct ZstdShared {
     u16 huf[1u << ZSTD_HUF_LOG_MAX];  // symbol | bits << 8, indexed by the next huf_log bits
     ZFse ll[1u << ZSTD_LL_LOG], ml[1u << ZSTD_ML_LOG], of[1u << ZSTD_OF_LOG];
@@ -61,11 +68,17 @@ struct ZstdShared {
     u32 lit_at[32];  // a batch's sequences' first literal in lit_stage
     u8 stage[ZSTD_STAGE];
     u8 lit_stage[ZSTD_STAGE];
-    // Values lane 0 hands the warp.
-    u32 status;
-    u32 a, b, c, d;
-    u64 x, y;
+    ZHand hand;
 };
+
+// Hands lane 0's `mine` to the whole warp (the other lanes' `mine` is not read).
+__device__ inline ZHand zstd_hand_over(ZstdShared& sh, const ZHand& mine, u32 lane) {
+    if (lane == 0) sh.hand = mine;
+    __syncwarp();
+    const ZHand got = sh.hand;
+    __syncwarp();
+    return got;
+}
 
 // ---- a backward bitstream (libzstd's BIT_DStream_t): bits read from the end, after the sentinel ----
 struct ZBits {
@@ -268,7 +281,6 @@ __device__ inline void zstd_build_fse(ZstdShared& sh, ZFse* t, u32 log, u32 nsym
         const u32 nb = log - (31 - __clz((int)ns));
         t[u].bits = (u8)nb;
         t[u].next = (u16)((ns << nb) - size);
-        t[u].sym = (u8)s;
     }
 }
 
@@ -323,6 +335,7 @@ __device__ inline u32 zstd_seq_table(ZstdShared& sh, u32 kind, u32 mode, const u
 // Reads the tree description at s[0, len) and builds sh.huf: the description's byte length, or 0 when
 // invalid. *log gets the table's log. The whole warp.
 __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u32* log, u32 lane) {
+    ZHand h = {};
     if (lane == 0) {
         u32 used = 0, nw = 0;
         do {
@@ -371,13 +384,16 @@ __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u3
                 used = hb + 1;
             }
             // The weights' total fixes the table's log and the last symbol's weight.
-            u32 total = 0, rank1 = 0;
+            u32 total = 0, rank_count[ZSTD_HUF_LOG_MAX + 1] = {};
             bool bad = false;
             for (u32 n = 0; n < nw; n++) {
                 const u32 w = sh.weights[n];
-                if (w > ZSTD_HUF_LOG_MAX) bad = true;
+                if (w > ZSTD_HUF_LOG_MAX) {
+                    bad = true;
+                    break;
+                }
                 if (w > 0) total += (1u << w) >> 1;
-                if (w == 1) rank1++;
+                rank_count[w]++;
             }
             if (bad || total == 0) {
                 used = 0;
@@ -394,36 +410,34 @@ __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u3
                 used = 0;
                 break;
             }
-            sh.weights[nw] = (u8)(hr + 1);
-            if (hr + 1 == 1) rank1++;
-            nw++;
-            if (rank1 < 2 || (rank1 & 1)) {
+            sh.weights[nw++] = (u8)(hr + 1);
+            rank_count[hr + 1]++;
+            if (rank_count[1] < 2 || (rank_count[1] & 1)) {
                 used = 0;
                 break;
             }
             // Each symbol's first entry: symbols of weight w (codes of tl + 1 - w bits) in order of
             // weight, then of symbol.
-            u32 rank_start[ZSTD_HUF_LOG_MAX + 2];
+            u32 rank_start[ZSTD_HUF_LOG_MAX + 1];
             u32 at = 0;
             for (u32 w = 1; w <= tl; w++) {
                 rank_start[w] = at;
-                for (u32 n = 0; n < nw; n++)
-                    if (sh.weights[n] == w) at += (1u << w) >> 1;
+                at += rank_count[w] * ((1u << w) >> 1);
             }
             for (u32 n = 0; n < nw; n++) {
                 const u32 w = sh.weights[n];
                 sh.sym_start[n] = (u16)(w ? rank_start[w] : 0);
                 if (w) rank_start[w] += (1u << w) >> 1;
             }
-            sh.a = nw;
-            sh.b = tl;
+            h.v[0] = nw;
+            h.v[1] = tl;
         } while (false);
-        sh.status = used;
+        h.status = used;
     }
-    __syncwarp();
-    const u32 used = sh.status;
+    const ZHand got = zstd_hand_over(sh, h, lane);
+    const u32 used = got.status;
     if (used == 0) return 0;
-    const u32 nw = sh.a, tl = sh.b;
+    const u32 nw = got.v[0], tl = got.v[1];
     for (u32 n = lane; n < nw; n += 32) {
         const u32 w = sh.weights[n];
         if (w == 0) continue;
@@ -495,6 +509,7 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
                                  u32* huf_log, u32* logs, u32 lane) {
     const u64 out0 = *out_io;
     // ---- literals section header (lane 0) ----
+    ZHand h = {};
     if (lane == 0) {
         u32 st = VALIDATE_OK, type = 0, lh = 0, rs = 0, cs = 0, streams = 1;
         do {
@@ -549,16 +564,11 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
                 break;
             }
         } while (false);
-        sh.status = st;
-        sh.a = type;
-        sh.b = lh;
-        sh.c = rs;
-        sh.d = cs | (streams << 24);
+        h = {st, {type, lh, rs, cs, streams}, {0, 0}};
     }
-    __syncwarp();
-    if (sh.status != VALIDATE_OK) return sh.status;
-    const u32 type = sh.a, lh = sh.b, rs = sh.c, cs = sh.d & 0xFFFFFF, streams = sh.d >> 24;
-    __syncwarp();
+    const ZHand lit = zstd_hand_over(sh, h, lane);
+    if (lit.status != VALIDATE_OK) return lit.status;
+    const u32 type = lit.v[0], lh = lit.v[1], rs = lit.v[2], cs = lit.v[3], streams = lit.v[4];
     // The block's literals: in the input (raw), else at the output's tail.
     const u8* lits = type == 0 ? b + lh : d + (dst_len - rs);
     u8* tail = d + (dst_len - rs);
@@ -648,15 +658,12 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
                 else q += used;
             }
         } while (false);
-        sh.status = st;
-        sh.a = nseq;
-        sh.b = q;
+        h = {st, {nseq, q, 0, 0, 0}, {0, 0}};
     }
-    __syncwarp();
-    if (sh.status != VALIDATE_OK) return sh.status;
-    const u32 nseq = sh.a;
-    q = sh.b;
-    __syncwarp();
+    const ZHand seq = zstd_hand_over(sh, h, lane);
+    if (seq.status != VALIDATE_OK) return seq.status;
+    const u32 nseq = seq.v[0];
+    q = seq.v[1];
     u64 out = out0;
     u32 lit_used = 0;
     if (nseq > 0) {
@@ -674,11 +681,10 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
                 s_ml = zb_read(bits, logs[1]);
                 zb_reload(bits);
             }
-            sh.status = ok ? VALIDATE_OK : ZSTD_CORRUPT;
+            h.status = ok ? VALIDATE_OK : ZSTD_CORRUPT;
         }
-        __syncwarp();
-        if (sh.status != VALIDATE_OK) return sh.status;
-        __syncwarp();
+        const u32 init = zstd_hand_over(sh, h, lane).status;
+        if (init != VALIDATE_OK) return init;
         for (u32 done = 0; done < nseq; done += 32) {
             const u32 k = min(32u, nseq - done);
             if (lane == 0) {
@@ -834,10 +840,9 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
             out += total;
             lit_used += lits_total;
         }
-        if (lane == 0) sh.status = zb_end(bits) ? VALIDATE_OK : ZSTD_CORRUPT;
-        __syncwarp();
-        if (sh.status != VALIDATE_OK) return sh.status;
-        __syncwarp();
+        if (lane == 0) h.status = zb_end(bits) ? VALIDATE_OK : ZSTD_CORRUPT;
+        const u32 end = zstd_hand_over(sh, h, lane).status;
+        if (end != VALIDATE_OK) return end;
     }
     // The literals after the last sequence (checked to fit with the last sequence, or by the header).
     zstd_copy_forward(d + out, lits + lit_used, rs - lit_used, lane);
@@ -859,6 +864,7 @@ __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 d
     u32 logs[3] = {0, 0, 0};
     while (p < n) {
         // ---- frame header (lane 0) ----
+        ZHand fh = {};
         if (lane == 0) {
             u32 st = VALIDATE_OK, skip = 0, block_max = 0, has_fcs = 0;
             u64 fcs = 0, at = p;
@@ -930,19 +936,13 @@ __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 d
                 block_max = (u32)(window < ZSTD_BLOCK_MAX ? window : ZSTD_BLOCK_MAX);
                 at = q;
             } while (false);
-            sh.status = st;
-            sh.a = skip;
-            sh.b = block_max;
-            sh.c = has_fcs;
-            sh.x = fcs;
-            sh.y = at;
+            fh = {st, {skip, block_max, has_fcs, 0, 0}, {fcs, at}};
         }
-        __syncwarp();
-        if (sh.status != VALIDATE_OK) return sh.status;
-        const u32 skip = sh.a, block_max = sh.b, has_fcs = sh.c;
-        const u64 fcs = sh.x;
-        p = sh.y;
-        __syncwarp();
+        const ZHand frame = zstd_hand_over(sh, fh, lane);
+        if (frame.status != VALIDATE_OK) return frame.status;
+        const u32 skip = frame.v[0], block_max = frame.v[1], has_fcs = frame.v[2];
+        const u64 fcs = frame.w[0];
+        p = frame.w[1];
         if (skip) continue;
         const u64 frame_start = out;
         rep[0] = 1;
@@ -951,6 +951,7 @@ __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 d
         huf_ok = fse_ok = false;
         // ---- blocks ----
         for (;;) {
+            ZHand bh = {};
             if (lane == 0) {
                 u32 st = VALIDATE_OK, last = 0, type = 0, size = 0;
                 if (n - p < 3) {
@@ -966,15 +967,11 @@ __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 d
                     else if (body > n - p - 3) st = VALIDATE_TRUNCATED;
                     else if (type != 2 && size > dst_len - out) st = VALIDATE_WRONG_SIZE;
                 }
-                sh.status = st;
-                sh.a = last;
-                sh.b = type;
-                sh.c = size;
+                bh = {st, {last, type, size, 0, 0}, {0, 0}};
             }
-            __syncwarp();
-            if (sh.status != VALIDATE_OK) return sh.status;
-            const u32 last = sh.a, type = sh.b, size = sh.c;
-            __syncwarp();
+            const ZHand block = zstd_hand_over(sh, bh, lane);
+            if (block.status != VALIDATE_OK) return block.status;
+            const u32 last = block.v[0], type = block.v[1], size = block.v[2];
             p += 3;
             if (type == 0) {
                 for (u32 k = lane; k < size; k += 32) d[out + k] = s[p + k];
