@@ -412,6 +412,15 @@ impl Drop for WideInFlight {
     }
 }
 
+/// What a body refused on the GPU is checked against on the host ([`DeviceExecutor::describe_failures`]).
+#[derive(Debug, Clone, Copy)]
+enum HostCheck {
+    /// The pre-check's host twin (`host_kernels::validate`): our Snappy decoders and the pre-check.
+    Precheck,
+    /// libzstd (`host_kernels::unzstd`): `gp_unzstd`.
+    Libzstd,
+}
+
 /// Whether a body and its output are under 2 GiB: the offsets of our Snappy kernels are 32-bit.
 fn offsets_fit_u31(d: &Decompress) -> bool {
     (d.src_len as u64) < 1 << 31 && (d.dst_len as u64) < 1 << 31
@@ -721,35 +730,33 @@ impl DeviceExecutor<'_> {
     }
 
     /// Says how `failed` bodies failed a check on the GPU, and whether the host reference of the check
-    /// agrees (a page the GPU refuses but the reference passes would be a decoder bug, worth seeing).
+    /// (`check`) agrees (a page the GPU refuses but the reference passes would be a decoder bug, worth
+    /// seeing).
     fn describe_failures(
         &mut self,
         codec: Compression,
         items: &[Decompress],
         failed: &[(usize, u32)],
         what: &str,
+        check: HostCheck,
     ) -> Result<String> {
         let mut by: BTreeMap<&str, usize> = BTreeMap::new();
         for &(_, st) in failed {
             *by.entry(validate_status::describe(st)).or_default() += 1;
         }
-        // `gp_unzstd`'s reference is libzstd itself; the other decoders', the pre-check's walk.
-        let by_libzstd = matches!(codec, Compression::ZSTD(_)) && what.contains("Zstd");
         let id = validate_codec_of(codec).unwrap_or(0);
         let mut reference_passes = 0;
         for &(i, _) in failed.iter().take(16) {
             let body = self.read::<u8>(items[i].src, items[i].src_len)?;
             let want = items[i].dst_len as u64;
-            reference_passes += usize::from(if by_libzstd {
-                crate::decode::host_kernels::unzstd::unzstd_one(&body, want).is_some()
-            } else {
-                crate::decode::host_kernels::validate::validate_one(id, &body, want) == 0
+            reference_passes += usize::from(match check {
+                HostCheck::Libzstd => crate::decode::host_kernels::unzstd::unzstd_one(&body, want).is_some(),
+                HostCheck::Precheck => crate::decode::host_kernels::validate::validate_one(id, &body, want) == 0,
             });
         }
-        let reference = if by_libzstd {
-            "libzstd takes"
-        } else {
-            "the host check passes"
+        let reference = match check {
+            HostCheck::Libzstd => "libzstd takes",
+            HostCheck::Precheck => "the host check passes",
         };
         Ok(format!(
             "{} page(s) {what} ({by:?}; {reference} {reference_passes} of the first {})",
@@ -1405,7 +1412,13 @@ impl Executor for DeviceExecutor<'_> {
                 for &(i, _) in &refused {
                     to_host[i] = true;
                 }
-                host_why.push(self.describe_failures(codec, items, &refused, "the GPU Zstd decoder refused")?);
+                host_why.push(self.describe_failures(
+                    codec,
+                    items,
+                    &refused,
+                    "the GPU Zstd decoder refused",
+                    HostCheck::Libzstd,
+                )?);
             }
         }
         if own_snappy {
@@ -1418,7 +1431,13 @@ impl Executor for DeviceExecutor<'_> {
             }
             let failed = self.unsnap(items, &todo)?;
             if !failed.is_empty() {
-                host_why.push(self.describe_failures(codec, items, &failed, "the GPU Snappy decoder refused")?);
+                host_why.push(self.describe_failures(
+                    codec,
+                    items,
+                    &failed,
+                    "the GPU Snappy decoder refused",
+                    HostCheck::Precheck,
+                )?);
             }
             for i in passing(&todo, &failed) {
                 results[i] = Some(Ok(items[i].dst_len));
@@ -1455,7 +1474,13 @@ impl Executor for DeviceExecutor<'_> {
                 host_why.push(format!("pages over nvCOMP's {c} limit"));
             }
             if !failed.is_empty() {
-                host_why.push(self.describe_failures(codec, items, &failed, "failed the pre-check before nvCOMP")?);
+                host_why.push(self.describe_failures(
+                    codec,
+                    items,
+                    &failed,
+                    "failed the pre-check before nvCOMP",
+                    HostCheck::Precheck,
+                )?);
                 todo = passing(&todo, &failed);
             }
             if !todo.is_empty() {
@@ -1486,7 +1511,13 @@ impl Executor for DeviceExecutor<'_> {
             let failed = self.wide_unsnap_join(w)?;
             mark("wide");
             if !failed.is_empty() {
-                host_why.push(self.describe_failures(codec, items, &failed, "the wide GPU Snappy decoder refused")?);
+                host_why.push(self.describe_failures(
+                    codec,
+                    items,
+                    &failed,
+                    "the wide GPU Snappy decoder refused",
+                    HostCheck::Precheck,
+                )?);
             }
             for i in passing(&todo, &failed) {
                 results[i] = Some(Ok(items[i].dst_len));
