@@ -223,8 +223,7 @@ fn snappy_decoder_equals_the_reference_on_the_device() {
 /// each body and output in an allocation of its own, as for `gp_unsnap`.
 #[test]
 fn zstd_decoder_equals_libzstd_on_the_device() {
-    use gpu_parquet::decode::host_kernels::unsnap::assert_output_equals;
-    use gpu_parquet::decode::host_kernels::unzstd::{kernel_cases, must_take, unzstd_one};
+    use gpu_parquet::decode::host_kernels::unzstd::{assert_takes_as_libzstd, kernel_cases, must_take};
     use gpu_parquet::decode::layout::UnsnapItem;
     let cases = kernel_cases(1 << 20);
     // A warp per body.
@@ -232,17 +231,7 @@ fn zstd_decoder_equals_libzstd_on_the_device() {
     let Some(results) = run_body_decoder("gp_unzstd", plan, &cases) else {
         return;
     };
-    let mut taken = 0;
-    for (i, ((status, out), (want, body))) in results.into_iter().zip(&cases).enumerate() {
-        if i < must_take() {
-            assert_eq!(status, 0, "case {i}: {} bytes declaring {want}", body.len());
-        }
-        if status == 0 {
-            taken += 1;
-            let bytes = unzstd_one(body, *want).unwrap_or_else(|| panic!("case {i}: taken, but libzstd refuses it"));
-            assert_output_equals(i, *want, &bytes, &out);
-        }
-    }
+    let taken = assert_takes_as_libzstd(&cases, results, must_take());
     assert!(
         taken >= must_take() && taken < cases.len(),
         "{taken} of {} taken",

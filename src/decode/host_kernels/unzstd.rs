@@ -160,6 +160,26 @@ pub fn kernel_cases(big: usize) -> Vec<(u64, Vec<u8>)> {
     cases
 }
 
+/// Asserts what a `gp_unzstd` run gave for `cases` (a status and output each): the first `must` taken
+/// (status 0), and every body it took decoded to exactly libzstd's bytes. Returns how many it took.
+#[cfg(any(test, feature = "conformance"))]
+pub fn assert_takes_as_libzstd(cases: &[(u64, Vec<u8>)], got: Vec<(u32, Vec<u8>)>, must: usize) -> usize {
+    use crate::decode::layout::validate_status as st;
+    assert_eq!(got.len(), cases.len(), "a result per case");
+    let mut taken = 0;
+    for (i, ((want, body), (status, out))) in cases.iter().zip(got).enumerate() {
+        if i < must {
+            assert_eq!(status, st::OK, "case {i}: {} bytes declaring {want}", body.len());
+        }
+        if status == st::OK {
+            taken += 1;
+            let bytes = unzstd_one(body, *want).unwrap_or_else(|| panic!("case {i}: taken, but libzstd refuses it"));
+            super::unsnap::assert_output_equals(i, *want, &bytes, &out);
+        }
+    }
+    taken
+}
+
 /// How many of [`kernel_cases`]'s first items the kernel must take.
 #[cfg(any(test, feature = "conformance"))]
 pub const fn must_take() -> usize {
@@ -169,8 +189,6 @@ pub const fn must_take() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::host_kernels::unsnap::assert_output_equals;
-    use crate::decode::layout::validate_status as st;
 
     #[test]
     fn the_cases_decode_on_the_host_where_whole() {
@@ -193,20 +211,8 @@ mod tests {
         }
         let cases = kernel_cases(300_000);
         let got = crate::decode::kernels::emu::run_unzstd_emulated(&cases);
-        let (mut taken, mut host_takes) = (0, 0);
-        for (i, ((want, body), (status, out))) in cases.iter().zip(got).enumerate() {
-            let expected = unzstd_one(body, *want);
-            host_takes += usize::from(expected.is_some());
-            if i < must_take() {
-                assert_eq!(status, st::OK, "case {i}: {} bytes declaring {want}", body.len());
-            }
-            if status == st::OK {
-                taken += 1;
-                let bytes = expected.unwrap_or_else(|| panic!("case {i}: taken, but libzstd refuses it"));
-                assert_output_equals(i, *want, &bytes, &out);
-            }
-        }
-        eprintln!("gp_unzstd took {taken} of {} bodies, libzstd {host_takes}", cases.len());
+        let taken = assert_takes_as_libzstd(&cases, got, must_take());
+        eprintln!("gp_unzstd took {taken} of {} bodies", cases.len());
         assert!(
             taken < cases.len() - cases.len() / 4,
             "{taken} of {} taken",
@@ -252,15 +258,7 @@ mod tests {
             }
         }
         let got = crate::decode::kernels::emu::run_unzstd_emulated(&cases);
-        let mut taken = 0;
-        for (i, ((want, body), (status, out))) in cases.iter().zip(got).enumerate() {
-            if status == st::OK {
-                taken += 1;
-                let bytes =
-                    unzstd_one(body, *want).unwrap_or_else(|| panic!("case {i}: taken, but libzstd refuses it"));
-                assert_output_equals(i, *want, &bytes, &out);
-            }
-        }
+        let taken = assert_takes_as_libzstd(&cases, got, 0);
         eprintln!("gp_unzstd took {taken} of {} faulted bodies", cases.len());
     }
 }
