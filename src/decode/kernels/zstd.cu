@@ -3,6 +3,9 @@
 // (47,600 pages of about 80 kB, a block or two each) this kernel's decode alone took 185.3 ms against
 // nvCOMP's 99.0 (run AQ, H100). ncu (run AP) puts it at 6.7 threads active a warp (the sequences are
 // decoded by one lane, the Huffman streams by four) and at the warps an SM holds by shared memory.
+// Decoding the sequences a lane a body instead, after a kernel that decodes the literals and builds the
+// tables into global memory (branch zstd-planned), was slower still (run AR: 223 ms against nvCOMP's
+// 105.8): each body's batches stay one after another, and its table lookups went to L2.
 //
 // One warp per body (grid n, block UNZSTD_THREADS), its state in shared memory. A body is one or more
 // frames (skippable frames skipped); each frame's blocks are decoded in order:
@@ -41,7 +44,7 @@
 
 // A decoding table's state: its symbol, and how the next state is read (4 bytes, so that a warp's
 // tables and stages leave room for more warps an SM).
-struct ZFse {
+struct alignas(4) ZFse {
     u16 next;
     u8 sym;
     u8 bits;
@@ -501,81 +504,76 @@ __device__ inline void zstd_match(u8* d, u64 at, u32 len, u32 off, u32 lane) {
 
 // ---- a compressed block ----
 
-// Decodes the compressed block b[0, bs) to d[*out, ...). frame_start: its frame's first output byte;
-// block_max: the frame's largest block. Lane 0 carries the repeat offsets and which tables may be
-// repeated (`huf_ok`, `fse_ok`, `huf_log`, `logs`) from block to block. Returns a status.
-__device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64 dst_len, u64* out_io,
-                                 u64 frame_start, u32 block_max, u32* rep, bool* huf_ok, bool* fse_ok,
-                                 u32* huf_log, u32* logs, u32 lane) {
-    const u64 out0 = *out_io;
+// The literals section header at b[0, bs) (RFC 8878 3.1.1.3.1.1): its type (0 raw, 1 RLE, 2 Huffman,
+// 3 treeless: the previous Huffman table, refused where there is none, !huf_ok), header bytes,
+// regenerated size, compressed size and Huffman streams. Returns a status.
+__device__ inline u32 zstd_lit_header(const u8* b, u32 bs, bool huf_ok, u32* type_o, u32* lh_o, u32* rs_o, u32* cs_o,
+                                      u32* streams_o) {
+    if (bs < 3) return VALIDATE_TRUNCATED;
+    const u32 type = b[0] & 3, sf = (b[0] >> 2) & 3;
+    u32 lh = 0, rs = 0, cs = 0, streams = 1;
+    if (type < 2) {
+        lh = (sf & 1) == 0 ? 1 : (sf == 1 ? 2 : 3);
+        rs = lh == 1 ? (b[0] >> 3)
+                     : (lh == 2 ? ((b[0] >> 4) | ((u32)b[1] << 4)) : ((b[0] >> 4) | ((u32)b[1] << 4) | ((u32)b[2] << 12)));
+        cs = type == 0 ? rs : 1;
+    } else {
+        if (bs < 5) return VALIDATE_TRUNCATED;
+        lh = sf < 2 ? 3 : (sf == 2 ? 4 : 5);
+        streams = sf == 0 ? 1 : 4;
+        const u32 v = (u32)b[0] | ((u32)b[1] << 8) | ((u32)b[2] << 16) | ((u32)b[3] << 24);
+        if (lh == 3) {
+            rs = (v >> 4) & 0x3FF;
+            cs = (v >> 14) & 0x3FF;
+        } else if (lh == 4) {
+            rs = (v >> 4) & 0x3FFF;
+            cs = v >> 18;
+        } else {
+            rs = (v >> 4) & 0x3FFFF;
+            cs = (v >> 22) | ((u32)b[4] << 10);
+        }
+        if (streams == 4 && rs < 6) return ZSTD_CORRUPT;
+        if (type == 3 && !huf_ok) return ZSTD_CORRUPT;
+    }
+    if ((u64)lh + cs > bs) return VALIDATE_TRUNCATED;
+    *type_o = type;
+    *lh_o = lh;
+    *rs_o = rs;
+    *cs_o = cs;
+    *streams_o = streams;
+    return VALIDATE_OK;
+}
+
+// What a compressed block's headers say: its literals' type, header bytes, regenerated and compressed
+// sizes; its sequences' count, and where their bitstream starts in the block.
+struct ZHead {
+    u32 lit_type, lh, rs, cs, nseq, q;
+};
+
+// Decodes the literals section of the compressed block b[0, bs) (raw literals stay in the input; RLE
+// and Huffman ones go to d[lim - rs, lim)) and reads its sequences section header, building its
+// sequence tables in sh. room: the output bytes the block may still fill (lim - rs is at least
+// lim - room). Lane 0 carries the tables' state (huf_ok, fse_ok, huf_log, logs) from block to block.
+// Returns a status; *hd, the headers.
+__device__ inline u32 zstd_block_head(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64 lim, u64 room, u32 block_max,
+                                      bool* huf_ok, bool* fse_ok, u32* huf_log, u32* logs, u32 lane, ZHead* hd) {
     // ---- literals section header (lane 0) ----
     ZHand h = {};
     if (lane == 0) {
-        u32 st = VALIDATE_OK, type = 0, lh = 0, rs = 0, cs = 0, streams = 1;
-        do {
-            if (bs < 3) {
-                st = VALIDATE_TRUNCATED;
-                break;
-            }
-            type = b[0] & 3;
-            const u32 sf = (b[0] >> 2) & 3;
-            if (type < 2) {
-                lh = (sf & 1) == 0 ? 1 : (sf == 1 ? 2 : 3);
-                if (lh > bs) {
-                    st = VALIDATE_TRUNCATED;
-                    break;
-                }
-                rs = lh == 1 ? (b[0] >> 3) : (lh == 2 ? ((b[0] >> 4) | ((u32)b[1] << 4))
-                                                      : ((b[0] >> 4) | ((u32)b[1] << 4) | ((u32)b[2] << 12)));
-                cs = type == 0 ? rs : 1;
-            } else {
-                if (bs < 5) {
-                    st = VALIDATE_TRUNCATED;
-                    break;
-                }
-                lh = sf < 2 ? 3 : (sf == 2 ? 4 : 5);
-                streams = sf == 0 ? 1 : 4;
-                const u32 v = (u32)b[0] | ((u32)b[1] << 8) | ((u32)b[2] << 16) | ((u32)b[3] << 24);
-                if (lh == 3) {
-                    rs = (v >> 4) & 0x3FF;
-                    cs = (v >> 14) & 0x3FF;
-                } else if (lh == 4) {
-                    rs = (v >> 4) & 0x3FFF;
-                    cs = v >> 18;
-                } else {
-                    rs = (v >> 4) & 0x3FFFF;
-                    cs = (v >> 22) | ((u32)b[4] << 10);
-                }
-                if (streams == 4 && rs < 6) {
-                    st = ZSTD_CORRUPT;
-                    break;
-                }
-                if (type == 3 && !*huf_ok) {
-                    st = ZSTD_CORRUPT;
-                    break;
-                }
-            }
-            if ((u64)lh + cs > bs) {
-                st = VALIDATE_TRUNCATED;
-                break;
-            }
-            if (rs > block_max || rs > dst_len - out0) {
-                st = VALIDATE_WRONG_SIZE;
-                break;
-            }
-        } while (false);
+        u32 type = 0, lh = 0, rs = 0, cs = 0, streams = 1;
+        u32 st = zstd_lit_header(b, bs, *huf_ok, &type, &lh, &rs, &cs, &streams);
+        if (st == VALIDATE_OK && (rs > block_max || rs > room)) st = VALIDATE_WRONG_SIZE;
         h = {st, {type, lh, rs, cs, streams}, {0, 0}};
     }
     const ZHand lit = zstd_hand_over(sh, h, lane);
     if (lit.status != VALIDATE_OK) return lit.status;
     const u32 type = lit.v[0], lh = lit.v[1], rs = lit.v[2], cs = lit.v[3], streams = lit.v[4];
-    // The block's literals: in the input (raw), else at the output's tail.
-    const u8* lits = type == 0 ? b + lh : d + (dst_len - rs);
-    u8* tail = d + (dst_len - rs);
     if (type == 1) {
+        u8* tail = d + (lim - rs);
         const u8 v = b[lh];
         for (u32 k = lane; k < rs; k += 32) tail[k] = v;
     } else if (type >= 2) {
+        u8* tail = d + (lim - rs);
         u32 hsize = 0;
         if (type == 2) {
             u32 log = 0;
@@ -610,8 +608,8 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
     }
     __syncwarp();
     // ---- sequences section header (lane 0) ----
-    u32 q = lh + cs;
     if (lane == 0) {
+        u32 q = lh + cs;
         u32 st = VALIDATE_OK, nseq = 0;
         do {
             if (q >= bs) {
@@ -657,190 +655,262 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
                 if (used == ~0u) st = ZSTD_CORRUPT;
                 else q += used;
             }
+            if (st == VALIDATE_OK) *fse_ok = true;
         } while (false);
         h = {st, {nseq, q, 0, 0, 0}, {0, 0}};
     }
     const ZHand seq = zstd_hand_over(sh, h, lane);
     if (seq.status != VALIDATE_OK) return seq.status;
-    const u32 nseq = seq.v[0];
-    q = seq.v[1];
+    *hd = {type, lh, rs, cs, seq.v[0], seq.v[1]};
+    return VALIDATE_OK;
+}
+
+// A block's sequence decoder (libzstd's ZSTD_decodeSequence): three FSE states over one backward
+// bitstream, their tables, and the length codes' baselines.
+struct ZSeqs {
+    ZBits bits;
+    const ZFse *ll, *ml, *of;
+    const u32 *code_ll, *code_ml;
+    u32 s_ll, s_ml, s_of;
+    u32 mask_ll, mask_ml, mask_of;
+};
+
+// Starts z over the bitstream s[0, len) with tables of logs[0..3) (LL, ML, OF): false when the stream
+// has no sentinel.
+__device__ inline bool zstd_seqs_init(ZSeqs& z, const u8* s, u32 len, const u32* logs) {
+    z.mask_ll = (1u << logs[0]) - 1;
+    z.mask_ml = (1u << logs[1]) - 1;
+    z.mask_of = (1u << logs[2]) - 1;
+    if (!zb_init(z.bits, s, len)) return false;
+    z.s_ll = zb_read(z.bits, logs[0]);
+    zb_reload(z.bits);
+    z.s_of = zb_read(z.bits, logs[2]);
+    zb_reload(z.bits);
+    z.s_ml = zb_read(z.bits, logs[1]);
+    zb_reload(z.bits);
+    return true;
+}
+
+// The repeat offsets (fields, not an array, so that they stay in registers).
+struct ZRep {
+    u32 r0, r1, r2;
+};
+
+// The next sequence's literal length, match length and offset (rep: the repeat offsets, updated);
+// `more`: whether a sequence follows (the states are updated only then).
+__device__ inline void zstd_next_sequence(ZSeqs& z, ZRep& rep, bool more, u32* ll_o, u32* ml_o, u32* off_o) {
+    const ZFse L = z.ll[z.s_ll & z.mask_ll], M = z.ml[z.s_ml & z.mask_ml], O = z.of[z.s_of & z.mask_of];
+    const u32 lc = z.code_ll[L.sym], mc = z.code_ml[M.sym];
+    // An offset code's extra bits are the code; its baseline, libzstd's OF_base.
+    const u32 o_extra = O.sym, o_base = O.sym < 2 ? O.sym : (1u << O.sym) - 3;
+    const u32 l_extra = lc >> 24, m_extra = mc >> 24;
+    u32 ll = lc & 0xFFFFFF, ml = mc & 0xFFFFFF, off;
+    ZBits& bits = z.bits;
+    zb_need(bits, o_extra);
+    if (o_extra > 1) {
+        off = o_base + zb_read(bits, o_extra);
+        rep.r2 = rep.r1;
+        rep.r1 = rep.r0;
+        rep.r0 = off;
+    } else {
+        const u32 ll0 = ll == 0;
+        if (o_extra == 0) {
+            // Repeat offset 1, or 2 after no literals (which then swaps the two).
+            off = ll0 ? rep.r1 : rep.r0;
+            if (ll0) {
+                rep.r1 = rep.r0;
+                rep.r0 = off;
+            }
+        } else {
+            // Repeat offset v + 1 (v 1 or 2), or the first less 1 (v 3).
+            const u32 v = o_base + ll0 + zb_read(bits, 1);
+            const u32 t = v == 3 ? rep.r0 - 1 : (v == 1 ? rep.r1 : rep.r2);
+            // 0 (from an offset of 1 less 1) is refused when the sequence is checked.
+            if (v != 1) rep.r2 = rep.r1;
+            rep.r1 = rep.r0;
+            rep.r0 = t;
+            off = t;
+        }
+    }
+    zb_need(bits, m_extra + l_extra);
+    ml += zb_read(bits, m_extra);
+    ll += zb_read(bits, l_extra);
+    if (more) {
+        zb_need(bits, L.bits + M.bits + O.bits);
+        z.s_ll = L.next + zb_read(bits, L.bits);
+        z.s_ml = M.next + zb_read(bits, M.bits);
+        z.s_of = O.next + zb_read(bits, O.bits);
+    }
+    *ll_o = ll;
+    *ml_o = ml;
+    *off_o = off;
+}
+
+// A batch of k (<= 32) sequences (literal lengths, match lengths, offsets) and the shared memory it is
+// written through.
+struct ZBatch {
+    const u32 *ll, *ml, *off;
+    u32* start;   // 33 entries
+    u32* lit_at;  // 32
+    u8* stage;    // ZSTD_STAGE bytes
+    u8* lit_stage;
+};
+
+// Writes the batch's k sequences to d[*out_io, ...), their literals from lits[*lit_used_io, rs),
+// advancing both: false when a sequence is invalid (its literals past rs, its offset 0 or before
+// frame_start, or its end plus the block's literals after it past lim, so that no write reaches a
+// literal not yet read). The whole warp, with the same arguments.
+__device__ inline bool zstd_run_batch(const ZBatch& bt, u32 k, u8* d, u64* out_io, const u8* lits, u32* lit_used_io,
+                                      u32 rs, u64 frame_start, u64 lim, u32 lane) {
+    const u64 out = *out_io;
+    const u32 lit_used = *lit_used_io;
+    // Each lane's sequence: where its output and its literals start.
+    const u32 ll = lane < k ? bt.ll[lane] : 0, ml = lane < k ? bt.ml[lane] : 0;
+    const u32 off = lane < k ? bt.off[lane] : 0;
+    u32 len_before = ll + ml, lit_before = ll;
+#pragma unroll
+    for (u32 sft = 1; sft < 32; sft <<= 1) {
+        const u32 a = __shfl_up_sync(0xffffffffu, len_before, sft);
+        const u32 c = __shfl_up_sync(0xffffffffu, lit_before, sft);
+        if (lane >= sft) {
+            len_before += a;
+            lit_before += c;
+        }
+    }
+    const u32 total = __shfl_sync(0xffffffffu, len_before, 31);
+    const u32 lits_total = __shfl_sync(0xffffffffu, lit_before, 31);
+    len_before -= ll + ml;
+    lit_before -= ll;
+    bool bad = false;
+    if (lane < k) {
+        const u64 lit_end = (u64)lit_used + lit_before + ll;
+        const u64 mstart = out + len_before + ll;
+        bad = lit_end > rs || off == 0 || off > mstart - frame_start || mstart + ml + (rs - lit_end) > lim;
+    }
+    if (__ballot_sync(0xffffffffu, bad)) return false;
+    if (total <= ZSTD_STAGE) {
+        if (lane < k) {
+            bt.start[lane] = len_before;
+            bt.lit_at[lane] = lit_before;
+        }
+        if (lane == 0) bt.start[k] = total;
+        // The batch's literals, staged (they follow each other in the block's).
+        for (u32 p0 = lane; p0 < lits_total; p0 += 128) {
+            u8 v[4];
+#pragma unroll
+            for (u32 i = 0; i < 4; i++) v[i] = p0 + 32 * i < lits_total ? lits[lit_used + p0 + 32 * i] : 0;
+#pragma unroll
+            for (u32 i = 0; i < 4; i++)
+                if (p0 + 32 * i < lits_total) bt.lit_stage[p0 + 32 * i] = v[i];
+        }
+        __syncwarp();
+        // Literal bytes, and match bytes whose source is before the batch: four bytes a lane at a time,
+        // their loads from the output issued together.
+        u32 s = 0;
+        for (u32 p0 = lane; p0 < total; p0 += 128) {
+            u64 from[4];
+            u32 kind[4];  // 0: waits for the batch, 1: a literal, 2: an earlier output byte
+#pragma unroll
+            for (u32 i = 0; i < 4; i++) {
+                const u32 p = p0 + 32 * i;
+                kind[i] = 0;
+                from[i] = 0;
+                if (p < total) {
+                    while (bt.start[s + 1] <= p) s++;
+                    const u32 r = p - bt.start[s], sll = bt.ll[s];
+                    if (r < sll) {
+                        kind[i] = 1;
+                        from[i] = bt.lit_at[s] + r;
+                    } else {
+                        const u32 kk = r - sll, o = bt.off[s];
+                        const u32 m = kk < o ? kk : kk % o;
+                        const u64 src = out + bt.start[s] + sll + m - o;
+                        if (src < out) {
+                            kind[i] = 2;
+                            from[i] = src;
+                        }
+                    }
+                }
+            }
+            u8 v[4];
+#pragma unroll
+            for (u32 i = 0; i < 4; i++) v[i] = kind[i] == 2 ? d[from[i]] : (kind[i] == 1 ? bt.lit_stage[from[i]] : 0);
+#pragma unroll
+            for (u32 i = 0; i < 4; i++)
+                if (kind[i]) bt.stage[p0 + 32 * i] = v[i];
+        }
+        __syncwarp();
+        // Matches reaching into the batch, in order.
+        u32 waiting = __ballot_sync(0xffffffffu, lane < k && ml > 0 && (u64)len_before + ll + min(ml, off) > off);
+        while (waiting) {
+            const u32 j = __ffs((int)waiting) - 1;
+            waiting &= waiting - 1;
+            const u32 mst = bt.start[j] + bt.ll[j], o = bt.off[j], mlen = bt.ml[j];
+            for (u32 kk = lane; kk < mlen; kk += 32) {
+                const u32 m = kk < o ? kk : kk % o;
+                if (mst + m >= o) bt.stage[mst + kk] = bt.stage[mst + m - o];
+            }
+            __syncwarp();
+        }
+        for (u32 p = lane; p < total; p += 32) d[out + p] = bt.stage[p];
+        __syncwarp();
+    } else {
+        for (u32 j = 0; j < k; j++) {
+            const u32 jll = __shfl_sync(0xffffffffu, ll, j), jml = __shfl_sync(0xffffffffu, ml, j);
+            const u32 joff = __shfl_sync(0xffffffffu, off, j);
+            const u32 jb = __shfl_sync(0xffffffffu, len_before, j);
+            const u32 jl = __shfl_sync(0xffffffffu, lit_before, j);
+            zstd_copy_forward(d + out + jb, lits + lit_used + jl, jll, lane);
+            zstd_match(d, out + jb + jll, jml, joff, lane);
+        }
+    }
+    *out_io = out + total;
+    *lit_used_io = lit_used + lits_total;
+    return true;
+}
+
+// Decodes the compressed block b[0, bs) to d[*out_io, ...), one block at a time: its literals at the
+// output's tail, its sequences decoded by lane 0 and written by the warp a batch at a time.
+// frame_start: its frame's first output byte; block_max: the frame's largest block. Lane 0 carries the
+// repeat offsets and the tables' state from block to block. Returns a status.
+__device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64 dst_len, u64* out_io,
+                                 u64 frame_start, u32 block_max, ZRep& rep, bool* huf_ok, bool* fse_ok,
+                                 u32* huf_log, u32* logs, u32 lane) {
+    const u64 out0 = *out_io;
+    ZHead hd;
+    const u32 head = zstd_block_head(sh, b, bs, d, dst_len, dst_len - out0, block_max, huf_ok, fse_ok, huf_log, logs,
+                                     lane, &hd);
+    if (head != VALIDATE_OK) return head;
+    const u32 rs = hd.rs, nseq = hd.nseq;
+    // The block's literals: in the input (raw), else at the output's tail.
+    const u8* lits = hd.lit_type == 0 ? b + hd.lh : d + (dst_len - rs);
     u64 out = out0;
     u32 lit_used = 0;
     if (nseq > 0) {
-        // Lane 0's decoder state.
-        ZBits bits;
-        u32 s_ll = 0, s_ml = 0, s_of = 0;
+        // Lane 0's decoder.
+        ZSeqs z;
+        ZHand h = {};
         if (lane == 0) {
-            *fse_ok = true;
-            bool ok = zb_init(bits, b + q, bs - q);
-            if (ok) {
-                s_ll = zb_read(bits, logs[0]);
-                zb_reload(bits);
-                s_of = zb_read(bits, logs[2]);
-                zb_reload(bits);
-                s_ml = zb_read(bits, logs[1]);
-                zb_reload(bits);
-            }
-            h.status = ok ? VALIDATE_OK : ZSTD_CORRUPT;
+            z.ll = sh.ll;
+            z.ml = sh.ml;
+            z.of = sh.of;
+            z.code_ll = sh.code[0];
+            z.code_ml = sh.code[1];
+            h.status = zstd_seqs_init(z, b + hd.q, bs - hd.q, logs) ? VALIDATE_OK : ZSTD_CORRUPT;
         }
         const u32 init = zstd_hand_over(sh, h, lane).status;
         if (init != VALIDATE_OK) return init;
+        const ZBatch bt = {sh.seq_ll, sh.seq_ml, sh.seq_off, sh.start, sh.lit_at, sh.stage, sh.lit_stage};
         for (u32 done = 0; done < nseq; done += 32) {
             const u32 k = min(32u, nseq - done);
             if (lane == 0) {
-                const u32 mask_ll = (1u << logs[0]) - 1, mask_ml = (1u << logs[1]) - 1, mask_of = (1u << logs[2]) - 1;
-                for (u32 j = 0; j < k; j++) {
-                    const ZFse L = sh.ll[s_ll & mask_ll], M = sh.ml[s_ml & mask_ml], O = sh.of[s_of & mask_of];
-                    const u32 lc = sh.code[0][L.sym], mc = sh.code[1][M.sym];
-                    // An offset code's extra bits are the code; its baseline, libzstd's OF_base.
-                    const u32 o_extra = O.sym, o_base = O.sym < 2 ? O.sym : (1u << O.sym) - 3;
-                    const u32 l_extra = lc >> 24, m_extra = mc >> 24;
-                    u32 ll = lc & 0xFFFFFF, ml = mc & 0xFFFFFF, off;
-                    zb_need(bits, o_extra);
-                    if (o_extra > 1) {
-                        off = o_base + zb_read(bits, o_extra);
-                        rep[2] = rep[1];
-                        rep[1] = rep[0];
-                        rep[0] = off;
-                    } else {
-                        const u32 ll0 = ll == 0;
-                        if (o_extra == 0) {
-                            off = rep[ll0];
-                            rep[1] = rep[ll0 ^ 1];
-                            rep[0] = off;
-                        } else {
-                            const u32 v = o_base + ll0 + zb_read(bits, 1);
-                            u32 t = v == 3 ? rep[0] - 1 : rep[v];
-                            // 0 (from an offset of 1 less 1) is refused when the sequence is checked.
-                            if (v != 1) rep[2] = rep[1];
-                            rep[1] = rep[0];
-                            rep[0] = t;
-                            off = t;
-                        }
-                    }
-                    zb_need(bits, m_extra + l_extra);
-                    ml += zb_read(bits, m_extra);
-                    ll += zb_read(bits, l_extra);
-                    if (done + j + 1 < nseq) {
-                        zb_need(bits, L.bits + M.bits + O.bits);
-                        s_ll = L.next + zb_read(bits, L.bits);
-                        s_ml = M.next + zb_read(bits, M.bits);
-                        s_of = O.next + zb_read(bits, O.bits);
-                    }
-                    sh.seq_ll[j] = ll;
-                    sh.seq_ml[j] = ml;
-                    sh.seq_off[j] = off;
-                }
+                for (u32 j = 0; j < k; j++)
+                    zstd_next_sequence(z, rep, done + j + 1 < nseq, &sh.seq_ll[j], &sh.seq_ml[j], &sh.seq_off[j]);
             }
             __syncwarp();
-            // Each lane's sequence: where its output and its literals start.
-            const u32 ll = lane < k ? sh.seq_ll[lane] : 0, ml = lane < k ? sh.seq_ml[lane] : 0;
-            const u32 off = lane < k ? sh.seq_off[lane] : 0;
-            u32 len_before = ll + ml, lit_before = ll;
-#pragma unroll
-            for (u32 sft = 1; sft < 32; sft <<= 1) {
-                const u32 a = __shfl_up_sync(0xffffffffu, len_before, sft);
-                const u32 c = __shfl_up_sync(0xffffffffu, lit_before, sft);
-                if (lane >= sft) {
-                    len_before += a;
-                    lit_before += c;
-                }
-            }
-            const u32 total = __shfl_sync(0xffffffffu, len_before, 31);
-            const u32 lits_total = __shfl_sync(0xffffffffu, lit_before, 31);
-            len_before -= ll + ml;
-            lit_before -= ll;
-            bool bad = false;
-            if (lane < k) {
-                const u64 lit_end = (u64)lit_used + lit_before + ll;
-                const u64 mstart = out + len_before + ll;
-                // Literals in the block's; the offset inside the frame's output; the sequence and the
-                // literals after it inside the output (so no write reaches a literal not yet read).
-                bad = lit_end > rs || off == 0 || off > mstart - frame_start ||
-                      mstart + ml + (rs - lit_end) > dst_len;
-            }
-            if (__ballot_sync(0xffffffffu, bad)) return ZSTD_CORRUPT;
-            if (total <= ZSTD_STAGE) {
-                if (lane < k) {
-                    sh.start[lane] = len_before;
-                    sh.lit_at[lane] = lit_before;
-                }
-                if (lane == 0) sh.start[k] = total;
-                // The batch's literals, staged (they follow each other in the block's).
-                for (u32 p0 = lane; p0 < lits_total; p0 += 128) {
-                    u8 v[4];
-#pragma unroll
-                    for (u32 i = 0; i < 4; i++) v[i] = p0 + 32 * i < lits_total ? lits[lit_used + p0 + 32 * i] : 0;
-#pragma unroll
-                    for (u32 i = 0; i < 4; i++)
-                        if (p0 + 32 * i < lits_total) sh.lit_stage[p0 + 32 * i] = v[i];
-                }
-                __syncwarp();
-                // Literal bytes, and match bytes whose source is before the batch: four bytes a lane at
-                // a time, their loads from the output issued together.
-                u32 s = 0;
-                for (u32 p0 = lane; p0 < total; p0 += 128) {
-                    u64 from[4];
-                    u32 kind[4];  // 0: waits for the batch, 1: a literal, 2: an earlier output byte
-#pragma unroll
-                    for (u32 i = 0; i < 4; i++) {
-                        const u32 p = p0 + 32 * i;
-                        kind[i] = 0;
-                        from[i] = 0;
-                        if (p < total) {
-                            while (sh.start[s + 1] <= p) s++;
-                            const u32 r = p - sh.start[s], sll = sh.seq_ll[s];
-                            if (r < sll) {
-                                kind[i] = 1;
-                                from[i] = sh.lit_at[s] + r;
-                            } else {
-                                const u32 kk = r - sll, o = sh.seq_off[s];
-                                const u32 m = kk < o ? kk : kk % o;
-                                const u64 src = out + sh.start[s] + sll + m - o;
-                                if (src < out) {
-                                    kind[i] = 2;
-                                    from[i] = src;
-                                }
-                            }
-                        }
-                    }
-                    u8 v[4];
-#pragma unroll
-                    for (u32 i = 0; i < 4; i++) v[i] = kind[i] == 2 ? d[from[i]] : (kind[i] == 1 ? sh.lit_stage[from[i]] : 0);
-#pragma unroll
-                    for (u32 i = 0; i < 4; i++)
-                        if (kind[i]) sh.stage[p0 + 32 * i] = v[i];
-                }
-                __syncwarp();
-                // Matches reaching into the batch, in order.
-                u32 waiting = __ballot_sync(0xffffffffu, lane < k && ml > 0 &&
-                                                             (u64)len_before + ll + min(ml, off) > off);
-                while (waiting) {
-                    const u32 j = __ffs((int)waiting) - 1;
-                    waiting &= waiting - 1;
-                    const u32 mst = sh.start[j] + sh.seq_ll[j], o = sh.seq_off[j], mlen = sh.seq_ml[j];
-                    for (u32 kk = lane; kk < mlen; kk += 32) {
-                        const u32 m = kk < o ? kk : kk % o;
-                        if (mst + m >= o) sh.stage[mst + kk] = sh.stage[mst + m - o];
-                    }
-                    __syncwarp();
-                }
-                for (u32 p = lane; p < total; p += 32) d[out + p] = sh.stage[p];
-                __syncwarp();
-            } else {
-                for (u32 j = 0; j < k; j++) {
-                    const u32 jll = __shfl_sync(0xffffffffu, ll, j), jml = __shfl_sync(0xffffffffu, ml, j);
-                    const u32 joff = __shfl_sync(0xffffffffu, off, j);
-                    const u32 jb = __shfl_sync(0xffffffffu, len_before, j);
-                    const u32 jl = __shfl_sync(0xffffffffu, lit_before, j);
-                    zstd_copy_forward(d + out + jb, lits + lit_used + jl, jll, lane);
-                    zstd_match(d, out + jb + jll, jml, joff, lane);
-                }
-            }
-            out += total;
-            lit_used += lits_total;
+            if (!zstd_run_batch(bt, k, d, &out, lits, &lit_used, rs, frame_start, dst_len, lane)) return ZSTD_CORRUPT;
         }
-        if (lane == 0) h.status = zb_end(bits) ? VALIDATE_OK : ZSTD_CORRUPT;
+        if (lane == 0) h.status = zb_end(z.bits) ? VALIDATE_OK : ZSTD_CORRUPT;
         const u32 end = zstd_hand_over(sh, h, lane).status;
         if (end != VALIDATE_OK) return end;
     }
@@ -854,90 +924,114 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
 
 // ---- a body ----
 
+// The frame header at s[p, n) (lane 0): a status; v[0] 1 for a skippable frame, v[1] the frame's largest
+// block, v[2] whether it declares its content size; w[0] that size, w[1] where its blocks (or the next
+// frame, after a skippable one) start.
+__device__ inline ZHand zstd_frame_header(const u8* s, u64 n, u64 p) {
+    u32 st = VALIDATE_OK, skip = 0, block_max = 0, has_fcs = 0;
+    u64 fcs = 0, at = p;
+    do {
+        if (n - p < 5) {
+            st = VALIDATE_TRUNCATED;
+            break;
+        }
+        const u32 magic = (u32)s[p] | ((u32)s[p + 1] << 8) | ((u32)s[p + 2] << 16) | ((u32)s[p + 3] << 24);
+        if ((magic & 0xFFFFFFF0u) == 0x184D2A50u) {
+            if (n - p < 8) {
+                st = VALIDATE_TRUNCATED;
+                break;
+            }
+            const u64 size = (u32)s[p + 4] | ((u32)s[p + 5] << 8) | ((u32)s[p + 6] << 16) | ((u32)s[p + 7] << 24);
+            if (size > n - p - 8) {
+                st = VALIDATE_TRUNCATED;
+                break;
+            }
+            skip = 1;
+            at = p + 8 + size;
+            break;
+        }
+        if (magic != 0xFD2FB528u) {
+            st = VALIDATE_BAD_HEADER;
+            break;
+        }
+        const u32 fhd = s[p + 4];
+        const u32 fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, dict_flag = fhd & 3;
+        if (fhd & 8) {
+            st = VALIDATE_BAD_HEADER;
+            break;
+        }
+        if (fhd & 4) {
+            st = ZSTD_UNSUPPORTED;  // a content checksum
+            break;
+        }
+        const u32 dict_bytes = dict_flag == 0 ? 0 : (dict_flag == 1 ? 1 : (dict_flag == 2 ? 2 : 4));
+        const u32 fcs_bytes = fcs_flag == 0 ? single : (fcs_flag == 1 ? 2 : (fcs_flag == 2 ? 4 : 8));
+        const u64 hsize = 5 + (single ? 0 : 1) + dict_bytes + fcs_bytes;
+        if (n - p < hsize) {
+            st = VALIDATE_TRUNCATED;
+            break;
+        }
+        u64 q = p + 5;
+        u64 window = 0;
+        if (!single) {
+            const u32 wb = s[q++];
+            const u32 wlog = (wb >> 3) + 10;
+            if (wlog > 31) {
+                st = ZSTD_CORRUPT;
+                break;
+            }
+            window = 1ull << wlog;
+            window += (window >> 3) * (wb & 7);
+        }
+        u32 dict = 0;
+        for (u32 i = 0; i < dict_bytes; i++) dict |= (u32)s[q + i] << (8 * i);
+        q += dict_bytes;
+        if (dict != 0) {
+            st = ZSTD_UNSUPPORTED;  // a dictionary
+            break;
+        }
+        for (u32 i = 0; i < fcs_bytes; i++) fcs |= (u64)s[q + i] << (8 * i);
+        if (fcs_bytes == 2) fcs += 256;
+        q += fcs_bytes;
+        has_fcs = fcs_bytes > 0;
+        if (single) window = fcs;
+        block_max = (u32)(window < ZSTD_BLOCK_MAX ? window : ZSTD_BLOCK_MAX);
+        at = q;
+    } while (false);
+    return {st, {skip, block_max, has_fcs, 0, 0}, {fcs, at}};
+}
+
+// The block header at s[p, n) (lane 0), for a block of at most block_max bytes and at most `room` output
+// bytes when raw or RLE: a status; v[0] whether it is the frame's last, v[1] its type, v[2] its size.
+__device__ inline ZHand zstd_block_header(const u8* s, u64 n, u64 p, u32 block_max, u64 room) {
+    u32 st = VALIDATE_OK, last = 0, type = 0, size = 0;
+    if (n - p < 3) {
+        st = VALIDATE_TRUNCATED;
+    } else {
+        const u32 h = (u32)s[p] | ((u32)s[p + 1] << 8) | ((u32)s[p + 2] << 16);
+        last = h & 1;
+        type = (h >> 1) & 3;
+        size = h >> 3;
+        const u64 body = type == 1 ? 1 : size;
+        if (type == 3) st = ZSTD_CORRUPT;
+        else if (size > block_max) st = ZSTD_CORRUPT;
+        else if (body > n - p - 3) st = VALIDATE_TRUNCATED;
+        else if (type != 2 && size > room) st = VALIDATE_WRONG_SIZE;
+    }
+    return {st, {last, type, size, 0, 0}, {0, 0}};
+}
+
 __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 dst_len, u32 lane) {
     if (n >= (1ull << 31) || dst_len >= (1ull << 31)) return VALIDATE_TOO_LARGE;
     u64 p = 0, out = 0;
     // Lane 0's frame state.
-    u32 rep[3] = {1, 4, 8};
+    ZRep rep = {1, 4, 8};
     bool huf_ok = false, fse_ok = false;
     u32 huf_log = 0;
     u32 logs[3] = {0, 0, 0};
     while (p < n) {
-        // ---- frame header (lane 0) ----
         ZHand fh = {};
-        if (lane == 0) {
-            u32 st = VALIDATE_OK, skip = 0, block_max = 0, has_fcs = 0;
-            u64 fcs = 0, at = p;
-            do {
-                if (n - p < 5) {
-                    st = VALIDATE_TRUNCATED;
-                    break;
-                }
-                const u32 magic = (u32)s[p] | ((u32)s[p + 1] << 8) | ((u32)s[p + 2] << 16) | ((u32)s[p + 3] << 24);
-                if ((magic & 0xFFFFFFF0u) == 0x184D2A50u) {
-                    if (n - p < 8) {
-                        st = VALIDATE_TRUNCATED;
-                        break;
-                    }
-                    const u64 size = (u32)s[p + 4] | ((u32)s[p + 5] << 8) | ((u32)s[p + 6] << 16) | ((u32)s[p + 7] << 24);
-                    if (size > n - p - 8) {
-                        st = VALIDATE_TRUNCATED;
-                        break;
-                    }
-                    skip = 1;
-                    at = p + 8 + size;
-                    break;
-                }
-                if (magic != 0xFD2FB528u) {
-                    st = VALIDATE_BAD_HEADER;
-                    break;
-                }
-                const u32 fhd = s[p + 4];
-                const u32 fcs_flag = fhd >> 6, single = (fhd >> 5) & 1, dict_flag = fhd & 3;
-                if (fhd & 8) {
-                    st = VALIDATE_BAD_HEADER;
-                    break;
-                }
-                if (fhd & 4) {
-                    st = ZSTD_UNSUPPORTED;  // a content checksum
-                    break;
-                }
-                const u32 dict_bytes = dict_flag == 0 ? 0 : (dict_flag == 1 ? 1 : (dict_flag == 2 ? 2 : 4));
-                const u32 fcs_bytes = fcs_flag == 0 ? single : (fcs_flag == 1 ? 2 : (fcs_flag == 2 ? 4 : 8));
-                const u64 hsize = 5 + (single ? 0 : 1) + dict_bytes + fcs_bytes;
-                if (n - p < hsize) {
-                    st = VALIDATE_TRUNCATED;
-                    break;
-                }
-                u64 q = p + 5;
-                u64 window = 0;
-                if (!single) {
-                    const u32 wb = s[q++];
-                    const u32 wlog = (wb >> 3) + 10;
-                    if (wlog > 31) {
-                        st = ZSTD_CORRUPT;
-                        break;
-                    }
-                    window = 1ull << wlog;
-                    window += (window >> 3) * (wb & 7);
-                }
-                u32 dict = 0;
-                for (u32 i = 0; i < dict_bytes; i++) dict |= (u32)s[q + i] << (8 * i);
-                q += dict_bytes;
-                if (dict != 0) {
-                    st = ZSTD_UNSUPPORTED;  // a dictionary
-                    break;
-                }
-                for (u32 i = 0; i < fcs_bytes; i++) fcs |= (u64)s[q + i] << (8 * i);
-                if (fcs_bytes == 2) fcs += 256;
-                q += fcs_bytes;
-                has_fcs = fcs_bytes > 0;
-                if (single) window = fcs;
-                block_max = (u32)(window < ZSTD_BLOCK_MAX ? window : ZSTD_BLOCK_MAX);
-                at = q;
-            } while (false);
-            fh = {st, {skip, block_max, has_fcs, 0, 0}, {fcs, at}};
-        }
+        if (lane == 0) fh = zstd_frame_header(s, n, p);
         const ZHand frame = zstd_hand_over(sh, fh, lane);
         if (frame.status != VALIDATE_OK) return frame.status;
         const u32 skip = frame.v[0], block_max = frame.v[1], has_fcs = frame.v[2];
@@ -945,30 +1039,12 @@ __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 d
         p = frame.w[1];
         if (skip) continue;
         const u64 frame_start = out;
-        rep[0] = 1;
-        rep[1] = 4;
-        rep[2] = 8;
+        rep = {1, 4, 8};
         huf_ok = fse_ok = false;
         // ---- blocks ----
         for (;;) {
             ZHand bh = {};
-            if (lane == 0) {
-                u32 st = VALIDATE_OK, last = 0, type = 0, size = 0;
-                if (n - p < 3) {
-                    st = VALIDATE_TRUNCATED;
-                } else {
-                    const u32 h = (u32)s[p] | ((u32)s[p + 1] << 8) | ((u32)s[p + 2] << 16);
-                    last = h & 1;
-                    type = (h >> 1) & 3;
-                    size = h >> 3;
-                    const u64 body = type == 1 ? 1 : size;
-                    if (type == 3) st = ZSTD_CORRUPT;
-                    else if (size > block_max) st = ZSTD_CORRUPT;
-                    else if (body > n - p - 3) st = VALIDATE_TRUNCATED;
-                    else if (type != 2 && size > dst_len - out) st = VALIDATE_WRONG_SIZE;
-                }
-                bh = {st, {last, type, size, 0, 0}, {0, 0}};
-            }
+            if (lane == 0) bh = zstd_block_header(s, n, p, block_max, dst_len - out);
             const ZHand block = zstd_hand_over(sh, bh, lane);
             if (block.status != VALIDATE_OK) return block.status;
             const u32 last = block.v[0], type = block.v[1], size = block.v[2];
@@ -996,15 +1072,20 @@ __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 d
     return out == dst_len ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
+// Sets up the length codes' table (the whole warp).
+__device__ inline void zstd_codes(u32 (*code)[53], u32 lane) {
+    for (u32 c = lane; c < 53; c += 32) {
+        code[0][c] = c < 36 ? zstd_code(0, c) : 0;
+        code[1][c] = zstd_code(1, c);
+    }
+    __syncwarp();
+}
+
 extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS) gp_unzstd(UnsnapItem* items, u32 n) {
     if (blockDim.x != UNZSTD_THREADS) __trap();
     __shared__ ZstdShared sh;
     const u32 lane = threadIdx.x;
-    for (u32 c = lane; c < 53; c += 32) {
-        sh.code[0][c] = c < 36 ? zstd_code(0, c) : 0;
-        sh.code[1][c] = zstd_code(1, c);
-    }
-    __syncwarp();
+    zstd_codes(sh.code, lane);
     for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
         const UnsnapItem it = items[i];
         const u32 st = zstd_body(sh, (const u8*)it.src, it.src_len, (u8*)it.dst, it.dst_len, lane);
