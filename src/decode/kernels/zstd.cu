@@ -551,9 +551,10 @@ struct ZHead {
 };
 
 // Decodes the literals section of the compressed block b[0, bs) (raw literals stay in the input; RLE
-// and Huffman ones go to d[lim - rs, lim)) and reads its sequences section header, building its
-// sequence tables in sh. room: the output bytes the block may still fill (lim - rs is at least
-// lim - room). Lane 0 carries the tables' state (huf_ok, fse_ok, huf_log, logs) from block to block.
+// and Huffman ones go to d[lim - rs, lim), the output's tail, lim its end) and reads its sequences
+// section header, building its sequence tables in sh. room: the output bytes the block may still fill
+// (so the tail starts after what is written). Lane 0 carries the tables' state (huf_ok, fse_ok,
+// huf_log, logs) from block to block.
 // Returns a status; *hd, the headers.
 __device__ inline u32 zstd_block_head(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64 lim, u64 room, u32 block_max,
                                       bool* huf_ok, bool* fse_ok, u32* huf_log, u32* logs, u32 lane, ZHead* hd) {
