@@ -4,8 +4,8 @@
 // nvCOMP's 99.0 (run AQ, H100). ncu (run AP) puts it at 6.7 threads active a warp (the sequences are
 // decoded by one lane, the Huffman streams by four) and at the warps an SM holds by shared memory.
 // Decoding the sequences a lane a body instead, after a kernel that decodes the literals and builds the
-// tables into global memory (branch zstd-planned), was slower still (run AR: 223 ms against nvCOMP's
-// 105.8): each body's batches stay one after another, and its table lookups went to L2.
+// tables into global memory (branch zstd-planned), was slower still (runs AR-AS: 223 ms at best, nvCOMP
+// 105.8 in the same run): each body's batches stay one after another, and its table lookups went to L2.
 //
 // One warp per body (grid n, block UNZSTD_THREADS), its state in shared memory. A body is one or more
 // frames (skippable frames skipped); each frame's blocks are decoded in order:
