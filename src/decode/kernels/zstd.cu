@@ -544,19 +544,18 @@ __device__ inline u32 zstd_lit_header(const u8* b, u32 bs, bool huf_ok, u32* typ
     return VALIDATE_OK;
 }
 
-// What a compressed block's headers say: its literals' type, header bytes, regenerated and compressed
-// sizes; its sequences' count, and where their bitstream starts in the block.
+// What a compressed block's headers say: its literals' type, header bytes and regenerated size; its
+// sequences' count, and where their bitstream starts in the block.
 struct ZHead {
-    u32 lit_type, lh, rs, cs, nseq, q;
+    u32 lit_type, lh, rs, nseq, q;
 };
 
 // Decodes the literals section of the compressed block b[0, bs) (raw literals stay in the input; RLE
-// and Huffman ones go to d[lim - rs, lim), the output's tail, lim its end) and reads its sequences
-// section header, building its sequence tables in sh. room: the output bytes the block may still fill
-// (so the tail starts after what is written). Lane 0 carries the tables' state (huf_ok, fse_ok,
-// huf_log, logs) from block to block.
-// Returns a status; *hd, the headers.
-__device__ inline u32 zstd_block_head(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64 lim, u64 room, u32 block_max,
+// and Huffman ones go to the output's tail, d[dst_len - rs, dst_len)) and reads its sequences section
+// header, building its sequence tables in sh. room: the output bytes the block may still fill (so the
+// tail starts after what is written). Lane 0 carries the tables' state (huf_ok, fse_ok, huf_log, logs)
+// from block to block. Returns a status; *hd, the headers.
+__device__ inline u32 zstd_block_head(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64 dst_len, u64 room, u32 block_max,
                                       bool* huf_ok, bool* fse_ok, u32* huf_log, u32* logs, u32 lane, ZHead* hd) {
     // ---- literals section header (lane 0) ----
     ZHand h = {};
@@ -570,11 +569,11 @@ __device__ inline u32 zstd_block_head(ZstdShared& sh, const u8* b, u32 bs, u8* d
     if (lit.status != VALIDATE_OK) return lit.status;
     const u32 type = lit.v[0], lh = lit.v[1], rs = lit.v[2], cs = lit.v[3], streams = lit.v[4];
     if (type == 1) {
-        u8* tail = d + (lim - rs);
+        u8* tail = d + (dst_len - rs);
         const u8 v = b[lh];
         for (u32 k = lane; k < rs; k += 32) tail[k] = v;
     } else if (type >= 2) {
-        u8* tail = d + (lim - rs);
+        u8* tail = d + (dst_len - rs);
         u32 hsize = 0;
         if (type == 2) {
             u32 log = 0;
@@ -662,7 +661,7 @@ __device__ inline u32 zstd_block_head(ZstdShared& sh, const u8* b, u32 bs, u8* d
     }
     const ZHand seq = zstd_hand_over(sh, h, lane);
     if (seq.status != VALIDATE_OK) return seq.status;
-    *hd = {type, lh, rs, cs, seq.v[0], seq.v[1]};
+    *hd = {type, lh, rs, seq.v[0], seq.v[1]};
     return VALIDATE_OK;
 }
 
@@ -759,10 +758,10 @@ struct ZBatch {
 
 // Writes the batch's k sequences to d[*out_io, ...), their literals from lits[*lit_used_io, rs),
 // advancing both: false when a sequence is invalid (its literals past rs, its offset 0 or before
-// frame_start, or its end plus the block's literals after it past lim, so that no write reaches a
+// frame_start, or its end plus the block's literals after it past dst_len, so that no write reaches a
 // literal not yet read). The whole warp, with the same arguments.
 __device__ inline bool zstd_run_batch(const ZBatch& bt, u32 k, u8* d, u64* out_io, const u8* lits, u32* lit_used_io,
-                                      u32 rs, u64 frame_start, u64 lim, u32 lane) {
+                                      u32 rs, u64 frame_start, u64 dst_len, u32 lane) {
     const u64 out = *out_io;
     const u32 lit_used = *lit_used_io;
     // Each lane's sequence: where its output and its literals start.
@@ -786,7 +785,7 @@ __device__ inline bool zstd_run_batch(const ZBatch& bt, u32 k, u8* d, u64* out_i
     if (lane < k) {
         const u64 lit_end = (u64)lit_used + lit_before + ll;
         const u64 mstart = out + len_before + ll;
-        bad = lit_end > rs || off == 0 || off > mstart - frame_start || mstart + ml + (rs - lit_end) > lim;
+        bad = lit_end > rs || off == 0 || off > mstart - frame_start || mstart + ml + (rs - lit_end) > dst_len;
     }
     if (__ballot_sync(0xffffffffu, bad)) return false;
     if (total <= ZSTD_STAGE) {
@@ -1073,20 +1072,15 @@ __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 d
     return out == dst_len ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
-// Sets up the length codes' table (the whole warp).
-__device__ inline void zstd_codes(u32 (*code)[53], u32 lane) {
-    for (u32 c = lane; c < 53; c += 32) {
-        code[0][c] = c < 36 ? zstd_code(0, c) : 0;
-        code[1][c] = zstd_code(1, c);
-    }
-    __syncwarp();
-}
-
 extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS) gp_unzstd(UnsnapItem* items, u32 n) {
     if (blockDim.x != UNZSTD_THREADS) __trap();
     __shared__ ZstdShared sh;
     const u32 lane = threadIdx.x;
-    zstd_codes(sh.code, lane);
+    for (u32 c = lane; c < 53; c += 32) {
+        sh.code[0][c] = c < 36 ? zstd_code(0, c) : 0;
+        sh.code[1][c] = zstd_code(1, c);
+    }
+    __syncwarp();
     for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
         const UnsnapItem it = items[i];
         const u32 st = zstd_body(sh, (const u8*)it.src, it.src_len, (u8*)it.dst, it.dst_len, lane);
