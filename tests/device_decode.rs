@@ -117,26 +117,12 @@ fn layout_sizes_agree_on_the_device() {
     }
 }
 
-/// Uploads `items`, launches `f(items, n)` with one block of `block` threads per item, and returns the
-/// items as the kernel left them.
+/// Uploads `items`, launches `f(items, n)` on a grid of `grid` blocks of `block` threads, and returns
+/// the items as the kernel left them.
 ///
 /// # Safety
 /// Every address in `items` must be memory the kernel may read (and, for outputs, write) for the sizes
 /// the item gives, alive until this returns; `block` must be a size the kernel runs with.
-unsafe fn run_per_item<T: bytemuck::Pod>(
-    stream: &Stream,
-    f: &cudarc::driver::CudaFunction,
-    items: &[T],
-    block: u32,
-) -> Vec<T> {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { run_on_grid(stream, f, items, items.len() as u32, block) }
-}
-
-/// [`run_per_item`] on a grid of `grid` blocks.
-///
-/// # Safety
-/// As [`run_per_item`].
 unsafe fn run_on_grid<T: bytemuck::Pod>(
     stream: &Stream,
     f: &cudarc::driver::CudaFunction,
@@ -154,18 +140,23 @@ unsafe fn run_on_grid<T: bytemuck::Pod>(
     bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"))
 }
 
-/// `gp_validate_compressed` (Snappy walked by the whole warp) gives the host reference's status on
-/// valid, cut, flipped, padded and random bodies, each in an allocation of its own (so a read past a
-/// body is an error under compute-sanitizer).
+/// `gp_validate_compressed` (Snappy walked by the whole warp, long bodies in segments) gives the host
+/// reference's status on valid, cut, flipped, padded and random bodies and on long ones like
+/// lineitem's, each in an allocation of its own (so a read past a body is an error under
+/// compute-sanitizer), with the GPU's segments and with small ones (many segments, repairs and whole
+/// walks); a valid long body passes by its segments alone.
 #[test]
 fn compressed_page_check_equals_the_reference_on_the_device() {
-    use gpu_parquet::decode::host_kernels::validate::cases::{expected, kernel_cases};
-    use gpu_parquet::decode::layout::ValidateItem;
+    use gpu_parquet::decode::host_kernels::validate::cases::{SMALL_SEGMENTS, expected, kernel_cases, long_cases};
+    use gpu_parquet::decode::layout::validate_segments::{self, JOINED, PRODUCTION, REPAIRS, SegmentOut, WALKED_WHOLE};
+    use gpu_parquet::decode::layout::{VALIDATE_WARPS, ValidateItem};
     let Some(ctx) = gpu() else { return };
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_check", None).expect("kernels");
     let f = m.function("gp_validate_compressed").expect("kernel");
     let stream = Stream::new(&ctx).expect("stream");
-    let cases = kernel_cases();
+    let mut cases = kernel_cases();
+    let long_from = cases.len();
+    cases.extend(long_cases());
     let bodies: Vec<DeviceBuffer<u8>> = cases
         .iter()
         .map(|(_, _, b)| {
@@ -176,29 +167,77 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
             }
         })
         .collect();
-    let items: Vec<ValidateItem> = cases
-        .iter()
-        .zip(&bodies)
-        .map(|((codec, want, body), buf)| ValidateItem {
-            src: buf.device_address(),
-            src_len: body.len() as u64,
-            dst_len: *want,
-            codec: *codec,
-            status: u32::MAX,
-        })
-        .collect();
-    // SAFETY: the kernel reads each item's `src_len` bytes at its `src`, an allocation of that many
-    // bytes (or 1 for an empty body) in `bodies`, alive until the end of this test; it writes only the
-    // items' statuses.
-    let back: Vec<ValidateItem> = unsafe { run_per_item(&stream, &f, &items, 32) };
     let want = expected(&cases);
-    for (i, (got, want)) in back.iter().zip(&want).enumerate() {
-        let (codec, declared, body) = &cases[i];
-        assert_eq!(
-            got.status,
-            *want,
-            "case {i}: codec {codec}, {} bytes declaring {declared}",
-            body.len()
+    for geometry in [PRODUCTION, SMALL_SEGMENTS] {
+        let mut items: Vec<ValidateItem> = cases
+            .iter()
+            .zip(&bodies)
+            .map(|((codec, want, body), buf)| ValidateItem {
+                src: buf.device_address(),
+                src_len: body.len() as u64,
+                dst_len: *want,
+                codec: *codec,
+                status: u32::MAX,
+            })
+            .collect();
+        let segs = validate_segments::plan(&mut items, geometry);
+        let dev_items = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
+        let dev_segs = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&segs)).expect("segments");
+        let dev_outs =
+            DeviceBuffer::<u8>::zeroed(&stream, (segs.len() * size_of::<SegmentOut>()).max(1)).expect("outs");
+        let dev_joins = DeviceBuffer::<u32>::zeroed(&stream, segs.len().max(1)).expect("joins");
+        let (n, nsegs) = (items.len() as u32, segs.len() as u32);
+        let addrs = [
+            dev_items.device_address(),
+            dev_segs.device_address(),
+            dev_outs.device_address(),
+            dev_joins.device_address(),
+        ];
+        let mut b = stream.cuda().launch_builder(&f);
+        b.arg(&addrs[0])
+            .arg(&n)
+            .arg(&addrs[1])
+            .arg(&nsegs)
+            .arg(&addrs[2])
+            .arg(&addrs[3]);
+        b.arg(&geometry.seg_bytes).arg(&geometry.overlap);
+        let grid = (n + nsegs).div_ceil(VALIDATE_WARPS);
+        // SAFETY: the kernel reads each item's `src_len` bytes at its `src`, an allocation of that many
+        // bytes (or 1 for an empty body) in `bodies`, and the `nsegs` segments; it writes the items'
+        // statuses, `nsegs` outs and `nsegs` join words, all alive until the copies below have waited.
+        unsafe { b.launch(one_dimension(grid, 32 * VALIDATE_WARPS)) }.expect("launch");
+        let back: Vec<ValidateItem> = bytemuck::pod_collect_to_vec(&dev_items.copy_to_host().expect("copy"));
+        let joins = dev_joins.copy_to_host().expect("copy");
+        for (i, (got, want)) in back.iter().zip(&want).enumerate() {
+            let (codec, declared, body) = &cases[i];
+            assert_eq!(
+                got.status,
+                *want,
+                "case {i}: codec {codec}, {} bytes declaring {declared}, {geometry:?}",
+                body.len()
+            );
+        }
+        let mut repairs = 0;
+        for s in segs.iter().filter(|s| s.index == 0) {
+            let join = joins[s.first as usize];
+            assert_ne!(join & JOINED, 0, "case {}: not joined, {geometry:?}", s.item);
+            repairs += join & REPAIRS;
+            if s.item as usize >= long_from && want[s.item as usize] == 0 {
+                assert_eq!(
+                    join & WALKED_WHOLE,
+                    0,
+                    "case {}: a valid long body walked whole",
+                    s.item
+                );
+            }
+        }
+        assert!(
+            segs.iter().any(|s| s.item as usize >= long_from),
+            "long bodies in segments"
+        );
+        println!(
+            "{} bodies, {nsegs} segments, {repairs} repaired ({geometry:?})",
+            cases.len()
         );
     }
     drop(bodies);

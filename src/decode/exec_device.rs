@@ -13,7 +13,8 @@ use rayon::prelude::*;
 use crate::config::{SnappyDecoders, ZstdDecoders};
 use crate::decode::exec::{Decompress, DecompressedOn, Executor, Kernel, PageKernel, PageShape};
 use crate::decode::layout::{
-    UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, snappy_literals, validate_codec, validate_status, wsnap,
+    UnsnapItem, VALIDATE_WARPS, ValidateItem, WsnapItem, snappy_literals, validate_codec, validate_segments,
+    validate_status, wsnap,
 };
 use crate::error::{Error, Result};
 use crate::gpu::nvcomp::{BatchTransfers, Codec, CopyEngineTransfers, DecompressItem, Nvcomp};
@@ -505,7 +506,7 @@ impl DeviceExecutor<'_> {
         if todo.is_empty() {
             return Ok(Err(Vec::new()));
         }
-        let v: Vec<ValidateItem> = todo
+        let mut v: Vec<ValidateItem> = todo
             .iter()
             .map(|&i| ValidateItem {
                 src: items[i].src,
@@ -515,9 +516,37 @@ impl DeviceExecutor<'_> {
                 status: u32::MAX,
             })
             .collect();
-        // One warp per body, VALIDATE_WARPS bodies a block.
-        let launch = ((v.len() as u32).div_ceil(VALIDATE_WARPS), 32 * VALIDATE_WARPS);
-        self.launch_body_kernel("gp_validate_compressed", launch, &v).map(Ok)
+        let g = validate_segments::PRODUCTION;
+        let segs = validate_segments::plan(&mut v, g);
+        // One buffer: the items (read back by body_statuses), the segments, their outs and their join
+        // words (zero).
+        let mut buf: Vec<u8> = bytemuck::cast_slice(&v).to_vec();
+        let segs_at = buf.len() as u64;
+        buf.extend_from_slice(bytemuck::cast_slice(&segs));
+        let outs_at = buf.len() as u64;
+        buf.resize(buf.len() + segs.len() * size_of::<validate_segments::SegmentOut>(), 0);
+        let joins_at = buf.len() as u64;
+        buf.resize(buf.len() + segs.len() * 4, 0);
+        let addr = self.upload(&buf)?;
+        // A warp per segment, then one per body, VALIDATE_WARPS a block.
+        let warps = segs.len() as u32 + v.len() as u32;
+        let args = [
+            Arg::U64(addr),
+            Arg::U32(v.len() as u32),
+            Arg::U64(addr + segs_at),
+            Arg::U32(segs.len() as u32),
+            Arg::U64(addr + outs_at),
+            Arg::U64(addr + joins_at),
+            Arg::U32(g.seg_bytes),
+            Arg::U32(g.overlap),
+        ];
+        self.launch_raw(
+            "gp_validate_compressed",
+            warps.div_ceil(VALIDATE_WARPS),
+            32 * VALIDATE_WARPS,
+            &args,
+        )?;
+        Ok(Ok(addr))
     }
 
     /// Launches `gp_snappy_literals` over `items[todo]` (Snappy bodies, each under 2 GiB): the items'

@@ -305,7 +305,104 @@ pub struct ValidateItem {
 
 /// Bodies per block of `gp_validate_compressed` (a warp each), as `kernels/validate.cu` defines it. A
 /// body the kernel does not reach keeps the status the host gave it, so a mismatch fails closed.
-pub(crate) const VALIDATE_WARPS: u32 = 4;
+pub const VALIDATE_WARPS: u32 = 4;
+
+/// Long Snappy bodies checked by `gp_validate_compressed` in segments, a warp each (see
+/// `kernels/validate.cu`): a warp walks about 9 ns a byte, so one walking a 550 kB page alone held the
+/// launch, and nvCOMP behind it, some 5 ms.
+pub mod validate_segments {
+    use super::{ValidateItem, validate_codec, validate_status};
+
+    /// `joins[first]` after a body's join: it was joined,
+    pub const JOINED: u32 = 1 << 31;
+    /// the whole body was walked (a failure, or a doubt),
+    pub const WALKED_WHOLE: u32 = 1 << 30;
+    /// and, in the bits below, how many segments were walked again from the true element.
+    pub const REPAIRS: u32 = (1 << 30) - 1;
+
+    /// One segment of a body: its warp's work.
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+    pub struct ValidateSegment {
+        /// The body's index among the launch's items.
+        pub item: u32,
+        /// This segment's index in the body.
+        pub index: u32,
+        /// The body's segments.
+        pub count: u32,
+        /// The body's first segment's index in the launch (its outs and join word).
+        pub first: u32,
+    }
+
+    /// A segment's walk, as its warp leaves it for the join (device scratch; the layout only sizes it).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+    pub struct SegmentOut {
+        pub sum: u64,
+        pub dmax: i64,
+        pub q_first: u32,
+        pub q_next: u32,
+        pub flags: u32,
+        pub pad: u32,
+    }
+
+    // As `kernels/validate.cu` asserts.
+    const _: () = assert!(size_of::<ValidateSegment>() == 16 && size_of::<SegmentOut>() == 32);
+
+    /// How bodies are cut.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Geometry {
+        /// Bytes a segment covers (its warp walks about `overlap` more).
+        pub seg_bytes: u32,
+        /// Bytes a segment's guessed chain has to meet the true one before it counts.
+        pub overlap: u32,
+        /// Bodies shorter than this are walked whole.
+        pub min_src: u64,
+    }
+
+    /// The GPU's: 16 kB segments (about 0.15 ms a walk), cut from bodies of 64 kB or more.
+    pub const PRODUCTION: Geometry = Geometry {
+        seg_bytes: 16 << 10,
+        overlap: 1 << 10,
+        min_src: 64 << 10,
+    };
+
+    /// Whether a body is checked in segments: Snappy, at least `min_src` long, under 2^31 bytes (the
+    /// walk's 32-bit range), and compressing by more than a 64th. A body that compresses less is
+    /// mostly long literals, where a guessed chain seldom meets the true one (and the literal copier
+    /// takes bodies of literals only).
+    pub(crate) fn cut(item: &ValidateItem, g: Geometry) -> bool {
+        item.codec == validate_codec::SNAPPY
+            && item.src_len >= g.min_src
+            && item.src_len < 1 << 31
+            && item.dst_len < 1 << 31
+            && item.dst_len > item.src_len + item.src_len / 64
+    }
+
+    /// Cuts the bodies [`cut`] takes into segments, marking their items
+    /// [`validate_status::SEGMENTED`] (their own warps skip them; the status stays not OK where no
+    /// join sets it): the segments, a body's in order. `g` must have `overlap < seg_bytes` and
+    /// `overlap < min_src` (every segment then starts inside its body).
+    pub fn plan(items: &mut [ValidateItem], g: Geometry) -> Vec<ValidateSegment> {
+        assert!(g.overlap < g.seg_bytes && u64::from(g.overlap) < g.min_src && g.overlap >= 16);
+        let mut segs = Vec::new();
+        for (i, it) in items.iter_mut().enumerate() {
+            if !cut(it, g) {
+                continue;
+            }
+            let count = (it.src_len - u64::from(g.overlap)).div_ceil(u64::from(g.seg_bytes)) as u32;
+            let first = segs.len() as u32;
+            it.status = validate_status::SEGMENTED;
+            segs.extend((0..count).map(|index| ValidateSegment {
+                item: i as u32,
+                index,
+                count,
+                first,
+            }));
+        }
+        segs
+    }
+}
 
 /// Launch geometry of `gp_snappy_literals` (`kernels/snappy.cu`), which copies Snappy bodies of
 /// literals only, taking [`UnsnapItem`]s.
@@ -545,6 +642,9 @@ pub(crate) mod validate_status {
     /// `gp_unzstd` only: an entropy table, bitstream, sequence or block that libzstd would refuse (or
     /// that the kernel checks more strictly); the host decompressor takes the page.
     pub(crate) const ZSTD_CORRUPT: u32 = 10;
+    /// The pre-check only, given by the host: a body checked in segments
+    /// ([`super::validate_segments`]); their join replaces it.
+    pub(crate) const SEGMENTED: u32 = 0xffff_fffe;
 
     /// What a status means.
     pub(crate) fn describe(status: u32) -> &'static str {
@@ -559,6 +659,7 @@ pub(crate) mod validate_status {
             NOT_LITERALS => "not a body of literals only",
             ZSTD_UNSUPPORTED => "a Zstd frame with a dictionary or a checksum",
             ZSTD_CORRUPT => "an invalid Zstd table, bitstream or block",
+            SEGMENTED => "checked in segments that were never joined",
             _ => "unknown validation status",
         }
     }
@@ -762,6 +863,54 @@ mod tests {
         assert_eq!(host.len(), LAYOUT_SIZES.len());
         for ((name, want), got) in LAYOUT_SIZES.iter().zip(host) {
             assert_eq!(*want, got, "{name}");
+        }
+    }
+
+    /// Long Snappy bodies that compress are cut into segments covering them, a body's in order after
+    /// another's; the rest keep their status and are walked whole.
+    #[test]
+    fn the_check_segments_long_snappy_bodies_of_long_chains() {
+        use validate_segments::{PRODUCTION, ValidateSegment, plan};
+        let item = |codec, src_len: u64, dst_len: u64| ValidateItem {
+            src_len,
+            dst_len,
+            codec,
+            status: u32::MAX,
+            ..Default::default()
+        };
+        let mut items = vec![
+            item(validate_codec::SNAPPY, 550_000, 1_200_000), // a dictionary page: 34 segments
+            item(validate_codec::SNAPPY, 65_535, 200_000),    // under 64 kB
+            item(validate_codec::SNAPPY, 65_536, 65_536 + 1023), // compresses by less than a 64th
+            item(validate_codec::SNAPPY, 65_536, 65_536 + 1025), // 4 segments: (64 kB - 1 kB) / 16 kB
+            item(validate_codec::LZ4_RAW, 550_000, 1_200_000),
+            item(validate_codec::SNAPPY, 1 << 31, 1 << 32), // the walk's 32-bit range
+        ];
+        let segs = plan(&mut items, PRODUCTION);
+        let statuses: Vec<u32> = items.iter().map(|i| i.status).collect();
+        let s = validate_status::SEGMENTED;
+        assert_eq!(statuses, [s, u32::MAX, u32::MAX, s, u32::MAX, u32::MAX]);
+        assert_eq!(segs.len(), 34 + 4);
+        let want: Vec<ValidateSegment> = (0..34)
+            .map(|index| ValidateSegment {
+                item: 0,
+                index,
+                count: 34,
+                first: 0,
+            })
+            .chain((0..4).map(|index| ValidateSegment {
+                item: 3,
+                index,
+                count: 4,
+                first: 34,
+            }))
+            .collect();
+        assert_eq!(segs, want);
+        // Every segment starts inside its body, and the last one's counted range too.
+        let g = PRODUCTION;
+        for &(src_len, count) in &[(550_000u64, 34u64), (65_536, 4)] {
+            assert!((count - 1) * u64::from(g.seg_bytes) + u64::from(g.overlap) < src_len);
+            assert!(count * u64::from(g.seg_bytes) + u64::from(g.overlap) >= src_len);
         }
     }
 

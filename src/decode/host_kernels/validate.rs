@@ -222,6 +222,7 @@ pub fn validate_compressed(arena: &Arena, items: &mut [ValidateItem]) {
 #[cfg(any(test, feature = "conformance"))]
 pub mod cases {
     use super::{codec, validate_one};
+    use crate::decode::layout::validate_segments::Geometry;
 
     /// Bytes that Snappy and LZ4 compress somewhat.
     pub(crate) fn sample(n: usize) -> Vec<u8> {
@@ -417,6 +418,69 @@ pub mod cases {
         cases
     }
 
+    /// Segments far smaller than the GPU's, so that the cases' bodies of a few kB are cut into many
+    /// (and their joins repair, and fall back to the whole walk, often).
+    pub const SMALL_SEGMENTS: Geometry = Geometry {
+        seg_bytes: 256,
+        overlap: 64,
+        min_src: 1024,
+    };
+
+    /// Long Snappy bodies like lineitem's that the GPU's segments cut: comments (words from a small
+    /// vocabulary), prices, sequential keys and random integers below 2^40, each whole, declared a
+    /// byte long, cut a byte short, and with a few bytes flipped.
+    pub fn long_cases() -> Vec<(u32, u64, Vec<u8>)> {
+        let mut next = super::super::xorshift(0x5851_f42d_4c95_7f2d);
+        const WORDS: [&str; 16] = [
+            "furiously ",
+            "quickly ",
+            "carefully ",
+            "regular ",
+            "final ",
+            "ironic ",
+            "pending ",
+            "deposits ",
+            "accounts ",
+            "packages ",
+            "requests ",
+            "blithely ",
+            "slyly ",
+            "express ",
+            "special ",
+            "even ",
+        ];
+        let n = 40_000usize;
+        let mut comment = Vec::new();
+        while comment.len() < 9 * n {
+            comment.extend_from_slice(WORDS[(next() % 16) as usize].as_bytes());
+        }
+        let datas: Vec<Vec<u8>> = vec![
+            comment,
+            (0..n)
+                .flat_map(|_| ((next() % 10_000_000) as i64 + 90_000).to_le_bytes())
+                .collect(),
+            (0..n as u64).flat_map(|i| (1 + i / 4).to_le_bytes()).collect(),
+            (0..n).flat_map(|_| (next() & ((1 << 40) - 1)).to_le_bytes()).collect(),
+        ];
+        let mut cases = Vec::new();
+        for data in datas {
+            let sn = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+            let want = data.len() as u64;
+            cases.push((codec::SNAPPY, want, sn.clone()));
+            cases.push((codec::SNAPPY, want + 1, with_declared_size(&sn, want + 1)));
+            cases.push((codec::SNAPPY, want, sn[..sn.len() - 1].to_vec()));
+            for _ in 0..9 {
+                let mut f = sn.clone();
+                for _ in 0..1 + next() % 3 {
+                    let at = 8 + next() as usize % (f.len() - 8);
+                    f[at] ^= 1 << (next() % 8);
+                }
+                cases.push((codec::SNAPPY, want, f));
+            }
+        }
+        cases
+    }
+
     /// `validate_one` over [`kernel_cases`]: what the kernel must give.
     pub fn expected(cases: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
         cases
@@ -428,8 +492,9 @@ pub mod cases {
 
 #[cfg(test)]
 mod tests {
-    use super::cases::{kernel_cases, sample};
+    use super::cases::{SMALL_SEGMENTS, kernel_cases, sample};
     use super::*;
+    use crate::decode::layout::validate_segments::{JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
     use proptest::prelude::*;
 
     #[test]
@@ -525,25 +590,76 @@ mod tests {
             return;
         }
         let cases = kernel_cases();
-        let got = crate::decode::kernels::emu::run_validate_emulated(&cases);
-        let mut passed = 0;
-        for ((codec_id, want, body), status) in cases.iter().zip(got) {
-            let expected = validate_one(*codec_id, body, *want);
-            passed += (expected == st::OK) as usize;
-            assert_eq!(
-                status,
-                expected,
-                "codec {codec_id}, {} bytes declaring {want}",
-                body.len()
+        for geometry in [PRODUCTION, SMALL_SEGMENTS] {
+            let got = crate::decode::kernels::emu::run_validate_emulated(&cases, geometry);
+            let mut passed = 0;
+            let mut joined = 0;
+            for ((codec_id, want, body), (status, join)) in cases.iter().zip(got) {
+                let expected = validate_one(*codec_id, body, *want);
+                passed += (expected == st::OK) as usize;
+                joined += (join & JOINED != 0) as usize;
+                assert_eq!(
+                    status,
+                    expected,
+                    "codec {codec_id}, {} bytes declaring {want}, {geometry:?}",
+                    body.len()
+                );
+            }
+            // Both outcomes are exercised.
+            assert!(
+                passed > 50 && passed < cases.len() / 2,
+                "{passed} of {} passed",
+                cases.len()
+            );
+            if geometry == SMALL_SEGMENTS {
+                assert!(joined > 300, "{joined} bodies in segments");
+            }
+            println!(
+                "kernel = reference on {} bodies, {passed} of them valid, {joined} in segments ({geometry:?})",
+                cases.len()
             );
         }
-        // Both outcomes are exercised.
-        assert!(
-            passed > 50 && passed < cases.len() / 2,
-            "{passed} of {} passed",
-            cases.len()
-        );
-        println!("kernel = reference on {} bodies, {passed} of them valid", cases.len());
+    }
+
+    /// Long bodies like lineitem's, in the GPU's segments and in small ones: the status is the
+    /// reference's, and a valid body is decided by its segments alone (never the whole walk).
+    #[test]
+    fn long_bodies_in_segments_get_the_reference_status() {
+        if let Err(why) = crate::decode::kernels::emu::available() {
+            println!("skipped: {why}");
+            return;
+        }
+        let cases = super::cases::long_cases();
+        for geometry in [PRODUCTION, SMALL_SEGMENTS] {
+            let got = crate::decode::kernels::emu::run_validate_emulated(&cases, geometry);
+            let (mut valid, mut repairs) = (0, 0);
+            for (k, ((codec_id, want, body), (status, join))) in cases.iter().zip(got).enumerate() {
+                let expected = validate_one(*codec_id, body, *want);
+                assert_eq!(
+                    status,
+                    expected,
+                    "case {k}: {} bytes declaring {want}, {geometry:?}",
+                    body.len()
+                );
+                assert!(join & JOINED != 0, "case {k}: not cut into segments, {geometry:?}");
+                if expected == st::OK {
+                    valid += 1;
+                    assert_eq!(
+                        join & WALKED_WHOLE,
+                        0,
+                        "case {k}: a valid body walked whole, {geometry:?}"
+                    );
+                } else {
+                    assert_ne!(join & WALKED_WHOLE, 0, "case {k}: a failure not from the whole walk");
+                }
+                repairs += join & REPAIRS;
+            }
+            assert!(valid >= 4 && valid < cases.len(), "{valid} of {} valid", cases.len());
+            println!(
+                "kernel = reference on {} long bodies, {valid} valid, {repairs} segments repaired ({geometry:?})",
+                cases.len()
+            );
+        }
     }
 
     /// Pages like the benchmark file's (sequential integers, random integers below 2^40, timestamps,
@@ -591,12 +707,20 @@ mod tests {
                 cases.push((codec::SNAPPY, data.len() as u64, f));
             }
         }
-        let got = crate::decode::kernels::emu::run_validate_emulated(&cases);
         let mut failed = 0;
-        for (k, ((codec_id, want, body), status)) in cases.iter().zip(got).enumerate() {
-            let expected = validate_one(*codec_id, body, *want);
-            failed += (expected != st::OK) as usize;
-            assert_eq!(status, expected, "case {k}: {} bytes declaring {want}", body.len());
+        for geometry in [PRODUCTION, SMALL_SEGMENTS] {
+            let got = crate::decode::kernels::emu::run_validate_emulated(&cases, geometry);
+            failed = 0;
+            for (k, ((codec_id, want, body), (status, _))) in cases.iter().zip(got).enumerate() {
+                let expected = validate_one(*codec_id, body, *want);
+                failed += (expected != st::OK) as usize;
+                assert_eq!(
+                    status,
+                    expected,
+                    "case {k}: {} bytes declaring {want}, {geometry:?}",
+                    body.len()
+                );
+            }
         }
         // Both outcomes, many times: a flip in a literal's bytes leaves the stream valid, and the
         // pages of random values are mostly literals.

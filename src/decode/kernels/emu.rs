@@ -372,21 +372,55 @@ pub(crate) fn run_nested_emulated(case: &NestedCase) -> NestedOut {
 }
 
 /// `gp_validate_compressed` run in the emulation over `(codec, declared uncompressed size, body)`
-/// items, a warp each and `VALIDATE_WARPS` a block as the host launches it, every body at the end of
-/// its allocation: the statuses.
-pub(crate) fn run_validate_emulated(items: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
+/// items, a warp each and `VALIDATE_WARPS` a block as the host launches it, the bodies
+/// [`validate_segments::plan`](crate::decode::layout::validate_segments::plan) takes with `geometry`
+/// in segments, every body at the end of its allocation: each item's status, and for a body in
+/// segments its join word (`validate_segments::JOINED` and the rest), else 0.
+pub(crate) fn run_validate_emulated(
+    items: &[(u32, u64, Vec<u8>)],
+    geometry: crate::decode::layout::validate_segments::Geometry,
+) -> Vec<(u32, u32)> {
+    use crate::decode::layout::{ValidateItem, validate_segments};
     let bin = driver().expect("emulation available");
-    let mut input = b"GPVAL1".to_vec();
+    let mut descs: Vec<ValidateItem> = items
+        .iter()
+        .map(|(codec, dst_len, body)| ValidateItem {
+            src_len: body.len() as u64,
+            dst_len: *dst_len,
+            codec: *codec,
+            status: u32::MAX,
+            ..Default::default()
+        })
+        .collect();
+    let segs = validate_segments::plan(&mut descs, geometry);
+    let mut input = b"GPVAL2".to_vec();
     put_u32(&mut input, items.len() as u32);
-    for (codec, dst_len, body) in items {
+    put_u32(&mut input, geometry.seg_bytes);
+    put_u32(&mut input, geometry.overlap);
+    for ((codec, dst_len, body), d) in items.iter().zip(&descs) {
         put_u32(&mut input, *codec);
         put_u64(&mut input, *dst_len);
+        put_u32(&mut input, d.status);
         put_u64(&mut input, body.len() as u64);
         input.extend_from_slice(body);
     }
+    put_u32(&mut input, segs.len() as u32);
+    input.extend_from_slice(bytemuck::cast_slice(&segs));
     let output = run_driver(&bin, &["validate"], &input);
-    assert_eq!(output.len(), items.len() * 4, "one status per item");
-    bytemuck::pod_collect_to_vec(&output)
+    assert_eq!(
+        output.len(),
+        (items.len() + segs.len()) * 4,
+        "a status per item, a word per segment"
+    );
+    let words: Vec<u32> = bytemuck::pod_collect_to_vec(&output);
+    let (statuses, joins) = words.split_at(items.len());
+    let mut join_of = vec![0u32; items.len()];
+    for s in &segs {
+        if s.index == 0 {
+            join_of[s.item as usize] = joins[s.first as usize];
+        }
+    }
+    statuses.iter().copied().zip(join_of).collect()
 }
 
 /// `gp_unsnap` run in the emulation over `(declared uncompressed size, body)` items, one block of 128

@@ -10,8 +10,11 @@
 //        column's out_values as 0), then per column: u64 nchars chars, u64 first byte failing
 //        gp_validate_utf8 (~0 for none, and for a column not BYTE_ARRAY), u32 nwords words u64 set (validity
 //        bits; nwords 0 when none), u32 nwords words u64 set (boolean value bits).
-//   validate IN:  "GPVAL1" u32 n {u32 codec, u64 declared uncompressed size, u64 len, bytes}
-//   validate OUT: u32 status per item (gp_validate_compressed, VALIDATE_WARPS items a block)
+//   validate IN:  "GPVAL2" u32 n, u32 seg_bytes, u32 overlap {u32 codec, u64 declared uncompressed size,
+//                 u32 status given (layout::validate_segments::plan's), u64 len, bytes} u32 nsegs
+//                 ValidateSegment[]
+//   validate OUT: u32 status per item, u32 join word per segment (gp_validate_compressed, a warp per
+//                 segment then per item, VALIDATE_WARPS a block)
 //   unsnap IN:    "GPUNS1" u32 n {u64 declared uncompressed size, u64 len, bytes}
 //   unsnap OUT:   per item u32 status, then the output buffer (declared size; 0xab where not
 //                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
@@ -199,28 +202,39 @@ uint8_t* read_body(FILE* in, uint64_t len, uint32_t i, uint8_t** body) {
     return alloc;
 }
 
-// gp_validate_compressed over items read from `in_path`, each body at the end of an allocation.
+// gp_validate_compressed over items read from `in_path`, each body at the end of an allocation, with
+// the segments the host planned.
 int validate_main(const char* in_path, const char* out_path) {
     uint32_t n = 0;
-    FILE* in = open_items(in_path, "GPVAL1", &n);
+    FILE* in = open_items(in_path, "GPVAL2", &n);
     if (!in) return 2;
+    const uint32_t seg_bytes = get<uint32_t>(in), overlap = get<uint32_t>(in);
     std::vector<ValidateItem> items(n);
     std::vector<uint8_t*> bodies(n, nullptr);
     for (uint32_t i = 0; i < n; i++) {
         items[i].codec = get<uint32_t>(in);
         items[i].dst_len = get<uint64_t>(in);
+        items[i].status = get<uint32_t>(in);
         items[i].src_len = get<uint64_t>(in);
         uint8_t* body = nullptr;
         if (!(bodies[i] = read_body(in, items[i].src_len, i, &body))) return 4;
         items[i].src = (u64)body;
-        items[i].status = ~0u;
     }
+    const uint32_t nsegs = get<uint32_t>(in);
+    std::vector<ValidateSegment> segs(nsegs);
+    if (nsegs && std::fread(segs.data(), sizeof(ValidateSegment), nsegs, in) != nsegs) return 4;
     std::fclose(in);
-    // As the host launches it (layout::VALIDATE_WARPS bodies a block), with a last block part empty.
-    if (n) emu::launch(gp_validate_compressed, (n + VALIDATE_WARPS - 1) / VALIDATE_WARPS, 32 * VALIDATE_WARPS, items.data(), n);
+    std::vector<SegmentOut> outs(nsegs);
+    std::vector<uint32_t> joins(nsegs, 0);
+    // As the host launches it, with a last block part empty.
+    const uint32_t warps = nsegs + n;
+    if (warps)
+        emu::launch(gp_validate_compressed, (warps + VALIDATE_WARPS - 1) / VALIDATE_WARPS, 32 * VALIDATE_WARPS, items.data(), n,
+                    (const ValidateSegment*)segs.data(), nsegs, outs.data(), joins.data(), seg_bytes, overlap);
     FILE* out = std::fopen(out_path, "wb");
     if (!out) return 2;
     for (const auto& it : items) put<uint32_t>(out, it.status);
+    for (uint32_t j : joins) put<uint32_t>(out, j);
     std::fclose(out);
     for (uint8_t* b : bodies) std::free(b);
     return 0;
