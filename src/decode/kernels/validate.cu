@@ -520,23 +520,21 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n64, u64 want64, const Snap
     return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
-// Long Snappy bodies in segments. A warp walks a body at about 9 ns a byte, and a launch lasts as long
-// as its longest walk (ncu: 7-8 % of the SM's warps active through the pre-check of a lineitem step,
-// whose 550 kB dictionary pages took some 5 ms). So the host cuts long bodies (layout::validate_segments)
-// into segments of seg_bytes, a warp each, in the same launch; the body's item carries
-// VALIDATE_SEGMENTED, which its own warp skips.
-// Segment j (of count) counts the elements that start in [from_j, to_j): from_j = j * seg_bytes +
-// overlap (from_0: the preamble's end), to_j = from_{j+1} (the last: the body's end). Its warp walks
-// from j * seg_bytes as if an element began there: a guess, but chains that meet go on together, and a
-// chain soon meets the true one. It keeps the first element it reaches at or after from_j (q_first)
-// and at or after to_j (q_next), the counted elements' output (sum), and the largest "match offset
-// less the segment's output before the match" (dmax). The last warp of the body to finish joins them
-// in order: segment j is the true chain's where its q_first is the true element at from_j, which is
-// segment j - 1's q_next (a chain is a function of its start); one that missed is walked again from
-// that element (a repair). The body passes when no counted element fails, every dmax is at most the
-// output before its segment, the outputs add to the declared size and the chain ends at the body's
-// end. Any doubt walks the whole body (validate_snappy_warp): a status other than OK is always the
-// whole walk's, exactly.
+// Long Snappy bodies in segments. A warp walks a body at about 9 ns a byte, and a launch lasts as long as its
+// longest walk (ncu: 7-8 % of the SM's warps active through the pre-check of a lineitem step, whose 550 kB
+// dictionary pages took some 5 ms). So the host cuts long bodies (layout::validate_segments) into segments of
+// seg_bytes, a warp each, in the same launch; the body's item carries VALIDATE_SEGMENTED, which its own warp
+// skips. Segment j (of count) counts the elements that start in [from_j, to_j): from_j = j * seg_bytes +
+// overlap (from_0: the preamble's end), to_j = from_{j+1} (the last: the body's end). Its warp walks from j *
+// seg_bytes as if an element began there: a guess, but chains that meet go on together, and a chain soon meets
+// the true one. It keeps the first element it reaches at or after from_j (q_first) and at or after to_j
+// (q_next), the counted elements' output (sum), and the largest "match offset less the segment's output before
+// the match" (dmax). The last warp of the body to finish joins them in order: segment j is the true chain's
+// where its q_first is the true element at from_j, which is segment j - 1's q_next (a chain is a function of
+// its start); one that missed, or whose dmax from a guess (SegmentWalk) is too large, is walked again from that
+// element (a repair). The body passes when no counted element fails, every dmax is at most the output before
+// its segment, the outputs add to the declared size and the chain ends at the body's end. Any doubt walks the
+// whole body (validate_snappy_warp): a status other than OK is always the whole walk's, exactly.
 #define VALIDATE_SEGMENTED 0xfffffffeu
 // No element found (yet): a position no body reaches (bodies are under 2^31 bytes).
 #define SEG_NONE 0xffffffffu
@@ -558,13 +556,18 @@ struct SegmentOut {
 };
 static_assert(sizeof(SegmentOut) == 32, "SegmentOut must match layout.rs");
 
-// A segment's walk so far (warp-uniform).
+// A segment's walk so far: warp-uniform but for the *_lane fields, which the walk reduces at its end.
+// A walk from a guess is cheap: a match's "offset less the output before it" is taken as its offset
+// less the output before its window (at least as large: the join walks the segment again, exactly,
+// where that says too much). An exact walk (segment 0, whose output before is 0, and the join's walks
+// again) finds the output before each match by a prefix sum where a match may reach before the
+// segment's output so far.
 struct SegmentWalk {
     u32 from, to;
     u32 q_first, q_next;
     u64 sum;
-    i64 dmax;
-    bool bad, stop;
+    i64 dmax, dmax_lane;
+    bool bad, bad_lane, stop, exact;
 };
 
 __device__ inline i64 warp_max(i64 v) {
@@ -572,22 +575,34 @@ __device__ inline i64 warp_max(i64 v) {
     return v;
 }
 
-// Counts a half window's members (lane l's element at base + l; `err`: it fails, and ends the chain).
-// The counted members are the ones in [from, to); elements before from are the guess's warm-up and are
-// not checked. Called by the whole warp.
-__device__ inline void snappy_segment_count(SegmentWalk& w, u32 base, u32 members, u32 len, u32 offset, bool copy, bool err) {
-    const u32 lane = threadIdx.x & 31;
-    const u32 pos = base + lane;
-    const u32 at_from = members & __ballot_sync(gpcore::FULL_MASK, pos >= w.from);
-    const u32 at_to = members & __ballot_sync(gpcore::FULL_MASK, pos >= w.to);
+// The lanes of a half window at `base` (lane l at base + l) whose position is at or after `at`.
+__device__ inline u32 lanes_at_or_after(u32 base, u32 at) {
+    return at <= base ? 0xffffffffu : (at - base < 32 ? 0xffffffffu << (at - base) : 0u);
+}
+
+// The members of a half window at `base` that count: those in [from, to). Elements before from are
+// the guess's warm-up and are not checked. Notes the first members at or after from and to.
+__device__ inline u32 snappy_segment_members(SegmentWalk& w, u32 base, u32 members) {
+    const u32 at_from = members & lanes_at_or_after(base, w.from);
+    const u32 at_to = members & lanes_at_or_after(base, w.to);
     if (w.q_first == SEG_NONE && at_from != 0) w.q_first = base + __ffs(at_from) - 1;
     if (w.q_next == SEG_NONE && at_to != 0) w.q_next = base + __ffs(at_to) - 1;
-    const bool mine = ((at_from & ~at_to) >> lane) & 1u;
-    if (__ballot_sync(gpcore::FULL_MASK, ((members >> lane) & 1u) && err) != 0) w.stop = true;
-    if (__ballot_sync(gpcore::FULL_MASK, mine && (err || (copy && offset == 0))) != 0) w.bad = true;
+    return at_from & ~at_to;
+}
+
+// Counts a half window's counted members exactly (MAY_FAIL: the general walk's lanes, where `err` says
+// a member fails and ends the chain). Called by the whole warp.
+template <bool MAY_FAIL>
+__device__ inline void snappy_segment_exact(SegmentWalk& w, u32 members, u32 counted, u32 len, u32 offset, bool copy, bool err) {
+    const u32 lane = threadIdx.x & 31;
+    const bool mine = (counted >> lane) & 1u;
+    if (MAY_FAIL) {
+        if (__ballot_sync(gpcore::FULL_MASK, ((members >> lane) & 1u) && err) != 0) w.stop = true;
+        w.bad_lane |= mine && err;
+    }
+    w.bad_lane |= mine && copy && offset == 0;
     // Members other than the last are under 64 bytes of output, the last under 2^31: no wrap.
     const u32 l = mine ? len : 0u;
-    // Only a match reaching before the segment's output so far needs the output before it exactly.
     if (__ballot_sync(gpcore::FULL_MASK, mine && copy && (u64)offset > w.sum) != 0) {
         const u32 before = warp_inclusive_sum(l) - l;
         const i64 d = mine && copy ? (i64)offset - (i64)(w.sum + before) : (i64)0;
@@ -596,27 +611,41 @@ __device__ inline void snappy_segment_count(SegmentWalk& w, u32 base, u32 member
     w.sum += warp_add(l);
 }
 
-// Walks a segment from `start` (a guess, or in a repair the true element), counting [from, to), until
+// Walks a segment from `start` (a guess, or in the join the true element), counting [from, to), until
 // it reaches an element at or after `to`, the chain fails, or the body ends. `n` under 2^31. Called by
 // the whole warp.
-__device__ SegmentOut snappy_segment_walk(const u8* s, u32 n, u32 start, u32 from, u32 to, const SnappyTag* tags) {
+__device__ SegmentOut snappy_segment_walk(const u8* s, u32 n, u32 start, u32 from, u32 to, const SnappyTag* tags, bool exact) {
+    const u32 lane = threadIdx.x & 31;
     u8* st = validate_warp_stage();
-    SegmentWalk w{from, to, SEG_NONE, SEG_NONE, 0, 0, false, false};
+    SegmentWalk w{from, to, SEG_NONE, SEG_NONE, 0, 0, 0, false, false, false, exact};
     u32 p = start, b = 0, have = 0, last = start;
     while (p < n && w.q_next == SEG_NONE && !w.stop) {
         if (p + SNAPPY_INTERIOR <= n) {
             // p + end stays under 2^32 as in validate_snappy_warp.
             snappy_stage_cover(s, n, p, SNAPPY_INTERIOR_WINDOW_BYTES, st, &b, &have);
             const SnappyInteriorLanes e = snappy_interior_members(st, p - b, tags);
-            snappy_segment_count(w, p, e.members_lo, e.len_lo, e.offset_lo, e.copy_lo, false);
-            snappy_segment_count(w, p + 32, e.members_hi, e.len_hi, e.offset_hi, e.copy_hi, false);
+            const u32 c_lo = snappy_segment_members(w, p, e.members_lo);
+            const u32 c_hi = snappy_segment_members(w, p + 32, e.members_hi);
+            if (w.exact) {
+                snappy_segment_exact<false>(w, e.members_lo, c_lo, e.len_lo, e.offset_lo, e.copy_lo, false);
+                snappy_segment_exact<false>(w, e.members_hi, c_hi, e.len_hi, e.offset_hi, e.copy_hi, false);
+            } else {
+                const bool m_lo = ((c_lo >> lane) & 1u) && e.copy_lo, m_hi = ((c_hi >> lane) & 1u) && e.copy_hi;
+                if (m_lo) w.dmax_lane = max(w.dmax_lane, (i64)e.offset_lo - (i64)w.sum);
+                if (m_hi) w.dmax_lane = max(w.dmax_lane, (i64)e.offset_hi - (i64)w.sum);
+                w.bad_lane |= (m_lo && e.offset_lo == 0) || (m_hi && e.offset_hi == 0);
+                // As snappy_interior_window's sum: no wrap.
+                const u32 l = (((c_lo >> lane) & 1u) ? e.len_lo : 0u) + (((c_hi >> lane) & 1u) ? e.len_hi : 0u);
+                w.sum += warp_add(l);
+            }
             last = p + e.last;
             p += e.end;
         } else {
             snappy_stage_cover(s, n, p, SNAPPY_WINDOW_BYTES, st, &b, &have);
             const SnappyLane e = snappy_lane_element(st, p - b, n - p);
             const u32 members = snappy_window_members(e);
-            snappy_segment_count(w, p, members, e.len, e.offset, e.copy, e.err != VALIDATE_OK);
+            const u32 counted = snappy_segment_members(w, p, members);
+            snappy_segment_exact<true>(w, members, counted, e.len, e.offset, e.copy, e.err != VALIDATE_OK);
             const u32 m = 31 - __clz(members);  // lane 0 is a member: p is inside the body
             last = p + m;
             p += m + __shfl_sync(gpcore::FULL_MASK, e.adv, m);
@@ -633,10 +662,10 @@ __device__ SegmentOut snappy_segment_walk(const u8* s, u32 n, u32 start, u32 fro
     }
     SegmentOut o;
     o.sum = w.sum;
-    o.dmax = w.dmax;
+    o.dmax = max(w.dmax, warp_max(w.dmax_lane));
     o.q_first = w.q_first;
     o.q_next = w.q_next;
-    o.flags = w.bad ? SEG_BAD : 0u;
+    o.flags = (w.bad || __ballot_sync(gpcore::FULL_MASK, w.bad_lane) != 0) ? SEG_BAD : 0u;
     o.pad = 0;
     return o;
 }
@@ -665,9 +694,10 @@ __device__ u32 snappy_segments_join(const u8* s, u32 n, u32 want, const volatile
         o.q_first = outs[j].q_first;
         o.q_next = outs[j].q_next;
         o.flags = outs[j].flags;
-        if (o.q_first != expected) {
-            // expected >= from: it is the first true element at or after to_{j-1} = from_j.
-            o = snappy_segment_walk(s, n, expected, from, to, tags);
+        if (o.q_first != expected || o.dmax > (i64)base) {
+            // Walked again, exactly, from the true element (expected >= from: it is the first at or
+            // after to_{j-1} = from_j).
+            o = snappy_segment_walk(s, n, expected, from, to, tags, true);
             *repairs += 1;
         }
         if ((o.flags & SEG_BAD) || o.q_first != expected || o.q_next == SEG_NONE || o.dmax > (i64)base) return VALIDATE_OK;
@@ -698,7 +728,7 @@ __device__ void validate_snappy_segment(ValidateItem* items, u32 n_items, const 
         u32 from, to;
         snappy_segment_range(sg.index, sg.count, n, (u32)p0, seg_bytes, overlap, &from, &to);
         const u32 start = sg.index == 0 ? (u32)p0 : sg.index * seg_bytes;
-        o = snappy_segment_walk(s, n, start, from, to, tags);
+        o = snappy_segment_walk(s, n, start, from, to, tags, sg.index == 0);
         if (pre != VALIDATE_OK) o.flags |= SEG_BAD;
     }
     u32 done = 0;
