@@ -140,6 +140,161 @@ unsafe fn run_on_grid<T: bytemuck::Pod>(
     bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"))
 }
 
+/// Launches `gp_validate_compressed` over `items` as the host does, with `geometry`'s segments: the
+/// items as the kernel left them, the segments, their join words, and the launch's wall time (upload
+/// to finish).
+fn run_validate(
+    stream: &Stream,
+    f: &cudarc::driver::CudaFunction,
+    mut items: Vec<gpu_parquet::decode::layout::ValidateItem>,
+    geometry: gpu_parquet::decode::layout::validate_segments::Geometry,
+) -> (
+    Vec<gpu_parquet::decode::layout::ValidateItem>,
+    Vec<gpu_parquet::decode::layout::validate_segments::ValidateSegment>,
+    Vec<u32>,
+    Duration,
+) {
+    use gpu_parquet::decode::layout::VALIDATE_WARPS;
+    use gpu_parquet::decode::layout::validate_segments::{self, SegmentOut};
+    let segs = validate_segments::plan(&mut items, geometry);
+    let dev_items = DeviceBuffer::from_host(stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
+    let dev_segs = DeviceBuffer::from_host(stream, bytemuck::cast_slice::<_, u8>(&segs)).expect("segments");
+    let dev_outs = DeviceBuffer::<u8>::zeroed(stream, (segs.len() * size_of::<SegmentOut>()).max(1)).expect("outs");
+    let dev_joins = DeviceBuffer::<u32>::zeroed(stream, segs.len().max(1)).expect("joins");
+    stream.synchronize().expect("sync");
+    let (n, nsegs) = (items.len() as u32, segs.len() as u32);
+    let addrs = [
+        dev_items.device_address(),
+        dev_segs.device_address(),
+        dev_outs.device_address(),
+        dev_joins.device_address(),
+    ];
+    let started = Instant::now();
+    let mut b = stream.cuda().launch_builder(f);
+    b.arg(&addrs[0])
+        .arg(&n)
+        .arg(&addrs[1])
+        .arg(&nsegs)
+        .arg(&addrs[2])
+        .arg(&addrs[3]);
+    b.arg(&geometry.seg_bytes).arg(&geometry.overlap);
+    let grid = (n + nsegs).div_ceil(VALIDATE_WARPS);
+    // SAFETY: the kernel reads each item's `src_len` bytes at its `src` (the caller's allocations,
+    // alive while this runs) and the `nsegs` segments; it writes the items' statuses, `nsegs` outs and
+    // `nsegs` join words, all alive until the synchronisation below.
+    unsafe { b.launch(one_dimension(grid, 32 * VALIDATE_WARPS)) }.expect("launch");
+    stream.synchronize().expect("sync");
+    let took = started.elapsed();
+    let back = bytemuck::pod_collect_to_vec(&dev_items.copy_to_host().expect("copy"));
+    let joins = dev_joins.copy_to_host().expect("copy");
+    (back, segs, joins, took)
+}
+
+/// Not a test: the pre-check over a file's Snappy bodies (`GP_PROBE_FILE`, `GP_PROBE_GROUPS` row
+/// groups from the first, default 60: about a lineitem SF10 step) in one launch, whole walks against
+/// the GPU's segments: each launch's best wall of 5, and how the segmented bodies were joined.
+#[test]
+#[ignore]
+fn precheck_segments_on_a_file() {
+    use gpu_parquet::decode::host_kernels::page_headers::walk_headers_at;
+    use gpu_parquet::decode::layout::ValidateItem;
+    use gpu_parquet::decode::layout::validate_segments::{Geometry, JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use std::os::unix::fs::FileExt;
+    let Some(ctx) = gpu() else { return };
+    let Ok(path) = std::env::var("GP_PROBE_FILE") else {
+        println!("skipped: no GP_PROBE_FILE");
+        return;
+    };
+    let groups: usize = std::env::var("GP_PROBE_GROUPS").map_or(60, |g| g.parse().expect("a count"));
+    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_probe", None).expect("kernels");
+    let f = m.function("gp_validate_compressed").expect("kernel");
+    let stream = Stream::new(&ctx).expect("stream");
+    let file = std::fs::File::open(&path).expect("file");
+    let reader = SerializedFileReader::new(std::fs::File::open(&path).expect("file")).expect("parquet");
+    let mut bodies: Vec<(u64, Vec<u8>)> = Vec::new();
+    for g in 0..groups.min(reader.metadata().num_row_groups()) {
+        let rg = reader.metadata().row_group(g);
+        for c in 0..rg.num_columns() {
+            let (off, len) = rg.column(c).byte_range();
+            let walked = walk_headers_at(len, |at, buf: &mut [u8]| file.read_exact_at(buf, off + at)).expect("headers");
+            for p in &walked.pages {
+                let mut body = vec![0u8; p.compressed_size as usize];
+                file.read_exact_at(&mut body, off + p.data_offset).expect("body");
+                let mut want = p.uncompressed_size as u64;
+                if p.page_type == 3 {
+                    let levels = (p.def_levels_byte_length + p.rep_levels_byte_length) as usize;
+                    body.drain(..levels);
+                    want -= levels as u64;
+                }
+                bodies.push((want, body));
+            }
+        }
+    }
+    let bufs: Vec<DeviceBuffer<u8>> = bodies
+        .iter()
+        .map(|(_, b)| DeviceBuffer::from_host(&stream, if b.is_empty() { &[0u8][..] } else { b }).expect("upload"))
+        .collect();
+    let items: Vec<ValidateItem> = bodies
+        .iter()
+        .zip(&bufs)
+        .map(|((want, body), buf)| ValidateItem {
+            src: buf.device_address(),
+            src_len: body.len() as u64,
+            dst_len: *want,
+            codec: 1, // validate_codec::SNAPPY
+            status: u32::MAX,
+        })
+        .collect();
+    let bytes: usize = bodies.iter().map(|(_, b)| b.len()).sum();
+    println!("{} bodies, {bytes} bytes, {groups} row groups of {path}", bodies.len());
+    let whole = Geometry {
+        min_src: u64::MAX,
+        ..PRODUCTION
+    };
+    let seg32 = Geometry {
+        seg_bytes: 32 << 10,
+        min_src: 128 << 10,
+        ..PRODUCTION
+    };
+    let seg64 = Geometry {
+        seg_bytes: 64 << 10,
+        min_src: 128 << 10,
+        ..PRODUCTION
+    };
+    for (name, g) in [
+        ("whole", whole),
+        ("segments 16k", PRODUCTION),
+        ("segments 32k", seg32),
+        ("segments 64k", seg64),
+    ] {
+        let mut best = Duration::MAX;
+        let mut last = None;
+        for _ in 0..5 {
+            let (back, segs, joins, took) = run_validate(&stream, &f, items.clone(), g);
+            best = best.min(took);
+            last = Some((back, segs, joins));
+        }
+        let (back, segs, joins) = last.expect("a launch");
+        let failed = back.iter().filter(|i| i.status != 0).count();
+        let heads: Vec<u32> = segs
+            .iter()
+            .filter(|s| s.index == 0)
+            .map(|s| joins[s.first as usize])
+            .collect();
+        println!(
+            "{name}: best {:.3} ms; {failed} failed; {} segments in {} bodies: {} joined, {} walked whole, {} repairs",
+            best.as_secs_f64() * 1e3,
+            segs.len(),
+            heads.len(),
+            heads.iter().filter(|&&j| j & JOINED != 0).count(),
+            heads.iter().filter(|&&j| j & WALKED_WHOLE != 0).count(),
+            heads.iter().map(|&j| j & REPAIRS).sum::<u32>()
+        );
+    }
+    drop(bufs);
+}
+
 /// `gp_validate_compressed` (Snappy walked by the whole warp, long bodies in segments) gives the host
 /// reference's status on valid, cut, flipped, padded and random bodies and on long ones like
 /// lineitem's, each in an allocation of its own (so a read past a body is an error under
@@ -148,8 +303,8 @@ unsafe fn run_on_grid<T: bytemuck::Pod>(
 #[test]
 fn compressed_page_check_equals_the_reference_on_the_device() {
     use gpu_parquet::decode::host_kernels::validate::cases::{SMALL_SEGMENTS, expected, kernel_cases, long_cases};
-    use gpu_parquet::decode::layout::validate_segments::{self, JOINED, PRODUCTION, REPAIRS, SegmentOut, WALKED_WHOLE};
-    use gpu_parquet::decode::layout::{VALIDATE_WARPS, ValidateItem};
+    use gpu_parquet::decode::layout::ValidateItem;
+    use gpu_parquet::decode::layout::validate_segments::{JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
     let Some(ctx) = gpu() else { return };
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_check", None).expect("kernels");
     let f = m.function("gp_validate_compressed").expect("kernel");
@@ -169,7 +324,7 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
         .collect();
     let want = expected(&cases);
     for geometry in [PRODUCTION, SMALL_SEGMENTS] {
-        let mut items: Vec<ValidateItem> = cases
+        let items: Vec<ValidateItem> = cases
             .iter()
             .zip(&bodies)
             .map(|((codec, want, body), buf)| ValidateItem {
@@ -180,34 +335,8 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
                 status: u32::MAX,
             })
             .collect();
-        let segs = validate_segments::plan(&mut items, geometry);
-        let dev_items = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
-        let dev_segs = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&segs)).expect("segments");
-        let dev_outs =
-            DeviceBuffer::<u8>::zeroed(&stream, (segs.len() * size_of::<SegmentOut>()).max(1)).expect("outs");
-        let dev_joins = DeviceBuffer::<u32>::zeroed(&stream, segs.len().max(1)).expect("joins");
-        let (n, nsegs) = (items.len() as u32, segs.len() as u32);
-        let addrs = [
-            dev_items.device_address(),
-            dev_segs.device_address(),
-            dev_outs.device_address(),
-            dev_joins.device_address(),
-        ];
-        let mut b = stream.cuda().launch_builder(&f);
-        b.arg(&addrs[0])
-            .arg(&n)
-            .arg(&addrs[1])
-            .arg(&nsegs)
-            .arg(&addrs[2])
-            .arg(&addrs[3]);
-        b.arg(&geometry.seg_bytes).arg(&geometry.overlap);
-        let grid = (n + nsegs).div_ceil(VALIDATE_WARPS);
-        // SAFETY: the kernel reads each item's `src_len` bytes at its `src`, an allocation of that many
-        // bytes (or 1 for an empty body) in `bodies`, and the `nsegs` segments; it writes the items'
-        // statuses, `nsegs` outs and `nsegs` join words, all alive until the copies below have waited.
-        unsafe { b.launch(one_dimension(grid, 32 * VALIDATE_WARPS)) }.expect("launch");
-        let back: Vec<ValidateItem> = bytemuck::pod_collect_to_vec(&dev_items.copy_to_host().expect("copy"));
-        let joins = dev_joins.copy_to_host().expect("copy");
+        let (back, segs, joins, _) = run_validate(&stream, &f, items, geometry);
+        let nsegs = segs.len();
         for (i, (got, want)) in back.iter().zip(&want).enumerate() {
             let (codec, declared, body) = &cases[i];
             assert_eq!(

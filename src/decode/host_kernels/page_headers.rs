@@ -520,7 +520,7 @@ const FIRST_HEADER_READ: usize = 256;
 /// start; the caller keeps the reads inside the chunk). The result equals the walk of [`page_headers`]
 /// over the whole chunk: a header is parsed from its first [`FIRST_HEADER_READ`] bytes, and wherever
 /// that fails before the chunk's end, again from more bytes, up to the chunk's end.
-pub(crate) fn walk_headers_at<E>(
+pub fn walk_headers_at<E>(
     len: u64,
     mut read_at: impl FnMut(u64, &mut [u8]) -> Result<(), E>,
 ) -> Result<ChunkHeaders, E> {
