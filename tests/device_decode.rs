@@ -178,7 +178,7 @@ fn run_validate(
         .arg(&addrs[2])
         .arg(&addrs[3]);
     b.arg(&geometry.seg_bytes).arg(&geometry.overlap);
-    let grid = (n + nsegs).div_ceil(VALIDATE_WARPS);
+    let grid = validate_segments::launch_warps(items.len(), segs.len()).div_ceil(VALIDATE_WARPS);
     // SAFETY: the kernel reads each item's `src_len` bytes at its `src` (the caller's allocations,
     // alive while this runs) and the `nsegs` segments; it writes the items' statuses, `nsegs` outs and
     // `nsegs` join words, all alive until the synchronisation below.
@@ -192,7 +192,7 @@ fn run_validate(
 
 /// Not a test: the pre-check over a file's Snappy bodies (`GP_PROBE_FILE`, `GP_PROBE_GROUPS` row
 /// groups from the first, default 60: about a lineitem SF10 step) in one launch, whole walks against
-/// the GPU's segments: each launch's best wall of 5, and how the segmented bodies were joined.
+/// segments a lane each: each launch's best wall of 5, and how the segmented bodies were joined.
 #[test]
 #[ignore]
 fn precheck_segments_on_a_file() {
@@ -252,21 +252,19 @@ fn precheck_segments_on_a_file() {
         min_src: u64::MAX,
         ..PRODUCTION
     };
-    let seg32 = Geometry {
-        seg_bytes: 32 << 10,
-        min_src: 128 << 10,
+    let lanes2k = Geometry {
+        seg_bytes: 2 << 10,
         ..PRODUCTION
     };
-    let seg64 = Geometry {
-        seg_bytes: 64 << 10,
-        min_src: 128 << 10,
+    let lanes8k = Geometry {
+        seg_bytes: 8 << 10,
         ..PRODUCTION
     };
     for (name, g) in [
         ("whole", whole),
-        ("segments 16k", PRODUCTION),
-        ("segments 32k", seg32),
-        ("segments 64k", seg64),
+        ("lanes 4k (production)", PRODUCTION),
+        ("lanes 2k", lanes2k),
+        ("lanes 8k", lanes8k),
     ] {
         let mut best = Duration::MAX;
         let mut last = None;

@@ -528,8 +528,8 @@ impl DeviceExecutor<'_> {
         let joins_at = buf.len() as u64;
         buf.resize(buf.len() + segs.len() * 4, 0);
         let addr = self.upload(&buf)?;
-        // A warp per segment, then one per body, VALIDATE_WARPS a block.
-        let warps = segs.len() as u32 + v.len() as u32;
+        // A lane per segment, then a warp per body, VALIDATE_WARPS warps a block.
+        let warps = validate_segments::launch_warps(v.len(), segs.len());
         let args = [
             Arg::U64(addr),
             Arg::U32(v.len() as u32),

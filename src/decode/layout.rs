@@ -307,9 +307,9 @@ pub struct ValidateItem {
 /// body the kernel does not reach keeps the status the host gave it, so a mismatch fails closed.
 pub const VALIDATE_WARPS: u32 = 4;
 
-/// Long Snappy bodies checked by `gp_validate_compressed` in segments, a warp each (see
-/// `kernels/validate.cu`): a warp walks about 9 ns a byte, so one walking a 550 kB page alone held the
-/// launch, and nvCOMP behind it, some 5 ms.
+/// Long Snappy bodies checked by `gp_validate_compressed` in segments, a lane each (see
+/// `kernels/validate.cu`): a warp walking a 550 kB page alone held the launch, and nvCOMP behind it,
+/// some 2-5 ms, and its 64-byte windows cost some 85 warp instructions each.
 pub mod validate_segments {
     use super::{ValidateItem, validate_codec, validate_status};
 
@@ -320,7 +320,7 @@ pub mod validate_segments {
     /// and, in the bits below, how many segments were walked again from the true element.
     pub const REPAIRS: u32 = (1 << 30) - 1;
 
-    /// One segment of a body: its warp's work.
+    /// One segment of a body: its lane's work.
     #[repr(C)]
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
     pub struct ValidateSegment {
@@ -334,7 +334,7 @@ pub mod validate_segments {
         pub first: u32,
     }
 
-    /// A segment's walk, as its warp leaves it for the join (device scratch; the layout only sizes it).
+    /// A segment's walk, as its lane leaves it for the join (device scratch; the layout only sizes it).
     #[repr(C)]
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
     pub struct SegmentOut {
@@ -352,7 +352,7 @@ pub mod validate_segments {
     /// How bodies are cut.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Geometry {
-        /// Bytes a segment covers (its warp walks about `overlap` more).
+        /// Bytes a segment covers (its lane walks about `overlap` more).
         pub seg_bytes: u32,
         /// Bytes a segment's guessed chain has to meet the true one before it counts.
         pub overlap: u32,
@@ -360,21 +360,34 @@ pub mod validate_segments {
         pub min_src: u64,
     }
 
-    /// The GPU's: 16 kB segments (about 0.15 ms a walk), cut from bodies of 64 kB or more.
+    /// The GPU's: 4 kB segments (some 1,200 elements a lane), cut from bodies of 16 kB or more, a
+    /// guess given 256 bytes to meet the true chain. Emulated over SF1 lineitem's 22 long bodies of
+    /// row groups 0 and 25 (`segments_on_a_files_long_bodies`), 1.0 % of the segments were walked
+    /// again (at most 6 in a body), as with 2 kB (1.1 %); 128 bytes gave 4.4 %.
     pub const PRODUCTION: Geometry = Geometry {
-        seg_bytes: 16 << 10,
-        overlap: 1 << 10,
-        min_src: 64 << 10,
+        seg_bytes: 4 << 10,
+        overlap: 256,
+        min_src: 16 << 10,
     };
 
-    /// Whether a body is checked in segments: Snappy, at least `min_src` long, under 2^31 bytes (the
-    /// walk's 32-bit range), and compressing by more than a 64th. A body that compresses less is
+    /// Warps of a launch of `gp_validate_compressed` over `items` bodies and `segments` segments:
+    /// a lane per segment, then a warp per body.
+    pub fn launch_warps(items: usize, segments: usize) -> u32 {
+        (segments.div_ceil(32) + items) as u32
+    }
+
+    /// Bodies longer than this are walked whole by a warp: a body whose guessed chains never meet the
+    /// true one is walked again segment after segment by one thread (some 0.1 ms a 4 kB segment), and
+    /// this bounds that at about the warp's walk of a 16 MB body.
+    pub const MAX_SRC: u64 = 4 << 20;
+
+    /// Whether a body is checked in segments: Snappy, at least `min_src` long, at most [`MAX_SRC`], and compressing by more than a 64th. A body that compresses less is
     /// mostly long literals, where a guessed chain seldom meets the true one (and the literal copier
     /// takes bodies of literals only).
     pub(crate) fn cut(item: &ValidateItem, g: Geometry) -> bool {
         item.codec == validate_codec::SNAPPY
             && item.src_len >= g.min_src
-            && item.src_len < 1 << 31
+            && item.src_len <= MAX_SRC
             && item.dst_len < 1 << 31
             && item.dst_len > item.src_len + item.src_len / 64
     }
@@ -870,7 +883,7 @@ mod tests {
     /// another's; the rest keep their status and are walked whole.
     #[test]
     fn the_check_segments_long_snappy_bodies_of_long_chains() {
-        use validate_segments::{PRODUCTION, ValidateSegment, plan};
+        use validate_segments::{MAX_SRC, PRODUCTION, ValidateSegment, plan};
         let item = |codec, src_len: u64, dst_len: u64| ValidateItem {
             src_len,
             dst_len,
@@ -879,39 +892,43 @@ mod tests {
             ..Default::default()
         };
         let mut items = vec![
-            item(validate_codec::SNAPPY, 550_000, 1_200_000), // a dictionary page: 34 segments
-            item(validate_codec::SNAPPY, 65_535, 200_000),    // under 64 kB
-            item(validate_codec::SNAPPY, 65_536, 65_536 + 1023), // compresses by less than a 64th
-            item(validate_codec::SNAPPY, 65_536, 65_536 + 1025), // 4 segments: (64 kB - 1 kB) / 16 kB
+            item(validate_codec::SNAPPY, 550_000, 1_200_000), // a dictionary page: 135 segments
+            item(validate_codec::SNAPPY, 16_383, 50_000),     // under 16 kB
+            item(validate_codec::SNAPPY, 16_384, 16_384 + 256), // compresses by a 64th, not more
+            item(validate_codec::SNAPPY, 16_384, 16_384 + 257), // 4 segments: (16 kB - 256) / 4 kB
             item(validate_codec::LZ4_RAW, 550_000, 1_200_000),
-            item(validate_codec::SNAPPY, 1 << 31, 1 << 32), // the walk's 32-bit range
+            item(validate_codec::SNAPPY, MAX_SRC + 1, 4 * MAX_SRC), // walked whole by a warp
         ];
         let segs = plan(&mut items, PRODUCTION);
         let statuses: Vec<u32> = items.iter().map(|i| i.status).collect();
         let s = validate_status::SEGMENTED;
         assert_eq!(statuses, [s, u32::MAX, u32::MAX, s, u32::MAX, u32::MAX]);
-        assert_eq!(segs.len(), 34 + 4);
-        let want: Vec<ValidateSegment> = (0..34)
+        assert_eq!(segs.len(), 135 + 4);
+        let want: Vec<ValidateSegment> = (0..135)
             .map(|index| ValidateSegment {
                 item: 0,
                 index,
-                count: 34,
+                count: 135,
                 first: 0,
             })
             .chain((0..4).map(|index| ValidateSegment {
                 item: 3,
                 index,
                 count: 4,
-                first: 34,
+                first: 135,
             }))
             .collect();
         assert_eq!(segs, want);
         // Every segment starts inside its body, and the last one's counted range too.
         let g = PRODUCTION;
-        for &(src_len, count) in &[(550_000u64, 34u64), (65_536, 4)] {
+        for &(src_len, count) in &[(550_000u64, 135u64), (16_384, 4)] {
             assert!((count - 1) * u64::from(g.seg_bytes) + u64::from(g.overlap) < src_len);
             assert!(count * u64::from(g.seg_bytes) + u64::from(g.overlap) >= src_len);
         }
+        // A lane per segment, rounded up to whole warps, then a warp per body.
+        assert_eq!(validate_segments::launch_warps(items.len(), segs.len()), 5 + 6);
+        assert_eq!(validate_segments::launch_warps(3, 0), 3);
+        assert_eq!(validate_segments::launch_warps(0, 32), 1);
     }
 
     /// A batch ends with `gp_wsnap_resolve` while no body has more than `RESOLVE_MAX_SEGS` segments.

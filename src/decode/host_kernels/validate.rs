@@ -735,3 +735,79 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod probe {
+    use super::*;
+    use crate::decode::host_kernels::page_headers::walk_headers_at;
+    use crate::decode::layout::validate_segments::{Geometry, JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
+
+    /// Not a test: the emulated pre-check over a file's long Snappy bodies (`GP_PROBE_FILE`, row groups
+    /// `GP_PROBE_GROUPS`, default "0,25"), in the GPU's segments and in other geometries: how many
+    /// segments were walked again (each a serial walk in the join) and how many bodies walked whole.
+    #[test]
+    #[ignore]
+    fn segments_on_a_files_long_bodies() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use std::os::unix::fs::FileExt;
+        let Ok(path) = std::env::var("GP_PROBE_FILE") else {
+            println!("skipped: no GP_PROBE_FILE");
+            return;
+        };
+        let groups: Vec<usize> = std::env::var("GP_PROBE_GROUPS")
+            .unwrap_or_else(|_| "0,25".into())
+            .split(',')
+            .map(|g| g.parse().expect("a row group"))
+            .collect();
+        let file = std::fs::File::open(&path).expect("file");
+        let reader = SerializedFileReader::new(std::fs::File::open(&path).expect("file")).expect("parquet");
+        let mut cases: Vec<(u32, u64, Vec<u8>)> = Vec::new();
+        for &g in &groups {
+            let rg = reader.metadata().row_group(g);
+            for c in 0..rg.num_columns() {
+                let (off, len) = rg.column(c).byte_range();
+                let walked = walk_headers_at(len, |at, buf: &mut [u8]| file.read_exact_at(buf, off + at)).expect("headers");
+                for p in &walked.pages {
+                    let mut body = vec![0u8; p.compressed_size as usize];
+                    file.read_exact_at(&mut body, off + p.data_offset).expect("body");
+                    let mut want = p.uncompressed_size as u64;
+                    if p.page_type == 3 {
+                        let levels = (p.def_levels_byte_length + p.rep_levels_byte_length) as usize;
+                        body.drain(..levels);
+                        want -= levels as u64;
+                    }
+                    if body.len() >= 16 << 10 && want > body.len() as u64 + body.len() as u64 / 64 {
+                        cases.push((codec::SNAPPY, want, body));
+                    }
+                }
+            }
+        }
+        let bytes: usize = cases.iter().map(|c| c.2.len()).sum();
+        println!("{} long bodies, {bytes} bytes, row groups {groups:?} of {path}", cases.len());
+        let geometries = std::env::var("GP_PROBE_GEOMETRIES").unwrap_or_else(|_| "2048/256,2048/128,2048/512,4096/256,1024/256".into());
+        for spec in geometries.split(',') {
+            let (seg, ov) = spec.split_once('/').expect("seg/overlap");
+            let g = Geometry { seg_bytes: seg.parse().unwrap(), overlap: ov.parse().unwrap(), ..PRODUCTION };
+            let got = crate::decode::kernels::emu::run_validate_emulated(&cases, g);
+            let mut segs = 0u64;
+            let (mut repairs, mut whole, mut failed) = (0u32, 0, 0);
+            let mut worst = (0u32, 0usize);
+            for ((_, _, body), (status, join)) in cases.iter().zip(&got) {
+                failed += (*status != st::OK) as usize;
+                assert_ne!(join & JOINED, 0);
+                whole += (join & WALKED_WHOLE != 0) as usize;
+                repairs += join & REPAIRS;
+                segs += (body.len() as u64 - u64::from(g.overlap)).div_ceil(u64::from(g.seg_bytes));
+                if join & REPAIRS > worst.0 {
+                    worst = (join & REPAIRS, body.len());
+                }
+            }
+            println!(
+                "{spec}: {segs} segments, {repairs} walked again ({:.1} %), most in a body {} (of {} bytes), {whole} walked whole, {failed} failed",
+                100.0 * f64::from(repairs) / segs as f64,
+                worst.0,
+                worst.1
+            );
+        }
+    }
+}

@@ -1,7 +1,8 @@
 // Checks compressed page bodies before nvCOMP sees them. nvCOMP's headers make corrupt input undefined
 // behaviour (its Snappy kernel was seen reading gigabytes past its input on a flipped byte), so every
-// body is checked here first. One warp per body (grid n, block 32): bodies of a step are checked in
-// parallel on every SM.
+// body is checked here first. One warp per body, VALIDATE_WARPS a block: bodies of a step are checked in
+// parallel on every SM; long Snappy bodies in segments, a lane each, before them (see "Long Snappy
+// bodies in segments" below).
 //   SNAPPY, LZ4_RAW: the whole stream is walked: every literal and match inside the input, every match
 //     offset inside what was produced, the output exactly the declared size, the input used up. Snappy
 //     is walked by the whole warp, 32 input bytes at a time (validate_snappy_warp; away from the end
@@ -375,14 +376,12 @@ __device__ inline void snappy_tags_fill(SnappyTag* tags) {
 }
 
 // The element that would start `r` bytes into the stage, from the tag table: its length, match offset
-// (1 for a literal), size in the input, and whether it is a match.
-__device__ inline void snappy_interior_element(const u8* st, u32 r, const SnappyTag* tags, u32* len, u32* offset, u32* adv,
-                                                bool* copy) {
+// (1 for a literal) and size in the input.
+__device__ inline void snappy_interior_element(const u8* st, u32 r, const SnappyTag* tags, u32* len, u32* offset, u32* adv) {
     const u32* words = (const u32*)st;
     const u32 w0 = words[r >> 2], w1 = words[(r >> 2) + 1];
     const u32 sh = 8 * (r & 3);
     const u32 tag = (w0 >> sh) & 0xff;
-    *copy = (tag & 3) != 0;
     const u32 le4 = __funnelshift_rc(w0, w1, sh + 8);  // bytes r + 1 .. r + 4 (sh + 8 may be 32: w1)
     const SnappyTag t = tags[tag];
     *len = (t.packed & 0xff) + min(le4 & t.len_mask, 0x7fffffffu);
@@ -398,53 +397,36 @@ struct SnappyInteriorStep {
     bool doubt;
 };
 
-// An interior window's elements: each lane's at at + lane (the low half) and at + 32 + lane (the high
-// half), the members of each half, where the walk goes on (`end`) and the last member's place (`last`),
-// both bytes after the window's start. Each half's chains are doubled within the half. The members
-// are the low half's chain from lane 0 (its last element ends 32 bytes or more on, since a chain goes
-// on while the next element starts in the half), then, where that last element ends inside the high
-// half, the high half's chain from there. Called by the whole warp; the stage holds
-// [at, at + SNAPPY_INTERIOR_WINDOW_BYTES).
-struct SnappyInteriorLanes {
-    u32 len_lo, offset_lo, adv_lo, len_hi, offset_hi, adv_hi;
-    bool copy_lo, copy_hi;
-    u32 members_lo, members_hi, end, last;
-};
-
-__device__ inline SnappyInteriorLanes snappy_interior_members(const u8* st, u32 at, const SnappyTag* tags) {
-    const u32 lane = threadIdx.x & 31;
-    SnappyInteriorLanes w;
-    snappy_interior_element(st, at + lane, tags, &w.len_lo, &w.offset_lo, &w.adv_lo, &w.copy_lo);
-    snappy_interior_element(st, at + 32 + lane, tags, &w.len_hi, &w.offset_hi, &w.adv_hi, &w.copy_hi);
-    // As snappy_window_members, every lane inside the body and none failing here.
-    const u32 chain_lo = snappy_chains(w.adv_lo < 32 - lane ? lane + w.adv_lo : lane);
-    const u32 chain_hi = snappy_chains(w.adv_hi < 32 - lane ? lane + w.adv_hi : lane);
-    w.members_lo = __shfl_sync(gpcore::FULL_MASK, chain_lo, 0);
-    const u32 last_lo = 31 - __clz(w.members_lo);
-    const u32 end_lo = last_lo + __shfl_sync(gpcore::FULL_MASK, w.adv_lo, last_lo);
-    const bool into_hi = end_lo < SNAPPY_INTERIOR_SPAN;
-    const u32 from_hi = __shfl_sync(gpcore::FULL_MASK, chain_hi, (end_lo - 32) & 31);
-    w.members_hi = into_hi ? from_hi : 0u;
-    const u32 last_hi = (31 - __clz(w.members_hi)) & 31;  // unused without high members
-    const u32 end_hi = 32 + last_hi + __shfl_sync(gpcore::FULL_MASK, w.adv_hi, last_hi);
-    w.end = into_hi ? end_hi : end_lo;
-    w.last = into_hi ? 32 + last_hi : last_lo;
-    return w;
-}
-
-// One interior window, [at, at + SNAPPY_INTERIOR_SPAN) of the stage, `out` bytes of output before it
-// (snappy_interior_members). Called by the whole warp.
+// One interior window, [at, at + SNAPPY_INTERIOR_SPAN) of the stage, `out` bytes of output before it.
+// Each lane takes the elements that would start at at + lane (the low half) and at + 32 + lane (the
+// high half); each half's chains are doubled within the half. The members are the low half's chain
+// from lane 0 (its last element ends 32 bytes or more on, since a chain goes on while the next element
+// starts in the half), then, where that last element ends inside the high half, the high half's chain
+// from there. Called by the whole warp; the stage holds [at, at + SNAPPY_INTERIOR_WINDOW_BYTES).
 __device__ inline SnappyInteriorStep snappy_interior_window(const u8* st, u32 at, const SnappyTag* tags, u32 out) {
     const u32 lane = threadIdx.x & 31;
-    const SnappyInteriorLanes w = snappy_interior_members(st, at, tags);
-    const bool member_lo = (w.members_lo >> lane) & 1u, member_hi = (w.members_hi >> lane) & 1u;
+    u32 len_lo, offset_lo, adv_lo, len_hi, offset_hi, adv_hi;
+    snappy_interior_element(st, at + lane, tags, &len_lo, &offset_lo, &adv_lo);
+    snappy_interior_element(st, at + 32 + lane, tags, &len_hi, &offset_hi, &adv_hi);
+    // As snappy_window_members, every lane inside the body and none failing here.
+    const u32 chain_lo = snappy_chains(adv_lo < 32 - lane ? lane + adv_lo : lane);
+    const u32 chain_hi = snappy_chains(adv_hi < 32 - lane ? lane + adv_hi : lane);
+    const u32 members_lo = __shfl_sync(gpcore::FULL_MASK, chain_lo, 0);
+    const u32 last_lo = 31 - __clz(members_lo);
+    const u32 end_lo = last_lo + __shfl_sync(gpcore::FULL_MASK, adv_lo, last_lo);
+    const bool into_hi = end_lo < SNAPPY_INTERIOR_SPAN;
+    const u32 from_hi = __shfl_sync(gpcore::FULL_MASK, chain_hi, (end_lo - 32) & 31);
+    const u32 members_hi = into_hi ? from_hi : 0u;
+    const u32 last_hi = (31 - __clz(members_hi)) & 31;  // unused without high members
+    const u32 end_hi = 32 + last_hi + __shfl_sync(gpcore::FULL_MASK, adv_hi, last_hi);
+    const bool member_lo = (members_lo >> lane) & 1u, member_hi = (members_hi >> lane) & 1u;
     SnappyInteriorStep step;
     // Members other than the last are under 32 input bytes (at most 64 output bytes each), and the
     // last under 2^31 + 5: neither a lane's two nor the warp's sum wraps.
-    step.sum = warp_add((member_lo ? w.len_lo : 0u) + (member_hi ? w.len_hi : 0u));
-    const bool doubt = (member_lo && w.offset_lo - 1u >= out) || (member_hi && w.offset_hi - 1u >= out);
+    step.sum = warp_add((member_lo ? len_lo : 0u) + (member_hi ? len_hi : 0u));
+    const bool doubt = (member_lo && offset_lo - 1u >= out) || (member_hi && offset_hi - 1u >= out);
     step.doubt = __ballot_sync(gpcore::FULL_MASK, doubt) != 0;
-    step.end = w.end;
+    step.end = into_hi ? end_hi : end_lo;
     return step;
 }
 
@@ -458,15 +440,10 @@ __device__ inline void snappy_stage_cover(const u8* s, u32 n, u32 p, u32 bytes, 
     }
 }
 
-// This warp's stage: a stage per warp of the block, each walking its own body or segment (a
-// function's __shared__ array is one per block, whichever walk asks).
-__device__ inline u8* validate_warp_stage() {
-    __shared__ uint4 stage_words[VALIDATE_WARPS][SNAPPY_STAGE_WORDS];
-    return (u8*)stage_words[(threadIdx.x >> 5) % VALIDATE_WARPS];  // the caller keeps warps in range
-}
-
 __device__ u32 validate_snappy_warp(const u8* s, u64 n64, u64 want64, const SnappyTag* tags) {
-    u8* st = validate_warp_stage();
+    // A stage per warp of the block: each walks its own body.
+    __shared__ uint4 stage_words[VALIDATE_WARPS][SNAPPY_STAGE_WORDS];
+    u8* st = (u8*)stage_words[(threadIdx.x >> 5) % VALIDATE_WARPS];  // the caller keeps warps in range
     const u32 lane = threadIdx.x & 31;
     if (n64 >= (1ull << 31) || want64 >= (1ull << 31)) return VALIDATE_TOO_LARGE;
     // Below 2^31: positions, lengths and their sums of two fit 32 bits.
@@ -520,21 +497,26 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n64, u64 want64, const Snap
     return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
-// Long Snappy bodies in segments. A warp walks a body at about 9 ns a byte, and a launch lasts as long as its
-// longest walk (ncu: 7-8 % of the SM's warps active through the pre-check of a lineitem step, whose 550 kB
-// dictionary pages took some 5 ms). So the host cuts long bodies (layout::validate_segments) into segments of
-// seg_bytes, a warp each, in the same launch; the body's item carries VALIDATE_SEGMENTED, which its own warp
-// skips. Segment j (of count) counts the elements that start in [from_j, to_j): from_j = j * seg_bytes +
-// overlap (from_0: the preamble's end), to_j = from_{j+1} (the last: the body's end). Its warp walks from j *
-// seg_bytes as if an element began there: a guess, but chains that meet go on together, and a chain soon meets
-// the true one. It keeps the first element it reaches at or after from_j (q_first) and at or after to_j
-// (q_next), the counted elements' output (sum), and the largest "match offset less the segment's output before
-// the match" (dmax). The last warp of the body to finish joins them in order: segment j is the true chain's
-// where its q_first is the true element at from_j, which is segment j - 1's q_next (a chain is a function of
-// its start); one that missed, or whose dmax from a guess (SegmentWalk) is too large, is walked again from that
-// element (a repair). The body passes when no counted element fails, every dmax is at most the output before
-// its segment, the outputs add to the declared size and the chain ends at the body's end. Any doubt walks the
-// whole body (validate_snappy_warp): a status other than OK is always the whole walk's, exactly.
+// Long Snappy bodies in segments, a lane each. A warp walks a body 64 bytes a window, a chain of
+// dependent shared-memory loads and shuffles (some 85 instructions a window): a launch lasts as long as
+// its longest walk (ncu: 7-8 % of the SM's warps active through the pre-check of a lineitem step, whose
+// 550 kB dictionary pages took some 2-5 ms), and cutting bodies into segments a warp each did not
+// shorten it (runs AW, AX: the windows' work bounds it, and the steps decoded at once share it). A lane
+// walking a segment element by element issues a few instructions an element for 32 segments at once.
+// So the host cuts long bodies (layout::validate_segments) into segments of seg_bytes, a lane each, in
+// the same launch, and gives their items VALIDATE_SEGMENTED, which their own warps skip.
+// Segment j (of count) counts the elements that start in [from_j, to_j): from_j = j * seg_bytes +
+// overlap (from_0: the preamble's end), to_j = from_{j+1} (the last: the body's end). Its lane walks from
+// j * seg_bytes as if an element began there: a guess, but chains that meet go on together, and a chain
+// soon meets the true one. It keeps the first element it reaches at or after from_j (q_first) and at or
+// after to_j (q_next), the counted elements' output (sum), and the largest "match offset less the
+// segment's output before the match" (dmax). The last lane of the body to finish joins them in order:
+// segment j is the true chain's where its q_first is the true element at from_j, which is segment
+// j - 1's q_next (a chain is a function of its start); one that missed is walked again from that element
+// (a repair). The body passes when no counted element fails, every dmax is at most the output before its
+// segment, the outputs add to the declared size and the chain ends at the body's end. Any doubt walks
+// the whole body, one element after another (validate_snappy_serial): a status other than OK is always
+// the serial walk's, exactly.
 #define VALIDATE_SEGMENTED 0xfffffffeu
 // No element found (yet): a position no body reaches (bodies are under 2^31 bytes).
 #define SEG_NONE 0xffffffffu
@@ -556,117 +538,84 @@ struct SegmentOut {
 };
 static_assert(sizeof(SegmentOut) == 32, "SegmentOut must match layout.rs");
 
-// A segment's walk so far: warp-uniform but for the *_lane fields, which the walk reduces at its end.
-// A walk from a guess is cheap: a match's "offset less the output before it" is taken as its offset
-// less the output before its window (at least as large: the join walks the segment again, exactly,
-// where that says too much). An exact walk (segment 0, whose output before is 0, and the join's walks
-// again) finds the output before each match by a prefix sum where a match may reach before the
-// segment's output so far.
-struct SegmentWalk {
-    u32 from, to;
-    u32 q_first, q_next;
-    u64 sum;
-    i64 dmax, dmax_lane;
-    bool bad, bad_lane, stop, exact;
-};
-
-__device__ inline i64 warp_max(i64 v) {
-    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(gpcore::FULL_MASK, v, o));
-    return v;
-}
-
-// The lanes of a half window at `base` (lane l at base + l) whose position is at or after `at`.
-__device__ inline u32 lanes_at_or_after(u32 base, u32 at) {
-    return at <= base ? 0xffffffffu : (at - base < 32 ? 0xffffffffu << (at - base) : 0u);
-}
-
-// The members of a half window at `base` that count: those in [from, to). Elements before from are
-// the guess's warm-up and are not checked. Notes the first members at or after from and to.
-__device__ inline u32 snappy_segment_members(SegmentWalk& w, u32 base, u32 members) {
-    const u32 at_from = members & lanes_at_or_after(base, w.from);
-    const u32 at_to = members & lanes_at_or_after(base, w.to);
-    if (w.q_first == SEG_NONE && at_from != 0) w.q_first = base + __ffs(at_from) - 1;
-    if (w.q_next == SEG_NONE && at_to != 0) w.q_next = base + __ffs(at_to) - 1;
-    return at_from & ~at_to;
-}
-
-// Counts a half window's counted members exactly (MAY_FAIL: the general walk's lanes, where `err` says
-// a member fails and ends the chain). Called by the whole warp.
-template <bool MAY_FAIL>
-__device__ inline void snappy_segment_exact(SegmentWalk& w, u32 members, u32 counted, u32 len, u32 offset, bool copy, bool err) {
-    const u32 lane = threadIdx.x & 31;
-    const bool mine = (counted >> lane) & 1u;
-    if (MAY_FAIL) {
-        if (__ballot_sync(gpcore::FULL_MASK, ((members >> lane) & 1u) && err) != 0) w.stop = true;
-        w.bad_lane |= mine && err;
+// The element that would start at p (< n): its tag and the 4 bytes after it (0 past the body's end).
+// Away from the body's ends, two aligned 4-byte loads: they lie inside [s + 1, s + n), so inside the
+// body's allocation whatever its alignment.
+__device__ inline SnappyLane snappy_serial_element(const u8* s, u32 n, u32 p) {
+    u32 tag, le4;
+    if (p >= 4 && n - p >= 8) {
+        const u32 a = (u32)((u64)(s + p) & 3);
+        const u32* w = (const u32*)(s + p - a);
+        const u32 w0 = w[0], w1 = w[1];
+        tag = (w0 >> (8 * a)) & 0xff;
+        le4 = __funnelshift_rc(w0, w1, 8 * a + 8);  // bytes p + 1 .. p + 4 (a shift of 32: w1)
+    } else {
+        tag = s[p];
+        le4 = 0;
+        for (u32 k = 1; k <= 4 && k < n - p; k++) le4 |= (u32)s[p + k] << (8 * (k - 1));
     }
-    w.bad_lane |= mine && copy && offset == 0;
-    // Members other than the last are under 64 bytes of output, the last under 2^31: no wrap.
-    const u32 l = mine ? len : 0u;
-    if (__ballot_sync(gpcore::FULL_MASK, mine && copy && (u64)offset > w.sum) != 0) {
-        const u32 before = warp_inclusive_sum(l) - l;
-        const i64 d = mine && copy ? (i64)offset - (i64)(w.sum + before) : (i64)0;
-        w.dmax = max(w.dmax, warp_max(d));
+    return snappy_element(tag, le4, n - p, true);
+}
+
+// The whole body walked by this thread alone, as the reference walks it (host_kernels/validate.rs):
+// the status of the first failing element in stream order. Only where segments leave a doubt, so only
+// on bodies that are corrupt or whose chains never met.
+__device__ u32 validate_snappy_serial(const u8* s, u64 n64, u64 want64) {
+    if (n64 >= (1ull << 31) || want64 >= (1ull << 31)) return VALIDATE_TOO_LARGE;
+    const u32 n = (u32)n64, want = (u32)want64;
+    u64 at = 0, total = 0;
+    if (!read_uleb128(s, &at, n, &total)) return VALIDATE_TRUNCATED;
+    if (total != want) return VALIDATE_WRONG_SIZE;
+    u32 p = (u32)at, out = 0;
+    while (p < n) {
+        const SnappyLane e = snappy_serial_element(s, n, p);
+        if (e.err != VALIDATE_OK) return e.err;
+        if (e.copy && (e.offset == 0 || e.offset > out)) return VALIDATE_BAD_OFFSET;
+        if (e.len > want - out) return VALIDATE_WRONG_SIZE;
+        out += e.len;
+        p += e.adv;  // not truncated: e.adv <= n - p
     }
-    w.sum += warp_add(l);
+    return out == want ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
 // Walks a segment from `start` (a guess, or in the join the true element), counting [from, to), until
-// it reaches an element at or after `to`, the chain fails, or the body ends. `n` under 2^31. Called by
-// the whole warp.
-__device__ SegmentOut snappy_segment_walk(const u8* s, u32 n, u32 start, u32 from, u32 to, const SnappyTag* tags, bool exact) {
-    const u32 lane = threadIdx.x & 31;
-    u8* st = validate_warp_stage();
-    SegmentWalk w{from, to, SEG_NONE, SEG_NONE, 0, 0, 0, false, false, false, exact};
-    u32 p = start, b = 0, have = 0, last = start;
-    while (p < n && w.q_next == SEG_NONE && !w.stop) {
-        if (p + SNAPPY_INTERIOR <= n) {
-            // p + end stays under 2^32 as in validate_snappy_warp.
-            snappy_stage_cover(s, n, p, SNAPPY_INTERIOR_WINDOW_BYTES, st, &b, &have);
-            const SnappyInteriorLanes e = snappy_interior_members(st, p - b, tags);
-            const u32 c_lo = snappy_segment_members(w, p, e.members_lo);
-            const u32 c_hi = snappy_segment_members(w, p + 32, e.members_hi);
-            if (w.exact) {
-                snappy_segment_exact<false>(w, e.members_lo, c_lo, e.len_lo, e.offset_lo, e.copy_lo, false);
-                snappy_segment_exact<false>(w, e.members_hi, c_hi, e.len_hi, e.offset_hi, e.copy_hi, false);
-            } else {
-                const bool m_lo = ((c_lo >> lane) & 1u) && e.copy_lo, m_hi = ((c_hi >> lane) & 1u) && e.copy_hi;
-                if (m_lo) w.dmax_lane = max(w.dmax_lane, (i64)e.offset_lo - (i64)w.sum);
-                if (m_hi) w.dmax_lane = max(w.dmax_lane, (i64)e.offset_hi - (i64)w.sum);
-                w.bad_lane |= (m_lo && e.offset_lo == 0) || (m_hi && e.offset_hi == 0);
-                // As snappy_interior_window's sum: no wrap.
-                const u32 l = (((c_lo >> lane) & 1u) ? e.len_lo : 0u) + (((c_hi >> lane) & 1u) ? e.len_hi : 0u);
-                w.sum += warp_add(l);
-            }
-            last = p + e.last;
-            p += e.end;
-        } else {
-            snappy_stage_cover(s, n, p, SNAPPY_WINDOW_BYTES, st, &b, &have);
-            const SnappyLane e = snappy_lane_element(st, p - b, n - p);
-            const u32 members = snappy_window_members(e);
-            const u32 counted = snappy_segment_members(w, p, members);
-            snappy_segment_exact<true>(w, members, counted, e.len, e.offset, e.copy, e.err != VALIDATE_OK);
-            const u32 m = 31 - __clz(members);  // lane 0 is a member: p is inside the body
-            last = p + m;
-            p += m + __shfl_sync(gpcore::FULL_MASK, e.adv, m);
+// it reaches an element at or after `to`, the chain fails, or the body ends. `n` under 2^31. One thread.
+__device__ SegmentOut snappy_segment_walk(const u8* s, u32 n, u32 start, u32 from, u32 to) {
+    SegmentOut o{0, 0, SEG_NONE, SEG_NONE, 0, 0};
+    u32 p = start;
+    bool ended = true;  // the chain went on to the body's end (not stopped by a failure or by `to`)
+    while (p < n) {
+        const bool counted = p >= from;
+        if (counted && o.q_first == SEG_NONE) o.q_first = p;
+        if (p >= to) {
+            o.q_next = p;
+            ended = false;
+            break;
         }
-    }
-    if (!w.stop && w.q_next == SEG_NONE) {
-        if (p == n) {
-            // The chain ends at the body's end: the end is its next element.
-            if (w.q_first == SEG_NONE && p >= from) w.q_first = p;
-            if (p >= to) w.q_next = p;
-        } else if (p > n && last >= from && last < to) {
-            w.bad = true;  // a counted literal runs past the end
+        const SnappyLane e = snappy_serial_element(s, n, p);
+        const bool bad = e.err != VALIDATE_OK || (e.copy && e.offset == 0);
+        if (bad && !counted) {
+            // In the guess's warm-up no element of the true chain fails: a guess from the next byte.
+            p++;
+            continue;
         }
+        if (bad) {
+            // Counted: the body fails where this is the true chain (else the join walks it again).
+            o.flags |= SEG_BAD;
+            ended = false;
+            break;
+        }
+        if (counted) {
+            if (e.copy) o.dmax = max(o.dmax, (i64)e.offset - (i64)o.sum);
+            o.sum += e.len;
+        }
+        p += e.adv;  // not truncated: e.adv <= n - p
     }
-    SegmentOut o;
-    o.sum = w.sum;
-    o.dmax = max(w.dmax, warp_max(w.dmax_lane));
-    o.q_first = w.q_first;
-    o.q_next = w.q_next;
-    o.flags = (w.bad || __ballot_sync(gpcore::FULL_MASK, w.bad_lane) != 0) ? SEG_BAD : 0u;
-    o.pad = 0;
+    if (ended) {
+        // The chain ends at the body's end: the end is its next element.
+        if (o.q_first == SEG_NONE && p >= from) o.q_first = p;
+        if (p >= to) o.q_next = p;
+    }
     return o;
 }
 
@@ -676,13 +625,12 @@ __device__ inline void snappy_segment_range(u32 j, u32 count, u32 n, u32 p0, u32
     *to = j + 1 == count ? n : (j + 1) * seg_bytes + overlap;
 }
 
-// Joins a body's segments (`outs`, written by their warps), repairing those whose chain missed: OK, or
-// *whole where only the whole walk can say. Called by the whole warp.
-__device__ u32 snappy_segments_join(const u8* s, u32 n, u32 want, const volatile SegmentOut* outs, u32 count, u32 seg_bytes,
-                                    u32 overlap, const SnappyTag* tags, u32* repairs, bool* whole) {
-    u64 p0 = 0;
-    *whole = true;
-    if (snappy_preamble(s, n, want, &p0) != VALIDATE_OK) return VALIDATE_OK;
+// Joins a body's segments (`outs`, written by their lanes), repairing those whose chain missed: whether
+// the body passes (false: only the serial walk can say). One thread.
+__device__ bool snappy_segments_join(const u8* s, u32 n, u32 want, const volatile SegmentOut* outs, u32 count, u32 seg_bytes,
+                                     u32 overlap, u32* repairs) {
+    u64 p0 = 0, total = 0;
+    if (!read_uleb128(s, &p0, n, &total) || total != want) return false;
     u32 expected = (u32)p0;
     u64 base = 0;
     for (u32 j = 0; j < count; j++) {
@@ -694,28 +642,25 @@ __device__ u32 snappy_segments_join(const u8* s, u32 n, u32 want, const volatile
         o.q_first = outs[j].q_first;
         o.q_next = outs[j].q_next;
         o.flags = outs[j].flags;
-        if (o.q_first != expected || o.dmax > (i64)base) {
-            // Walked again, exactly, from the true element (expected >= from: it is the first at or
-            // after to_{j-1} = from_j).
-            o = snappy_segment_walk(s, n, expected, from, to, tags, true);
+        if (o.q_first != expected) {
+            // Walked again from the true element (expected >= from: it is the first at or after
+            // to_{j-1} = from_j).
+            o = snappy_segment_walk(s, n, expected, from, to);
             *repairs += 1;
         }
-        if ((o.flags & SEG_BAD) || o.q_first != expected || o.q_next == SEG_NONE || o.dmax > (i64)base) return VALIDATE_OK;
+        if ((o.flags & SEG_BAD) || o.q_first != expected || o.q_next == SEG_NONE || o.dmax > (i64)base) return false;
         base += o.sum;
-        if (base > want) return VALIDATE_OK;
+        if (base > want) return false;
         expected = o.q_next;
     }
-    if (expected != n || base != want) return VALIDATE_OK;
-    *whole = false;
-    return VALIDATE_OK;
+    return expected == n && base == want;
 }
 
-// Segment g's warp: walks its segment, and the body's last warp to finish joins them and sets the
-// item's status. A plan the kernel does not expect (another codec, a body of 2^31 bytes or more) walks
-// the whole body or fails it.
+// Segment g's lane: walks its segment, and the body's last lane to finish joins them and sets the
+// item's status. A plan the kernel does not expect (another codec, a body of 2^31 bytes or more) fails
+// the body or walks it whole.
 __device__ void validate_snappy_segment(ValidateItem* items, u32 n_items, const ValidateSegment sg, u32 g, SegmentOut* outs,
-                                        u32* joins, u32 seg_bytes, u32 overlap, const SnappyTag* tags) {
-    const u32 lane = threadIdx.x & 31;
+                                        u32* joins, u32 seg_bytes, u32 overlap) {
     if (sg.item >= n_items || sg.count == 0 || sg.index >= sg.count) return;  // the item keeps its status
     const ValidateItem it = items[sg.item];
     const u8* s = (const u8*)it.src;
@@ -723,58 +668,57 @@ __device__ void validate_snappy_segment(ValidateItem* items, u32 n_items, const 
     SegmentOut o{0, 0, SEG_NONE, SEG_NONE, SEG_BAD, 0};
     if (walkable) {
         const u32 n = (u32)it.src_len;
-        u64 p0 = 0;
-        const u32 pre = snappy_preamble(s, n, it.dst_len, &p0);
+        u64 p0 = 0, total = 0;
+        const bool pre = read_uleb128(s, &p0, n, &total) && total == it.dst_len;
         u32 from, to;
         snappy_segment_range(sg.index, sg.count, n, (u32)p0, seg_bytes, overlap, &from, &to);
-        const u32 start = sg.index == 0 ? (u32)p0 : sg.index * seg_bytes;
-        o = snappy_segment_walk(s, n, start, from, to, tags, sg.index == 0);
-        if (pre != VALIDATE_OK) o.flags |= SEG_BAD;
+        // A plan that does not fit the body (the host's never does) leaves its segments empty and
+        // the join walks the body whole.
+        if (from <= to && to <= n) {
+            const u32 start = sg.index == 0 ? (u32)p0 : sg.index * seg_bytes;
+            o = snappy_segment_walk(s, n, start, from, to);
+        }
+        if (!pre) o.flags |= SEG_BAD;
     }
-    u32 done = 0;
-    if (lane == 0) {
-        outs[g] = o;
-        __threadfence();  // this segment's result before its count
-        done = atomicAdd(&joins[sg.first], 1u) + 1;
-    }
-    done = __shfl_sync(gpcore::FULL_MASK, done, 0);
-    if (done != sg.count) return;
+    outs[g] = o;
+    __threadfence();  // this segment's result before its count
+    if (atomicAdd(&joins[sg.first], 1u) + 1 != sg.count) return;
     __threadfence();  // the other segments' results, counted before, are seen
     u32 repairs = 0;
     bool whole = true;
     u32 status = VALIDATE_BAD_HEADER;
     if (walkable) {
-        status = snappy_segments_join(s, (u32)it.src_len, (u32)it.dst_len, outs + sg.first, sg.count, seg_bytes, overlap, tags,
-                                      &repairs, &whole);
-        if (whole) status = validate_snappy_warp(s, it.src_len, it.dst_len, tags);
+        whole = !snappy_segments_join(s, (u32)it.src_len, (u32)it.dst_len, outs + sg.first, sg.count, seg_bytes, overlap,
+                                      &repairs);
+        status = whole ? validate_snappy_serial(s, it.src_len, it.dst_len) : VALIDATE_OK;
     }
-    if (lane == 0) {
-        items[sg.item].status = status;
-        joins[sg.first] = SEG_JOINED | (whole ? SEG_WALKED_WHOLE : 0u) | repairs;
-    }
+    items[sg.item].status = status;
+    joins[sg.first] = SEG_JOINED | (whole ? SEG_WALKED_WHOLE : 0u) | repairs;
 }
 
-// A warp per segment (the first nsegs warps: the long walks start first), then a warp per body: warp
-// blockIdx.x * warps + warp, for the block's warps (at most VALIDATE_WARPS, which have a stage each).
-// Warps never wait for each other (no block barrier), so a warp without work just returns; a body no
-// warp reaches keeps the status the host gave it (not OK). joins: nsegs words, zero.
+// First the segments, a lane each (the first ceil(nsegs / 32) warps: the long bodies start first), then
+// a warp per body: warp blockIdx.x * warps + warp, for the block's warps (at most VALIDATE_WARPS, which
+// have a stage each). Warps never wait for each other (no block barrier), so a warp without work just
+// returns; a body nothing reaches keeps the status the host gave it (not OK). joins: nsegs words, zero.
 extern "C" __global__ void gp_validate_compressed(ValidateItem* items, u32 n, const ValidateSegment* segs, u32 nsegs,
                                                   SegmentOut* outs, u32* joins, u32 seg_bytes, u32 overlap) {
     const u32 warps = min(blockDim.x >> 5, VALIDATE_WARPS);
     const u32 warp = threadIdx.x >> 5;
     const u32 lane = threadIdx.x & 31;
-    const u64 g = (u64)blockIdx.x * warps + warp;
+    const u64 gw = (u64)blockIdx.x * warps + warp;
     __shared__ SnappyTag tags[256];
     snappy_tags_fill(tags);
     if (warp >= warps) return;
-    if (g < nsegs) {
-        validate_snappy_segment(items, n, segs[g], (u32)g, outs, joins, seg_bytes, overlap, tags);
+    const u64 seg_warps = ((u64)nsegs + 31) / 32;
+    if (gw < seg_warps) {
+        const u64 g = gw * 32 + lane;
+        if (g < nsegs) validate_snappy_segment(items, n, segs[g], (u32)g, outs, joins, seg_bytes, overlap);
         return;
     }
-    const u64 i = g - nsegs;
+    const u64 i = gw - seg_warps;
     if (i >= n) return;
     const ValidateItem it = items[i];
-    if (it.status == VALIDATE_SEGMENTED) return;  // its segments' warps check it
+    if (it.status == VALIDATE_SEGMENTED) return;  // its segments' lanes check it
     const u8* s = (const u8*)it.src;
     if (it.codec == CODEC_SNAPPY) {
         // The whole warp (the codec is the warp's, so every lane is here).

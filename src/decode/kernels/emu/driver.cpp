@@ -13,8 +13,8 @@
 //   validate IN:  "GPVAL2" u32 n, u32 seg_bytes, u32 overlap {u32 codec, u64 declared uncompressed size,
 //                 u32 status given (layout::validate_segments::plan's), u64 len, bytes} u32 nsegs
 //                 ValidateSegment[]
-//   validate OUT: u32 status per item, u32 join word per segment (gp_validate_compressed, a warp per
-//                 segment then per item, VALIDATE_WARPS a block)
+//   validate OUT: u32 status per item, u32 join word per segment (gp_validate_compressed, a lane per
+//                 segment then a warp per item, VALIDATE_WARPS warps a block)
 //   unsnap IN:    "GPUNS1" u32 n {u64 declared uncompressed size, u64 len, bytes}
 //   unsnap OUT:   per item u32 status, then the output buffer (declared size; 0xab where not
 //                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
@@ -227,7 +227,7 @@ int validate_main(const char* in_path, const char* out_path) {
     std::vector<SegmentOut> outs(nsegs);
     std::vector<uint32_t> joins(nsegs, 0);
     // As the host launches it, with a last block part empty.
-    const uint32_t warps = nsegs + n;
+    const uint32_t warps = (nsegs + 31) / 32 + n;  // layout::validate_segments::launch_warps
     if (warps)
         emu::launch(gp_validate_compressed, (warps + VALIDATE_WARPS - 1) / VALIDATE_WARPS, 32 * VALIDATE_WARPS, items.data(), n,
                     (const ValidateSegment*)segs.data(), nsegs, outs.data(), joins.data(), seg_bytes, overlap);
