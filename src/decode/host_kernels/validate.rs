@@ -791,22 +791,24 @@ mod probe {
             let got = crate::decode::kernels::emu::run_validate_emulated(&cases, g);
             let mut segs = 0u64;
             let (mut repairs, mut whole, mut failed) = (0u32, 0, 0);
-            let mut worst = (0u32, 0usize);
-            for ((_, _, body), (status, join)) in cases.iter().zip(&got) {
-                failed += (*status != st::OK) as usize;
+            let mut worst = (0u32, 0usize, 0u64);
+            for ((_, want, body), &(status, join)) in cases.iter().zip(&got) {
+                failed += (status != st::OK) as usize;
                 assert_ne!(join & JOINED, 0);
                 whole += (join & WALKED_WHOLE != 0) as usize;
                 repairs += join & REPAIRS;
                 segs += (body.len() as u64 - u64::from(g.overlap)).div_ceil(u64::from(g.seg_bytes));
                 if join & REPAIRS > worst.0 {
-                    worst = (join & REPAIRS, body.len());
+                    worst = (join & REPAIRS, body.len(), *want);
                 }
+
             }
             println!(
-                "{spec}: {segs} segments, {repairs} walked again ({:.1} %), most in a body {} (of {} bytes), {whole} walked whole, {failed} failed",
+                "{spec}: {segs} segments, {repairs} walked again ({:.1} %), most in a body {} ({} bytes to {}), {whole} walked whole, {failed} failed",
                 100.0 * f64::from(repairs) / segs as f64,
                 worst.0,
-                worst.1
+                worst.1,
+                worst.2
             );
         }
     }
