@@ -265,6 +265,13 @@ fn precheck_segments_on_a_file() {
         ("lanes 4k (production)", PRODUCTION),
         ("lanes 2k", lanes2k),
         ("lanes 8k", lanes8k),
+        (
+            "lanes 4k from 16k",
+            Geometry {
+                min_src: 16 << 10,
+                ..PRODUCTION
+            },
+        ),
     ] {
         let mut best = Duration::MAX;
         let mut last = None;
@@ -302,7 +309,7 @@ fn precheck_segments_on_a_file() {
 fn compressed_page_check_equals_the_reference_on_the_device() {
     use gpu_parquet::decode::host_kernels::validate::cases::{SMALL_SEGMENTS, expected, kernel_cases, long_cases};
     use gpu_parquet::decode::layout::ValidateItem;
-    use gpu_parquet::decode::layout::validate_segments::{JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
+    use gpu_parquet::decode::layout::validate_segments::{Geometry, JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
     let Some(ctx) = gpu() else { return };
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_check", None).expect("kernels");
     let f = m.function("gp_validate_compressed").expect("kernel");
@@ -321,7 +328,12 @@ fn compressed_page_check_equals_the_reference_on_the_device() {
         })
         .collect();
     let want = expected(&cases);
-    for geometry in [PRODUCTION, SMALL_SEGMENTS] {
+    // The GPU's segments, cut from 16 kB up: the long cases are shorter than its lower bound.
+    let gpu_segments = Geometry {
+        min_src: 16 << 10,
+        ..PRODUCTION
+    };
+    for geometry in [gpu_segments, SMALL_SEGMENTS] {
         let items: Vec<ValidateItem> = cases
             .iter()
             .zip(&bodies)

@@ -360,14 +360,18 @@ pub mod validate_segments {
         pub min_src: u64,
     }
 
-    /// The GPU's: 4 kB segments (some 1,200 elements a lane), cut from bodies of 16 kB or more, a
-    /// guess given 256 bytes to meet the true chain. Emulated over SF1 lineitem's 22 long bodies of
-    /// row groups 0 and 25 (`segments_on_a_files_long_bodies`), 1.0 % of the segments were walked
-    /// again (at most 6 in a body), as with 2 kB (1.1 %); 128 bytes gave 4.4 %.
+    /// The GPU's: 4 kB segments (some 1,200 elements a lane), a guess given 256 bytes to meet the
+    /// true chain, cut from bodies of 96 kB or more. Emulated over SF1 lineitem's long bodies
+    /// (`segments_on_a_files_long_bodies`, row groups 0 and 25, 22 bodies of 16 kB or more), 1.0 % of
+    /// the segments were walked again, as with 2 kB segments (1.1 %), against 4.4 % with a guess
+    /// given 128 bytes; the most in one body, 6, in a 38 kB page compressing 3 %. The benchmark
+    /// file's 80 kB data pages of random integers had up to 10 of their 20 segments walked again (a
+    /// walk in the join, one after another, longer than the warp's whole walk): those, and
+    /// lineitem's bodies under 96 kB, stay with the warp.
     pub const PRODUCTION: Geometry = Geometry {
         seg_bytes: 4 << 10,
         overlap: 256,
-        min_src: 16 << 10,
+        min_src: 96 << 10,
     };
 
     /// Warps of a launch of `gp_validate_compressed` over `items` bodies and `segments` segments:
@@ -891,11 +895,12 @@ mod tests {
             status: u32::MAX,
             ..Default::default()
         };
+        const MIN: u64 = 96 << 10;
         let mut items = vec![
             item(validate_codec::SNAPPY, 550_000, 1_200_000), // a dictionary page: 135 segments
-            item(validate_codec::SNAPPY, 16_383, 50_000),     // under 16 kB
-            item(validate_codec::SNAPPY, 16_384, 16_384 + 256), // compresses by a 64th, not more
-            item(validate_codec::SNAPPY, 16_384, 16_384 + 257), // 4 segments: (16 kB - 256) / 4 kB
+            item(validate_codec::SNAPPY, MIN - 1, 300_000),   // under 96 kB
+            item(validate_codec::SNAPPY, MIN, MIN + MIN / 64), // compresses by a 64th, not more
+            item(validate_codec::SNAPPY, MIN, MIN + MIN / 64 + 1), // 24 segments: (96 kB - 256) / 4 kB
             item(validate_codec::LZ4_RAW, 550_000, 1_200_000),
             item(validate_codec::SNAPPY, MAX_SRC + 1, 4 * MAX_SRC), // walked whole by a warp
         ];
@@ -903,7 +908,8 @@ mod tests {
         let statuses: Vec<u32> = items.iter().map(|i| i.status).collect();
         let s = validate_status::SEGMENTED;
         assert_eq!(statuses, [s, u32::MAX, u32::MAX, s, u32::MAX, u32::MAX]);
-        assert_eq!(segs.len(), 135 + 4);
+        assert_eq!(PRODUCTION.min_src, MIN);
+        assert_eq!(segs.len(), 135 + 24);
         let want: Vec<ValidateSegment> = (0..135)
             .map(|index| ValidateSegment {
                 item: 0,
@@ -911,22 +917,23 @@ mod tests {
                 count: 135,
                 first: 0,
             })
-            .chain((0..4).map(|index| ValidateSegment {
+            .chain((0..24).map(|index| ValidateSegment {
                 item: 3,
                 index,
-                count: 4,
+                count: 24,
                 first: 135,
             }))
             .collect();
         assert_eq!(segs, want);
         // Every segment starts inside its body, and the last one's counted range too.
         let g = PRODUCTION;
-        for &(src_len, count) in &[(550_000u64, 135u64), (16_384, 4)] {
+        for &(src_len, count) in &[(550_000u64, 135u64), (MIN, 24)] {
             assert!((count - 1) * u64::from(g.seg_bytes) + u64::from(g.overlap) < src_len);
             assert!(count * u64::from(g.seg_bytes) + u64::from(g.overlap) >= src_len);
         }
         // A lane per segment, rounded up to whole warps, then a warp per body.
         assert_eq!(validate_segments::launch_warps(items.len(), segs.len()), 5 + 6);
+        assert_eq!(segs.len().div_ceil(32), 5);
         assert_eq!(validate_segments::launch_warps(3, 0), 3);
         assert_eq!(validate_segments::launch_warps(0, 32), 1);
     }
