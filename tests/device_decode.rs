@@ -196,11 +196,10 @@ fn run_validate(
 #[test]
 #[ignore]
 fn precheck_segments_on_a_file() {
-    use gpu_parquet::decode::host_kernels::page_headers::walk_headers_at;
+    use gpu_parquet::decode::host_kernels::validate::cases::file_bodies;
     use gpu_parquet::decode::layout::ValidateItem;
     use gpu_parquet::decode::layout::validate_segments::{Geometry, JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
-    use parquet::file::reader::{FileReader, SerializedFileReader};
-    use std::os::unix::fs::FileExt;
+    use parquet::file::reader::FileReader;
     let Some(ctx) = gpu() else { return };
     let Ok(path) = std::env::var("GP_PROBE_FILE") else {
         println!("skipped: no GP_PROBE_FILE");
@@ -210,27 +209,14 @@ fn precheck_segments_on_a_file() {
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_probe", None).expect("kernels");
     let f = m.function("gp_validate_compressed").expect("kernel");
     let stream = Stream::new(&ctx).expect("stream");
-    let file = std::fs::File::open(&path).expect("file");
-    let reader = SerializedFileReader::new(std::fs::File::open(&path).expect("file")).expect("parquet");
-    let mut bodies: Vec<(u64, Vec<u8>)> = Vec::new();
-    for g in 0..groups.min(reader.metadata().num_row_groups()) {
-        let rg = reader.metadata().row_group(g);
-        for c in 0..rg.num_columns() {
-            let (off, len) = rg.column(c).byte_range();
-            let walked = walk_headers_at(len, |at, buf: &mut [u8]| file.read_exact_at(buf, off + at)).expect("headers");
-            for p in &walked.pages {
-                let mut body = vec![0u8; p.compressed_size as usize];
-                file.read_exact_at(&mut body, off + p.data_offset).expect("body");
-                let mut want = p.uncompressed_size as u64;
-                if p.page_type == 3 {
-                    let levels = (p.def_levels_byte_length + p.rep_levels_byte_length) as usize;
-                    body.drain(..levels);
-                    want -= levels as u64;
-                }
-                bodies.push((want, body));
-            }
-        }
-    }
+    let row_groups = {
+        let file = std::fs::File::open(&path).expect("file");
+        parquet::file::reader::SerializedFileReader::new(file)
+            .expect("parquet")
+            .metadata()
+            .num_row_groups()
+    };
+    let bodies = file_bodies(&path, &(0..groups.min(row_groups)).collect::<Vec<_>>());
     let bufs: Vec<DeviceBuffer<u8>> = bodies
         .iter()
         .map(|(_, b)| DeviceBuffer::from_host(&stream, if b.is_empty() { &[0u8][..] } else { b }).expect("upload"))

@@ -481,6 +481,37 @@ pub mod cases {
         cases
     }
 
+    /// The compressed bodies of the pages of row groups `groups` of the Parquet file at `path`, each
+    /// with its declared uncompressed size (a v2 data page's levels, stored uncompressed, left out).
+    pub fn file_bodies(path: &str, groups: &[usize]) -> Vec<(u64, Vec<u8>)> {
+        use crate::decode::host_kernels::page_headers::walk_headers_at;
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(path).expect("file");
+        let reader = SerializedFileReader::new(file.try_clone().expect("file")).expect("parquet");
+        let mut bodies = Vec::new();
+        for &g in groups {
+            let rg = reader.metadata().row_group(g);
+            for c in 0..rg.num_columns() {
+                let (off, len) = rg.column(c).byte_range();
+                let walked =
+                    walk_headers_at(len, |at, buf: &mut [u8]| file.read_exact_at(buf, off + at)).expect("headers");
+                for p in &walked.pages {
+                    let mut body = vec![0u8; p.compressed_size as usize];
+                    file.read_exact_at(&mut body, off + p.data_offset).expect("body");
+                    let mut want = p.uncompressed_size as u64;
+                    if p.page_type == 3 {
+                        let levels = (p.def_levels_byte_length + p.rep_levels_byte_length) as usize;
+                        body.drain(..levels);
+                        want -= levels as u64;
+                    }
+                    bodies.push((want, body));
+                }
+            }
+        }
+        bodies
+    }
+
     /// `validate_one` over [`kernel_cases`]: what the kernel must give.
     pub fn expected(cases: &[(u32, u64, Vec<u8>)]) -> Vec<u32> {
         cases
@@ -744,8 +775,7 @@ mod tests {
 #[cfg(test)]
 mod probe {
     use super::*;
-    use crate::decode::host_kernels::page_headers::walk_headers_at;
-    use crate::decode::layout::validate_segments::{Geometry, JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
+    use crate::decode::layout::validate_segments::{Geometry, JOINED, REPAIRS, WALKED_WHOLE};
 
     /// Not a test: the emulated pre-check over a file's long Snappy bodies (`GP_PROBE_FILE`, row groups
     /// `GP_PROBE_GROUPS`, default "0,25"), in the GPU's segments and in other geometries: how many
@@ -753,8 +783,6 @@ mod probe {
     #[test]
     #[ignore]
     fn segments_on_a_files_long_bodies() {
-        use parquet::file::reader::{FileReader, SerializedFileReader};
-        use std::os::unix::fs::FileExt;
         let Ok(path) = std::env::var("GP_PROBE_FILE") else {
             println!("skipped: no GP_PROBE_FILE");
             return;
@@ -764,30 +792,11 @@ mod probe {
             .split(',')
             .map(|g| g.parse().expect("a row group"))
             .collect();
-        let file = std::fs::File::open(&path).expect("file");
-        let reader = SerializedFileReader::new(std::fs::File::open(&path).expect("file")).expect("parquet");
-        let mut cases: Vec<(u32, u64, Vec<u8>)> = Vec::new();
-        for &g in &groups {
-            let rg = reader.metadata().row_group(g);
-            for c in 0..rg.num_columns() {
-                let (off, len) = rg.column(c).byte_range();
-                let walked =
-                    walk_headers_at(len, |at, buf: &mut [u8]| file.read_exact_at(buf, off + at)).expect("headers");
-                for p in &walked.pages {
-                    let mut body = vec![0u8; p.compressed_size as usize];
-                    file.read_exact_at(&mut body, off + p.data_offset).expect("body");
-                    let mut want = p.uncompressed_size as u64;
-                    if p.page_type == 3 {
-                        let levels = (p.def_levels_byte_length + p.rep_levels_byte_length) as usize;
-                        body.drain(..levels);
-                        want -= levels as u64;
-                    }
-                    if body.len() >= 16 << 10 && want > body.len() as u64 + body.len() as u64 / 64 {
-                        cases.push((codec::SNAPPY, want, body));
-                    }
-                }
-            }
-        }
+        let cases: Vec<(u32, u64, Vec<u8>)> = super::cases::file_bodies(&path, &groups)
+            .into_iter()
+            .filter(|(want, body)| body.len() >= 16 << 10 && *want > body.len() as u64 + body.len() as u64 / 64)
+            .map(|(want, body)| (codec::SNAPPY, want, body))
+            .collect();
         let bytes: usize = cases.iter().map(|c| c.2.len()).sum();
         println!(
             "{} long bodies, {bytes} bytes, row groups {groups:?} of {path}",
@@ -797,10 +806,11 @@ mod probe {
             .unwrap_or_else(|_| "2048/256,2048/128,2048/512,4096/256,1024/256".into());
         for spec in geometries.split(',') {
             let (seg, ov) = spec.split_once('/').expect("seg/overlap");
+            // Every body the probe took is cut, from 16 kB up (the GPU's lower bound is higher).
             let g = Geometry {
                 seg_bytes: seg.parse().unwrap(),
                 overlap: ov.parse().unwrap(),
-                ..PRODUCTION
+                min_src: 16 << 10,
             };
             let got = crate::decode::kernels::emu::run_validate_emulated(&cases, g);
             let mut segs = 0u64;
