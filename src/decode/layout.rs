@@ -385,9 +385,10 @@ pub mod validate_segments {
     /// this bounds that at about the warp's walk of a 16 MB body.
     pub const MAX_SRC: u64 = 4 << 20;
 
-    /// Whether a body is checked in segments: Snappy, at least `min_src` long, at most [`MAX_SRC`], and compressing by more than a 64th. A body that compresses less is
-    /// mostly long literals, where a guessed chain seldom meets the true one (and the literal copier
-    /// takes bodies of literals only).
+    /// Whether a body is checked in segments: Snappy, at least `min_src` long, at most [`MAX_SRC`],
+    /// and compressing by more than a 64th. A body that compresses less is mostly long literals, where
+    /// a guessed chain seldom meets the true one (and the literal copier takes bodies of literals
+    /// only).
     pub(crate) fn cut(item: &ValidateItem, g: Geometry) -> bool {
         item.codec == validate_codec::SNAPPY
             && item.src_len >= g.min_src

@@ -372,9 +372,9 @@ pub(crate) fn run_nested_emulated(case: &NestedCase) -> NestedOut {
 }
 
 /// `gp_validate_compressed` run in the emulation over `(codec, declared uncompressed size, body)`
-/// items, a warp each and `VALIDATE_WARPS` a block as the host launches it, the bodies
-/// [`validate_segments::plan`](crate::decode::layout::validate_segments::plan) takes with `geometry`
-/// in segments, every body at the end of its allocation: each item's status, and for a body in
+/// items as the host launches it (a lane per segment of the bodies
+/// [`validate_segments::plan`](crate::decode::layout::validate_segments::plan) cuts with `geometry`,
+/// then a warp per body, `VALIDATE_WARPS` warps a block), every body at the end of its allocation: each item's status, and for a body in
 /// segments its join word (`validate_segments::JOINED` and the rest), else 0.
 pub(crate) fn run_validate_emulated(
     items: &[(u32, u64, Vec<u8>)],
