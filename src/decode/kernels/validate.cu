@@ -516,7 +516,8 @@ __device__ u32 validate_snappy_warp(const u8* s, u64 n64, u64 want64, const Snap
 // (a repair). The body passes when no counted element fails, every dmax is at most the output before its
 // segment, the outputs add to the declared size and the chain ends at the body's end. Any doubt walks
 // the whole body, one element after another (validate_snappy_serial): a status other than OK is always
-// the serial walk's, exactly.
+// the serial walk's, exactly. Run AY (an H100): one launch over a lineitem SF10 step's 7,280 bodies took
+// 2.29 ms, against 3.69 with every body walked by a warp; decode alone 67.7 ms against 68.9 (means of 4).
 #define VALIDATE_SEGMENTED 0xfffffffeu
 // No element found (yet): a position no body reaches (bodies are under 2^31 bytes).
 #define SEG_NONE 0xffffffffu
