@@ -199,7 +199,6 @@ fn precheck_segments_on_a_file() {
     use gpu_parquet::decode::host_kernels::validate::cases::file_bodies;
     use gpu_parquet::decode::layout::ValidateItem;
     use gpu_parquet::decode::layout::validate_segments::{Geometry, JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
-    use parquet::file::reader::FileReader;
     let Some(ctx) = gpu() else { return };
     let Ok(path) = std::env::var("GP_PROBE_FILE") else {
         println!("skipped: no GP_PROBE_FILE");
@@ -209,14 +208,7 @@ fn precheck_segments_on_a_file() {
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_probe", None).expect("kernels");
     let f = m.function("gp_validate_compressed").expect("kernel");
     let stream = Stream::new(&ctx).expect("stream");
-    let row_groups = {
-        let file = std::fs::File::open(&path).expect("file");
-        parquet::file::reader::SerializedFileReader::new(file)
-            .expect("parquet")
-            .metadata()
-            .num_row_groups()
-    };
-    let bodies = file_bodies(&path, &(0..groups.min(row_groups)).collect::<Vec<_>>());
+    let bodies = file_bodies(&path, |g| g < groups);
     let bufs: Vec<DeviceBuffer<u8>> = bodies
         .iter()
         .map(|(_, b)| DeviceBuffer::from_host(&stream, if b.is_empty() { &[0u8][..] } else { b }).expect("upload"))

@@ -397,6 +397,12 @@ pub mod validate_segments {
             && item.dst_len > item.src_len + item.src_len / 64
     }
 
+    /// The segments of a body of `src_len` bytes that [`cut`] takes: the last one's counted range
+    /// reaches the body's end.
+    pub(crate) fn count(src_len: u64, g: Geometry) -> u32 {
+        (src_len - u64::from(g.overlap)).div_ceil(u64::from(g.seg_bytes)) as u32
+    }
+
     /// Cuts the bodies [`cut`] takes into segments, marking their items
     /// [`validate_status::SEGMENTED`] (their own warps skip them; the status stays not OK where no
     /// join sets it): the segments, a body's in order. `g` must have `overlap < seg_bytes` and
@@ -408,7 +414,7 @@ pub mod validate_segments {
             if !cut(it, g) {
                 continue;
             }
-            let count = (it.src_len - u64::from(g.overlap)).div_ceil(u64::from(g.seg_bytes)) as u32;
+            let count = count(it.src_len, g);
             let first = segs.len() as u32;
             it.status = validate_status::SEGMENTED;
             segs.extend((0..count).map(|index| ValidateSegment {

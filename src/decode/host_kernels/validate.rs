@@ -481,16 +481,17 @@ pub mod cases {
         cases
     }
 
-    /// The compressed bodies of the pages of row groups `groups` of the Parquet file at `path`, each
-    /// with its declared uncompressed size (a v2 data page's levels, stored uncompressed, left out).
-    pub fn file_bodies(path: &str, groups: &[usize]) -> Vec<(u64, Vec<u8>)> {
+    /// The compressed bodies of the pages of the row groups `pick` takes (by index) of the Parquet
+    /// file at `path`, each with its declared uncompressed size (a v2 data page's levels, stored
+    /// uncompressed, left out).
+    pub fn file_bodies(path: &str, pick: impl Fn(usize) -> bool) -> Vec<(u64, Vec<u8>)> {
         use crate::decode::host_kernels::page_headers::walk_headers_at;
         use parquet::file::reader::{FileReader, SerializedFileReader};
         use std::os::unix::fs::FileExt;
         let file = std::fs::File::open(path).expect("file");
         let reader = SerializedFileReader::new(file.try_clone().expect("file")).expect("parquet");
         let mut bodies = Vec::new();
-        for &g in groups {
+        for g in (0..reader.metadata().num_row_groups()).filter(|&g| pick(g)) {
             let rg = reader.metadata().row_group(g);
             for c in 0..rg.num_columns() {
                 let (off, len) = rg.column(c).byte_range();
@@ -614,6 +615,24 @@ mod tests {
         }
     }
 
+    /// `gp_validate_compressed` in the emulation over `cases` with `geometry`'s segments, each status
+    /// asserted equal to the reference's: per case, the reference's status and the body's join word.
+    fn emulated_against_reference(cases: &[(u32, u64, Vec<u8>)], geometry: Geometry) -> Vec<(u32, u32)> {
+        let got = crate::decode::kernels::emu::run_validate_emulated(cases, geometry);
+        let mut out = Vec::with_capacity(cases.len());
+        for (k, ((codec_id, want, body), (status, join))) in cases.iter().zip(got).enumerate() {
+            let expected = validate_one(*codec_id, body, *want);
+            assert_eq!(
+                status,
+                expected,
+                "case {k}: codec {codec_id}, {} bytes declaring {want}, {geometry:?}",
+                body.len()
+            );
+            out.push((expected, join));
+        }
+        out
+    }
+
     #[test]
     fn the_kernel_gives_the_reference_status_on_every_body() {
         if let Err(why) = crate::decode::kernels::emu::available() {
@@ -622,19 +641,10 @@ mod tests {
         }
         let cases = kernel_cases();
         for geometry in [PRODUCTION, SMALL_SEGMENTS] {
-            let got = crate::decode::kernels::emu::run_validate_emulated(&cases, geometry);
-            let mut passed = 0;
-            let mut joined = 0;
-            for ((codec_id, want, body), (status, join)) in cases.iter().zip(got) {
-                let expected = validate_one(*codec_id, body, *want);
+            let (mut passed, mut joined) = (0, 0);
+            for (expected, join) in emulated_against_reference(&cases, geometry) {
                 passed += (expected == st::OK) as usize;
                 joined += (join & JOINED != 0) as usize;
-                assert_eq!(
-                    status,
-                    expected,
-                    "codec {codec_id}, {} bytes declaring {want}, {geometry:?}",
-                    body.len()
-                );
             }
             // Both outcomes are exercised.
             assert!(
@@ -667,16 +677,8 @@ mod tests {
             ..PRODUCTION
         };
         for geometry in [gpu_segments, SMALL_SEGMENTS] {
-            let got = crate::decode::kernels::emu::run_validate_emulated(&cases, geometry);
             let (mut valid, mut repairs) = (0, 0);
-            for (k, ((codec_id, want, body), (status, join))) in cases.iter().zip(got).enumerate() {
-                let expected = validate_one(*codec_id, body, *want);
-                assert_eq!(
-                    status,
-                    expected,
-                    "case {k}: {} bytes declaring {want}, {geometry:?}",
-                    body.len()
-                );
+            for (k, (expected, join)) in emulated_against_reference(&cases, geometry).into_iter().enumerate() {
                 assert!(join & JOINED != 0, "case {k}: not cut into segments, {geometry:?}");
                 if expected == st::OK {
                     valid += 1;
@@ -745,18 +747,8 @@ mod tests {
         }
         let mut failed = 0;
         for geometry in [PRODUCTION, SMALL_SEGMENTS] {
-            let got = crate::decode::kernels::emu::run_validate_emulated(&cases, geometry);
-            failed = 0;
-            for (k, ((codec_id, want, body), (status, _))) in cases.iter().zip(got).enumerate() {
-                let expected = validate_one(*codec_id, body, *want);
-                failed += (expected != st::OK) as usize;
-                assert_eq!(
-                    status,
-                    expected,
-                    "case {k}: {} bytes declaring {want}, {geometry:?}",
-                    body.len()
-                );
-            }
+            let got = emulated_against_reference(&cases, geometry);
+            failed = got.iter().filter(|(expected, _)| *expected != st::OK).count();
         }
         // Both outcomes, many times: a flip in a literal's bytes leaves the stream valid, and the
         // pages of random values are mostly literals.
@@ -775,7 +767,7 @@ mod tests {
 #[cfg(test)]
 mod probe {
     use super::*;
-    use crate::decode::layout::validate_segments::{Geometry, JOINED, REPAIRS, WALKED_WHOLE};
+    use crate::decode::layout::validate_segments::{self, Geometry, JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
 
     /// Not a test: the emulated pre-check over a file's long Snappy bodies (`GP_PROBE_FILE`, row groups
     /// `GP_PROBE_GROUPS`, default "0,25"), in the GPU's segments and in other geometries: how many
@@ -792,9 +784,24 @@ mod probe {
             .split(',')
             .map(|g| g.parse().expect("a row group"))
             .collect();
-        let cases: Vec<(u32, u64, Vec<u8>)> = super::cases::file_bodies(&path, &groups)
+        // Every body the GPU's segments would cut from 16 kB up (the GPU's lower bound is higher).
+        let from_16k = |seg_bytes, overlap| Geometry {
+            seg_bytes,
+            overlap,
+            min_src: 16 << 10,
+        };
+        let taken = |want: u64, body: &[u8]| {
+            let item = ValidateItem {
+                src_len: body.len() as u64,
+                dst_len: want,
+                codec: codec::SNAPPY,
+                ..Default::default()
+            };
+            validate_segments::cut(&item, from_16k(PRODUCTION.seg_bytes, PRODUCTION.overlap))
+        };
+        let cases: Vec<(u32, u64, Vec<u8>)> = super::cases::file_bodies(&path, |g| groups.contains(&g))
             .into_iter()
-            .filter(|(want, body)| body.len() >= 16 << 10 && *want > body.len() as u64 + body.len() as u64 / 64)
+            .filter(|(want, body)| taken(*want, body))
             .map(|(want, body)| (codec::SNAPPY, want, body))
             .collect();
         let bytes: usize = cases.iter().map(|c| c.2.len()).sum();
@@ -806,12 +813,7 @@ mod probe {
             .unwrap_or_else(|_| "2048/256,2048/128,2048/512,4096/256,1024/256".into());
         for spec in geometries.split(',') {
             let (seg, ov) = spec.split_once('/').expect("seg/overlap");
-            // Every body the probe took is cut, from 16 kB up (the GPU's lower bound is higher).
-            let g = Geometry {
-                seg_bytes: seg.parse().unwrap(),
-                overlap: ov.parse().unwrap(),
-                min_src: 16 << 10,
-            };
+            let g = from_16k(seg.parse().expect("segment bytes"), ov.parse().expect("overlap bytes"));
             let got = crate::decode::kernels::emu::run_validate_emulated(&cases, g);
             let mut segs = 0u64;
             let (mut repairs, mut whole, mut failed) = (0u32, 0, 0);
@@ -821,7 +823,7 @@ mod probe {
                 assert_ne!(join & JOINED, 0);
                 whole += (join & WALKED_WHOLE != 0) as usize;
                 repairs += join & REPAIRS;
-                segs += (body.len() as u64 - u64::from(g.overlap)).div_ceil(u64::from(g.seg_bytes));
+                segs += u64::from(validate_segments::count(body.len() as u64, g));
                 if join & REPAIRS > worst.0 {
                     worst = (join & REPAIRS, body.len(), *want);
                 }
