@@ -14,7 +14,8 @@
 #      tools/gpu_machine.sh setup && bash tools/gpu_machine.sh lineitem (about 50 s), then `walls`...
 #   2-7. carry [".cudf-parts/p0K"], K = 0..5: bash tools/gpu_machine.sh part (and a slice of the A/B)
 #   8. carry [".devpack/tests.tar.gz"]: tar xzf it; FILES="lineitem_snappy lineitem_zstd" bash
-#      tools/gpu_machine.sh cudf (about 165 s; the flat files about 80 s more), then `tests`, `corrupt`.
+#      tools/gpu_machine.sh cudf (about 165 s in run AZ's form, the flat files about 80 s more; the
+#      refilled page cache adds a bench and a cuDF start a file), then `tests`, `corrupt`.
 # Usage (project root): tools/device_pack.sh   (OLD=REV tools/device_pack.sh: with REV's CLI)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -42,9 +42,11 @@
 #             GPU_PARQUET_DECODE_THREADS; or RUNS as `walls` takes them), then one `read --warm-up 1` of
 #             each: its peak and nvCOMP scratch
 #   cudf      the run beside cuDF (README, "Performance") over FILES (default: plain snappy;
-#             lineitem_snappy lineitem_zstd after `lineitem`): bench hot and cold, cudf_baseline.py
-#             4,32, bench again (OURS: a RUNS spec, default gpu-parquet), dd of the files after dropping
-#             the page cache, read --verify; the cuDF
+#             lineitem_snappy lineitem_zstd after `lineitem`): bench hot, cudf_baseline.py at 4 and at
+#             32 KvikIO threads, bench hot again (OURS: a RUNS spec, default gpu-parquet), each after
+#             the page cache was dropped and refilled by one `cat` of the file (run AZ: a cache refilled
+#             by other reads copied up to a third slower); then bench hot and cold, dd of the files
+#             after dropping the page cache, read --verify; the cuDF
 #             wheels as a tar split into .cudf-parts/p00... (shared/bench/README.md), each carried by an
 #             earlier call on the same warm machine: `part` (carry [".cudf-parts/p00"], then p01, ...)
 #   selective the selective reads of issue 43 on lineitem_sorted (`selective [FILE]`): `bench --filter`
@@ -208,9 +210,16 @@ case "${1:-}" in
     # Installed once per machine (a second `cudf`, on the type benchmark's files, reuses it).
     [ -d /tmp/site/cudf ] || { mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2; }
-    for f in $files; do echo "== ours $f"; decode_bench ${OURS:-gpu-parquet} $f --drop-caches; done
-    for f in $files; do echo "== cudf $f"; KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet 4,32 2>&1 | grep -E "^\{"; done
-    for f in $files; do echo "== ours again $f"; decode_bench ${OURS:-gpu-parquet} $f --no-cold; done
+    # Every hot figure over a page cache filled the same way: cudf_baseline.py drops it for its cold
+    # run, and in run AZ the reads after a refill by other readers ran up to a third slower.
+    refill() { sync; echo 3 > /proc/sys/vm/drop_caches; cat "$F/$1.parquet" > /dev/null; }
+    for f in $files; do refill $f; echo "== ours $f"; decode_bench ${OURS:-gpu-parquet} $f --no-cold; done
+    for f in $files; do for th in 4 32; do
+      refill $f; echo "== cudf $f ($th KvikIO threads)"
+      KVIKIO_COMPAT_MODE=ON python3 .device/bench/cudf_baseline.py $F/$f.parquet $th 2>&1 | grep -E "^\{"
+    done; done
+    for f in $files; do refill $f; echo "== ours again $f"; decode_bench ${OURS:-gpu-parquet} $f --no-cold; done
+    for f in $files; do refill $f; echo "== ours, hot and cold $f"; decode_bench ${OURS:-gpu-parquet} $f --drop-caches; done
     for f in $files; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
     for f in $files; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
   selective)
