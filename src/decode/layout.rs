@@ -361,7 +361,10 @@ pub mod validate_segments {
     }
 
     /// The GPU's: 4 kB segments (some 1,200 elements a lane), a guess given 256 bytes to meet the
-    /// true chain, cut from bodies of 96 kB or more. Emulated over SF1 lineitem's long bodies
+    /// true chain, cut from bodies of 96 kB or more. 2 kB segments made one launch over 65 row groups
+    /// of lineitem SF10 snappy faster (1.62 ms against 2.29, `precheck_segments_on_a_file`, run AY)
+    /// but not its decode alone (run BA: 68.8-71.1 ms against 68.1-70.6, within the noise), so the
+    /// segments stay at 4 kB. Emulated over SF1 lineitem's long bodies
     /// (`segments_on_a_files_long_bodies`, row groups 0 and 25, 22 bodies of 16 kB or more), 1.0 % of
     /// the segments were walked again, as with 2 kB segments (1.1 %), against 4.4 % with a guess
     /// given 128 bytes; the most in one body, 6, in a 38 kB page compressing 3 %. The benchmark
