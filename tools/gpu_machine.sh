@@ -44,8 +44,9 @@
 #   cudf      the run beside cuDF (README, "Performance") over FILES (default: plain snappy;
 #             lineitem_snappy lineitem_zstd after `lineitem`): bench hot, cudf_baseline.py at 4 and at
 #             32 KvikIO threads, bench hot again (OURS: a RUNS spec, default gpu-parquet), each after
-#             the page cache was dropped and refilled by one `cat` of the file (run AZ: a cache refilled
-#             by other reads copied up to a third slower); then bench hot and cold, dd of the files
+#             the page cache was dropped and refilled by one `cat` of the file (run AZ's staged reads
+#             ran up to a third slower once other files were written and the cache dropped and refilled
+#             by other readers); then bench hot and cold, dd of the files
 #             after dropping the page cache, read --verify; the cuDF
 #             wheels as a tar split into .cudf-parts/p00... (shared/bench/README.md), each carried by an
 #             earlier call on the same warm machine: `part` (carry [".cudf-parts/p00"], then p01, ...)
@@ -211,7 +212,7 @@ case "${1:-}" in
     [ -d /tmp/site/cudf ] || { mkdir -p /tmp/whl && cat /tmp/parts/p0* | tar xf - -C /tmp/whl \
       && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2; }
     # Every hot figure over a page cache filled the same way: cudf_baseline.py drops it for its cold
-    # run, and in run AZ the reads after a refill by other readers ran up to a third slower.
+    # run, and in run AZ the staged reads ran up to a third slower after such drops and refills.
     refill() { sync; echo 3 > /proc/sys/vm/drop_caches; cat "$F/$1.parquet" > /dev/null; }
     for f in $files; do refill $f; echo "== ours $f"; decode_bench ${OURS:-gpu-parquet} $f --no-cold; done
     for f in $files; do for th in 4 32; do
