@@ -186,6 +186,116 @@ pub const fn must_take() -> usize {
     6 * 8 + 6 + 3
 }
 
+/// A Zstd frame's shape from its headers alone: the chains a decoder follows, one a body, a block or
+/// a literal stream. For the probe below: what a faster Zstd decoder could take in parallel.
+#[cfg(test)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct FrameShape {
+    blocks: u32,
+    compressed_blocks: u32,
+    sequences: u64,
+    most_sequences_in_a_block: u32,
+    /// Literal bytes the compressed blocks regenerate.
+    literal_bytes: u64,
+    huffman_streams: u32,
+}
+
+/// Walks one frame's headers (RFC 8878, 3.1.1): the frame header, each block header, and each
+/// compressed block's literals and sequences section headers. `None` where they do not fit the body
+/// exactly or it is not one frame.
+#[cfg(test)]
+fn frame_shape(b: &[u8]) -> Option<FrameShape> {
+    if b.len() < 6 || b[..4] != [0x28, 0xB5, 0x2F, 0xFD] {
+        return None;
+    }
+    let descriptor = b[4];
+    let single_segment = descriptor & 0x20 != 0;
+    let content_size_bytes = match descriptor >> 6 {
+        0 => usize::from(single_segment),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let mut at = 5 + usize::from(!single_segment) + [0, 1, 2, 4][usize::from(descriptor & 3)] + content_size_bytes;
+    let mut shape = FrameShape::default();
+    loop {
+        let h = b.get(at..at + 3)?;
+        let h = u32::from(h[0]) | u32::from(h[1]) << 8 | u32::from(h[2]) << 16;
+        at += 3;
+        let size = (h >> 3) as usize;
+        shape.blocks += 1;
+        match (h >> 1) & 3 {
+            0 => at += size,
+            1 => at += 1,
+            2 => {
+                let (literals, streams, sequences) = compressed_block_shape(b.get(at..at + size)?)?;
+                shape.compressed_blocks += 1;
+                shape.literal_bytes += literals;
+                shape.huffman_streams += streams;
+                shape.sequences += u64::from(sequences);
+                shape.most_sequences_in_a_block = shape.most_sequences_in_a_block.max(sequences);
+                at += size;
+            }
+            _ => return None,
+        }
+        if h & 1 != 0 {
+            break;
+        }
+    }
+    at += if descriptor & 4 != 0 { 4 } else { 0 };
+    (at == b.len()).then_some(shape)
+}
+
+/// A compressed block's regenerated literal bytes, Huffman streams and sequences (RFC 8878,
+/// 3.1.1.3.1 and 3.1.1.3.2).
+#[cfg(test)]
+fn compressed_block_shape(block: &[u8]) -> Option<(u64, u32, u32)> {
+    let b0 = *block.first()?;
+    let byte = |i: usize| block.get(i).map(|&x| usize::from(x));
+    let size_format = (b0 >> 2) & 3;
+    let (regenerated, header, content, streams) = if b0 & 3 < 2 {
+        // Raw or RLE literals: a size of 5, 12 or 20 bits.
+        let (regenerated, header) = match size_format {
+            0 | 2 => (usize::from(b0 >> 3), 1),
+            1 => (usize::from(b0 >> 4) | byte(1)? << 4, 2),
+            _ => (usize::from(b0 >> 4) | byte(1)? << 4 | byte(2)? << 12, 3),
+        };
+        (regenerated, header, if b0 & 3 == 0 { regenerated } else { 1 }, 0)
+    } else {
+        // Huffman literals: regenerated and compressed sizes of 10, 14 or 18 bits each.
+        let (header, bits) = match size_format {
+            0 | 1 => (3, 10),
+            2 => (4, 14),
+            _ => (5, 18),
+        };
+        let mut v = 0u64;
+        for i in 0..header {
+            v |= (byte(i)? as u64) << (8 * i);
+        }
+        let mask = (1u64 << bits) - 1;
+        let streams = if size_format == 0 { 1 } else { 4 };
+        (
+            ((v >> 4) & mask) as usize,
+            header,
+            ((v >> (4 + bits)) & mask) as usize,
+            streams,
+        )
+    };
+    let at = header + content;
+    let s0 = byte(at)?;
+    let sequences = match s0 {
+        0..128 => s0,
+        128..255 => ((s0 - 128) << 8) + byte(at + 1)?,
+        _ => byte(at + 1)? + (byte(at + 2)? << 8) + 0x7F00,
+    };
+    let modes = at + 1 + usize::from(s0 >= 128) + usize::from(s0 == 255);
+    // The modes byte's two low bits are reserved, zero.
+    if sequences > 0 && byte(modes)? & 3 != 0 {
+        return None;
+    }
+    Some((regenerated as u64, streams, sequences as u32))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +370,131 @@ mod tests {
         let got = crate::decode::kernels::emu::run_unzstd_emulated(&cases);
         let taken = assert_takes_as_libzstd(&cases, got, 0);
         eprintln!("gp_unzstd took {taken} of {} faulted bodies", cases.len());
+    }
+
+    /// Frames whose literals and sequences are known: `runs` pieces of `piece` bytes drawn from 64
+    /// symbols (Huffman-coded, no chance repeats of 5 bytes), each followed by a copy of itself (one
+    /// match). So `runs` sequences and about `runs * piece` literal bytes, through the literals
+    /// header's 10-, 14- and 18-bit sizes and the sequences header's one- and two-byte counts.
+    #[test]
+    fn frame_shapes_count_literals_and_sequences() {
+        let mut next = super::super::xorshift(11);
+        for (runs, piece, level) in [
+            (1usize, 500usize, 3),
+            (1, 5_000, 3),
+            (1, 20_000, 3),
+            (300, 40, 3),
+            (300, 40, 19),
+        ] {
+            let mut data = Vec::new();
+            for _ in 0..runs {
+                let p: Vec<u8> = (0..piece).map(|_| b'!' + (next() % 64) as u8).collect();
+                data.extend_from_slice(&p);
+                data.extend_from_slice(&p);
+            }
+            let body = zstd::bulk::compress(&data, level).expect("compress");
+            let got = frame_shape(&body).expect("one frame");
+            assert_eq!(
+                (got.sequences, got.huffman_streams),
+                (runs as u64, 4),
+                "{runs} x {piece}: {got:?}"
+            );
+            // A match may start a byte or two early where a piece ends as the next one begins.
+            let literals = (runs * piece) as u64;
+            assert!(
+                (literals - literals / 64..=literals).contains(&got.literal_bytes),
+                "{got:?}"
+            );
+            if runs == 1 {
+                assert_eq!(got.literal_bytes, literals);
+            }
+        }
+    }
+
+    #[test]
+    fn frame_shapes_walk_every_block_to_the_body_end() {
+        for (shape, len) in [(0u32, 300_000usize), (2, 70_000), (5, 200_000)] {
+            let data = shaped_data(shape, len, 7);
+            for level in [-5, 1, 19] {
+                let body = zstd::bulk::compress(&data, level).expect("compress");
+                let got = frame_shape(&body).unwrap_or_else(|| panic!("shape {shape} level {level}"));
+                // A block regenerates at most 128 KiB.
+                assert!(got.blocks as usize >= len.div_ceil(128 << 10), "{got:?}");
+                // Each sequence copies a match of 3 bytes or more.
+                assert!(got.literal_bytes + 3 * got.sequences <= len as u64, "{got:?}");
+                assert!(got.most_sequences_in_a_block as u64 <= got.sequences);
+                if shape == 0 {
+                    // Text of a small vocabulary: matches, and Huffman literals but at the fast
+                    // (negative) levels, which leave literals raw.
+                    assert!(got.sequences > 0, "{got:?}");
+                    assert_eq!(got.huffman_streams > 0, level > 0, "{got:?}");
+                }
+                // One byte short or one byte more: not one frame that fits.
+                assert_eq!(frame_shape(&body[..body.len() - 1]), None);
+                let mut longer = body.clone();
+                longer.push(0);
+                assert_eq!(frame_shape(&longer), None);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod probe {
+    use super::frame_shape;
+
+    /// Not a test: the shape of a file's Zstd page bodies (`GP_PROBE_FILE`, every row group), by the
+    /// size they decompress to: how many, their blocks, and the longest chain of sequences a decoder
+    /// follows when it takes a body at a time, or a block at a time.
+    #[test]
+    #[ignore]
+    fn zstd_bodies_of_a_file() {
+        let Ok(path) = std::env::var("GP_PROBE_FILE") else {
+            println!("skipped: no GP_PROBE_FILE");
+            return;
+        };
+        let bodies = crate::decode::host_kernels::validate::cases::file_bodies(&path, |_| true);
+        let classes: [(&str, u64); 3] = [
+            ("under 64 kB", 64 << 10),
+            ("64-256 kB", 256 << 10),
+            ("256 kB and more", u64::MAX),
+        ];
+        let mut unparsed = 0;
+        println!("{} bodies of {path}", bodies.len());
+        for (k, (name, below)) in classes.iter().enumerate() {
+            let above = if k == 0 { 0 } else { classes[k - 1].1 };
+            let shapes: Vec<(u64, u64, super::FrameShape)> = bodies
+                .iter()
+                .filter(|(want, _)| (above..*below).contains(want))
+                .filter_map(|(want, body)| match frame_shape(body) {
+                    Some(s) => Some((*want, body.len() as u64, s)),
+                    None => {
+                        unparsed += 1;
+                        None
+                    }
+                })
+                .collect();
+            if shapes.is_empty() {
+                continue;
+            }
+            let n = shapes.len() as f64;
+            let sum = |f: &dyn Fn(&(u64, u64, super::FrameShape)) -> u64| shapes.iter().map(f).sum::<u64>();
+            let out = sum(&|s| s.0);
+            println!(
+                "{name}: {} bodies, {:.1} MB to {:.1} MB; blocks a body {:.1} (most {}); sequences a body {:.0} \
+                 (most {}), most in a block {}; literals {:.0} % of the output; Huffman streams {}",
+                shapes.len(),
+                sum(&|s| s.1) as f64 / 1e6,
+                out as f64 / 1e6,
+                sum(&|s| u64::from(s.2.blocks)) as f64 / n,
+                shapes.iter().map(|s| s.2.blocks).max().unwrap_or(0),
+                sum(&|s| s.2.sequences) as f64 / n,
+                shapes.iter().map(|s| s.2.sequences).max().unwrap_or(0),
+                shapes.iter().map(|s| s.2.most_sequences_in_a_block).max().unwrap_or(0),
+                100.0 * sum(&|s| s.2.literal_bytes) as f64 / out.max(1) as f64,
+                sum(&|s| u64::from(s.2.huffman_streams)),
+            );
+        }
+        println!("{unparsed} bodies not one frame of blocks");
     }
 }
