@@ -196,14 +196,11 @@ fn run_validate(
 #[test]
 #[ignore]
 fn precheck_segments_on_a_file() {
-    use gpu_parquet::decode::host_kernels::validate::cases::file_bodies;
+    use gpu_parquet::decode::host_kernels::validate::cases::{file_bodies, probe_file};
     use gpu_parquet::decode::layout::ValidateItem;
     use gpu_parquet::decode::layout::validate_segments::{Geometry, JOINED, PRODUCTION, REPAIRS, WALKED_WHOLE};
     let Some(ctx) = gpu() else { return };
-    let Ok(path) = std::env::var("GP_PROBE_FILE") else {
-        println!("skipped: no GP_PROBE_FILE");
-        return;
-    };
+    let Some(path) = probe_file() else { return };
     let groups: usize = std::env::var("GP_PROBE_GROUPS").map_or(60, |g| g.parse().expect("a count"));
     let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "validate_probe", None).expect("kernels");
     let f = m.function("gp_validate_compressed").expect("kernel");

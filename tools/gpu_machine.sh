@@ -73,6 +73,8 @@ files=${FILES:-plain snappy}
 udev_data() {
   mkdir -p /run/udev/data && printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=ext4\n' > /run/udev/data/b254:0
 }
+# Empties the page cache (root on that machine), for cold reads.
+drop_page_cache() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 # A bench's copy, staged and decode rows, squeezed to a line each (the per-step detail rows left out).
 bench_rows() { grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-150; }
 # Runs a RUNS spec (a binary of .device/bin, then the environment it runs with, comma-separated) with
@@ -213,7 +215,7 @@ case "${1:-}" in
       && python3 -m pip install -q --no-index --no-deps --target /tmp/site /tmp/whl/*.whl 2>&1 | tail -2; }
     # Every hot figure over a page cache filled the same way: cudf_baseline.py drops it for its cold
     # run, and in run AZ the staged reads ran up to a third slower after such drops and refills.
-    refill() { sync; echo 3 > /proc/sys/vm/drop_caches; cat "$F/$1.parquet" > /dev/null; }
+    refill() { drop_page_cache; cat "$F/$1.parquet" > /dev/null; }
     for f in $files; do refill $f; echo "== ours $f"; decode_bench ${OURS:-gpu-parquet} $f --no-cold; done
     for f in $files; do for th in 4 32; do
       refill $f; echo "== cudf $f ($th KvikIO threads)"
@@ -221,7 +223,7 @@ case "${1:-}" in
     done; done
     for f in $files; do refill $f; echo "== ours again $f"; decode_bench ${OURS:-gpu-parquet} $f --no-cold; done
     for f in $files; do refill $f; echo "== ours, hot and cold $f"; decode_bench ${OURS:-gpu-parquet} $f --drop-caches; done
-    for f in $files; do sync; echo 3 > /proc/sys/vm/drop_caches; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
+    for f in $files; do drop_page_cache; echo "== dd $f"; dd if=$F/$f.parquet of=/dev/null bs=16M iflag=direct 2>&1 | tail -1; done
     for f in $files; do $B/gpu-parquet read $F/$f.parquet --verify 2>&1 | grep -E "verified|peak|page headers|GB/s"; done ;;
   selective)
     # Issue 43's queries on lineitem_sorted (after `lineitem`, with sort_parquet carried), ours then

@@ -192,7 +192,6 @@ pub const fn must_take() -> usize {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct FrameShape {
     blocks: u32,
-    compressed_blocks: u32,
     sequences: u64,
     most_sequences_in_a_block: u32,
     /// Literal bytes the compressed blocks regenerate.
@@ -229,7 +228,6 @@ fn frame_shape(b: &[u8]) -> Option<FrameShape> {
             1 => at += 1,
             2 => {
                 let (literals, streams, sequences) = compressed_block_shape(b.get(at..at + size)?)?;
-                shape.compressed_blocks += 1;
                 shape.literal_bytes += literals;
                 shape.huffman_streams += streams;
                 shape.sequences += u64::from(sequences);
@@ -449,11 +447,9 @@ mod probe {
     #[test]
     #[ignore]
     fn zstd_bodies_of_a_file() {
-        let Ok(path) = std::env::var("GP_PROBE_FILE") else {
-            println!("skipped: no GP_PROBE_FILE");
-            return;
-        };
-        let bodies = crate::decode::host_kernels::validate::cases::file_bodies(&path, |_| true);
+        use crate::decode::host_kernels::validate::cases::{file_bodies, probe_file};
+        let Some(path) = probe_file() else { return };
+        let bodies = file_bodies(&path, |_| true);
         let classes: [(&str, u64); 3] = [
             ("under 64 kB", 64 << 10),
             ("64-256 kB", 256 << 10),

@@ -481,6 +481,16 @@ pub mod cases {
         cases
     }
 
+    /// The file the probes read their bodies from (`GP_PROBE_FILE`); `None`, with the skip said,
+    /// where it is unset.
+    pub fn probe_file() -> Option<String> {
+        let path = std::env::var("GP_PROBE_FILE").ok();
+        if path.is_none() {
+            println!("skipped: no GP_PROBE_FILE");
+        }
+        path
+    }
+
     /// The compressed bodies of the pages of the row groups `pick` takes (by index) of the Parquet
     /// file at `path`, each with its declared uncompressed size (a v2 data page's levels, stored
     /// uncompressed, left out).
@@ -775,10 +785,7 @@ mod probe {
     #[test]
     #[ignore]
     fn segments_on_a_files_long_bodies() {
-        let Ok(path) = std::env::var("GP_PROBE_FILE") else {
-            println!("skipped: no GP_PROBE_FILE");
-            return;
-        };
+        let Some(path) = super::cases::probe_file() else { return };
         let groups: Vec<usize> = std::env::var("GP_PROBE_GROUPS")
             .unwrap_or_else(|_| "0,25".into())
             .split(',')
