@@ -669,6 +669,9 @@ pub(crate) mod validate_status {
     /// `gp_unzstd` only: an entropy table, bitstream, sequence or block that libzstd would refuse (or
     /// that the kernel checks more strictly); the host decompressor takes the page.
     pub(crate) const ZSTD_CORRUPT: u32 = 10;
+    /// `gp_unzstd_blocks` told not to decode whole what it did not plan (tests only).
+    #[cfg(test)]
+    pub(crate) const ZSTD_NOT_PLANNED: u32 = 11;
     /// The pre-check only, given by the host: a body checked in segments
     /// ([`super::validate_segments`]); their join replaces it.
     pub(crate) const SEGMENTED: u32 = 0xffff_fffe;
@@ -689,6 +692,34 @@ pub(crate) mod validate_status {
             SEGMENTED => "checked in segments that were never joined",
             _ => "unknown validation status",
         }
+    }
+}
+
+/// `gp_unzstd_blocks(items, n, scratch, whole)` (`zstd.cu`): a warp per Zstd body, as `gp_unzstd`,
+/// with `scratch[i]` the address of body i's scratch and `whole` 1 (a body its blocks' decode does
+/// not take is decoded whole, as `gp_unzstd` decodes it), [`zstd_blocks::scratch_bytes`] of it (the kernel
+/// computes the same sizes from the body's declared size: `zbl_slots`, `zbl_checks`).
+pub mod zstd_blocks {
+    /// The output a block plan stands for (libzstd's block splitter writes blocks well under 128 kB).
+    const PLAN_OUT: u64 = 4096;
+    /// A full set of table entries (LL, ML and OF at their largest) for every this many output bytes.
+    const TABLE_OUT: u64 = 32_768;
+    const TABLE_SET: u64 = 1280;
+    /// The output a checkpoint (32 sequences) stands for when a body's checkpoints fill its scratch.
+    const CHECK_OUT: u64 = 192;
+    /// A block's plan (`ZBlockPlan`), a table entry (`ZFse`), a checkpoint (`ZCheck`).
+    const PLAN_BYTES: u64 = 64;
+    const ENTRY_BYTES: u64 = 4;
+    const CHECK_BYTES: u64 = 24;
+
+    /// Scratch bytes of a body of `dst_len` output bytes (a multiple of 8, so bodies' scratch can
+    /// follow each other). A frame of more blocks, table entries or checkpoints than it holds is
+    /// decoded whole.
+    pub fn scratch_bytes(dst_len: u64) -> u64 {
+        let plans = dst_len / PLAN_OUT + 2;
+        let entries = (dst_len / TABLE_OUT + 2) * TABLE_SET;
+        let checks = dst_len / CHECK_OUT + plans;
+        plans * PLAN_BYTES + entries * ENTRY_BYTES + checks * CHECK_BYTES
     }
 }
 

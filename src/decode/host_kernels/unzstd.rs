@@ -328,15 +328,72 @@ mod tests {
         );
     }
 
-    /// Random faults (one to four bytes changed, a byte inserted or removed, the body cut) over bodies
-    /// of every shape and several levels: the kernel never reads or writes outside its buffers (ASan),
-    /// and what it takes is libzstd's output.
+    /// `gp_unzstd_blocks` over the same cases and the faulted ones: the same status as `gp_unzstd`
+    /// for every body (so where it falls back to the whole decode, nothing changes), and libzstd's
+    /// output where it takes one. Told not to fall back, its blocks' decode alone must take every
+    /// single-frame body of several blocks that libzstd wrote, and nothing libzstd refuses.
     #[test]
-    fn the_kernel_takes_no_fault_libzstd_refuses() {
-        if let Err(why) = crate::decode::kernels::emu::available() {
+    fn the_blocks_kernel_decodes_as_gp_unzstd_does() {
+        use crate::decode::kernels::emu;
+        use crate::decode::layout::validate_status as st;
+        if let Err(why) = emu::available() {
             crate::test_skip(&why);
             return;
         }
+        let mut cases = kernel_cases(300_000);
+        cases.extend(faulted_cases(100));
+        // Faults in bodies of several blocks, where the blocks' decode runs.
+        let mut next = super::super::xorshift(0x7c3a_91d2_55e0_1b46);
+        for (shape, level) in [(0u32, 1), (2, 3), (4, 1), (5, 6)] {
+            let data = shaped_data(shape, 400_000, 31 + u64::from(shape));
+            let body = zstd::bulk::compress(&data, level).expect("compress");
+            cases.push((data.len() as u64, body.clone()));
+            for k in 0..120 {
+                let mut bad = body.clone();
+                for _ in 0..1 + k % 3 {
+                    let at = (next() % bad.len() as u64) as usize;
+                    bad[at] ^= 1 << (next() % 8);
+                }
+                cases.push((data.len() as u64, bad));
+            }
+        }
+        let whole = emu::run_unzstd_emulated(&cases);
+        let blocks = emu::run_unzstd_blocks_emulated(&cases, true);
+        for (i, (a, b)) in whole.iter().zip(&blocks).enumerate() {
+            assert_eq!(a.0, b.0, "case {i}: gp_unzstd's status, then gp_unzstd_blocks'");
+        }
+        assert_takes_as_libzstd(&cases, blocks, must_take());
+        let planned = emu::run_unzstd_blocks_emulated(&cases, false);
+        let mut multi_block = 0;
+        for (i, ((want, body), (status, _))) in cases.iter().zip(&planned).enumerate() {
+            assert!(
+                *status == st::OK || *status == st::ZSTD_NOT_PLANNED,
+                "case {i}: the blocks' decode gave {status}, not a decode or a fallback"
+            );
+            // Every frame of several blocks `gp_unzstd` takes is taken, unless its checkpoints would
+            // not fit its scratch (fewer than 6 bytes a sequence, as the hand-written RLE block's 3).
+            let Some(shape) = frame_shape(body).filter(|f| f.blocks >= 2) else {
+                continue;
+            };
+            if *want >= shape.sequences * 6 && whole[i].0 == st::OK {
+                assert_eq!(*status, st::OK, "case {i}: {} bytes, {shape:?}", body.len());
+                multi_block += 1;
+            }
+        }
+        assert!(
+            multi_block >= 10,
+            "{multi_block} bodies of several blocks decoded by their blocks"
+        );
+        let taken = assert_takes_as_libzstd(&cases, planned, 0);
+        eprintln!(
+            "gp_unzstd_blocks' blocks decode took {taken} of {} bodies, {multi_block} of several blocks",
+            cases.len()
+        );
+    }
+
+    /// Bodies of six shapes and levels, `per_shape` faults each (one to four bytes changed, a byte
+    /// inserted or removed, the body cut), with their declared sizes.
+    fn faulted_cases(per_shape: usize) -> Vec<(u64, Vec<u8>)> {
         let mut next = crate::decode::host_kernels::xorshift(0xa409_3822_299f_31d0);
         let mut pick = |n: usize| (next() % n as u64) as usize;
         let mut cases: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -344,7 +401,7 @@ mod tests {
             let len = 2000 + 9000 * shape as usize;
             let data = shaped_data(shape, len, 1000 + u64::from(shape));
             let body = zstd::bulk::compress(&data, [1, 3, 7, 12, 19, -3][shape as usize]).expect("compress");
-            for _ in 0..500 {
+            for _ in 0..per_shape {
                 let mut bad = body.clone();
                 match pick(4) {
                     0 => {
@@ -365,6 +422,19 @@ mod tests {
                 cases.push((len as u64, bad));
             }
         }
+        cases
+    }
+
+    /// Random faults (one to four bytes changed, a byte inserted or removed, the body cut) over bodies
+    /// of every shape and several levels: the kernel never reads or writes outside its buffers (ASan),
+    /// and what it takes is libzstd's output.
+    #[test]
+    fn the_kernel_takes_no_fault_libzstd_refuses() {
+        if let Err(why) = crate::decode::kernels::emu::available() {
+            crate::test_skip(&why);
+            return;
+        }
+        let cases = faulted_cases(500);
         let got = crate::decode::kernels::emu::run_unzstd_emulated(&cases);
         let taken = assert_takes_as_libzstd(&cases, got, 0);
         eprintln!("gp_unzstd took {taken} of {} faulted bodies", cases.len());

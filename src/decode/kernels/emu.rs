@@ -441,12 +441,31 @@ pub(crate) fn run_unzstd_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>
     run_body_decoder_emulated("unzstd", items)
 }
 
+/// `gp_unzstd_blocks` run in the emulation as [`run_unzstd_emulated`] runs `gp_unzstd`, each body's
+/// scratch an allocation of exactly [`zstd_blocks::scratch_bytes`](crate::decode::layout::zstd_blocks)
+/// (poisoned, as device memory is not zeroed).
+/// With `whole` false, a body the blocks' decode does not take is left with status
+/// `ZSTD_NOT_PLANNED` rather than decoded whole.
+pub(crate) fn run_unzstd_blocks_emulated(items: &[(u64, Vec<u8>)], whole: bool) -> Vec<(u32, Vec<u8>)> {
+    run_body_decoder_emulated(
+        if whole {
+            "unzstd_blocks"
+        } else {
+            "unzstd_blocks_planned"
+        },
+        items,
+    )
+}
+
 fn run_body_decoder_emulated(mode: &str, items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
     let bin = driver().expect("emulation available");
     let mut input = b"GPUNS1".to_vec();
     put_u32(&mut input, items.len() as u32);
     for (dst_len, body) in items {
         put_u64(&mut input, *dst_len);
+        if mode.starts_with("unzstd_blocks") {
+            put_u64(&mut input, crate::decode::layout::zstd_blocks::scratch_bytes(*dst_len));
+        }
         put_u64(&mut input, body.len() as u64);
         input.extend_from_slice(body);
     }

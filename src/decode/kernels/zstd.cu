@@ -1088,3 +1088,328 @@ extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS) gp_unzstd(UnsnapIte
         if (lane == 0) items[i].status = st;
     }
 }
+
+// ---- long bodies, their blocks in parallel (gp_unzstd_blocks) ----
+//
+// nvCOMP's Zstd launch lasts as long as its longest body takes one of its workers, and so does a warp
+// of gp_unzstd: on TPC-H lineitem the 1 MB pages of l_comment hold up to 131,780 sequences in one
+// chain. A compressed block's sequences depend on the blocks before it only through the three repeat
+// offsets, and its bitstream not at all, so here a body's chain is cut:
+//   1. plan (lane 0): the frame's block headers and literal headers; each block's literals get a
+//      place in the output's tail, one block's after another's (the writes from the front never reach
+//      a literal not yet read: every block writes at least its literals, and every sequence is checked
+//      to stop before the unread ones);
+//   2. literals and tables (the warp, a block after another): the literals decoded into their place,
+//      the block's three sequence tables copied to the body's scratch;
+//   3. checkpoints (a lane a block): each block's bitstream walked once, the decoder's state kept
+//      every ZBL_CHECK_SEQS sequences;
+//   4. execution (the warp, a block after another): rounds of 32 checkpoints, a lane decoding the
+//      sequences after each one with its repeat offsets symbolic (ZBL_SYM: "the round's first value
+//      of slot i, less m"), resolved once the lanes before are; then the batches are written as
+//      gp_unzstd writes them (zstd_run_batch).
+// So a body's longest chain is a block's bitstream (16,383 sequences at most in lineitem) plus its
+// batches, and a chain of 32 sequences a round. A body this does not plan (several frames, more blocks
+// or checkpoints than its scratch holds) or finds invalid anywhere is decoded again, whole, by
+// zstd_body: the statuses are gp_unzstd's, and where this returns 0 its checks were at least
+// zstd_body's. Scratch per body (layout.rs zstd_blocks, the same sizes): zbl_plans(dst_len) block
+// plans, zbl_entries(dst_len) table entries (each block's three tables at their sizes), then
+// zbl_checks(dst_len) checkpoints.
+
+// The output a block plan stands for (libzstd's block splitter writes blocks well under 128 kB), and
+// the table entries a body holds: a full set (LL, ML, OF at their largest) for every 32 kB.
+#define ZBL_PLAN_OUT 4096u
+#define ZBL_TABLE_OUT 32768u
+#define ZBL_TABLE_SET 1280u
+#define ZBL_CHECK_SEQS 32u
+// The output a checkpoint stands for when a body's checkpoints fill its scratch: 6 bytes a sequence
+// (lineitem's worst page has 8).
+#define ZBL_CHECK_OUT 192u
+#define ZBL_ROUND (32u * ZBL_CHECK_SEQS)
+// A symbolic repeat offset: bit 31, the slot in bits 29-30, and 0x1FFFFFFF less the times 1 was
+// taken from it. A decoded offset never has bit 31 (offset codes past 30 are refused).
+#define ZBL_SYM(i) (0x80000000u | ((u32)(i) << 29) | 0x1FFFFFFFu)
+
+struct ZBlockPlan {
+    u64 at;       // the block's data in the body (after its header)
+    u64 lit_end;  // where its literals end in the output: dst_len less the later blocks' literals
+    u32 type;     // 0 raw, 1 RLE, 2 compressed
+    u32 size;     // the header's block size
+    u32 rs;       // its literals' regenerated size (compressed blocks)
+    u32 lit_type;
+    u32 lh;
+    u32 nseq;
+    u32 q;  // its bitstream's start in the block
+    u32 ck0;
+    u32 logs[3];
+    u32 tab;  // its tables' first entry in the body's table entries: LL, then ML, then OF
+};
+static_assert(sizeof(ZBlockPlan) == 64, "ZBlockPlan must match layout.rs zstd_blocks");
+
+
+struct ZCheck {
+    u64 c;
+    u32 ptr, used;
+    u16 s_ll, s_ml, s_of, pad;
+};
+static_assert(sizeof(ZCheck) == 24, "ZCheck must match layout.rs zstd_blocks");
+
+__device__ inline u64 zbl_plans(u64 dst_len) { return dst_len / ZBL_PLAN_OUT + 2; }
+__device__ inline u64 zbl_entries(u64 dst_len) { return (dst_len / ZBL_TABLE_OUT + 2) * ZBL_TABLE_SET; }
+__device__ inline u64 zbl_checks(u64 dst_len) { return dst_len / ZBL_CHECK_OUT + zbl_plans(dst_len); }
+
+// A round's sequences, a lane's batch after another's, and the repeat offsets around each batch.
+struct ZRound {
+    u32 ll[ZBL_ROUND], ml[ZBL_ROUND], off[ZBL_ROUND];
+    ZRep exit[32], entry[33];
+};
+
+__device__ inline u32 zbl_resolve(u32 v, const ZRep& e) {
+    if (!(v & 0x80000000u)) return v;
+    const u32 slot = (v >> 29) & 3, m = 0x1FFFFFFFu - (v & 0x1FFFFFFFu);
+    return (slot == 0 ? e.r0 : (slot == 1 ? e.r1 : e.r2)) - m;
+}
+
+__device__ inline void zbl_sequences_at(ZSeqs& z, const ZstdShared& sh, const ZFse* t, const u8* s, const u32* logs) {
+    z.bits.s = s;
+    z.ll = t;
+    z.ml = t + (1u << logs[0]);
+    z.of = z.ml + (1u << logs[1]);
+    z.code_ll = sh.code[0];
+    z.code_ml = sh.code[1];
+    z.mask_ll = (1u << logs[0]) - 1;
+    z.mask_ml = (1u << logs[1]) - 1;
+    z.mask_of = (1u << logs[2]) - 1;
+}
+
+// Decodes the body as above: false where it did not (the output is then partly written).
+__device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, u8* d, u64 dst_len, u8* scratch,
+                                u32 lane) {
+    if (n >= (1ull << 31) || dst_len >= (1ull << 31)) return false;
+    const u64 slots = zbl_plans(dst_len), entries = zbl_entries(dst_len), checks = zbl_checks(dst_len);
+    ZBlockPlan* plan = (ZBlockPlan*)scratch;
+    ZFse* tabs = (ZFse*)(plan + slots);
+    ZCheck* cks = (ZCheck*)(tabs + entries);
+    // ---- 1. plan ----
+    ZHand h = {};
+    if (lane == 0) {
+        bool ok = false;
+        u32 nb = 0, block_max = 0;
+        do {
+            const ZHand fh = zstd_frame_header(s, n, 0);
+            if (fh.status != VALIDATE_OK || fh.v[0]) break;
+            block_max = fh.v[1];
+            if (fh.v[2] && fh.w[0] != dst_len) break;
+            u64 p = fh.w[1], lits = 0;
+            bool last = false, bad = false;
+            while (!last) {
+                const ZHand bh = zstd_block_header(s, n, p, block_max, dst_len);
+                if (bh.status != VALIDATE_OK || nb == slots) {
+                    bad = true;
+                    break;
+                }
+                last = bh.v[0];
+                ZBlockPlan r = {};
+                r.type = bh.v[1];
+                r.size = bh.v[2];
+                r.at = p + 3;
+                if (r.type == 2) {
+                    u32 type = 0, lh = 0, rs = 0, cs = 0, streams = 1;
+                    if (zstd_lit_header(s + r.at, r.size, true, &type, &lh, &rs, &cs, &streams) != VALIDATE_OK) {
+                        bad = true;
+                        break;
+                    }
+                    r.rs = rs;
+                    lits += rs;
+                }
+                p = r.at + (r.type == 1 ? 1 : r.size);
+                plan[nb++] = r;
+            }
+            if (bad || p != n || lits > dst_len) break;
+            u64 end = dst_len;
+            for (u32 k = nb; k-- > 0;) {
+                plan[k].lit_end = end;
+                end -= plan[k].rs;
+            }
+            ok = true;
+        } while (false);
+        h = {ok ? VALIDATE_OK : ZSTD_CORRUPT, {nb, block_max, 0, 0, 0}, {0, 0}};
+    }
+    const ZHand planned = zstd_hand_over(sh, h, lane);
+    if (planned.status != VALIDATE_OK) return false;
+    const u32 nb = planned.v[0], block_max = planned.v[1];
+    // ---- 2. literals and tables ----
+    bool huf_ok = false, fse_ok = false;
+    u32 huf_log = 0, logs[3] = {0, 0, 0};
+    u64 ck = 0, tab = 0;
+    for (u32 k = 0; k < nb; k++) {
+        const ZBlockPlan r = plan[k];
+        if (r.type != 2) continue;
+        ZHead hd;
+        if (zstd_block_head(sh, s + r.at, r.size, d, r.lit_end, r.lit_end, block_max, &huf_ok, &fse_ok, &huf_log, logs,
+                            lane, &hd) != VALIDATE_OK)
+            return false;
+        // The logs are lane 0's.
+        const u32 n_ll = 1u << __shfl_sync(0xffffffffu, logs[0], 0), n_ml = 1u << __shfl_sync(0xffffffffu, logs[1], 0);
+        const u32 n_of = 1u << __shfl_sync(0xffffffffu, logs[2], 0);
+        const u64 at = tab;
+        if (hd.nseq > 0) {
+            tab += n_ll + n_ml + n_of;
+            if (tab > entries) return false;
+            ZFse* to = tabs + at;
+            for (u32 e = lane; e < n_ll; e += 32) to[e] = sh.ll[e];
+            for (u32 e = lane; e < n_ml; e += 32) to[n_ll + e] = sh.ml[e];
+            for (u32 e = lane; e < n_of; e += 32) to[n_ll + n_ml + e] = sh.of[e];
+        }
+        if (lane == 0) {
+            plan[k].tab = (u32)at;
+            plan[k].lit_type = hd.lit_type;
+            plan[k].lh = hd.lh;
+            plan[k].nseq = hd.nseq;
+            plan[k].q = hd.q;
+            plan[k].ck0 = (u32)ck;
+            for (u32 t = 0; t < 3; t++) plan[k].logs[t] = logs[t];
+        }
+        ck += (hd.nseq + ZBL_CHECK_SEQS - 1) / ZBL_CHECK_SEQS;
+        if (ck > checks) return false;
+    }
+    __syncwarp();
+    // ---- 3. checkpoints, a lane a block ----
+    bool bad = false;
+    for (u32 k = lane; k < nb; k += 32) {
+        const ZBlockPlan r = plan[k];
+        if (r.type != 2 || r.nseq == 0) continue;
+        ZSeqs z;
+        zbl_sequences_at(z, sh, tabs + r.tab, s + r.at + r.q, r.logs);
+        if (!zstd_seqs_init(z, s + r.at + r.q, r.size - r.q, r.logs)) {
+            bad = true;
+            continue;
+        }
+        ZRep rep = {1, 4, 8};
+        for (u32 j = 0; j < r.nseq; j++) {
+            if (j % ZBL_CHECK_SEQS == 0) {
+                ZCheck c;
+                c.c = z.bits.c;
+                c.ptr = z.bits.ptr;
+                c.used = z.bits.used;
+                c.s_ll = (u16)z.s_ll;
+                c.s_ml = (u16)z.s_ml;
+                c.s_of = (u16)z.s_of;
+                c.pad = 0;
+                cks[r.ck0 + j / ZBL_CHECK_SEQS] = c;
+            }
+            u32 ll, ml, off;
+            zstd_next_sequence(z, rep, j + 1 < r.nseq, &ll, &ml, &off);
+        }
+        if (!zb_end(z.bits)) bad = true;
+    }
+    if (__ballot_sync(0xffffffffu, bad)) return false;
+    // ---- 4. execution ----
+    u64 out = 0;
+    ZRep rep = {1, 4, 8};  // every lane's copy alike
+    const ZBatch bt0 = {nullptr, nullptr, nullptr, sh.start, sh.lit_at, sh.stage, sh.lit_stage};
+    for (u32 k = 0; k < nb; k++) {
+        const ZBlockPlan r = plan[k];
+        const u64 limit = r.lit_end;
+        if (r.type != 2) {
+            if (out + r.size > limit) return false;
+            for (u32 e = lane; e < r.size; e += 32) d[out + e] = r.type == 0 ? s[r.at + e] : s[r.at];
+            out += r.size;
+            __syncwarp();
+            continue;
+        }
+        if (r.rs > dst_len - out) return false;
+        const u8* lits = r.lit_type == 0 ? s + r.at + r.lh : d + (r.lit_end - r.rs);
+        const u64 out0 = out;
+        u32 lit_used = 0;
+        for (u32 first = 0; first < r.nseq; first += ZBL_ROUND) {
+            const u32 mine = first + lane * ZBL_CHECK_SEQS;
+            const u32 cnt = mine < r.nseq ? min(ZBL_CHECK_SEQS, r.nseq - mine) : 0;
+            bool wrong = false;
+            if (cnt > 0) {
+                const ZCheck c = cks[r.ck0 + mine / ZBL_CHECK_SEQS];
+                ZSeqs z;
+                zbl_sequences_at(z, sh, tabs + r.tab, s + r.at + r.q, r.logs);
+                z.bits.c = c.c;
+                z.bits.ptr = c.ptr;
+                z.bits.used = c.used;
+                z.s_ll = c.s_ll;
+                z.s_ml = c.s_ml;
+                z.s_of = c.s_of;
+                ZRep sym = {ZBL_SYM(0), ZBL_SYM(1), ZBL_SYM(2)};
+                for (u32 t = 0; t < cnt; t++) {
+                    if (z.of[z.s_of & z.mask_of].sym > 30) wrong = true;
+                    const u32 at = lane * ZBL_CHECK_SEQS + t;
+                    zstd_next_sequence(z, sym, mine + t + 1 < r.nseq, &rd.ll[at], &rd.ml[at], &rd.off[at]);
+                }
+                rd.exit[lane] = sym;
+            }
+            if (__ballot_sync(0xffffffffu, wrong)) return false;
+            const u32 batches = min(32u, (r.nseq - first + ZBL_CHECK_SEQS - 1) / ZBL_CHECK_SEQS);
+            if (lane == 0) {
+                ZRep e = rep;
+                for (u32 j = 0; j < batches; j++) {
+                    rd.entry[j] = e;
+                    const ZRep x = rd.exit[j];
+                    e = {zbl_resolve(x.r0, e), zbl_resolve(x.r1, e), zbl_resolve(x.r2, e)};
+                }
+                rd.entry[batches] = e;
+            }
+            __syncwarp();
+            if (cnt > 0) {
+                const ZRep e = rd.entry[lane];
+                for (u32 t = 0; t < cnt; t++) {
+                    const u32 at = lane * ZBL_CHECK_SEQS + t;
+                    rd.off[at] = zbl_resolve(rd.off[at], e);
+                }
+            }
+            rep = rd.entry[batches];
+            __syncwarp();
+            for (u32 j = 0; j < batches; j++) {
+                const u32 k2 = min(ZBL_CHECK_SEQS, r.nseq - (first + j * ZBL_CHECK_SEQS));
+                ZBatch bt = bt0;
+                bt.ll = rd.ll + j * ZBL_CHECK_SEQS;
+                bt.ml = rd.ml + j * ZBL_CHECK_SEQS;
+                bt.off = rd.off + j * ZBL_CHECK_SEQS;
+                if (!zstd_run_batch(bt, k2, d, &out, lits, &lit_used, r.rs, 0, limit, lane)) return false;
+            }
+            __syncwarp();
+        }
+        // The literals after the last sequence.
+        if (out + (r.rs - lit_used) > limit) return false;
+        zstd_copy_forward(d + out, lits + lit_used, r.rs - lit_used, lane);
+        out += r.rs - lit_used;
+        if (out - out0 > block_max) return false;
+        __syncwarp();
+    }
+    return out == dst_len;
+}
+
+// A body the blocks' decode did not take, where the kernel is told not to decode it whole (tests).
+#define ZSTD_NOT_PLANNED 11u
+
+// scratch[i]: body i's scratch (layout.rs zstd_blocks::scratch_bytes). One warp a body, as gp_unzstd.
+// whole: decode a body the blocks' decode did not take whole (else its status is ZSTD_NOT_PLANNED).
+extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS)
+    gp_unzstd_blocks(UnsnapItem* items, u32 n, const u64* scratch, u32 whole) {
+    if (blockDim.x != UNZSTD_THREADS) __trap();
+    __shared__ ZstdShared sh;
+    __shared__ ZRound rd;
+    const u32 lane = threadIdx.x;
+    for (u32 c = lane; c < 53; c += 32) {
+        sh.code[0][c] = c < 36 ? zstd_code(0, c) : 0;
+        sh.code[1][c] = zstd_code(1, c);
+    }
+    __syncwarp();
+    for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
+        const UnsnapItem it = items[i];
+        const u8* s = (const u8*)it.src;
+        u8* d = (u8*)it.dst;
+        u32 st = VALIDATE_OK;
+        if (!zbl_body(sh, rd, s, it.src_len, d, it.dst_len, (u8*)scratch[i], lane)) {
+            __syncwarp();
+            st = whole ? zstd_body(sh, s, it.src_len, d, it.dst_len, lane) : ZSTD_NOT_PLANNED;
+        }
+        __syncwarp();
+        if (lane == 0) items[i].status = st;
+    }
+}

@@ -20,6 +20,9 @@
 //                 written) (gp_unsnap, one block of UNSNAP_THREADS per item)
 //   literals IN, OUT: as unsnap's, for gp_snappy_literals (blocks as snappy_literals::plan gives them)
 //   unzstd IN, OUT: as unsnap's, for gp_unzstd (Zstd bodies, a warp each)
+//   unzstd_blocks IN: as unsnap's, each item's declared size followed by u64 scratch bytes
+//                 (layout.rs zstd_blocks::scratch_bytes); OUT: as unsnap's (gp_unzstd_blocks);
+//                 unzstd_blocks_planned: the same, a body it does not plan left (ZSTD_NOT_PLANNED)
 //   wsnap IN:     "GPWS02" u32 n, u32 seg_blocks, u32 byte_blocks, u32 rounds, u32 resolve (1:
 //                 gp_wsnap_resolve, 0: the jump rounds and the gather), then per item {u64
 //                 declared size, u32 seg_block0, u32 byte_block0, u64 table, segs, ptr, kind (scratch
@@ -243,14 +246,23 @@ int validate_main(const char* in_path, const char* out_path) {
 // gp_unsnap (or, `literals`, gp_snappy_literals) over items read from `in_path`: each body at the end
 // of an allocation, each output an allocation of exactly its declared size (so ASan sees a read or
 // write past either).
-int unsnap_main(const char* in_path, const char* out_path, bool literals, bool zstd = false) {
+int unsnap_main(const char* in_path, const char* out_path, bool literals, bool zstd = false,
+                bool zstd_blocks = false, bool whole = true) {
     uint32_t n = 0;
     FILE* in = open_items(in_path, "GPUNS1", &n);
     if (!in) return 2;
     std::vector<UnsnapItem> items(n);
-    std::vector<uint8_t*> bodies(n, nullptr), outs(n, nullptr);
+    std::vector<uint8_t*> bodies(n, nullptr), outs(n, nullptr), scratch(n, nullptr);
+    std::vector<u64> scratch_at(n, 0);
     for (uint32_t i = 0; i < n; i++) {
         items[i].dst_len = get<uint64_t>(in);
+        if (zstd_blocks) {
+            // Poisoned, as a device allocation is not zeroed.
+            const uint64_t bytes = get<uint64_t>(in);
+            scratch[i] = (uint8_t*)std::malloc(bytes ? bytes : 1);
+            std::memset(scratch[i], 0xa5, bytes);
+            scratch_at[i] = (u64)scratch[i];
+        }
         items[i].src_len = get<uint64_t>(in);
         uint8_t* body = nullptr;
         if (!(bodies[i] = read_body(in, items[i].src_len, i, &body))) return 4;
@@ -269,6 +281,9 @@ int unsnap_main(const char* in_path, const char* out_path, bool literals, bool z
             blocks += snappy_literals_blocks(it.dst_len);
         }
         emu::launch(gp_snappy_literals, (u32)blocks, SNAPPY_LITERALS_THREADS, items.data(), n);
+    } else if (n && zstd_blocks) {
+        emu::launch(gp_unzstd_blocks, n, UNZSTD_THREADS, items.data(), n, (const u64*)scratch_at.data(),
+                   (u32)whole);
     } else if (n && zstd) {
         emu::launch(gp_unzstd, n, UNZSTD_THREADS, items.data(), n);
     } else if (n) {
@@ -283,6 +298,7 @@ int unsnap_main(const char* in_path, const char* out_path, bool literals, bool z
     std::fclose(out);
     for (uint8_t* b : bodies) std::free(b);
     for (uint8_t* o : outs) std::free(o);
+    for (uint8_t* b : scratch) std::free(b);
     return 0;
 }
 
@@ -570,6 +586,10 @@ int main(int argc, char** argv) {
     if (argc == 4 && std::string(argv[1]) == "unsnap") return unsnap_main(argv[2], argv[3], false);
     if (argc == 4 && std::string(argv[1]) == "literals") return unsnap_main(argv[2], argv[3], true);
     if (argc == 4 && std::string(argv[1]) == "unzstd") return unsnap_main(argv[2], argv[3], false, true);
+    if (argc == 4 && std::string(argv[1]) == "unzstd_blocks")
+        return unsnap_main(argv[2], argv[3], false, false, true);
+    if (argc == 4 && std::string(argv[1]) == "unzstd_blocks_planned")
+        return unsnap_main(argv[2], argv[3], false, false, true, false);
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;
