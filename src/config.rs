@@ -578,6 +578,10 @@ pub enum ZstdDecoders {
     /// `split:N`: the smallest bodies of each step, N % of its output bytes, to `gp_unzstd`, the rest
     /// to nvCOMP (every body to `gp_unzstd` where nvCOMP did not load).
     Split(u8),
+    /// `blocks:N`: bodies of N KiB of output or more to `gp_unzstd_blocks` (a body's blocks decoded
+    /// in parallel), on a side stream beside nvCOMP, which takes the rest (`gp_unzstd` where nvCOMP
+    /// did not load).
+    Blocks(u32),
 }
 
 impl ZstdDecoders {
@@ -586,8 +590,16 @@ impl ZstdDecoders {
         match self {
             _ if !nvcomp_loaded => 1.0,
             ZstdDecoders::Own => 1.0,
-            ZstdDecoders::Nvcomp => 0.0,
+            ZstdDecoders::Nvcomp | ZstdDecoders::Blocks(_) => 0.0,
             ZstdDecoders::Split(p) => f64::from(p) / 100.0,
+        }
+    }
+
+    /// The least output of a body `gp_unzstd_blocks` takes, if it takes any.
+    pub(crate) fn blocks_from(self) -> Option<usize> {
+        match self {
+            ZstdDecoders::Blocks(kib) => Some(kib as usize * 1024),
+            _ => None,
         }
     }
 }
@@ -595,10 +607,14 @@ impl ZstdDecoders {
 impl FromStr for ZstdDecoders {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let why = || "expected nvcomp, gp_unzstd or split:N (N from 0 to 100)".to_string();
+        let why = || "expected nvcomp, gp_unzstd, split:N (N from 0 to 100) or blocks:N (KiB)".to_string();
         match s.trim() {
             "gp_unzstd" => Ok(ZstdDecoders::Own),
             "nvcomp" => Ok(ZstdDecoders::Nvcomp),
+            other if other.starts_with("blocks:") => {
+                let kib = other["blocks:".len()..].parse::<u32>().ok().filter(|k| *k <= 1 << 21);
+                Ok(ZstdDecoders::Blocks(kib.ok_or_else(why)?))
+            }
             other => {
                 let n = other.strip_prefix("split:").ok_or_else(why)?;
                 let p = n.parse::<u8>().ok().filter(|p| *p <= 100).ok_or_else(why)?;
@@ -614,6 +630,7 @@ impl std::fmt::Display for ZstdDecoders {
             ZstdDecoders::Own => f.write_str("gp_unzstd"),
             ZstdDecoders::Nvcomp => f.write_str("nvcomp"),
             ZstdDecoders::Split(p) => write!(f, "split:{p}"),
+            ZstdDecoders::Blocks(kib) => write!(f, "blocks:{kib}"),
         }
     }
 }
@@ -973,7 +990,10 @@ mod tests {
         assert_eq!(s.decoder_options().zstd, ZstdDecoders::Split(30));
         assert_eq!(ZstdDecoders::Split(30).own_share(true), 0.3);
         assert_eq!(ZstdDecoders::Nvcomp.own_share(false), 1.0);
-        for name in ["gp_unzstd", "nvcomp", "split:0", "split:100"] {
+        assert_eq!(ZstdDecoders::Blocks(256).own_share(true), 0.0);
+        assert_eq!(ZstdDecoders::Blocks(256).blocks_from(), Some(262_144));
+        assert_eq!(ZstdDecoders::Nvcomp.blocks_from(), None);
+        for name in ["gp_unzstd", "nvcomp", "split:0", "split:100", "blocks:0", "blocks:256"] {
             assert_eq!(name.parse::<ZstdDecoders>().unwrap().to_string(), name);
         }
         for name in ["auto", "gp_unsnap", "nvcomp", "gp_wsnap"] {
@@ -984,6 +1004,8 @@ mod tests {
             ("GPU_PARQUET_SNAPPY", "gp_fast"),
             ("GPU_PARQUET_ZSTD", "gp_fastest"),
             ("GPU_PARQUET_ZSTD", "split:101"),
+            ("GPU_PARQUET_ZSTD", "blocks:"),
+            ("GPU_PARQUET_ZSTD", "blocks:-1"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "1"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "many"),
         ] {

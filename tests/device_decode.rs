@@ -392,6 +392,108 @@ fn zstd_decoder_equals_libzstd_on_the_device() {
     );
 }
 
+/// `gp_unzstd_blocks` on the device: over `gp_unzstd`'s cases (bodies up to 1 MiB, several blocks
+/// each) and faulted bodies of 1 MiB, the same status as `gp_unzstd` for every body, and where it
+/// takes one, libzstd's bytes; told not to decode whole what its blocks' decode does not take, that
+/// decode takes every one-frame body of 256 KiB or more that `gp_unzstd` takes. Each body, output and scratch in an allocation of its own, of exactly its size.
+#[test]
+fn zstd_blocks_decoder_equals_gp_unzstd_on_the_device() {
+    use gpu_parquet::decode::host_kernels::unzstd::{assert_takes_as_libzstd, kernel_cases, must_take, shaped_data};
+    use gpu_parquet::decode::layout::{UnsnapItem, zstd_blocks};
+    let mut cases = kernel_cases(1 << 20);
+    let mut seed = 0x5bd1_e995u64;
+    for shape in 0..6u32 {
+        let data = shaped_data(shape, 1 << 20, 17 + u64::from(shape));
+        let body = zstd::bulk::compress(&data, 1 + shape as i32 % 3).expect("compress");
+        cases.push((data.len() as u64, body.clone()));
+        for _ in 0..40 {
+            let mut bad = body.clone();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let at = (seed % bad.len() as u64) as usize;
+            bad[at] ^= 1 << (seed >> 40) % 8;
+            cases.push((data.len() as u64, bad));
+        }
+    }
+    let plan = |items: &mut [UnsnapItem]| (items.len() as u32, 32);
+    let Some(whole) = run_body_decoder("gp_unzstd", plan, &cases) else {
+        return;
+    };
+    let ctx = gpu().expect("a GPU, as above");
+    let m = KernelModule::load(&ctx, &gpu_parquet::decode::kernels::source(), "zstd_blocks", None).expect("kernels");
+    let f = m.function("gp_unzstd_blocks").expect("kernel");
+    let stream = Stream::new(&ctx).expect("stream");
+    let alloc = |len: usize| DeviceBuffer::<u8>::zeroed(&stream, len.max(1)).expect("alloc");
+    let bodies: Vec<DeviceBuffer<u8>> = cases
+        .iter()
+        .map(|(_, b)| {
+            if b.is_empty() {
+                alloc(1)
+            } else {
+                DeviceBuffer::from_host(&stream, b).expect("upload")
+            }
+        })
+        .collect();
+    let mut runs = Vec::new();
+    for decode_whole in [1u32, 0] {
+        let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(*want as usize)).collect();
+        let scratch: Vec<DeviceBuffer<u8>> = cases
+            .iter()
+            .map(|(want, _)| alloc(zstd_blocks::scratch_bytes(*want) as usize))
+            .collect();
+        let items: Vec<UnsnapItem> = body_places(&cases, &bodies, &outs)
+            .map(|(src, src_len, dst, dst_len)| UnsnapItem {
+                src,
+                src_len,
+                dst,
+                dst_len,
+                status: u32::MAX,
+                block0: 0,
+            })
+            .collect();
+        let places: Vec<u64> = scratch.iter().map(|b| b.device_address()).collect();
+        let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
+        let places_dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&places)).expect("places");
+        let (addr, n, places_addr) = (dev.device_address(), items.len() as u32, places_dev.device_address());
+        let mut b = stream.cuda().launch_builder(&f);
+        b.arg(&addr).arg(&n).arg(&places_addr).arg(&decode_whole);
+        // SAFETY: `n` items at `addr`, each naming its body and output (allocations of their sizes),
+        // and `n` scratch addresses at `places_addr`, each of `zstd_blocks::scratch_bytes` of its
+        // body's output; all alive until the copies below have waited for the launch. A warp a body.
+        unsafe { b.launch(one_dimension(n, 32)) }.expect("launch");
+        let back: Vec<UnsnapItem> = bytemuck::pod_collect_to_vec(&dev.copy_to_host().expect("copy"));
+        let results: Vec<(u32, Vec<u8>)> = back
+            .iter()
+            .zip(&outs)
+            .map(|(got, out)| (got.status, out.copy_to_host().expect("copy")))
+            .collect();
+        runs.push(results);
+    }
+    let planned = runs.pop().expect("two runs");
+    let blocks = runs.pop().expect("two runs");
+    for (i, (a, b)) in whole.iter().zip(&blocks).enumerate() {
+        assert_eq!(a.0, b.0, "case {i}: gp_unzstd's status, then gp_unzstd_blocks'");
+    }
+    let taken = assert_takes_as_libzstd(&cases, blocks, must_take());
+    let mut by_blocks = 0;
+    for (i, (((want, body), (status, _)), w)) in cases.iter().zip(&planned).zip(&whole).enumerate() {
+        let several =
+            zstd::zstd_safe::get_frame_content_size(body).is_ok_and(|s| s.is_some()) && *want >= 1 << 18 && w.0 == 0;
+        by_blocks += usize::from(*status == 0);
+        assert!(
+            !several || *status == 0,
+            "case {i}: {} bytes left by the blocks' decode: {status}",
+            body.len()
+        );
+    }
+    let planned_taken = assert_takes_as_libzstd(&cases, planned, 0);
+    eprintln!(
+        "gp_unzstd_blocks took {taken} of {} bodies; its blocks' decode alone {planned_taken} ({by_blocks})",
+        cases.len()
+    );
+}
+
 /// `gp_snappy_literals` gives the host reference's status on stored streams (a 1 MiB one among them,
 /// and literals of every length encoding), streams with matches or too many literals, and cut and
 /// flipped ones; where it takes a body, exactly its literals' bytes, and where it refuses one, no byte

@@ -402,6 +402,8 @@ struct WideInFlight {
 struct WideBatch {
     bodies: Vec<usize>,
     buffers: [u64; 3],
+    /// `gp_unzstd_blocks`' batch (its items `UnsnapItem`s), not the wide Snappy decoder's.
+    zstd: bool,
 }
 
 impl Drop for WideInFlight {
@@ -665,6 +667,7 @@ impl DeviceExecutor<'_> {
         w.batches.push(WideBatch {
             bodies: batch,
             buffers: [addr, flags, scratch],
+            zstd: false,
         });
         let ready = Event::new(self.stream.context())?;
         self.stream.record(&ready)?;
@@ -691,14 +694,83 @@ impl DeviceExecutor<'_> {
         self.launch_on(&side, "gp_wsnap_gather", plan.byte_blocks, 256, &args)
     }
 
-    /// Ends [`Self::wide_unsnap_start`]: the step's stream waits for the side stream, then the items
-    /// are read back and the batches' buffers freed. The indices that failed, with their statuses (the
-    /// pre-check's).
+    /// Starts `gp_unzstd_blocks` over `items[todo]` (Zstd bodies and outputs under 2 GiB) on a side
+    /// stream, as [`Self::wide_unsnap_start`] starts the wide Snappy decoder, so that it runs beside
+    /// the pre-check and nvCOMP on the step's other bodies; [`Self::wide_unsnap_join`] ends it. Each
+    /// body's scratch (`layout::zstd_blocks`) follows the one before in one buffer.
+    fn zstd_blocks_start(&mut self, items: &[Decompress], todo: &[usize]) -> Result<WideInFlight> {
+        use crate::decode::layout::zstd_blocks;
+        use Arg::{U32, U64};
+        let ctx = self.stream.context().clone();
+        let mut w = WideInFlight {
+            side: Stream::new(&ctx)?,
+            done: Event::new(&ctx)?,
+            batches: Vec::new(),
+            joined: false,
+        };
+        let v = unsnap_items(items, todo);
+        let sizes: Vec<u64> = todo
+            .iter()
+            .map(|&i| zstd_blocks::scratch_bytes(items[i].dst_len as u64))
+            .collect();
+        // Every scratch byte the kernel reads it wrote first.
+        let scratch = self.alloc_uninit(sizes.iter().sum::<u64>() as usize)?;
+        let mut at = scratch;
+        let places: Vec<u64> = sizes
+            .iter()
+            .map(|s| {
+                let p = at;
+                at += s;
+                p
+            })
+            .collect();
+        let places_addr = self.upload(&places)?;
+        let addr = self.upload(&v)?;
+        w.batches.push(WideBatch {
+            bodies: todo.to_vec(),
+            buffers: [addr, places_addr, scratch],
+            zstd: true,
+        });
+        let ready = Event::new(self.stream.context())?;
+        self.stream.record(&ready)?;
+        w.side.wait(&ready)?;
+        let side = w.side.clone();
+        let n = v.len() as u32;
+        // One warp per body (the kernel traps on another size); bodies it does not plan it decodes
+        // whole, as `gp_unzstd`.
+        self.launch_on(
+            &side,
+            "gp_unzstd_blocks",
+            n,
+            32,
+            &[U64(addr), U32(n), U64(places_addr), U32(1)],
+        )?;
+        w.side.record(&w.done)?;
+        Ok(w)
+    }
+
+    /// Ends [`Self::wide_unsnap_start`] or [`Self::zstd_blocks_start`]: the step's stream waits for the
+    /// side stream, then the items are read back and the batches' buffers freed. The indices that
+    /// failed, with their statuses (the pre-check's, or `gp_unzstd`'s).
     fn wide_unsnap_join(&mut self, mut w: WideInFlight) -> Result<Vec<(usize, u32)>> {
         self.stream.wait(&w.done)?;
         w.joined = true;
         let mut failed = Vec::new();
         for b in std::mem::take(&mut w.batches) {
+            if b.zstd {
+                let back: Vec<UnsnapItem> = self.read(b.buffers[0], b.bodies.len())?;
+                for a in b.buffers {
+                    self.free(a);
+                }
+                failed.extend(
+                    b.bodies
+                        .iter()
+                        .zip(back)
+                        .filter(|(_, r)| r.status != validate_status::OK)
+                        .map(|(&i, r)| (i, r.status)),
+                );
+                continue;
+            }
             let back: Vec<WsnapItem> = self.read(b.buffers[0], b.bodies.len())?;
             for a in b.buffers {
                 self.free(a);
@@ -1386,6 +1458,20 @@ impl Executor for DeviceExecutor<'_> {
                 wide = Some((self.wide_unsnap_start(items, &todo)?, todo));
             }
         }
+        // Zstd bodies of `blocks_from` output or more: `gp_unzstd_blocks`, in flight on a side stream
+        // in the same way; those it refuses go to the host.
+        if let (true, Some(from)) = (matches!(codec, Compression::ZSTD(_)), self.zstd.blocks_from()) {
+            let mut todo: Vec<usize> = (0..items.len())
+                .filter(|&i| results[i].is_none() && items[i].dst_len >= from.max(1) && offsets_fit_u31(&items[i]))
+                .collect();
+            if !todo.is_empty() {
+                longest_first(&mut todo, items);
+                for &i in &todo {
+                    on_wide[i] = true;
+                }
+                wide = Some((self.zstd_blocks_start(items, &todo)?, todo));
+            }
+        }
         let wide_ran = wide.is_some();
         // The bodies left to the other GPU decoders (or, past their limits, to the host).
         let open: Vec<usize> = (0..items.len())
@@ -1540,12 +1626,17 @@ impl Executor for DeviceExecutor<'_> {
             let failed = self.wide_unsnap_join(w)?;
             mark("wide");
             if !failed.is_empty() {
+                let zstd = codec != Compression::SNAPPY;
                 host_why.push(self.describe_failures(
                     codec,
                     items,
                     &failed,
-                    "the wide GPU Snappy decoder refused",
-                    HostCheck::Precheck,
+                    if zstd {
+                        "gp_unzstd_blocks refused"
+                    } else {
+                        "the wide GPU Snappy decoder refused"
+                    },
+                    if zstd { HostCheck::Libzstd } else { HostCheck::Precheck },
                 )?);
             }
             for i in passing(&todo, &failed) {
@@ -1563,7 +1654,11 @@ impl Executor for DeviceExecutor<'_> {
             by.push("gp_snappy_literals");
         }
         if wide_ran {
-            by.push("gp_wsnap");
+            by.push(if codec == Compression::SNAPPY {
+                "gp_wsnap"
+            } else {
+                "gp_unzstd_blocks"
+            });
         }
         // (`copied` is a part of `open`.)
         if own_zstd {
