@@ -412,7 +412,7 @@ fn zstd_blocks_decoder_equals_gp_unzstd_on_the_device() {
             seed ^= seed >> 7;
             seed ^= seed << 17;
             let at = (seed % bad.len() as u64) as usize;
-            bad[at] ^= 1 << (seed >> 40) % 8;
+            bad[at] ^= 1 << ((seed >> 40) % 8);
             cases.push((data.len() as u64, bad));
         }
     }
@@ -425,16 +425,7 @@ fn zstd_blocks_decoder_equals_gp_unzstd_on_the_device() {
     let f = m.function("gp_unzstd_blocks").expect("kernel");
     let stream = Stream::new(&ctx).expect("stream");
     let alloc = |len: usize| DeviceBuffer::<u8>::zeroed(&stream, len.max(1)).expect("alloc");
-    let bodies: Vec<DeviceBuffer<u8>> = cases
-        .iter()
-        .map(|(_, b)| {
-            if b.is_empty() {
-                alloc(1)
-            } else {
-                DeviceBuffer::from_host(&stream, b).expect("upload")
-            }
-        })
-        .collect();
+    let bodies = upload_bodies(&stream, &cases);
     let mut runs = Vec::new();
     for decode_whole in [1u32, 0] {
         let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(*want as usize)).collect();
@@ -442,16 +433,7 @@ fn zstd_blocks_decoder_equals_gp_unzstd_on_the_device() {
             .iter()
             .map(|(want, _)| alloc(zstd_blocks::scratch_bytes(*want) as usize))
             .collect();
-        let items: Vec<UnsnapItem> = body_places(&cases, &bodies, &outs)
-            .map(|(src, src_len, dst, dst_len)| UnsnapItem {
-                src,
-                src_len,
-                dst,
-                dst_len,
-                status: u32::MAX,
-                block0: 0,
-            })
-            .collect();
+        let items: Vec<UnsnapItem> = body_places(&cases, &bodies, &outs).map(unsnap_item).collect();
         let places: Vec<u64> = scratch.iter().map(|b| b.device_address()).collect();
         let dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&items)).expect("items");
         let places_dev = DeviceBuffer::from_host(&stream, bytemuck::cast_slice::<_, u8>(&places)).expect("places");
@@ -516,6 +498,32 @@ fn one_dimension(grid: u32, block: u32) -> LaunchConfig {
         block_dim: (block, 1, 1),
         shared_mem_bytes: 0,
     }
+}
+
+/// A body decoder's item over a place of [`body_places`], its status not yet written.
+fn unsnap_item((src, src_len, dst, dst_len): (u64, u64, u64, u64)) -> gpu_parquet::decode::layout::UnsnapItem {
+    gpu_parquet::decode::layout::UnsnapItem {
+        src,
+        src_len,
+        dst,
+        dst_len,
+        status: u32::MAX,
+        block0: 0,
+    }
+}
+
+/// Each case's body in an allocation of its own (of one zeroed byte for an empty body).
+fn upload_bodies(stream: &Stream, cases: &[(u64, Vec<u8>)]) -> Vec<DeviceBuffer<u8>> {
+    cases
+        .iter()
+        .map(|(_, b)| {
+            if b.is_empty() {
+                DeviceBuffer::<u8>::zeroed(stream, 1).expect("alloc")
+            } else {
+                DeviceBuffer::from_host(stream, b).expect("upload")
+            }
+        })
+        .collect()
 }
 
 /// Each case's body and output as a kernel item sees them: `(src, src_len, dst, dst_len)`, the body's
@@ -592,16 +600,7 @@ fn run_body_decoder(
     };
     let bodies: Vec<DeviceBuffer<u8>> = cases.iter().map(|(_, b)| alloc(b, 0)).collect();
     let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(&[], *want as usize)).collect();
-    let mut items: Vec<UnsnapItem> = body_places(cases, &bodies, &outs)
-        .map(|(src, src_len, dst, dst_len)| UnsnapItem {
-            src,
-            src_len,
-            dst,
-            dst_len,
-            status: u32::MAX,
-            block0: 0,
-        })
-        .collect();
+    let mut items: Vec<UnsnapItem> = body_places(cases, &bodies, &outs).map(unsnap_item).collect();
     let (grid, threads) = plan(&mut items);
     // SAFETY: the kernel reads each item's `src_len` bytes at its `src` and writes at most `dst_len`
     // bytes at its `dst`: allocations of that many bytes (at least 1) in `bodies` and `outs`, alive until
@@ -637,16 +636,7 @@ fn wide_snappy_decoder_equals_the_reference_on_the_device() {
     assert!(long.1.len() as u64 > 600 * wsnap::SEG, "{} bytes", long.1.len());
     cases.push(long);
     let alloc = |len: usize| DeviceBuffer::<u8>::zeroed(&stream, len.max(1)).expect("alloc");
-    let bodies: Vec<DeviceBuffer<u8>> = cases
-        .iter()
-        .map(|(_, b)| {
-            if b.is_empty() {
-                alloc(1)
-            } else {
-                DeviceBuffer::from_host(&stream, b).expect("upload")
-            }
-        })
-        .collect();
+    let bodies = upload_bodies(&stream, &cases);
     for resolve in [true, false] {
         let outs: Vec<DeviceBuffer<u8>> = cases.iter().map(|(want, _)| alloc(*want as usize)).collect();
         let mut items: Vec<WsnapItem> = body_places(&cases, &bodies, &outs)

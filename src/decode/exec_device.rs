@@ -406,6 +406,24 @@ struct WideBatch {
     zstd: bool,
 }
 
+impl WideInFlight {
+    fn new(ctx: &Arc<crate::gpu::GpuContext>) -> Result<Self> {
+        Ok(WideInFlight {
+            side: Stream::new(ctx)?,
+            done: Event::new(ctx)?,
+            batches: Vec::new(),
+            joined: false,
+        })
+    }
+
+    /// Makes what is launched on the side stream from now on wait for the work queued on `step` so far.
+    fn follow(&self, step: &Stream) -> Result<()> {
+        let ready = Event::new(step.context())?;
+        step.record(&ready)?;
+        self.side.wait(&ready)
+    }
+}
+
 impl Drop for WideInFlight {
     fn drop(&mut self) {
         if !self.joined {
@@ -617,13 +635,7 @@ impl DeviceExecutor<'_> {
     /// over it goes alone), all of them held until the join; each is prepared on the step's stream,
     /// which the side stream then waits for.
     fn wide_unsnap_start(&mut self, items: &[Decompress], todo: &[usize]) -> Result<WideInFlight> {
-        let ctx = self.stream.context().clone();
-        let mut w = WideInFlight {
-            side: Stream::new(&ctx)?,
-            done: Event::new(&ctx)?,
-            batches: Vec::new(),
-            joined: false,
-        };
+        let mut w = WideInFlight::new(self.stream.context())?;
         let mut batch: Vec<usize> = Vec::new();
         let mut bytes = 0u64;
         for &i in todo {
@@ -669,9 +681,7 @@ impl DeviceExecutor<'_> {
             buffers: [addr, flags, scratch],
             zstd: false,
         });
-        let ready = Event::new(self.stream.context())?;
-        self.stream.record(&ready)?;
-        w.side.wait(&ready)?;
+        w.follow(&self.stream)?;
         let side = w.side.clone();
         let n = v.len() as u32;
         let args = [U64(addr), U32(n)];
@@ -701,13 +711,7 @@ impl DeviceExecutor<'_> {
     fn zstd_blocks_start(&mut self, items: &[Decompress], todo: &[usize]) -> Result<WideInFlight> {
         use crate::decode::layout::zstd_blocks;
         use Arg::{U32, U64};
-        let ctx = self.stream.context().clone();
-        let mut w = WideInFlight {
-            side: Stream::new(&ctx)?,
-            done: Event::new(&ctx)?,
-            batches: Vec::new(),
-            joined: false,
-        };
+        let mut w = WideInFlight::new(self.stream.context())?;
         let v = unsnap_items(items, todo);
         let sizes: Vec<u64> = todo
             .iter()
@@ -731,9 +735,7 @@ impl DeviceExecutor<'_> {
             buffers: [addr, places_addr, scratch],
             zstd: true,
         });
-        let ready = Event::new(self.stream.context())?;
-        self.stream.record(&ready)?;
-        w.side.wait(&ready)?;
+        w.follow(&self.stream)?;
         let side = w.side.clone();
         let n = v.len() as u32;
         // One warp per body (the kernel traps on another size); bodies it does not plan it decodes
@@ -757,33 +759,29 @@ impl DeviceExecutor<'_> {
         w.joined = true;
         let mut failed = Vec::new();
         for b in std::mem::take(&mut w.batches) {
-            if b.zstd {
+            // Each body's status: the Snappy decoder's with its unresolved bytes, or gp_unzstd's.
+            let statuses: Vec<u32> = if b.zstd {
                 let back: Vec<UnsnapItem> = self.read(b.buffers[0], b.bodies.len())?;
-                for a in b.buffers {
-                    self.free(a);
-                }
-                failed.extend(
-                    b.bodies
-                        .iter()
-                        .zip(back)
-                        .filter(|(_, r)| r.status != validate_status::OK)
-                        .map(|(&i, r)| (i, r.status)),
-                );
-                continue;
-            }
-            let back: Vec<WsnapItem> = self.read(b.buffers[0], b.bodies.len())?;
+                back.iter().map(|r| r.status).collect()
+            } else {
+                let back: Vec<WsnapItem> = self.read(b.buffers[0], b.bodies.len())?;
+                back.iter()
+                    .map(|r| match (r.status, r.unresolved) {
+                        (validate_status::OK, 0) => validate_status::OK,
+                        (validate_status::OK, _) => validate_status::UNRESOLVED,
+                        (st, _) => st,
+                    })
+                    .collect()
+            };
             for a in b.buffers {
                 self.free(a);
             }
             failed.extend(
                 b.bodies
                     .iter()
-                    .zip(back)
-                    .filter_map(|(&i, r)| match (r.status, r.unresolved) {
-                        (validate_status::OK, 0) => None,
-                        (validate_status::OK, _) => Some((i, validate_status::UNRESOLVED)),
-                        (st, _) => Some((i, st)),
-                    }),
+                    .zip(statuses)
+                    .filter(|&(_, st)| st != validate_status::OK)
+                    .map(|(&i, st)| (i, st)),
             );
         }
         Ok(failed)

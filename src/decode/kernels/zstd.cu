@@ -1072,15 +1072,20 @@ __device__ inline u32 zstd_body(ZstdShared& sh, const u8* s, u64 n, u8* d, u64 d
     return out == dst_len ? VALIDATE_OK : VALIDATE_WRONG_SIZE;
 }
 
-extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS) gp_unzstd(UnsnapItem* items, u32 n) {
-    if (blockDim.x != UNZSTD_THREADS) __trap();
-    __shared__ ZstdShared sh;
-    const u32 lane = threadIdx.x;
+// The length codes' baselines and extra bits, in sh.code (the whole warp).
+__device__ inline void zstd_init_codes(ZstdShared& sh, u32 lane) {
     for (u32 c = lane; c < 53; c += 32) {
         sh.code[0][c] = c < 36 ? zstd_code(0, c) : 0;
         sh.code[1][c] = zstd_code(1, c);
     }
     __syncwarp();
+}
+
+extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS) gp_unzstd(UnsnapItem* items, u32 n) {
+    if (blockDim.x != UNZSTD_THREADS) __trap();
+    __shared__ ZstdShared sh;
+    const u32 lane = threadIdx.x;
+    zstd_init_codes(sh, lane);
     for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
         const UnsnapItem it = items[i];
         const u32 st = zstd_body(sh, (const u8*)it.src, it.src_len, (u8*)it.dst, it.dst_len, lane);
@@ -1398,11 +1403,7 @@ extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS)
     __shared__ ZstdShared sh;
     __shared__ ZRound rd;
     const u32 lane = threadIdx.x;
-    for (u32 c = lane; c < 53; c += 32) {
-        sh.code[0][c] = c < 36 ? zstd_code(0, c) : 0;
-        sh.code[1][c] = zstd_code(1, c);
-    }
-    __syncwarp();
+    zstd_init_codes(sh, lane);
     for (u32 i = blockIdx.x; i < n; i += gridDim.x) {
         const UnsnapItem it = items[i];
         const u8* s = (const u8*)it.src;
