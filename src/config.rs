@@ -570,7 +570,8 @@ impl serde::Serialize for SnappyDecoders {
 /// 103.3 with `split:20` (`docs/runs/2026-12-06-run-AP.txt`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ZstdDecoders {
-    /// `nvcomp` (`gp_unzstd` where nvCOMP did not load).
+    /// `nvcomp` (where nvCOMP did not load, `gp_unzstd_blocks` for the longest bodies and `gp_unzstd`
+    /// for the rest).
     #[default]
     Nvcomp,
     /// `gp_unzstd`.
@@ -595,14 +596,22 @@ impl ZstdDecoders {
         }
     }
 
-    /// The least output of a body `gp_unzstd_blocks` takes, if it takes any.
-    pub(crate) fn blocks_from(self) -> Option<usize> {
+    /// The least output of a body `gp_unzstd_blocks` takes, if it takes any: by default, where
+    /// nvCOMP did not load, bodies of [`BLOCKS_WITHOUT_NVCOMP_KIB`] or more (beside nvCOMP it is
+    /// slower, run BB; without it, faster than `gp_unzstd` alone, run BC).
+    pub(crate) fn blocks_from(self, nvcomp_loaded: bool) -> Option<usize> {
         match self {
             ZstdDecoders::Blocks(kib) => Some(kib as usize * 1024),
+            ZstdDecoders::Nvcomp if !nvcomp_loaded => Some(BLOCKS_WITHOUT_NVCOMP_KIB as usize * 1024),
             _ => None,
         }
     }
 }
+
+/// Where nvCOMP did not load, `gp_unzstd_blocks` takes the Zstd bodies of this many KiB of output or
+/// more by default (run BC, H100, `docs/runs/2026-12-07-run-BC.txt`: lineitem SF10 zstd decode alone
+/// in the read's steps 165.4 ms against 230.3 with `gp_unzstd` alone).
+pub(crate) const BLOCKS_WITHOUT_NVCOMP_KIB: u32 = 256;
 
 impl FromStr for ZstdDecoders {
     type Err = String;
@@ -991,8 +1000,11 @@ mod tests {
         assert_eq!(ZstdDecoders::Split(30).own_share(true), 0.3);
         assert_eq!(ZstdDecoders::Nvcomp.own_share(false), 1.0);
         assert_eq!(ZstdDecoders::Blocks(256).own_share(true), 0.0);
-        assert_eq!(ZstdDecoders::Blocks(256).blocks_from(), Some(262_144));
-        assert_eq!(ZstdDecoders::Nvcomp.blocks_from(), None);
+        assert_eq!(ZstdDecoders::Blocks(256).blocks_from(true), Some(262_144));
+        assert_eq!(ZstdDecoders::Blocks(64).blocks_from(false), Some(65_536));
+        assert_eq!(ZstdDecoders::Nvcomp.blocks_from(true), None);
+        assert_eq!(ZstdDecoders::Nvcomp.blocks_from(false), Some(262_144));
+        assert_eq!(ZstdDecoders::Own.blocks_from(false), None);
         for name in ["gp_unzstd", "nvcomp", "split:0", "split:100", "blocks:0", "blocks:256"] {
             assert_eq!(name.parse::<ZstdDecoders>().unwrap().to_string(), name);
         }

@@ -1456,9 +1456,13 @@ impl Executor for DeviceExecutor<'_> {
                 wide = Some((self.wide_unsnap_start(items, &todo)?, todo));
             }
         }
-        // Zstd bodies of `blocks_from` output or more: `gp_unzstd_blocks`, in flight on a side stream
-        // in the same way; those it refuses go to the host.
-        if let (true, Some(from)) = (matches!(codec, Compression::ZSTD(_)), self.zstd.blocks_from()) {
+        // Zstd bodies of `blocks_from` output or more (where chosen, or where nvCOMP did not load):
+        // `gp_unzstd_blocks`, in flight on a side stream in the same way; those it refuses go to the
+        // host.
+        if let (true, Some(from)) = (
+            matches!(codec, Compression::ZSTD(_)),
+            self.zstd.blocks_from(self.nvcomp.is_ok()),
+        ) {
             let mut todo: Vec<usize> = (0..items.len())
                 .filter(|&i| results[i].is_none() && items[i].dst_len >= from.max(1) && offsets_fit_u31(&items[i]))
                 .collect();
