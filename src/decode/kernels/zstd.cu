@@ -1118,8 +1118,8 @@ extern "C" __global__ void __launch_bounds__(UNZSTD_THREADS) gp_unzstd(UnsnapIte
 //      of slot i, less m"), resolved once the lanes before are; then the batches are written as
 //      gp_unzstd writes them (zstd_run_batch).
 // So a body's longest chain is a block's bitstream (16,383 sequences at most in lineitem) plus its
-// batches, and a chain of 32 sequences a round. A body this does not plan (several frames, more blocks
-// or checkpoints than its scratch holds) or finds invalid anywhere is decoded again, whole, by
+// batches, and a chain of 32 sequences a round. A body this does not plan (several frames; more blocks,
+// table entries or checkpoints than its scratch holds) or finds invalid anywhere is decoded again, whole, by
 // zstd_body: the statuses are gp_unzstd's, and where this returns 0 its checks were at least
 // zstd_body's. Scratch per body (layout.rs zstd_blocks, the same sizes): zbl_plans(dst_len) block
 // plans, zbl_entries(dst_len) table entries (each block's three tables at their sizes), then
