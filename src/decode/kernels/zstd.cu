@@ -356,11 +356,11 @@ __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u3
             } else {
                 if (hb + 1 > len) break;
                 u32 al = 0, nsym = 0;
-                const u32 h = zstd_read_ncount(sh, s + 1, hb, 63, 6, &al, &nsym);
-                if (h == 0) break;
+                const u32 desc = zstd_read_ncount(sh, s + 1, hb, 63, 6, &al, &nsym);
+                if (desc == 0) break;
                 zstd_build_fse(sh, sh.wt, al, nsym);
                 ZBits b;
-                if (!zb_init(b, s + 1 + h, hb - h)) break;
+                if (!zb_init(b, s + 1 + desc, hb - desc)) break;
                 // Two states take turns, each read after the other's (libzstd's FSE_decompress): when a
                 // read runs past the stream's start, the other state's symbol is the last.
                 u32 st[2];
