@@ -620,11 +620,11 @@ impl FromStr for ZstdDecoders {
         match s.trim() {
             "gp_unzstd" => Ok(ZstdDecoders::Own),
             "nvcomp" => Ok(ZstdDecoders::Nvcomp),
-            other if other.starts_with("blocks:") => {
-                let kib = other["blocks:".len()..].parse::<u32>().ok().filter(|k| *k <= 1 << 21);
-                Ok(ZstdDecoders::Blocks(kib.ok_or_else(why)?))
-            }
             other => {
+                if let Some(kib) = other.strip_prefix("blocks:") {
+                    let kib = kib.parse::<u32>().ok().filter(|k| *k <= 1 << 21);
+                    return Ok(ZstdDecoders::Blocks(kib.ok_or_else(why)?));
+                }
                 let n = other.strip_prefix("split:").ok_or_else(why)?;
                 let p = n.parse::<u8>().ok().filter(|p| *p <= 100).ok_or_else(why)?;
                 Ok(ZstdDecoders::Split(p))

@@ -331,7 +331,8 @@ mod tests {
     /// `gp_unzstd_blocks` over the same cases and the faulted ones: the same status as `gp_unzstd`
     /// for every body (so where it falls back to the whole decode, nothing changes), and libzstd's
     /// output where it takes one. Told not to fall back, its blocks' decode alone must take every
-    /// single-frame body of several blocks that libzstd wrote, and nothing libzstd refuses.
+    /// single-frame body of several blocks that `gp_unzstd` takes (but where its checkpoints would not
+    /// fit its scratch), and nothing libzstd refuses.
     #[test]
     fn the_blocks_kernel_decodes_as_gp_unzstd_does() {
         use crate::decode::kernels::emu;

@@ -427,18 +427,18 @@ pub(crate) fn run_validate_emulated(
 /// threads each, every body at the end of its allocation and every output an allocation of exactly the
 /// declared size: each status and output buffer (0xab where nothing was written).
 pub(crate) fn run_unsnap_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
-    run_body_decoder_emulated("unsnap", items)
+    run_body_decoder_emulated("unsnap", items, false)
 }
 
 /// `gp_snappy_literals` run in the emulation as [`run_unsnap_emulated`] runs `gp_unsnap` (its grid:
 /// `snappy_literals::plan`'s blocks of `snappy_literals::THREADS` threads).
 pub(crate) fn run_literals_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
-    run_body_decoder_emulated("literals", items)
+    run_body_decoder_emulated("literals", items, false)
 }
 
 /// `gp_unzstd` run in the emulation as [`run_unsnap_emulated`] runs `gp_unsnap` (a warp per body).
 pub(crate) fn run_unzstd_emulated(items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
-    run_body_decoder_emulated("unzstd", items)
+    run_body_decoder_emulated("unzstd", items, false)
 }
 
 /// `gp_unzstd_blocks` run in the emulation as [`run_unzstd_emulated`] runs `gp_unzstd`, each body's
@@ -454,16 +454,19 @@ pub(crate) fn run_unzstd_blocks_emulated(items: &[(u64, Vec<u8>)], whole: bool) 
             "unzstd_blocks_planned"
         },
         items,
+        true,
     )
 }
 
-fn run_body_decoder_emulated(mode: &str, items: &[(u64, Vec<u8>)]) -> Vec<(u32, Vec<u8>)> {
+/// Runs the driver's body decoder `mode` over `items`; `scratch`: each item's declared size is
+/// followed by its scratch bytes (`gp_unzstd_blocks`).
+fn run_body_decoder_emulated(mode: &str, items: &[(u64, Vec<u8>)], scratch: bool) -> Vec<(u32, Vec<u8>)> {
     let bin = driver().expect("emulation available");
     let mut input = b"GPUNS1".to_vec();
     put_u32(&mut input, items.len() as u32);
     for (dst_len, body) in items {
         put_u64(&mut input, *dst_len);
-        if mode.starts_with("unzstd_blocks") {
+        if scratch {
             put_u64(&mut input, crate::decode::layout::zstd_blocks::scratch_bytes(*dst_len));
         }
         put_u64(&mut input, body.len() as u64);

@@ -675,12 +675,22 @@ struct ZSeqs {
     u32 mask_ll, mask_ml, mask_of;
 };
 
-// Starts z over the bitstream s[0, len) with tables of logs[0..3) (LL, ML, OF): false when the stream
-// has no sentinel.
-__device__ inline bool zstd_seqs_init(ZSeqs& z, const u8* s, u32 len, const u32* logs) {
+// Gives z its tables (LL, ML, OF, of logs[0..3)) and sh's length codes.
+__device__ inline void zstd_seqs_tables(ZSeqs& z, const ZstdShared& sh, const ZFse* ll, const ZFse* ml, const ZFse* of,
+                                        const u32* logs) {
+    z.ll = ll;
+    z.ml = ml;
+    z.of = of;
+    z.code_ll = sh.code[0];
+    z.code_ml = sh.code[1];
     z.mask_ll = (1u << logs[0]) - 1;
     z.mask_ml = (1u << logs[1]) - 1;
     z.mask_of = (1u << logs[2]) - 1;
+}
+
+// Starts z (its tables given, logs[0..3) their logs) over the bitstream s[0, len): false when the
+// stream has no sentinel.
+__device__ inline bool zstd_seqs_init(ZSeqs& z, const u8* s, u32 len, const u32* logs) {
     if (!zb_init(z.bits, s, len)) return false;
     z.s_ll = zb_read(z.bits, logs[0]);
     zb_reload(z.bits);
@@ -891,11 +901,7 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
         ZSeqs z;
         ZHand h = {};
         if (lane == 0) {
-            z.ll = sh.ll;
-            z.ml = sh.ml;
-            z.of = sh.of;
-            z.code_ll = sh.code[0];
-            z.code_ml = sh.code[1];
+            zstd_seqs_tables(z, sh, sh.ll, sh.ml, sh.of, logs);
             h.status = zstd_seqs_init(z, b + hd.q, bs - hd.q, logs) ? VALIDATE_OK : ZSTD_CORRUPT;
         }
         const u32 init = zstd_hand_over(sh, h, lane).status;
@@ -1179,16 +1185,10 @@ __device__ inline u32 zbl_resolve(u32 v, const ZRep& e) {
     return (slot == 0 ? e.r0 : (slot == 1 ? e.r1 : e.r2)) - m;
 }
 
-__device__ inline void zbl_sequences_at(ZSeqs& z, const ZstdShared& sh, const ZFse* t, const u8* s, const u32* logs) {
-    z.bits.s = s;
-    z.ll = t;
-    z.ml = t + (1u << logs[0]);
-    z.of = z.ml + (1u << logs[1]);
-    z.code_ll = sh.code[0];
-    z.code_ml = sh.code[1];
-    z.mask_ll = (1u << logs[0]) - 1;
-    z.mask_ml = (1u << logs[1]) - 1;
-    z.mask_of = (1u << logs[2]) - 1;
+// Gives z a block's tables, kept one after another from t.
+__device__ inline void zbl_tables(ZSeqs& z, const ZstdShared& sh, const ZFse* t, const u32* logs) {
+    const ZFse* ml = t + (1u << logs[0]);
+    zstd_seqs_tables(z, sh, t, ml, ml + (1u << logs[1]), logs);
 }
 
 // Decodes the body as above: false where it did not (the output is then partly written).
@@ -1289,7 +1289,7 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
         const ZBlockPlan r = plan[k];
         if (r.type != 2 || r.nseq == 0) continue;
         ZSeqs z;
-        zbl_sequences_at(z, sh, tabs + r.tab, s + r.at + r.q, r.logs);
+        zbl_tables(z, sh, tabs + r.tab, r.logs);
         if (!zstd_seqs_init(z, s + r.at + r.q, r.size - r.q, r.logs)) {
             bad = true;
             continue;
@@ -1338,7 +1338,8 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
             if (cnt > 0) {
                 const ZCheck c = cks[r.ck0 + mine / ZBL_CHECK_SEQS];
                 ZSeqs z;
-                zbl_sequences_at(z, sh, tabs + r.tab, s + r.at + r.q, r.logs);
+                zbl_tables(z, sh, tabs + r.tab, r.logs);
+                z.bits.s = s + r.at + r.q;
                 z.bits.c = c.c;
                 z.bits.ptr = c.ptr;
                 z.bits.used = c.used;

@@ -243,11 +243,15 @@ int validate_main(const char* in_path, const char* out_path) {
     return 0;
 }
 
-// gp_unsnap (or, `literals`, gp_snappy_literals) over items read from `in_path`: each body at the end
-// of an allocation, each output an allocation of exactly its declared size (so ASan sees a read or
-// write past either).
-int unsnap_main(const char* in_path, const char* out_path, bool literals, bool zstd = false,
-                bool zstd_blocks = false, bool whole = true) {
+// Which body decoder unsnap_main launches.
+enum class BodyKernel { Unsnap, Literals, Unzstd, UnzstdBlocks, UnzstdBlocksPlanned };
+
+// The body decoder `kernel` over items read from `in_path`: each body at the end of an allocation,
+// each output (and gp_unzstd_blocks' scratch) an allocation of exactly its size (so ASan sees a read
+// or write past any).
+
+int unsnap_main(const char* in_path, const char* out_path, BodyKernel kernel) {
+    const bool zstd_blocks = kernel == BodyKernel::UnzstdBlocks || kernel == BodyKernel::UnzstdBlocksPlanned;
     uint32_t n = 0;
     FILE* in = open_items(in_path, "GPUNS1", &n);
     if (!in) return 2;
@@ -273,7 +277,7 @@ int unsnap_main(const char* in_path, const char* out_path, bool literals, bool z
         items[i].status = ~0u;
     }
     std::fclose(in);
-    if (n && literals) {
+    if (n && kernel == BodyKernel::Literals) {
         // The host's plan (layout.rs snappy_literals::plan): one body's blocks after another's.
         u64 blocks = 0;
         for (auto& it : items) {
@@ -283,8 +287,8 @@ int unsnap_main(const char* in_path, const char* out_path, bool literals, bool z
         emu::launch(gp_snappy_literals, (u32)blocks, SNAPPY_LITERALS_THREADS, items.data(), n);
     } else if (n && zstd_blocks) {
         emu::launch(gp_unzstd_blocks, n, UNZSTD_THREADS, items.data(), n, (const u64*)scratch_at.data(),
-                   (u32)whole);
-    } else if (n && zstd) {
+                    (u32)(kernel == BodyKernel::UnzstdBlocks));
+    } else if (n && kernel == BodyKernel::Unzstd) {
         emu::launch(gp_unzstd, n, UNZSTD_THREADS, items.data(), n);
     } else if (n) {
         emu::launch(gp_unsnap, n, UNSNAP_THREADS, items.data(), n);
@@ -583,13 +587,15 @@ int main(int argc, char** argv) {
     if (argc == 4 && std::string(argv[1]) == "nested") return nested_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "wsnap") return wsnap_main(argv[2], argv[3]);
     if (argc == 4 && std::string(argv[1]) == "validate") return validate_main(argv[2], argv[3]);
-    if (argc == 4 && std::string(argv[1]) == "unsnap") return unsnap_main(argv[2], argv[3], false);
-    if (argc == 4 && std::string(argv[1]) == "literals") return unsnap_main(argv[2], argv[3], true);
-    if (argc == 4 && std::string(argv[1]) == "unzstd") return unsnap_main(argv[2], argv[3], false, true);
-    if (argc == 4 && std::string(argv[1]) == "unzstd_blocks")
-        return unsnap_main(argv[2], argv[3], false, false, true);
-    if (argc == 4 && std::string(argv[1]) == "unzstd_blocks_planned")
-        return unsnap_main(argv[2], argv[3], false, false, true, false);
+    const std::pair<const char*, BodyKernel> body_kernels[] = {
+        {"unsnap", BodyKernel::Unsnap},
+        {"literals", BodyKernel::Literals},
+        {"unzstd", BodyKernel::Unzstd},
+        {"unzstd_blocks", BodyKernel::UnzstdBlocks},
+        {"unzstd_blocks_planned", BodyKernel::UnzstdBlocksPlanned},
+    };
+    for (const auto& [name, kernel] : body_kernels)
+        if (argc == 4 && std::string(argv[1]) == name) return unsnap_main(argv[2], argv[3], kernel);
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;
