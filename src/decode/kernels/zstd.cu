@@ -1313,6 +1313,8 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
         if (!zb_end(z.bits)) bad = true;
     }
     if (__ballot_sync(0xffffffffu, bad)) return false;
+    // The checkpoints one lane wrote, other lanes read (a vote orders no memory).
+    __syncwarp();
     // ---- 4. execution ----
     u64 out = 0;
     ZRep rep = {1, 4, 8};  // every lane's copy alike
@@ -1355,6 +1357,8 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
                 rd.exit[lane] = sym;
             }
             if (__ballot_sync(0xffffffffu, wrong)) return false;
+            // A vote orders no memory: lane 0 reads every lane's rd.exit below (racecheck, run BD).
+            __syncwarp();
             const u32 batches = min(32u, (r.nseq - first + ZBL_CHECK_SEQS - 1) / ZBL_CHECK_SEQS);
             if (lane == 0) {
                 ZRep e = rep;
