@@ -58,8 +58,16 @@ struct ZHand {
 };
 
 struct ZstdShared {
-    u16 huf[1u << ZSTD_HUF_LOG_MAX];  // symbol | bits << 8, indexed by the next huf_log bits
-    ZFse ll[1u << ZSTD_LL_LOG], ml[1u << ZSTD_ML_LOG], of[1u << ZSTD_OF_LOG];
+    // The decoding tables. gp_unzstd_blocks keeps a round's literal and match lengths in their room
+    // once every block's literals are decoded and its tables copied to scratch (ZRound): 8 kB less a
+    // warp, so more warps an SM.
+    union {
+        struct {
+            u16 huf[1u << ZSTD_HUF_LOG_MAX];  // symbol | bits << 8, indexed by the next huf_log bits
+            ZFse ll[1u << ZSTD_LL_LOG], ml[1u << ZSTD_ML_LOG], of[1u << ZSTD_OF_LOG];
+        } dec;
+        u32 lengths[2 * 1024];
+    };
     ZFse wt[64];  // the Huffman weights' table (accuracy log 6 at most)
     u32 code[2][53];  // each literal-length and match-length code's baseline | extra bits << 24
     short norm[64];
@@ -304,7 +312,7 @@ __device__ inline void zstd_default_norm(ZstdShared& sh, u32 kind, u32* log, u32
 // description takes, or ~0u when invalid. *log keeps the table's log (unchanged on Repeat). Lane 0.
 __device__ inline u32 zstd_seq_table(ZstdShared& sh, u32 kind, u32 mode, const u8* s, u32 len, bool repeat_ok,
                                      u32* log) {
-    ZFse* t = kind == 0 ? sh.ll : (kind == 1 ? sh.ml : sh.of);
+    ZFse* t = kind == 0 ? sh.dec.ll : (kind == 1 ? sh.dec.ml : sh.dec.of);
     const u32 max_sym = kind == 0 ? 35 : (kind == 1 ? 52 : 31);
     const u32 max_log = kind == 0 ? ZSTD_LL_LOG : (kind == 1 ? ZSTD_ML_LOG : ZSTD_OF_LOG);
     u32 nsym = 0;
@@ -335,7 +343,7 @@ __device__ inline u32 zstd_seq_table(ZstdShared& sh, u32 kind, u32 mode, const u
 
 // ---- Huffman tables (libzstd's HUF_readStats and HUF_readDTableX1) ----
 
-// Reads the tree description at s[0, len) and builds sh.huf: the description's byte length, or 0 when
+// Reads the tree description at s[0, len) and builds sh.dec.huf: the description's byte length, or 0 when
 // invalid. *log gets the table's log. The whole warp.
 __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u32* log, u32 lane) {
     ZHand h = {};
@@ -446,7 +454,7 @@ __device__ inline u32 zstd_read_huffman(ZstdShared& sh, const u8* s, u32 len, u3
         if (w == 0) continue;
         const u32 first = sh.sym_start[n], count = (1u << w) >> 1;
         const u16 e = (u16)(n | ((tl + 1 - w) << 8));
-        for (u32 k = 0; k < count; k++) sh.huf[first + k] = e;
+        for (u32 k = 0; k < count; k++) sh.dec.huf[first + k] = e;
     }
     __syncwarp();
     *log = tl;
@@ -461,7 +469,7 @@ __device__ inline bool zstd_huffman_stream(const ZstdShared& sh, const u8* s, u3
     if (!zb_init(b, s, len)) return false;
     for (u32 k = 0; k < count; k++) {
         zb_need(b, log);
-        const u16 e = sh.huf[zb_peek(b, log)];
+        const u16 e = sh.dec.huf[zb_peek(b, log)];
         out[k] = (u8)e;
         b.used += e >> 8;
     }
@@ -901,7 +909,7 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
         ZSeqs z;
         ZHand h = {};
         if (lane == 0) {
-            zstd_seqs_tables(z, sh, sh.ll, sh.ml, sh.of, logs);
+            zstd_seqs_tables(z, sh, sh.dec.ll, sh.dec.ml, sh.dec.of, logs);
             h.status = zstd_seqs_init(z, b + hd.q, bs - hd.q, logs) ? VALIDATE_OK : ZSTD_CORRUPT;
         }
         const u32 init = zstd_hand_over(sh, h, lane).status;
@@ -1173,11 +1181,13 @@ __device__ inline u64 zbl_plans(u64 dst_len) { return dst_len / ZBL_PLAN_OUT + 2
 __device__ inline u64 zbl_entries(u64 dst_len) { return (dst_len / ZBL_TABLE_OUT + 2) * ZBL_TABLE_SET; }
 __device__ inline u64 zbl_checks(u64 dst_len) { return dst_len / ZBL_CHECK_OUT + zbl_plans(dst_len); }
 
-// A round's sequences, a lane's batch after another's, and the repeat offsets around each batch.
+// A round's sequences, a lane's batch after another's, and the repeat offsets around each batch. Their
+// literal and match lengths are in ZstdShared::lengths (the decoding tables' room), idle by then.
 struct ZRound {
-    u32 ll[ZBL_ROUND], ml[ZBL_ROUND], off[ZBL_ROUND];
+    u32 off[ZBL_ROUND];
     ZRep exit[32], entry[33];
 };
+static_assert(sizeof(ZstdShared::lengths) == 2 * ZBL_ROUND * sizeof(u32), "a round's lengths fill ZstdShared::lengths");
 
 __device__ inline u32 zbl_resolve(u32 v, const ZRep& e) {
     if (!(v & 0x80000000u)) return v;
@@ -1266,9 +1276,9 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
             tab += n_ll + n_ml + n_of;
             if (tab > entries) return false;
             ZFse* to = tabs + at;
-            for (u32 e = lane; e < n_ll; e += 32) to[e] = sh.ll[e];
-            for (u32 e = lane; e < n_ml; e += 32) to[n_ll + e] = sh.ml[e];
-            for (u32 e = lane; e < n_of; e += 32) to[n_ll + n_ml + e] = sh.of[e];
+            for (u32 e = lane; e < n_ll; e += 32) to[e] = sh.dec.ll[e];
+            for (u32 e = lane; e < n_ml; e += 32) to[n_ll + e] = sh.dec.ml[e];
+            for (u32 e = lane; e < n_of; e += 32) to[n_ll + n_ml + e] = sh.dec.of[e];
         }
         if (lane == 0) {
             plan[k].tab = (u32)at;
@@ -1319,6 +1329,9 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
     u64 out = 0;
     ZRep rep = {1, 4, 8};  // every lane's copy alike
     const ZBatch bt0 = {nullptr, nullptr, nullptr, sh.start, sh.lit_at, sh.stage, sh.lit_stage};
+    // The decoding tables are idle from here (every block's are in scratch): a round's lengths go there.
+    u32* const round_ll = sh.lengths;
+    u32* const round_ml = sh.lengths + ZBL_ROUND;
     for (u32 k = 0; k < nb; k++) {
         const ZBlockPlan r = plan[k];
         const u64 limit = r.lit_end;
@@ -1352,7 +1365,7 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
                 for (u32 t = 0; t < cnt; t++) {
                     if (z.of[z.s_of & z.mask_of].sym > 30) wrong = true;
                     const u32 at = lane * ZBL_CHECK_SEQS + t;
-                    zstd_next_sequence(z, sym, mine + t + 1 < r.nseq, &rd.ll[at], &rd.ml[at], &rd.off[at]);
+                    zstd_next_sequence(z, sym, mine + t + 1 < r.nseq, &round_ll[at], &round_ml[at], &rd.off[at]);
                 }
                 rd.exit[lane] = sym;
             }
@@ -1382,8 +1395,8 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
             for (u32 j = 0; j < batches; j++) {
                 const u32 k2 = min(ZBL_CHECK_SEQS, r.nseq - (first + j * ZBL_CHECK_SEQS));
                 ZBatch bt = bt0;
-                bt.ll = rd.ll + j * ZBL_CHECK_SEQS;
-                bt.ml = rd.ml + j * ZBL_CHECK_SEQS;
+                bt.ll = round_ll + j * ZBL_CHECK_SEQS;
+                bt.ml = round_ml + j * ZBL_CHECK_SEQS;
                 bt.off = rd.off + j * ZBL_CHECK_SEQS;
                 if (!zstd_run_batch(bt, k2, d, &out, lits, &lit_used, r.rs, 0, limit, lane)) return false;
             }
