@@ -89,6 +89,7 @@ struct ZBits {
     u64 c;        // bytes [ptr, ptr + 8) as a little-endian word (zero above a stream under 8 bytes)
     u32 ptr;
     u32 used;  // bits consumed from the top of c
+    u32 len;   // the stream's bytes (reloads read none outside them)
 };
 
 #define ZB_UNFINISHED 0u
@@ -96,21 +97,33 @@ struct ZBits {
 #define ZB_COMPLETED 2u
 #define ZB_OVERFLOW 3u
 
-__device__ inline u64 zb_load8(const u8* s) {
+// Bytes [b.ptr, b.ptr + 8) of the stream (inside it) as a little-endian word. A byte load each is a
+// long chain of loads on the decoder's path: the two aligned words around them are read instead where
+// both lie inside the stream (one word where the first byte is aligned), else the bytes one by one.
+__device__ inline u64 zb_load8(const ZBits& b) {
+    const u8* at = b.s + b.ptr;
+    const u32 mis = (u32)((unsigned long long)at & 7);
+    if (mis <= b.ptr && b.ptr - mis + (mis ? 16 : 8) <= b.len) {
+        const u64* w = (const u64*)(at - mis);
+        const u64 lo = w[0], up = w[mis != 0];
+        // Shifted left in two steps, so that an aligned word (mis 0) takes nothing from up.
+        return (lo >> (8 * mis)) | ((up << (63 - 8 * mis)) << 1);
+    }
     u64 v = 0;
 #pragma unroll
-    for (int i = 0; i < 8; i++) v |= (u64)s[i] << (8 * i);
+    for (int i = 0; i < 8; i++) v |= (u64)at[i] << (8 * i);
     return v;
 }
 
 // False for an empty stream or one whose last byte holds no sentinel.
 __device__ inline bool zb_init(ZBits& b, const u8* s, u32 len) {
     b.s = s;
+    b.len = len;
     if (len == 0 || s[len - 1] == 0) return false;
     const u32 high = 31 - __clz((int)s[len - 1]);
     if (len >= 8) {
         b.ptr = len - 8;
-        b.c = zb_load8(s + b.ptr);
+        b.c = zb_load8(b);
         b.used = 8 - high;
     } else {
         b.ptr = 0;
@@ -126,7 +139,7 @@ __device__ inline u32 zb_reload(ZBits& b) {
     if (b.ptr >= 8) {
         b.ptr -= b.used >> 3;
         b.used &= 7;
-        b.c = zb_load8(b.s + b.ptr);
+        b.c = zb_load8(b);
         return ZB_UNFINISHED;
     }
     if (b.ptr == 0) return b.used < 64 ? ZB_END_OF_BUFFER : ZB_COMPLETED;
@@ -138,7 +151,7 @@ __device__ inline u32 zb_reload(ZBits& b) {
     }
     b.ptr -= nb;
     b.used -= nb * 8;
-    b.c = zb_load8(b.s + b.ptr);
+    b.c = zb_load8(b);
     return r;
 }
 
@@ -1340,6 +1353,7 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
                 ZSeqs z;
                 zbl_tables(z, sh, tabs + r.tab, r.logs);
                 z.bits.s = s + r.at + r.q;
+                z.bits.len = r.size - r.q;
                 z.bits.c = c.c;
                 z.bits.ptr = c.ptr;
                 z.bits.used = c.used;
