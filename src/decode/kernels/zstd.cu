@@ -75,8 +75,6 @@ struct ZstdShared {
     u8 weights[256];
     u16 sym_start[256];
     u32 seq_ll[32], seq_ml[32], seq_off[32];
-    u32 start[33];
-    u32 lit_at[32];  // a batch's sequences' first literal in lit_stage
     u8 stage[ZSTD_STAGE];
     u8 lit_stage[ZSTD_STAGE];
     ZHand hand;
@@ -97,6 +95,7 @@ struct ZBits {
     u64 c;        // bytes [ptr, ptr + 8) as a little-endian word (zero above a stream under 8 bytes)
     u32 ptr;
     u32 used;  // bits consumed from the top of c
+    u32 len;   // the stream's bytes (reloads read none outside them)
 };
 
 #define ZB_UNFINISHED 0u
@@ -104,21 +103,33 @@ struct ZBits {
 #define ZB_COMPLETED 2u
 #define ZB_OVERFLOW 3u
 
-__device__ inline u64 zb_load8(const u8* s) {
+// Bytes [b.ptr, b.ptr + 8) of the stream (inside it) as a little-endian word. A byte load each is a
+// long chain of loads on the decoder's path: the two aligned words around them are read instead where
+// both lie inside the stream (one word where the first byte is aligned), else the bytes one by one.
+__device__ inline u64 zb_load8(const ZBits& b) {
+    const u8* at = b.s + b.ptr;
+    const u32 mis = (u32)((unsigned long long)at & 7);
+    if (mis <= b.ptr && b.ptr - mis + (mis ? 16 : 8) <= b.len) {
+        const u64* w = (const u64*)(at - mis);
+        const u64 lo = w[0], up = w[mis != 0];
+        // Shifted left in two steps, so that an aligned word (mis 0) takes nothing from up.
+        return (lo >> (8 * mis)) | ((up << (63 - 8 * mis)) << 1);
+    }
     u64 v = 0;
 #pragma unroll
-    for (int i = 0; i < 8; i++) v |= (u64)s[i] << (8 * i);
+    for (int i = 0; i < 8; i++) v |= (u64)at[i] << (8 * i);
     return v;
 }
 
 // False for an empty stream or one whose last byte holds no sentinel.
 __device__ inline bool zb_init(ZBits& b, const u8* s, u32 len) {
     b.s = s;
+    b.len = len;
     if (len == 0 || s[len - 1] == 0) return false;
     const u32 high = 31 - __clz((int)s[len - 1]);
     if (len >= 8) {
         b.ptr = len - 8;
-        b.c = zb_load8(s + b.ptr);
+        b.c = zb_load8(b);
         b.used = 8 - high;
     } else {
         b.ptr = 0;
@@ -134,7 +145,7 @@ __device__ inline u32 zb_reload(ZBits& b) {
     if (b.ptr >= 8) {
         b.ptr -= b.used >> 3;
         b.used &= 7;
-        b.c = zb_load8(b.s + b.ptr);
+        b.c = zb_load8(b);
         return ZB_UNFINISHED;
     }
     if (b.ptr == 0) return b.used < 64 ? ZB_END_OF_BUFFER : ZB_COMPLETED;
@@ -146,7 +157,7 @@ __device__ inline u32 zb_reload(ZBits& b) {
     }
     b.ptr -= nb;
     b.used -= nb * 8;
-    b.c = zb_load8(b.s + b.ptr);
+    b.c = zb_load8(b);
     return r;
 }
 
@@ -768,16 +779,25 @@ __device__ inline void zstd_next_sequence(ZSeqs& z, ZRep& rep, bool more, u32* l
 // written through.
 struct ZBatch {
     const u32 *ll, *ml, *off;
-    u32* start;   // 33 entries
-    u32* lit_at;  // 32
-    u8* stage;    // ZSTD_STAGE bytes
+    u8* stage;  // ZSTD_STAGE bytes
     u8* lit_stage;
 };
+
+// The OR of v over the warp (a shuffle tree before sm_80, which has no warp reduction).
+__device__ inline u32 zstd_warp_or(u32 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    for (int o = 16; o > 0; o >>= 1) v |= __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+#else
+    return __reduce_or_sync(0xffffffffu, v);
+#endif
+}
 
 // Writes the batch's k sequences to d[*out_io, ...), their literals from lits[*lit_used_io, rs),
 // advancing both: false when a sequence is invalid (its literals past rs, its offset 0 or before
 // frame_start, or its end plus the block's literals after it past dst_len, so that no write reaches a
-// literal not yet read). The whole warp, with the same arguments.
+// literal not yet read; or empty, which no Zstd sequence is: a match is 3 bytes at least). The whole
+// warp, with the same arguments.
 __device__ inline bool zstd_run_batch(const ZBatch& bt, u32 k, u8* d, u64* out_io, const u8* lits, u32* lit_used_io,
                                       u32 rs, u64 frame_start, u64 dst_len, u32 lane) {
     const u64 out = *out_io;
@@ -803,15 +823,11 @@ __device__ inline bool zstd_run_batch(const ZBatch& bt, u32 k, u8* d, u64* out_i
     if (lane < k) {
         const u64 lit_end = (u64)lit_used + lit_before + ll;
         const u64 mstart = out + len_before + ll;
-        bad = lit_end > rs || off == 0 || off > mstart - frame_start || mstart + ml + (rs - lit_end) > dst_len;
+        bad = lit_end > rs || off == 0 || off > mstart - frame_start || mstart + ml + (rs - lit_end) > dst_len ||
+              ll + ml == 0;
     }
     if (__ballot_sync(0xffffffffu, bad)) return false;
     if (total <= ZSTD_STAGE) {
-        if (lane < k) {
-            bt.start[lane] = len_before;
-            bt.lit_at[lane] = lit_before;
-        }
-        if (lane == 0) bt.start[k] = total;
         // The batch's literals, staged (they follow each other in the block's).
         for (u32 p0 = lane; p0 < lits_total; p0 += 128) {
             u8 v[4];
@@ -822,30 +838,44 @@ __device__ inline bool zstd_run_batch(const ZBatch& bt, u32 k, u8* d, u64* out_i
                 if (p0 + 32 * i < lits_total) bt.lit_stage[p0 + 32 * i] = v[i];
         }
         __syncwarp();
-        // Literal bytes, and match bytes whose source is before the batch: four bytes a lane at a time,
-        // their loads from the output issued together.
-        u32 s = 0;
-        for (u32 p0 = lane; p0 < total; p0 += 128) {
+        // Each lane's sequence as its bytes look it up: where its match starts in the batch, and the
+        // match bytes before it (so that its literal byte p is staged literal p less those).
+        const u32 mst = len_before + ll, mb = len_before - lit_before;
+        // Literal bytes, and match bytes whose source is before the batch: four windows of 32 bytes a
+        // round, byte base + lane in each, their loads from the output issued together. A byte's
+        // sequence is the last to start at or before it, found for the whole window at once (no walk
+        // through the starts): the last starting at or before base (a ballot; sequence 0 starts at 0),
+        // then one more for each start in (base, byte] (a bit at each start in the window: the starts
+        // differ, every sequence being checked above to be non-empty).
+        for (u32 r0 = 0; r0 < total; r0 += 128) {
+            const u32 p0 = r0 + lane;
             u64 from[4];
             u32 kind[4];  // 0: waits for the batch, 1: a literal, 2: an earlier output byte
 #pragma unroll
             for (u32 i = 0; i < 4; i++) {
-                const u32 p = p0 + 32 * i;
+                const u32 base = r0 + 32 * i, p = base + lane;
                 kind[i] = 0;
                 from[i] = 0;
-                if (p < total) {
-                    while (bt.start[s + 1] <= p) s++;
-                    const u32 r = p - bt.start[s], sll = bt.ll[s];
-                    if (r < sll) {
-                        kind[i] = 1;
-                        from[i] = bt.lit_at[s] + r;
-                    } else {
-                        const u32 kk = r - sll, o = bt.off[s];
-                        const u32 m = kk < o ? kk : kk % o;
-                        const u64 src = out + bt.start[s] + sll + m - o;
-                        if (src < out) {
-                            kind[i] = 2;
-                            from[i] = src;
+                if (base < total) {  // the same for the whole warp, which the shuffles need
+                    const u32 before = __ballot_sync(0xffffffffu, lane < k && len_before <= base);
+                    // len_before - base - 1 < 31: base < len_before < base + 32.
+                    const u32 inside =
+                        zstd_warp_or(lane < k && len_before - base - 1 < 31 ? 1u << (len_before - base) : 0);
+                    const u32 j = __popc(before) - 1 + __popc(inside & (0xffffffffu >> (31 - lane)));
+                    const u32 jm = __shfl_sync(0xffffffffu, mst, j), jb = __shfl_sync(0xffffffffu, mb, j);
+                    const u32 o = __shfl_sync(0xffffffffu, off, j);
+                    if (p < total) {
+                        if (p < jm) {
+                            kind[i] = 1;
+                            from[i] = p - jb;
+                        } else {
+                            const u32 kk = p - jm;
+                            const u32 m = kk < o ? kk : kk % o;
+                            const u64 src = out + jm + m - o;
+                            if (src < out) {
+                                kind[i] = 2;
+                                from[i] = src;
+                            }
                         }
                     }
                 }
@@ -858,15 +888,16 @@ __device__ inline bool zstd_run_batch(const ZBatch& bt, u32 k, u8* d, u64* out_i
                 if (kind[i]) bt.stage[p0 + 32 * i] = v[i];
         }
         __syncwarp();
-        // Matches reaching into the batch, in order.
+        // Matches reaching into the batch, in order (waiting is the warp's, and so are the shuffles).
         u32 waiting = __ballot_sync(0xffffffffu, lane < k && ml > 0 && (u64)len_before + ll + min(ml, off) > off);
         while (waiting) {
             const u32 j = __ffs((int)waiting) - 1;
             waiting &= waiting - 1;
-            const u32 mst = bt.start[j] + bt.ll[j], o = bt.off[j], mlen = bt.ml[j];
+            const u32 jm = __shfl_sync(0xffffffffu, mst, j), o = __shfl_sync(0xffffffffu, off, j);
+            const u32 mlen = __shfl_sync(0xffffffffu, ml, j);
             for (u32 kk = lane; kk < mlen; kk += 32) {
                 const u32 m = kk < o ? kk : kk % o;
-                if (mst + m >= o) bt.stage[mst + kk] = bt.stage[mst + m - o];
+                if (jm + m >= o) bt.stage[jm + kk] = bt.stage[jm + m - o];
             }
             __syncwarp();
         }
@@ -914,7 +945,7 @@ __device__ inline u32 zstd_block(ZstdShared& sh, const u8* b, u32 bs, u8* d, u64
         }
         const u32 init = zstd_hand_over(sh, h, lane).status;
         if (init != VALIDATE_OK) return init;
-        const ZBatch bt = {sh.seq_ll, sh.seq_ml, sh.seq_off, sh.start, sh.lit_at, sh.stage, sh.lit_stage};
+        const ZBatch bt = {sh.seq_ll, sh.seq_ml, sh.seq_off, sh.stage, sh.lit_stage};
         for (u32 done = 0; done < nseq; done += 32) {
             const u32 k = min(32u, nseq - done);
             if (lane == 0) {
@@ -1328,7 +1359,7 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
     // ---- 4. execution ----
     u64 out = 0;
     ZRep rep = {1, 4, 8};  // every lane's copy alike
-    const ZBatch bt0 = {nullptr, nullptr, nullptr, sh.start, sh.lit_at, sh.stage, sh.lit_stage};
+    const ZBatch bt0 = {nullptr, nullptr, nullptr, sh.stage, sh.lit_stage};
     // The decoding tables are idle from here (every block's are in scratch): a round's lengths go there.
     u32* const round_ll = sh.lengths;
     u32* const round_ml = sh.lengths + ZBL_ROUND;
@@ -1355,6 +1386,7 @@ __device__ inline bool zbl_body(ZstdShared& sh, ZRound& rd, const u8* s, u64 n, 
                 ZSeqs z;
                 zbl_tables(z, sh, tabs + r.tab, r.logs);
                 z.bits.s = s + r.at + r.q;
+                z.bits.len = r.size - r.q;
                 z.bits.c = c.c;
                 z.bits.ptr = c.ptr;
                 z.bits.used = c.used;
