@@ -610,7 +610,8 @@ impl ZstdDecoders {
 
 /// Where nvCOMP did not load, `gp_unzstd_blocks` takes the Zstd bodies of this many KiB of output or
 /// more by default (run BC, H100, `docs/runs/2026-12-07-run-BC.txt`: lineitem SF10 zstd decode alone
-/// in the read's steps 165.4 ms against 230.3 with `gp_unzstd` alone).
+/// in the read's steps 165.4 ms against 230.3 with `gp_unzstd` alone; run BE, after the batch lookup
+/// by ballot: 147.0-147.7 ms against 178.6-192.3 with every body to `gp_unzstd_blocks`).
 pub(crate) const BLOCKS_WITHOUT_NVCOMP_KIB: u32 = 256;
 
 impl FromStr for ZstdDecoders {
