@@ -19,6 +19,10 @@
 #   ncusec    what bounds chosen kernels (ncu's SpeedOfLight, Occupancy, LaunchStats, WarpStateStats;
 #             tools/ncu_sections.py: a line per launch) over one `read` of each of FILES: KERNELS, a regex
 #             of kernel names (default every gp_ kernel), LAUNCHES (default 16) after SKIP launches (0)
+#   ncusrc    where chosen kernels stall, by CUDA line: one launch of each of KERNELS (names, default
+#             gp_dict_indices; after SKIP launches, default 3) over one `read` of each of FILES under ncu's
+#             source counters (tools/ncu_source_lines.py: the TOP lines of most stall samples, default
+#             20; with $OUT set, the source page's CSV comes back as src_KERNEL.csv)
 #   steps     one `read --json` of each of FILES (default: both flat files; EXTRA: more read arguments)
 #             through tools/step_windows.py (each step's windows)
 #   pypaths   examples/compare_paths.py on the plain file (KvikIO ON/OFF/AUTO, cuDF where installed,
@@ -144,6 +148,21 @@ case "${1:-}" in
         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --csv --page details \
         $B/${BIN:-gpu-parquet} read $F/$f.parquet ${EXTRA:-} 2>/dev/null | python3 tools/ncu_sections.py
     done ;;
+  ncusrc)
+    # ncu finds the kernel files by the names the program's #line directives give them (file names
+    # alone), in the working directory.
+    cp src/decode/kernels/*.cu src/decode/kernels/*.cuh "$here/"
+    ncu=/usr/local/cuda/bin/ncu
+    for f in $files; do for k in ${KERNELS:-gp_dict_indices}; do
+      echo "== ncu source ${BIN:-gpu-parquet} read $f ${EXTRA:-} ($k, after ${SKIP:-3} launches)"
+      $ncu --kernel-name "$k" --launch-skip ${SKIP:-3} --launch-count 1 --section SourceCounters --section WarpStateStats \
+        --section SpeedOfLight --section Occupancy --import-source yes -f -o /tmp/ncusrc \
+        $B/${BIN:-gpu-parquet} read $F/$f.parquet ${EXTRA:-} > /dev/null 2>&1
+      $ncu -i /tmp/ncusrc.ncu-rep --csv --page details | python3 tools/ncu_sections.py
+      $ncu -i /tmp/ncusrc.ncu-rep --page source --csv --print-source cuda,sass > /tmp/ncusrc.csv
+      python3 tools/ncu_source_lines.py /tmp/ncusrc.csv ${TOP:-20}
+      if [ -n "${OUT:-}" ]; then cp /tmp/ncusrc.csv "$OUT/src_$k.csv"; fi
+    done; done ;;
   steps)
     for f in $files; do
       $B/gpu-parquet read $F/$f.parquet --json ${EXTRA:-} | python3 tools/step_windows.py
