@@ -18,8 +18,8 @@
 //   - its sequences are decoded by lane 0 (three FSE states over one backward bitstream, as libzstd's
 //     ZSTD_decodeSequence), 32 at a time into shared memory, and each batch is then written by the
 //     whole warp: when its output fits the stage (ZSTD_STAGE bytes), a lane per output byte (its
-//     sequence found by a vote over the batch's starts, not a walk: run BE, gp_unzstd alone 617.0 ms
-//     over lineitem SF10 zstd against 654.7) puts each
+//     sequence found by a vote over the batch's starts, not a walk; with the reloads by words, run BE:
+//     gp_unzstd alone 617.0 ms over lineitem SF10 zstd against 654.7) puts each
 //     literal and each match byte whose source lies before the batch into the stage, then the
 //     matches whose source lies in the batch take their bytes in order, each match by the whole warp
 //     (a match byte k copies byte start - offset + k mod offset: always before the match, so the bytes
