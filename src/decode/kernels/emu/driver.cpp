@@ -243,14 +243,13 @@ int validate_main(const char* in_path, const char* out_path) {
     return 0;
 }
 
-// Which body decoder unsnap_main launches.
+// Which body decoder body_kernel_main launches.
 enum class BodyKernel { Unsnap, Literals, Unzstd, UnzstdBlocks, UnzstdBlocksPlanned };
 
 // The body decoder `kernel` over items read from `in_path`: each body at the end of an allocation,
 // each output (and gp_unzstd_blocks' scratch) an allocation of exactly its size (so ASan sees a read
 // or write past any).
-
-int unsnap_main(const char* in_path, const char* out_path, BodyKernel kernel) {
+int body_kernel_main(const char* in_path, const char* out_path, BodyKernel kernel) {
     const bool zstd_blocks = kernel == BodyKernel::UnzstdBlocks || kernel == BodyKernel::UnzstdBlocksPlanned;
     uint32_t n = 0;
     FILE* in = open_items(in_path, "GPUNS1", &n);
@@ -595,7 +594,7 @@ int main(int argc, char** argv) {
         {"unzstd_blocks_planned", BodyKernel::UnzstdBlocksPlanned},
     };
     for (const auto& [name, kernel] : body_kernels)
-        if (argc == 4 && std::string(argv[1]) == name) return unsnap_main(argv[2], argv[3], kernel);
+        if (argc == 4 && std::string(argv[1]) == name) return body_kernel_main(argv[2], argv[3], kernel);
     if (argc != 3) return 2;
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;
