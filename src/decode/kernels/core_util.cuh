@@ -228,6 +228,7 @@ constexpr u32 HYB_WINDOW = BLOCK * HYB_ITEMS;
 constexpr u32 HYB_MAX_RUNS = 256;
 constexpr u32 HYB_STAGE = 2048;
 constexpr u32 HYB_MANY_HEADERS = 8;
+static_assert(HYB_STAGE % (4 * BLOCK) == 0, "hyb_stage loads whole words, as many per thread");
 // hop[o] of the header table: no run to hop over at o (see hyb_tabulate); else the offset after the run,
 // with HOP_RLE set for an RLE run.
 constexpr u16 HOP_NONE = 0xffff;
@@ -262,7 +263,7 @@ struct HybShared {
     u32 counts[HYB_ITEMS * NWARPS];
     u32 total;
     u32 present_base;
-    u8 stage[HYB_STAGE];
+    alignas(8) u8 stage[HYB_STAGE];  // read and written as words too
     // The header table over the stage (hyb_tabulate): for a header at offset o, the offset after its
     // run (hop), its values (vals, saturated at 0xffff) and its RLE value or its body's offset (pay).
     u16 hop[HYB_STAGE];
@@ -284,7 +285,7 @@ __device__ inline u32 hyb_byte(const HybShared& sh, const u8* base, u64 p) {
     return o < sh.stage_len ? sh.stage[o] : base[p];
 }
 
-// All threads: stages the bytes of the next window (from the carried bit-packed run's next value, or
+// All threads (BLOCK of them): stages the bytes of the next window (from the carried bit-packed run's next value, or
 // the next header) when the last window read more than one header; else no stage.
 __device__ inline void hyb_stage(HybShared& sh, const u8* base, u64 len) {
     const HybState s = sh.st;
@@ -293,7 +294,25 @@ __device__ inline void hyb_stage(HybShared& sh, const u8* base, u64 len) {
     if (s.headers > 1) {
         start = (s.run_left > 0 && !s.run_rle) ? s.run_bit >> 3 : s.pos;
         n = start < len ? (len - start < HYB_STAGE ? (u32)(len - start) : HYB_STAGE) : 0;
-        for (u32 i = threadIdx.x; i < n; i += blockDim.x) sh.stage[i] = base[start + i];
+        // As words (aligned loads, shifted together where the stream is not aligned: load_u32_in),
+        // every load issued before any store, then the last n % 4 bytes one by one. A thread's bytes
+        // one at a time, each load waiting for the store before it, took a sixth of gp_dict_indices'
+        // stall samples (run BF).
+        constexpr u32 PER_THREAD = HYB_STAGE / 4 / BLOCK;
+        const u64 lo = (u64)base, hi = lo + len, from = lo + start;
+        const u32 words = n >> 2;
+        u32 w[PER_THREAD];
+#pragma unroll
+        for (u32 j = 0; j < PER_THREAD; j++) {
+            const u32 i = j * BLOCK + threadIdx.x;
+            w[j] = i < words ? load_u32_in(from + 4 * (u64)i, lo, hi) : 0;
+        }
+#pragma unroll
+        for (u32 j = 0; j < PER_THREAD; j++) {
+            const u32 i = j * BLOCK + threadIdx.x;
+            if (i < words) ((u32*)sh.stage)[i] = w[j];
+        }
+        for (u32 i = 4 * words + threadIdx.x; i < n; i += BLOCK) sh.stage[i] = base[start + i];
     }
     if (threadIdx.x == 0) {
         sh.stage_start = start;

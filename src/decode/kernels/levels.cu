@@ -234,12 +234,14 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_indices(PageDesc* page
     const u32 tl = page.type_len;
     u8* out = (u8*)col.out_values + (u64)page.row_start * tl;
     u32 err_code = 0, err_at = 0;
-    if (t == 0) {
-        hyb_reset(sh);
-        sh.done = 0;
-    }
+    if (t == 0) hyb_reset(sh);
     __syncthreads();
-    while (!sh.done) {
+    // Each thread decides from the window's state whether the page ends there, right after the
+    // window's last barrier: no thread writes that state again before the next window's stage
+    // barrier, which each reaches only after reading it, so no barrier closes the window (two did,
+    // a third of its barriers).
+    bool done = false;
+    while (!done) {
         hyb_next_window(sh, base, len, bw, count);
         const u32 ws = sh.win_start, we = sh.win_end;
         u32 v[HYB_ITEMS];
@@ -250,7 +252,19 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_indices(PageDesc* page
             if (dict && idx < we && v[j] >= dict_count) atomicMin(&sh.first_bad, idx);
         }
         __syncthreads();
-        const u32 stop = sh.first_bad < we ? sh.first_bad : we;
+        const u32 first_bad = sh.first_bad;
+        const u32 stop = first_bad < we ? first_bad : we;
+        if (first_bad != NONE) {
+            err_code = ERR_DICT_INDEX;
+            err_at = first_bad;
+            done = true;
+        } else if (sh.st.ended) {
+            err_code = ERR_OVERRUN;
+            err_at = we;
+            done = true;
+        } else {
+            done = sh.st.produced >= count;
+        }
 #pragma unroll
         for (u32 j = 0; j < HYB_ITEMS; j++) {
             const u32 idx = ws + j * BLOCK + t;
@@ -268,21 +282,6 @@ extern "C" __global__ void __launch_bounds__(256) gp_dict_indices(PageDesc* page
                 }
             }
         }
-        __syncthreads();
-        if (t == 0) {
-            if (sh.first_bad != NONE) {
-                err_code = ERR_DICT_INDEX;
-                err_at = sh.first_bad;
-                sh.done = 1;
-            } else if (sh.st.ended) {
-                err_code = ERR_OVERRUN;
-                err_at = we;
-                sh.done = 1;
-            } else if (sh.st.produced >= count) {
-                sh.done = 1;
-            }
-        }
-        __syncthreads();
     }
     if (t == 0 && err_code) page_error(pg, err_code, err_at);
 }
