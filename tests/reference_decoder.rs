@@ -296,15 +296,16 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
     assert!(host_routed > 0, "some columns went through arrow-rs");
 }
 
-/// Page headers are parsed in one pass once a step has shown how many pages its columns' chunks hold
-/// per byte; the first step, with small pages, runs out of room and counts first. Both decode equal to
+/// Page headers are parsed in one pass where the file's OffsetIndex counts each chunk's pages, from the
+/// first step; without one, once a step has shown how many pages its columns' chunks hold per byte
+/// (the first step, with small pages, runs out of room and counts first). Both decode equal to
 /// arrow-rs.
 #[test]
-fn page_headers_take_one_pass_once_the_hints_have_seen_a_step() {
+fn page_headers_take_one_pass_with_an_offset_index_or_once_the_hints_have_seen_a_step() {
     use arrow::array::{Int64Array, StringArray};
     use arrow::record_batch::RecordBatch;
     use parquet::arrow::ArrowWriter;
-    use parquet::file::properties::WriterProperties;
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
     use std::sync::Arc;
 
     let n = 3000i64;
@@ -315,27 +316,36 @@ fn page_headers_take_one_pass_once_the_hints_have_seen_a_step() {
         ("name", Arc::new(names) as arrow::array::ArrayRef),
     ])
     .unwrap();
-    let props = WriterProperties::builder()
-        .set_dictionary_enabled(false)
-        .set_data_page_row_count_limit(100)
-        .set_write_batch_size(100)
-        .build();
-    let file = tempfile::NamedTempFile::new().unwrap();
-    let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    for indexed in [true, false] {
+        let props = WriterProperties::builder()
+            .set_dictionary_enabled(false)
+            .set_data_page_row_count_limit(100)
+            .set_write_batch_size(100)
+            .set_statistics_enabled(EnabledStatistics::Chunk)
+            .set_offset_index_disabled(!indexed)
+            .build();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
 
-    let (source, plan, fetched) = open_whole(file.path());
-    let want = decode_fetched(&source, &plan, &fetched, 2)
-        .and_then(|t| t.concat())
-        .unwrap();
-    let hints = PageHints::default();
-    for (run, passes_expected) in [(0, 3), (1, 1)] {
-        let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &hints, None).unwrap();
-        assert!(stats.columns.iter().all(|c| c.pages >= 30), "{:?}", stats.columns);
-        assert_eq!(passes, passes_expected, "run {run}: page-header passes");
-        let got = batch.to_host().unwrap();
-        assert_eq!(want, got, "run {run}");
+        let (source, plan, fetched) = open_whole(file.path());
+        assert_eq!(source.metadata().page_index().is_some(), indexed, "page index");
+        let want = decode_fetched(&source, &plan, &fetched, 2)
+            .and_then(|t| t.concat())
+            .unwrap();
+        let hints = PageHints::default();
+        let expected = if indexed { [1, 1] } else { [3, 1] };
+        for (run, passes_expected) in expected.into_iter().enumerate() {
+            let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &hints, None).unwrap();
+            assert!(stats.columns.iter().all(|c| c.pages >= 30), "{:?}", stats.columns);
+            assert_eq!(
+                passes, passes_expected,
+                "indexed {indexed}, run {run}: page-header passes"
+            );
+            let got = batch.to_host().unwrap();
+            assert_eq!(want, got, "indexed {indexed}, run {run}");
+        }
     }
 }
 
