@@ -800,9 +800,22 @@ pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
     let mut stats = StepStats::default();
     let started = Instant::now();
     let mut step = gpu_columns(&input)?;
+    let columns_time = started.elapsed();
     stats.headers_on_host = headers::read_page_headers(exec, &input, &mut step, hints, host_headers)?;
+    let pages_time = started.elapsed();
     let checked = checks::check_columns(&input, &mut step)?;
     stats.headers_time = started.elapsed();
+    if crate::trace::enabled() {
+        // Where a step's first phase goes (`GPU_PARQUET_TRACE_FETCH`).
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        eprintln!(
+            "trace step's headers: columns {:.2} ms, pages {:.2} ms ({}), checks {:.2} ms",
+            ms(columns_time),
+            ms(pages_time - columns_time),
+            if stats.headers_on_host { "host" } else { "GPU" },
+            ms(stats.headers_time - pages_time)
+        );
+    }
 
     let t_dec = Instant::now();
     let decompressed = decompress::decompress_bodies(exec, &input, &step, &checked.keep)?;

@@ -139,10 +139,19 @@ fn gpu_pass<E: Executor>(
     }
     let mut one_pass = None;
     if total <= u32::MAX as u64 {
+        let began = std::time::Instant::now();
         let d = exec.upload(descs)?;
         let p = exec.alloc(total as usize * std::mem::size_of::<PageInfo>())?;
         exec.launch(Kernel::PageHeaders { chunks: d, n, pages: p })?;
+        let launched = began.elapsed();
         let filled: Vec<ChunkDesc> = exec.read(d, descs.len())?;
+        if crate::trace::enabled() {
+            eprintln!(
+                "trace header pass: {n} pieces, {total} pages' room: queued in {:.2} ms, first read back at {:.2} ms",
+                launched.as_secs_f64() * 1e3,
+                began.elapsed().as_secs_f64() * 1e3
+            );
+        }
         let overflow = filled
             .iter()
             .zip(descs.iter())
