@@ -349,6 +349,44 @@ fn page_headers_take_one_pass_with_an_offset_index_or_once_the_hints_have_seen_a
     }
 }
 
+/// The room an OffsetIndex gives a chunk's headers is bounded by its bytes (a page per 64 bytes): a
+/// chunk of pages smaller than that, as a crafted index could claim, takes the count and fill passes,
+/// and decodes equal to arrow-rs.
+#[test]
+fn an_offset_index_gives_headers_no_more_room_than_a_page_per_64_bytes() {
+    use arrow::array::Int32Array;
+    use arrow::record_batch::RecordBatch;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
+    use std::sync::Arc;
+
+    let batch = RecordBatch::try_from_iter([(
+        "v",
+        Arc::new(Int32Array::from_iter_values(0..400)) as arrow::array::ArrayRef,
+    )])
+    .unwrap();
+    // Pages of 2 values: 8 bytes of data and a header of about 20.
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(2)
+        .set_write_batch_size(2)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .build();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let (source, plan, fetched) = open_whole(file.path());
+    assert!(source.metadata().page_index().is_some(), "page index");
+    let want = decode_fetched(&source, &plan, &fetched, 2)
+        .and_then(|t| t.concat())
+        .unwrap();
+    let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &PageHints::default(), None).unwrap();
+    assert_eq!(stats.columns[0].pages, 200, "{:?}", stats.columns);
+    assert_eq!(passes, 3, "page-header passes");
+    assert_eq!(want, batch.to_host().unwrap());
+}
+
 /// A step of no rows (a file whose row groups are all empty) decodes to empty columns equal to
 /// arrow-rs's: its string columns' offsets are `[0]`, with no page to write them.
 #[test]

@@ -133,7 +133,10 @@ fn gpu_pass<E: Executor>(
     for (j, &(i, k)) in pieces.iter().enumerate() {
         descs[j].first_page = total.min(u32::MAX as u64) as u32;
         let hinted = hints.expected_pages(gpu[chunks[i].column].1.leaf, descs[j].len);
-        let indexed = indexed_pages(source, &chunks[i].pieces[k].1).map_or(0, |p| p.saturating_add(1));
+        // Pages of real chunks take 64 bytes or more: an index claiming more pages than that (a
+        // crafted one) gets no room beyond it, and its chunk takes the count and fill passes.
+        let most = u32::try_from(descs[j].len / 64 + 4).unwrap_or(u32::MAX);
+        let indexed = indexed_pages(source, &chunks[i].pieces[k].1).map_or(0, |p| p.saturating_add(1).min(most));
         descs[j].page_capacity = hinted.max(indexed);
         total += descs[j].page_capacity as u64;
     }
