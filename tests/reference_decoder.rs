@@ -296,6 +296,41 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
     assert!(host_routed > 0, "some columns went through arrow-rs");
 }
 
+/// `batch` written by arrow-rs in plain pages of `rows_per_page` rows, with chunk statistics and,
+/// where `offset_index`, an offset index (checked): the file, its whole read fetched, and arrow-rs's
+/// table of it.
+fn paged_file(
+    batch: &arrow::record_batch::RecordBatch,
+    rows_per_page: usize,
+    offset_index: bool,
+) -> (
+    tempfile::NamedTempFile,
+    ParquetSource,
+    ReadPlan,
+    bytes::Bytes,
+    arrow::record_batch::RecordBatch,
+) {
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_data_page_row_count_limit(rows_per_page)
+        .set_write_batch_size(rows_per_page)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_offset_index_disabled(!offset_index)
+        .build();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+    let (source, plan, fetched) = open_whole(file.path());
+    assert_eq!(source.metadata().page_index().is_some(), offset_index, "page index");
+    let want = decode_fetched(&source, &plan, &fetched, 2)
+        .and_then(|t| t.concat())
+        .unwrap();
+    (file, source, plan, fetched, want)
+}
+
 /// Page headers are parsed in one pass where the file's OffsetIndex counts each chunk's pages, from the
 /// first step; without one, once a step has shown how many pages its columns' chunks hold per byte
 /// (the first step, with small pages, runs out of room and counts first). Both decode equal to
@@ -304,8 +339,6 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
 fn page_headers_take_one_pass_with_an_offset_index_or_once_the_hints_have_seen_a_step() {
     use arrow::array::{Int64Array, StringArray};
     use arrow::record_batch::RecordBatch;
-    use parquet::arrow::ArrowWriter;
-    use parquet::file::properties::{EnabledStatistics, WriterProperties};
     use std::sync::Arc;
 
     let n = 3000i64;
@@ -317,23 +350,7 @@ fn page_headers_take_one_pass_with_an_offset_index_or_once_the_hints_have_seen_a
     ])
     .unwrap();
     for indexed in [true, false] {
-        let props = WriterProperties::builder()
-            .set_dictionary_enabled(false)
-            .set_data_page_row_count_limit(100)
-            .set_write_batch_size(100)
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_offset_index_disabled(!indexed)
-            .build();
-        let file = tempfile::NamedTempFile::new().unwrap();
-        let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-
-        let (source, plan, fetched) = open_whole(file.path());
-        assert_eq!(source.metadata().page_index().is_some(), indexed, "page index");
-        let want = decode_fetched(&source, &plan, &fetched, 2)
-            .and_then(|t| t.concat())
-            .unwrap();
+        let (_file, source, plan, fetched, want) = paged_file(&batch, 100, indexed);
         let hints = PageHints::default();
         let expected = if indexed { [1, 1] } else { [3, 1] };
         for (run, passes_expected) in expected.into_iter().enumerate() {
@@ -356,8 +373,6 @@ fn page_headers_take_one_pass_with_an_offset_index_or_once_the_hints_have_seen_a
 fn an_offset_index_gives_headers_no_more_room_than_a_page_per_64_bytes() {
     use arrow::array::Int32Array;
     use arrow::record_batch::RecordBatch;
-    use parquet::arrow::ArrowWriter;
-    use parquet::file::properties::{EnabledStatistics, WriterProperties};
     use std::sync::Arc;
 
     let batch = RecordBatch::try_from_iter([(
@@ -366,21 +381,7 @@ fn an_offset_index_gives_headers_no_more_room_than_a_page_per_64_bytes() {
     )])
     .unwrap();
     // Pages of 2 values: 8 bytes of data and a header of about 20.
-    let props = WriterProperties::builder()
-        .set_dictionary_enabled(false)
-        .set_data_page_row_count_limit(2)
-        .set_write_batch_size(2)
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .build();
-    let file = tempfile::NamedTempFile::new().unwrap();
-    let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
-    let (source, plan, fetched) = open_whole(file.path());
-    assert!(source.metadata().page_index().is_some(), "page index");
-    let want = decode_fetched(&source, &plan, &fetched, 2)
-        .and_then(|t| t.concat())
-        .unwrap();
+    let (_file, source, plan, fetched, want) = paged_file(&batch, 2, true);
     let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &PageHints::default(), None).unwrap();
     assert_eq!(stats.columns[0].pages, 200, "{:?}", stats.columns);
     assert_eq!(passes, 3, "page-header passes");
