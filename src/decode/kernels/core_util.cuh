@@ -285,8 +285,8 @@ __device__ inline u32 hyb_byte(const HybShared& sh, const u8* base, u64 p) {
     return o < sh.stage_len ? sh.stage[o] : base[p];
 }
 
-// All threads (BLOCK of them): stages the bytes of the next window (from the carried bit-packed run's next value, or
-// the next header) when the last window read more than one header; else no stage.
+// All threads (BLOCK of them): stages the bytes of the next window (from the carried bit-packed run's
+// next value, or the next header) when the last window read more than one header; else no stage.
 __device__ inline void hyb_stage(HybShared& sh, const u8* base, u64 len) {
     const HybState s = sh.st;
     u32 n = 0;
