@@ -41,6 +41,10 @@
 #             RUNS="bin[,VAR=VALUE...] ..." (binaries in .device/bin; default: gpu-parquet), best / median
 #             and every wall per run, FILE plain or snappy
 #   abbench   the same runs' `bench FILE --only-decode --no-cold` decode rows, ROUNDS rounds (default 1)
+#   trace     each of RUNS' (as `walls` takes them) `bench FILE --reps 2 --only-decode --no-cold` with
+#             GPU_PARQUET_TRACE_FETCH=1 (`trace FILE`): the decode-alone rows, then each held step's phases
+#             (headers, decompression, kernels) and how its headers went; the whole trace to
+#             $OUT/trace_FILE_K.txt where OUT is set
 #   overlap   steps held and decoded at once on FILE (`overlap FILE`): `walls` of the default against
 #             SETS of HELD,DECODING (default "5,4 7,6 9,8", through GPU_PARQUET_STEPS_IN_FLIGHT and
 #             GPU_PARQUET_DECODE_THREADS; or RUNS as `walls` takes them), then one `read --warm-up 1` of
@@ -213,6 +217,16 @@ case "${1:-}" in
     for i in $(seq ${ROUNDS:-1}); do for r in ${RUNS:-gpu-parquet}; do
       echo "== $i $r"; decode_bench "$r" $f --no-cold
     done; done ;;
+  trace)
+    f=${2:?trace FILE}; k=0
+    for r in ${RUNS:-gpu-parquet}; do
+      t=/tmp/trace_${f}_$k.txt
+      GPU_PARQUET_TRACE_FETCH=1 run_spec "$r" bench $F/$f.parquet --reps 2 --only-decode --no-cold --staged-threads 12 > $t 2>&1
+      echo "== $r"; grep -E "^decode only" $t | bench_rows
+      grep -E "held step|step's headers|header pass" $t | tail -${TAIL:-24} | cut -c1-170
+      if [ -n "${OUT:-}" ]; then cp $t "$OUT/"; fi
+      k=$((k + 1))
+    done ;;
   overlap)
     f=${2:?overlap FILE}; runs=${RUNS:-}
     if [ -z "$runs" ]; then
