@@ -1,6 +1,6 @@
 // Helpers of the core decode kernels (levels.cu, values.cu, strings.cu): block constants, row-range
 // checks, cooperative copies, block scans over u64, the RLE/bit-packed hybrid window decoder and the
-// plain byte-array walker. Everything here lives in namespace gpcore so other kernel files can define
+// plain byte-array walker; and the warp reductions the body decoders share. Everything here lives in namespace gpcore so other kernel files can define
 // helpers of their own without clashing.
 //
 // Conventions of every kernel built on these (the host references in host_kernels/core.rs follow them):
@@ -21,6 +21,26 @@ constexpr u32 FULL_MASK = 0xffffffffu;
 
 __device__ inline void require_block() {
     if (blockDim.x != BLOCK || blockDim.y != 1 || blockDim.z != 1) __trap();
+}
+
+// The sum and the OR of v over the whole warp: the warp reductions from sm_80, a shuffle tree before
+// (and in the CPU emulation, which so runs the branch no GPU of ours does).
+__device__ inline u32 warp_add(u32 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(FULL_MASK, v);
+#else
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+#endif
+}
+
+__device__ inline u32 warp_or(u32 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_or_sync(FULL_MASK, v);
+#else
+    for (int o = 16; o > 0; o >>= 1) v |= __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+#endif
 }
 
 // The page's rows lie inside its column's output, and are fewer than 2^31 (so no u32 row index or

@@ -111,8 +111,8 @@ mod tests {
     use crate::gpu::nvrtc;
 
     /// The whole program compiles, without warnings, for Hopper and for the architectures whose
-    /// kernels take another branch (no warp reductions before sm_80: `validate.cu`, `zstd.cu`), where
-    /// NVRTC is present (no GPU needed); says why it skips otherwise.
+    /// kernels take another branch (no warp reductions before sm_80: `core_util.cuh`'s `warp_add`,
+    /// `warp_or`), where NVRTC is present (no GPU needed); says why it skips otherwise.
     #[test]
     fn kernels_compile() {
         if let Err(why) = nvrtc::nvrtc_present() {

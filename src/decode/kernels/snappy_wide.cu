@@ -244,7 +244,7 @@ __device__ inline void wsnap_follow_warp(const u8* s, u64 n, u64 end, u64* q, u6
         }
         // The members are inside the input: their literals' lengths sum to under 2^31, their
         // matches' to at most 16 * 64.
-        produced += warp_add(member ? e.len : 0u);
+        produced += gpcore::warp_add(member ? e.len : 0u);
         const u32 last = 31 - __clz(members);
         at += last + __shfl_sync(gpcore::FULL_MASK, e.adv, last);
     }

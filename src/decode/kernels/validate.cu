@@ -134,15 +134,6 @@ __device__ inline u32 validate_gzip(const u8* s, u64 n, u64 want) {
 // The window's element headers reach at most 32 + 4 bytes from its start.
 #define SNAPPY_WINDOW_BYTES 36u
 
-__device__ inline u32 warp_add(u32 v) {
-#if __CUDA_ARCH__ >= 800
-    return __reduce_add_sync(gpcore::FULL_MASK, v);
-#else
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(gpcore::FULL_MASK, v, o);
-    return v;
-#endif
-}
-
 // Fills the stage with body bytes [b, b + have), have = min(SNAPPY_STAGE, n - b), b at most p and
 // within 15 bytes of it so that s + b is 16-byte aligned where that stays inside the body (b = p
 // otherwise: byte loads), then zeroes the 40 bytes after them (read past the body's end, they read as
@@ -286,7 +277,7 @@ __device__ inline T warp_inclusive_sum(T v) {
 // or at most 64 bytes long (matches), so the 32-bit sum does not wrap. `out` is at most `want`, under
 // 2^31.
 __device__ inline bool snappy_window_doubtful(const SnappyLane& e, bool member, u64 out, u64 want, u64* produced) {
-    const u32 sum = warp_add(member ? e.len : 0u);
+    const u32 sum = gpcore::warp_add(member ? e.len : 0u);
     *produced = sum;
     // offset - 1 >= out: a zero offset, or one past the output so far.
     const bool doubt = member && (e.err != VALIDATE_OK || (e.copy && e.offset - 1u >= (u32)out));
@@ -423,7 +414,7 @@ __device__ inline SnappyInteriorStep snappy_interior_window(const u8* st, u32 at
     SnappyInteriorStep step;
     // Members other than the last are under 32 input bytes (at most 64 output bytes each), and the
     // last under 2^31 + 5: neither a lane's two nor the warp's sum wraps.
-    step.sum = warp_add((member_lo ? len_lo : 0u) + (member_hi ? len_hi : 0u));
+    step.sum = gpcore::warp_add((member_lo ? len_lo : 0u) + (member_hi ? len_hi : 0u));
     const bool doubt = (member_lo && offset_lo - 1u >= out) || (member_hi && offset_hi - 1u >= out);
     step.doubt = __ballot_sync(gpcore::FULL_MASK, doubt) != 0;
     step.end = into_hi ? end_hi : end_lo;

@@ -785,16 +785,6 @@ struct ZBatch {
     u8* lit_stage;
 };
 
-// The OR of v over the warp (a shuffle tree before sm_80, which has no warp reduction).
-__device__ inline u32 zstd_warp_or(u32 v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-    for (int o = 16; o > 0; o >>= 1) v |= __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-#else
-    return __reduce_or_sync(0xffffffffu, v);
-#endif
-}
-
 // Writes the batch's k sequences to d[*out_io, ...), their literals from lits[*lit_used_io, rs),
 // advancing both: false when a sequence is invalid (its literals past rs, its offset 0 or before
 // frame_start, or its end plus the block's literals after it past dst_len, so that no write reaches a
@@ -862,7 +852,7 @@ __device__ inline bool zstd_run_batch(const ZBatch& bt, u32 k, u8* d, u64* out_i
                     const u32 before = __ballot_sync(0xffffffffu, lane < k && len_before <= base);
                     // len_before - base - 1 < 31: base < len_before < base + 32.
                     const u32 inside =
-                        zstd_warp_or(lane < k && len_before - base - 1 < 31 ? 1u << (len_before - base) : 0);
+                        gpcore::warp_or(lane < k && len_before - base - 1 < 31 ? 1u << (len_before - base) : 0);
                     const u32 j = __popc(before) - 1 + __popc(inside & (0xffffffffu >> (31 - lane)));
                     const u32 jm = __shfl_sync(0xffffffffu, mst, j), jb = __shfl_sync(0xffffffffu, mb, j);
                     const u32 o = __shfl_sync(0xffffffffu, off, j);

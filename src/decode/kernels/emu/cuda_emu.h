@@ -282,16 +282,6 @@ inline unsigned __ballot_sync(unsigned, int pred) {
     return m;
 }
 
-inline unsigned __reduce_or_sync(unsigned, unsigned v) {
-    uint64_t* s = emu::warp_slots();
-    s[threadIdx.x % 32] = v;
-    emu::barrier_wait(emu::warp_barrier());
-    unsigned r = 0;
-    for (unsigned l = 0; l < 32; l++) r |= (unsigned)s[l];
-    emu::barrier_wait(emu::warp_barrier());
-    return r;
-}
-
 template <class T>
 T __shfl_xor_sync(unsigned, T v, int lane_mask) {
     return emu::exchange(v, (threadIdx.x % 32) ^ (unsigned)lane_mask);
