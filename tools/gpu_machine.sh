@@ -223,7 +223,7 @@ case "${1:-}" in
       t=/tmp/trace_${f}_$k.txt
       GPU_PARQUET_TRACE_FETCH=1 run_spec "$r" bench $F/$f.parquet --reps 2 --only-decode --no-cold --staged-threads 12 > $t 2>&1
       echo "== $r"; grep -E "^decode only" $t | bench_rows
-      grep -E "held step|step's headers|header pass" $t | tail -${TAIL:-24} | cut -c1-170
+      grep -E "held step|step's headers|step's kernels|header pass" $t | tail -${TAIL:-24} | cut -c1-170
       if [ -n "${OUT:-}" ]; then cp $t "$OUT/"; fi
       k=$((k + 1))
     done ;;

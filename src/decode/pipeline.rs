@@ -827,11 +827,25 @@ pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
 
     let t_decode = Instant::now();
     let mut descriptors = descriptors::describe(exec, &input, &step, &checked, &decompressed.bodies)?;
+    let described = t_decode.elapsed();
     let levels = launch::run_kernels(exec, &input, &step, &mut descriptors, &decompressed)?;
+    let kernels = t_decode.elapsed();
     let mut arrays = assemble::gpu_arrays(exec, &input, &step, descriptors, levels)?;
+    let assembled = t_decode.elapsed();
     cut::gpu_to_rows(exec, &input, &step, &mut arrays)?;
     assemble::host_arrays(exec, &input, &step, host_threads, &mut arrays)?;
     stats.decode_time = t_decode.elapsed();
+    if crate::trace::enabled() {
+        // Where a step's last phase goes: the page kernels (with their read-backs) or the layouts.
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        eprintln!(
+            "trace step's kernels: descriptors {:.2} ms, page kernels {:.2} ms, arrays {:.2} ms, rows and host columns {:.2} ms",
+            ms(described),
+            ms(kernels - described),
+            ms(assembled - kernels),
+            ms(stats.decode_time - assembled)
+        );
+    }
 
     let columns = assemble::columns_in_order(&input, &step, &decompressed.on, arrays, &mut stats)?;
     Ok((
