@@ -35,6 +35,8 @@ pub(super) struct Descriptors {
     pub(super) dict_origins: Vec<PageOrigin>,
     /// Identity dictionaries of dictionary-typed columns' keys, freed after the kernels.
     pub(super) identities: Vec<u64>,
+    /// The one allocation holding every entry table of `dicts` (0: none), freed after the kernels.
+    pub(super) dict_entries: u64,
 }
 
 /// Allocates every kept column's outputs and describes every page the kernels decode.
@@ -121,6 +123,8 @@ pub(super) fn describe<E: Executor>(
     let mut dict_origins: Vec<PageOrigin> = Vec::new();
     // Identity dictionaries of dictionary-typed columns' keys, freed after the kernels.
     let mut identities: Vec<u64> = Vec::new();
+    // Bytes of the BYTE_ARRAY dictionaries' entry tables so far.
+    let mut entries_len = 0u64;
     for &gi in &kept {
         let leaf = &gpu[gi].1;
         let mut row = 0u64;
@@ -181,11 +185,13 @@ pub(super) fn describe<E: Executor>(
                                     &format!("the dictionary declares {count} entries in {} bytes", body.data_len),
                                 ));
                             }
-                            // Not zeroed (a zeroing kernel a dictionary was a lineitem step's most
-                            // launched kernel, 325 a step): gp_dict_byte_array_index writes every
-                            // entry, or flags the dictionary, and a flagged one fails the step before
-                            // any page reads its entries.
-                            index = exec.alloc_uninit(count as usize * std::mem::size_of::<DictEntry>())?;
+                            // A place in the step's one table of entries, made below once every
+                            // dictionary is counted: an allocation each (a lineitem step has 325)
+                            // was 325 driver calls to make and as many to free, taken while the
+                            // other held steps' threads made theirs. Until then `index` is the
+                            // place's offset plus one (0 is no table), patched below.
+                            index = entries_len + 1;
+                            entries_len += count as u64 * std::mem::size_of::<DictEntry>() as u64;
                             dicts.push(DictDesc {
                                 data: body.data,
                                 data_len: body.data_len,
@@ -262,6 +268,20 @@ pub(super) fn describe<E: Executor>(
             }
         }
     }
+    // Not zeroed: gp_dict_byte_array_index writes every entry of a dictionary, or flags it, and a
+    // flagged one fails the step before any page reads its entries.
+    let dict_entries = if dicts.is_empty() {
+        0
+    } else {
+        exec.alloc_uninit(entries_len as usize)?
+    };
+    let placed = |index: u64| if index == 0 { 0 } else { dict_entries + index - 1 };
+    for d in dicts.iter_mut() {
+        d.index = placed(d.index);
+    }
+    for p in pages.iter_mut().filter(|p| p.dict_index != 0) {
+        p.dict_index = placed(p.dict_index);
+    }
     Ok(Descriptors {
         kept,
         cols,
@@ -272,5 +292,6 @@ pub(super) fn describe<E: Executor>(
         dicts,
         dict_origins,
         identities,
+        dict_entries,
     })
 }

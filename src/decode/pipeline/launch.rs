@@ -39,6 +39,7 @@ pub(super) fn run_kernels<E: Executor>(
         dicts,
         dict_origins,
         identities,
+        dict_entries,
         ..
     } = descriptors;
     // Kernels, in order.
@@ -201,8 +202,8 @@ pub(super) fn run_kernels<E: Executor>(
             exec.free(addr);
         }
     }
-    for d in dicts.iter() {
-        exec.free(d.index);
+    if *dict_entries != 0 {
+        exec.free(*dict_entries);
     }
     for c in cols.iter() {
         for scratch in [c.dense, c.str_src, c.str_len, c.vidx] {
