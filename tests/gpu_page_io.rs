@@ -169,9 +169,9 @@ fn decode_all(path: &Path, source: &ParquetSource, plan: &ReadPlan) -> Decoded {
     let host_headers = contain_panics(&Location::file(path), || {
         let file = std::fs::File::open(path).unwrap();
         let headers = parse_step_headers(&file, plan).unwrap();
-        let (batch, stats, passes) =
+        let (batch, stats, counts) =
             decode_reference_with(source, plan, &fetched, &PageHints::default(), Some(&headers))?;
-        assert_eq!(passes, 0, "no header pass with host headers");
+        assert_eq!(counts.header_passes, 0, "no header pass with host headers");
         assert!(stats.headers_on_host || batch.columns.iter().all(|c| c.decoded != DecodedWhere::Gpu));
         batch.to_host()
     });

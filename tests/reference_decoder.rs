@@ -95,9 +95,9 @@ fn check_file(path: &Path, tally: &mut Tally) {
         let file = std::fs::File::open(path).map_err(|e| gpu_parquet::Error::io(Location::file(path), "open", e))?;
         let headers =
             parse_step_headers(&file, &plan).map_err(|e| gpu_parquet::Error::io(Location::file(path), "headers", e))?;
-        let (batch, stats, passes) =
+        let (batch, stats, counts) =
             decode_reference_with(&source, &plan, &fetched, &PageHints::default(), Some(&headers))?;
-        assert_eq!(passes, 0, "{name}: no header pass with host headers");
+        assert_eq!(counts.header_passes, 0, "{name}: no header pass with host headers");
         assert!(
             stats.headers_on_host || batch.columns.iter().all(|c| c.decoded != DecodedWhere::Gpu),
             "{name}"
@@ -354,10 +354,10 @@ fn page_headers_take_one_pass_with_an_offset_index_or_once_the_hints_have_seen_a
         let hints = PageHints::default();
         let expected = if indexed { [1, 1] } else { [3, 1] };
         for (run, passes_expected) in expected.into_iter().enumerate() {
-            let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &hints, None).unwrap();
+            let (batch, stats, counts) = decode_reference_with(&source, &plan, &fetched, &hints, None).unwrap();
             assert!(stats.columns.iter().all(|c| c.pages >= 30), "{:?}", stats.columns);
             assert_eq!(
-                passes, passes_expected,
+                counts.header_passes, passes_expected,
                 "indexed {indexed}, run {run}: page-header passes"
             );
             let got = batch.to_host().unwrap();
@@ -382,10 +382,66 @@ fn an_offset_index_gives_headers_no_more_room_than_a_page_per_64_bytes() {
     .unwrap();
     // Pages of 2 values: 8 bytes of data and a header of about 20.
     let (_file, source, plan, fetched, want) = paged_file(&batch, 2, true);
-    let (batch, stats, passes) = decode_reference_with(&source, &plan, &fetched, &PageHints::default(), None).unwrap();
+    let (batch, stats, counts) = decode_reference_with(&source, &plan, &fetched, &PageHints::default(), None).unwrap();
     assert_eq!(stats.columns[0].pages, 200, "{:?}", stats.columns);
-    assert_eq!(passes, 3, "page-header passes");
+    assert_eq!(counts.header_passes, 3, "page-header passes");
     assert_eq!(want, batch.to_host().unwrap());
+}
+
+/// A step's allocations do not grow with its row groups' dictionaries: every BYTE_ARRAY dictionary's
+/// entry table has its place in one allocation (on the device each allocation is a driver call, and
+/// a TPC-H lineitem step's 325 dictionaries each made one, taken while the other held steps made
+/// theirs). The same file of 2 and of 40 row groups, one step each, both equal to arrow-rs.
+#[test]
+fn a_steps_allocations_do_not_grow_with_its_dictionaries() {
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::record_batch::RecordBatch;
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+
+    let allocations = |row_groups: usize| {
+        let n = 400 * row_groups;
+        let batch = RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(0..n as i64)) as arrow::array::ArrayRef,
+            ),
+            (
+                "mode",
+                Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("mode-{}", i % 7)))),
+            ),
+            (
+                "flag",
+                Arc::new(StringArray::from_iter_values((0..n).map(|i| ["A", "N", "R"][i % 3]))),
+            ),
+        ])
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(400))
+            .build();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let (source, plan, fetched) = open_whole(file.path());
+        assert_eq!(source.metadata().num_row_groups(), row_groups);
+        let want = decode_fetched(&source, &plan, &fetched, 2)
+            .and_then(|t| t.concat())
+            .unwrap();
+        let (batch, stats, counts) =
+            decode_reference_with(&source, &plan, &fetched, &PageHints::default(), None).unwrap();
+        assert_eq!(want, batch.to_host().unwrap(), "{row_groups} row groups");
+        // Both string columns decoded on the GPU route, each chunk with its dictionary page.
+        assert!(
+            stats.columns.iter().all(|c| c.pages >= 2 * row_groups),
+            "{:?}",
+            stats.columns
+        );
+        counts.allocations
+    };
+    let (few, many) = (allocations(2), allocations(40));
+    assert_eq!(few, many, "allocations of a step of 2 row groups, and of 40");
 }
 
 /// A step of no rows (a file whose row groups are all empty) decodes to empty columns equal to

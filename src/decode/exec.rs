@@ -639,6 +639,8 @@ pub(crate) struct HostExecutor {
     string_offset_limit: u64,
     /// Page-header passes run (`gp_page_headers` launches), for tests of the one-pass path.
     header_passes: usize,
+    /// Allocations made (each a driver call on the device), for tests of how they grow.
+    allocations: usize,
 }
 
 impl HostExecutor {
@@ -648,6 +650,7 @@ impl HostExecutor {
             arena: Arena::new(),
             string_offset_limit: i32::MAX as u64,
             header_passes: 0,
+            allocations: 0,
         }
     }
 
@@ -661,6 +664,11 @@ impl HostExecutor {
     /// Page-header passes run so far.
     pub(crate) fn header_passes(&self) -> usize {
         self.header_passes
+    }
+
+    /// Allocations made so far (`alloc`, `alloc_uninit`, `upload`, `adopt`).
+    pub(crate) fn allocations(&self) -> usize {
+        self.allocations
     }
 
     /// Most bytes held at once, what was uploaded included (as [`crate::decode::exec_device`]'s
@@ -692,14 +700,17 @@ impl Executor for HostExecutor {
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<u64> {
+        self.allocations += 1;
         Ok(self.arena.alloc(bytes))
     }
 
     fn alloc_uninit(&mut self, bytes: usize) -> Result<u64> {
+        self.allocations += 1;
         Ok(self.arena.upload(&vec![UNINIT_POISON; bytes]))
     }
 
     fn upload<T: Pod>(&mut self, items: &[T]) -> Result<u64> {
+        self.allocations += 1;
         Ok(self.arena.upload_slice(items))
     }
 
@@ -732,6 +743,7 @@ impl Executor for HostExecutor {
     }
 
     fn adopt(&mut self, buffer: Vec<u8>) -> Result<u64> {
+        self.allocations += 1;
         Ok(self.arena.upload(&buffer))
     }
 

@@ -296,20 +296,33 @@ pub fn decode_reference_with_string_offset_limit(
     reference_step(&mut exec, source, plan, fetched, &PageHints::default(), None)
 }
 
+/// What a reference step asked of its executor, for tests of what the device would be asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReferenceCounts {
+    /// Page-header passes (0 with host headers, 1 when the hints held, else 3: the pass that ran out
+    /// of room, count, fill).
+    pub header_passes: usize,
+    /// Allocations, the chunks' upload included (each a driver call on the device).
+    pub allocations: usize,
+}
+
 /// [`decode_reference`] with `hints` carried over from earlier steps, and the page headers parsed on
 /// the host where `host_headers` holds them (as a GPU read gives them, [`crate::decode::host_headers`]);
-/// also returns the page-header passes it ran (0 with host headers, 1 when the hints held, else 3: the
-/// pass that ran out of room, count, fill).
+/// also returns what the step asked of its executor.
 pub fn decode_reference_with(
     source: &ParquetSource,
     plan: &ReadPlan,
     fetched: &Bytes,
     hints: &PageHints,
     host_headers: Option<&HostHeaders>,
-) -> Result<(DeviceBatch<Vec<u8>>, StepStats, usize)> {
+) -> Result<(DeviceBatch<Vec<u8>>, StepStats, ReferenceCounts)> {
     let mut exec = HostExecutor::new();
     let (batch, stats) = reference_step(&mut exec, source, plan, fetched, hints, host_headers)?;
-    Ok((batch, stats, exec.header_passes()))
+    let counts = ReferenceCounts {
+        header_passes: exec.header_passes(),
+        allocations: exec.allocations(),
+    };
+    Ok((batch, stats, counts))
 }
 
 /// One step of `plan`'s row groups on `exec`, its chunks `fetched` uploaded first.
