@@ -148,13 +148,7 @@ fn gpu_pass<E: Executor>(
         exec.launch(Kernel::PageHeaders { chunks: d, n, pages: p })?;
         let launched = began.elapsed();
         let filled: Vec<ChunkDesc> = exec.read(d, descs.len())?;
-        if crate::trace::enabled() {
-            eprintln!(
-                "trace header pass: {n} pieces, {total} pages' room: queued in {:.2} ms, first read back at {:.2} ms",
-                launched.as_secs_f64() * 1e3,
-                began.elapsed().as_secs_f64() * 1e3
-            );
-        }
+        let first_read = began.elapsed();
         let overflow = filled
             .iter()
             .zip(descs.iter())
@@ -165,6 +159,16 @@ fn gpu_pass<E: Executor>(
         }
         exec.free(p);
         exec.free(d);
+        if crate::trace::enabled() {
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            eprintln!(
+                "trace header pass: {n} pieces, {total} pages' room: queued in {:.2} ms, first read back at {:.2} ms, \
+                 pages read back and freed at {:.2} ms",
+                ms(launched),
+                ms(first_read),
+                ms(began.elapsed())
+            );
+        }
     }
     let (filled, infos) = match one_pass {
         Some(found) => found,
