@@ -186,8 +186,8 @@ pub(super) fn describe<E: Executor>(
                                 ));
                             }
                             // A place in the step's one table of entries, made below once every
-                            // dictionary is counted: an allocation each (a lineitem step has 325)
-                            // was 325 driver calls to make and as many to free, taken while the
+                            // dictionary is counted: an allocation each (a lineitem step has about 310)
+                            // was as many driver calls to make and as many to free, taken while the
                             // other held steps' threads made theirs. Until then `index` is the
                             // place's offset plus one (0 is no table), patched below.
                             index = entries_len + 1;
