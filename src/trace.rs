@@ -31,6 +31,11 @@ pub(crate) fn at(origin: Instant, what: std::fmt::Arguments<'_>) {
     }
 }
 
+/// `d` in milliseconds, as trace lines print durations.
+pub(crate) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 /// Milliseconds from the process's first call of this function to `at`.
 pub(crate) fn clock(at: Instant) -> f64 {
     static FIRST: OnceLock<Instant> = OnceLock::new();

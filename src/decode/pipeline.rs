@@ -807,7 +807,7 @@ pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
     stats.headers_time = started.elapsed();
     if crate::trace::enabled() {
         // Where a step's first phase goes (`GPU_PARQUET_TRACE_FETCH`).
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        use crate::trace::ms;
         eprintln!(
             "trace step's headers: columns {:.2} ms, pages {:.2} ms ({}), checks {:.2} ms",
             ms(columns_time),
@@ -837,7 +837,7 @@ pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
     stats.decode_time = t_decode.elapsed();
     if crate::trace::enabled() {
         // Where a step's last phase goes: the page kernels (with their read-backs) or the layouts.
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        use crate::trace::ms;
         eprintln!(
             "trace step's kernels: descriptors {:.2} ms, page kernels {:.2} ms, arrays {:.2} ms, rows and host columns {:.2} ms",
             ms(described),

@@ -160,7 +160,7 @@ fn gpu_pass<E: Executor>(
         exec.free(p);
         exec.free(d);
         if crate::trace::enabled() {
-            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+            use crate::trace::ms;
             eprintln!(
                 "trace header pass: {n} pieces, {total} pages' room: queued in {:.2} ms, first read back at {:.2} ms, \
                  pages read back and freed at {:.2} ms",
