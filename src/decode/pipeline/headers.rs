@@ -79,6 +79,9 @@ pub(super) fn read_page_headers<E: Executor>(
         gpu_pass(exec, &mut descs, &pieces, chunks, gpu, source, hints)?
     };
     let mut before = 0; // pages of the chunk's earlier pieces
+    // Pages and bytes of each leaf's pieces, for the hints: recorded once for the step, not under the
+    // hints' lock a piece at a time while the other held steps' threads take it for theirs.
+    let mut learnt: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
     for (j, (c, infos)) in found.into_iter().enumerate() {
         let (i, k) = pieces[j];
         if k == 0 {
@@ -105,7 +108,11 @@ pub(super) fn read_page_headers<E: Executor>(
                 &format!("the OffsetIndex does not match the chunk's pages: {why}"),
             ));
         }
-        hints.record(gpu[ch.column].1.leaf, c.page_count, descs[j].len);
+        let seen = learnt.entry(gpu[ch.column].1.leaf).or_default();
+        *seen = (
+            seen.0.saturating_add(c.page_count as u64),
+            seen.1.saturating_add(descs[j].len),
+        );
         before += infos.len();
         let at = *at;
         chunks[i].infos.extend(infos.into_iter().map(|mut p| {
@@ -114,6 +121,7 @@ pub(super) fn read_page_headers<E: Executor>(
             p
         }));
     }
+    hints.record(learnt);
     Ok(on_host)
 }
 
@@ -130,9 +138,10 @@ fn gpu_pass<E: Executor>(
 ) -> Result<Vec<(ChunkDesc, Vec<PageInfo>)>> {
     let n = descs.len() as u32;
     let mut total = 0u64;
+    let seen = hints.snapshot();
     for (j, &(i, k)) in pieces.iter().enumerate() {
         descs[j].first_page = total.min(u32::MAX as u64) as u32;
-        let hinted = hints.expected_pages(gpu[chunks[i].column].1.leaf, descs[j].len);
+        let hinted = PageHints::expected_pages(&seen, gpu[chunks[i].column].1.leaf, descs[j].len);
         // Pages of real chunks take 64 bytes or more: an index claiming more pages than that (a
         // crafted one) gets no room beyond it, and its chunk takes the count and fill passes.
         let most = u32::try_from(descs[j].len / 64 + 4).unwrap_or(u32::MAX);
@@ -220,23 +229,30 @@ fn indexed_pages(source: &ParquetSource, piece: &crate::plan::ChunkRange) -> Opt
 pub struct PageHints(std::sync::Mutex<BTreeMap<usize, (u64, u64)>>);
 
 impl PageHints {
-    /// Room for the pages of a `len`-byte chunk of `leaf`: a quarter more than its column's pages per
-    /// byte so far, plus 4; one page per 32 KiB plus 4 for a column not seen yet.
-    fn expected_pages(&self, leaf: usize, len: u64) -> u32 {
-        let seen = self.0.lock().ok().and_then(|m| m.get(&leaf).copied());
-        let pages = match seen {
+    /// Each leaf's pages and bytes seen so far.
+    fn snapshot(&self) -> BTreeMap<usize, (u64, u64)> {
+        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Room for the pages of a `len`-byte chunk of `leaf`, given what was `seen` ([`Self::snapshot`]): a
+    /// quarter more than its column's pages per byte so far, plus 4; one page per 32 KiB plus 4 for a
+    /// column not seen yet.
+    fn expected_pages(seen: &BTreeMap<usize, (u64, u64)>, leaf: usize, len: u64) -> u32 {
+        let pages = match seen.get(&leaf).copied() {
             Some((pages, bytes)) if bytes > 0 => (len as u128 * pages as u128 * 5 / (bytes as u128 * 4)) as u64,
             _ => len / (32 << 10),
         };
         pages.saturating_add(4).min(u32::MAX as u64) as u32
     }
 
-    /// A `len`-byte chunk of `leaf` held `pages` pages.
-    fn record(&self, leaf: usize, pages: u32, len: u64) {
+    /// A step's chunks of each leaf held these pages in these bytes: `(leaf, (pages, bytes))`.
+    fn record(&self, learnt: BTreeMap<usize, (u64, u64)>) {
         if let Ok(mut m) = self.0.lock() {
-            let e = m.entry(leaf).or_default();
-            e.0 = e.0.saturating_add(pages as u64);
-            e.1 = e.1.saturating_add(len);
+            for (leaf, (pages, bytes)) in learnt {
+                let e = m.entry(leaf).or_default();
+                e.0 = e.0.saturating_add(pages);
+                e.1 = e.1.saturating_add(bytes);
+            }
         }
     }
 }
