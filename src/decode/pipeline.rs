@@ -1000,24 +1000,25 @@ fn gpu_columns(input: &StepInput<'_>) -> Result<StepColumns> {
     let mut chunks: Vec<ChunkPages> = Vec::new();
     for (gi, (_, leaf)) in gpu.iter().enumerate() {
         for (slot, &g) in input.row_groups.iter().enumerate() {
-            let at = Location::chunk(&input.location.file, source.column_path(leaf.leaf), g);
+            // Made only for an error: a step has a thousand chunks, each a column path to join.
+            let at = || Location::chunk(&input.location.file, source.column_path(leaf.leaf), g);
             let pieces = input
                 .chunk_of
                 .get(&(g, leaf.leaf))
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| Error::InvalidRequest {
-                    location: at.clone(),
+                    location: at(),
                     message: "the plan does not fetch this column chunk".into(),
                 })?;
             let first = pieces[0];
             let held = held_rows(pieces, input.rows_of[slot]).map_err(|message| Error::InvalidRequest {
-                location: at.clone(),
+                location: at(),
                 message,
             })?;
             let whole = held.len() == 1 && held[0] == (0..input.rows_of[slot]);
             if input.kept_of[slot].is_none() && !whole {
                 return Err(Error::InvalidRequest {
-                    location: at,
+                    location: at(),
                     message: "the plan reads this chunk page by page but gives no rows of its row group".into(),
                 });
             }
@@ -1028,7 +1029,7 @@ fn gpu_columns(input: &StepInput<'_>) -> Result<StepColumns> {
                     .dest_offset
                     .checked_sub(first.dest_offset)
                     .ok_or_else(|| Error::InvalidRequest {
-                        location: at.clone(),
+                        location: at(),
                         message: "the plan lays this chunk's pieces out of file order".into(),
                     })?;
                 placed.push((off, p.clone()));
