@@ -839,7 +839,8 @@ pub(crate) fn decode_step<E: crate::decode::row_filter::FilterExecutor>(
         // Where a step's last phase goes: the page kernels (with their read-backs) or the layouts.
         use crate::trace::ms;
         eprintln!(
-            "trace step's kernels: descriptors {:.2} ms, page kernels {:.2} ms, arrays {:.2} ms, rows and host columns {:.2} ms",
+            "trace step's kernels: descriptors {:.2} ms, page kernels {:.2} ms, arrays {:.2} ms, \
+             rows and host columns {:.2} ms",
             ms(described),
             ms(kernels - described),
             ms(assembled - kernels),
