@@ -296,9 +296,31 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
     assert!(host_routed > 0, "some columns went through arrow-rs");
 }
 
+/// `batch` written by arrow-rs with `props`: the file, its whole read fetched, and arrow-rs's table of
+/// it.
+fn written_file(
+    batch: &arrow::record_batch::RecordBatch,
+    props: parquet::file::properties::WriterProperties,
+) -> (
+    tempfile::NamedTempFile,
+    ParquetSource,
+    ReadPlan,
+    bytes::Bytes,
+    arrow::record_batch::RecordBatch,
+) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+    let (source, plan, fetched) = open_whole(file.path());
+    let want = decode_fetched(&source, &plan, &fetched, 2)
+        .and_then(|t| t.concat())
+        .unwrap();
+    (file, source, plan, fetched, want)
+}
+
 /// `batch` written by arrow-rs in plain pages of `rows_per_page` rows, with chunk statistics and,
-/// where `offset_index`, an offset index (checked): the file, its whole read fetched, and arrow-rs's
-/// table of it.
+/// where `offset_index`, an offset index (checked): as [`written_file`].
 fn paged_file(
     batch: &arrow::record_batch::RecordBatch,
     rows_per_page: usize,
@@ -310,7 +332,6 @@ fn paged_file(
     bytes::Bytes,
     arrow::record_batch::RecordBatch,
 ) {
-    use parquet::arrow::ArrowWriter;
     use parquet::file::properties::{EnabledStatistics, WriterProperties};
     let props = WriterProperties::builder()
         .set_dictionary_enabled(false)
@@ -319,16 +340,9 @@ fn paged_file(
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_offset_index_disabled(!offset_index)
         .build();
-    let file = tempfile::NamedTempFile::new().unwrap();
-    let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
-    w.write(batch).unwrap();
-    w.close().unwrap();
-    let (source, plan, fetched) = open_whole(file.path());
-    assert_eq!(source.metadata().page_index().is_some(), offset_index, "page index");
-    let want = decode_fetched(&source, &plan, &fetched, 2)
-        .and_then(|t| t.concat())
-        .unwrap();
-    (file, source, plan, fetched, want)
+    let written = written_file(batch, props);
+    assert_eq!(written.1.metadata().page_index().is_some(), offset_index, "page index");
+    written
 }
 
 /// Page headers are parsed in one pass where the file's OffsetIndex counts each chunk's pages, from the
@@ -396,7 +410,6 @@ fn an_offset_index_gives_headers_no_more_room_than_a_page_per_64_bytes() {
 fn a_steps_allocations_do_not_grow_with_its_dictionaries() {
     use arrow::array::{Int64Array, StringArray};
     use arrow::record_batch::RecordBatch;
-    use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
     use std::sync::Arc;
 
@@ -420,15 +433,8 @@ fn a_steps_allocations_do_not_grow_with_its_dictionaries() {
         let props = WriterProperties::builder()
             .set_max_row_group_row_count(Some(400))
             .build();
-        let file = tempfile::NamedTempFile::new().unwrap();
-        let mut w = ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-        let (source, plan, fetched) = open_whole(file.path());
+        let (_file, source, plan, fetched, want) = written_file(&batch, props);
         assert_eq!(source.metadata().num_row_groups(), row_groups);
-        let want = decode_fetched(&source, &plan, &fetched, 2)
-            .and_then(|t| t.concat())
-            .unwrap();
         let (batch, stats, counts) =
             decode_reference_with(&source, &plan, &fetched, &PageHints::default(), None).unwrap();
         assert_eq!(want, batch.to_host().unwrap(), "{row_groups} row groups");

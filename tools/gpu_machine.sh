@@ -43,7 +43,7 @@
 #   abbench   the same runs' `bench FILE --only-decode --no-cold` decode rows, ROUNDS rounds (default 1)
 #   trace     each of RUNS' (as `walls` takes them) `bench FILE --reps 2 --only-decode --no-cold` with
 #             GPU_PARQUET_TRACE_FETCH=1 (`trace FILE`): the decode-alone rows, then each held step's phases
-#             (headers, decompression, kernels) and how its headers went; the whole trace to
+#             (headers, decompression, kernels) and how its headers and kernels went; the whole trace to
 #             $OUT/trace_FILE_K.txt where OUT is set
 #   overlap   steps held and decoded at once on FILE (`overlap FILE`): `walls` of the default against
 #             SETS of HELD,DECODING (default "5,4 7,6 9,8", through GPU_PARQUET_STEPS_IN_FLIGHT and

@@ -1,7 +1,7 @@
 // Helpers of the core decode kernels (levels.cu, values.cu, strings.cu): block constants, row-range
 // checks, cooperative copies, block scans over u64, the RLE/bit-packed hybrid window decoder and the
-// plain byte-array walker; and the warp reductions the body decoders share. Everything here lives in namespace gpcore so other kernel files can define
-// helpers of their own without clashing.
+// plain byte-array walker; and the warp reductions the body decoders share. Everything here lives in
+// namespace gpcore so other kernel files can define helpers of their own without clashing.
 //
 // Conventions of every kernel built on these (the host references in host_kernels/core.rs follow them):
 // - A kernel does nothing for a page whose `error` is already set when it starts (string offsets treat
