@@ -296,18 +296,21 @@ fn an_aligned_fetch_decodes_as_an_unaligned_one() {
     assert!(host_routed > 0, "some columns went through arrow-rs");
 }
 
-/// `batch` written by arrow-rs with `props`: the file, its whole read fetched, and arrow-rs's table of
-/// it.
-fn written_file(
-    batch: &arrow::record_batch::RecordBatch,
-    props: parquet::file::properties::WriterProperties,
-) -> (
+/// A file written by arrow-rs, its whole read fetched, and arrow-rs's table of it.
+type WrittenFile = (
     tempfile::NamedTempFile,
     ParquetSource,
     ReadPlan,
     bytes::Bytes,
     arrow::record_batch::RecordBatch,
-) {
+);
+
+/// `batch` written by arrow-rs with `props`: the file, its whole read fetched, and arrow-rs's table of
+/// it.
+fn written_file(
+    batch: &arrow::record_batch::RecordBatch,
+    props: parquet::file::properties::WriterProperties,
+) -> WrittenFile {
     let file = tempfile::NamedTempFile::new().unwrap();
     let mut w = parquet::arrow::ArrowWriter::try_new(file.reopen().unwrap(), batch.schema(), Some(props)).unwrap();
     w.write(batch).unwrap();
@@ -321,17 +324,7 @@ fn written_file(
 
 /// `batch` written by arrow-rs in plain pages of `rows_per_page` rows, with chunk statistics and,
 /// where `offset_index`, an offset index (checked): as [`written_file`].
-fn paged_file(
-    batch: &arrow::record_batch::RecordBatch,
-    rows_per_page: usize,
-    offset_index: bool,
-) -> (
-    tempfile::NamedTempFile,
-    ParquetSource,
-    ReadPlan,
-    bytes::Bytes,
-    arrow::record_batch::RecordBatch,
-) {
+fn paged_file(batch: &arrow::record_batch::RecordBatch, rows_per_page: usize, offset_index: bool) -> WrittenFile {
     use parquet::file::properties::{EnabledStatistics, WriterProperties};
     let props = WriterProperties::builder()
         .set_dictionary_enabled(false)
