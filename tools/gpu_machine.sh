@@ -84,7 +84,7 @@ udev_data() {
 # Empties the page cache (root on that machine), for cold reads.
 drop_page_cache() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 # A bench's copy, staged and decode rows, squeezed to a line each (the per-step detail rows left out).
-bench_rows() { grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-150; }
+bench_rows() { grep -E "decode|staged|pinned" | grep -v "one step of" | sed 's/  */ /g' | cut -c1-220; }
 # Runs a RUNS spec (a binary of .device/bin, then the environment it runs with, comma-separated) with
 # the arguments after it.
 run_spec() { local spec; IFS=, read -ra spec <<< "$1"; env "${spec[@]:1}" $B/${spec[0]} "${@:2}"; }
