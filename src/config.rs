@@ -505,11 +505,12 @@ const STEPS_IN_FLIGHT_VAR: &str = "GPU_PARQUET_STEPS_IN_FLIGHT";
 const STEP_SHAPE_VAR: &str = "GPU_PARQUET_STEP_SHAPE";
 
 /// How a GPU decode's first and last steps are cut (`GPU_PARQUET_STEP_SHAPE=F,L`): the first of the
-/// even steps into `first` of about equal bytes, the last into `last`; `1,1` (the default) leaves
-/// them whole, and a read of one step is cut into `first`. Where the decode outlasts the reads (TPC-H
-/// lineitem), the GPU waits for the whole first step's reads before any decode begins (about 10 ms
-/// of lineitem snappy's 100 in run BG), and the last step's decode follows its last read (about 40
-/// ms): smaller end steps could start the decode sooner and shorten the tail. Not yet measured.
+/// steps the budget and the latency model cut into `first` pieces of about equal bytes, the last
+/// into `last`; `1,1` (the default) leaves them whole, and a read of one step is cut into `first`.
+/// Where the decode outlasts the reads (TPC-H lineitem), the GPU waits for the whole first step's
+/// reads before any decode begins (about 10 ms of lineitem snappy's 100 in run BG), and the last
+/// step's decode follows its last read (about 40 ms): smaller end steps could start the decode
+/// sooner and shorten the tail. Not yet measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepShape {
     /// Pieces of the first step, 1 to 16.
