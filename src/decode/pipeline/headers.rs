@@ -81,7 +81,7 @@ pub(super) fn read_page_headers<E: Executor>(
     let mut before = 0; // pages of the chunk's earlier pieces
     // Pages and bytes of each leaf's pieces, for the hints: recorded once for the step, not under the
     // hints' lock a piece at a time while the other held steps' threads take it for theirs.
-    let mut learnt: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+    let mut learnt = LeafPages::new();
     for (j, (c, infos)) in found.into_iter().enumerate() {
         let (i, k) = pieces[j];
         if k == 0 {
@@ -108,11 +108,7 @@ pub(super) fn read_page_headers<E: Executor>(
                 &format!("the OffsetIndex does not match the chunk's pages: {why}"),
             ));
         }
-        let seen = learnt.entry(gpu[ch.column].1.leaf).or_default();
-        *seen = (
-            seen.0.saturating_add(c.page_count as u64),
-            seen.1.saturating_add(descs[j].len),
-        );
+        add_pages(&mut learnt, gpu[ch.column].1.leaf, c.page_count as u64, descs[j].len);
         before += infos.len();
         let at = *at;
         chunks[i].infos.extend(infos.into_iter().map(|mut p| {
@@ -226,18 +222,28 @@ fn indexed_pages(source: &ParquetSource, piece: &crate::plan::ChunkRange) -> Opt
 /// How many pages to expect per byte of each leaf column's chunks, learnt from the steps decoded so far
 /// (a reader's steps cut the same columns), so that page headers are parsed in one pass.
 #[derive(Debug, Default)]
-pub struct PageHints(std::sync::Mutex<BTreeMap<usize, (u64, u64)>>);
+pub struct PageHints(std::sync::Mutex<LeafPages>);
+
+/// Pages and bytes seen of each leaf column's chunks, by leaf.
+type LeafPages = BTreeMap<usize, (u64, u64)>;
+
+/// Counts `pages` in `bytes` more for `leaf`.
+fn add_pages(seen: &mut LeafPages, leaf: usize, pages: u64, bytes: u64) {
+    let e = seen.entry(leaf).or_default();
+    e.0 = e.0.saturating_add(pages);
+    e.1 = e.1.saturating_add(bytes);
+}
 
 impl PageHints {
     /// Each leaf's pages and bytes seen so far.
-    fn snapshot(&self) -> BTreeMap<usize, (u64, u64)> {
+    fn snapshot(&self) -> LeafPages {
         self.0.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
     /// Room for the pages of a `len`-byte chunk of `leaf`, given what was `seen` ([`Self::snapshot`]): a
     /// quarter more than its column's pages per byte so far, plus 4; one page per 32 KiB plus 4 for a
     /// column not seen yet.
-    fn expected_pages(seen: &BTreeMap<usize, (u64, u64)>, leaf: usize, len: u64) -> u32 {
+    fn expected_pages(seen: &LeafPages, leaf: usize, len: u64) -> u32 {
         let pages = match seen.get(&leaf).copied() {
             Some((pages, bytes)) if bytes > 0 => (len as u128 * pages as u128 * 5 / (bytes as u128 * 4)) as u64,
             _ => len / (32 << 10),
@@ -246,12 +252,10 @@ impl PageHints {
     }
 
     /// A step's chunks of each leaf held these pages in these bytes: `(leaf, (pages, bytes))`.
-    fn record(&self, learnt: BTreeMap<usize, (u64, u64)>) {
+    fn record(&self, learnt: LeafPages) {
         if let Ok(mut m) = self.0.lock() {
             for (leaf, (pages, bytes)) in learnt {
-                let e = m.entry(leaf).or_default();
-                e.0 = e.0.saturating_add(pages);
-                e.1 = e.1.saturating_add(bytes);
+                add_pages(&mut m, leaf, pages, bytes);
             }
         }
     }
