@@ -431,13 +431,11 @@ pub struct Tuning {
     /// (`None`: 5), which bounds the steps decoded at once (one fewer): a read's peak against its
     /// decoders' overlap.
     pub steps_in_flight: Option<usize>,
-    /// `GPU_PARQUET_STEP_SHAPE`: a GPU decode's first and last steps cut smaller.
-    pub step_shape: StepShape,
 }
 
 impl Tuning {
-    /// Reads `GPU_PARQUET_TRACE_FETCH`, `GPU_PARQUET_SNAPPY`, `GPU_PARQUET_ZSTD`,
-    /// `GPU_PARQUET_STEPS_IN_FLIGHT` and `GPU_PARQUET_STEP_SHAPE` through `var`.
+    /// Reads `GPU_PARQUET_TRACE_FETCH`, `GPU_PARQUET_SNAPPY`, `GPU_PARQUET_ZSTD` and
+    /// `GPU_PARQUET_STEPS_IN_FLIGHT` through `var`.
     fn from_lookup(var: &impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut t = Tuning::default();
         let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
@@ -466,12 +464,6 @@ impl Tuning {
                 message: "expected a whole number from 2 to 64".into(),
             })?);
         }
-        if let Some(v) = set(STEP_SHAPE_VAR) {
-            t.step_shape = v.parse().map_err(|message| Error::Config {
-                setting: format!("{STEP_SHAPE_VAR}={v}"),
-                message,
-            })?;
-        }
         Ok(t)
     }
 
@@ -491,9 +483,6 @@ impl Tuning {
         if let Some(n) = self.steps_in_flight {
             out.push(format!("{STEPS_IN_FLIGHT_VAR}={n}"));
         }
-        if self.step_shape != StepShape::default() {
-            out.push(format!("{STEP_SHAPE_VAR}={}", self.step_shape));
-        }
         out
     }
 }
@@ -502,53 +491,6 @@ const TRACE_VAR: &str = "GPU_PARQUET_TRACE_FETCH";
 const SNAPPY_VAR: &str = "GPU_PARQUET_SNAPPY";
 const ZSTD_VAR: &str = "GPU_PARQUET_ZSTD";
 const STEPS_IN_FLIGHT_VAR: &str = "GPU_PARQUET_STEPS_IN_FLIGHT";
-const STEP_SHAPE_VAR: &str = "GPU_PARQUET_STEP_SHAPE";
-
-/// How a GPU decode's first and last steps are cut (`GPU_PARQUET_STEP_SHAPE=F,L`): the first of the
-/// steps the budget and the latency model cut into `first` pieces of about equal bytes, the last
-/// into `last`; `1,1` (the default) leaves them whole, and a read of one step is cut into `first`.
-/// Where the decode outlasts the reads (TPC-H lineitem), the GPU waits for the whole first step's
-/// reads before any decode begins (about 10 ms of lineitem snappy's 100 in run BG), and the last
-/// step's decode follows its last read (about 40 ms): smaller end steps could start the decode
-/// sooner and shorten the tail. Not yet measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepShape {
-    /// Pieces of the first step, 1 to 16.
-    pub first: usize,
-    /// Pieces of the last step, 1 to 16.
-    pub last: usize,
-}
-
-impl Default for StepShape {
-    fn default() -> Self {
-        StepShape { first: 1, last: 1 }
-    }
-}
-
-impl FromStr for StepShape {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let why = || "expected F,L: the first and last steps' pieces, each from 1 to 16".to_string();
-        let (first, last) = s.trim().split_once(',').ok_or_else(why)?;
-        let pieces = |x: &str| x.trim().parse::<usize>().ok().filter(|n| (1..=16).contains(n));
-        Ok(StepShape {
-            first: pieces(first).ok_or_else(why)?,
-            last: pieces(last).ok_or_else(why)?,
-        })
-    }
-}
-
-impl std::fmt::Display for StepShape {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{},{}", self.first, self.last)
-    }
-}
-
-impl serde::Serialize for StepShape {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
 
 /// Which GPU decoders take Snappy bodies (`GPU_PARQUET_SNAPPY`). nvCOMP against our own kernels is a
 /// real comparison (the default was measured: pre-check and nvCOMP beat `gp_unsnap`, 34.8 against
@@ -1038,7 +980,6 @@ mod tests {
                 ("GPU_PARQUET_SNAPPY", "nvcomp"),
                 ("GPU_PARQUET_ZSTD", "split:30"),
                 ("GPU_PARQUET_STEPS_IN_FLIGHT", "7"),
-                ("GPU_PARQUET_STEP_SHAPE", "3, 2"),
             ]),
             &[],
         )
@@ -1046,7 +987,6 @@ mod tests {
         assert!(s.tuning.trace);
         assert_eq!(s.tuning.snappy, SnappyDecoders::Nvcomp);
         assert_eq!(s.tuning.steps_in_flight, Some(7));
-        assert_eq!(s.tuning.step_shape, StepShape { first: 3, last: 2 });
         assert_eq!(s.decoder_options().snappy, SnappyDecoders::Nvcomp);
         assert_eq!(
             s.tuning.differences(),
@@ -1055,7 +995,6 @@ mod tests {
                 "GPU_PARQUET_SNAPPY=nvcomp",
                 "GPU_PARQUET_ZSTD=split:30",
                 "GPU_PARQUET_STEPS_IN_FLIGHT=7",
-                "GPU_PARQUET_STEP_SHAPE=3,2",
             ]
         );
         assert_eq!(s.decoder_options().zstd, ZstdDecoders::Split(30));
@@ -1082,9 +1021,6 @@ mod tests {
             ("GPU_PARQUET_ZSTD", "blocks:-1"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "1"),
             ("GPU_PARQUET_STEPS_IN_FLIGHT", "many"),
-            ("GPU_PARQUET_STEP_SHAPE", "3"),
-            ("GPU_PARQUET_STEP_SHAPE", "0,1"),
-            ("GPU_PARQUET_STEP_SHAPE", "1,17"),
         ] {
             let e = Settings::from_lookup(vars(&[(k, v)]), &[]).unwrap_err();
             assert!(e.to_string().contains(&format!("{k}={v}")), "{e}");

@@ -71,7 +71,7 @@ pub(crate) mod trace;
 /// needs no version of their own in step with ours.
 pub use arrow;
 pub use byte_size::ByteSize;
-pub use config::{BackendKind, CompatMode, IoPolicy, Settings, SnappyDecoders, StepShape, Tuning, ZstdDecoders};
+pub use config::{BackendKind, CompatMode, IoPolicy, Settings, SnappyDecoders, Tuning, ZstdDecoders};
 pub use error::{Error, Location, Result};
 pub use metadata::ParquetSource;
 pub use plan::{PlanOptions, Projection, ReadPlan, RowGroupSelection};

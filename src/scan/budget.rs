@@ -173,70 +173,9 @@ pub(crate) fn split_balanced(sizes: &[(usize, u64)], groups: usize) -> Vec<Vec<u
         .collect()
 }
 
-/// `steps` with the first cut into `first` and the last into `last` groups of about equal bytes
-/// (`bytes` of each row group; a step has fewer pieces where it has fewer row groups); one step is cut
-/// into `first`. The order of the row groups is kept.
-pub(crate) fn shape_ends(
-    mut steps: Vec<Vec<usize>>,
-    bytes: impl Fn(usize) -> u64,
-    first: usize,
-    last: usize,
-) -> Vec<Vec<usize>> {
-    let cut = |g: Vec<usize>, n: usize| -> Vec<Vec<usize>> {
-        let sizes: Vec<(usize, u64)> = g.into_iter().map(|rg| (rg, bytes(rg))).collect();
-        split_balanced(&sizes, n)
-            .into_iter()
-            .filter(|p| !p.is_empty())
-            .collect()
-    };
-    if steps.is_empty() || (first <= 1 && last <= 1) {
-        return steps;
-    }
-    let tail = match steps.len() {
-        1 => Vec::new(),
-        _ => steps.pop().map(|g| cut(g, last)).unwrap_or_default(),
-    };
-    let mut out = cut(steps.remove(0), first);
-    out.extend(steps);
-    out.extend(tail);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn end_steps_are_cut_as_asked_and_keep_their_order() {
-        let steps = vec![vec![0, 1, 2, 3, 4, 5], vec![6, 7, 8], vec![9, 10, 11, 12]];
-        let flat = |s: &[Vec<usize>]| s.concat();
-        let shaped = shape_ends(steps.clone(), |_| 10, 3, 2);
-        assert_eq!(
-            shaped,
-            vec![
-                vec![0, 1],
-                vec![2, 3],
-                vec![4, 5],
-                vec![6, 7, 8],
-                vec![9, 10],
-                vec![11, 12]
-            ]
-        );
-        assert_eq!(flat(&shaped), flat(&steps));
-        assert_eq!(shape_ends(steps.clone(), |_| 10, 1, 1), steps);
-        // By bytes: the first step's large row group stands alone.
-        let shaped = shape_ends(steps.clone(), |rg| if rg == 0 { 50 } else { 10 }, 2, 1);
-        assert_eq!(shaped[..2], [vec![0], vec![1, 2, 3, 4, 5]]);
-        // More pieces than row groups: one row group a piece, none empty.
-        let shaped = shape_ends(vec![vec![0, 1], vec![2]], |_| 1, 5, 4);
-        assert_eq!(shaped, vec![vec![0], vec![1], vec![2]]);
-        // One step: cut into `first`.
-        assert_eq!(
-            shape_ends(vec![vec![0, 1, 2, 3]], |_| 1, 2, 3),
-            vec![vec![0, 1], vec![2, 3]]
-        );
-        assert!(shape_ends(Vec::new(), |_| 1, 2, 2).is_empty());
-    }
 
     fn sizes(bytes: &[u64]) -> Vec<(usize, u64)> {
         bytes.iter().copied().enumerate().collect()

@@ -30,7 +30,7 @@ use crate::io::select::{AnyBackend, AnyBuffer};
 use crate::io::{IoBackend, IoLog};
 use crate::metadata::ParquetSource;
 use crate::plan::{ChunkRange, Projection, ReadPlan, RowGroupSelection};
-use crate::scan::budget::{MemoryBudget, pack_consecutive, shape_ends, split_balanced};
+use crate::scan::budget::{MemoryBudget, pack_consecutive, split_balanced};
 use crate::scan::driver::{FetchedStep, Release, Scan, ScanSpec, StepSink};
 use crate::scan::gpu_filter::{GpuFilter, StepFilter};
 use crate::scan::step::{BackendTimes, DecodedStep, StepSummary, Window, merge_reads};
@@ -535,8 +535,7 @@ pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64
         pack_consecutive(need.clone(), share)
     };
     let largest = cut.iter().map(bytes_of).max().unwrap_or(0).max(1);
-    let shape = reader.tuning.step_shape;
-    Ok((shape_ends(cut, bytes, shape.first, shape.last), largest))
+    Ok((cut, largest))
 }
 
 /// The GPU time a step of `reader`'s selection costs at least ([`longest_page_ns`]).
@@ -976,30 +975,6 @@ mod tests {
             with >= without + unc && with <= without + unc + 2 * rows,
             "{without} {with} {unc} {rows}"
         );
-    }
-
-    #[test]
-    fn the_step_shape_cuts_the_end_steps() {
-        // Three row groups, one step (a step holds at least MIN_STEP_BYTES): cut into `first`.
-        let builder =
-            || crate::Reader::builder("testdata/flat_snappy_dict.parquet").with_backend(crate::BackendKind::Host);
-        let plain = builder().build().expect("reader");
-        let shape = crate::StepShape { first: 2, last: 3 };
-        let shaped = builder()
-            .with_tuning(crate::Tuning {
-                step_shape: shape,
-                ..Default::default()
-            })
-            .build()
-            .expect("reader");
-        let budget = MemoryBudget::new(None, 2, STEPS_IN_FLIGHT);
-        let (even, largest) = decode_steps(&plain, &budget, 0.0).expect("steps");
-        let (cut, largest_cut) = decode_steps(&shaped, &budget, 0.0).expect("steps");
-        assert_eq!(even.len(), 1, "{even:?}");
-        // In `first` pieces, the row groups in the same order, the budget's step as before.
-        assert_eq!(cut.len(), 2, "{cut:?}");
-        assert_eq!(cut.concat(), even.concat());
-        assert_eq!(largest_cut, largest);
     }
 
     /// A reader of a one-column file of 100,000 Int64 values written with `props`.
