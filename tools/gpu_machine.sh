@@ -25,6 +25,9 @@
 #             20; with $OUT set, the source page's CSV comes back as src_KERNEL.csv)
 #   steps     one `read --json` of each of FILES (default: both flat files; EXTRA: more read arguments)
 #             through tools/step_windows.py (each step's windows)
+#   timeline  nsys's trace of one `read --warm-up 1` of each of FILES (BIN, EXTRA as for ncu) through
+#             tools/gpu_busy.py: how much of the last read the GPU spent in kernels and in host-to-device
+#             copies, by BIN_MS window (where the machine has nsys)
 #   pypaths   examples/compare_paths.py on the plain file (KvikIO ON/OFF/AUTO, cuDF where installed,
 #             gpu_parquet): as the machine is, then with the udev data that lets cuFile register files
 #   dask      examples/dask_read.py on both benchmark files (dask.distributed from .devpack/dask/;
@@ -167,6 +170,18 @@ case "${1:-}" in
       python3 tools/ncu_source_lines.py /tmp/ncusrc.csv ${TOP:-20}
       if [ -n "${OUT:-}" ]; then cp /tmp/ncusrc.csv "$OUT/src_$k.csv"; fi
     done; done ;;
+  timeline)
+    # nsys's trace of one `read --warm-up 1` of each of FILES through tools/gpu_busy.py: the share of
+    # the last read in which kernels and host-to-device copies ran, by BIN_MS window.
+    ns=$(ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+    if [ -z "$ns" ]; then echo "no nsys on this machine"; exit 0; fi
+    for f in $files; do
+      echo "== timeline ${BIN:-gpu-parquet} read $f --warm-up 1 ${EXTRA:-}"
+      $ns profile --trace cuda --sample none --cpuctxsw none --force-overwrite true -o /tmp/tl \
+        $B/${BIN:-gpu-parquet} read $F/$f.parquet --warm-up 1 ${EXTRA:-} > /dev/null 2>&1
+      $ns stats --report cuda_gpu_trace --format csv --force-export true --output /tmp/tl /tmp/tl.nsys-rep > /dev/null 2>&1
+      python3 tools/gpu_busy.py /tmp/tl_cuda_gpu_trace.csv
+    done ;;
   steps)
     for f in $files; do
       $B/gpu-parquet read $F/$f.parquet --json ${EXTRA:-} | python3 tools/step_windows.py
