@@ -31,9 +31,12 @@ def main(path):
     kernels, copies = [], []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
-            start, dur = float(row["Start (ns)"]), float(row["Duration (ns)"])
+            # nsys names its columns "Start (ns)" and "Duration (ns)", and its copies "[CUDA memcpy
+            # Host-to-Device]" ("[CUDA memcpy HtoD]" in older releases).
+            start = float(row.get("Start (ns)", row.get("Start")))
+            dur = float(row.get("Duration (ns)", row.get("Duration")))
             name = row.get("Name", "")
-            if "memcpy Host-to-Device" in name:
+            if "memcpy Host-to-Device" in name or "memcpy HtoD" in name:
                 copies.append((start, start + dur))
             elif not name.startswith("[CUDA"):
                 kernels.append((start, start + dur))
