@@ -526,8 +526,7 @@ pub(crate) fn decode_steps(reader: &Reader, budget: &MemoryBudget, floor_ns: f64
     // As many steps as asked (fewer when they would fall under MIN_STEP_BYTES), of even size;
     // more when even steps would not fit the budget's share.
     let steps = steps.min((total / MIN_STEP_BYTES).max(1));
-    let bytes = |rg: usize| place.get(&rg).map_or(0, |&k| need[k].1);
-    let bytes_of = |g: &Vec<usize>| -> u64 { g.iter().map(|&rg| bytes(rg)).sum() };
+    let bytes_of = |g: &Vec<usize>| -> u64 { g.iter().map(|rg| place.get(rg).map_or(0, |&k| need[k].1)).sum() };
     let even = split_balanced(&need, steps as usize);
     let cut = if even.iter().all(|g| bytes_of(g) <= share) {
         even
