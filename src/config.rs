@@ -203,7 +203,8 @@ pub enum Key {
     /// `--memory-limit`, `GPU_PARQUET_MEMORY_LIMIT`: the memory budget as a size (`8GiB`, `512MiB`,
     /// `1.5GB` or bytes), as the CLI and Python write it.
     MemoryLimitSize,
-    /// `--nvcomp`, `GPU_PARQUET_NVCOMP`: nvCOMP 5's library, or a directory holding it.
+    /// `--nvcomp`, `GPU_PARQUET_NVCOMP`: nvCOMP 5's library (or nvCOMP 6's file), or a directory
+    /// holding nvCOMP 5.
     Nvcomp,
     /// `--decode-steps`, `GPU_PARQUET_DECODE_STEPS`: the fewest steps a GPU decode cuts a read into.
     DecodeSteps,

@@ -96,7 +96,8 @@ struct IoArgs {
     /// Steps a GPU decode decodes at once (default 4 where compressed pages set a step a floor of GPU time, else 2; 1 where the memory budget holds only two steps).
     #[arg(long, allow_hyphen_values = true)]
     decode_threads: Option<String>,
-    /// nvCOMP 5's `libnvcomp.so.5`, or a directory holding it (default: Python installs, then the system).
+    /// nvCOMP 5's `libnvcomp.so.5` (or nvCOMP 6's `libnvcomp.so.6`), or a directory holding nvCOMP 5
+    /// (default: Python installs, then the system).
     #[arg(long)]
     nvcomp: Option<String>,
     /// Hand compressed pages to nvCOMP without checking them first (trusted files only: nvCOMP's

@@ -14,7 +14,7 @@
 //! Python directories the settings collected.
 //!
 //! Loading never panics. A missing library, a file that is not nvCOMP, an nvCOMP whose major version
-//! is not 5 (nvCOMP 6 renamed calls and its file, `libnvcomp.so.6`) or one that lacks a symbol is an
+//! is neither 5 nor 6 or one that lacks a symbol is an
 //! [`Error::Unavailable`] naming every file tried and why each was refused. nvCOMP links the CUDA
 //! runtime statically and opens `libcuda` only on first use, so the library loads (and reports its
 //! version) even on a machine without a GPU; decompression then fails with an nvCOMP error.
@@ -28,6 +28,9 @@
 //! - alignment requirements are per codec and per buffer: in 5.3, Deflate needs 4-byte aligned
 //!   input and Zstd an 8-byte aligned temporary buffer; others take any alignment
 //!   ([`result::NvcompLibrary::required_alignments`] asks the library);
+//! - nvCOMP 6.0 declares every call used here as 5.3 does (it renamed the `Async` temporary-size
+//!   estimates, not called here, and its file, `libnvcomp.so.6`, which is looked for only where a path
+//!   names it);
 //! - corrupt input is undefined behaviour for every codec except LZ4 on the CUDA backend, which sets
 //!   `nvcompErrorCannotDecompress`; an output buffer too small for a chunk gives that status for every
 //!   codec. The caller must validate what it feeds in.
@@ -43,8 +46,12 @@ pub use result::{NvcompLibrary, NvcompVersion};
 /// The file name of nvCOMP 5's library.
 pub(crate) const LIBRARY_FILE: &str = "libnvcomp.so.5";
 
-/// The only nvCOMP major version this module speaks.
+/// The nvCOMP major version this module speaks and looks for by file name.
 pub(crate) const SUPPORTED_MAJOR: u32 = 5;
+/// Another major version whose calls used here are declared exactly as 5.3 declares them (nvCOMP
+/// 6.0's headers rename only the `Async` temporary-size estimates, which this module does not call);
+/// taken where named by path (`--nvcomp`, `GPU_PARQUET_NVCOMP`).
+pub(crate) const ALSO_SPOKEN_MAJOR: u32 = 6;
 
 /// The C interface of nvCOMP 5.3 batched decompression (`nvcomp.h`, `nvcomp/shared_types.h` and the
 /// per-codec headers `snappy.h`, `zstd.h`, `lz4.h`, `gzip.h`, `deflate.h`).
@@ -363,7 +370,7 @@ pub(crate) mod result {
 
     use libloading::Library;
 
-    use super::{Candidate, Codec, LIBRARY_FILE, NvcompSearch, SUPPORTED_MAJOR, sys};
+    use super::{ALSO_SPOKEN_MAJOR, Candidate, Codec, LIBRARY_FILE, NvcompSearch, SUPPORTED_MAJOR, sys};
     use crate::error::{Error, Result};
 
     /// nvCOMP's version.
@@ -395,11 +402,11 @@ pub(crate) mod result {
     }
 
     /// Whether `nvcompProperties_t::version` `v` is one this module speaks: major version
-    /// [`SUPPORTED_MAJOR`]. `Err` says which version it is and what is needed (the caller names the
+    /// [`SUPPORTED_MAJOR`] or [`ALSO_SPOKEN_MAJOR`]. `Err` says which version it is and what is needed (the caller names the
     /// file).
     pub(crate) fn check_version(v: u32) -> std::result::Result<NvcompVersion, String> {
         let version = NvcompVersion::from_semver(v);
-        if version.major == SUPPORTED_MAJOR {
+        if version.major == SUPPORTED_MAJOR || version.major == ALSO_SPOKEN_MAJOR {
             Ok(version)
         } else {
             Err(format!(
@@ -1168,7 +1175,7 @@ mod tests {
     }
 
     #[test]
-    fn only_major_version_5_is_accepted() {
+    fn only_major_versions_5_and_6_are_accepted() {
         assert_eq!(
             check_version(5300),
             Ok(NvcompVersion {
@@ -1178,7 +1185,8 @@ mod tests {
             })
         );
         assert_eq!(check_version(5012).unwrap().to_string(), "5.0.12");
-        for (v, shown) in [(6000, "6.0.0"), (4210, "4.2.10"), (0, "0.0.0")] {
+        assert_eq!(check_version(6012).unwrap().to_string(), "6.0.12");
+        for (v, shown) in [(7000, "7.0.0"), (4210, "4.2.10"), (0, "0.0.0")] {
             let e = check_version(v).unwrap_err();
             assert!(e.starts_with(&format!("nvCOMP {shown}, but")), "{e}");
             assert!(e.contains("nvCOMP 5 API"), "{e}");
@@ -1235,7 +1243,7 @@ mod tests {
     #[test]
     fn another_major_version_or_a_missing_symbol_is_refused_by_file_and_version() {
         let dir = tempfile::tempdir().unwrap();
-        let Some(v6) = fake_library(dir.path(), "libnvcomp.so.6", 6000, true) else {
+        let Some(v7) = fake_library(dir.path(), "libnvcomp.so.7", 7000, true) else {
             crate::test_skip("no C compiler to build a stand-in library");
             return;
         };
@@ -1244,10 +1252,20 @@ mod tests {
             python_dirs: vec![],
             system: false,
         };
+        let m = NvcompLibrary::load(&only(&v7)).unwrap_err().to_string();
+        assert!(
+            m.contains(&format!(
+                "{}: nvCOMP 7.0.0, but gpu-parquet speaks the nvCOMP 5 API",
+                v7.display()
+            )),
+            "{m}"
+        );
+        // nvCOMP 6 passes the version check and is then held to every symbol, as 5 is.
+        let v6 = fake_library(dir.path(), "libnvcomp.so.6", 6000, true).unwrap();
         let m = NvcompLibrary::load(&only(&v6)).unwrap_err().to_string();
         assert!(
             m.contains(&format!(
-                "{}: nvCOMP 6.0.0, but gpu-parquet speaks the nvCOMP 5 API",
+                "{}: nvCOMP 6.0.0 lacks nvcompBatchedSnappyDecompressGetRequiredAlignments",
                 v6.display()
             )),
             "{m}"
