@@ -740,7 +740,7 @@ pub fn fetch_held_steps(reader: &Reader) -> Result<HeldSteps> {
     let steps = GpuSteps::plan_with(reader, decoder.clone(), FilterPasses::One)?;
     // Each step's copies are queued on its buffer's stream, which its decode is ordered after.
     let chunks = fetch_every_step(reader, &steps.plans, false, |c| c)?;
-    let (free_after, _) = decoder.context().memory()?;
+    let free_after = decoder.context().available_memory()?;
     Ok(HeldSteps {
         decoders: reader
             .decode_threads

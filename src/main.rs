@@ -84,7 +84,8 @@ struct IoArgs {
     #[arg(long)]
     direct: bool,
     /// Device-memory budget of a GPU decode, e.g. 8GiB, 512MiB, 1.5GB or bytes (steps of row groups
-    /// are cut to fit); at least 1MiB; default half of the GPU's free memory [GPU_PARQUET_MEMORY_LIMIT].
+    /// are cut to fit); at least 1MiB; default half of the GPU's free memory, what its memory pool holds
+    /// unused counted as free [GPU_PARQUET_MEMORY_LIMIT].
     #[arg(long, value_name = "SIZE", conflicts_with = "memory_limit_mb")]
     memory_limit: Option<gpu_parquet::ByteSize>,
     /// The same in MiB (kept for old scripts) [GPU_PARQUET_MEMORY_LIMIT_MB].

@@ -1091,6 +1091,47 @@ fn a_gpu_read_reports_the_memory_its_buffers_held() {
     assert_eq!(ctx.allocations().live_bytes(), before);
 }
 
+/// Memory a read freed stays in the device's pool (`cuMemGetInfo` counts it as taken), and the memory
+/// the next read plans with counts it as available, so a process's later reads are planned as its
+/// first (`GpuContext::available_memory`).
+#[test]
+fn memory_a_read_freed_stays_available_to_the_next() {
+    let Some(ctx) = gpu() else { return };
+    let dir = tempfile::tempdir().expect("scratch");
+    let path = dir.path().join("two-million.parquet");
+    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    write(&path, &table(2_000_000), props);
+    ctx.synchronize().expect("sync");
+    let before = ctx.available_memory().expect("available");
+    let read = || {
+        let reader = Reader::builder(&path)
+            .with_decoder_options(options())
+            .build()
+            .expect("reader");
+        let read = reader.read_device().expect("read");
+        read.decode.peak_allocated_bytes
+    };
+    let peak = read();
+    ctx.synchronize().expect("sync");
+    let (free, _) = ctx.memory().expect("memory");
+    let available = ctx.available_memory().expect("available");
+    // The pool kept what the read freed (its release threshold is the maximum).
+    assert!(
+        available >= free + peak / 2,
+        "available {available} against free {free}: the pool holds under half of the read's peak {peak}"
+    );
+    // What stayed taken: the read's kernels and libraries, not its buffers.
+    assert!(
+        available + (256 << 20) >= before,
+        "available {before} before the read, {available} after (peak {peak})"
+    );
+    // A second read finds the same.
+    let _ = read();
+    ctx.synchronize().expect("sync");
+    let again = ctx.available_memory().expect("available");
+    assert!(again + (64 << 20) >= available, "available {available}, then {again}");
+}
+
 /// The layouts built after decoding (views, 64-bit offsets, decimals of every width, dictionary-typed
 /// columns) on the GPU: `testdata/types.parquet` and its rewrites (plain v1 pages, dictionary v2 pages),
 /// in one step and in one step per row group, equal to arrow-rs and to the host references, every

@@ -6,7 +6,8 @@ use crate::error::{Error, Location, Result};
 ///
 /// - **The limit** ([`limit`](Self::limit), bytes) bounds what the whole scan holds at once, in the
 ///   memory its steps land in: host memory for raw chunks and host decoding, device memory for a
-///   GPU decode (where, unset, it is half the GPU's free memory when the read starts).
+///   GPU decode (where, unset, it is half the GPU's free memory when the read starts, counting what the
+///   device's memory pool holds unused as free: `GpuContext::available_memory`).
 /// - **Steps**: a scan reads its row groups in *steps*, runs of consecutive row groups of one file,
 ///   and holds at most [`max_steps_in_flight`](Self::max_steps_in_flight) of them at once (being
 ///   read, read and waiting, being turned into their result, or handed out and not yet given back

@@ -201,7 +201,8 @@ pub(crate) fn steps_for_latency(read_bytes: u64, longest_ns: f64, decoders: usiz
 }
 
 /// Held steps decoded at once by default ([`crate::bench::fetch_held_steps`]): every one of the `steps`,
-/// or as many as `free` device memory (with every step's chunks held) has room for, one at least,
+/// or as many as `free` device memory (with every step's chunks held; the pool's unused memory counted
+/// as free) has room for, one at least,
 /// counting for each the estimate of the largest step, `largest` (its chunks and temporaries: more
 /// than a held step adds).
 pub(crate) fn held_decoders(steps: usize, free: u64, largest: u64) -> usize {
@@ -358,7 +359,7 @@ impl GpuSteps {
 
     fn plan_steps(reader: &Reader, decoder: Arc<GpuDecoder>, passes: FilterPasses, whole_steps: bool) -> Result<Self> {
         let (free_before, _) = decoder.context().memory()?;
-        let budget = gpu_budget(reader, free_before);
+        let budget = gpu_budget(reader, decoder.context().available_memory()?);
         let (schema, routes) = route_columns(&reader.source, &reader.plan.columns)?;
         let filter = GpuFilter::plan(&reader.filter, &schema, reader.filter_mode)?.map(Arc::new);
         let two_pass = GpuTwoPass::of(reader, filter.as_deref(), passes)?.map(Arc::new);
