@@ -96,13 +96,7 @@ impl GpuContext {
         self.pool_ready
             .get_or_init(|| {
                 guard("configuring the device memory pool", || {
-                    self.bind()?;
-                    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-                    // SAFETY: `pool` is a live local the driver writes one handle into; the device is
-                    // this context's.
-                    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device()) }
-                        .result()
-                        .map_err(cuda_err("cuDeviceGetDefaultMemPool"))?;
+                    let pool = self.default_pool()?;
                     let mut threshold: u64 = u64::MAX;
                     // SAFETY: the attribute takes a pointer to a u64 threshold, a live local here; the
                     // pool handle came from the call above.
@@ -185,16 +179,23 @@ impl GpuContext {
         })
     }
 
+    /// The device's default memory pool (what stream-ordered allocations draw from), this context
+    /// made current. Inside a [`guard`].
+    fn default_pool(&self) -> Result<sys::CUmemoryPool> {
+        self.bind()?;
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: `pool` is a live local the driver writes one handle into; the device is this
+        // context's.
+        unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device()) }
+            .result()
+            .map_err(cuda_err("cuDeviceGetDefaultMemPool"))?;
+        Ok(pool)
+    }
+
     /// The device's default pool: bytes reserved from the driver, and bytes of those handed out.
     fn pool_usage(&self) -> Result<(u64, u64)> {
         guard("querying the device memory pool", || {
-            self.bind()?;
-            let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-            // SAFETY: `pool` is a live local the driver writes one handle into; the device is this
-            // context's.
-            unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device()) }
-                .result()
-                .map_err(cuda_err("cuDeviceGetDefaultMemPool"))?;
+            let pool = self.default_pool()?;
             let get = |attr: sys::CUmemPool_attribute| -> Result<u64> {
                 let mut value: u64 = 0;
                 // SAFETY: both attributes read here are a cuuint64_t the driver writes through the
