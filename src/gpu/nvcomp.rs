@@ -14,10 +14,10 @@
 //! Python directories the settings collected.
 //!
 //! Loading never panics. A missing library, a file that is not nvCOMP, an nvCOMP whose major version
-//! is neither 5 nor 6 or one that lacks a symbol is an
-//! [`Error::Unavailable`] naming every file tried and why each was refused. nvCOMP links the CUDA
-//! runtime statically and opens `libcuda` only on first use, so the library loads (and reports its
-//! version) even on a machine without a GPU; decompression then fails with an nvCOMP error.
+//! is neither 5 nor 6 or one that lacks a symbol is an [`Error::Unavailable`] naming every file
+//! tried and why each was refused. nvCOMP links the CUDA runtime statically and opens `libcuda` only
+//! on first use, so the library loads (and reports its version) even on a machine without a GPU;
+//! decompression then fails with an nvCOMP error.
 //!
 //! Facts from the 5.3 headers that shape this module:
 //! - every `nvcompBatched*DecompressOpts_t` is a 64-byte struct passed by value, all zero for the
@@ -402,8 +402,8 @@ pub(crate) mod result {
     }
 
     /// Whether `nvcompProperties_t::version` `v` is one this module speaks: major version
-    /// [`SUPPORTED_MAJOR`] or [`ALSO_SPOKEN_MAJOR`]. `Err` says which version it is and what is needed (the caller names the
-    /// file).
+    /// [`SUPPORTED_MAJOR`] or [`ALSO_SPOKEN_MAJOR`]. `Err` says which version it is and what is
+    /// needed (the caller names the file).
     pub(crate) fn check_version(v: u32) -> std::result::Result<NvcompVersion, String> {
         let version = NvcompVersion::from_semver(v);
         if version.major == SUPPORTED_MAJOR || version.major == ALSO_SPOKEN_MAJOR {
