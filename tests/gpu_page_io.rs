@@ -225,7 +225,9 @@ fn the_gpu_pipeline_decodes_a_paged_plan_as_arrow_rs_does() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pages.parquet");
     write_file(&path);
-    let cases: Vec<(&str, BTreeMap<usize, Vec<Range<u64>>>)> = vec![
+    // Each case: its name and the row ranges kept, by row group.
+    type RowsByGroup = BTreeMap<usize, Vec<Range<u64>>>;
+    let cases: Vec<(&str, RowsByGroup)> = vec![
         ("one page's rows", BTreeMap::from([(1, vec![130..140])])),
         ("rows over a page boundary", BTreeMap::from([(0, vec![60..70])])),
         (
@@ -327,7 +329,9 @@ fn damaged(
 fn a_damaged_offset_index_is_a_corrupt_page_on_the_gpu_path() {
     let dir = tempfile::tempdir().unwrap();
     // Leaf 0 is `id`, leaf 1 `name` (dictionary-encoded), leaf 2 `score` (nullable).
-    let cases: Vec<(&str, usize, fn(i64, i32, i64) -> (i64, i32, i64))> = vec![
+    // A page location's (offset, compressed size, first row) as the damage leaves it.
+    type Damage = fn(i64, i32, i64) -> (i64, i32, i64);
+    let cases: Vec<(&str, usize, Damage)> = vec![
         ("id: a page starting a row later", 0, |o, s, f| (o, s, f + 1)),
         ("score: a page starting a row earlier", 2, |o, s, f| (o, s, f - 1)),
         ("name: a page a byte shorter", 1, |o, s, f| (o, s - 1, f)),

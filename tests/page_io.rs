@@ -441,7 +441,9 @@ fn pieces_merge_adjacent_pages_and_split_at_pages_left_out() {
     let chunk = source.checked_chunks()[2][1];
     let page =
         |p: usize| locations[p].offset as u64..(locations[p].offset + locations[p].compressed_page_size as i64) as u64;
-    let pieces = |p: &ReadPlan| -> Vec<(std::ops::Range<u64>, bool, std::ops::Range<usize>, std::ops::Range<u64>)> {
+    // Each piece: its byte range, whether it holds the dictionary, its pages and its rows.
+    type Piece = (std::ops::Range<u64>, bool, std::ops::Range<usize>, std::ops::Range<u64>);
+    let pieces = |p: &ReadPlan| -> Vec<Piece> {
         p.chunks
             .iter()
             .map(|c| {

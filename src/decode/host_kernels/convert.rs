@@ -210,7 +210,8 @@ mod tests {
             for w in v.data() {
                 src.extend_from_slice(&w.to_le_bytes());
             }
-            let units: [(Conversion, fn(&parquet::data_type::Int96) -> i64); 4] = [
+            type Reference = fn(&parquet::data_type::Int96) -> i64;
+            let units: [(Conversion, Reference); 4] = [
                 (Conversion::Int96ToNanos, |v| v.to_nanos()),
                 (Conversion::Int96ToMicros, |v| v.to_micros()),
                 (Conversion::Int96ToMillis, |v| v.to_millis()),

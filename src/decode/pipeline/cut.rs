@@ -218,9 +218,12 @@ mod tests {
         assert_eq!(b, [0xff, 0xff]);
     }
 
+    /// Each row group's rows held (decoded), and the rows the plan keeps of each (`None`: all).
+    type Cut = (Vec<Vec<Range<u64>>>, [Option<&'static [Range<u64>]>; 2]);
+
     /// Two row groups: the first read page by page (its pages hold rows 0..40 and 100..140; the plan
     /// keeps 5..12, 38..40 and 100..101), the second whole (60 rows, all kept).
-    fn a_cut() -> (Vec<Vec<Range<u64>>>, [Option<&'static [Range<u64>]>; 2]) {
+    fn a_cut() -> Cut {
         static KEPT: [Range<u64>; 3] = [5..12, 38..40, 100..101];
         (vec![vec![0..40, 100..140], vec![0..60]], [Some(&KEPT), None])
     }
