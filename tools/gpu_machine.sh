@@ -5,7 +5,7 @@
 #   types     the type benchmark's files (tools/make_type_bench.py: MATRIX, SIZE_MB, TYPES) into /tmp/typebench;
 #             then F=/tmp/typebench FILES="NAME ..." (file names less .parquet) for bench and cudf
 #   lineitem  TPC-H lineitem (SF, default 10) as tpchgen-cli writes it, snappy and zstd, into /tmp/bench
-#             (tools/make_lineitem.sh; its wheel carried in .wheels/)
+#             (tools/make_lineitem.sh; its wheel carried in .wheels/; KINDS=zstd writes only that one)
 #   tests     the GPU test binaries (TESTS; one test thread: they share the device and cuFile's statistics)
 #   sanitize  the same under compute-sanitizer memcheck (leak check) and racecheck (our gp_* kernels):
 #             summaries only; `sanitize "BIN ..."` for chosen binaries

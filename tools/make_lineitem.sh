@@ -9,6 +9,7 @@
 #                            written by examples/sort_parquet.rs (SORT: its binary, default
 #                            .device/bin/sort_parquet) where that binary is there
 # All ask for Utf8View in their Arrow schema, as the generator writes it.
+# KINDS (default "snappy zstd"): which of the two to write, e.g. KINDS=zstd on a short loan.
 # Usage: tools/make_lineitem.sh [DIR] [SF]
 set -euo pipefail
 dir=${1:-/tmp/bench}
@@ -24,13 +25,18 @@ if [ -z "$gen" ]; then
 fi
 mkdir -p "$dir"
 tmp=$(mktemp -d "$dir/lineitem.XXXX")
-"$gen" parquet -s "$sf" --tables lineitem --no-progress -o "$tmp/snappy"
-"$gen" parquet -s "$sf" --tables lineitem --no-progress --compression 'ZSTD(1)' --row-group-bytes 128MB -o "$tmp/zstd"
-mv "$tmp/snappy/lineitem.parquet" "$dir/lineitem_snappy.parquet"
-mv "$tmp/zstd/lineitem.parquet" "$dir/lineitem_zstd.parquet"
-rm -rf "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+kinds=${KINDS:-snappy zstd}
+for kind in $kinds; do
+  case $kind in
+    snappy) "$gen" parquet -s "$sf" --tables lineitem --no-progress -o "$tmp/snappy" ;;
+    zstd) "$gen" parquet -s "$sf" --tables lineitem --no-progress --compression 'ZSTD(1)' --row-group-bytes 128MB -o "$tmp/zstd" ;;
+    *) echo "make_lineitem.sh: KINDS takes snappy and zstd, not $kind" >&2; exit 2 ;;
+  esac
+  mv "$tmp/$kind/lineitem.parquet" "$dir/lineitem_$kind.parquet"
+done
 sort=${SORT:-.device/bin/sort_parquet}
-if [ -x "$sort" ]; then
+if [ -x "$sort" ] && [[ " $kinds " == *" snappy "* ]]; then
   "$sort" "$dir/lineitem_snappy.parquet" "$dir/lineitem_sorted.parquet" --by l_shipdate \
     --row-group-rows 4194304 --bloom l_orderkey,l_partkey
 fi
