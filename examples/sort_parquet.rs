@@ -1,7 +1,7 @@
 //! Rewrites a Parquet file sorted by one column, with what selective reads prune on: row-group and page
 //! statistics, the page index (column and offset indexes) and, optionally, bloom filters. The
 //! selective-scan benchmark's files come from it (TPC-H `lineitem` sorted by `l_shipdate`:
-//! `tools/make_lineitem.sh sorted`).
+//! `tools/make_lineitem.sh` writes it beside the snappy file where this example's binary is there).
 //!
 //! ```sh
 //! cargo run --release --example sort_parquet -- IN OUT --by l_shipdate \
