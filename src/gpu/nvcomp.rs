@@ -1247,46 +1247,38 @@ mod tests {
             crate::test_skip("no C compiler to build a stand-in library");
             return;
         };
-        let only = |p: &Path| NvcompSearch {
-            explicit: Some(p.into()),
-            python_dirs: vec![],
-            system: false,
+        // The error of loading only `p`, and a check that it names `file` and says `why`.
+        let refusal = |p: &Path| {
+            let only = NvcompSearch {
+                explicit: Some(p.into()),
+                python_dirs: vec![],
+                system: false,
+            };
+            NvcompLibrary::load(&only).unwrap_err().to_string()
         };
-        let m = NvcompLibrary::load(&only(&v7)).unwrap_err().to_string();
-        assert!(
-            m.contains(&format!(
-                "{}: nvCOMP 7.0.0, but gpu-parquet speaks the nvCOMP 5 API",
-                v7.display()
-            )),
-            "{m}"
+        let says = |m: &str, file: &Path, why: &str| {
+            assert!(m.contains(&format!("{}: {why}", file.display())), "{m}");
+        };
+        says(
+            &refusal(&v7),
+            &v7,
+            "nvCOMP 7.0.0, but gpu-parquet speaks the nvCOMP 5 API",
         );
         // nvCOMP 6 passes the version check and is then held to every symbol, as 5 is.
         let v6 = fake_library(dir.path(), "libnvcomp.so.6", 6000, true).unwrap();
-        let m = NvcompLibrary::load(&only(&v6)).unwrap_err().to_string();
-        assert!(
-            m.contains(&format!(
-                "{}: nvCOMP 6.0.0 lacks nvcompBatchedSnappyDecompressGetRequiredAlignments",
-                v6.display()
-            )),
-            "{m}"
-        );
+        let lacks_alignments = "lacks nvcompBatchedSnappyDecompressGetRequiredAlignments";
+        says(&refusal(&v6), &v6, &format!("nvCOMP 6.0.0 {lacks_alignments}"));
 
         let sub = dir.path().join("five");
         std::fs::create_dir_all(&sub).unwrap();
         let v5 = fake_library(&sub, LIBRARY_FILE, 5301, true).unwrap();
-        let m = NvcompLibrary::load(&only(&sub)).unwrap_err().to_string();
-        assert!(
-            m.contains(&format!(
-                "{}: nvCOMP 5.3.1 lacks nvcompBatchedSnappyDecompressGetRequiredAlignments",
-                v5.display()
-            )),
-            "{m}"
-        );
+        let m = refusal(&sub);
+        says(&m, &v5, &format!("nvCOMP 5.3.1 {lacks_alignments}"));
         // The directory's other layouts were tried too, and said so.
         assert!(m.contains("lib64/libnvcomp.so.5: no such file"), "{m}");
 
         let bare = fake_library(dir.path(), "bare.so", 5300, false).unwrap();
-        let m = NvcompLibrary::load(&only(&bare)).unwrap_err().to_string();
+        let m = refusal(&bare);
         assert!(m.contains("bare.so: nvCOMP 5.3.0 lacks nvcompGetStatusString"), "{m}");
     }
 
