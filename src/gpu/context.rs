@@ -156,12 +156,10 @@ impl GpuContext {
 
     /// Device memory a read may plan with: the driver's free memory and what the device's default
     /// pool holds unused. The pool keeps what our buffers free ([`Self::ensure_pool_keeps_memory`]),
-    /// which `cuMemGetInfo` counts as taken although the next stream-ordered allocations reuse it. A
-    /// budget of free memory alone shrinks after each earlier read of the process: in one `bench`
-    /// process on an H100 (runs BJ and BK), TPC-H lineitem SF10 zstd's decode-alone rows were cut into
-    /// 8, 11 or 13 steps (94.5-96.7 ms with 8, 97.9-104.4 with 11): an 8-step read's steps are
-    /// estimated at 3.65 GB each, within the budget's share (half the free memory over 9 steps in
-    /// flight) only while 66 GB are free. Without the pool's figures, the free memory alone.
+    /// which `cuMemGetInfo` counts as taken although the next stream-ordered allocations reuse it; a
+    /// budget of free memory alone would shrink after each earlier read of the process, and cut the
+    /// same file into more steps (docs/history/gpu-decode-log.md, twenty-ninth session). Without the
+    /// pool's figures, the free memory alone.
     pub fn available_memory(&self) -> Result<u64> {
         let (free, _) = self.memory()?;
         // Reserved less handed out, never negative whatever the driver says.
